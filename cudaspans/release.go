@@ -1,0 +1,251 @@
+package cudaspans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// ReleaseMode says when and where a large buffer's memory is given back
+// (DESIGN.md, "Buffer release").
+type ReleaseMode string
+
+const (
+	// ReleaseSync frees on the caller's goroutine, on the critical path, as
+	// the destructors of the old C++ code did.
+	ReleaseSync ReleaseMode = "sync"
+	// ReleaseAsync hands the buffer to one background releaser that frees
+	// buffers one at a time (to avoid munmap bursts); its span stays in the
+	// caller's trace but off the caller's critical path.
+	ReleaseAsync ReleaseMode = "async"
+	// ReleasePool keeps the buffer for reuse by a later Get of the same kind
+	// and at most its size.
+	ReleasePool ReleaseMode = "pool"
+)
+
+// ErrUnknownReleaseMode is returned by ParseReleaseMode for any other name.
+var ErrUnknownReleaseMode = errors.New("unknown release mode (want sync, async or pool)")
+
+// ParseReleaseMode maps "sync", "async" or "pool" to its mode.
+func ParseReleaseMode(s string) (ReleaseMode, error) {
+	switch m := ReleaseMode(s); m {
+	case ReleaseSync, ReleaseAsync, ReleasePool:
+		return m, nil
+	}
+	return "", fmt.Errorf("release mode %q: %w", s, ErrUnknownReleaseMode)
+}
+
+// Buffer is memory outside the Go heap whose release has a real cost:
+// anonymous mmap, pinned host memory, or device memory.
+type Buffer interface {
+	// Kind is the value of cuzk.buffer.kind: "mmap", "pinned" or "device".
+	Kind() string
+	// Size is the length of the buffer in bytes.
+	Size() int
+	// Free gives the memory back. It is called exactly once, by a Releaser.
+	Free() error
+}
+
+// Releaser frees Buffers in one ReleaseMode and records each release as a
+// buffer.release span. It is safe for concurrent use.
+type Releaser struct {
+	mode   ReleaseMode
+	tracer trace.Tracer
+
+	queue chan releaseJob // async only
+	done  chan struct{}   // closed when the async worker exits
+
+	mu        sync.Mutex
+	pool      []Buffer
+	poolBytes int
+	poolLimit int
+	closed    bool
+	errs      []error // async free failures, reported by Close
+}
+
+type releaseJob struct {
+	ctx  context.Context
+	name string
+	buf  Buffer
+}
+
+// ReleaserOption configures a Releaser.
+type ReleaserOption interface{ apply(*releaserConfig) }
+
+type releaserConfig struct {
+	tp        trace.TracerProvider
+	poolLimit int
+	queueLen  int
+}
+
+type releaserOptionFunc func(*releaserConfig)
+
+func (f releaserOptionFunc) apply(c *releaserConfig) { f(c) }
+
+// WithReleaseTracerProvider sets the TracerProvider for buffer.release spans
+// (default: the global one).
+func WithReleaseTracerProvider(tp trace.TracerProvider) ReleaserOption {
+	return releaserOptionFunc(func(c *releaserConfig) { c.tp = tp })
+}
+
+// WithPoolLimit caps the bytes a pool-mode Releaser keeps (default 64 GiB);
+// buffers beyond it are freed synchronously.
+func WithPoolLimit(bytes int) ReleaserOption {
+	return releaserOptionFunc(func(c *releaserConfig) { c.poolLimit = bytes })
+}
+
+// NewReleaser returns a Releaser for mode. In async mode it starts one
+// background goroutine, stopped by Close.
+func NewReleaser(mode ReleaseMode, opts ...ReleaserOption) (*Releaser, error) {
+	if _, err := ParseReleaseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	cfg := releaserConfig{tp: otel.GetTracerProvider(), poolLimit: 64 << 30, queueLen: 64}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	r := &Releaser{
+		mode:      mode,
+		tracer:    cfg.tp.Tracer(otelcuzk.ScopeName),
+		poolLimit: cfg.poolLimit,
+		done:      make(chan struct{}),
+	}
+	if mode == ReleaseAsync {
+		r.queue = make(chan releaseJob, cfg.queueLen)
+		go r.worker()
+	} else {
+		close(r.done)
+	}
+	return r, nil
+}
+
+// Mode returns the Releaser's mode.
+func (r *Releaser) Mode() ReleaseMode { return r.mode }
+
+// Get returns a pooled buffer of kind with at least size bytes, or nil when
+// the pool has none (always nil outside pool mode). The caller owns it and
+// hands it back with Release.
+func (r *Releaser) Get(kind string, size int) Buffer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	best := -1
+	for i, b := range r.pool {
+		if b.Kind() == kind && b.Size() >= size && (best < 0 || b.Size() < r.pool[best].Size()) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := r.pool[best]
+	r.pool = append(r.pool[:best], r.pool[best+1:]...)
+	r.poolBytes -= b.Size()
+	return b
+}
+
+// Release gives buf back according to the mode, as a buffer.release span
+// that is a child of the span in ctx, named by name (cuzk.buffer.name). In
+// sync mode it returns the error of Free; in async mode the error is
+// recorded on the span and returned by Close; a nil buf is ignored.
+func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
+	if buf == nil {
+		return nil
+	}
+	switch r.mode {
+	case ReleaseAsync:
+		r.mu.Lock()
+		closed := r.closed
+		r.mu.Unlock()
+		if !closed {
+			// Keep the parent span but drop the caller's cancellation: the
+			// release must happen even after the job is done.
+			r.queue <- releaseJob{ctx: context.WithoutCancel(ctx), name: name, buf: buf}
+			return nil
+		}
+	case ReleasePool:
+		r.mu.Lock()
+		if !r.closed && r.poolBytes+buf.Size() <= r.poolLimit {
+			r.pool = append(r.pool, buf)
+			r.poolBytes += buf.Size()
+			r.mu.Unlock()
+			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf)...))
+			span.End()
+			return nil
+		}
+		r.mu.Unlock()
+	}
+	return r.free(ctx, name, buf)
+}
+
+func (r *Releaser) attrs(name string, buf Buffer) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		otelcuzk.KeyBufferName.String(name),
+		otelcuzk.KeyBufferKind.String(buf.Kind()),
+		otelcuzk.KeyBufferBytes.Int(buf.Size()),
+		otelcuzk.KeyReleaseMode.String(string(r.mode)),
+	}
+}
+
+func (r *Releaser) free(ctx context.Context, name string, buf Buffer) error {
+	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf)...))
+	defer span.End()
+	if err := buf.Free(); err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(otelcuzk.KeyErrorType.String("free"))
+		return fmt.Errorf("release %s (%s, %d bytes): %w", name, buf.Kind(), buf.Size(), err)
+	}
+	return nil
+}
+
+func (r *Releaser) worker() {
+	defer close(r.done)
+	for j := range r.queue {
+		if err := r.free(j.ctx, j.name, j.buf); err != nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, err)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// Close frees pooled buffers, waits for pending async releases (or until
+// ctx is done) and returns any release errors. Release after Close frees
+// synchronously.
+func (r *Releaser) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	pool := r.pool
+	r.pool, r.poolBytes = nil, 0
+	r.mu.Unlock()
+	if r.queue != nil {
+		close(r.queue)
+	}
+	var errs []error
+	for _, b := range pool {
+		if err := b.Free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("releaser close: %w", ctx.Err()))
+	}
+	r.mu.Lock()
+	errs = append(errs, r.errs...)
+	r.mu.Unlock()
+	return errors.Join(errs...)
+}

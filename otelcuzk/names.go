@@ -1,0 +1,90 @@
+package otelcuzk
+
+import "go.opentelemetry.io/otel/attribute"
+
+// ScopeName is the instrumentation scope of every span this project emits.
+const ScopeName = "github.com/otelcuzk/otelcuzk"
+
+// Span names of the proof's span tree (DESIGN.md, "Layers and the span tree
+// of one proof"). They are low-cardinality by construction: kernel function
+// names are a fixed set and may also be span names.
+const (
+	SpanEngineJob          = "engine.job"          // one proof request, from submit to result
+	SpanEngineQueue        = "engine.queue"        // waiting for a worker
+	SpanPipelineSynthesize = "pipeline.synthesize" // R1CS solve: witness -> a, b, c, wires
+	SpanPipelineProve      = "pipeline.prove"      // the outer prove timer (cuzk's gpu_ms)
+	SpanGroth16Prove       = "groth16.prove"       // the prover call
+	SpanGPULock            = "gpu.lock"            // waiting for the device
+	SpanMemcpyHtoD         = "cuda.memcpy.htod"    // host to device copy
+	SpanMemcpyDtoH         = "cuda.memcpy.dtoh"    // device to host copy
+	SpanComputeH           = "groth16.compute_h"   // H = (a·b − c)/Z by NTTs
+	SpanNTTInverse         = "ntt.inverse"         // inverse NTT of one vector
+	SpanNTTCoset           = "ntt.coset"           // forward NTT on the coset
+	SpanNTTInverseCoset    = "ntt.inverse_coset"   // inverse NTT on the coset
+	SpanPointwise          = "groth16.pointwise"   // (a·b − c)/Z(g) on the coset
+	SpanMSMG1A             = "msm.g1.a"            // Σ wᵢ·[Aᵢ]₁
+	SpanMSMG1B             = "msm.g1.b"            // Σ wᵢ·[Bᵢ]₁
+	SpanMSMG1K             = "msm.g1.k"            // Σ wᵢ·[Kᵢ]₁ over private wires
+	SpanMSMG1H             = "msm.g1.h"            // Σ hᵢ·[Zᵢ]₁
+	SpanMSMG2B             = "msm.g2.b"            // Σ wᵢ·[Bᵢ]₂
+	SpanGroth16Assemble    = "groth16.assemble"    // r, s blinding and affine conversion
+	SpanGPUTotal           = "gpu.total"           // first to last device operation, GPU clock
+	SpanBufferRelease      = "buffer.release"      // freeing a large host or device buffer
+	SpanPipelineSerialize  = "pipeline.serialize"  // proof to bytes
+	SpanProofVerify        = "proof.verify"        // optional self-check with gnark's verifier
+	SpanKeyLoad            = "keys.load"           // proving key from cache or setup
+	SpanUntraced           = "untraced"            // emitted by the untraced-time processor
+	SpanCurioTask          = "curio.task"          // a Curio harmonytask Do, as the caller's root
+)
+
+// Attribute keys. cuzk.* are proving facts, cuda.* device facts, and the
+// filecoin.* / curio.* keys are the caller's, for correlation.
+const (
+	// Proving facts.
+	KeyRequestID          = attribute.Key("cuzk.request.id")          // string, caller's idempotency key
+	KeyJobID              = attribute.Key("cuzk.job.id")              // string, engine's job id
+	KeyCircuitID          = attribute.Key("cuzk.circuit.id")          // string, e.g. "merkle"
+	KeyCircuitConstraints = attribute.Key("cuzk.circuit.constraints") // int, R1CS constraint count
+	KeyCircuitWires       = attribute.Key("cuzk.circuit.wires")       // int, wire count (public+private)
+	KeyDomainSize         = attribute.Key("cuzk.domain.size")         // int, NTT domain size (power of two)
+	KeyPartitionIndex     = attribute.Key("cuzk.partition.index")     // int, partition of a multi-partition proof
+	KeyPriority           = attribute.Key("cuzk.priority")            // string: LOW, NORMAL, HIGH, CRITICAL
+	KeyBackend            = attribute.Key("cuzk.backend")             // string: cpu or cuda
+	KeyMSMSize            = attribute.Key("cuzk.msm.size")            // int, number of points of an MSM
+	KeyNTTSize            = attribute.Key("cuzk.ntt.size")            // int, length of an NTT
+	KeyBufferBytes        = attribute.Key("cuzk.buffer.bytes")        // int, bytes released
+	KeyBufferKind         = attribute.Key("cuzk.buffer.kind")         // string: mmap, pinned, device, heap
+	KeyBufferName         = attribute.Key("cuzk.buffer.name")         // string: which buffer (a, b, c, wires, h, ...)
+	KeyReleaseMode        = attribute.Key("cuzk.release.mode")        // string: sync, async, pool
+	KeyUntracedMS         = attribute.Key("cuzk.untraced.ms")         // float, ms of the parent no child covers
+	KeyUntracedParent     = attribute.Key("cuzk.untraced.parent")     // string, name of the span the gap is in
+	KeyProofVerified      = attribute.Key("cuzk.proof.verified")      // bool, verifier's verdict
+	KeyProofBytes         = attribute.Key("cuzk.proof.bytes")         // int, serialized proof size
+	KeyQueueDepth         = attribute.Key("cuzk.queue.depth")         // int, jobs ahead at submit
+	KeyKeyCacheHit        = attribute.Key("cuzk.key.cache_hit")       // bool, proving key came from the cache
+	KeyClampedSpans       = attribute.Key("cuzk.clamped_spans")       // int, device spans clamped into their host parent
+	KeyAggregatedCount    = attribute.Key("cuzk.aggregate.count")     // int, launches folded into one span
+	KeyAggregatedTotalMS  = attribute.Key("cuzk.aggregate.total_ms")  // float, ms summed over folded launches
+	KeyAggregatedMinMS    = attribute.Key("cuzk.aggregate.min_ms")    // float, shortest folded launch, ms
+	KeyAggregatedMaxMS    = attribute.Key("cuzk.aggregate.max_ms")    // float, longest folded launch, ms
+
+	// Device facts.
+	KeyCUDAKernelName    = attribute.Key("cuda.kernel.name")    // string, kernel function name
+	KeyCUDAGrid          = attribute.Key("cuda.grid")           // string "x,y,z", blocks
+	KeyCUDABlock         = attribute.Key("cuda.block")          // string "x,y,z", threads
+	KeyCUDASharedBytes   = attribute.Key("cuda.shared_bytes")   // int, dynamic shared memory, bytes
+	KeyCUDAStream        = attribute.Key("cuda.stream")         // int, stream ordinal within the context
+	KeyCUDADeviceOrdinal = attribute.Key("cuda.device.ordinal") // int
+	KeyCUDABytes         = attribute.Key("cuda.bytes")          // int, bytes copied or allocated
+	KeyCUDAGBPerSecond   = attribute.Key("cuda.gbps")           // float, copy bandwidth, 1e9 bytes/s
+	KeyCUDAGPUMS         = attribute.Key("cuda.gpu_ms")         // float, duration measured by CUDA events, ms
+
+	// Caller's correlation keys (Curio / Filecoin).
+	KeyMinerID      = attribute.Key("filecoin.miner.id")      // string, e.g. "f01234"
+	KeySectorNumber = attribute.Key("filecoin.sector.number") // int
+	KeyTaskID       = attribute.Key("curio.task.id")          // int, harmonytask id
+	KeyTaskName     = attribute.Key("curio.task.name")        // string, e.g. "WdPost"
+
+	// error.type as the OTel semantic conventions define it.
+	KeyErrorType = attribute.Key("error.type")
+)

@@ -1,0 +1,25 @@
+package prover
+
+import (
+	_ "github.com/consensys/gnark/backend/groth16"
+	_ "github.com/consensys/gnark/backend/groth16/bls12-381"
+	_ "github.com/consensys/gnark/frontend"
+	_ "github.com/consensys/gnark/frontend/cs/r1cs"
+	_ "github.com/consensys/gnark/std/hash/mimc"
+	_ "github.com/consensys/gnark/std/accumulator/merkle"
+	_ "github.com/consensys/gnark/constraint/bls12-381"
+	_ "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
+	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	_ "go.opentelemetry.io/otel/sdk/trace"
+	_ "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	_ "go.opentelemetry.io/otel/sdk/resource"
+	_ "go.opentelemetry.io/otel/sdk/metric"
+	_ "go.opentelemetry.io/otel/exporters/prometheus"
+	_ "go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	_ "google.golang.org/grpc"
+	_ "github.com/urfave/cli/v2"
+	_ "github.com/schollz/progressbar/v3"
+	_ "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	_ "google.golang.org/protobuf/encoding/protojson"
+)
