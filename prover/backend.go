@@ -3,10 +3,14 @@ package prover
 import (
 	"context"
 	"errors"
+	"sync"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
 )
 
 // ErrBackendUnavailable is returned when a requested backend cannot run on
@@ -52,4 +56,45 @@ type Backend interface {
 
 	// Close releases what the backend holds (device memory, resident keys).
 	Close() error
+}
+
+// BackendOptions are what a backend factory is given.
+type BackendOptions struct {
+	// DeviceOrdinal selects the GPU for device backends (0-based).
+	DeviceOrdinal int
+	// Releaser frees the backend's large buffers (pinned, device) in the
+	// configured release mode; nil means free synchronously without spans.
+	Releaser *cudaspans.Releaser
+	// TracerProvider records the backend's spans; nil means the global one.
+	TracerProvider trace.TracerProvider
+}
+
+// BackendFactory opens a backend. A factory whose hardware is missing
+// returns an error wrapping ErrBackendUnavailable that says why in one line.
+type BackendFactory func(ctx context.Context, opts BackendOptions) (Backend, error)
+
+var (
+	backendsMu sync.Mutex
+	backends   = map[string]BackendFactory{}
+)
+
+// RegisterBackend makes a backend available to OpenBackend under name
+// ("cpu", "cuda"). Device backends register from their package's init, so
+// a binary has the CUDA backend exactly when it imports prover/gpu.
+// It panics if name is registered twice.
+func RegisterBackend(name string, f BackendFactory) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if _, dup := backends[name]; dup {
+		panic("prover: backend registered twice: " + name)
+	}
+	backends[name] = f
+}
+
+// LookupBackend returns the factory registered under name.
+func LookupBackend(name string) (BackendFactory, bool) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	f, ok := backends[name]
+	return f, ok
 }

@@ -1,0 +1,101 @@
+package prover
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Priority orders queued work: a higher priority overtakes lower ones.
+type Priority int
+
+// Priorities, as cuzk offers them to Curio.
+const (
+	PriorityLow Priority = iota
+	PriorityNormal
+	PriorityHigh
+	PriorityCritical
+)
+
+// String returns LOW, NORMAL, HIGH or CRITICAL.
+func (p Priority) String() string {
+	switch p {
+	case PriorityLow:
+		return "LOW"
+	case PriorityNormal:
+		return "NORMAL"
+	case PriorityHigh:
+		return "HIGH"
+	case PriorityCritical:
+		return "CRITICAL"
+	}
+	return fmt.Sprintf("Priority(%d)", int(p))
+}
+
+// ParsePriority maps LOW, NORMAL, HIGH or CRITICAL (any case) to a Priority.
+func ParsePriority(s string) (Priority, error) {
+	for p := PriorityLow; p <= PriorityCritical; p++ {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority %q (want LOW, NORMAL, HIGH or CRITICAL)", s)
+}
+
+// Correlation carries the caller's ids, recorded on engine.job as
+// filecoin.miner.id, filecoin.sector.number, curio.task.id, curio.task.name.
+type Correlation struct {
+	MinerID      string
+	SectorNumber int64
+	TaskID       int64
+	TaskName     string
+}
+
+// Request is one proof to make.
+type Request struct {
+	// RequestID is the caller's idempotency key (cuzk.request.id).
+	RequestID string
+	// Circuit names a registered circuit ("mulchain", "merkle", or one
+	// registered from files).
+	Circuit string
+	// Constraints sizes a built-in circuit (number of R1CS constraints,
+	// approximate for merkle); ignored for circuits registered from files.
+	Constraints int
+	// Witness is a full witness in gnark's binary format; nil asks a
+	// built-in circuit for its own satisfying sample witness.
+	Witness  []byte
+	Priority Priority
+	Correlation
+	// Verify runs gnark's verifier on the proof (proof.verify span).
+	Verify bool
+}
+
+// Timings are the durations cuzk reports for one proof.
+type Timings struct {
+	QueueWait, KeyLoad, Synthesis, Prove, Serialize, Verify, Total time.Duration
+}
+
+// Result is a finished proof.
+type Result struct {
+	// Proof is the gnark groth16 proof of BLS12-381, serialized with its
+	// WriteTo (compressed points).
+	Proof []byte
+	// PublicWitness is the public part of the witness, gnark binary format.
+	PublicWitness []byte
+	// Verified is true when Verify was asked and gnark's verifier accepted.
+	Verified bool
+	// TraceID is the hex W3C trace id of the proof's trace.
+	TraceID string
+	Timings Timings
+	// Backend is the backend that proved it ("cpu" or "cuda").
+	Backend string
+}
+
+// Runner makes one proof: synthesis, prove, serialize and optional verify,
+// each a span under the span in ctx (engine.job). The engine calls one
+// Runner per worker (one per GPU, or CPU workers). Run honours ctx's
+// cancellation between steps.
+type Runner interface {
+	Run(ctx context.Context, req *Request) (*Result, error)
+}
