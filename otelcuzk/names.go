@@ -88,3 +88,26 @@ const (
 	// error.type as the OTel semantic conventions define it.
 	KeyErrorType = attribute.Key("error.type")
 )
+
+// Span names of device operations recorded by cudaspans. Kernel spans are
+// named by the kernel function's name.
+const (
+	SpanMemcpyDtoD         = "cuda.memcpy.dtod"     // device to device copy
+	SpanCUDAMemset         = "cuda.memset"          // device memory fill
+	SpanCUDAMalloc         = "cuda.malloc"          // device or pinned host allocation
+	SpanCUDAFree           = "cuda.free"            // device or pinned host free
+	SpanCUDAHostRegister   = "cuda.host_register"   // pinning existing host memory
+	SpanCUDAHostUnregister = "cuda.host_unregister" // unpinning registered host memory
+	SpanCUDACompile        = "cuda.compile"         // NVRTC compile or kernel-cache hit
+	SpanCUDAModuleLoad     = "cuda.module.load"     // cubin or PTX module load
+)
+
+// Attribute keys of device operations recorded by cudaspans.
+const (
+	KeyCUDAClamped    = attribute.Key("cuda.clamped")          // bool, span moved into its host parent's interval
+	KeyCUDAClock      = attribute.Key("cuda.clock")            // string: gpu (CUDA events) or host (host clock)
+	KeyCUDAArch       = attribute.Key("cuda.arch")             // string, e.g. "sm_90"
+	KeyCUDACacheHit   = attribute.Key("cuda.kernel_cache.hit") // bool, compiled module came from the disk cache
+	KeyCUDAModuleName = attribute.Key("cuda.module.name")      // string, name given to Compile or the file loaded
+	KeyCUDAOpCount    = attribute.Key("cuda.op.count")         // int, device operations covered (gpu.total)
+)
