@@ -1,0 +1,145 @@
+package circuits
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/consensys/gnark/constraint"
+)
+
+func compileAndSolve(t *testing.T, name string, n int) (constraint.ConstraintSystem, *Instance) {
+	t.Helper()
+	in, err := Build(name, n)
+	if err != nil {
+		t.Fatalf("Build(%s, %d): %v", name, n, err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ccs.Solve(w); err != nil {
+		t.Fatalf("%s (%s): sample witness does not satisfy the circuit: %v", name, in.Shape, err)
+	}
+	return ccs, in
+}
+
+func TestMulChainHasExactlyNConstraintsAndSatisfyingWitness(t *testing.T) {
+	for _, n := range []int{1, 2, 1000} {
+		ccs, _ := compileAndSolve(t, "mulchain", n)
+		if got := ccs.GetNbConstraints(); got != n {
+			t.Errorf("mulchain(%d): %d constraints", n, got)
+		}
+	}
+}
+
+func TestMerkleHitsRequestedSizeAndVerifiesInclusion(t *testing.T) {
+	for _, n := range []int{2000, 1 << 12, 30000} {
+		ccs, in := compileAndSolve(t, "merkle", n)
+		if got := ccs.GetNbConstraints(); got != n {
+			t.Errorf("merkle(%d) %s: %d constraints", n, in.Shape, got)
+		}
+	}
+	k, depth, _, err := MerkleShape(1 << 16)
+	if err != nil || depth != MaxMerkleDepth || k < 2 {
+		t.Errorf("MerkleShape(2^16) = k %d depth %d, %v; want depth 30 and several proofs", k, depth, err)
+	}
+}
+
+func TestMerkleWitnessWithWrongRootIsRejected(t *testing.T) {
+	in, err := Build("merkle", 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The instance's own shape, with one sibling corrupted.
+	k, depth, filler, _ := MerkleShape(2000)
+	bad, err := assignMerkle(3, k, depth, filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Paths[0][depth-1] = 12345
+	w, err := witnessOf(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ccs.Solve(w); err == nil {
+		t.Fatal("a corrupted Merkle path satisfied the circuit")
+	}
+}
+
+func TestAssignmentIsDeterministicInSeed(t *testing.T) {
+	in, err := Build("merkle", 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, _ := in.Witness(1)
+	w2, _ := in.Witness(1)
+	w3, _ := in.Witness(2)
+	b1, _ := w1.MarshalBinary()
+	b2, _ := w2.MarshalBinary()
+	b3, _ := w3.MarshalBinary()
+	if string(b1) != string(b2) {
+		t.Error("same seed gave different witnesses")
+	}
+	if string(b1) == string(b3) {
+		t.Error("different seeds gave the same witness")
+	}
+}
+
+func TestBadInputGivesSentinelErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		n    int
+		want error
+	}{
+		{"nosuch", 100, ErrUnknownCircuit},
+		{"mulchain", 0, ErrBadConstraints},
+		{"mulchain", -5, ErrBadConstraints},
+		{"merkle", 0, ErrBadConstraints},
+		{"merkle", 10, ErrBadConstraints}, // below one MiMC level
+	}
+	for _, c := range cases {
+		if _, err := Build(c.name, c.n); !errors.Is(err, c.want) {
+			t.Errorf("Build(%q, %d) = %v, want %v", c.name, c.n, err, c.want)
+		}
+	}
+}
+
+func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
+	if err := checkMemory("mulchain", 1<<10, 8<<30); err != nil {
+		t.Errorf("2^10 in 8 GiB: %v", err)
+	}
+	if err := checkMemory("mulchain", 1<<30, 8<<30); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("2^30 in 8 GiB: %v, want ErrTooLarge", err)
+	}
+	if err := checkMemory("merkle", 1<<62, 1<<62); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("2^62: %v, want ErrTooLarge (no overflow)", err)
+	}
+	if err := CheckMemory("mulchain", -1); !errors.Is(err, ErrBadConstraints) {
+		t.Errorf("negative: %v", err)
+	}
+}
+
+func TestMemAvailableParsesMeminfo(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(p, []byte("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n"), 0o600)
+	if got, err := memAvailable(p); err != nil || got != 1000<<10 {
+		t.Errorf("memAvailable = %d, %v", got, err)
+	}
+	os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o600)
+	if _, err := memAvailable(p); err == nil {
+		t.Error("no MemAvailable line: want error")
+	}
+	if got, err := MemAvailable(); err != nil || got == 0 {
+		t.Errorf("MemAvailable() = %d, %v", got, err)
+	}
+}
