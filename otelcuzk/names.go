@@ -111,3 +111,15 @@ const (
 	KeyCUDAModuleName = attribute.Key("cuda.module.name")      // string, name given to Compile or the file loaded
 	KeyCUDAOpCount    = attribute.Key("cuda.op.count")         // int, device operations covered (gpu.total)
 )
+
+// Keys added for the resource's GPUs and the Curio task helper.
+const (
+	// KeyHWGPUMemoryLimit is the total memory of each GPU, bytes (int slice,
+	// one per device; hw.gpu.memory.limit of the hardware conventions).
+	KeyHWGPUMemoryLimit = attribute.Key("hw.gpu.memory.limit")
+	// KeyTaskDone is the bool a harmonytask Do returned: true when the task
+	// completed, false when it is to be retried or was given up.
+	KeyTaskDone = attribute.Key("curio.task.done")
+	// MetricSpansDropped names the counter of spans lost to failed exports.
+	MetricSpansDropped = "cuzk.spans.dropped"
+)

@@ -1,0 +1,253 @@
+package otelcuzk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Telemetry is the tracing set up by New: the provider, where its spans go,
+// and the count of spans lost to failed exports.
+type Telemetry struct {
+	// TracerProvider is the SDK provider; Setup installs it as the global one.
+	TracerProvider *sdktrace.TracerProvider
+	// Propagator is W3C TraceContext plus Baggage.
+	Propagator propagation.TextMapPropagator
+
+	exporter *countingExporter
+	protocol string // "file", ProtocolGRPC, ProtocolHTTPProtobuf or "custom"
+	target   string // file path or endpoint as configured ("" when read by the exporter from the environment)
+	timeout  time.Duration
+
+	once        sync.Once
+	shutdownErr error
+}
+
+// Setup builds tracing with New and, unless WithoutGlobal is given, installs
+// the TracerProvider and the W3C TraceContext+Baggage propagator as the otel
+// globals. It returns the Telemetry's Shutdown. The error names what is wrong
+// (an unwritable trace file, an unknown protocol, malformed OTEL_* values).
+func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) error, err error) {
+	t, err := New(ctx, opts...)
+	if err != nil {
+		return func(context.Context) error { return nil }, err
+	}
+	return t.Shutdown, nil
+}
+
+// New builds a TracerProvider from options and the standard environment
+// variables (OpenTelemetry specification, "Environment Variable
+// Specification" and "OTLP Exporter Configuration"); options win over
+// variables.
+//
+// Where spans go: WithExporter if given; else, if WithEndpoint,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT sets an
+// endpoint, OTLP over the protocol of WithProtocol,
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL, default
+// http/protobuf (the specification's default); the OTLP exporters themselves
+// read OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, INSECURE, TIMEOUT, CERTIFICATE and
+// COMPRESSION. With no endpoint anywhere, spans go to the OTLP JSON lines file
+// of WithTraceFile (default DefaultTraceFile).
+//
+// Processors, in order: the UntracedProcessor (unless WithoutUntraced), the
+// exporting processor (batch, reading OTEL_BSP_*; or simple with
+// WithSyncExport), then those of WithSpanProcessor. The sampler comes from
+// WithSampler or OTEL_TRACES_SAMPLER[_ARG] (read by the SDK), default
+// parentbased_always_on. The resource: see WithDevices,
+// WithResourceAttributes, WithServiceName; OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES are read.
+//
+// New installs no globals. An unwritable trace file, an unsupported protocol
+// and malformed OTEL_RESOURCE_ATTRIBUTES are errors.
+func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
+	c := newConfig(opts)
+	res, err := newResource(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	t := &Telemetry{
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		timeout:    exportTimeout(c),
+	}
+	exp, err := t.newExporter(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	t.exporter = newCountingExporter(exp, c.logOut)
+
+	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if c.sampler != nil {
+		popts = append(popts, sdktrace.WithSampler(c.sampler))
+	}
+	if !c.untracedOff {
+		popts = append(popts, sdktrace.WithSpanProcessor(NewUntracedProcessor(c.untracedMin, c.untracedFrac)))
+	}
+	if c.syncExport {
+		popts = append(popts, sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(t.exporter)))
+	} else {
+		popts = append(popts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(t.exporter)))
+	}
+	for _, p := range c.processors {
+		popts = append(popts, sdktrace.WithSpanProcessor(p))
+	}
+	t.TracerProvider = sdktrace.NewTracerProvider(popts...)
+	if !c.withoutGlobal {
+		otel.SetTracerProvider(t.TracerProvider)
+		otel.SetTextMapPropagator(t.Propagator)
+	}
+	return t, nil
+}
+
+// newExporter chooses and builds the span exporter (see New).
+func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, error) {
+	if c.exporter != nil {
+		t.protocol = "custom"
+		return c.exporter, nil
+	}
+	envEndpoint := firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	if c.endpoint == "" && envEndpoint == "" {
+		path := c.traceFile
+		if path == "" {
+			path = DefaultTraceFile
+		}
+		t.protocol, t.target = "file", path
+		return NewFileExporter(path)
+	}
+	protocol := c.protocol
+	if protocol == "" {
+		protocol = firstEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if protocol == "" {
+		protocol = ProtocolHTTPProtobuf
+	}
+	t.protocol, t.target = protocol, c.endpoint
+	if t.target == "" {
+		t.target = envEndpoint
+	}
+	switch protocol {
+	case ProtocolGRPC:
+		var o []otlptracegrpc.Option
+		if c.endpoint != "" {
+			if strings.Contains(c.endpoint, "://") {
+				o = append(o, otlptracegrpc.WithEndpointURL(c.endpoint))
+			} else {
+				o = append(o, otlptracegrpc.WithEndpoint(c.endpoint))
+			}
+		}
+		if c.insecure {
+			o = append(o, otlptracegrpc.WithInsecure())
+		}
+		if c.headers != nil {
+			o = append(o, otlptracegrpc.WithHeaders(c.headers))
+		}
+		if c.timeout > 0 {
+			o = append(o, otlptracegrpc.WithTimeout(c.timeout))
+		}
+		exp, err := otlptracegrpc.New(ctx, o...)
+		if err != nil {
+			return nil, fmt.Errorf("otelcuzk: OTLP gRPC exporter for %q: %w", t.target, err)
+		}
+		return exp, nil
+	case ProtocolHTTPProtobuf:
+		var o []otlptracehttp.Option
+		if c.endpoint != "" {
+			if strings.Contains(c.endpoint, "://") {
+				u, err := url.Parse(c.endpoint)
+				if err != nil || u.Host == "" {
+					return nil, fmt.Errorf("otelcuzk: OTLP endpoint %q is not a URL or host:port", c.endpoint)
+				}
+				if !strings.HasSuffix(u.Path, "/v1/traces") {
+					u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
+				}
+				o = append(o, otlptracehttp.WithEndpointURL(u.String()))
+			} else {
+				o = append(o, otlptracehttp.WithEndpoint(c.endpoint))
+			}
+		}
+		if c.insecure {
+			o = append(o, otlptracehttp.WithInsecure())
+		}
+		if c.headers != nil {
+			o = append(o, otlptracehttp.WithHeaders(c.headers))
+		}
+		if c.timeout > 0 {
+			o = append(o, otlptracehttp.WithTimeout(c.timeout))
+		}
+		exp, err := otlptracehttp.New(ctx, o...)
+		if err != nil {
+			return nil, fmt.Errorf("otelcuzk: OTLP HTTP exporter for %q: %w", t.target, err)
+		}
+		return exp, nil
+	default:
+		return nil, fmt.Errorf("otelcuzk: OTLP protocol %q is not supported (want %q or %q)", protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
+	}
+}
+
+// exportTimeout is the effective OTLP export timeout: option, then the
+// variables (integer milliseconds), then DefaultExportTimeout.
+func exportTimeout(c config) time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	if v := firstEnv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return DefaultExportTimeout
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Destination says where spans go: protocol is "file", ProtocolGRPC,
+// ProtocolHTTPProtobuf or "custom" (WithExporter); target is the file path
+// or the endpoint as configured.
+func (t *Telemetry) Destination() (protocol, target string) { return t.protocol, t.target }
+
+// DroppedSpans returns how many spans failed exports of this Telemetry have
+// lost. Safe for concurrent use.
+func (t *Telemetry) DroppedSpans() int64 { return t.exporter.dropped.Load() }
+
+// Shutdown flushes the spans not yet exported, then shuts the provider and
+// exporter down. It returns within about the export timeout plus one second
+// even when the endpoint is unreachable (sooner if ctx ends). Its error joins
+// flush and shutdown errors and, when failed exports lost spans over the
+// Telemetry's life, an error wrapping ErrSpansDropped with the count and the
+// last export error. Calls after the first return the first result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, t.timeout+time.Second)
+		defer cancel()
+		errs := []error{}
+		if err := t.TracerProvider.ForceFlush(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("otelcuzk: flush: %w", err))
+		}
+		if err := t.TracerProvider.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("otelcuzk: shutdown: %w", err))
+		}
+		if n := t.DroppedSpans(); n > 0 {
+			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, last error: %v", ErrSpansDropped, n, t.protocol, t.target, t.exporter.err()))
+		}
+		t.shutdownErr = errors.Join(errs...)
+	})
+	return t.shutdownErr
+}
