@@ -1,0 +1,163 @@
+package prover
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"runtime"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// CPU is the Backend on gnark-crypto: fft.Domain for the NTTs and
+// Pippenger's MultiExp for the MSMs, with the same decimations and task
+// counts as gnark's own groth16.Prove (backend/groth16/bls12-381/prove.go,
+// gnark v0.14.0), so its time is gnark's time. Safe for concurrent use.
+type CPU struct {
+	tracer trace.Tracer
+	nbCPU  int
+}
+
+// NewCPU returns the CPU backend recording spans with tp (nil: global).
+func NewCPU(tp trace.TracerProvider) *CPU {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return &CPU{tracer: tp.Tracer(otelcuzk.ScopeName), nbCPU: runtime.NumCPU()}
+}
+
+func init() {
+	RegisterBackend("cpu", func(_ context.Context, o BackendOptions) (Backend, error) {
+		return NewCPU(o.TracerProvider), nil
+	})
+}
+
+// Name returns "cpu".
+func (*CPU) Name() string { return "cpu" }
+
+// Close does nothing: the CPU backend holds no resources.
+func (*CPU) Close() error { return nil }
+
+// ComputeH implements Backend.ComputeH as gnark's computeH: inverse NTT
+// (DIF) of a, b and c, forward NTT on the coset (DIT), pointwise
+// (a·b − c)/(gⁿ − 1) with g the coset generator, inverse NTT on the coset
+// (DIF). Each NTT is an ntt.inverse, ntt.coset or ntt.inverse_coset span
+// (cuzk.ntt.size, cuzk.buffer.name) and the pointwise step a
+// groth16.pointwise span, children of the span in ctx. It returns an error
+// when the lengths differ from the domain's cardinality.
+func (c *CPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.Element) error {
+	n := int(domain.Cardinality)
+	if len(a) != n || len(b) != n || len(cc) != n {
+		return fmt.Errorf("compute H: vectors of length %d, %d, %d, domain of %d", len(a), len(b), len(cc), n)
+	}
+	vecs := []struct {
+		name string
+		v    []fr.Element
+	}{{"a", a}, {"b", b}, {"c", cc}}
+	for _, x := range vecs {
+		c.step(ctx, otelcuzk.SpanNTTInverse, x.name, n, func() { domain.FFTInverse(x.v, fft.DIF) })
+	}
+	for _, x := range vecs {
+		c.step(ctx, otelcuzk.SpanNTTCoset, x.name, n, func() { domain.FFT(x.v, fft.DIT, fft.OnCoset()) })
+	}
+	c.step(ctx, otelcuzk.SpanPointwise, "a", n, func() {
+		var den, one fr.Element
+		one.SetOne()
+		den.Exp(domain.FrMultiplicativeGen, big.NewInt(int64(domain.Cardinality)))
+		den.Sub(&den, &one).Inverse(&den)
+		parallelize(n, c.nbCPU, func(start, end int) {
+			for i := start; i < end; i++ {
+				a[i].Mul(&a[i], &b[i]).Sub(&a[i], &cc[i]).Mul(&a[i], &den)
+			}
+		})
+	})
+	c.step(ctx, otelcuzk.SpanNTTInverseCoset, "a", n, func() { domain.FFTInverse(a, fft.DIF, fft.OnCoset()) })
+	return nil
+}
+
+func (c *CPU) step(ctx context.Context, name, buf string, n int, f func()) {
+	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
+		otelcuzk.KeyNTTSize.Int(n), otelcuzk.KeyBufferName.String(buf), otelcuzk.KeyBackend.String("cpu")))
+	f()
+	span.End()
+}
+
+// MSMG1 implements Backend.MSMG1 with G1Jac.MultiExp on NumCPU/2 tasks, as
+// gnark runs its four G1 MSMs two at a time. The span is named span.
+func (c *CPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	var res curve.G1Jac
+	err := c.msm(ctx, span, len(bases.Points), len(scalars), func() error {
+		_, err := res.MultiExp(bases.Points, scalars, ecc.MultiExpConfig{NbTasks: c.nbCPU / 2})
+		return err
+	})
+	return res, err
+}
+
+// MSMG2 implements Backend.MSMG2 with G2Jac.MultiExp on 2·NumCPU tasks up
+// to 16 CPUs and NumCPU above, as gnark does for [B]₂.
+func (c *CPU) MSMG2(ctx context.Context, span string, bases BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	var res curve.G2Jac
+	nbTasks := c.nbCPU
+	if nbTasks <= 16 {
+		nbTasks *= 2
+	}
+	err := c.msm(ctx, span, len(bases.Points), len(scalars), func() error {
+		_, err := res.MultiExp(bases.Points, scalars, ecc.MultiExpConfig{NbTasks: nbTasks})
+		return err
+	})
+	return res, err
+}
+
+func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f func() error) error {
+	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
+		otelcuzk.KeyMSMSize.Int(nbScalars), otelcuzk.KeyBackend.String("cpu")))
+	defer span.End()
+	err := f()
+	if err == nil && nbPoints != nbScalars {
+		err = fmt.Errorf("%d bases for %d scalars", nbPoints, nbScalars)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", name, err)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(otelcuzk.KeyErrorType.String("msm"))
+	}
+	return err
+}
+
+// parallelize runs f over [0, n) split in nbTasks chunks, as gnark's
+// internal utils.Parallelize does.
+func parallelize(n, nbTasks int, f func(start, end int)) {
+	if nbTasks < 1 {
+		nbTasks = 1
+	}
+	if nbTasks > n {
+		nbTasks = n
+	}
+	if nbTasks <= 1 {
+		f(0, n)
+		return
+	}
+	per, extra := n/nbTasks, n%nbTasks
+	done := make(chan struct{}, nbTasks)
+	start := 0
+	for i := 0; i < nbTasks; i++ {
+		end := start + per
+		if i < extra {
+			end++
+		}
+		go func(s, e int) { f(s, e); done <- struct{}{} }(start, end)
+		start = end
+	}
+	for i := 0; i < nbTasks; i++ {
+		<-done
+	}
+}

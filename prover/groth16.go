@@ -1,0 +1,323 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Prove makes a Groth16 proof over BLS12-381 for a gnark R1CS, its gnark
+// proving key and a full (public and secret) witness: Synthesize, then
+// ProveAssignment. The result is a *groth16_bls12381.Proof that gnark's
+// groth16.Verify accepts with the matching verifying key and the public
+// witness. Spans: pipeline.synthesize and groth16.prove (with compute_h,
+// the MSMs, assembly and buffer.release below it) under the span in ctx.
+//
+// Options read: WithBackend, WithReleaser, WithReleaseContext,
+// WithRandomness, WithTracerProvider, WithKeyID. Errors wrap
+// ErrUnsupported (other curve or proof system, Pedersen commitments),
+// ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, or the backend's error.
+// Safe for concurrent use with distinct witnesses.
+func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...Option) (groth16.Proof, error) {
+	cfg := newConfig(opts)
+	if cfg.releaser == nil {
+		rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts[:len(opts):len(opts)], WithReleaser(rel))
+	}
+	asg, err := Synthesize(ctx, ccs, fullWitness, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return ProveAssignment(ctx, pk, asg, opts...)
+}
+
+// ProveAssignment runs the Groth16 prover (Groth, "On the size of
+// pairing-based non-interactive arguments", EUROCRYPT 2016; notation of
+// DIZK, eprint 2018/691, fig. 4) on a solved assignment, in the steps of
+// gnark's prove.go: H by Backend.ComputeH (groth16.compute_h), the wire
+// vectors without the wires whose [A]₁ or [B]₁ base is the point at
+// infinity, the G1 MSMs A, B, K, H and the G2 MSM B run concurrently
+// (msm.g1.a, msm.g1.b, msm.g1.k, msm.g1.h, msm.g2.b), and the assembly with
+// the blinding scalars r, s (groth16.assemble):
+//
+//	Ar  = [α]₁ + Σ wᵢ[Aᵢ]₁ + r[δ]₁
+//	Bs  = [β]₂ + Σ wᵢ[Bᵢ]₂ + s[δ]₂
+//	Krs = Σ wᵢ[Kᵢ]₁ + Σ hᵢ[Zᵢ]₁ + s·Ar + r·Bs₁ − rs[δ]₁
+//
+// all as one groth16.prove span under the span in ctx. It consumes asg:
+// every buffer (b and c after compute_h; h, which is a's memory, and wires,
+// wires.a, wires.b after the MSMs) goes through the Releaser as a
+// buffer.release span, whatever the outcome. See WithReleaseContext for
+// where async releases are parented.
+//
+// Options read: WithBackend, WithReleaser, WithReleaseContext,
+// WithRandomness, WithTracerProvider, WithKeyID.
+func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...Option) (proof groth16.Proof, err error) {
+	cfg := newConfig(opts)
+	rel := cfg.releaser
+	if rel == nil {
+		if rel, err = cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp)); err != nil {
+			return nil, err
+		}
+	}
+	backend := cfg.backend
+	if backend == nil {
+		backend = NewCPU(cfg.tp)
+	}
+	callerCtx := ctx
+	ctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Prove, trace.WithAttributes(
+		otelcuzk.KeyBackend.String(backend.Name()),
+		otelcuzk.KeyCircuitConstraints.Int(asg.NbConstraints),
+		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
+		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
+	))
+	relCtx := ctx
+	if rel.Mode() == cudaspans.ReleaseAsync {
+		relCtx = callerCtx
+		if cfg.releaseCtx != nil {
+			relCtx = cfg.releaseCtx
+		}
+	}
+	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: relCtx, asg: asg}
+	defer func() {
+		if rerr := p.releaseAll(); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			proof = nil
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		}
+		span.End()
+	}()
+	gpk, ok := pk.(*groth16_bls12381.ProvingKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: proving key %T (want *groth16_bls12381.ProvingKey)", ErrUnsupported, pk)
+	}
+	if err := p.prove(ctx, gpk); err != nil {
+		return nil, err
+	}
+	return p.proof, nil
+}
+
+// proving is the state of one proof.
+type proving struct {
+	cfg     *config
+	backend Backend
+	rel     *cudaspans.Releaser
+	relCtx  context.Context
+	asg     *Assignment
+
+	wiresA, wiresB *cudaspans.HostBuffer
+	proof          *groth16_bls12381.Proof
+}
+
+func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) error {
+	asg := p.asg
+	if len(pk.CommitmentKeys) > 0 {
+		return fmt.Errorf("%w: proving key with %d Pedersen commitment keys", ErrUnsupported, len(pk.CommitmentKeys))
+	}
+	if asg.A == nil {
+		return errors.New("prove: assignment already consumed")
+	}
+	nbWires := len(asg.Wires)
+	if len(pk.InfinityA) != nbWires || len(pk.InfinityB) != nbWires ||
+		len(pk.G1.K) != nbWires-asg.NbPublic || int(pk.Domain.Cardinality) != asg.DomainSize ||
+		len(pk.G1.Z) != asg.DomainSize-1 {
+		return fmt.Errorf("%w: key for %d wires and domain %d, assignment of %d wires and domain %d",
+			ErrKeyMismatch, len(pk.InfinityA), pk.Domain.Cardinality, nbWires, asg.DomainSize)
+	}
+
+	// The blinding scalars first: a failing RNG costs nothing.
+	var r, s fr.Element
+	if p.cfg.r != nil {
+		r, s = *p.cfg.r, *p.cfg.s
+	} else {
+		if _, err := r.SetRandom(); err != nil {
+			return fmt.Errorf("sample r: %w", err)
+		}
+		if _, err := s.SetRandom(); err != nil {
+			return fmt.Errorf("sample s: %w", err)
+		}
+	}
+
+	// Filter the wires for the A and B MSMs while H is computed, as gnark
+	// does: pk.G1.A and pk.G1.B omit the bases at infinity.
+	var filterErr error
+	filtered := make(chan struct{})
+	var wA, wB []fr.Element
+	go func() {
+		defer close(filtered)
+		if p.wiresA, wA, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); filterErr != nil {
+			return
+		}
+		p.wiresB, wB, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB))
+	}()
+
+	hctx, hspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanComputeH, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(asg.DomainSize)))
+	err := p.backend.ComputeH(hctx, &pk.Domain, asg.A, asg.B, asg.C)
+	if err != nil {
+		hspan.RecordError(err)
+		hspan.SetStatus(codes.Error, err.Error())
+	}
+	hspan.End()
+	<-filtered
+	if err != nil {
+		return fmt.Errorf("compute H: %w", err)
+	}
+	if filterErr != nil {
+		return fmt.Errorf("filter wires: %w", filterErr)
+	}
+	// b and c were scratch for compute_h.
+	if err := p.release("b", &asg.b); err != nil {
+		return err
+	}
+	if err := p.release("c", &asg.c); err != nil {
+		return err
+	}
+	asg.B, asg.C = nil, nil
+	h := asg.A[:len(pk.G1.Z)] // deg H = n − 2: n − 1 coefficients
+
+	id := func(part string) string {
+		if p.cfg.keyID == "" {
+			return ""
+		}
+		return p.cfg.keyID + ":" + part
+	}
+	var (
+		wg                            sync.WaitGroup
+		ar, bs1, krs, krs2            curve.G1Jac
+		bs2                           curve.G2Jac
+		errA, errB, errK, errH, errB2 error
+	)
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	run(func() {
+		ar, errA = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
+	})
+	run(func() {
+		bs1, errB = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
+	})
+	run(func() {
+		krs, errK = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, asg.Wires[asg.NbPublic:])
+	})
+	run(func() {
+		krs2, errH = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
+	})
+	// [B]₂ on the calling goroutine, as gnark does.
+	bs2, errB2 = p.backend.MSMG2(ctx, otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
+	wg.Wait()
+	if err := errors.Join(errA, errB, errK, errH, errB2); err != nil {
+		return err
+	}
+	if err := p.releaseAll(); err != nil {
+		return err
+	}
+
+	_, aspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Assemble)
+	p.proof = assemble(pk, &r, &s, &ar, &bs1, &krs, &krs2, &bs2)
+	aspan.End()
+	return nil
+}
+
+// assemble adds the key's constant terms and the blinding, as gnark's
+// computeAR1, computeBS1, computeKRS and computeBS2.
+func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, ar, bs1, krs, krs2 *curve.G1Jac, bs2 *curve.G2Jac) *groth16_bls12381.Proof {
+	var kr fr.Element
+	kr.Mul(r, s).Neg(&kr)
+	deltas := curve.BatchScalarMultiplicationG1(&pk.G1.Delta, []fr.Element{*r, *s, kr})
+	var rBig, sBig big.Int
+	r.BigInt(&rBig)
+	s.BigInt(&sBig)
+
+	proof := &groth16_bls12381.Proof{}
+	ar.AddMixed(&pk.G1.Alpha)
+	ar.AddMixed(&deltas[0])
+	proof.Ar.FromJacobian(ar)
+
+	bs1.AddMixed(&pk.G1.Beta)
+	bs1.AddMixed(&deltas[1])
+
+	var p1 curve.G1Jac
+	krs.AddMixed(&deltas[2])
+	krs.AddAssign(krs2)
+	p1.ScalarMultiplication(ar, &sBig)
+	krs.AddAssign(&p1)
+	p1.ScalarMultiplication(bs1, &rBig)
+	krs.AddAssign(&p1)
+	proof.Krs.FromJacobian(krs)
+
+	var deltaS curve.G2Jac
+	deltaS.FromAffine(&pk.G2.Delta)
+	deltaS.ScalarMultiplication(&deltaS, &sBig)
+	bs2.AddAssign(&deltaS)
+	bs2.AddMixed(&pk.G2.Beta)
+	proof.Bs.FromJacobian(bs2)
+	return proof
+}
+
+// filterWires copies the wires whose flag in infinity is false into a new
+// mmap'd buffer of len(wires) − nbInfinity elements.
+func filterWires(rel *cudaspans.Releaser, wires []fr.Element, infinity []bool, nbInfinity int) (*cudaspans.HostBuffer, []fr.Element, error) {
+	n := len(wires) - nbInfinity
+	if n <= 0 {
+		return nil, nil, nil
+	}
+	hb, out, err := newFrBuffer(rel, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	j := 0
+	for i := range wires {
+		if !infinity[i] {
+			out[j] = wires[i]
+			j++
+		}
+	}
+	if j != n {
+		hb.Free()
+		return nil, nil, fmt.Errorf("%w: %d finite bases counted, key says %d", ErrKeyMismatch, j, n)
+	}
+	return hb, out, nil
+}
+
+func (p *proving) release(name string, b **cudaspans.HostBuffer) error {
+	if *b == nil {
+		return nil
+	}
+	buf := *b
+	*b = nil
+	return p.rel.Release(p.relCtx, name, buf)
+}
+
+// releaseAll releases whatever the proof still holds; idempotent.
+func (p *proving) releaseAll() error {
+	asg := p.asg
+	errs := []error{
+		p.release("b", &asg.b),
+		p.release("c", &asg.c),
+		p.release("h", &asg.a),
+		p.release("wires", &asg.wires),
+		p.release("wires.a", &p.wiresA),
+		p.release("wires.b", &p.wiresB),
+	}
+	asg.Wires, asg.A, asg.B, asg.C = nil, nil, nil, nil
+	return errors.Join(errs...)
+}

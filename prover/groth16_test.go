@@ -1,0 +1,205 @@
+package prover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// fixture is a compiled built-in circuit with its keys and a witness.
+type fixture struct {
+	ccs constraint.ConstraintSystem
+	pk  groth16.ProvingKey
+	vk  groth16.VerifyingKey
+	in  *circuits.Instance
+	w   witness.Witness
+}
+
+var (
+	fixturesMu sync.Mutex
+	fixtures   = map[string]*fixture{}
+)
+
+// newFixture compiles and sets up a built-in circuit once per test binary.
+func newFixture(t testing.TB, name string, n int) *fixture {
+	t.Helper()
+	fixturesMu.Lock()
+	defer fixturesMu.Unlock()
+	key := name + "/" + string(rune(n))
+	if f, ok := fixtures[key]; ok {
+		return f
+	}
+	in, err := circuits.Build(name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, vk, err := groth16.Setup(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ccs: ccs, pk: pk, vk: vk, in: in, w: w}
+	fixtures[key] = f
+	return f
+}
+
+func (f *fixture) public(t testing.TB) witness.Witness {
+	t.Helper()
+	pub, err := f.w.Public()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"mulchain", 1 << 10}, {"merkle", 1 << 12}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.name, c.n)
+			proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := proof.(*groth16_bls12381.Proof); !ok {
+				t.Fatalf("proof is %T", proof)
+			}
+			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+				t.Fatalf("gnark rejects our proof: %v", err)
+			}
+		})
+	}
+}
+
+func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proof.(*groth16_bls12381.Proof)
+
+	tampered := *p
+	tampered.Krs.Add(&tampered.Krs, &p.Ar)
+	if err := groth16.Verify(&tampered, f.vk, f.public(t)); err == nil {
+		t.Error("verifier accepted a tampered Krs")
+	}
+
+	// The same proof against another Out (a public input).
+	wrong, err := frontend.NewWitness(&circuits.MulChain{X: 0, Out: 12345}, ecc.BLS12_381.ScalarField(), frontend.PublicOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, f.vk, wrong); err == nil {
+		t.Error("verifier accepted a wrong public input")
+	}
+}
+
+func TestSameRandomnessGivesTheSameProof(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	var r, s fr.Element
+	r.SetUint64(7)
+	s.SetUint64(11)
+	ser := func(opts ...Option) []byte {
+		proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		proof.WriteTo(&b)
+		return b.Bytes()
+	}
+	p1, p2 := ser(WithRandomness(r, s)), ser(WithRandomness(r, s))
+	if !bytes.Equal(p1, p2) {
+		t.Error("same r, s gave different proofs")
+	}
+	if p3 := ser(); bytes.Equal(p1, p3) {
+		t.Error("random r, s gave the fixed-randomness proof")
+	}
+}
+
+func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	bad, err := frontend.NewWitness(&circuits.MulChain{X: 3, Out: 4}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prove(context.Background(), f.ccs, f.pk, bad); !errors.Is(err, ErrUnsatisfied) {
+		t.Errorf("err = %v, want ErrUnsatisfied", err)
+	}
+	short, err := f.w.Public() // public values only: too short
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prove(context.Background(), f.ccs, f.pk, short); !errors.Is(err, ErrWitnessSize) {
+		t.Errorf("err = %v, want ErrWitnessSize", err)
+	}
+}
+
+func TestKeyOfAnotherCircuitIsRejected(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	other := newFixture(t, "merkle", 1<<12)
+	if _, err := Prove(context.Background(), f.ccs, other.pk, f.w); !errors.Is(err, ErrKeyMismatch) {
+		t.Errorf("err = %v, want ErrKeyMismatch", err)
+	}
+}
+
+// commitCircuit uses api.Commit, which makes gnark add a Pedersen commitment.
+type commitCircuit struct {
+	X, Y frontend.Variable
+}
+
+func (c *commitCircuit) Define(api frontend.API) error {
+	cm, err := api.(frontend.Committer).Commit(c.X)
+	if err != nil {
+		return err
+	}
+	api.AssertIsDifferent(cm, 0)
+	api.AssertIsEqual(api.Mul(c.X, c.X), c.Y)
+	return nil
+}
+
+func TestCircuitWithCommitmentsIsNotSupported(t *testing.T) {
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &commitCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, _, err := groth16.Setup(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := frontend.NewWitness(&commitCircuit{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prove(context.Background(), ccs, pk, w)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+	t.Log(err)
+}

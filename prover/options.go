@@ -1,0 +1,125 @@
+package prover
+
+import (
+	"context"
+	"io"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Option configures Prove, Synthesize, ProveAssignment and NewPipeline.
+// Each function documents the options it reads and ignores the others.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	backend    Backend
+	releaser   *cudaspans.Releaser
+	releaseCtx context.Context
+	r, s       *fr.Element
+	tp         trace.TracerProvider
+	keyID      string
+
+	// Pipeline only.
+	cacheDir string
+	notice   io.Writer
+	seed     int64
+	progress bool
+}
+
+func newConfig(opts []Option) config {
+	c := config{tp: otel.GetTracerProvider(), notice: io.Discard, seed: 1}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	return c
+}
+
+func (c *config) tracer() trace.Tracer { return c.tp.Tracer(otelcuzk.ScopeName) }
+
+// WithBackend proves on b (default: a fresh "cpu" backend per call).
+// Read by Prove and ProveAssignment.
+func WithBackend(b Backend) Option {
+	return optionFunc(func(c *config) { c.backend = b })
+}
+
+// WithReleaser allocates the large vectors from r's pool (pool mode) and
+// releases them through r, as buffer.release spans (default: a sync
+// Releaser on the same TracerProvider). Read by Prove, Synthesize,
+// ProveAssignment and NewPipeline (which then does not create its own and
+// does not close it).
+func WithReleaser(r *cudaspans.Releaser) Option {
+	return optionFunc(func(c *config) { c.releaser = r })
+}
+
+// WithReleaseContext sets the parent span of buffer.release spans in
+// async mode (default: the ctx given to Prove or ProveAssignment). The
+// Pipeline passes the job's ctx, so async releases are children of
+// engine.job, outside pipeline.prove. In sync and pool mode releases are
+// always children of groth16.prove, on the critical path.
+func WithReleaseContext(ctx context.Context) Option {
+	return optionFunc(func(c *config) { c.releaseCtx = ctx })
+}
+
+// WithRandomness fixes the blinding scalars r and s of Groth16 (default:
+// fresh random ones from crypto/rand per proof). The same witness, key, r
+// and s give the same proof on every backend; for tests only, as a fixed
+// r, s loses zero knowledge.
+func WithRandomness(r, s fr.Element) Option {
+	return optionFunc(func(c *config) { c.r, c.s = &r, &s })
+}
+
+// WithTracerProvider records spans with tp (default: the global one).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) {
+		if tp != nil {
+			c.tp = tp
+		}
+	})
+}
+
+// WithKeyID names the proving key for backends that keep bases resident
+// (BaseSet.ID is keyID + ":g1.a", ...). It must change when the key
+// changes; the Pipeline uses the hash of the constraint system. Default "":
+// the bases are not kept resident.
+func WithKeyID(id string) Option {
+	return optionFunc(func(c *config) { c.keyID = id })
+}
+
+// WithKeyCacheDir sets the directory of the proving key cache (default:
+// keys.DefaultDir, i.e. $CUZK_CACHE_DIR or <user cache dir>/otelcuzk/keys).
+// Read by NewPipeline.
+func WithKeyCacheDir(dir string) Option {
+	return optionFunc(func(c *config) { c.cacheDir = dir })
+}
+
+// WithNotice sets where NewPipeline writes its one-line notices (the
+// "auto" backend falling back to "cpu", and setup progress); default
+// io.Discard.
+func WithNotice(w io.Writer) Option {
+	return optionFunc(func(c *config) {
+		if w != nil {
+			c.notice = w
+		}
+	})
+}
+
+// WithSeed sets the seed of the sample witness of built-in circuits when a
+// Request carries no witness (default 1). Read by NewPipeline.
+func WithSeed(seed int64) Option {
+	return optionFunc(func(c *config) { c.seed = seed })
+}
+
+// WithProgress forces the setup spinner on the notice writer even when it
+// is not a terminal. Read by NewPipeline.
+func WithProgress(on bool) Option {
+	return optionFunc(func(c *config) { c.progress = on })
+}

@@ -1,0 +1,208 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Errors callers branch on.
+var (
+	// ErrUnsupported is returned for a constraint system, key or witness
+	// that is not a BLS12-381 R1CS of gnark, or that uses Pedersen
+	// commitments (BSB22, gnark's api.Commit), which this prover does not
+	// implement.
+	ErrUnsupported = errors.New("not supported")
+	// ErrWitnessSize is returned when the witness has the wrong number of
+	// public or secret values for the constraint system.
+	ErrWitnessSize = errors.New("witness has the wrong size")
+	// ErrUnsatisfied is returned when the witness does not satisfy the R1CS.
+	ErrUnsatisfied = errors.New("witness does not satisfy the circuit")
+	// ErrKeyMismatch is returned when the proving key does not belong to
+	// the constraint system of the assignment.
+	ErrKeyMismatch = errors.New("proving key does not match the constraint system")
+)
+
+// Assignment is a solved R1CS, ready to prove: the wire values and the
+// evaluations a = A·w, b = B·w, c = C·w of the constraint matrices, padded
+// with zeros to the NTT domain. The vectors live in anonymous mmap'd
+// buffers outside the Go heap; ProveAssignment consumes them. Not safe for
+// concurrent use.
+type Assignment struct {
+	// Wires holds the values of all wires: the constant 1, the public
+	// inputs, the secret inputs, the internal wires (gnark's order);
+	// len(Wires) = NbPublic + secret + internal.
+	Wires []fr.Element
+	// A, B, C hold the R1CS evaluations, each of length DomainSize.
+	A, B, C []fr.Element
+	// NbPublic is the number of public wires, the constant 1 included.
+	NbPublic int
+	// NbConstraints is the number of R1CS constraints (≤ DomainSize).
+	NbConstraints int
+	// DomainSize is the NTT domain size: the next power of two of
+	// NbConstraints, as gnark's groth16.Setup sizes its fft.Domain.
+	DomainSize int
+
+	wires, a, b, c *cudaspans.HostBuffer
+}
+
+// Buffers returns the mmap'd buffers with their names ("wires", "a", "b",
+// "c"), nil once released.
+func (asg *Assignment) Buffers() map[string]*cudaspans.HostBuffer {
+	return map[string]*cudaspans.HostBuffer{"wires": asg.wires, "a": asg.a, "b": asg.b, "c": asg.c}
+}
+
+// Release gives back the buffers the assignment still holds, through rel
+// (nil: freed at once without spans). Use it when an Assignment is not
+// proved; ProveAssignment releases them itself.
+func (asg *Assignment) Release(ctx context.Context, rel *cudaspans.Releaser) error {
+	var errs []error
+	for _, x := range []struct {
+		name string
+		b    **cudaspans.HostBuffer
+	}{{"wires", &asg.wires}, {"a", &asg.a}, {"b", &asg.b}, {"c", &asg.c}} {
+		if *x.b == nil {
+			continue
+		}
+		if rel != nil {
+			errs = append(errs, rel.Release(ctx, x.name, *x.b))
+		} else {
+			errs = append(errs, (*x.b).Free())
+		}
+		*x.b = nil
+	}
+	asg.Wires, asg.A, asg.B, asg.C = nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// newFrBuffer returns n field elements of mmap'd memory, reused from rel's
+// pool when it has a buffer large enough (its content is then stale: the
+// caller overwrites all n elements).
+func newFrBuffer(rel *cudaspans.Releaser, n int) (*cudaspans.HostBuffer, []fr.Element, error) {
+	size := n * fr.Bytes
+	var hb *cudaspans.HostBuffer
+	if rel != nil {
+		hb, _ = rel.Get("mmap", size).(*cudaspans.HostBuffer)
+	}
+	if hb == nil {
+		var err error
+		if hb, err = cudaspans.NewHostBuffer(size); err != nil {
+			return nil, nil, err
+		}
+	}
+	return hb, unsafe.Slice((*fr.Element)(unsafe.Pointer(unsafe.SliceData(hb.Bytes()))), n), nil
+}
+
+// asBLS12381 checks that ccs is a BLS12-381 R1CS of gnark without
+// commitments.
+func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
+	r1cs, ok := ccs.(*cs.R1CS)
+	if !ok {
+		return nil, fmt.Errorf("%w: constraint system %T (want a BLS12-381 R1CS, *cs.R1CS)", ErrUnsupported, ccs)
+	}
+	if ci, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); ok && len(ci) > 0 {
+		return nil, fmt.Errorf("%w: circuit with %d Pedersen commitments (api.Commit)", ErrUnsupported, len(ci))
+	}
+	return r1cs, nil
+}
+
+// Synthesize solves the R1CS for fullWitness (gnark's solver, hints
+// included) and copies the wires and the a, b, c evaluations into mmap'd
+// buffers, as one pipeline.synthesize span under the span in ctx. The heap
+// copies of gnark's solver are dropped before it returns.
+//
+// Options read: WithReleaser (buffers come from its pool in pool mode),
+// WithTracerProvider. Errors wrap ErrUnsupported (not a BLS12-381 R1CS, or
+// with commitments), ErrWitnessSize or ErrUnsatisfied.
+func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...Option) (*Assignment, error) {
+	cfg := newConfig(opts)
+	_, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	defer span.End()
+	asg, err := synthesize(ccs, fullWitness, cfg.releaser)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		return nil, err
+	}
+	span.SetAttributes(
+		otelcuzk.KeyCircuitConstraints.Int(asg.NbConstraints),
+		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
+		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
+	)
+	return asg, nil
+}
+
+func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *cudaspans.Releaser) (*Assignment, error) {
+	r1cs, err := asBLS12381(ccs)
+	if err != nil {
+		return nil, err
+	}
+	if fullWitness == nil {
+		return nil, fmt.Errorf("%w: nil witness", ErrWitnessSize)
+	}
+	vec, ok := fullWitness.Vector().(fr.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%w: witness over another field (%T)", ErrUnsupported, fullWitness.Vector())
+	}
+	nbPub, nbSec := r1cs.GetNbPublicVariables()-1, r1cs.GetNbSecretVariables()
+	if len(vec) != nbPub+nbSec {
+		return nil, fmt.Errorf("%w: %d values, the circuit has %d public and %d secret inputs",
+			ErrWitnessSize, len(vec), nbPub, nbSec)
+	}
+	sol, err := r1cs.Solve(fullWitness)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsatisfied, err)
+	}
+	s := sol.(*cs.R1CSSolution)
+	asg := &Assignment{
+		NbPublic:      r1cs.GetNbPublicVariables(),
+		NbConstraints: r1cs.GetNbConstraints(),
+		DomainSize:    int(ecc.NextPowerOfTwo(uint64(r1cs.GetNbConstraints()))),
+	}
+	fail := func(err error) (*Assignment, error) {
+		asg.Release(context.Background(), nil)
+		return nil, fmt.Errorf("synthesize: %w", err)
+	}
+	if asg.wires, asg.Wires, err = newFrBuffer(rel, len(s.W)); err != nil {
+		return fail(err)
+	}
+	copy(asg.Wires, s.W)
+	s.W = nil
+	for _, x := range []struct {
+		buf *(*cudaspans.HostBuffer)
+		dst *[]fr.Element
+		src *fr.Vector
+	}{{&asg.a, &asg.A, &s.A}, {&asg.b, &asg.B, &s.B}, {&asg.c, &asg.C, &s.C}} {
+		if *x.buf, *x.dst, err = newFrBuffer(rel, asg.DomainSize); err != nil {
+			return fail(err)
+		}
+		n := copy(*x.dst, *x.src)
+		clear((*x.dst)[n:]) // a pooled buffer holds the last proof's values
+		*x.src = nil
+	}
+	return asg, nil
+}
+
+func errorType(err error) string {
+	for _, e := range []struct {
+		err  error
+		name string
+	}{{ErrUnsupported, "unsupported"}, {ErrWitnessSize, "witness_size"}, {ErrUnsatisfied, "unsatisfied"}, {ErrKeyMismatch, "key_mismatch"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "deadline"}} {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	return "internal"
+}
