@@ -54,18 +54,19 @@ const exportCooldown = 5 * time.Second
 // after counting, and Telemetry.Shutdown reports the loss. For
 // exportCooldown after a failure it drops batches without trying.
 type countingExporter struct {
-	next    sdktrace.SpanExporter
-	log     io.Writer
-	dropped atomic.Int64
-	failing atomic.Bool
-	retryAt atomic.Int64 // unix ns before which exports are dropped untried
+	next     sdktrace.SpanExporter
+	log      io.Writer
+	dropped  atomic.Int64
+	failing  atomic.Bool
+	retryAt  atomic.Int64 // unix ns before which exports are dropped untried
+	cooldown time.Duration
 
 	mu      sync.Mutex
 	lastErr error
 }
 
 func newCountingExporter(next sdktrace.SpanExporter, log io.Writer) *countingExporter {
-	return &countingExporter{next: next, log: log}
+	return &countingExporter{next: next, log: log, cooldown: exportCooldown}
 }
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
@@ -82,7 +83,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	}
 	e.dropped.Add(n)
 	droppedTotal.Add(n)
-	e.retryAt.Store(time.Now().Add(exportCooldown).UnixNano())
+	e.retryAt.Store(time.Now().Add(e.cooldown).UnixNano())
 	e.mu.Lock()
 	e.lastErr = err
 	e.mu.Unlock()
