@@ -1,7 +1,7 @@
 // C entry points over ff.cuh for the Go tests: the kernels' field arithmetic
 // compiled as plain C++ on the host. Each call works on n elements laid out
 // as gnark-crypto lays out []fr.Element / []fp.Element.
-#include "ff.cuh"
+#include "kernels_ff.h"  // links to ff.cuh: go hashes .h files, so edits to the kernels rebuild this package
 #include "hostarith.h"
 
 namespace {

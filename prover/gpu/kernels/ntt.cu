@@ -1,0 +1,35 @@
+// ntt.cu: CUDA kernels of the GPU NTT and of groth16's compute_h. Compiled at
+// run time by NVRTC (prover/gpu embeds it with ff.cuh and ntt.cuh); names are
+// extern "C" so the module exports them unmangled. All pointers are device
+// pointers to gnark-crypto fr.Element arrays (Montgomery form, 32 bytes each).
+#include "ntt.cuh"
+
+using ntt::fr_t;
+
+// One pass of t radix-2 stages (ntt::pass_block). Launch with
+// n / 2^pass_log_tile(logn) blocks, any block size (256 suits), and
+// 2^pass_log_tile(logn) * 32 bytes of dynamic shared memory.
+extern "C" __global__ void ntt_pass(fr_t *data, const fr_t *tw, ntt::PassParams p,
+                                    const fr_t *in_table, fr_t in_c, const fr_t *out_table,
+                                    fr_t out_c) {
+  extern __shared__ fr_t ntt_tile[];
+  ntt::pass_block(data, tw, p, in_table, in_c, out_table, out_c, blockIdx.x, threadIdx.x,
+                  blockDim.x, ntt_tile);
+}
+
+// out[start + i] = base^i · first for i in [0, count): twiddle and coset
+// tables. A grid-stride loop; any grid.
+extern "C" __global__ void ntt_powers(fr_t *out, fr_t base, fr_t first, unsigned count) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += gridDim.x * blockDim.x) {
+    out[i] = fr_t::mul(ntt::power_at(base, i), first);
+  }
+}
+
+// a[i] = (a[i]·b[i] − c[i])·den for i in [0, n): grid-stride.
+extern "C" __global__ void groth16_pointwise(fr_t *a, const fr_t *b, const fr_t *c, fr_t den,
+                                             unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    a[i] = ntt::pointwise(a[i], b[i], c[i], den);
+  }
+}
