@@ -1,0 +1,241 @@
+// msm.cu: Pippenger multi-scalar multiplication on G1 of BLS12-381
+// (msm.cuh gives the method and its parameters). Compiled at run time by
+// NVRTC through cudaspans (prover/gpu/msm.go) and by nvcc in the devtest
+// harness. Kernels are extern "C" so their names are stable for
+// cuModuleGetFunction and for the kernel spans.
+//
+// Device buffers of one MSM of n points with window c, W windows and
+// B = 2^(c−1) buckets per window (all indices are 32-bit: n < 2^31):
+//   scalars   n fr_t          gnark's Montgomery form in, canonical after
+//                             msm_digits_count
+//   bases     n g1_affine     gnark's G1Affine, Montgomery form
+//   counts    W·B u32         points per bucket
+//   bucket_off W·B u32        start of each bucket in its window's run
+//   cursor    W·B u32         scatter cursors (a copy of bucket_off)
+//   seg_off   W·(B+1) u32     first segment of each bucket; [B] = total
+//   sorted    W·n u32         point index | MSM_NEG_FLAG, grouped by bucket
+//   partials  W·seg_cap xyzz  one sum per segment
+//   parts     W·(B/m) xyzz    one value per reduction slice
+//   wsums     W xyzz          one value per window
+//   result    1 g1_jac        gnark's G1Jac, Montgomery form
+#include "ec.cuh"
+#include "msm.cuh"
+
+typedef unsigned int msm_u32;
+typedef unsigned long long msm_u64;
+
+// The c-bit field of the canonical scalar s starting at bit lo (0 above
+// bit 255).
+__device__ __forceinline__ msm_u32 msm_bits(const msm_u64 s[4], msm_u32 lo, msm_u32 c) {
+  msm_u32 limb = lo >> 6, sh = lo & 63;
+  if (limb >= 4) return 0;
+  msm_u64 v = s[limb] >> sh;
+  if (sh + c > 64 && limb + 1 < 4) v |= s[limb + 1] << (64 - sh);
+  return (msm_u32)(v & ((1ull << c) - 1));
+}
+
+// The signed digit of window w given the carry from window w−1; returns
+// the digit's bucket + 1 (0 for digit 0) and sets neg and carry.
+__device__ __forceinline__ msm_u32 msm_digit(const msm_u64 s[4], msm_u32 w, msm_u32 c, msm_u32 &carry,
+                                             bool &neg) {
+  msm_u32 d = msm_bits(s, w * c, c) + carry;
+  msm_u32 half = 1u << (c - 1);
+  if (d > half) {  // d − 2^c < 0: negative digit, carry into the next window
+    carry = 1;
+    neg = true;
+    return (1u << c) - d;
+  }
+  carry = 0;
+  neg = false;
+  return d;
+}
+
+extern "C" __global__ void msm_fill_u32(msm_u32 *p, msm_u32 v, msm_u32 n) {
+  msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = v;
+}
+
+// Montgomery to canonical (on the GPU, so the host never touches the
+// scalars), then one count per non-zero digit. counts must be zero.
+extern "C" __global__ void msm_digits_count(ff::fr_t *scalars, msm_u32 n, msm_u32 c, msm_u32 nwin,
+                                            msm_u32 *counts) {
+  msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  ff::fr_t s = ff::fr_t::from_mont(scalars[i]);
+  scalars[i] = s;
+  msm_u32 nb = 1u << (c - 1);
+  msm_u32 carry = 0;
+  for (msm_u32 w = 0; w < nwin; w++) {
+    bool neg;
+    msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
+    if (d != 0) atomicAdd(&counts[w * nb + d - 1], 1u);
+  }
+}
+
+// Exclusive prefix sums of the bucket counts and of the segments per
+// bucket, one block of MSM_SCAN_THREADS threads per window (blockIdx.x).
+extern "C" __global__ void msm_bucket_scan(const msm_u32 *counts, msm_u32 nb, msm_u32 *bucket_off,
+                                           msm_u32 *cursor, msm_u32 *seg_off) {
+  __shared__ msm_u32 sc[MSM_SCAN_THREADS], ss[MSM_SCAN_THREADS];
+  msm_u32 w = blockIdx.x, t = threadIdx.x;
+  msm_u32 per = (nb + MSM_SCAN_THREADS - 1) / MSM_SCAN_THREADS;
+  msm_u32 b0 = t * per, b1 = min(b0 + per, nb);
+  const msm_u32 *cnt = counts + (msm_u64)w * nb;
+  msm_u32 csum = 0, ssum = 0;
+  for (msm_u32 b = b0; b < b1; b++) {
+    msm_u32 k = cnt[b];
+    csum += k;
+    ssum += (k + MSM_SEGMENT - 1) / MSM_SEGMENT;
+  }
+  sc[t] = csum;
+  ss[t] = ssum;
+  __syncthreads();
+  // Hillis-Steele inclusive scan over the per-thread sums.
+  for (msm_u32 off = 1; off < MSM_SCAN_THREADS; off <<= 1) {
+    msm_u32 a = t >= off ? sc[t - off] : 0;
+    msm_u32 b = t >= off ? ss[t - off] : 0;
+    __syncthreads();
+    sc[t] += a;
+    ss[t] += b;
+    __syncthreads();
+  }
+  msm_u32 crun = sc[t] - csum, srun = ss[t] - ssum;
+  msm_u32 *bo = bucket_off + (msm_u64)w * nb, *cu = cursor + (msm_u64)w * nb;
+  msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
+  for (msm_u32 b = b0; b < b1; b++) {
+    msm_u32 k = cnt[b];
+    bo[b] = crun;
+    cu[b] = crun;
+    so[b] = srun;
+    crun += k;
+    srun += (k + MSM_SEGMENT - 1) / MSM_SEGMENT;
+  }
+  if (t == MSM_SCAN_THREADS - 1) so[nb] = ss[t];
+}
+
+// Counting sort, second pass: each (point, sign) goes to its bucket's next
+// free slot. The order inside a bucket depends on the scheduling; the sum
+// does not.
+extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u32 c, msm_u32 nwin,
+                                       msm_u32 *cursor, msm_u32 *sorted) {
+  msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  ff::fr_t s = scalars[i];
+  msm_u32 nb = 1u << (c - 1);
+  msm_u32 carry = 0;
+  for (msm_u32 w = 0; w < nwin; w++) {
+    bool neg;
+    msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
+    if (d == 0) continue;
+    msm_u32 pos = atomicAdd(&cursor[w * nb + d - 1], 1u);
+    sorted[(msm_u64)w * n + pos] = i | (neg ? MSM_NEG_FLAG : 0u);
+  }
+}
+
+// One thread per segment (blockIdx.y is the window): the sum of at most
+// MSM_SEGMENT points of one bucket, in XYZZ, written to partials.
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
+    const ec::g1_affine *bases, const msm_u32 *sorted, const msm_u32 *counts, const msm_u32 *bucket_off,
+    const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, ec::g1_xyzz *partials) {
+  msm_u32 w = blockIdx.y;
+  msm_u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
+  const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
+  if (idx >= so[nb]) return;
+  // The bucket whose segments contain idx: the last b with so[b] <= idx.
+  msm_u32 lo = 0, hi = nb;  // so[lo] <= idx < so[hi]
+  while (hi - lo > 1) {
+    msm_u32 mid = (lo + hi) >> 1;
+    if (so[mid] <= idx)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  msm_u32 b = lo;
+  msm_u32 s = idx - so[b];
+  msm_u32 base = bucket_off[(msm_u64)w * nb + b];
+  msm_u32 end = base + counts[(msm_u64)w * nb + b];
+  msm_u32 start = base + s * MSM_SEGMENT;
+  if (start + MSM_SEGMENT < end) end = start + MSM_SEGMENT;
+  const msm_u32 *run = sorted + (msm_u64)w * n;
+  ec::g1_xyzz acc = ec::xyzz_inf();
+  for (msm_u32 k = start; k < end; k++) {
+    msm_u32 e = run[k];
+    ec::g1_affine a = bases[e & ~MSM_NEG_FLAG];
+    if (e & MSM_NEG_FLAG) a.y = ff::fp_t::neg(a.y);
+    acc = ec::xyzz_add_affine(acc, a);
+  }
+  partials[(msm_u64)w * seg_cap + idx] = acc;
+}
+
+// Window reduction, one thread per slice of m buckets (blockIdx.y is the
+// window). With buckets j·m + t, t < m:
+//   Σ_t (j·m + t + 1)·B_t = [Σ_t (t+1)·B_t] + j·m·[Σ_t B_t],
+// the first term by the running-sum trick from the top bucket down, the
+// second by a short double-and-add. parts gets one value per slice.
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce(const ec::g1_xyzz *partials,
+                                                                    const msm_u32 *seg_off, msm_u32 nb,
+                                                                    msm_u32 m, msm_u32 seg_cap,
+                                                                    ec::g1_xyzz *parts) {
+  msm_u32 w = blockIdx.y;
+  msm_u32 nslices = nb / m;
+  msm_u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nslices) return;
+  const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
+  const ec::g1_xyzz *pw = partials + (msm_u64)w * seg_cap;
+  ec::g1_xyzz running = ec::xyzz_inf(), total = ec::xyzz_inf();
+  for (int t = (int)m - 1; t >= 0; t--) {
+    msm_u32 b = j * m + (msm_u32)t;
+    for (msm_u32 s = so[b]; s < so[b + 1]; s++) running = ec::xyzz_add(running, pw[s]);
+    total = ec::xyzz_add(total, running);
+  }
+  if (j != 0) total = ec::xyzz_add(total, ec::xyzz_mul_u32(running, j * m));
+  parts[(msm_u64)w * nslices + j] = total;
+}
+
+// Σ of a window's slice values: one block of MSM_WINDOW_SUM_THREADS per
+// window, strided sums then a tree in shared memory.
+extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
+    msm_window_sum(const ec::g1_xyzz *parts, msm_u32 nslices, ec::g1_xyzz *wsums) {
+  __shared__ ec::g1_xyzz sh[MSM_WINDOW_SUM_THREADS];
+  msm_u32 w = blockIdx.x, t = threadIdx.x;
+  ec::g1_xyzz acc = ec::xyzz_inf();
+  for (msm_u32 j = t; j < nslices; j += MSM_WINDOW_SUM_THREADS)
+    acc = ec::xyzz_add(acc, parts[(msm_u64)w * nslices + j]);
+  sh[t] = acc;
+  __syncthreads();
+  for (msm_u32 half = MSM_WINDOW_SUM_THREADS / 2; half > 0; half >>= 1) {
+    if (t < half) sh[t] = ec::xyzz_add(sh[t], sh[t + half]);
+    __syncthreads();
+  }
+  if (t == 0) wsums[w] = sh[0];
+}
+
+// Σ_w 2^(c·w)·wsums[w] by Horner's rule, on one thread (W·c doublings);
+// the result in gnark's G1Jac layout.
+extern "C" __global__ void msm_combine(const ec::g1_xyzz *wsums, msm_u32 nwin, msm_u32 c, ec::g1_jac *result) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  ec::g1_xyzz acc = wsums[nwin - 1];
+  for (int w = (int)nwin - 2; w >= 0; w--) {
+    for (msm_u32 k = 0; k < c; k++) acc = ec::xyzz_dbl(acc);
+    acc = ec::xyzz_add(acc, wsums[w]);
+  }
+  *result = ec::xyzz_to_jac(acc);
+}
+
+// Equality of a G1Jac and an affine point (gnark's encodings), for the
+// devtest harness: *ok = 1 when equal, else 0.
+extern "C" __global__ void msm_check_eq(const ec::g1_jac *p, const ec::g1_affine *want, msm_u32 *ok) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const ec::g1_jac &j = *p;
+  bool eq;
+  if (ec::affine_is_inf(*want)) {
+    eq = ff::fp_t::is_zero(j.Z);
+  } else if (ff::fp_t::is_zero(j.Z)) {
+    eq = false;
+  } else {
+    ff::fp_t z2 = ff::fp_t::sqr(j.Z);
+    ff::fp_t z3 = ff::fp_t::mul(z2, j.Z);
+    eq = ff::fp_t::eq(ff::fp_t::mul(want->x, z2), j.X) && ff::fp_t::eq(ff::fp_t::mul(want->y, z3), j.Y);
+  }
+  *ok = eq ? 1u : 0u;
+}
