@@ -27,9 +27,9 @@ func TestUncoveredIntervalCases(t *testing.T) {
 	}{
 		{"no children", iv(0, 10), nil, 10 * time.Millisecond, iv(0, 10)},
 		{"fully covered", iv(0, 10), []Interval{iv(0, 10)}, 0, Interval{}},
-		{"two gaps, largest in the middle", iv(0, 100), []Interval{iv(10, 20), iv(70, 95)}, 45 * time.Millisecond, iv(20, 70)},
-		{"overlapping and nested children", iv(0, 100), []Interval{iv(10, 50), iv(20, 30), iv(40, 60), iv(80, 90)}, 50 * time.Millisecond, iv(0, 10)},
-		{"unsorted children", iv(0, 100), []Interval{iv(80, 90), iv(10, 50), iv(40, 60)}, 50 * time.Millisecond, iv(0, 10)},
+		{"two gaps, largest in the middle", iv(0, 100), []Interval{iv(10, 20), iv(70, 95)}, 65 * time.Millisecond, iv(20, 70)},
+		{"overlapping and nested children", iv(0, 100), []Interval{iv(10, 50), iv(20, 30), iv(40, 60), iv(80, 90)}, 40 * time.Millisecond, iv(60, 80)},
+		{"unsorted children", iv(0, 100), []Interval{iv(80, 90), iv(10, 50), iv(40, 60)}, 40 * time.Millisecond, iv(60, 80)},
 		{"children outside are clipped", iv(10, 20), []Interval{iv(0, 12), iv(18, 40), iv(50, 60)}, 6 * time.Millisecond, iv(12, 18)},
 		{"empty span", iv(5, 5), []Interval{iv(0, 1)}, 0, Interval{}},
 		{"inverted child ignored", iv(0, 10), []Interval{iv(8, 2)}, 10 * time.Millisecond, iv(0, 10)},

@@ -1,0 +1,549 @@
+package otelcuzk
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// otelVars are every variable Setup or the libraries it uses read; tests
+// clear them so the machine's environment cannot leak in.
+var otelVars = []string{
+	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+}
+
+func init() {
+	for _, s := range []string{"ENDPOINT", "PROTOCOL", "HEADERS", "INSECURE", "TIMEOUT", "CERTIFICATE", "COMPRESSION",
+		"CLIENT_CERTIFICATE", "CLIENT_KEY"} {
+		otelVars = append(otelVars, "OTEL_EXPORTER_OTLP_"+s, "OTEL_EXPORTER_OTLP_TRACES_"+s)
+	}
+}
+
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, v := range otelVars {
+		t.Setenv(v, "")
+	}
+}
+
+// newTel builds a Telemetry that leaves the globals alone and whose file
+// fallback, if chosen, lands in a temporary directory.
+func newTel(t *testing.T, opts ...Option) *Telemetry {
+	t.Helper()
+	opts = append([]Option{WithoutGlobal(), WithTraceFile(filepath.Join(t.TempDir(), "trace.jsonl"))}, opts...)
+	tel, err := New(context.Background(), opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel
+}
+
+// emit makes n root spans with no children.
+func emit(tel *Telemetry, n int) {
+	tr := tel.TracerProvider.Tracer("test")
+	for i := 0; i < n; i++ {
+		_, s := tr.Start(context.Background(), "op", trace.WithAttributes(attribute.Int("i", i)))
+		s.End()
+	}
+}
+
+func shutdown(t *testing.T, tel *Telemetry) {
+	t.Helper()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+func TestEndpointVarSelectsOTLPOverFile(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	srv := startHTTPReceiver(t, r, false)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	tel := newTel(t)
+	if p, target := tel.Destination(); p != ProtocolHTTPProtobuf || target != srv.URL {
+		t.Fatalf("Destination = %s %s, want http/protobuf %s", p, target, srv.URL)
+	}
+	emit(tel, 3)
+	shutdown(t, tel)
+	got := r.got()
+	if len(got) == 0 || r.spanCount() != 3 {
+		t.Fatalf("receiver got %d spans in %d requests, want 3", r.spanCount(), len(got))
+	}
+	// No protocol set: http/protobuf, the specification's default, on the
+	// signal path appended to the base URL.
+	if got[0].proto != "http" || got[0].path != "/v1/traces" {
+		t.Errorf("got %s request on %q, want http on /v1/traces", got[0].proto, got[0].path)
+	}
+}
+
+func TestTracesEndpointVarIsUsedAsIs(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	srv := startHTTPReceiver(t, r, false)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1") // the per-signal variable wins
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL+"/custom/traces")
+	tel := newTel(t)
+	emit(tel, 1)
+	shutdown(t, tel)
+	got := r.got()
+	if len(got) != 1 || got[0].path != "/custom/traces" {
+		t.Fatalf("got %d requests (%v), want one on /custom/traces", len(got), got)
+	}
+}
+
+func TestProtocolVarSelectsGRPC(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	addr := startGRPCReceiver(t, r, nil)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	tel := newTel(t)
+	emit(tel, 2)
+	shutdown(t, tel)
+	got := r.got()
+	if len(got) == 0 || got[0].proto != "grpc" || r.spanCount() != 2 {
+		t.Fatalf("got %v, want 2 spans over grpc", got)
+	}
+}
+
+func TestTracesProtocolVarOverridesGeneralOne(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	addr := startGRPCReceiver(t, r, nil)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+	tel := newTel(t)
+	emit(tel, 1)
+	shutdown(t, tel)
+	if r.spanCount() != 1 {
+		t.Fatalf("gRPC receiver got %d spans, want 1", r.spanCount())
+	}
+}
+
+func TestUnsupportedProtocolIsAnError(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	_, err := New(context.Background(), WithoutGlobal())
+	if err == nil || !strings.Contains(err.Error(), `"http/json"`) {
+		t.Fatalf("err = %v, want one naming http/json", err)
+	}
+	_, err = New(context.Background(), WithoutGlobal(), WithEndpoint("http://127.0.0.1:1"), WithProtocol("thrift"))
+	if err == nil || !strings.Contains(err.Error(), `"thrift"`) {
+		t.Fatalf("err = %v, want one naming thrift", err)
+	}
+}
+
+func TestHeadersVarReachesReceiver(t *testing.T) {
+	clearEnv(t)
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(proto, func(t *testing.T) {
+			r := &receiver{}
+			if proto == "grpc" {
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+startGRPCReceiver(t, r, nil))
+			} else {
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=s3cret,x-tenant=team%20a")
+			tel := newTel(t)
+			emit(tel, 1)
+			shutdown(t, tel)
+			got := r.got()
+			if len(got) != 1 {
+				t.Fatalf("got %d requests, want 1", len(got))
+			}
+			h := map[string]string{}
+			for k, v := range got[0].headers {
+				h[strings.ToLower(k)] = v
+			}
+			if h["api-key"] != "s3cret" || h["x-tenant"] != "team a" {
+				t.Errorf("headers = %v, want api-key=s3cret and x-tenant=team a", got[0].headers)
+			}
+		})
+	}
+}
+
+func TestTimeoutVarBoundsExportToSlowReceiver(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{block: 30 * time.Second}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+startGRPCReceiver(t, r, nil))
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
+	tel := newTel(t, WithLogWriter(nil))
+	emit(tel, 1)
+	start := time.Now()
+	err := tel.Shutdown(context.Background())
+	took := time.Since(start)
+	if !errors.Is(err, ErrSpansDropped) {
+		t.Fatalf("Shutdown err = %v, want ErrSpansDropped", err)
+	}
+	if took < 250*time.Millisecond || took > 1300*time.Millisecond {
+		t.Fatalf("Shutdown took %v, want about the 300 ms export timeout", took)
+	}
+	if tel.DroppedSpans() != 1 {
+		t.Errorf("DroppedSpans = %d, want 1", tel.DroppedSpans())
+	}
+}
+
+func TestUnreachableEndpointShutdownReturnsWithinTimeout(t *testing.T) {
+	clearEnv(t)
+	// A port nobody listens on: the exporters retry until the timeout.
+	l := closedPort(t)
+	for _, proto := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
+		t.Run(proto, func(t *testing.T) {
+			tel := newTel(t, WithEndpoint("http://"+l), WithProtocol(proto), WithTimeout(500*time.Millisecond), WithLogWriter(nil))
+			emit(tel, 5)
+			start := time.Now()
+			err := tel.Shutdown(context.Background())
+			took := time.Since(start)
+			if err == nil || !errors.Is(err, ErrSpansDropped) || !strings.Contains(err.Error(), l) {
+				t.Fatalf("Shutdown err = %v, want ErrSpansDropped naming %s", err, l)
+			}
+			if took > 1500*time.Millisecond {
+				t.Fatalf("Shutdown took %v with a 500 ms timeout", took)
+			}
+		})
+	}
+}
+
+func TestInsecureVarAllowsPlaintextGRPC(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	addr := startGRPCReceiver(t, r, nil)
+	_, port, _ := strings.Cut(addr, ":")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:"+port) // no scheme: TLS unless INSECURE
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+
+	tel := newTel(t, WithLogWriter(nil))
+	emit(tel, 1)
+	if err := tel.Shutdown(context.Background()); !errors.Is(err, ErrSpansDropped) {
+		t.Fatalf("TLS towards a plaintext receiver: err = %v, want ErrSpansDropped", err)
+	}
+	if r.spanCount() != 0 {
+		t.Fatalf("plaintext receiver got spans without INSECURE")
+	}
+
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	tel = newTel(t)
+	emit(tel, 1)
+	shutdown(t, tel)
+	if r.spanCount() != 1 {
+		t.Fatalf("with INSECURE=true the receiver got %d spans, want 1", r.spanCount())
+	}
+}
+
+func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
+	clearEnv(t)
+	t.Run("grpc", func(t *testing.T) {
+		cert, pemPath := selfSignedCert(t)
+		r := &receiver{}
+		addr := startGRPCReceiver(t, r, &cert)
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://"+addr)
+		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+		tel := newTel(t, WithLogWriter(nil))
+		emit(tel, 1)
+		if err := tel.Shutdown(context.Background()); !errors.Is(err, ErrSpansDropped) || r.spanCount() != 0 {
+			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
+		}
+		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", pemPath)
+		tel = newTel(t)
+		emit(tel, 1)
+		shutdown(t, tel)
+		if r.spanCount() != 1 {
+			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		r := &receiver{}
+		srv := startHTTPReceiver(t, r, true)
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", "")
+		tel := newTel(t, WithLogWriter(nil))
+		emit(tel, 1)
+		if err := tel.Shutdown(context.Background()); !errors.Is(err, ErrSpansDropped) || r.spanCount() != 0 {
+			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
+		}
+		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", writeCertPEM(t, srv))
+		tel = newTel(t)
+		emit(tel, 1)
+		shutdown(t, tel)
+		if r.spanCount() != 1 {
+			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
+		}
+	})
+}
+
+func TestSamplerVarChangesWhatArrives(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	tel := newTel(t)
+	emit(tel, 50)
+	shutdown(t, tel)
+	if n := r.spanCount(); n != 0 {
+		t.Fatalf("always_off: %d spans arrived", n)
+	}
+
+	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.25")
+	tel = newTel(t)
+	emit(tel, 400)
+	shutdown(t, tel)
+	// Binomial(400, 0.25): mean 100, standard deviation about 8.7.
+	if n := r.spanCount(); n < 50 || n > 150 {
+		t.Fatalf("traceidratio 0.25: %d of 400 spans arrived", n)
+	}
+
+	// The option overrides the variable.
+	before := r.spanCount()
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	tel = newTel(t, WithSampler(sdktrace.AlwaysSample()))
+	emit(tel, 10)
+	shutdown(t, tel)
+	if n := r.spanCount() - before; n != 10 {
+		t.Fatalf("WithSampler(AlwaysSample) over always_off: %d of 10 spans arrived", n)
+	}
+}
+
+func TestBSPMaxExportBatchSizeVarLimitsBatches(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "3")
+	tel := newTel(t)
+	emit(tel, 10)
+	shutdown(t, tel)
+	got := r.got()
+	if r.spanCount() != 10 {
+		t.Fatalf("got %d spans, want 10", r.spanCount())
+	}
+	for _, e := range got {
+		if e.spanCount() > 3 {
+			t.Fatalf("a batch of %d spans with OTEL_BSP_MAX_EXPORT_BATCH_SIZE=3", e.spanCount())
+		}
+	}
+	if len(got) < 4 {
+		t.Fatalf("%d requests for 10 spans in batches of 3", len(got))
+	}
+}
+
+func TestBSPScheduleDelayVarExportsBeforeShutdown(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	tel := newTel(t)
+	emit(tel, 2)
+	deadline := time.Now().Add(3 * time.Second) // the default delay is 5 s
+	for r.spanCount() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.spanCount() != 2 {
+		t.Fatalf("with a 20 ms schedule delay %d spans arrived before shutdown", r.spanCount())
+	}
+}
+
+func TestServiceNameAndResourceAttributesVars(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	t.Setenv("OTEL_SERVICE_NAME", "prover-7")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=lab,service.name=ignored")
+	tel := newTel(t)
+	emit(tel, 1)
+	shutdown(t, tel)
+	got := r.got()
+	if len(got) != 1 {
+		t.Fatalf("got %d requests", len(got))
+	}
+	for key, want := range map[string]string{
+		"service.name":                "prover-7", // OTEL_SERVICE_NAME wins over the attributes
+		"deployment.environment.name": "lab",
+		"telemetry.sdk.language":      "go",
+	} {
+		if v, _ := got[0].resourceAttr(key); v != want {
+			t.Errorf("resource %s = %q, want %q", key, v, want)
+		}
+	}
+	for _, key := range []string{"host.name", "process.pid", "process.runtime.name"} {
+		if _, ok := got[0].resourceAttr(key); !ok {
+			t.Errorf("resource lacks %s", key)
+		}
+	}
+	if _, ok := got[0].resourceAttr("process.command_args"); ok {
+		t.Error("resource carries the command line")
+	}
+
+	// Options win over both variables.
+	tel = newTel(t, WithServiceName("opt-name"), WithResourceAttributes(attribute.String("deployment.environment.name", "prod")))
+	emit(tel, 1)
+	shutdown(t, tel)
+	got = r.got()
+	if v, _ := got[1].resourceAttr("service.name"); v != "opt-name" {
+		t.Errorf("WithServiceName: service.name = %q", v)
+	}
+	if v, _ := got[1].resourceAttr("deployment.environment.name"); v != "prod" {
+		t.Errorf("WithResourceAttributes: deployment.environment.name = %q", v)
+	}
+}
+
+func TestMalformedResourceAttributesVarIsAnError(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "novalue")
+	_, err := New(context.Background(), WithoutGlobal(), WithExporter(tracetest.NewNoopExporter()))
+	if err == nil || !strings.Contains(err.Error(), "OTEL_RESOURCE_ATTRIBUTES") {
+		t.Fatalf("err = %v, want one naming OTEL_RESOURCE_ATTRIBUTES", err)
+	}
+}
+
+func TestDefaultServiceName(t *testing.T) {
+	clearEnv(t)
+	mem := tracetest.NewInMemoryExporter()
+	tel := newTel(t, WithExporter(mem), WithSyncExport())
+	emit(tel, 1)
+	spans := mem.GetSpans() // before Shutdown, which resets the in-memory exporter
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	if v, ok := spans[0].Resource.Set().Value("service.name"); !ok || v.AsString() != DefaultServiceName {
+		t.Fatalf("service.name = %v, want %s", v.Emit(), DefaultServiceName)
+	}
+}
+
+func TestOptionsOverrideEndpointProtocolAndHeaders(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	addr := startGRPCReceiver(t, r, nil)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+closedPort(t))
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=from-env")
+	tel := newTel(t, WithEndpoint(addr), WithProtocol(ProtocolGRPC), WithInsecure(),
+		WithHeaders(map[string]string{"api-key": "from-option"}))
+	emit(tel, 1)
+	shutdown(t, tel)
+	got := r.got()
+	if len(got) != 1 || got[0].headers["api-key"] != "from-option" {
+		t.Fatalf("got %v, want one gRPC request with api-key=from-option", got)
+	}
+}
+
+func TestWithEndpointHTTPAppendsSignalPath(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	srv := startHTTPReceiver(t, r, false)
+	for _, c := range []struct{ endpoint, path string }{
+		{srv.URL, "/v1/traces"},
+		{srv.URL + "/otlp", "/otlp/v1/traces"},
+		{srv.URL + "/otlp/v1/traces", "/otlp/v1/traces"},
+		{strings.TrimPrefix(srv.URL, "http://"), "/v1/traces"}, // host:port, with WithInsecure
+	} {
+		r.mu.Lock()
+		r.exports = nil
+		r.mu.Unlock()
+		tel := newTel(t, WithEndpoint(c.endpoint), WithInsecure())
+		emit(tel, 1)
+		shutdown(t, tel)
+		if got := r.got(); len(got) != 1 || got[0].path != c.path {
+			t.Errorf("WithEndpoint(%q): got %v, want one request on %s", c.endpoint, got, c.path)
+		}
+	}
+}
+
+func TestSetupInstallsGlobals(t *testing.T) {
+	clearEnv(t)
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	mem := tracetest.NewInMemoryExporter()
+	shut, err := Setup(context.Background(), WithExporter(mem), WithSyncExport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := otel.Tracer("x").Start(context.Background(), "via-global")
+	s.End()
+	if got := mem.GetSpans(); len(got) != 1 || got[0].Name != "via-global" {
+		t.Fatalf("global tracer spans = %v", got)
+	}
+	if err := shut(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fields := otel.GetTextMapPropagator().Fields()
+	if !strings.Contains(strings.Join(fields, ","), "traceparent") || !strings.Contains(strings.Join(fields, ","), "baggage") {
+		t.Fatalf("global propagator fields = %v, want traceparent and baggage", fields)
+	}
+}
+
+func TestWithDevicesDescribesGPUsInResource(t *testing.T) {
+	clearEnv(t)
+	mem := tracetest.NewInMemoryExporter()
+	tel := newTel(t, WithExporter(mem), WithSyncExport(), WithDevices([]Device{
+		{ID: "GPU-aaa", Ordinal: 0, Model: "NVIDIA H200", Vendor: "NVIDIA", DriverVersion: "570.86", MemoryBytes: 141 << 30},
+		{Ordinal: 1, Model: "NVIDIA H200", Vendor: "NVIDIA", DriverVersion: "570.86"},
+	}))
+	emit(tel, 1)
+	set := mem.GetSpans()[0].Resource.Set()
+	ids, _ := set.Value("hw.id")
+	types, _ := set.Value("hw.type")
+	drivers, _ := set.Value("hw.driver_version")
+	memv, _ := set.Value(attribute.Key(KeyHWGPUMemoryLimit))
+	if got := ids.AsStringSlice(); len(got) != 2 || got[0] != "GPU-aaa" || got[1] != "gpu1" {
+		t.Errorf("hw.id = %v", got)
+	}
+	if got := types.AsStringSlice(); len(got) != 2 || got[0] != "gpu" {
+		t.Errorf("hw.type = %v", got)
+	}
+	if got := drivers.AsStringSlice(); len(got) != 2 || got[1] != "570.86" {
+		t.Errorf("hw.driver_version = %v", got)
+	}
+	if got := memv.AsInt64Slice(); len(got) != 2 || got[0] != 141<<30 {
+		t.Errorf("hw.gpu.memory.limit = %v", got)
+	}
+	if DeviceAttributes(nil) != nil {
+		t.Error("DeviceAttributes(nil) is not nil")
+	}
+}
+
+func TestSetupInstallsUntracedProcessorByDefault(t *testing.T) {
+	clearEnv(t)
+	for _, off := range []bool{false, true} {
+		mem := tracetest.NewInMemoryExporter()
+		opts := []Option{WithExporter(mem), WithSyncExport(), WithUntracedThreshold(time.Millisecond, 0.01)}
+		if off {
+			opts = append(opts, WithoutUntraced())
+		}
+		tel := newTel(t, opts...)
+		tr := tel.TracerProvider.Tracer("test")
+		ctx, p := tr.Start(context.Background(), "parent", trace.WithTimestamp(at(0)))
+		_, c := tr.Start(ctx, "child", trace.WithTimestamp(at(0)))
+		c.End(trace.WithTimestamp(at(10)))
+		p.End(trace.WithTimestamp(at(20)))
+		n := 0
+		for _, s := range mem.GetSpans() {
+			if s.Name == SpanUntraced {
+				n++
+			}
+		}
+		if want := map[bool]int{false: 1, true: 0}[off]; n != want {
+			t.Errorf("WithoutUntraced=%v: %d untraced spans, want %d", off, n, want)
+		}
+	}
+}
