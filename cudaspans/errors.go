@@ -1,0 +1,79 @@
+package cudaspans
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoDevice means CUDA cannot be used on this host: libcuda.so.1 is
+// missing, the driver is older than CUDA 12, cuInit failed, or there is no
+// device. Errors wrapping it carry the one-line reason; the prover's
+// --backend auto falls back to the CPU on it.
+var ErrNoDevice = errors.New("no CUDA device")
+
+// ErrOutOfMemory is matched (errors.Is) by an *Error whose result is
+// CUDA_ERROR_OUT_OF_MEMORY, so callers can split work into chunks.
+var ErrOutOfMemory = errors.New("CUDA out of memory")
+
+// ErrNoCompiler means NVRTC (libnvrtc.so.13 or .12) could not be loaded;
+// give a precompiled cubin or PTX file instead (LoadModule).
+var ErrNoCompiler = errors.New("NVRTC not available")
+
+// CUDA_ERROR_* values of cuda.h that cudaspans branches on.
+const (
+	cudaSuccess            = 0
+	cudaErrorOutOfMemory   = 2
+	cudaErrorNoDevice      = 100
+	cudaErrorInsufficient  = 35 // CUDA_ERROR_INSUFFICIENT_DRIVER
+	cudaErrorNotFound      = 500
+	cudaErrorNotReady      = 600
+	cudaErrorInvalidValue  = 1
+	cudaErrorNotSupported  = 801
+	cudaErrorNotPermitted  = 800
+	cudaErrorSystemDriver  = 803 // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+	cudaErrorCompatNotSupp = 804 // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+)
+
+// Error is a failed CUDA driver call: the call's name, the CUresult, and
+// the names cuGetErrorName and cuGetErrorString give it.
+type Error struct {
+	Call    string // e.g. "cuMemAlloc"
+	Code    int    // CUresult
+	Name    string // e.g. "CUDA_ERROR_OUT_OF_MEMORY"
+	Message string // e.g. "out of memory"
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Code, e.Message)
+}
+
+// Is matches ErrOutOfMemory for CUDA_ERROR_OUT_OF_MEMORY and ErrNoDevice
+// for CUDA_ERROR_NO_DEVICE and the driver-mismatch results.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrOutOfMemory:
+		return e.Code == cudaErrorOutOfMemory
+	case ErrNoDevice:
+		switch e.Code {
+		case cudaErrorNoDevice, cudaErrorInsufficient, cudaErrorSystemDriver, cudaErrorCompatNotSupp:
+			return true
+		}
+	}
+	return false
+}
+
+// CompileError is a failed NVRTC compile: the nvrtcResult name and the
+// compiler's log (file:line: error ...).
+type CompileError struct {
+	Module string // name given to Compile
+	Call   string // e.g. "nvrtcCompileProgram"
+	Result string // e.g. "NVRTC_ERROR_COMPILATION"
+	Log    string
+}
+
+func (e *CompileError) Error() string {
+	if e.Log == "" {
+		return fmt.Sprintf("compile %s: %s: %s", e.Module, e.Call, e.Result)
+	}
+	return fmt.Sprintf("compile %s: %s: %s:\n%s", e.Module, e.Call, e.Result, e.Log)
+}

@@ -1,0 +1,203 @@
+package cudaspans
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// DeviceBuffer is device memory from cuMemAlloc. It implements Buffer
+// (kind "device"), so a Releaser can free it with a buffer.release span.
+type DeviceBuffer struct {
+	c    *Context
+	mu   sync.Mutex
+	ptr  DevicePtr
+	size int
+}
+
+// Alloc allocates bytes (> 0) of device memory as a cuda.malloc span
+// (cuzk.buffer.kind device, cuda.bytes). Running out of device memory is
+// an error matching ErrOutOfMemory.
+func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("cudaspans: device allocation of %d bytes", bytes)
+	}
+	b := &DeviceBuffer{c: c, size: bytes}
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs("device", bytes), func() (err error) {
+		b.ptr, err = c.drv.MemAlloc(c.h, bytes)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cudaspans: allocate %d device bytes: %w", bytes, err)
+	}
+	return b, nil
+}
+
+func memAttrs(kind string, bytes int) []attribute.KeyValue {
+	return []attribute.KeyValue{otelcuzk.KeyBufferKind.String(kind), otelcuzk.KeyCUDABytes.Int(bytes)}
+}
+
+// Ptr returns the device address; 0 after Free.
+func (b *DeviceBuffer) Ptr() DevicePtr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ptr
+}
+
+// Kind returns "device".
+func (b *DeviceBuffer) Kind() string { return "device" }
+
+// Size returns the allocation's length in bytes.
+func (b *DeviceBuffer) Size() int { return b.size }
+
+// Free gives the memory back with cuMemFree, without a span of its own
+// (the Releaser's buffer.release span covers it; Context.Free adds a
+// cuda.free span). A second Free is a no-op.
+func (b *DeviceBuffer) Free() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ptr == 0 {
+		return nil
+	}
+	err := b.c.drv.MemFree(b.c.h, b.ptr)
+	b.ptr = 0
+	return err
+}
+
+// PinnedBuffer is page-locked host memory from cuMemHostAlloc (portable
+// to all contexts), which the device reads and writes by DMA, so copies
+// from and to it are asynchronous. It implements Buffer (kind "pinned").
+type PinnedBuffer struct {
+	c    *Context
+	mu   sync.Mutex
+	p    unsafe.Pointer
+	size int
+}
+
+// AllocPinned allocates bytes (> 0) of pinned host memory as a
+// cuda.malloc span (cuzk.buffer.kind pinned).
+func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("cudaspans: pinned allocation of %d bytes", bytes)
+	}
+	b := &PinnedBuffer{c: c, size: bytes}
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs("pinned", bytes), func() (err error) {
+		b.p, err = c.drv.HostAlloc(c.h, bytes)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cudaspans: allocate %d pinned bytes: %w", bytes, err)
+	}
+	return b, nil
+}
+
+// Bytes returns the memory as a slice; nil after Free.
+func (b *PinnedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(b.p), b.size)
+}
+
+// Ptr returns the host address, for CopyHtoD and CopyDtoH.
+func (b *PinnedBuffer) Ptr() unsafe.Pointer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.p
+}
+
+// Kind returns "pinned".
+func (b *PinnedBuffer) Kind() string { return "pinned" }
+
+// Size returns the allocation's length in bytes.
+func (b *PinnedBuffer) Size() int { return b.size }
+
+// Free gives the memory back with cuMemFreeHost. A second Free is a no-op.
+func (b *PinnedBuffer) Free() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return nil
+	}
+	err := b.c.drv.HostFree(b.c.h, b.p)
+	b.p = nil
+	return err
+}
+
+// Registered is caller-owned host memory pinned with cuMemHostRegister,
+// for example a HostBuffer (mmap) that the device should reach by DMA.
+// It implements Buffer (kind "pinned"); its Free unpins the memory and
+// leaves it to its owner.
+type Registered struct {
+	c    *Context
+	mu   sync.Mutex
+	data []byte
+}
+
+// Register pins mem (len > 0) as a cuda.host_register span. mem must stay
+// allocated until Free; Go heap memory must not be registered (the
+// collector may reuse it), so pass mmap'd or C memory.
+func (c *Context) Register(ctx context.Context, mem []byte) (*Registered, error) {
+	if len(mem) == 0 {
+		return nil, fmt.Errorf("cudaspans: register of an empty buffer")
+	}
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAHostRegister, memAttrs("pinned", len(mem)), func() error {
+		return c.drv.HostRegister(c.h, unsafe.Pointer(&mem[0]), len(mem))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cudaspans: register %d host bytes: %w", len(mem), err)
+	}
+	return &Registered{c: c, data: mem}, nil
+}
+
+// Bytes returns the registered memory; nil after Free.
+func (r *Registered) Bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.data
+}
+
+// Kind returns "pinned".
+func (r *Registered) Kind() string { return "pinned" }
+
+// Size returns the registered length in bytes.
+func (r *Registered) Size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.data)
+}
+
+// Free unpins the memory with cuMemHostUnregister. A second Free is a
+// no-op.
+func (r *Registered) Free() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.data == nil {
+		return nil
+	}
+	err := r.c.drv.HostUnregister(r.c.h, unsafe.Pointer(&r.data[0]))
+	r.data = nil
+	return err
+}
+
+// Free frees b (a DeviceBuffer, PinnedBuffer, Registered or any Buffer)
+// as a span: cuda.free, or cuda.host_unregister for Registered, with
+// cuzk.buffer.kind and cuda.bytes. Use a Releaser instead to choose sync,
+// async or pool release with buffer.release spans.
+func (c *Context) Free(ctx context.Context, b Buffer) error {
+	if b == nil {
+		return nil
+	}
+	name := otelcuzk.SpanCUDAFree
+	if _, ok := b.(*Registered); ok {
+		name = otelcuzk.SpanCUDAHostUnregister
+	}
+	return c.hostSpan(ctx, name, memAttrs(b.Kind(), b.Size()), b.Free)
+}

@@ -1,0 +1,132 @@
+package cudaspans
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Session is the device work of one prove: the operations launched with
+// its context, from the first to the last, become one gpu.total span on
+// the GPU clock (cuzk's gpu_total_ms).
+type Session struct {
+	c      *Context
+	parent context.Context
+
+	mu          sync.Mutex
+	first, last time.Time
+	ops         int
+	clamped     int
+	ended       bool
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) *Session {
+	s, _ := ctx.Value(sessionKey{}).(*Session)
+	if s != nil && s.closed() {
+		return nil
+	}
+	return s
+}
+
+// BeginSession starts a device session for one prove and returns the
+// context to launch its device work with (pass it, or contexts derived
+// from it, to the stream operations). The gpu.total span becomes a child
+// of the span in ctx. Every stream of c takes a fresh clock anchor at its
+// next idle point, so each proof is timed against its own anchor.
+func (c *Context) BeginSession(ctx context.Context) (context.Context, *Session) {
+	s := &Session{c: c, parent: ctx}
+	c.mu.Lock()
+	streams := append([]*Stream(nil), c.streams...)
+	c.mu.Unlock()
+	for _, st := range streams {
+		st.Reanchor()
+	}
+	return context.WithValue(ctx, sessionKey{}, s), s
+}
+
+func (s *Session) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+func (s *Session) observe(d deviceSpan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	if s.ops == 0 || d.start.Before(s.first) {
+		s.first = d.start
+	}
+	if s.ops == 0 || d.end.After(s.last) {
+		s.last = d.end
+	}
+	s.ops++
+}
+
+func (s *Session) addClamped() {
+	s.mu.Lock()
+	s.clamped++
+	s.mu.Unlock()
+}
+
+// GPUTime is the time from the start of the first to the end of the last
+// device operation seen so far (after End: of the whole session).
+func (s *Session) GPUTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last.Sub(s.first)
+}
+
+// Ops is the number of device operations the session has seen.
+func (s *Session) Ops() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ops
+}
+
+// End synchronizes the context's streams that have pending operations
+// (emitting their spans) and emits gpu.total, with cuda.gpu_ms,
+// cuda.op.count and cuzk.clamped_spans (device spans of the session moved
+// into their parents). A session without device operations emits nothing.
+// A second End is a no-op. It returns the error of synchronizing.
+func (s *Session) End() error {
+	if s.closed() {
+		return nil
+	}
+	err := s.c.Flush(s.parent)
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return err
+	}
+	s.ended = true
+	first, last, ops, clamped := s.first, s.last, s.ops, s.clamped
+	s.mu.Unlock()
+	if ops == 0 {
+		return err
+	}
+	parent := trace.SpanFromContext(s.parent)
+	lo, hi := hostBounds(parent)
+	start, end, moved := clampInto(first, last, lo, hi)
+	if moved {
+		clamped++
+	}
+	_, span := s.c.tracer.Start(s.parent, otelcuzk.SpanGPUTotal, trace.WithTimestamp(start))
+	span.SetAttributes(
+		otelcuzk.KeyCUDAGPUMS.Float64(float64(last.Sub(first))/1e6),
+		otelcuzk.KeyCUDAOpCount.Int(ops),
+		otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
+		otelcuzk.KeyCUDAClock.String("gpu"),
+		otelcuzk.KeyClampedSpans.Int(clamped),
+	)
+	span.End(trace.WithTimestamp(end))
+	return err
+}
