@@ -311,4 +311,3 @@ func hexToBase64IDs(t *testing.T, line string) []byte {
 	}
 	return b
 }
-
