@@ -1,0 +1,297 @@
+// Package keys caches Groth16 keys on disk: groth16.Setup of a constraint
+// system runs once per machine, keyed by the SHA-256 of the serialized
+// constraint system, and later runs read the keys back.
+//
+// Files live in one directory (DefaultDir): <hash>.keys holds the
+// verifying key (gnark's WriteTo, compressed) followed by the proving key
+// (gnark's WriteDump, raw points: fast to read, specific to this machine's
+// byte order, hence a cache and not an exchange format). Every file is
+// written to a temporary name and renamed, so a setup killed half-way
+// leaves no partial key behind, and two processes setting up the same key
+// each write a whole file.
+package keys
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/constraint"
+	"github.com/schollz/progressbar/v3"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/term"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// EnvCacheDir overrides the cache directory.
+const EnvCacheDir = "CUZK_CACHE_DIR"
+
+// ErrUnsupported is returned for a constraint system that is not over
+// BLS12-381.
+var ErrUnsupported = errors.New("keys: only BLS12-381 constraint systems are supported")
+
+// DefaultDir returns $CUZK_CACHE_DIR when set, else
+// <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
+func DefaultDir() (string, error) {
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return d, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("key cache directory: %w (set %s)", err, EnvCacheDir)
+	}
+	return filepath.Join(base, "otelcuzk", "keys"), nil
+}
+
+// Keys are the Groth16 keys of one constraint system.
+type Keys struct {
+	// Hash is the hex SHA-256 of the constraint system (gnark's WriteTo).
+	Hash string
+	PK   groth16.ProvingKey
+	VK   groth16.VerifyingKey
+	// CacheHit is true when the keys were read from disk, false when
+	// groth16.Setup made them.
+	CacheHit bool
+}
+
+// Cache is a directory of keys. Safe for concurrent use.
+type Cache struct {
+	dir           string
+	tracer        trace.Tracer
+	progress      io.Writer
+	forceProgress bool
+	progressAfter time.Duration
+}
+
+// Option configures a Cache.
+type Option interface{ apply(*Cache) }
+
+type optionFunc func(*Cache)
+
+func (f optionFunc) apply(c *Cache) { f(c) }
+
+// WithTracerProvider records keys.load spans with tp (default: global).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *Cache) {
+		if tp != nil {
+			c.tracer = tp.Tracer(otelcuzk.ScopeName)
+		}
+	})
+}
+
+// WithProgress shows a spinner on w while a setup runs longer than 2 s:
+// when w is a terminal, or always when force is set (default: os.Stderr,
+// terminals only).
+func WithProgress(w io.Writer, force bool) Option {
+	return optionFunc(func(c *Cache) { c.progress, c.forceProgress = w, force })
+}
+
+// New opens the cache in dir ("" means DefaultDir), creating it.
+func New(dir string, opts ...Option) (*Cache, error) {
+	if dir == "" {
+		var err error
+		if dir, err = DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("key cache: %w", err)
+	}
+	c := &Cache{
+		dir:           dir,
+		tracer:        otel.GetTracerProvider().Tracer(otelcuzk.ScopeName),
+		progress:      os.Stderr,
+		progressAfter: 2 * time.Second,
+	}
+	for _, o := range opts {
+		o.apply(c)
+	}
+	return c, nil
+}
+
+// Dir returns the cache directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// Hash returns the hex SHA-256 of ccs serialized with its WriteTo.
+func Hash(ccs constraint.ConstraintSystem) (string, error) {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 1<<20)
+	if _, err := ccs.WriteTo(bw); err != nil {
+		return "", fmt.Errorf("hash constraint system: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Load returns the keys of ccs, from the cache when present and readable,
+// else from groth16.Setup, then stored. It records a keys.load span under
+// the span in ctx with cuzk.key.cache_hit. A cached file that cannot be
+// read (truncated, older format) is replaced by a fresh setup.
+func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (k *Keys, err error) {
+	_, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
+		otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(otelcuzk.KeyErrorType.String("keys"))
+		} else {
+			span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(k.CacheHit))
+		}
+		span.End()
+	}()
+	if ccs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
+		return nil, fmt.Errorf("%w (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
+	}
+	hash, err := Hash(ccs)
+	if err != nil {
+		return nil, err
+	}
+	path := c.path(hash)
+	if pk, vk, err := readKeys(path); err == nil {
+		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pk, vk, err := c.setup(ccs)
+	if err != nil {
+		return nil, fmt.Errorf("groth16 setup: %w", err)
+	}
+	if err := writeAtomic(path, func(w io.Writer) error { return writeKeys(w, pk, vk) }); err != nil {
+		return nil, fmt.Errorf("store keys: %w", err)
+	}
+	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
+}
+
+func (c *Cache) path(hash string) string { return filepath.Join(c.dir, hash+".keys") }
+
+// setup runs groth16.Setup, with a spinner once it has taken progressAfter.
+func (c *Cache) setup(ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	done := make(chan struct{})
+	spun := make(chan struct{})
+	go func() {
+		defer close(spun)
+		if !c.showProgress() {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(c.progressAfter):
+		}
+		bar := progressbar.NewOptions(-1,
+			progressbar.OptionSetWriter(c.progress),
+			progressbar.OptionSpinnerType(14),
+			progressbar.OptionSetDescription(fmt.Sprintf("groth16 setup, %d constraints", ccs.GetNbConstraints())),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionClearOnFinish(),
+		)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				bar.Finish()
+				return
+			case <-tick.C:
+				bar.Add(1)
+			}
+		}
+	}()
+	pk, vk, err := groth16.Setup(ccs)
+	close(done)
+	<-spun
+	return pk, vk, err
+}
+
+func (c *Cache) showProgress() bool {
+	if c.progress == nil {
+		return false
+	}
+	if c.forceProgress {
+		return true
+	}
+	f, ok := c.progress.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func writeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.VerifyingKey) error {
+	gpk, ok := pk.(*groth16_bls12381.ProvingKey)
+	if !ok {
+		return fmt.Errorf("%w: proving key %T", ErrUnsupported, pk)
+	}
+	if _, err := vk.WriteTo(w); err != nil {
+		return fmt.Errorf("write verifying key: %w", err)
+	}
+	if err := gpk.WriteDump(w); err != nil {
+		return fmt.Errorf("write proving key: %w", err)
+	}
+	return nil
+}
+
+func readKeys(path string) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381)
+	if _, err := vk.ReadFrom(r); err != nil {
+		return nil, nil, fmt.Errorf("read verifying key %s: %w", path, err)
+	}
+	pk := new(groth16_bls12381.ProvingKey)
+	if err := pk.ReadDump(r); err != nil {
+		return nil, nil, fmt.Errorf("read proving key %s: %w", path, err)
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		return nil, nil, fmt.Errorf("read %s: trailing bytes", path)
+	}
+	return pk, vk, nil
+}
+
+// writeAtomic writes path through a temporary file in the same directory,
+// synced and renamed over path, so readers see the old file or the whole
+// new one.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,213 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+func compile(t *testing.T, n int) constraint.ConstraintSystem {
+	t.Helper()
+	in, err := circuits.Build("mulchain", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ccs
+}
+
+func vkBytes(t *testing.T, vk groth16.VerifyingKey) []byte {
+	var b bytes.Buffer
+	if _, err := vk.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
+	dir := t.TempDir()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(dir, WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs := compile(t, 1<<10)
+	k1, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1.CacheHit || !k2.CacheHit {
+		t.Fatalf("cache hits %v, %v; want false, true", k1.CacheHit, k2.CacheHit)
+	}
+	if k1.Hash != k2.Hash || !bytes.Equal(vkBytes(t, k1.VK), vkBytes(t, k2.VK)) {
+		t.Fatal("second load returned other keys")
+	}
+	if k1.PK.(interface{ IsDifferent(any) bool }).IsDifferent(k2.PK) {
+		t.Fatal("cached proving key differs from the one setup made")
+	}
+	// The cached keys prove and verify together.
+	in, _ := circuits.Build("mulchain", 1<<10)
+	w, _ := in.Witness(1)
+	proof, err := groth16.Prove(ccs, k2.PK, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := w.Public()
+	if err := groth16.Verify(proof, k2.VK, pub); err != nil {
+		t.Fatalf("cached keys do not verify: %v", err)
+	}
+
+	var hits []string
+	for _, s := range exp.GetSpans() {
+		if s.Name != otelcuzk.SpanKeyLoad {
+			t.Errorf("unexpected span %s", s.Name)
+		}
+		for _, a := range s.Attributes {
+			if a.Key == otelcuzk.KeyKeyCacheHit {
+				hits = append(hits, a.Value.Emit())
+			}
+		}
+	}
+	if strings.Join(hits, ",") != "false,true" {
+		t.Errorf("keys.load cache_hit attributes %v, want [false true]", hits)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || filepath.Base(files[0]) != k1.Hash+".keys" {
+		t.Errorf("cache holds %v, want one %s.keys", files, k1.Hash)
+	}
+}
+
+func TestOtherCircuitHasAnotherHash(t *testing.T) {
+	h1, err := Hash(compile(t, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := Hash(compile(t, 101))
+	h3, _ := Hash(compile(t, 100))
+	if h1 == h2 || h1 != h3 || len(h1) != 64 {
+		t.Errorf("hashes %s %s %s", h1, h2, h3)
+	}
+}
+
+func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := New(dir, WithProgress(nil, false))
+	ccs := compile(t, 1<<8)
+	k, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, k.Hash+".keys")
+	data, _ := os.ReadFile(path)
+	// A torn write (what atomic rename prevents) and a leftover temp file
+	// of a killed setup.
+	os.WriteFile(path, data[:len(data)/2], 0o644)
+	os.WriteFile(filepath.Join(dir, ".tmp-"+k.Hash+".keys-123"), data[:10], 0o644)
+	k2, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2.CacheHit {
+		t.Fatal("a truncated key file was used")
+	}
+	if _, _, err := readKeys(path); err != nil {
+		t.Fatalf("key file not rewritten whole: %v", err)
+	}
+}
+
+func TestWriteAtomicLeavesNoFileWhenTheWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.keys")
+	err := writeAtomic(path, func(w io.Writer) error {
+		w.Write([]byte("half"))
+		return errors.New("killed")
+	})
+	if err == nil {
+		t.Fatal("want the write's error")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left %v behind", entries)
+	}
+}
+
+func TestCacheDirFromEnvironment(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "x")
+	t.Setenv(EnvCacheDir, d)
+	got, err := DefaultDir()
+	if err != nil || got != d {
+		t.Fatalf("DefaultDir = %q, %v; want %q", got, err, d)
+	}
+	c, err := New("")
+	if err != nil || c.Dir() != d {
+		t.Fatalf("New(\"\") dir %q, %v", c.Dir(), err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Fatal("directory not created")
+	}
+	t.Setenv(EnvCacheDir, "")
+	if got, _ := DefaultDir(); !strings.HasSuffix(got, filepath.Join("otelcuzk", "keys")) {
+		t.Errorf("default dir %q", got)
+	}
+}
+
+func TestSlowSetupShowsProgress(t *testing.T) {
+	var out bytes.Buffer
+	c, _ := New(t.TempDir(), WithProgress(&out, true))
+	c.progressAfter = time.Millisecond // the test's setup is fast
+	if _, err := c.Load(context.Background(), compile(t, 1<<12)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "groth16 setup") {
+		t.Errorf("no spinner on the progress writer: %q", out.String())
+	}
+	out.Reset()
+	c2, _ := New(t.TempDir(), WithProgress(&out, false)) // not a terminal
+	c2.progressAfter = time.Millisecond
+	c2.Load(context.Background(), compile(t, 1<<10))
+	if out.Len() != 0 {
+		t.Errorf("spinner on a non-terminal without force: %q", out.String())
+	}
+}
+
+type squareCircuit struct{ X frontend.Variable }
+
+func (c *squareCircuit) Define(api frontend.API) error {
+	api.AssertIsEqual(api.Mul(c.X, c.X), 4)
+	return nil
+}
+
+func TestOtherCurveIsRefused(t *testing.T) {
+	ccs, err := frontend.Compile(ecc.BN254.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := New(t.TempDir())
+	if _, err := c.Load(context.Background(), ccs); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("err = %v, want ErrUnsupported", err)
+	}
+}
