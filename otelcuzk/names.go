@@ -123,3 +123,8 @@ const (
 	// MetricSpansDropped names the counter of spans lost to failed exports.
 	MetricSpansDropped = "cuzk.spans.dropped"
 )
+
+// Span names of the prover's setup work, outside the proof's critical path.
+const (
+	SpanCircuitCompile = "circuit.compile" // gnark frontend compile of a built-in circuit to R1CS
+)
