@@ -1,0 +1,126 @@
+package otelcuzk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// flakyExporter fails while fail is set and counts its calls and the spans
+// it accepted.
+type flakyExporter struct {
+	mu       sync.Mutex
+	fail     bool
+	calls    int
+	accepted int
+}
+
+func (e *flakyExporter) set(fail bool) { e.mu.Lock(); e.fail = fail; e.mu.Unlock() }
+
+func (e *flakyExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	if e.fail {
+		return errors.New("collector unreachable")
+	}
+	e.accepted += len(spans)
+	return nil
+}
+
+func (e *flakyExporter) Shutdown(context.Context) error { return nil }
+
+func TestDroppedSpansCountedAndLoggedOncePerBurst(t *testing.T) {
+	clearEnv(t)
+	var logBuf bytes.Buffer
+	exp := &flakyExporter{fail: true}
+	tel := newTel(t, WithExporter(exp), WithSyncExport(), WithLogWriter(&logBuf))
+	tel.exporter.cooldown = 0 // try every export, to see bursts end
+	before := DroppedSpans()
+
+	emit(tel, 3)
+	if got := tel.DroppedSpans(); got != 3 {
+		t.Fatalf("DroppedSpans = %d after 3 failed exports, want 3", got)
+	}
+	if n := strings.Count(logBuf.String(), "\n"); n != 1 {
+		t.Fatalf("%d log lines for one failure burst, want 1:\n%s", n, logBuf.String())
+	}
+	if !strings.Contains(logBuf.String(), "collector unreachable") {
+		t.Errorf("log line lacks the cause: %q", logBuf.String())
+	}
+
+	exp.set(false)
+	emit(tel, 2)
+	if got := tel.DroppedSpans(); got != 3 || exp.accepted != 2 {
+		t.Fatalf("after recovery: dropped %d accepted %d, want 3 and 2", got, exp.accepted)
+	}
+
+	exp.set(true)
+	emit(tel, 1)
+	if n := strings.Count(logBuf.String(), "\n"); n != 2 {
+		t.Fatalf("%d log lines after a second burst, want 2", n)
+	}
+	if got := DroppedSpans() - before; got != 4 {
+		t.Errorf("package DroppedSpans grew by %d, want 4", got)
+	}
+	err := tel.Shutdown(context.Background())
+	if !errors.Is(err, ErrSpansDropped) || !strings.Contains(err.Error(), "4 spans") {
+		t.Fatalf("Shutdown err = %v, want ErrSpansDropped with 4 spans", err)
+	}
+}
+
+func TestDroppedSpansCooldownSkipsTheExporter(t *testing.T) {
+	clearEnv(t)
+	exp := &flakyExporter{fail: true}
+	tel := newTel(t, WithExporter(exp), WithSyncExport(), WithLogWriter(nil))
+	emit(tel, 5)
+	if exp.calls != 1 {
+		t.Fatalf("exporter called %d times within the cooldown, want 1", exp.calls)
+	}
+	if got := tel.DroppedSpans(); got != 5 {
+		t.Fatalf("DroppedSpans = %d, want 5", got)
+	}
+}
+
+func TestRegisterMetricsObservesDroppedSpans(t *testing.T) {
+	clearEnv(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	if err := RegisterMetrics(mp.Meter(ScopeName)); err != nil {
+		t.Fatal(err)
+	}
+	tel := newTel(t, WithExporter(&flakyExporter{fail: true}), WithSyncExport(), WithLogWriter(nil))
+	emit(tel, 2)
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != MetricSpansDropped {
+				continue
+			}
+			found = true
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || !sum.IsMonotonic || len(sum.DataPoints) != 1 {
+				t.Fatalf("%s data = %#v, want one monotonic int64 sum point", m.Name, m.Data)
+			}
+			if got := sum.DataPoints[0].Value; got != DroppedSpans() || got < 2 {
+				t.Fatalf("%s = %d, want DroppedSpans() = %d (at least 2)", m.Name, got, DroppedSpans())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("metric %s not collected", MetricSpansDropped)
+	}
+}

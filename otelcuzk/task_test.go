@@ -1,0 +1,133 @@
+package otelcuzk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+func taskRig() (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
+	mem := tracetest.NewInMemoryExporter()
+	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem)), mem
+}
+
+func attrMap(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
+	tp, mem := taskRig()
+	task := Task{ID: 991, Name: "WdPost", MinerID: "f01234", SectorNumber: 0}
+	var inner trace.SpanContext
+	done, err := RunTask(context.Background(), task, func(ctx context.Context) (bool, error) {
+		_, s := tp.Tracer("t").Start(ctx, "prove")
+		inner = s.SpanContext()
+		s.End()
+		return true, nil
+	}, WithTaskTracerProvider(tp))
+	if !done || err != nil {
+		t.Fatalf("RunTask = %v, %v", done, err)
+	}
+	spans := mem.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	ts, prove := spans[1], spans[0]
+	if ts.Name != SpanCurioTask {
+		t.Fatalf("span %q, want %s", ts.Name, SpanCurioTask)
+	}
+	if prove.Parent.SpanID() != ts.SpanContext.SpanID() || inner.TraceID() != ts.SpanContext.TraceID() {
+		t.Fatal("work inside do is not a child of the task span")
+	}
+	a := attrMap(ts)
+	if a[KeyTaskID].AsInt64() != 991 || a[KeyTaskName].AsString() != "WdPost" || a[KeyMinerID].AsString() != "f01234" {
+		t.Errorf("attributes = %v", a)
+	}
+	if v, ok := a[KeySectorNumber]; !ok || v.AsInt64() != 0 {
+		t.Errorf("sector 0 not recorded: %v", a)
+	}
+	if !a[KeyTaskDone].AsBool() || ts.Status.Code != codes.Unset {
+		t.Errorf("done = %v status = %v", a[KeyTaskDone], ts.Status)
+	}
+}
+
+func TestRunTaskRecordsError(t *testing.T) {
+	tp, mem := taskRig()
+	want := &fs.PathError{Op: "open", Path: "/x", Err: os.ErrNotExist}
+	done, err := RunTask(context.Background(), Task{ID: 1, Name: "PoRep", SectorNumber: -1}, func(context.Context) (bool, error) {
+		return false, fmt.Errorf("load key: %w", want)
+	}, WithTaskTracerProvider(tp))
+	if done || !errors.Is(err, want) {
+		t.Fatalf("RunTask = %v, %v", done, err)
+	}
+	s := mem.GetSpans()[0]
+	if s.Status.Code != codes.Error || s.Status.Description != err.Error() {
+		t.Errorf("status = %+v", s.Status)
+	}
+	a := attrMap(s)
+	if a[KeyErrorType].AsString() != "*fmt.wrapError" {
+		t.Errorf("error.type = %q", a[KeyErrorType].AsString())
+	}
+	if _, ok := a[KeySectorNumber]; ok {
+		t.Error("negative sector recorded")
+	}
+	if _, ok := a[KeyMinerID]; ok {
+		t.Error("empty miner id recorded")
+	}
+	if len(s.Events) != 1 || s.Events[0].Name != "exception" {
+		t.Errorf("events = %v, want one exception", s.Events)
+	}
+}
+
+func TestRunTaskPanicEndsSpanAndRepanics(t *testing.T) {
+	tp, mem := taskRig()
+	defer func() {
+		if r := recover(); r != "kaput" {
+			t.Fatalf("recovered %v, want kaput", r)
+		}
+		spans := mem.GetSpans()
+		if len(spans) != 1 || spans[0].Status.Code != codes.Error || attrMap(spans[0])[KeyErrorType].AsString() != "panic" {
+			t.Fatalf("spans after panic = %v", spans)
+		}
+	}()
+	_, _ = RunTask(context.Background(), Task{ID: 2}, func(context.Context) (bool, error) { panic("kaput") }, WithTaskTracerProvider(tp))
+}
+
+func TestRunTaskUsesGlobalProviderByDefault(t *testing.T) {
+	tp, mem := taskRig()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	defer otel.SetTracerProvider(prev)
+	if _, err := RunTask(context.Background(), Task{ID: 3}, func(context.Context) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(mem.GetSpans()) != 1 {
+		t.Fatal("no span through the global provider")
+	}
+}
+
+func TestErrorTypeNamesContextErrors(t *testing.T) {
+	for err, want := range map[error]string{
+		fmt.Errorf("wait: %w", context.Canceled):         "context.Canceled",
+		fmt.Errorf("wait: %w", context.DeadlineExceeded): "context.DeadlineExceeded",
+		os.ErrNotExist: "*errors.errorString",
+	} {
+		if got := ErrorType(err); got != want {
+			t.Errorf("ErrorType(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
