@@ -1,0 +1,513 @@
+package prover
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/keys"
+)
+
+// Errors of the Pipeline callers branch on (with ErrUnsupported,
+// ErrWitnessSize, ErrUnsatisfied, ErrBackendUnavailable and the
+// circuits package's ErrUnknownCircuit, ErrBadConstraints, ErrTooLarge).
+var (
+	// ErrUnknownCircuit is circuits.ErrUnknownCircuit: no built-in or
+	// file circuit has the requested name.
+	ErrUnknownCircuit = circuits.ErrUnknownCircuit
+	// ErrUnknownBackend is returned by NewPipeline for a backend name other
+	// than cpu, cuda or auto (or a registered one).
+	ErrUnknownBackend = errors.New("unknown backend (want cpu, cuda or auto)")
+	// ErrBadWitness is returned for a witness that is not gnark's binary
+	// format over BLS12-381's scalar field (values ≥ r included), or that is
+	// missing for a circuit without a sample witness.
+	ErrBadWitness = errors.New("bad witness")
+	// ErrVerifyFailed is returned when Request.Verify is set and gnark's
+	// verifier rejects the proof just made (a prover bug, never a user's).
+	ErrVerifyFailed = errors.New("proof rejected by the verifier")
+)
+
+// Pipeline makes proofs of registered circuits, one Request at a time per
+// call and safe for concurrent calls: keys.load (compile, key cache),
+// pipeline.synthesize, pipeline.prove (groth16.prove below it),
+// pipeline.serialize and proof.verify, each a span under the span in the
+// ctx given to Run (engine.job). It implements Runner.
+type Pipeline struct {
+	cfg     config
+	backend Backend
+	rel     *cudaspans.Releaser
+	ownRel  bool
+	cache   *keys.Cache
+	tracer  trace.Tracer
+
+	mu     sync.Mutex
+	loaded map[string]*loadedCircuit
+}
+
+// loadedCircuit is a compiled circuit with its keys, kept for later proofs.
+type loadedCircuit struct {
+	ready chan struct{} // closed when loading finished
+	err   error
+
+	ccs      constraint.ConstraintSystem
+	keys     *keys.Keys
+	instance *circuits.Instance // nil for circuits from files
+}
+
+var _ Runner = (*Pipeline)(nil)
+
+// NewPipeline opens the backend named backend and returns a Pipeline that
+// releases its buffers in mode.
+//
+// backend is "cpu", "cuda" or "auto" ("" means auto). "auto" opens the
+// "cuda" factory (registered by importing prover/gpu); when it is not
+// registered or fails with an error wrapping ErrBackendUnavailable, it
+// writes one line saying why to the WithNotice writer and uses "cpu".
+// "cuda" returns that reason as its error, wrapping ErrBackendUnavailable.
+//
+// Options read: WithReleaser (used instead of a Releaser of mode, and not
+// closed by Close), WithTracerProvider, WithKeyCacheDir, WithNotice,
+// WithSeed, WithProgress, WithRandomness (tests only). Errors wrap
+// ErrUnknownBackend, ErrBackendUnavailable or
+// cudaspans.ErrUnknownReleaseMode.
+func NewPipeline(ctx context.Context, backend string, mode cudaspans.ReleaseMode, opts ...Option) (*Pipeline, error) {
+	cfg := newConfig(opts)
+	p := &Pipeline{cfg: cfg, rel: cfg.releaser, tracer: cfg.tracer(), loaded: map[string]*loadedCircuit{}}
+	if p.rel == nil {
+		rel, err := cudaspans.NewReleaser(mode, cudaspans.WithReleaseTracerProvider(cfg.tp))
+		if err != nil {
+			return nil, err
+		}
+		p.rel, p.ownRel = rel, true
+	}
+	cache, err := keys.New(cfg.cacheDir, keys.WithTracerProvider(cfg.tp), keys.WithProgress(cfg.notice, cfg.progress))
+	if err != nil {
+		p.closeReleaser(ctx)
+		return nil, err
+	}
+	p.cache = cache
+	if p.backend, err = openBackend(ctx, backend, &cfg, p.rel); err != nil {
+		p.closeReleaser(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+func openBackend(ctx context.Context, name string, cfg *config, rel *cudaspans.Releaser) (Backend, error) {
+	bo := BackendOptions{Releaser: rel, TracerProvider: cfg.tp}
+	open := func(name string) (Backend, error) {
+		f, ok := LookupBackend(name)
+		if !ok {
+			return nil, fmt.Errorf("%s backend: %w: not built into this binary", name, ErrBackendUnavailable)
+		}
+		b, err := f(ctx, bo)
+		if err != nil {
+			return nil, fmt.Errorf("%s backend: %w", name, err)
+		}
+		return b, nil
+	}
+	switch name {
+	case "auto", "":
+		b, err := open("cuda")
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrBackendUnavailable) {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.notice, "backend auto: %v; using cpu\n", err)
+		return open("cpu")
+	case "cpu", "cuda":
+		return open(name)
+	}
+	if _, ok := LookupBackend(name); ok {
+		return open(name)
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownBackend, name)
+}
+
+// Backend returns the name of the backend in use ("cpu" or "cuda").
+func (p *Pipeline) Backend() string { return p.backend.Name() }
+
+// Releaser returns the Releaser of the pipeline's buffers.
+func (p *Pipeline) Releaser() *cudaspans.Releaser { return p.rel }
+
+// Close waits for pending async releases (or ctx), frees pooled buffers
+// and closes the backend. Run must not be called after Close.
+func (p *Pipeline) Close(ctx context.Context) error {
+	return errors.Join(p.closeReleaser(ctx), p.backend.Close())
+}
+
+func (p *Pipeline) closeReleaser(ctx context.Context) error {
+	if p.ownRel {
+		return p.rel.Close(ctx)
+	}
+	return nil
+}
+
+func circuitKey(name string, constraints int) string {
+	if _, ok := lookupFiles(name); ok {
+		return name
+	}
+	return name + "/" + strconv.Itoa(constraints)
+}
+
+// Preload compiles circuit at constraints (ignored for file circuits) and
+// loads its keys (from the cache or by setup), so later Runs start
+// proving at once. Errors as Run's.
+func (p *Pipeline) Preload(ctx context.Context, circuit string, constraints int) error {
+	_, err := p.load(ctx, circuit, constraints)
+	return err
+}
+
+// Evict forgets the compiled circuit and keys held for circuit at
+// constraints; it reports whether they were held. Proofs running with
+// them finish normally.
+func (p *Pipeline) Evict(circuit string, constraints int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := circuitKey(circuit, constraints)
+	_, ok := p.loaded[k]
+	delete(p.loaded, k)
+	return ok
+}
+
+// Loaded returns the keys ("name/constraints", or the name of a file
+// circuit) of the circuits whose keys are held.
+func (p *Pipeline) Loaded() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for k, lc := range p.loaded {
+		select {
+		case <-lc.ready:
+			if lc.err == nil {
+				out = append(out, k)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// VerifyingKey returns the verifying key of circuit at constraints,
+// loading it as Preload does.
+func (p *Pipeline) VerifyingKey(ctx context.Context, circuit string, constraints int) (groth16.VerifyingKey, error) {
+	lc, err := p.load(ctx, circuit, constraints)
+	if err != nil {
+		return nil, err
+	}
+	if lc.keys.VK == nil {
+		return nil, fmt.Errorf("circuit %s: registered without a verifying key", circuit)
+	}
+	return lc.keys.VK, nil
+}
+
+// load returns the circuit, compiling and loading its keys once; callers
+// for the same circuit wait for the first.
+func (p *Pipeline) load(ctx context.Context, name string, constraints int) (*loadedCircuit, error) {
+	k := circuitKey(name, constraints)
+	p.mu.Lock()
+	lc, ok := p.loaded[k]
+	if !ok {
+		lc = &loadedCircuit{ready: make(chan struct{})}
+		p.loaded[k] = lc
+	}
+	p.mu.Unlock()
+	if ok {
+		select {
+		case <-lc.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if lc.err != nil {
+			return nil, lc.err
+		}
+		// Held in memory: a keys.load span still marks the step.
+		_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
+			otelcuzk.KeyKeyCacheHit.Bool(true), otelcuzk.KeyCircuitID.String(name)))
+		span.End()
+		return lc, nil
+	}
+	lc.err = p.loadCircuit(ctx, lc, name, constraints)
+	close(lc.ready)
+	if lc.err != nil {
+		// Do not keep failures: a later request may succeed.
+		p.mu.Lock()
+		if p.loaded[k] == lc {
+			delete(p.loaded, k)
+		}
+		p.mu.Unlock()
+		return nil, lc.err
+	}
+	return lc, nil
+}
+
+func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name string, constraints int) error {
+	if files, ok := lookupFiles(name); ok {
+		return p.loadFiles(ctx, lc, name, files)
+	}
+	if err := circuits.CheckMemory(name, constraints); err != nil {
+		return err
+	}
+	in, err := circuits.Build(name, constraints)
+	if err != nil {
+		return err
+	}
+	_, span := p.tracer.Start(ctx, otelcuzk.SpanCircuitCompile, trace.WithAttributes(
+		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyCircuitConstraints.Int(constraints)))
+	ccs, err := in.Compile()
+	if err != nil {
+		endWithError(span, err, "compile")
+		return err
+	}
+	span.End()
+	kk, err := p.cache.Load(ctx, ccs)
+	if err != nil {
+		return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
+	}
+	lc.ccs, lc.keys, lc.instance = ccs, kk, in
+	return nil
+}
+
+func endWithError(span trace.Span, err error, kind string) {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(otelcuzk.KeyErrorType.String(kind))
+	span.End()
+}
+
+// Run makes the proof req asks for; see Runner. The steps and their spans:
+// keys.load (and circuit.compile on first use), pipeline.synthesize,
+// pipeline.prove, pipeline.serialize, proof.verify (when req.Verify). In
+// async release mode the buffer.release spans are children of the span in
+// ctx, not of pipeline.prove, and may end after Run returns.
+//
+// Errors wrap ErrUnknownCircuit, circuits.ErrBadConstraints,
+// circuits.ErrTooLarge, ErrBadWitness, ErrWitnessSize, ErrUnsatisfied,
+// ErrUnsupported, ErrVerifyFailed, ctx's error, or the backend's.
+func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
+	start := time.Now()
+	res := &Result{Backend: p.backend.Name()}
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		res.TraceID = sc.TraceID().String()
+	}
+
+	t0 := time.Now()
+	lc, err := p.load(ctx, req.Circuit, req.Constraints)
+	res.Timings.KeyLoad = time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, err := p.witness(lc, req)
+	if err != nil {
+		return nil, err
+	}
+
+	opts := []Option{WithReleaser(p.rel), WithTracerProvider(p.cfg.tp)}
+	t0 = time.Now()
+	asg, err := Synthesize(ctx, lc.ccs, w, opts...)
+	res.Timings.Synthesis = time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		asg.Release(ctx, p.rel)
+		return nil, err
+	}
+
+	t0 = time.Now()
+	pctx, pspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineProve, trace.WithAttributes(
+		otelcuzk.KeyCircuitID.String(req.Circuit), otelcuzk.KeyBackend.String(p.backend.Name())))
+	popts := append(opts, WithBackend(p.backend), WithReleaseContext(ctx), WithKeyID(lc.keys.Hash))
+	if p.cfg.r != nil {
+		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
+	}
+	proof, err := ProveAssignment(pctx, lc.keys.PK, asg, popts...)
+	if err != nil {
+		endWithError(pspan, err, errorType(err))
+		return nil, err
+	}
+	pspan.End()
+	res.Timings.Prove = time.Since(t0)
+
+	t0 = time.Now()
+	_, sspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSerialize)
+	var buf bytes.Buffer
+	if _, err := proof.WriteTo(&buf); err != nil {
+		endWithError(sspan, err, "serialize")
+		return nil, fmt.Errorf("serialize proof: %w", err)
+	}
+	pub, err := w.Public()
+	if err == nil {
+		res.PublicWitness, err = pub.MarshalBinary()
+	}
+	if err != nil {
+		endWithError(sspan, err, "serialize")
+		return nil, fmt.Errorf("serialize public witness: %w", err)
+	}
+	res.Proof = buf.Bytes()
+	sspan.SetAttributes(otelcuzk.KeyProofBytes.Int(len(res.Proof)))
+	sspan.End()
+	res.Timings.Serialize = time.Since(t0)
+
+	if req.Verify {
+		t0 = time.Now()
+		_, vspan := p.tracer.Start(ctx, otelcuzk.SpanProofVerify)
+		if lc.keys.VK == nil {
+			err = fmt.Errorf("circuit %s was registered without a verifying key", req.Circuit)
+		} else if verr := groth16.Verify(proof, lc.keys.VK, pub); verr != nil {
+			err = fmt.Errorf("%w: %v", ErrVerifyFailed, verr)
+		}
+		res.Verified = err == nil
+		vspan.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
+		if err != nil {
+			endWithError(vspan, err, "verify")
+			return nil, err
+		}
+		vspan.End()
+		res.Timings.Verify = time.Since(t0)
+	}
+	res.Timings.Total = time.Since(start)
+	return res, nil
+}
+
+// witness parses req.Witness, or makes the built-in sample witness.
+func (p *Pipeline) witness(lc *loadedCircuit, req *Request) (witness.Witness, error) {
+	if req.Witness == nil {
+		if lc.instance == nil {
+			return nil, fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", ErrBadWitness, req.Circuit)
+		}
+		return lc.instance.Witness(p.cfg.seed)
+	}
+	w, err := witness.New(ecc.BLS12_381.ScalarField())
+	if err != nil {
+		return nil, err
+	}
+	if err := w.UnmarshalBinary(req.Witness); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadWitness, err)
+	}
+	return w, nil
+}
+
+// circuitFiles are the paths of a circuit registered from files.
+type circuitFiles struct{ cs, pk, vk string }
+
+var (
+	filesMu sync.RWMutex
+	files   = map[string]circuitFiles{}
+)
+
+func lookupFiles(name string) (circuitFiles, bool) {
+	filesMu.RLock()
+	defer filesMu.RUnlock()
+	f, ok := files[name]
+	return f, ok
+}
+
+// RegisterCircuitFiles makes a user's circuit provable by name in every
+// Pipeline: csPath holds a compiled BLS12-381 R1CS (gnark's
+// constraint system WriteTo), pkPath its Groth16 proving key (gnark's
+// WriteTo or WriteRawTo), and the optional vkPath its verifying key, needed
+// for Request.Verify. The files are read at the first Run or Preload; here
+// they are only checked to exist. Requests for it must carry a witness
+// (Request.Constraints is ignored). Errors: a name that is empty or taken
+// by a built-in or another file circuit, or a file that cannot be opened.
+// Safe for concurrent use.
+func RegisterCircuitFiles(name, csPath, pkPath string, vkPath ...string) error {
+	if name == "" {
+		return errors.New("register circuit: empty name")
+	}
+	if _, err := circuits.Lookup(name); err == nil {
+		return fmt.Errorf("register circuit %s: name of a built-in circuit", name)
+	}
+	f := circuitFiles{cs: csPath, pk: pkPath}
+	if len(vkPath) > 0 {
+		f.vk = vkPath[0]
+	}
+	for _, path := range []string{f.cs, f.pk, f.vk} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("register circuit %s: %w", name, err)
+		}
+	}
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if _, dup := files[name]; dup {
+		return fmt.Errorf("register circuit %s: already registered", name)
+	}
+	files[name] = f
+	return nil
+}
+
+func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string, f circuitFiles) (err error) {
+	_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
+		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyKeyCacheHit.Bool(false)))
+	defer func() {
+		if err != nil {
+			endWithError(span, err, "keys")
+			return
+		}
+		span.End()
+	}()
+	read := func(path string, r io.ReaderFrom) error {
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		if _, err := r.ReadFrom(bufioReader(fh)); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		return nil
+	}
+	ccs := groth16.NewCS(ecc.BLS12_381)
+	if err := read(f.cs, ccs); err != nil {
+		return fmt.Errorf("circuit %s: %w", name, err)
+	}
+	if _, err := asBLS12381(ccs); err != nil {
+		return fmt.Errorf("circuit %s: %w", name, err)
+	}
+	pk := groth16.NewProvingKey(ecc.BLS12_381)
+	if err := read(f.pk, pk); err != nil {
+		return fmt.Errorf("circuit %s: %w", name, err)
+	}
+	var vk groth16.VerifyingKey
+	if f.vk != "" {
+		vk = groth16.NewVerifyingKey(ecc.BLS12_381)
+		if err := read(f.vk, vk); err != nil {
+			return fmt.Errorf("circuit %s: %w", name, err)
+		}
+	}
+	hash, err := keys.Hash(ccs)
+	if err != nil {
+		return err
+	}
+	lc.ccs, lc.keys = ccs, &keys.Keys{Hash: hash, PK: pk, VK: vk}
+	span.SetAttributes(otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
+	return nil
+}
+
+func bufioReader(r io.Reader) io.Reader { return bufio.NewReaderSize(r, 1<<20) }

@@ -1,0 +1,275 @@
+package prover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+func newTestPipeline(t *testing.T, backend string, mode cudaspans.ReleaseMode, opts ...Option) *Pipeline {
+	t.Helper()
+	opts = append([]Option{WithKeyCacheDir(t.TempDir())}, opts...)
+	p, err := NewPipeline(context.Background(), backend, mode, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
+	exp, tp := newRecorder()
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync, WithTracerProvider(tp))
+	req := &Request{Circuit: "mulchain", Constraints: 1 << 10, Verify: true}
+	for i := 0; i < 2; i++ {
+		ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
+		res, err := p.Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Releaser().Close(context.Background()); err != nil && i == 1 {
+			t.Fatal(err)
+		}
+		job.End()
+		if !res.Verified || res.Backend != "cpu" || len(res.Proof) == 0 || res.TraceID != job.SpanContext().TraceID().String() {
+			t.Fatalf("result %+v", res)
+		}
+		if res.Timings.Prove <= 0 || res.Timings.Synthesis <= 0 || res.Timings.Total < res.Timings.Prove {
+			t.Errorf("timings %+v", res.Timings)
+		}
+		// The proof bytes verify on their own.
+		proof := groth16.NewProof(ecc.BLS12_381)
+		if _, err := proof.ReadFrom(bytes.NewReader(res.Proof)); err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := witness.New(ecc.BLS12_381.ScalarField())
+		if err := pub.UnmarshalBinary(res.PublicWitness); err != nil {
+			t.Fatal(err)
+		}
+		vk, err := p.VerifyingKey(context.Background(), "mulchain", 1<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := groth16.Verify(proof, vk, pub); err != nil {
+			t.Fatalf("serialized proof: %v", err)
+		}
+		if i == 0 {
+			// The async releaser is closed now; a fresh one for run 2.
+			rel, _ := cudaspans.NewReleaser(cudaspans.ReleaseAsync, cudaspans.WithReleaseTracerProvider(tp))
+			p.rel = rel
+		}
+	}
+	tree := newSpanTree(exp.GetSpans())
+	for name, parent := range map[string]string{
+		otelcuzk.SpanKeyLoad:            otelcuzk.SpanEngineJob,
+		otelcuzk.SpanCircuitCompile:     otelcuzk.SpanEngineJob,
+		otelcuzk.SpanPipelineSynthesize: otelcuzk.SpanEngineJob,
+		otelcuzk.SpanPipelineProve:      otelcuzk.SpanEngineJob,
+		otelcuzk.SpanGroth16Prove:       otelcuzk.SpanPipelineProve,
+		otelcuzk.SpanMSMG2B:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanPipelineSerialize:  otelcuzk.SpanEngineJob,
+		otelcuzk.SpanProofVerify:        otelcuzk.SpanEngineJob,
+		otelcuzk.SpanBufferRelease:      otelcuzk.SpanEngineJob, // async: off pipeline.prove
+	} {
+		spans := tree.named(name)
+		if len(spans) == 0 {
+			t.Errorf("no %s span", name)
+		}
+		for _, s := range spans {
+			if !s.Parent.IsValid() && name == otelcuzk.SpanKeyLoad {
+				continue // the test's own VerifyingKey calls
+			}
+			if p, ok := tree.parent(s); !ok || p.Name != parent {
+				t.Errorf("%s: parent %q, want %q", name, p.Name, parent)
+			} else if name != otelcuzk.SpanBufferRelease && (s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime)) {
+				t.Errorf("%s not inside %s", name, p.Name)
+			}
+		}
+	}
+	var hits []string
+	for _, s := range tree.named(otelcuzk.SpanKeyLoad) {
+		if !s.Parent.IsValid() {
+			continue
+		}
+		v, _ := attr(s, string(otelcuzk.KeyKeyCacheHit))
+		hits = append(hits, v)
+	}
+	if strings.Join(hits, ",") != "false,true" {
+		t.Errorf("keys.load cache hits %v, want first false then true", hits)
+	}
+	if n := len(tree.named(otelcuzk.SpanCircuitCompile)); n != 1 {
+		t.Errorf("%d compiles for two runs of one circuit, want 1", n)
+	}
+	// Steps in order within a job.
+	order := []string{otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanPipelineProve, otelcuzk.SpanPipelineSerialize, otelcuzk.SpanProofVerify}
+	for i := 1; i < len(order); i++ {
+		a, b := tree.named(order[i-1])[0], tree.named(order[i])[0]
+		if a.EndTime.After(b.StartTime) {
+			t.Errorf("%s ends after %s starts", order[i-1], order[i])
+		}
+	}
+}
+
+func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	ctx := context.Background()
+	cases := []struct {
+		req  Request
+		want error
+	}{
+		{Request{Circuit: "nosuch", Constraints: 100}, ErrUnknownCircuit},
+		{Request{Circuit: "mulchain", Constraints: 0}, circuits.ErrBadConstraints},
+		{Request{Circuit: "mulchain", Constraints: -3}, circuits.ErrBadConstraints},
+		{Request{Circuit: "mulchain", Constraints: 1 << 40}, circuits.ErrTooLarge},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte{1, 2, 3}}, ErrBadWitness},
+	}
+	for _, c := range cases {
+		if _, err := p.Run(ctx, &c.req); !errors.Is(err, c.want) {
+			t.Errorf("%+v: err = %v, want %v", c.req, err, c.want)
+		}
+	}
+	// A well-formed witness of another circuit: wrong size.
+	in, _ := circuits.Build("merkle", 2000)
+	w, _ := in.Witness(1)
+	b, _ := w.MarshalBinary()
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrWitnessSize) {
+		t.Errorf("foreign witness: %v, want ErrWitnessSize", err)
+	}
+	// A witness that does not satisfy the circuit.
+	bad, _ := frontend.NewWitness(&circuits.MulChain{X: 2, Out: 2}, ecc.BLS12_381.ScalarField())
+	b, _ = bad.MarshalBinary()
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrUnsatisfied) {
+		t.Errorf("unsatisfying witness: %v, want ErrUnsatisfied", err)
+	}
+	// A value ≥ r (all bits set) in an otherwise good witness.
+	good, _ := frontend.NewWitness(&circuits.MulChain{X: 2, Out: 2}, ecc.BLS12_381.ScalarField())
+	b, _ = good.MarshalBinary()
+	for i := len(b) - 32; i < len(b); i++ {
+		b[i] = 0xff
+	}
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrBadWitness) {
+		t.Errorf("value outside the field: %v, want ErrBadWitness", err)
+	}
+}
+
+func TestPipelineBackendChoice(t *testing.T) {
+	var notice bytes.Buffer
+	p := newTestPipeline(t, "auto", cudaspans.ReleaseSync, WithNotice(&notice))
+	if _, registered := LookupBackend("cuda"); !registered {
+		if p.Backend() != "cpu" {
+			t.Errorf("auto without cuda: backend %s", p.Backend())
+		}
+		if lines := strings.Count(notice.String(), "\n"); lines != 1 || !strings.Contains(notice.String(), "using cpu") {
+			t.Errorf("auto fallback notice %q, want one line", notice.String())
+		}
+		_, err := NewPipeline(context.Background(), "cuda", cudaspans.ReleaseSync, WithKeyCacheDir(t.TempDir()))
+		if !errors.Is(err, ErrBackendUnavailable) {
+			t.Errorf("cuda without the backend: %v, want ErrBackendUnavailable", err)
+		}
+	}
+	if _, err := NewPipeline(context.Background(), "tpu", cudaspans.ReleaseSync, WithKeyCacheDir(t.TempDir())); !errors.Is(err, ErrUnknownBackend) {
+		t.Errorf("tpu: %v", err)
+	}
+	if _, err := NewPipeline(context.Background(), "cpu", "later", WithKeyCacheDir(t.TempDir())); !errors.Is(err, cudaspans.ErrUnknownReleaseMode) {
+		t.Errorf("release mode later: %v", err)
+	}
+}
+
+// cubeCircuit is a user's own circuit: x³ + x + 5 = y.
+type cubeCircuit struct {
+	X frontend.Variable
+	Y frontend.Variable `gnark:",public"`
+}
+
+func (c *cubeCircuit) Define(api frontend.API) error {
+	x3 := api.Mul(c.X, c.X, c.X)
+	api.AssertIsEqual(c.Y, api.Add(x3, c.X, 5))
+	return nil
+}
+
+func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
+	dir := t.TempDir()
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &cubeCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, vk, err := groth16.Setup(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(name string, wt func(*os.File) error) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := wt(f); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	csPath := save("cube.r1cs", func(f *os.File) error { _, err := ccs.WriteTo(f); return err })
+	pkPath := save("cube.pk", func(f *os.File) error { _, err := pk.WriteTo(f); return err })
+	vkPath := save("cube.vk", func(f *os.File) error { _, err := vk.WriteTo(f); return err })
+
+	if err := RegisterCircuitFiles("cube", csPath, pkPath, vkPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterCircuitFiles("cube", csPath, pkPath); err == nil {
+		t.Error("registered the same name twice")
+	}
+	if err := RegisterCircuitFiles("merkle", csPath, pkPath); err == nil {
+		t.Error("registered over a built-in")
+	}
+	if err := RegisterCircuitFiles("ghost", filepath.Join(dir, "none"), pkPath); err == nil {
+		t.Error("registered a missing file")
+	}
+
+	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool)
+	w, _ := frontend.NewWitness(&cubeCircuit{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
+	b, _ := w.MarshalBinary()
+	res, err := p.Run(context.Background(), &Request{Circuit: "cube", Witness: b, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verified {
+		t.Error("not verified")
+	}
+	if _, err := p.Run(context.Background(), &Request{Circuit: "cube", Verify: true}); !errors.Is(err, ErrBadWitness) {
+		t.Errorf("file circuit without a witness: %v, want ErrBadWitness", err)
+	}
+}
+
+func TestPreloadAndEvict(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	if err := p.Preload(context.Background(), "mulchain", 128); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Loaded(); len(got) != 1 || got[0] != "mulchain/128" {
+		t.Errorf("Loaded = %v", got)
+	}
+	if !p.Evict("mulchain", 128) || p.Evict("mulchain", 128) {
+		t.Error("Evict should report true once, then false")
+	}
+	if err := p.Preload(context.Background(), "nosuch", 1); !errors.Is(err, ErrUnknownCircuit) {
+		t.Errorf("preload unknown: %v", err)
+	}
+	if len(p.Loaded()) != 0 {
+		t.Errorf("failed load kept: %v", p.Loaded())
+	}
+}
