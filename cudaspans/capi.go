@@ -89,29 +89,60 @@ func CParent(ctx context.Context) (handle uint64, release func()) {
 
 //export cudaspans_begin
 func cudaspans_begin(parent C.uint64_t, name *C.char, stream unsafe.Pointer) C.uint64_t {
-	p := cget(uint64(parent))
-	if p == nil || name == nil {
+	if name == nil {
 		return 0
 	}
-	spanName := C.GoString(name)
-	if stream != nil {
+	return C.uint64_t(cBegin(uint64(parent), C.GoString(name), StreamHandle(uintptr(stream))))
+}
+
+//export cudaspans_end
+func cudaspans_end(h C.uint64_t) { cEnd(uint64(h)) }
+
+//export cudaspans_set_int
+func cudaspans_set_int(h C.uint64_t, key *C.char, v C.int64_t) {
+	if key != nil {
+		cSetAttr(uint64(h), attribute.Int64(C.GoString(key), int64(v)))
+	}
+}
+
+//export cudaspans_set_double
+func cudaspans_set_double(h C.uint64_t, key *C.char, v C.double) {
+	if key != nil {
+		cSetAttr(uint64(h), attribute.Float64(C.GoString(key), float64(v)))
+	}
+}
+
+//export cudaspans_set_str
+func cudaspans_set_str(h C.uint64_t, key, v *C.char) {
+	if key != nil && v != nil {
+		cSetAttr(uint64(h), attribute.String(C.GoString(key), C.GoString(v)))
+	}
+}
+
+// cBegin is cudaspans_begin in Go terms.
+func cBegin(parent uint64, name string, stream StreamHandle) uint64 {
+	p := cget(parent)
+	if p == nil {
+		return 0
+	}
+	if stream != 0 {
 		creg.Lock()
-		s := creg.streams[StreamHandle(uintptr(stream))]
+		s := creg.streams[stream]
 		creg.Unlock()
 		if s != nil {
-			if op := s.beginPhase(p.ctx, spanName); op != nil {
-				return C.uint64_t(cput(&centry{ctx: p.ctx, dev: op, s: s}))
+			if op := s.beginPhase(p.ctx, name); op != nil {
+				return cput(&centry{ctx: p.ctx, dev: op, s: s})
 			}
 		}
 	}
 	tracer := trace.SpanFromContext(p.ctx).TracerProvider().Tracer(otelcuzk.ScopeName)
-	ctx, span := tracer.Start(p.ctx, spanName, trace.WithAttributes(otelcuzk.KeyCUDAClock.String("host")))
-	return C.uint64_t(cput(&centry{ctx: ctx, span: span}))
+	ctx, span := tracer.Start(p.ctx, name, trace.WithAttributes(otelcuzk.KeyCUDAClock.String("host")))
+	return cput(&centry{ctx: ctx, span: span})
 }
 
-//export cudaspans_end
-func cudaspans_end(h C.uint64_t) {
-	e := ctake(uint64(h))
+// cEnd is cudaspans_end in Go terms.
+func cEnd(h uint64) {
+	e := ctake(h)
 	switch {
 	case e == nil:
 	case e.dev != nil:
@@ -121,37 +152,16 @@ func cudaspans_end(h C.uint64_t) {
 	}
 }
 
-func csetAttr(h C.uint64_t, kv attribute.KeyValue) {
+func cSetAttr(h uint64, kv attribute.KeyValue) {
 	creg.Lock()
 	defer creg.Unlock()
-	e := creg.m[uint64(h)]
+	e := creg.m[h]
 	switch {
 	case e == nil || e.root:
 	case e.dev != nil:
 		e.dev.attrs = append(e.dev.attrs, kv)
 	case e.span != nil:
 		e.span.SetAttributes(kv)
-	}
-}
-
-//export cudaspans_set_int
-func cudaspans_set_int(h C.uint64_t, key *C.char, v C.int64_t) {
-	if key != nil {
-		csetAttr(h, attribute.Int64(C.GoString(key), int64(v)))
-	}
-}
-
-//export cudaspans_set_double
-func cudaspans_set_double(h C.uint64_t, key *C.char, v C.double) {
-	if key != nil {
-		csetAttr(h, attribute.Float64(C.GoString(key), float64(v)))
-	}
-}
-
-//export cudaspans_set_str
-func cudaspans_set_str(h C.uint64_t, key, v *C.char) {
-	if key != nil && v != nil {
-		csetAttr(h, attribute.String(C.GoString(key), C.GoString(v)))
 	}
 }
 
