@@ -14,10 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // ErrTraceNotFound is returned (wrapped) when a backend has no trace of the
@@ -56,7 +52,6 @@ type jaegerSpan struct {
 	StartTime     int64       `json:"startTime"` // µs since the Unix epoch
 	Duration      int64       `json:"duration"`  // µs
 	Tags          []jaegerKV  `json:"tags"`
-	Logs          []jaegerLog `json:"logs"`
 	ProcessID     string      `json:"processID"`
 }
 
@@ -70,11 +65,6 @@ type jaegerKV struct {
 	Key   string          `json:"key"`
 	Type  string          `json:"type"` // string, bool, int64, float64, binary
 	Value json.RawMessage `json:"value"`
-}
-
-type jaegerLog struct {
-	Timestamp int64      `json:"timestamp"` // µs since the Unix epoch
-	Fields    []jaegerKV `json:"fields"`
 }
 
 type jaegerProcess struct {
@@ -97,28 +87,19 @@ const (
 	jaegerTagTraceState   = "w3c.tracestate"
 )
 
-var jaegerSpanKinds = map[string]tracepb.Span_SpanKind{
-	"internal": tracepb.Span_SPAN_KIND_INTERNAL,
-	"server":   tracepb.Span_SPAN_KIND_SERVER,
-	"client":   tracepb.Span_SPAN_KIND_CLIENT,
-	"producer": tracepb.Span_SPAN_KIND_PRODUCER,
-	"consumer": tracepb.Span_SPAN_KIND_CONSUMER,
-}
-
 // ParseJaegerJSON converts a response of Jaeger's HTTP query API (the
 // {"data":[trace...]} envelope of /api/traces/{id} or of a search) into
-// OTLP TracesData, one per trace in the order given. Jaeger's process
-// becomes the resource (serviceName as service.name), otel.scope.* tags the
-// instrumentation scope, span.kind and otel.status_* the span's kind and
-// status, the first CHILD_OF reference the parent, FOLLOWS_FROM references
-// links and logs events. Times are Jaeger's microseconds (the nanoseconds
-// below them are lost). It returns ErrTraceNotFound (wrapped) when the
-// response holds only a 404 error, and an error naming the field for
-// malformed ids or values.
-func ParseJaegerJSON(data []byte) ([]*tracepb.TracesData, error) {
+// spans, one slice per trace in the order given and spans in Jaeger's order.
+// Jaeger's process gives the service (serviceName), the first CHILD_OF
+// reference in the same trace the parent, otel.status_code /
+// otel.status_description / error=true the status; the tags Jaeger's OTLP
+// translator adds for OTLP fields (span.kind, otel.scope.*, w3c.tracestate)
+// are not attributes. Times are Jaeger's microseconds. It returns
+// ErrTraceNotFound (wrapped) when the response holds only a 404 error, and
+// an error naming the span and field for malformed ids or values.
+func ParseJaegerJSON(data []byte) ([][]Span, error) {
 	var resp jaegerResponse
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&resp); err != nil {
+	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, fmt.Errorf("tracefile: parse Jaeger JSON: %w", err)
 	}
 	if len(resp.Data) == 0 && len(resp.Errors) > 0 {
@@ -128,141 +109,85 @@ func ParseJaegerJSON(data []byte) ([]*tracepb.TracesData, error) {
 		}
 		return nil, fmt.Errorf("tracefile: Jaeger error %d: %s", e.Code, e.Msg)
 	}
-	out := make([]*tracepb.TracesData, 0, len(resp.Data))
+	out := make([][]Span, 0, len(resp.Data))
 	for i, t := range resp.Data {
-		td, err := jaegerTraceToOTLP(t)
-		if err != nil {
-			return nil, fmt.Errorf("tracefile: Jaeger trace %d (%s): %w", i, t.TraceID, err)
+		spans := make([]Span, 0, len(t.Spans))
+		for _, js := range t.Spans {
+			s, err := jaegerSpanToSpan(js, t.Processes)
+			if err != nil {
+				return nil, fmt.Errorf("tracefile: Jaeger trace %d (%s): span %s (%s): %w", i, t.TraceID, js.SpanID, js.OperationName, err)
+			}
+			spans = append(spans, s)
 		}
-		out = append(out, td)
+		out = append(out, spans)
 	}
 	return out, nil
 }
 
-func jaegerTraceToOTLP(t jaegerTrace) (*tracepb.TracesData, error) {
-	td := &tracepb.TracesData{}
-	type scopeKey struct{ process, name, version string }
-	resources := map[string]*tracepb.ResourceSpans{}
-	scopes := map[scopeKey]*tracepb.ScopeSpans{}
-	for _, js := range t.Spans {
-		rs, ok := resources[js.ProcessID]
-		if !ok {
-			p, found := t.Processes[js.ProcessID]
-			if !found {
-				return nil, fmt.Errorf("span %s: unknown processID %q", js.SpanID, js.ProcessID)
-			}
-			attrs, err := jaegerKVs(p.Tags)
-			if err != nil {
-				return nil, fmt.Errorf("process %s: %w", js.ProcessID, err)
-			}
-			attrs = append([]*commonpb.KeyValue{stringKV("service.name", p.ServiceName)}, withoutKey(attrs, "service.name")...)
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: attrs}}
-			resources[js.ProcessID] = rs
-			td.ResourceSpans = append(td.ResourceSpans, rs)
-		}
-		span, scopeName, scopeVersion, err := jaegerSpanToOTLP(js)
-		if err != nil {
-			return nil, fmt.Errorf("span %s (%s): %w", js.SpanID, js.OperationName, err)
-		}
-		k := scopeKey{js.ProcessID, scopeName, scopeVersion}
-		ss, ok := scopes[k]
-		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: scopeName, Version: scopeVersion}}
-			scopes[k] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
-		}
-		ss.Spans = append(ss.Spans, span)
-	}
-	return td, nil
-}
-
-func jaegerSpanToOTLP(js jaegerSpan) (span *tracepb.Span, scopeName, scopeVersion string, err error) {
+func jaegerSpanToSpan(js jaegerSpan, processes map[string]jaegerProcess) (Span, error) {
+	s := Span{Name: js.OperationName}
 	traceID, err := jaegerID(js.TraceID, 16)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("traceID: %w", err)
+		return s, fmt.Errorf("traceID: %w", err)
 	}
 	spanID, err := jaegerID(js.SpanID, 8)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("spanID: %w", err)
+		return s, fmt.Errorf("spanID: %w", err)
 	}
+	s.TraceID, s.SpanID = hex.EncodeToString(traceID), hex.EncodeToString(spanID)
+	p, ok := processes[js.ProcessID]
+	if !ok {
+		return s, fmt.Errorf("unknown processID %q", js.ProcessID)
+	}
+	s.Service = p.ServiceName
 	if js.StartTime < 0 || js.Duration < 0 {
-		return nil, "", "", fmt.Errorf("negative startTime %d or duration %d", js.StartTime, js.Duration)
+		return s, fmt.Errorf("negative startTime %d or duration %d", js.StartTime, js.Duration)
 	}
-	start := uint64(js.StartTime) * uint64(time.Microsecond)
-	span = &tracepb.Span{
-		TraceId:           traceID,
-		SpanId:            spanID,
-		Name:              js.OperationName,
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: start,
-		EndTimeUnixNano:   start + uint64(js.Duration)*uint64(time.Microsecond),
-		Status:            &tracepb.Status{},
-	}
+	s.Start = time.UnixMicro(js.StartTime)
+	s.End = s.Start.Add(time.Duration(js.Duration) * time.Microsecond)
 	for _, r := range js.References {
 		rt, err := jaegerID(r.TraceID, 16)
 		if err != nil {
-			return nil, "", "", fmt.Errorf("reference traceID: %w", err)
+			return s, fmt.Errorf("reference traceID: %w", err)
 		}
 		rs, err := jaegerID(r.SpanID, 8)
 		if err != nil {
-			return nil, "", "", fmt.Errorf("reference spanID: %w", err)
+			return s, fmt.Errorf("reference spanID: %w", err)
 		}
-		if r.RefType == "CHILD_OF" && span.ParentSpanId == nil && bytes.Equal(rt, traceID) {
-			span.ParentSpanId = rs
-			continue
+		if r.RefType == "CHILD_OF" && s.ParentID == "" && bytes.Equal(rt, traceID) {
+			s.ParentID = hex.EncodeToString(rs)
 		}
-		span.Links = append(span.Links, &tracepb.Span_Link{TraceId: rt, SpanId: rs})
 	}
-	attrs, err := jaegerKVs(js.Tags)
-	if err != nil {
-		return nil, "", "", err
-	}
-	for _, kv := range attrs {
-		s := kv.GetValue().GetStringValue()
+	for _, kv := range js.Tags {
+		v, err := jaegerValue(kv)
+		if err != nil {
+			return s, fmt.Errorf("tag %s: %w", kv.Key, err)
+		}
+		str, _ := v.(string)
 		switch kv.Key {
-		case jaegerTagSpanKind:
-			if k, ok := jaegerSpanKinds[s]; ok {
-				span.Kind = k
-			}
 		case jaegerTagStatusCode:
-			switch s {
+			switch str {
 			case "ERROR":
-				span.Status.Code = tracepb.Status_STATUS_CODE_ERROR
+				s.Status.Code = StatusError
 			case "OK":
-				span.Status.Code = tracepb.Status_STATUS_CODE_OK
+				s.Status.Code = StatusOK
 			}
 		case jaegerTagStatusDesc:
-			span.Status.Message = s
+			s.Status.Message = str
 		case jaegerTagError:
-			if kv.GetValue().GetBoolValue() {
-				span.Status.Code = tracepb.Status_STATUS_CODE_ERROR
+			if b, _ := v.(bool); b {
+				s.Status.Code = StatusError
 			}
-		case jaegerTagScopeName, jaegerTagLibName:
-			scopeName = s
-		case jaegerTagScopeVersion, jaegerTagLibVersion:
-			scopeVersion = s
-		case jaegerTagTraceState:
-			span.TraceState = s
+		case jaegerTagSpanKind, jaegerTagScopeName, jaegerTagLibName,
+			jaegerTagScopeVersion, jaegerTagLibVersion, jaegerTagTraceState:
 		default:
-			span.Attributes = append(span.Attributes, kv)
-		}
-	}
-	for _, l := range js.Logs {
-		fields, err := jaegerKVs(l.Fields)
-		if err != nil {
-			return nil, "", "", fmt.Errorf("log: %w", err)
-		}
-		ev := &tracepb.Span_Event{TimeUnixNano: uint64(max(l.Timestamp, 0)) * uint64(time.Microsecond)}
-		for _, f := range fields {
-			if f.Key == "event" && ev.Name == "" {
-				ev.Name = f.GetValue().GetStringValue()
-				continue
+			if s.Attrs == nil {
+				s.Attrs = map[string]any{}
 			}
-			ev.Attributes = append(ev.Attributes, f)
+			s.Attrs[kv.Key] = v
 		}
-		span.Events = append(span.Events, ev)
 	}
-	return span, scopeName, scopeVersion, nil
+	return s, nil
 }
 
 // jaegerID decodes a Jaeger hex id. Jaeger prints ids without leading
@@ -279,71 +204,45 @@ func jaegerID(s string, n int) ([]byte, error) {
 	return b, nil
 }
 
-func jaegerKVs(kvs []jaegerKV) ([]*commonpb.KeyValue, error) {
-	out := make([]*commonpb.KeyValue, 0, len(kvs))
-	for _, kv := range kvs {
-		v, err := jaegerValue(kv)
-		if err != nil {
-			return nil, fmt.Errorf("tag %s: %w", kv.Key, err)
-		}
-		out = append(out, &commonpb.KeyValue{Key: kv.Key, Value: v})
-	}
-	return out, nil
-}
-
-func jaegerValue(kv jaegerKV) (*commonpb.AnyValue, error) {
+func jaegerValue(kv jaegerKV) (any, error) {
 	switch kv.Type {
 	case "", "string":
-		var s string
-		if err := json.Unmarshal(kv.Value, &s); err != nil {
+		var v string
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("string value: %w", err)
 		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}, nil
+		return v, nil
 	case "bool":
-		var b bool
-		if err := json.Unmarshal(kv.Value, &b); err != nil {
+		var v bool
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("bool value: %w", err)
 		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}}, nil
+		return v, nil
 	case "int64":
-		// A JSON number, exact as text even beyond 2^53.
-		i, err := strconv.ParseInt(strings.Trim(string(kv.Value), `"`), 10, 64)
+		// Parsed from the JSON text, exact even beyond 2^53.
+		v, err := strconv.ParseInt(strings.Trim(string(kv.Value), `"`), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("int64 value: %w", err)
 		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: i}}, nil
+		return v, nil
 	case "float64":
-		var f float64
-		if err := json.Unmarshal(kv.Value, &f); err != nil {
+		var v float64
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("float64 value: %w", err)
 		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}}, nil
+		return v, nil
 	case "binary":
-		var s string
-		if err := json.Unmarshal(kv.Value, &s); err != nil {
+		var v string
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("binary value: %w", err)
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
+		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
 			return nil, fmt.Errorf("binary value: %w", err)
 		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: b}}, nil
+		return b, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", kv.Type)
-}
-
-func stringKV(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
-}
-
-func withoutKey(kvs []*commonpb.KeyValue, key string) []*commonpb.KeyValue {
-	out := kvs[:0]
-	for _, kv := range kvs {
-		if kv.Key != key {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // FetchJaeger reads one trace from Jaeger's HTTP query API: GET
@@ -353,7 +252,7 @@ func withoutKey(kvs []*commonpb.KeyValue, key string) []*commonpb.KeyValue {
 // http.DefaultClient. It returns ErrTraceNotFound (wrapped) when Jaeger has
 // no such trace, and an error naming the URL for transport failures and
 // other HTTP statuses.
-func FetchJaeger(ctx context.Context, client *http.Client, baseURL, traceID string) (*tracepb.TracesData, error) {
+func FetchJaeger(ctx context.Context, client *http.Client, baseURL, traceID string) ([]Span, error) {
 	if _, err := jaegerID(traceID, 16); err != nil {
 		return nil, fmt.Errorf("tracefile: trace id: %w", err)
 	}
@@ -362,14 +261,14 @@ func FetchJaeger(ctx context.Context, client *http.Client, baseURL, traceID stri
 	if err != nil {
 		return nil, err
 	}
-	tds, err := ParseJaegerJSON(body)
+	traces, err := ParseJaegerJSON(body)
 	if err != nil {
 		return nil, err
 	}
-	if len(tds) == 0 {
+	if len(traces) == 0 || len(traces[0]) == 0 {
 		return nil, fmt.Errorf("%w: %s at %s", ErrTraceNotFound, traceID, baseURL)
 	}
-	return tds[0], nil
+	return traces[0], nil
 }
 
 // JaegerQuery is a trace search of Jaeger's HTTP query API
@@ -389,10 +288,10 @@ type JaegerQuery struct {
 }
 
 // SearchJaeger runs q against Jaeger's query API at baseURL and returns the
-// matching traces as OTLP TracesData, newest first as Jaeger orders them.
+// matching traces, one span slice each, newest first as Jaeger orders them.
 // No match is an empty slice, not an error. A nil client means
 // http.DefaultClient.
-func SearchJaeger(ctx context.Context, client *http.Client, baseURL string, q JaegerQuery) ([]*tracepb.TracesData, error) {
+func SearchJaeger(ctx context.Context, client *http.Client, baseURL string, q JaegerQuery) ([][]Span, error) {
 	if q.Service == "" {
 		return nil, errors.New("tracefile: Jaeger search needs a service")
 	}
@@ -427,11 +326,11 @@ func SearchJaeger(ctx context.Context, client *http.Client, baseURL string, q Ja
 	if err != nil {
 		return nil, err
 	}
-	tds, err := ParseJaegerJSON(body)
+	traces, err := ParseJaegerJSON(body)
 	if errors.Is(err, ErrTraceNotFound) {
 		return nil, nil
 	}
-	return tds, err
+	return traces, err
 }
 
 // httpGet returns the body of a 200 answer to GET u; 404 is

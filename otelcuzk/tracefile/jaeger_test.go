@@ -9,43 +9,15 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"time"
 )
 
-// otlpNamedSpan is one span of TracesData with its resource's service name.
-type otlpNamedSpan struct {
-	service string
-	scope   string
-	span    *tracepb.Span
-}
-
-func otlpSpansByName(td *tracepb.TracesData) map[string]otlpNamedSpan {
-	out := map[string]otlpNamedSpan{}
-	for _, rs := range td.ResourceSpans {
-		svc := ""
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.Key == "service.name" {
-				svc = kv.GetValue().GetStringValue()
-			}
-		}
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				out[s.Name] = otlpNamedSpan{svc, ss.GetScope().GetName(), s}
-			}
-		}
+func spansByName(spans []Span) map[string]Span {
+	out := map[string]Span{}
+	for _, s := range spans {
+		out[s.Name] = s
 	}
 	return out
-}
-
-func otlpAttr(s *tracepb.Span, key string) *commonpb.AnyValue {
-	for _, kv := range s.Attributes {
-		if kv.Key == key {
-			return kv.Value
-		}
-	}
-	return nil
 }
 
 func TestParseJaegerJSONMapsEveryField(t *testing.T) {
@@ -53,113 +25,76 @@ func TestParseJaegerJSONMapsEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tds, err := ParseJaegerJSON(data)
+	traces, err := ParseJaegerJSON(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tds) != 1 {
-		t.Fatalf("got %d traces, want 1", len(tds))
+	if len(traces) != 1 || len(traces[0]) != 4 {
+		t.Fatalf("got %d traces, want 1 of 4 spans", len(traces))
 	}
-	if n := len(tds[0].ResourceSpans); n != 2 {
-		t.Fatalf("got %d resources, want 2 (one per Jaeger process)", n)
-	}
-	spans := otlpSpansByName(tds[0])
-	if len(spans) != 4 {
-		t.Fatalf("got %d spans, want 4", len(spans))
-	}
+	spans := spansByName(traces[0])
 
 	task := spans["curio.task"]
-	if task.service != "curio" || task.scope != "github.com/otelcuzk/otelcuzk" {
-		t.Errorf("curio.task: service %q scope %q", task.service, task.scope)
+	if task.Service != "curio" || task.ParentID != "" || task.TraceID != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("curio.task %+v", task)
 	}
-	if len(task.span.ParentSpanId) != 0 {
-		t.Errorf("curio.task has parent %x, want root", task.span.ParentSpanId)
+	if got := task.Duration(); got != 120*time.Millisecond {
+		t.Errorf("curio.task duration %v, want 120ms", got)
 	}
-	if got := hex.EncodeToString(task.span.TraceId); got != "0af7651916cd43dd8448eb211c80319c" {
-		t.Errorf("trace id %s", got)
-	}
-	if got := task.span.EndTimeUnixNano - task.span.StartTimeUnixNano; got != 120e6 {
-		t.Errorf("curio.task duration %d ns, want 120 ms", got)
-	}
-	if got := task.span.StartTimeUnixNano; got != 1764400000000000*1000 {
-		t.Errorf("start %d ns", got)
+	if got := task.Start.UnixMicro(); got != 1764400000000000 {
+		t.Errorf("start %d µs", got)
 	}
 	// 2^53+1 survives: int64 tags are not read through float64.
-	if got := otlpAttr(task.span, "curio.task.id").GetIntValue(); got != 9007199254740993 {
-		t.Errorf("curio.task.id = %d", got)
+	if got := task.Attrs["curio.task.id"]; got != int64(9007199254740993) {
+		t.Errorf("curio.task.id = %v (%T)", got, got)
 	}
-	if otlpAttr(task.span, "otel.scope.name") != nil || otlpAttr(task.span, "span.kind") != nil {
-		t.Error("translator tags left as attributes")
+	for _, k := range []string{"otel.scope.name", "otel.scope.version", "span.kind"} {
+		if _, ok := task.Attrs[k]; ok {
+			t.Errorf("translator tag %s left as attribute", k)
+		}
 	}
 
 	rpc := spans["cuzk.v1.ProvingEngine/Prove"]
-	if rpc.span.Kind != tracepb.Span_SPAN_KIND_SERVER {
-		t.Errorf("rpc kind %v, want SERVER", rpc.span.Kind)
+	if rpc.ParentID != "b7ad6b7169203331" || rpc.Service != "cuzk" {
+		t.Errorf("rpc %+v, want child of curio.task across services", rpc)
 	}
-	if got := hex.EncodeToString(rpc.span.ParentSpanId); got != "b7ad6b7169203331" {
-		t.Errorf("rpc parent %s, want the curio.task span (across services)", got)
+	if rpc.Attrs["rpc.system"] != "grpc" {
+		t.Errorf("rpc attrs %v", rpc.Attrs)
 	}
 
 	job := spans["engine.job"]
-	if job.service != "cuzk" {
-		t.Errorf("engine.job service %q", job.service)
+	if job.ParentID != "00f067aa0ba902b7" {
+		t.Errorf("engine.job parent %s (FOLLOWS_FROM must not be the parent)", job.ParentID)
 	}
-	if got := hex.EncodeToString(job.span.ParentSpanId); got != "00f067aa0ba902b7" {
-		t.Errorf("engine.job parent %s", got)
+	if job.Status.Code != StatusError || job.Status.Message != "verify failed" {
+		t.Errorf("status %+v", job.Status)
 	}
-	if len(job.span.Links) != 1 || hex.EncodeToString(job.span.Links[0].SpanId) != "2222222222222222" {
-		t.Errorf("FOLLOWS_FROM not a link: %v", job.span.Links)
+	if job.Attrs["cuzk.request.id"] != "req-1" || job.Attrs["cuzk.proof.verified"] != true || job.Attrs["cuzk.untraced.ms"] != 1.25 {
+		t.Errorf("engine.job attrs %v", job.Attrs)
 	}
-	if job.span.Status.Code != tracepb.Status_STATUS_CODE_ERROR || job.span.Status.Message != "verify failed" {
-		t.Errorf("status %v", job.span.Status)
+	if b, _ := job.Attrs["cuzk.witness.digest"].([]byte); hex.EncodeToString(b) != "deadbeef" {
+		t.Errorf("binary tag %v", job.Attrs["cuzk.witness.digest"])
 	}
-	if got := otlpAttr(job.span, "cuzk.request.id").GetStringValue(); got != "req-1" {
-		t.Errorf("cuzk.request.id %q", got)
-	}
-	if !otlpAttr(job.span, "cuzk.proof.verified").GetBoolValue() {
-		t.Error("bool tag lost")
-	}
-	if got := otlpAttr(job.span, "cuzk.untraced.ms").GetDoubleValue(); got != 1.25 {
-		t.Errorf("float tag %v", got)
-	}
-	if got := otlpAttr(job.span, "cuzk.witness.digest").GetBytesValue(); hex.EncodeToString(got) != "deadbeef" {
-		t.Errorf("binary tag %x", got)
-	}
-	if otlpAttr(job.span, "error") != nil || otlpAttr(job.span, "otel.status_code") != nil {
-		t.Error("status tags left as attributes")
-	}
-	if len(job.span.Events) != 1 || job.span.Events[0].Name != "exception" ||
-		otlpAttr(&tracepb.Span{Attributes: job.span.Events[0].Attributes}, "exception.message").GetStringValue() != "boom" {
-		t.Errorf("log not an event: %v", job.span.Events)
-	}
-
-	// The process tag service.name is not duplicated on the resource.
-	for _, rs := range tds[0].ResourceSpans {
-		n := 0
-		for _, kv := range rs.Resource.Attributes {
-			if kv.Key == "service.name" {
-				n++
-			}
+	for _, k := range []string{"error", "otel.status_code", "otel.status_description"} {
+		if _, ok := job.Attrs[k]; ok {
+			t.Errorf("status tag %s left as attribute", k)
 		}
-		if n != 1 {
-			t.Errorf("resource has %d service.name", n)
-		}
+	}
+	if q := spans["engine.queue"]; q.ParentID != job.SpanID || q.Attrs != nil {
+		t.Errorf("engine.queue %+v", q)
 	}
 }
 
 func TestParseJaegerJSONPadsShortIDs(t *testing.T) {
 	// Jaeger prints a 64-bit trace id (high half zero) as 16 hex digits.
 	const in = `{"data":[{"traceID":"a1b2c3d4e5f60718","spans":[{"traceID":"a1b2c3d4e5f60718","spanID":"1","operationName":"x","startTime":1,"duration":1,"processID":"p1"}],"processes":{"p1":{"serviceName":"s"}}}]}`
-	tds, err := ParseJaegerJSON([]byte(in))
+	traces, err := ParseJaegerJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := tds[0].ResourceSpans[0].ScopeSpans[0].Spans[0]
-	if got := hex.EncodeToString(s.TraceId); got != "0000000000000000a1b2c3d4e5f60718" {
-		t.Errorf("trace id %s", got)
-	}
-	if got := hex.EncodeToString(s.SpanId); got != "0000000000000001" {
-		t.Errorf("span id %s", got)
+	s := traces[0][0]
+	if s.TraceID != "0000000000000000a1b2c3d4e5f60718" || s.SpanID != "0000000000000001" {
+		t.Errorf("ids %s %s", s.TraceID, s.SpanID)
 	}
 }
 
@@ -206,12 +141,12 @@ func TestFetchJaegerAndSearch(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	td, err := FetchJaeger(ctx, nil, srv.URL+"/", "0af7651916cd43dd8448eb211c80319c")
+	spans, err := FetchJaeger(ctx, nil, srv.URL+"/", "0af7651916cd43dd8448eb211c80319c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(otlpSpansByName(td)) != 4 {
-		t.Errorf("fetched %d spans", len(otlpSpansByName(td)))
+	if len(spans) != 4 {
+		t.Errorf("fetched %d spans", len(spans))
 	}
 	_, err = FetchJaeger(ctx, nil, srv.URL, "4bf92f3577b34da6a3ce929d0e0e4736")
 	if !errors.Is(err, ErrTraceNotFound) {
@@ -221,14 +156,14 @@ func TestFetchJaegerAndSearch(t *testing.T) {
 		t.Error("bad trace id accepted")
 	}
 
-	tds, err := SearchJaeger(ctx, nil, srv.URL, JaegerQuery{
+	traces, err := SearchJaeger(ctx, nil, srv.URL, JaegerQuery{
 		Service: "cuzk", Operation: "engine.job", Tags: map[string]string{"cuzk.request.id": "req-1"}, Limit: 5,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tds) != 1 {
-		t.Errorf("search: %d traces", len(tds))
+	if len(traces) != 1 {
+		t.Errorf("search: %d traces", len(traces))
 	}
 	for _, want := range []string{"service=cuzk", "operation=engine.job", "limit=5", "tags=%7B%22cuzk.request.id%22%3A%22req-1%22%7D", "start=", "end="} {
 		if !strings.Contains(gotQuery, want) {
