@@ -33,6 +33,7 @@ const (
 	SpanPipelineSerialize  = "pipeline.serialize"  // proof to bytes
 	SpanProofVerify        = "proof.verify"        // optional self-check with gnark's verifier
 	SpanKeyLoad            = "keys.load"           // proving key from cache or setup
+	SpanKeysPreload        = "keys.preload"        // a proving-key base set uploaded to the GPU (resident)
 	SpanUntraced           = "untraced"            // emitted by the untraced-time processor
 	SpanCurioTask          = "curio.task"          // a Curio harmonytask Do, as the caller's root
 )
@@ -51,6 +52,10 @@ const (
 	KeyPriority           = attribute.Key("cuzk.priority")            // string: LOW, NORMAL, HIGH, CRITICAL
 	KeyBackend            = attribute.Key("cuzk.backend")             // string: cpu or cuda
 	KeyMSMSize            = attribute.Key("cuzk.msm.size")            // int, number of points of an MSM
+	KeyMSMWindowBits      = attribute.Key("cuzk.msm.window_bits")     // int, Pippenger window size c
+	KeyMSMChunks          = attribute.Key("cuzk.msm.chunks")          // int, device passes of one MSM
+	KeyBaseSetID          = attribute.Key("cuzk.key.base_set")        // string, BaseSet.ID of a proving-key part
+	KeyResidentBytes      = attribute.Key("cuzk.key.resident_bytes")  // int, device bytes of resident base sets
 	KeyNTTSize            = attribute.Key("cuzk.ntt.size")            // int, length of an NTT
 	KeyBufferBytes        = attribute.Key("cuzk.buffer.bytes")        // int, bytes released
 	KeyBufferKind         = attribute.Key("cuzk.buffer.kind")         // string: mmap, pinned, device, heap
