@@ -115,7 +115,7 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *cudaspans.R
 	open := func(name string) (Backend, error) {
 		f, ok := LookupBackend(name)
 		if !ok {
-			return nil, fmt.Errorf("%s backend: %w: not built into this binary", name, ErrBackendUnavailable)
+			return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", ErrBackendUnavailable, name)
 		}
 		b, err := f(ctx, bo)
 		if err != nil {

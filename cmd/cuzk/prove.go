@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/consensys/gnark/logger"
+	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// defaultConstraints is the size `cuzk prove` uses without --constraints:
+// the merkle circuit at 2^15 constraints proves in about 3 s on a 2-core
+// machine (bench/README.md); the first run adds a one-time Groth16 setup.
+const defaultConstraints = 1 << 15
+
+// defaultProofFile is where `cuzk prove` writes the proof (gnark's
+// compressed Groth16 proof encoding) without --proof.
+const defaultProofFile = "proof.bin"
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "prove",
+		Usage: "prove a built-in circuit locally and print the trace waterfall",
+		Description: "Proves one circuit as one engine job, with every layer traced: spans go to\n" +
+			"the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set, else to\n" +
+			"--trace-file as OTLP JSON lines. The proof is gnark's compressed Groth16\n" +
+			"proof (BLS12-381), written atomically to --proof.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
+			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (approximate for merkle)"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
+			&cli.StringFlag{Name: "release", Value: string(cudaspans.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
+			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
+			&cli.StringFlag{Name: "proof", Value: "./" + defaultProofFile, Usage: "where to write the proof"},
+			&cli.BoolFlag{Name: "verify", Value: true, Usage: "verify the proof with gnark's verifier (proof.verify span)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the circuit's sample witness"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
+			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+		},
+		Action: func(c *cli.Context) error { return oneLine(proveAction(c)) },
+	})
+}
+
+// oneLine keeps an error on one line (errors.Join separates by newlines).
+func oneLine(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
+
+func proveAction(c *cli.Context) (err error) {
+	ctx := c.Context
+	out, errOut := c.App.Writer, c.App.ErrWriter
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	logger.Disable() // gnark's own log lines would interleave with ours
+
+	// Everything that can be wrong with the input, before any allocation.
+	name, n := c.String("circuit"), c.Int("constraints")
+	if _, err := circuits.Build(name, n); err != nil {
+		return err
+	}
+	if err := circuits.CheckMemory(name, n); err != nil {
+		return err
+	}
+	mode, err := cudaspans.ParseReleaseMode(c.String("release"))
+	if err != nil {
+		return err
+	}
+	proofPath := c.String("proof")
+	proofOut, err := newAtomicFile(proofPath)
+	if err != nil {
+		return fmt.Errorf("proof file %s: %w", proofPath, err)
+	}
+	defer proofOut.abort()
+	if err := probeOTLPEndpoint(); err != nil {
+		return err
+	}
+
+	recorder := tracetest.NewSpanRecorder()
+	tel, err := otelcuzk.New(ctx,
+		otelcuzk.WithTraceFile(c.String("trace-file")),
+		otelcuzk.WithSpanProcessor(recorder),
+		otelcuzk.WithLogWriter(errOut),
+	)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer func() {
+		if tel != nil {
+			tel.Shutdown(context.Background())
+		}
+	}()
+	tp := tel.TracerProvider
+
+	pipe, err := prover.NewPipeline(ctx, c.String("backend"), mode,
+		prover.WithTracerProvider(tp),
+		prover.WithKeyCacheDir(c.String("cache-dir")),
+		prover.WithNotice(errOut),
+		prover.WithProgress(c.Bool("progress")),
+		prover.WithSeed(c.Int64("seed")),
+	)
+	if err != nil {
+		return err
+	}
+	req := &prover.Request{
+		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
+		Circuit:     name,
+		Constraints: n,
+		Priority:    prover.PriorityNormal,
+		Verify:      c.Bool("verify"),
+	}
+	res, runErr := runJob(ctx, tp, pipe, req)
+	// Async releases finish (and end their spans) before the flush.
+	closeErr := pipe.Close(context.Background())
+	if runErr != nil {
+		return runErr
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+	if err := proofOut.commit(res.Proof); err != nil {
+		return fmt.Errorf("proof file %s: %w", proofPath, err)
+	}
+
+	protocol, target := tel.Destination()
+	shutErr := tel.Shutdown(context.Background())
+	tel = nil
+	printWaterfall(out, recorder.Ended())
+	fmt.Fprintf(out, "\nbackend   %s\n", res.Backend)
+	if req.Verify {
+		verdict := "ACCEPTED"
+		if !res.Verified {
+			verdict = "REJECTED"
+		}
+		fmt.Fprintf(out, "verifier  %s (gnark groth16.Verify)\n", verdict)
+	}
+	abs, _ := filepath.Abs(proofPath)
+	fmt.Fprintf(out, "proof     %s (%d bytes)\n", abs, len(res.Proof))
+	if protocol == "file" {
+		abs, _ = filepath.Abs(target)
+		fmt.Fprintf(out, "trace     %s (trace id %s)\n", abs, res.TraceID)
+	} else {
+		fmt.Fprintf(out, "trace     sent over OTLP %s to %s (trace id %s)\n", protocol, orEnv(target), res.TraceID)
+	}
+	if shutErr != nil {
+		return fmt.Errorf("trace export: %w", shutErr)
+	}
+	return nil
+}
+
+func orEnv(target string) string {
+	if target != "" {
+		return target
+	}
+	return "the OTEL_EXPORTER_OTLP_* endpoint"
+}
+
+// runJob runs one request as engine.job with an engine.queue child, as the
+// engine does for the daemon.
+// TODO: run it through prover/engine once that package is committed.
+func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, req *prover.Request) (*prover.Result, error) {
+	tracer := tp.Tracer(otelcuzk.ScopeName)
+	ctx, job := tracer.Start(ctx, otelcuzk.SpanEngineJob, trace.WithAttributes(
+		otelcuzk.KeyRequestID.String(req.RequestID),
+		otelcuzk.KeyJobID.String(req.RequestID),
+		otelcuzk.KeyCircuitID.String(req.Circuit),
+		otelcuzk.KeyCircuitConstraints.Int(req.Constraints),
+		otelcuzk.KeyPriority.String(req.Priority.String()),
+	))
+	defer job.End()
+	start := time.Now()
+	_, queue := tracer.Start(ctx, otelcuzk.SpanEngineQueue, trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(0)))
+	queue.End()
+	wait := time.Since(start)
+	res, err := r.Run(ctx, req)
+	if err != nil {
+		job.RecordError(err)
+		job.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	res.Timings.QueueWait = wait
+	res.Timings.Total += wait
+	return res, nil
+}
+
+// atomicFile is a temporary file beside the destination, renamed over it
+// on commit, so a failed or interrupted run leaves no partial proof. It is
+// created before proving, which also checks the destination is writable.
+type atomicFile struct {
+	path string
+	tmp  *os.File
+}
+
+func newAtomicFile(path string) (*atomicFile, error) {
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, errors.New("is a directory")
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	return &atomicFile{path: path, tmp: tmp}, nil
+}
+
+func (f *atomicFile) commit(data []byte) error {
+	if _, err := f.tmp.Write(data); err != nil {
+		return err
+	}
+	if err := f.tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.tmp.Sync(); err != nil {
+		return err
+	}
+	if err := f.tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+		return err
+	}
+	f.tmp = nil
+	return nil
+}
+
+// abort removes the temporary file unless committed; idempotent.
+func (f *atomicFile) abort() {
+	if f.tmp != nil {
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+		f.tmp = nil
+	}
+}
+
+// probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
+// an unreachable collector fails the command before proving, in at most
+// 2 s, rather than at the final flush.
+func probeOTLPEndpoint() error {
+	ep := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	if ep == "" {
+		ep = strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
+	if ep == "" {
+		return nil
+	}
+	host := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("OTLP endpoint %q is not a URL", ep)
+		}
+		host = u.Host
+		if u.Port() == "" {
+			port := "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+			host = net.JoinHostPort(u.Hostname(), port)
+		}
+	}
+	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("OTLP endpoint %s unreachable: %w", ep, err)
+	}
+	conn.Close()
+	return nil
+}
+
+// printWaterfall prints the spans of the trace as a tree: start offset from
+// the root, duration and untraced time per span, and a bar on the time axis.
+// TODO: use otelcuzk/tracefile's waterfall of the trace file once committed.
+func printWaterfall(w io.Writer, spans []sdktrace.ReadOnlySpan) {
+	if len(spans) == 0 {
+		return
+	}
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	ids := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext().SpanID()] = true
+	}
+	var roots []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if p := s.Parent().SpanID(); s.Parent().IsValid() && ids[p] {
+			children[p] = append(children[p], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	sortSpans := func(ss []sdktrace.ReadOnlySpan) {
+		for i := 1; i < len(ss); i++ {
+			for j := i; j > 0 && ss[j].StartTime().Before(ss[j-1].StartTime()); j-- {
+				ss[j], ss[j-1] = ss[j-1], ss[j]
+			}
+		}
+	}
+	sortSpans(roots)
+	t0, t1 := roots[0].StartTime(), roots[0].EndTime()
+	for _, s := range spans {
+		if s.EndTime().After(t1) {
+			t1 = s.EndTime()
+		}
+	}
+	total := t1.Sub(t0)
+	const barWidth = 40
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	fmt.Fprintf(w, "%-44s %10s %10s %10s  %s\n", "span", "start ms", "dur ms", "untraced", "timeline")
+	var walk func(s sdktrace.ReadOnlySpan, depth int)
+	walk = func(s sdktrace.ReadOnlySpan, depth int) {
+		untraced := ""
+		for _, c := range children[s.SpanContext().SpanID()] {
+			if c.Name() == otelcuzk.SpanUntraced {
+				for _, a := range c.Attributes() {
+					if a.Key == otelcuzk.KeyUntracedMS {
+						untraced = fmt.Sprintf("%.1f", a.Value.AsFloat64())
+					}
+				}
+			}
+		}
+		bar := []byte(strings.Repeat(" ", barWidth))
+		if total > 0 {
+			from := int(float64(s.StartTime().Sub(t0)) / float64(total) * barWidth)
+			to := int(float64(s.EndTime().Sub(t0)) / float64(total) * barWidth)
+			for i := from; i <= to && i < barWidth; i++ {
+				bar[i] = '#'
+			}
+		}
+		label := strings.Repeat("  ", depth) + s.Name()
+		if len(label) > 44 {
+			label = label[:44]
+		}
+		fmt.Fprintf(w, "%-44s %10.1f %10.1f %10s  |%s|\n", label, ms(s.StartTime().Sub(t0)), ms(s.EndTime().Sub(s.StartTime())), untraced, bar)
+		kids := children[s.SpanContext().SpanID()]
+		sortSpans(kids)
+		for _, c := range kids {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+}

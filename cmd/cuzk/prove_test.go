@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCuzk runs the command line in-process and returns stdout, stderr and
+// the error main would print (exit status 1).
+func runCuzk(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.Run(append([]string{"cuzk"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+func TestProveWritesProofTraceAndWaterfall(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof, traceFile := filepath.Join(dir, "p.bin"), filepath.Join(dir, "t.jsonl")
+	out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "1024",
+		"--backend", "cpu", "--release", "async", "--proof", proof, "--trace-file", traceFile)
+	if err != nil {
+		t.Fatalf("prove: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"engine.job", "engine.queue", "keys.load", "pipeline.synthesize", "pipeline.prove",
+		"groth16.prove", "groth16.compute_h", "ntt.inverse_coset", "msm.g1.h", "msm.g2.b", "buffer.release",
+		"pipeline.serialize", "proof.verify", "ACCEPTED", proof, traceFile} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if fi, err := os.Stat(proof); err != nil || fi.Size() == 0 {
+		t.Fatalf("proof file: %v", err)
+	}
+	data, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"resourceSpans"`, `"engine.job"`, `"msm.g1.a"`, `"buffer.release"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("trace file lacks %s", want)
+		}
+	}
+	noTempFiles(t, dir)
+
+	// Pool and sync modes too.
+	for _, mode := range []string{"sync", "pool"} {
+		if _, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "1024",
+			"--backend", "cpu", "--release", mode, "--proof", proof, "--trace-file", traceFile); err != nil {
+			t.Fatalf("--release %s: %v\n%s", mode, err, errOut)
+		}
+	}
+}
+
+func noTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof, traceFile := filepath.Join(dir, "p.bin"), filepath.Join(dir, "t.jsonl")
+	base := func(extra ...string) []string {
+		args := []string{"prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
+			"--proof", proof, "--trace-file", traceFile}
+		return append(args, extra...)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown circuit", base("--circuit", "fibonacci"), "unknown circuit"},
+		{"zero constraints", base("--constraints", "0"), "bad constraint count"},
+		{"negative constraints", base("--constraints", "-5"), "bad constraint count"},
+		{"too large for memory", base("--constraints", "1099511627776"), "too large for this machine's memory"},
+		{"unwritable proof path", base("--proof", filepath.Join(dir, "no", "such", "dir", "p.bin")), "proof file"},
+		{"proof path is a directory", base("--proof", dir), "is a directory"},
+		{"unwritable trace path", base("--trace-file", filepath.Join(dir, "no", "such", "t.jsonl")), "trace"},
+		{"unknown release mode", base("--release", "later"), "unknown release mode"},
+		{"unknown backend", base("--backend", "tpu"), "unknown backend"},
+		{"cuda without the backend", base("--backend", "cuda"), "backend unavailable"},
+		{"merkle below one level", base("--circuit", "merkle", "--constraints", "100"), "merkle needs at least"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			_, _, err := runCuzk(t, c.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error on several lines: %q", err)
+			}
+			if _, serr := os.Stat(proof); serr == nil {
+				t.Error("a proof file was written")
+			}
+			noTempFiles(t, dir)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestProveWithUnreachableOTLPEndpointFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	for _, ep := range []string{"http://127.0.0.1:1", "127.0.0.1:1"} {
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", ep)
+		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+		proof := filepath.Join(dir, "p.bin")
+		start := time.Now()
+		_, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu", "--proof", proof)
+		if err == nil || !strings.Contains(err.Error(), "unreachable") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err = %v, want one line naming the unreachable endpoint", ep, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: took %v", ep, d)
+		}
+		if _, serr := os.Stat(proof); serr == nil {
+			t.Errorf("%s: proof written", ep)
+		}
+		noTempFiles(t, dir)
+	}
+}
+
+func TestSetupCachesTheKeyOnce(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"setup", "--circuit", "mulchain", "--constraints", "512", "--cache-dir", dir}
+	out1, _, err := runCuzk(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, _, err := runCuzk(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out1, "made by groth16.Setup") || !strings.Contains(out2, "already cached") {
+		t.Errorf("first %q, second %q", out1, out2)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.keys"))
+	if len(files) != 1 {
+		t.Errorf("cache holds %v", files)
+	}
+	if _, _, err := runCuzk(t, "setup", "--circuit", "nosuch", "--cache-dir", dir); err == nil || !strings.Contains(err.Error(), "unknown circuit") {
+		t.Errorf("unknown circuit: %v", err)
+	}
+	// prove then reuses the key setup made.
+	proof := filepath.Join(t.TempDir(), "p.bin")
+	if _, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
+		"--cache-dir", dir, "--proof", proof, "--trace-file", filepath.Join(t.TempDir(), "t.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.keys")); len(files) != 1 {
+		t.Errorf("prove made another key: %v", files)
+	}
+}

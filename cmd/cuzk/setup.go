@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/consensys/gnark/logger"
+	"github.com/urfave/cli/v2"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/keys"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "setup",
+		Usage: "build and cache the Groth16 proving key of a built-in circuit",
+		Description: "Compiles the circuit and runs gnark's groth16.Setup once, storing the keys\n" +
+			"in the key cache (keyed by the SHA-256 of the constraint system), so that\n" +
+			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
+			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (approximate for merkle)"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
+			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+		},
+		Action: func(c *cli.Context) error { return oneLine(setupAction(c)) },
+	})
+}
+
+func setupAction(c *cli.Context) error {
+	logger.Disable()
+	errOut := c.App.ErrWriter
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	name, n := c.String("circuit"), c.Int("constraints")
+	in, err := circuits.Build(name, n)
+	if err != nil {
+		return err
+	}
+	if err := circuits.CheckMemory(name, n); err != nil {
+		return err
+	}
+	cache, err := keys.New(c.String("cache-dir"), keys.WithProgress(errOut, c.Bool("progress")))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ccs, err := in.Compile()
+	if err != nil {
+		return err
+	}
+	k, err := cache.Load(c.Context, ccs)
+	if err != nil {
+		return err
+	}
+	how := fmt.Sprintf("made by groth16.Setup in %.1f s", time.Since(start).Seconds())
+	if k.CacheHit {
+		how = "already cached"
+	}
+	dir, _ := filepath.Abs(cache.Dir())
+	fmt.Fprintf(c.App.Writer, "%s, %d constraints (%s): keys %s\n  %s\n",
+		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+".keys"))
+	return nil
+}
