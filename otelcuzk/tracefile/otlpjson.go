@@ -16,14 +16,14 @@ import (
 
 // ErrMalformed is wrapped by every error about the content of the input (as
 // opposed to an error reading it).
-var ErrMalformed = errors.New("linesError OTLP JSON")
+var ErrMalformed = errors.New("malformed OTLP JSON")
 
 // ReadOTLPJSONLines reads OTLP JSON traces (OpenTelemetry Protocol
-// specification, "JSON Protobuf Encoding"): one {"linesResourceSpans":[...]}
+// specification, "JSON Protobuf Encoding"): one {"resourceSpans":[...]}
 // object per line, as otelcuzk's file exporter and the OpenTelemetry
 // Collector's file exporter write, or a single document spread over many
 // lines. It also accepts Grafana Tempo's shapes ({"batches":[...]} of
-// /api/traces, {"trace":{"linesResourceSpans":[...]}} of /api/v2/traces, and the
+// /api/traces, {"trace":{"resourceSpans":[...]}} of /api/v2/traces, and the
 // older "instrumentationLibrarySpans"), trace and span ids in hex or base64,
 // 64-bit integers as strings or numbers, and enums as integers or names.
 //
