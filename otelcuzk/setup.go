@@ -69,10 +69,15 @@ func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) 
 // WithResourceAttributes, WithServiceName; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES are read.
 //
-// New installs no globals. An unwritable trace file, an unsupported protocol
-// and malformed OTEL_RESOURCE_ATTRIBUTES are errors.
+// New installs no globals. An unwritable trace file, an unsupported protocol,
+// and malformed or unsupported values of OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_TRACES_SAMPLER[_ARG], OTEL_BSP_*, OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT
+// or INSECURE are errors naming the variable.
 func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	c := newConfig(opts)
+	if err := checkEnv(c); err != nil {
+		return nil, err
+	}
 	res, err := newResource(ctx, c)
 	if err != nil {
 		return nil, err

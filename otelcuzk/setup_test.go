@@ -547,3 +547,32 @@ func TestSetupInstallsUntracedProcessorByDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestMalformedVarsAreErrorsNamingThem(t *testing.T) {
+	for name, value := range map[string]string{
+		"OTEL_TRACES_SAMPLER":            "alwayson",
+		"OTEL_TRACES_SAMPLER_ARG":        "1.5",
+		"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "lots",
+		"OTEL_BSP_SCHEDULE_DELAY":        "-1",
+		"OTEL_EXPORTER_OTLP_TIMEOUT":     "10s",
+		"OTEL_EXPORTER_OTLP_INSECURE":    "yes please",
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			if name == "OTEL_TRACES_SAMPLER_ARG" {
+				t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+			}
+			t.Setenv(name, value)
+			_, err := New(context.Background(), WithoutGlobal(), WithExporter(tracetest.NewNoopExporter()))
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("err = %v, want one naming %s", err, name)
+			}
+		})
+	}
+	// An option in place of the variable makes the variable irrelevant.
+	clearEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "xray")
+	if _, err := New(context.Background(), WithoutGlobal(), WithExporter(tracetest.NewNoopExporter()), WithSampler(sdktrace.NeverSample())); err != nil {
+		t.Fatalf("WithSampler did not override a bad OTEL_TRACES_SAMPLER: %v", err)
+	}
+}
