@@ -26,8 +26,18 @@
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define EC_HD __host__ __device__ __forceinline__
+// The point additions and doublings are called, not inlined, on the device
+// unless EC_INLINE_ALL is defined: each holds ten or more inlined field
+// multiplications, and one copy per call site made NVRTC and ptxas take
+// minutes over msm.cu.
+#ifdef EC_INLINE_ALL
+#define EC_HD_CALL __host__ __device__ __forceinline__
+#else
+#define EC_HD_CALL static __host__ __device__ __noinline__
+#endif
 #else
 #define EC_HD inline
+#define EC_HD_CALL inline
 #endif
 
 namespace ec {
@@ -83,7 +93,7 @@ EC_HD g1_xyzz xyzz_neg(const g1_xyzz &p) {
 }
 
 // 2·p, dbl-2008-s-1. Infinity doubles to infinity (ZZ stays 0).
-EC_HD g1_xyzz xyzz_dbl(const g1_xyzz &p) {
+EC_HD_CALL g1_xyzz xyzz_dbl(const g1_xyzz &p) {
   fp_t U = fp_t::dbl(p.Y);
   fp_t V = fp_t::sqr(U);
   fp_t W = fp_t::mul(U, V);
@@ -99,7 +109,7 @@ EC_HD g1_xyzz xyzz_dbl(const g1_xyzz &p) {
 }
 
 // 2·a for affine a (not at infinity), mdbl-2008-s-1.
-EC_HD g1_xyzz xyzz_dbl_affine(const g1_affine &a) {
+EC_HD_CALL g1_xyzz xyzz_dbl_affine(const g1_affine &a) {
   fp_t U = fp_t::dbl(a.y);
   fp_t V = fp_t::sqr(U);
   fp_t W = fp_t::mul(U, V);
@@ -116,7 +126,7 @@ EC_HD g1_xyzz xyzz_dbl_affine(const g1_affine &a) {
 
 // p + a for affine a, madd-2008-s; total (infinity on either side, a = p,
 // a = −p).
-EC_HD g1_xyzz xyzz_add_affine(const g1_xyzz &p, const g1_affine &a) {
+EC_HD_CALL g1_xyzz xyzz_add_affine(const g1_xyzz &p, const g1_affine &a) {
   if (affine_is_inf(a)) return p;
   if (xyzz_is_inf(p)) return xyzz_from_affine(a);
   fp_t U2 = fp_t::mul(a.x, p.ZZ);
@@ -139,7 +149,7 @@ EC_HD g1_xyzz xyzz_add_affine(const g1_xyzz &p, const g1_affine &a) {
 }
 
 // p + q, add-2008-s; total.
-EC_HD g1_xyzz xyzz_add(const g1_xyzz &p, const g1_xyzz &q) {
+EC_HD_CALL g1_xyzz xyzz_add(const g1_xyzz &p, const g1_xyzz &q) {
   if (xyzz_is_inf(q)) return p;
   if (xyzz_is_inf(p)) return q;
   fp_t U1 = fp_t::mul(p.X, q.ZZ);
@@ -165,7 +175,7 @@ EC_HD g1_xyzz xyzz_add(const g1_xyzz &p, const g1_xyzz &q) {
 
 // k·p for a small k (k < 2^32), left-to-right double-and-add. Used for the
 // offsets of the parallel bucket reduction, where k is a bucket index.
-EC_HD g1_xyzz xyzz_mul_u32(const g1_xyzz &p, unsigned int k) {
+EC_HD_CALL g1_xyzz xyzz_mul_u32(const g1_xyzz &p, unsigned int k) {
   if (k == 0) return xyzz_inf();
   int top = 31;
   while (((k >> top) & 1u) == 0) top--;

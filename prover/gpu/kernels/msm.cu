@@ -14,10 +14,14 @@
 //   cursor    W·B u32         scatter cursors (a copy of bucket_off)
 //   seg_off   W·(B+1) u32     first segment of each bucket; [B] = total
 //   sorted    W·n u32         point index | MSM_NEG_FLAG, grouped by bucket
-//   partials  W·seg_cap xyzz  one sum per segment
+//   partials  W·seg_cap xyzz  one sum per segment; after the merge passes
+//                             the first segment of each bucket holds the
+//                             bucket's sum
+//   seg_bucket W·seg_cap u32  the bucket of each segment
 //   parts     W·(B/m) xyzz    one value per reduction slice
-//   wsums     W xyzz          one value per window
-//   result    1 g1_jac        gnark's G1Jac, Montgomery form
+//   wsums     W xyzz          one value per window, combined on the host
+//                             (W·c doublings are microseconds on a CPU and
+//                             milliseconds on one GPU thread)
 #include "ec.cuh"
 #include "msm.cuh"
 
@@ -65,10 +69,15 @@ extern "C" __global__ void msm_digits_count(ff::fr_t *scalars, msm_u32 n, msm_u3
   scalars[i] = s;
   msm_u32 nb = 1u << (c - 1);
   msm_u32 carry = 0;
+  msm_u32 lane = threadIdx.x & 31;
   for (msm_u32 w = 0; w < nwin; w++) {
     bool neg;
     msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
-    if (d != 0) atomicAdd(&counts[w * nb + d - 1], 1u);
+    msm_u32 key = d ? w * nb + d - 1 : MSM_NO_BUCKET;
+    // Lanes with the same bucket add once (all scalars equal would
+    // otherwise serialise n atomics on one address).
+    msm_u32 peers = __match_any_sync(__activemask(), key);
+    if (key != MSM_NO_BUCKET && lane == (msm_u32)(__ffs(peers) - 1)) atomicAdd(&counts[key], (msm_u32)__popc(peers));
   }
 }
 
@@ -123,11 +132,18 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
   ff::fr_t s = scalars[i];
   msm_u32 nb = 1u << (c - 1);
   msm_u32 carry = 0;
+  msm_u32 lane = threadIdx.x & 31;
   for (msm_u32 w = 0; w < nwin; w++) {
     bool neg;
     msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
-    if (d == 0) continue;
-    msm_u32 pos = atomicAdd(&cursor[w * nb + d - 1], 1u);
+    msm_u32 key = d ? w * nb + d - 1 : MSM_NO_BUCKET;
+    msm_u32 peers = __match_any_sync(__activemask(), key);
+    msm_u32 leader = (msm_u32)(__ffs(peers) - 1);
+    msm_u32 pos = 0;
+    if (key != MSM_NO_BUCKET && lane == leader) pos = atomicAdd(&cursor[key], (msm_u32)__popc(peers));
+    pos = __shfl_sync(peers, pos, leader);
+    if (key == MSM_NO_BUCKET) continue;
+    pos += __popc(peers & ((1u << lane) - 1));
     sorted[(msm_u64)w * n + pos] = i | (neg ? MSM_NEG_FLAG : 0u);
   }
 }
@@ -136,7 +152,8 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 // MSM_SEGMENT points of one bucket, in XYZZ, written to partials.
 extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
     const ec::g1_affine *bases, const msm_u32 *sorted, const msm_u32 *counts, const msm_u32 *bucket_off,
-    const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, ec::g1_xyzz *partials) {
+    const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, ec::g1_xyzz *partials,
+    msm_u32 *seg_bucket) {
   msm_u32 w = blockIdx.y;
   msm_u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
   const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
@@ -165,6 +182,27 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
     acc = ec::xyzz_add_affine(acc, a);
   }
   partials[(msm_u64)w * seg_cap + idx] = acc;
+  seg_bucket[(msm_u64)w * seg_cap + idx] = b;
+}
+
+// One pass of the pairwise sum of each bucket's segments: segment r of a
+// bucket (counted from the bucket's first) with r ≡ 0 mod 2·stride takes
+// in segment r + stride. After passes with stride 1, 2, 4, ... up to the
+// longest bucket's segment count, each bucket's first segment holds its
+// sum, in log depth however uneven the buckets are.
+extern "C" __global__ void __launch_bounds__(128) msm_segment_merge(ec::g1_xyzz *partials,
+                                                                    const msm_u32 *seg_bucket,
+                                                                    const msm_u32 *seg_off, msm_u32 nb,
+                                                                    msm_u32 seg_cap, msm_u32 stride) {
+  msm_u32 w = blockIdx.y;
+  msm_u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
+  const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
+  if (idx >= so[nb]) return;
+  msm_u32 b = seg_bucket[(msm_u64)w * seg_cap + idx];
+  msm_u32 r = idx - so[b], nseg = so[b + 1] - so[b];
+  if (r % (2 * stride) != 0 || r + stride >= nseg) return;
+  ec::g1_xyzz *pw = partials + (msm_u64)w * seg_cap;
+  pw[idx] = ec::xyzz_add(pw[idx], pw[idx + stride]);
 }
 
 // Window reduction, one thread per slice of m buckets (blockIdx.y is the
@@ -185,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce(const ec::g1
   ec::g1_xyzz running = ec::xyzz_inf(), total = ec::xyzz_inf();
   for (int t = (int)m - 1; t >= 0; t--) {
     msm_u32 b = j * m + (msm_u32)t;
-    for (msm_u32 s = so[b]; s < so[b + 1]; s++) running = ec::xyzz_add(running, pw[s]);
+    if (so[b] < so[b + 1]) running = ec::xyzz_add(running, pw[so[b]]);
     total = ec::xyzz_add(total, running);
   }
   if (j != 0) total = ec::xyzz_add(total, ec::xyzz_mul_u32(running, j * m));
@@ -208,34 +246,4 @@ extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
     __syncthreads();
   }
   if (t == 0) wsums[w] = sh[0];
-}
-
-// Σ_w 2^(c·w)·wsums[w] by Horner's rule, on one thread (W·c doublings);
-// the result in gnark's G1Jac layout.
-extern "C" __global__ void msm_combine(const ec::g1_xyzz *wsums, msm_u32 nwin, msm_u32 c, ec::g1_jac *result) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  ec::g1_xyzz acc = wsums[nwin - 1];
-  for (int w = (int)nwin - 2; w >= 0; w--) {
-    for (msm_u32 k = 0; k < c; k++) acc = ec::xyzz_dbl(acc);
-    acc = ec::xyzz_add(acc, wsums[w]);
-  }
-  *result = ec::xyzz_to_jac(acc);
-}
-
-// Equality of a G1Jac and an affine point (gnark's encodings), for the
-// devtest harness: *ok = 1 when equal, else 0.
-extern "C" __global__ void msm_check_eq(const ec::g1_jac *p, const ec::g1_affine *want, msm_u32 *ok) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  const ec::g1_jac &j = *p;
-  bool eq;
-  if (ec::affine_is_inf(*want)) {
-    eq = ff::fp_t::is_zero(j.Z);
-  } else if (ff::fp_t::is_zero(j.Z)) {
-    eq = false;
-  } else {
-    ff::fp_t z2 = ff::fp_t::sqr(j.Z);
-    ff::fp_t z3 = ff::fp_t::mul(z2, j.Z);
-    eq = ff::fp_t::eq(ff::fp_t::mul(want->x, z2), j.X) && ff::fp_t::eq(ff::fp_t::mul(want->y, z3), j.Y);
-  }
-  *ok = eq ? 1u : 0u;
 }

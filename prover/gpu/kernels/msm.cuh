@@ -9,10 +9,11 @@
 //      |d| − 1 of its window, so a window has B = 2^(c−1) buckets;
 //   2. the (point, sign) pairs of each window are counting-sorted by bucket;
 //   3. each bucket is summed in XYZZ coordinates, a long bucket split into
-//      segments of at most MSM_SEGMENT points that run in parallel;
+//      segments of at most MSM_SEGMENT points that run in parallel, the
+//      segments then added pairwise in log passes;
 //   4. each window is reduced, Σ_b (b+1)·bucket_b, by running sums over
 //      slices of MSM_REDUCE_SLICE buckets in parallel;
-//   5. windows are combined, Σ_w 2^(c·w)·window_w (Horner).
+//   5. windows are combined, Σ_w 2^(c·w)·window_w (Horner), on the host.
 #ifndef OTELCUZK_MSM_CUH
 #define OTELCUZK_MSM_CUH
 
@@ -30,6 +31,9 @@
 
 // Threads per block of the scan (one block per window).
 #define MSM_SCAN_THREADS 1024
+
+// The key of a zero digit (no bucket).
+#define MSM_NO_BUCKET 0xffffffffu
 
 // The flag that marks a negated point in a sorted entry (point index in
 // the low 31 bits).

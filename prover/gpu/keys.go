@@ -1,0 +1,391 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+var (
+	// ErrBaseSetEvicted is returned by an MSM over a base set that was
+	// evicted before the MSM started.
+	ErrBaseSetEvicted = errors.New("base set evicted from the device")
+	// ErrKeyBudget is returned by Preload when a base set does not fit in
+	// the device budget (WithKeyBudget) even after evicting every idle set.
+	ErrKeyBudget = errors.New("base set exceeds the resident key budget")
+)
+
+// ResidentKeys keeps proving-key base sets (prover.BaseSet) in device
+// memory across proofs, uploaded once per circuit: cuzk's hot tier of the
+// SRS. Sets are found by BaseSet.ID, evicted explicitly (Evict) or, when
+// the device or the budget is full, least recently used first. Device
+// memory goes back through the Releaser, as buffer.release spans.
+//
+// All methods are safe for concurrent use. A set in use by an MSM is freed
+// when that MSM ends.
+type ResidentKeys struct {
+	c        *cudaspans.Context
+	releaser *cudaspans.Releaser
+	tracer   trace.Tracer
+	budget   int64
+
+	mu    sync.Mutex
+	sets  map[string]*ResidentBases
+	bytes int64 // device bytes of sets loaded or loading, until freed
+	clock uint64
+}
+
+// ResidentBases is one base set in device memory, gnark's G1Affine layout
+// (96 bytes a point, Montgomery form, infinity as (0, 0)).
+type ResidentBases struct {
+	keys  *ResidentKeys
+	id    string
+	n     int
+	bytes int64
+
+	ready chan struct{} // closed when the upload ended
+	err   error         // the upload's error, set before ready closes
+
+	// guarded by keys.mu
+	buf      *cudaspans.DeviceBuffer
+	users    int
+	evicted  bool
+	lastUse  uint64
+	evictCtx context.Context
+}
+
+// KeysOption configures ResidentKeys.
+type KeysOption interface{ applyKeys(*keysConfig) }
+
+type keysConfig struct {
+	releaser *cudaspans.Releaser
+	tp       trace.TracerProvider
+	budget   int64
+}
+
+type keysOptionFunc func(*keysConfig)
+
+func (f keysOptionFunc) applyKeys(c *keysConfig) { f(c) }
+
+// WithKeysReleaser frees evicted sets through r (default: a synchronous
+// Releaser on the same TracerProvider).
+func WithKeysReleaser(r *cudaspans.Releaser) KeysOption {
+	return keysOptionFunc(func(c *keysConfig) { c.releaser = r })
+}
+
+// WithKeysTracerProvider records keys.preload spans with tp (default: the
+// global one).
+func WithKeysTracerProvider(tp trace.TracerProvider) KeysOption {
+	return keysOptionFunc(func(c *keysConfig) { c.tp = tp })
+}
+
+// WithKeyBudget caps the device bytes of resident sets (default 0: no cap
+// but the device's memory).
+func WithKeyBudget(bytes int64) KeysOption {
+	return keysOptionFunc(func(c *keysConfig) { c.budget = bytes })
+}
+
+// NewResidentKeys returns an empty resident key store on c's device.
+func NewResidentKeys(c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, error) {
+	var cfg keysConfig
+	for _, o := range opts {
+		o.applyKeys(&cfg)
+	}
+	if cfg.budget < 0 {
+		return nil, fmt.Errorf("keys: negative budget %d", cfg.budget)
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	if cfg.releaser == nil {
+		r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
+		if err != nil {
+			return nil, err
+		}
+		cfg.releaser = r
+	}
+	return &ResidentKeys{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+		budget: cfg.budget, sets: map[string]*ResidentBases{}}, nil
+}
+
+// PreloadG1 makes set resident and returns it: the first call for an ID
+// uploads the points on stream s (span keys.preload with
+// cuzk.key.base_set, cuzk.buffer.bytes and cuzk.key.cache_hit), later
+// calls return the resident copy without a copy. Concurrent calls for one
+// ID upload once.
+//
+// Errors: an empty ID or point set, a resident set of the same ID with a
+// different length, ErrKeyBudget, and cudaspans.ErrOutOfMemory (wrapped)
+// when the device has no room even after evicting every idle set.
+func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (rb *ResidentBases, err error) {
+	if set.ID == "" {
+		return nil, errors.New("keys: base set without an ID")
+	}
+	if len(set.Points) == 0 {
+		return nil, fmt.Errorf("keys: base set %s has no points", set.ID)
+	}
+	ctx, span := k.tracer.Start(ctx, otelcuzk.SpanKeysPreload, trace.WithAttributes(
+		otelcuzk.KeyBaseSetID.String(set.ID), otelcuzk.KeyMSMSize.Int(len(set.Points))))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+		}
+		span.SetAttributes(otelcuzk.KeyResidentBytes.Int64(k.Bytes()))
+		span.End()
+	}()
+
+	bytes := int64(len(set.Points)) * msmAffineBytes
+	k.mu.Lock()
+	if rb, ok := k.sets[set.ID]; ok {
+		k.clock++
+		rb.lastUse = k.clock
+		k.mu.Unlock()
+		<-rb.ready
+		span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(true))
+		if rb.err != nil {
+			return nil, rb.err
+		}
+		if rb.n != len(set.Points) {
+			return nil, fmt.Errorf("keys: base set %s is resident with %d points, preload has %d", set.ID, rb.n, len(set.Points))
+		}
+		return rb, nil
+	}
+	span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(false), otelcuzk.KeyBufferBytes.Int64(bytes))
+	if k.budget > 0 {
+		if bytes > k.budget {
+			k.mu.Unlock()
+			return nil, fmt.Errorf("keys: base set %s needs %d bytes, budget %d: %w", set.ID, bytes, k.budget, ErrKeyBudget)
+		}
+		for k.bytes+bytes > k.budget {
+			if !k.evictOldestLocked(ctx) {
+				k.mu.Unlock()
+				return nil, fmt.Errorf("keys: base set %s needs %d bytes, %d of budget %d in use: %w",
+					set.ID, bytes, k.bytes, k.budget, ErrKeyBudget)
+			}
+		}
+	}
+	rb = &ResidentBases{keys: k, id: set.ID, n: len(set.Points), bytes: bytes, ready: make(chan struct{})}
+	k.clock++
+	rb.lastUse = k.clock
+	rb.users = 1 // the upload
+	k.sets[set.ID] = rb
+	k.bytes += bytes
+	k.mu.Unlock()
+
+	buf, err := k.upload(ctx, s, set)
+	k.mu.Lock()
+	rb.users--
+	var orphan *cudaspans.DeviceBuffer
+	switch {
+	case err != nil:
+		if k.sets[set.ID] == rb {
+			delete(k.sets, set.ID)
+		}
+		k.bytes -= bytes
+	case rb.evicted: // Evict ran during the upload
+		orphan = buf
+		k.bytes -= bytes
+		err = fmt.Errorf("keys: base set %s: %w during its upload", set.ID, ErrBaseSetEvicted)
+	default:
+		rb.buf = buf
+	}
+	rb.err = err
+	k.mu.Unlock()
+	close(rb.ready)
+	if orphan != nil {
+		if rerr := k.releaser.Release(ctx, "keys."+set.ID, orphan); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rb, nil
+}
+
+// upload allocates the set's device memory, evicting idle sets while the
+// device is out of memory, and copies the points.
+func (k *ResidentKeys) upload(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*cudaspans.DeviceBuffer, error) {
+	bytes := len(set.Points) * msmAffineBytes
+	var buf *cudaspans.DeviceBuffer
+	for {
+		var err error
+		buf, err = k.c.Alloc(ctx, bytes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, cudaspans.ErrOutOfMemory) {
+			return nil, fmt.Errorf("keys: base set %s: %w", set.ID, err)
+		}
+		k.mu.Lock()
+		evicted := k.evictOldestLocked(ctx)
+		k.mu.Unlock()
+		if !evicted {
+			return nil, fmt.Errorf("keys: base set %s (%d points, %d bytes) does not fit in device memory: %w",
+				set.ID, len(set.Points), bytes, err)
+		}
+	}
+	if err := cudaspans.HtoD(ctx, s, buf.Ptr(), set.Points); err != nil {
+		_ = k.releaser.Release(ctx, "keys."+set.ID, buf)
+		return nil, fmt.Errorf("keys: upload base set %s: %w", set.ID, err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		_ = k.releaser.Release(ctx, "keys."+set.ID, buf)
+		return nil, fmt.Errorf("keys: upload base set %s: %w", set.ID, err)
+	}
+	return buf, nil
+}
+
+// evictOldestLocked evicts the least recently used set that is loaded and
+// idle; false when there is none. k.mu is held.
+func (k *ResidentKeys) evictOldestLocked(ctx context.Context) bool {
+	var oldest *ResidentBases
+	for _, rb := range k.sets {
+		if rb.buf == nil || rb.users > 0 {
+			continue
+		}
+		if oldest == nil || rb.lastUse < oldest.lastUse {
+			oldest = rb
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(k.sets, oldest.id)
+	oldest.evicted = true
+	buf := oldest.buf
+	oldest.buf = nil
+	k.bytes -= oldest.bytes
+	// Free without k.mu would be nicer, but the caller needs the memory
+	// back before it retries; an idle set has no user to wait for.
+	_ = k.releaser.Release(ctx, "keys."+oldest.id, buf)
+	return true
+}
+
+// Get returns the resident set id, if loaded, and marks it used.
+func (k *ResidentKeys) Get(id string) (*ResidentBases, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rb, ok := k.sets[id]
+	if !ok || rb.buf == nil {
+		return nil, false
+	}
+	k.clock++
+	rb.lastUse = k.clock
+	return rb, true
+}
+
+// Evict removes set id from the device: its memory is released now
+// (buffer.release span, a child of the span in ctx), or when the MSMs
+// using it end. It reports whether the set was resident.
+func (k *ResidentKeys) Evict(ctx context.Context, id string) (bool, error) {
+	k.mu.Lock()
+	rb, ok := k.sets[id]
+	if !ok {
+		k.mu.Unlock()
+		return false, nil
+	}
+	delete(k.sets, id)
+	rb.evicted = true
+	if rb.users > 0 || rb.buf == nil {
+		// In use (or still uploading): the last user frees it.
+		rb.evictCtx = context.WithoutCancel(ctx)
+		k.mu.Unlock()
+		return true, nil
+	}
+	buf := rb.buf
+	rb.buf = nil
+	k.bytes -= rb.bytes
+	k.mu.Unlock()
+	return true, k.releaser.Release(ctx, "keys."+id, buf)
+}
+
+// EvictAll evicts every set (Evict for each) and returns the joined errors.
+func (k *ResidentKeys) EvictAll(ctx context.Context) error {
+	var errs []error
+	for _, id := range k.IDs() {
+		if _, err := k.Evict(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Bytes returns the device memory held by resident sets (loaded, loading,
+// or evicted but still in use), in bytes.
+func (k *ResidentKeys) Bytes() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.bytes
+}
+
+// IDs returns the IDs of the resident sets, sorted.
+func (k *ResidentKeys) IDs() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ids := make([]string, 0, len(k.sets))
+	for id := range k.sets {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// ID returns the set's BaseSet.ID.
+func (b *ResidentBases) ID() string { return b.id }
+
+// Len returns the number of points.
+func (b *ResidentBases) Len() int { return b.n }
+
+// Bytes returns the device bytes the points take (96 a point).
+func (b *ResidentBases) Bytes() int64 { return b.bytes }
+
+// acquire pins the set for one MSM and returns its device address and the
+// function that unpins it (and frees the set if it was evicted meanwhile).
+func (b *ResidentBases) acquire() (cudaspans.DevicePtr, func(), error) {
+	<-b.ready
+	if b.err != nil {
+		return 0, nil, b.err
+	}
+	k := b.keys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if b.evicted || b.buf == nil {
+		return 0, nil, fmt.Errorf("msm: base set %s: %w", b.id, ErrBaseSetEvicted)
+	}
+	b.users++
+	k.clock++
+	b.lastUse = k.clock
+	ptr := b.buf.Ptr()
+	return ptr, func() {
+		k.mu.Lock()
+		b.users--
+		var buf *cudaspans.DeviceBuffer
+		if b.users == 0 && b.evicted && b.buf != nil {
+			buf = b.buf
+			b.buf = nil
+			k.bytes -= b.bytes
+		}
+		ctx := b.evictCtx
+		k.mu.Unlock()
+		if buf != nil {
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			_ = k.releaser.Release(ctx, "keys."+b.id, buf)
+		}
+	}, nil
+}

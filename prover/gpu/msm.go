@@ -1,0 +1,500 @@
+package gpu
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"unsafe"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// The MSM kernels and the headers they include, compiled at run time with
+// NVRTC (the same files the host tests and the devtest harness compile).
+var (
+	//go:embed kernels/msm.cu
+	msmSource string
+	//go:embed kernels/msm.cuh
+	msmHeader string
+	//go:embed kernels/ec.cuh
+	ecHeader string
+	//go:embed kernels/ff.cuh
+	ffHeader string
+)
+
+// Constants of kernels/msm.cuh, repeated for the host side of the plan.
+const (
+	msmSegment       = 128  // MSM_SEGMENT
+	msmReduceSlice   = 32   // MSM_REDUCE_SLICE
+	msmWindowThreads = 128  // MSM_WINDOW_SUM_THREADS
+	msmScanThreads   = 1024 // MSM_SCAN_THREADS
+	msmBlock         = 128  // threads per block of the point kernels
+	msmMinChunk      = 1 << 12
+	msmMaxPoints     = 1<<31 - 1 // point indices are 31 bits in a sorted entry
+	msmAffineBytes   = 96
+	msmXYZZBytes     = 192
+	msmScalarBytes   = 32
+)
+
+// ErrMSMTooLarge is returned (wrapped, with cudaspans.ErrOutOfMemory) when
+// an MSM does not fit in device memory even split into the smallest chunks.
+var ErrMSMTooLarge = errors.New("MSM does not fit in device memory")
+
+// MSM computes multi-scalar multiplications on G1 of BLS12-381 on one GPU
+// with Pippenger's bucket method (kernels/msm.cuh describes the steps):
+// signed c-bit digits computed on the GPU from the Montgomery-form scalars,
+// points counting-sorted by bucket, buckets summed in XYZZ coordinates,
+// windows reduced by running sums, and the W window sums combined on the
+// host. Scalars and bases are gnark-crypto values, copied to the device
+// byte for byte.
+//
+// An MSM runs one multiplication at a time (its methods serialise on a
+// mutex); it is safe for concurrent use.
+type MSM struct {
+	c        *cudaspans.Context
+	mod      *cudaspans.Module
+	releaser *cudaspans.Releaser
+	tracer   trace.Tracer
+	maxChunk int
+	window   int
+
+	fill, digits, scan, scatter, accumulate, merge, reduce, windowSum *cudaspans.Function
+
+	mu sync.Mutex
+}
+
+// MSMOption configures an MSM.
+type MSMOption interface{ applyMSM(*msmConfig) }
+
+type msmConfig struct {
+	releaser *cudaspans.Releaser
+	tp       trace.TracerProvider
+	maxChunk int
+	window   int
+	compile  cudaspans.CompileOptions
+}
+
+type msmOptionFunc func(*msmConfig)
+
+func (f msmOptionFunc) applyMSM(c *msmConfig) { f(c) }
+
+// WithMSMReleaser frees the MSM's device workspace through r (buffer.release
+// spans; in pool mode the workspace is reused by the next MSM). Default: a
+// synchronous Releaser on the global TracerProvider.
+func WithMSMReleaser(r *cudaspans.Releaser) MSMOption {
+	return msmOptionFunc(func(c *msmConfig) { c.releaser = r })
+}
+
+// WithMSMTracerProvider records the MSM spans with tp (default: the global
+// one). Kernel and copy spans follow the cudaspans.Context's own provider.
+func WithMSMTracerProvider(tp trace.TracerProvider) MSMOption {
+	return msmOptionFunc(func(c *msmConfig) { c.tp = tp })
+}
+
+// WithMaxChunk caps the points per device pass (default: as many as device
+// memory holds). Larger MSMs are split into chunks whose results are added.
+func WithMaxChunk(points int) MSMOption {
+	return msmOptionFunc(func(c *msmConfig) { c.maxChunk = points })
+}
+
+// WithWindowBits fixes Pippenger's window size c (1 < c ≤ 20); the default
+// picks it from the chunk size (msmWindowBits).
+func WithWindowBits(c int) MSMOption {
+	return msmOptionFunc(func(cfg *msmConfig) { cfg.window = c })
+}
+
+// WithMSMCompileOptions adds NVRTC options (defines, flags) to the MSM
+// module's compile, e.g. for experiments with kernel variants.
+func WithMSMCompileOptions(o cudaspans.CompileOptions) MSMOption {
+	return msmOptionFunc(func(c *msmConfig) { c.compile = o })
+}
+
+// NewMSM compiles the MSM kernels for c's device (NVRTC, cached on disk by
+// cudaspans) and returns an MSM. Errors: compile errors (a
+// *cudaspans.CompileError with the log), cudaspans.ErrNoCompiler, a bad
+// option.
+func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM, error) {
+	var cfg msmConfig
+	for _, o := range opts {
+		o.applyMSM(&cfg)
+	}
+	if cfg.window != 0 && (cfg.window < 2 || cfg.window > 20) {
+		return nil, fmt.Errorf("msm: window bits %d out of range [2, 20]", cfg.window)
+	}
+	if cfg.maxChunk < 0 {
+		return nil, fmt.Errorf("msm: negative chunk size %d", cfg.maxChunk)
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	if cfg.releaser == nil {
+		r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
+		if err != nil {
+			return nil, err
+		}
+		cfg.releaser = r
+	}
+	copts := cfg.compile
+	headers := map[string]string{"msm.cuh": msmHeader, "ec.cuh": ecHeader, "ff.cuh": ffHeader}
+	for k, v := range copts.Headers {
+		headers[k] = v
+	}
+	copts.Headers = headers
+	mod, err := c.Compile(ctx, "msm", msmSource, copts)
+	if err != nil {
+		return nil, fmt.Errorf("msm: compile kernels: %w", err)
+	}
+	m := &MSM{c: c, mod: mod, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+		maxChunk: cfg.maxChunk, window: cfg.window}
+	for _, k := range []struct {
+		f    **cudaspans.Function
+		name string
+	}{
+		{&m.fill, "msm_fill_u32"}, {&m.digits, "msm_digits_count"}, {&m.scan, "msm_bucket_scan"},
+		{&m.scatter, "msm_scatter"}, {&m.accumulate, "msm_bucket_accumulate"}, {&m.merge, "msm_segment_merge"},
+		{&m.reduce, "msm_bucket_reduce"}, {&m.windowSum, "msm_window_sum"},
+	} {
+		if *k.f, err = mod.Function(k.name); err != nil {
+			return nil, fmt.Errorf("msm: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Context returns the device context the MSM runs on.
+func (m *MSM) Context() *cudaspans.Context { return m.c }
+
+// msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 5
+// (a window has 2^(c−1) buckets, so a bucket holds some 32 points), within
+// [6, 16]. Measured on an H200 (bench/msm.md).
+func msmWindowBits(n int) int {
+	lg := bits.Len(uint(n - 1))
+	return min(16, max(6, lg-5))
+}
+
+// msmPlan is the shape of one device pass over n points.
+type msmPlan struct {
+	n, c, nwin, nb, segCap, m, nslices int
+	// byte offsets into the workspace
+	offScalars, offBases, offCounts, offBoff, offCursor, offSegOff, offSorted, offPartials, offSegB, offParts, offWSums int
+	bytes                                                                                                               int
+}
+
+func msmAlign256(x int) int { return (x + 255) &^ 255 }
+
+func newMSMPlan(n, c int, withBases bool) msmPlan {
+	p := msmPlan{n: n, c: c}
+	p.nwin = (256 + c - 1) / c
+	p.nb = 1 << (c - 1)
+	p.segCap = (n+msmSegment-1)/msmSegment + min(p.nb, n)
+	p.m = max(1, min(msmReduceSlice, p.nb/1024))
+	p.nslices = p.nb / p.m
+	off := 0
+	take := func(bytes int) int {
+		o := off
+		off = msmAlign256(off + bytes)
+		return o
+	}
+	wb := p.nwin * p.nb * 4
+	p.offScalars = take(n * msmScalarBytes)
+	if withBases {
+		p.offBases = take(n * msmAffineBytes)
+	}
+	p.offCounts = take(wb)
+	p.offBoff = take(wb)
+	p.offCursor = take(wb)
+	p.offSegOff = take(p.nwin * (p.nb + 1) * 4)
+	p.offSorted = take(p.nwin * n * 4)
+	p.offPartials = take(p.nwin * p.segCap * msmXYZZBytes)
+	p.offSegB = take(p.nwin * p.segCap * 4)
+	p.offParts = take(p.nwin * p.nslices * msmXYZZBytes)
+	p.offWSums = take(p.nwin * msmXYZZBytes)
+	p.bytes = off
+	return p
+}
+
+// msmXYZZ mirrors ec.cuh's g1_xyzz (192 bytes): x = X/ZZ, y = Y/ZZZ.
+type msmXYZZ struct {
+	X, Y, ZZ, ZZZ fp.Element
+}
+
+// jac returns p in gnark's Jacobian coordinates without an inversion:
+// Z = ZZ·ZZZ, X = X·ZZ·ZZZ², Y = Y·ZZ³·ZZZ² (ec.cuh xyzz_to_jac).
+func (p *msmXYZZ) jac() curve.G1Jac {
+	var r curve.G1Jac
+	if p.ZZ.IsZero() {
+		r.X.SetOne()
+		r.Y.SetOne()
+		return r
+	}
+	var zzz2, zz3 fp.Element
+	zzz2.Square(&p.ZZZ)
+	zz3.Square(&p.ZZ).Mul(&zz3, &p.ZZ)
+	r.X.Mul(&p.X, &p.ZZ).Mul(&r.X, &zzz2)
+	r.Y.Mul(&p.Y, &zz3).Mul(&r.Y, &zzz2)
+	r.Z.Mul(&p.ZZ, &p.ZZZ)
+	return r
+}
+
+// G1 returns Σ scalars[i]·bases[i] over the first len(scalars) points of a
+// resident base set (len(scalars) ≤ bases.Len()), on stream s.
+//
+// name, when not empty, is the span to record (otelcuzk.SpanMSMG1A, ...),
+// with cuzk.msm.size and the copies and kernels as children; with an empty
+// name they are children of the span in ctx. The scalars are gnark's
+// Montgomery form and are converted on the GPU. The device workspace is
+// allocated per call (split into chunks when the MSM does not fit) and
+// given back through the MSM's Releaser.
+//
+// Errors: a length mismatch, an evicted base set, ErrMSMTooLarge (wrapping
+// cudaspans.ErrOutOfMemory), and driver errors naming the operation.
+func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
+	var res curve.G1Jac
+	if bases == nil {
+		return res, errors.New("msm: nil base set")
+	}
+	if len(scalars) > bases.Len() {
+		return res, fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
+	}
+	ptr, release, err := bases.acquire()
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	return m.run(ctx, name, s, ptr, nil, scalars)
+}
+
+// G1Host is G1 over bases in host memory: each chunk's bases are copied to
+// the device with its scalars, so nothing stays resident. For proving-key
+// bases prefer a ResidentKeys set, uploaded once.
+func (m *MSM) G1Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
+	if len(scalars) > len(bases) {
+		return curve.G1Jac{}, fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
+	}
+	return m.run(ctx, name, s, 0, bases[:len(scalars)], scalars)
+}
+
+// run computes the MSM over device bases at basesPtr, or over hostBases
+// when basesPtr is 0.
+func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPtr cudaspans.DevicePtr,
+	hostBases []curve.G1Affine, scalars []fr.Element) (res curve.G1Jac, err error) {
+	res.X.SetOne()
+	res.Y.SetOne()
+	n := len(scalars)
+	if name != "" {
+		var span trace.Span
+		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
+			otelcuzk.KeyBackend.String("cuda")))
+		defer func() {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+			}
+			span.End()
+		}()
+	}
+	if n == 0 {
+		return res, nil
+	}
+	if s == nil {
+		return res, errors.New("msm: nil stream")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	chunk := min(n, msmMaxPoints)
+	if m.maxChunk > 0 {
+		chunk = min(chunk, m.maxChunk)
+	}
+	withBases := basesPtr == 0
+	// Find a chunk size whose workspace fits: halve on out-of-memory.
+	var ws *cudaspans.DeviceBuffer
+	var plan msmPlan
+	for {
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases)
+		ws, err = m.workspace(ctx, plan.bytes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, cudaspans.ErrOutOfMemory) {
+			return res, fmt.Errorf("msm: workspace of %d bytes: %w", plan.bytes, err)
+		}
+		if chunk <= msmMinChunk {
+			return res, fmt.Errorf("msm: %d points, workspace of %d bytes for a chunk of %d: %w: %w",
+				n, plan.bytes, chunk, ErrMSMTooLarge, err)
+		}
+		chunk = max(msmMinChunk, chunk/2)
+	}
+	defer func() {
+		if rerr := m.releaser.Release(ctx, "msm.workspace", ws); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	nchunks := (n + chunk - 1) / chunk
+	if span := trace.SpanFromContext(ctx); name != "" {
+		span.SetAttributes(otelcuzk.KeyMSMWindowBits.Int(plan.c), otelcuzk.KeyMSMChunks.Int(nchunks))
+	}
+	var total curve.G1Jac
+	total.X.SetOne()
+	total.Y.SetOne()
+	for start := 0; start < n; start += chunk {
+		k := min(chunk, n-start)
+		p := plan
+		if k != plan.n {
+			// The last chunk is smaller: same workspace, its own shape.
+			p = newMSMPlan(k, m.windowFor(k), withBases)
+			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
+				return res, fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
+			}
+		}
+		bp := basesPtr + cudaspans.DevicePtr(start*msmAffineBytes)
+		if withBases {
+			bp = ws.Ptr() + cudaspans.DevicePtr(p.offBases)
+			if err := cudaspans.HtoD(ctx, s, bp, hostBases[start:start+k]); err != nil {
+				return res, fmt.Errorf("msm: copy bases: %w", err)
+			}
+		}
+		wsums, err := m.pass(ctx, s, ws.Ptr(), p, bp, scalars[start:start+k])
+		if err != nil {
+			return res, err
+		}
+		part := msmCombineWindows(wsums, p.c)
+		total.AddAssign(&part)
+	}
+	return total, nil
+}
+
+func (m *MSM) windowFor(n int) int {
+	if m.window != 0 {
+		return m.window
+	}
+	return msmWindowBits(n)
+}
+
+// workspace takes a device buffer of at least bytes, from the Releaser's
+// pool when it has one.
+func (m *MSM) workspace(ctx context.Context, bytes int) (*cudaspans.DeviceBuffer, error) {
+	if b := m.releaser.Get("device", bytes); b != nil {
+		if db, ok := b.(*cudaspans.DeviceBuffer); ok && db.Ptr() != 0 {
+			return db, nil
+		}
+		_ = m.releaser.Release(ctx, "msm.workspace", b)
+	}
+	return m.c.Alloc(ctx, bytes)
+}
+
+// pass runs the kernels over one chunk and returns its window sums.
+func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.DevicePtr, p msmPlan,
+	bases cudaspans.DevicePtr, scalars []fr.Element) ([]msmXYZZ, error) {
+	at := func(off int) cudaspans.DevicePtr { return ws + cudaspans.DevicePtr(off) }
+	n, c, nwin, nb := uint32(p.n), uint32(p.c), uint32(p.nwin), uint32(p.nb)
+	segCap := uint32(p.segCap)
+	wb := p.nwin * p.nb
+	grid := func(x, y int) cudaspans.Dim3 { return cudaspans.Dim3{X: uint32(x), Y: uint32(y), Z: 1} }
+	blocks := func(threads, per int) int { return (threads + per - 1) / per }
+
+	steps := []func() error{
+		func() error { return cudaspans.HtoD(ctx, s, at(p.offScalars), scalars) },
+		func() error {
+			return s.Launch(ctx, m.fill, cudaspans.D1(blocks(wb, 256)), cudaspans.D1(256), 0, at(p.offCounts), uint32(0), uint32(wb))
+		},
+		func() error {
+			return s.Launch(ctx, m.digits, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+				at(p.offScalars), n, c, nwin, at(p.offCounts))
+		},
+		func() error {
+			return s.Launch(ctx, m.scan, cudaspans.D1(p.nwin), cudaspans.D1(msmScanThreads), 0,
+				at(p.offCounts), nb, at(p.offBoff), at(p.offCursor), at(p.offSegOff))
+		},
+		func() error {
+			return s.Launch(ctx, m.scatter, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+				at(p.offScalars), n, c, nwin, at(p.offCursor), at(p.offSorted))
+		},
+		func() error {
+			return s.Launch(ctx, m.accumulate, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+				bases, at(p.offSorted), at(p.offCounts), at(p.offBoff), at(p.offSegOff), n, nb, segCap,
+				at(p.offPartials), at(p.offSegB))
+		},
+		func() error {
+			// Pairwise passes up to the longest possible bucket
+			// (ceil(n/MSM_SEGMENT) segments); passes with nothing to add
+			// return at once.
+			maxSeg := (p.n + msmSegment - 1) / msmSegment
+			for stride := 1; stride < maxSeg; stride <<= 1 {
+				if err := s.Launch(ctx, m.merge, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+					at(p.offPartials), at(p.offSegB), at(p.offSegOff), nb, segCap, uint32(stride)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
+			return s.Launch(ctx, m.reduce, grid(blocks(p.nslices, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+				at(p.offPartials), at(p.offSegOff), nb, uint32(p.m), segCap, at(p.offParts))
+		},
+		func() error {
+			return s.Launch(ctx, m.windowSum, cudaspans.D1(p.nwin), cudaspans.D1(msmWindowThreads), 0,
+				at(p.offParts), uint32(p.nslices), at(p.offWSums))
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("msm: %w", err)
+		}
+	}
+	wsums := make([]msmXYZZ, p.nwin)
+	if err := cudaspans.DtoH(ctx, s, wsums, at(p.offWSums)); err != nil {
+		return nil, fmt.Errorf("msm: copy window sums: %w", err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return nil, fmt.Errorf("msm: %w", err)
+	}
+	return wsums, nil
+}
+
+// msmCombineWindows returns Σ_w 2^(c·w)·wsums[w] by Horner's rule, with
+// gnark-crypto on the host.
+func msmCombineWindows(wsums []msmXYZZ, c int) curve.G1Jac {
+	acc := wsums[len(wsums)-1].jac()
+	for w := len(wsums) - 2; w >= 0; w-- {
+		for range c {
+			acc.DoubleAssign()
+		}
+		j := wsums[w].jac()
+		acc.AddAssign(&j)
+	}
+	return acc
+}
+
+func msmErrorType(err error) string {
+	switch {
+	case errors.Is(err, ErrMSMTooLarge):
+		return "out_of_memory"
+	case errors.Is(err, cudaspans.ErrNoDevice):
+		return "no_device"
+	case errors.Is(err, ErrBaseSetEvicted):
+		return "evicted"
+	}
+	return "cuda"
+}
+
+// Compile-time checks that the Go mirrors match the C layouts.
+var (
+	_ [msmAffineBytes - int(unsafe.Sizeof(curve.G1Affine{}))]struct{}
+	_ [int(unsafe.Sizeof(curve.G1Affine{})) - msmAffineBytes]struct{}
+	_ [msmXYZZBytes - int(unsafe.Sizeof(msmXYZZ{}))]struct{}
+	_ [int(unsafe.Sizeof(msmXYZZ{})) - msmXYZZBytes]struct{}
+	_ [msmScalarBytes - int(unsafe.Sizeof(fr.Element{}))]struct{}
+)
