@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +19,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // writeSampleTrace writes a small trace (under the current environment) through Setup's default file
@@ -310,4 +314,68 @@ func hexToBase64IDs(t *testing.T, line string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestMarshalOTLPJSONAgreesWithProtojson(t *testing.T) {
+	str := func(s string) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+	}
+	td := &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{
+			Attributes:             []*commonpb.KeyValue{{Key: "service.name", Value: str("cuzk")}},
+			DroppedAttributesCount: 2,
+		},
+		SchemaUrl: "https://opentelemetry.io/schemas/1.37.0",
+		ScopeSpans: []*tracepb.ScopeSpans{{
+			Scope:     &commonpb.InstrumentationScope{Name: ScopeName, Version: "0.1.0", Attributes: []*commonpb.KeyValue{{Key: "k", Value: str("v")}}},
+			SchemaUrl: "s",
+			Spans: []*tracepb.Span{{
+				TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{0x01}, 8), ParentSpanId: bytes.Repeat([]byte{0xfe}, 8),
+				TraceState: "congo=t61rcWkgMzE", Flags: 0x301, Name: "quote\" back\\ nl\n tab\t ctl\x01 é 証明",
+				Kind: tracepb.Span_SPAN_KIND_CLIENT, StartTimeUnixNano: 1 << 62, EndTimeUnixNano: 1<<62 + 5,
+				Attributes: []*commonpb.KeyValue{
+					{Key: "s", Value: str("x")},
+					{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
+					{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: math.MinInt64}}},
+					{Key: "d", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 1e-300}}},
+					{Key: "nan", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.Inf(-1)}}},
+					{Key: "bytes", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{0, 1, 255}}}},
+					{Key: "arr", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{
+						Values: []*commonpb.AnyValue{str("a"), {Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{}}}}}}}},
+					{Key: "kv", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{
+						Values: []*commonpb.KeyValue{{Key: "inner", Value: str("y")}}}}}},
+					{Key: "empty", Value: &commonpb.AnyValue{}},
+				},
+				DroppedAttributesCount: 1,
+				Events:                 []*tracepb.Span_Event{{TimeUnixNano: 7, Name: "e", Attributes: []*commonpb.KeyValue{{Key: "a", Value: str("b")}}, DroppedAttributesCount: 3}},
+				DroppedEventsCount:     4,
+				Links: []*tracepb.Span_Link{{TraceId: bytes.Repeat([]byte{0x02}, 16), SpanId: bytes.Repeat([]byte{0x03}, 8), TraceState: "a=b",
+					Attributes: []*commonpb.KeyValue{{Key: "l", Value: str("m")}}, DroppedAttributesCount: 5, Flags: 0x101}},
+				DroppedLinksCount: 6,
+				Status:            &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "boom"},
+			}, {
+				TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{0x04}, 8), Name: "minimal",
+			}},
+		}},
+	}}}
+	out, err := MarshalOTLPJSON(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsRune(out, '\n') || !json.Valid(out) {
+		t.Fatalf("not one line of valid JSON: %s", out)
+	}
+	got := &tracepb.TracesData{}
+	if err := protojson.Unmarshal(hexToBase64IDs(t, string(out)), got); err != nil {
+		t.Fatalf("protojson rejects the output: %v\n%s", err, out)
+	}
+	if !proto.Equal(got, td) {
+		t.Fatalf("round trip differs:\n got %v\nwant %v", got, td)
+	}
+	// Invalid UTF-8 (which protojson refuses) still gives valid JSON.
+	td.ResourceSpans[0].ScopeSpans[0].Spans[1].Name = "bad \xff utf8"
+	out, _ = MarshalOTLPJSON(td)
+	if !json.Valid(out) || !bytes.Contains(out, []byte(`bad \ufffd utf8`)) {
+		t.Fatalf("invalid UTF-8 not replaced: %s", out)
+	}
 }
