@@ -22,8 +22,9 @@ const jaegerVersion = "v1.76.0"
 // jaegerConfig is the Jaeger v2 (OpenTelemetry Collector based)
 // configuration of one test instance: in-memory storage, OTLP gRPC and HTTP
 // receivers and the query service, every endpoint on loopback and on ports
-// picked by the test, and the Collector's own metrics off (the all-in-one
-// default would bind :8888 and clash with parallel runs on one machine).
+// picked by the test, and Jaeger's own telemetry off (the all-in-one
+// default binds :8888 for metrics, and the query service's traces go to
+// 127.0.0.1:4317: both may belong to someone else on a shared machine).
 const jaegerConfig = `service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
@@ -38,6 +39,7 @@ const jaegerConfig = `service:
       level: info
 extensions:
   jaeger_query:
+    enable_tracing: false
     storage:
       traces: memstore
     http:
@@ -176,7 +178,7 @@ func (j *jaegerInstance) Start() error {
 		return err
 	}
 	cmd := exec.Command(j.bin, "--config", filepath.Join(j.dir, "jaeger.yaml"))
-	cmd.Env = append(os.Environ(), "JAEGER_LISTEN_HOST=127.0.0.1")
+	cmd.Env = append(os.Environ(), "JAEGER_LISTEN_HOST=127.0.0.1", "OTEL_SDK_DISABLED=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

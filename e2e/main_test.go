@@ -32,9 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // program returns the path of a program: $env when set, else it is built
-// from pkg (a package path of this module or the root module) into binDir,
-// once per run.
-func program(t testing.TB, env, name, pkg string) string {
+// from pkg into binDir, once per run. pkg is relative to dir: "." for this
+// module, ".." for the root module (built there, with the root go.mod).
+func program(t testing.TB, env, name, dir, pkg string) string {
 	t.Helper()
 	if p := os.Getenv(env); p != "" {
 		return p
@@ -44,6 +44,7 @@ func program(t testing.TB, env, name, pkg string) string {
 		return p
 	}
 	cmd := exec.Command("go", "build", "-o", p, pkg)
+	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, out)
 	}
@@ -51,15 +52,15 @@ func program(t testing.TB, env, name, pkg string) string {
 }
 
 func gapspanBin(t testing.TB) string {
-	return program(t, "OTELCUZK_GAPSPAN_BIN", "gapspan", "./cmd/gapspan")
+	return program(t, "OTELCUZK_GAPSPAN_BIN", "gapspan", ".", "./cmd/gapspan")
 }
 
 func cuzkBin(t testing.TB) string {
-	return program(t, "CUZK_BIN", "cuzk", "github.com/otelcuzk/otelcuzk/cmd/cuzk")
+	return program(t, "CUZK_BIN", "cuzk", "..", "./cmd/cuzk")
 }
 
 func curioTaskBin(t testing.TB) string {
-	return program(t, "OTELCUZK_CURIO_TASK_BIN", "curio-task", "github.com/otelcuzk/otelcuzk/examples/curio-task")
+	return program(t, "OTELCUZK_CURIO_TASK_BIN", "curio-task", "..", "./examples/curio-task")
 }
 
 // runProgram runs bin with args and extra environment, failing the test on
