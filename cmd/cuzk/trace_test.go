@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// traceFileLine is one OTLP JSON line as otelcuzk's file exporter writes
+// it: engine.job (100 ms) with pipeline.prove (10..60 ms) and the untraced
+// processor's span over the 40 ms no child covers (60..100).
+const traceFileLine = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"cuzk"}}]},"scopeSpans":[{"scope":{"name":"github.com/otelcuzk/otelcuzk"},"spans":[` +
+	`{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"00000000000000a1","name":"engine.job","kind":1,"startTimeUnixNano":"1764400000000000000","endTimeUnixNano":"1764400000100000000"},` +
+	`{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"00000000000000a2","parentSpanId":"00000000000000a1","name":"pipeline.prove","kind":1,"startTimeUnixNano":"1764400000010000000","endTimeUnixNano":"1764400000060000000"},` +
+	`{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"00000000000000a3","parentSpanId":"00000000000000a1","name":"untraced","kind":1,"startTimeUnixNano":"1764400000060000000","endTimeUnixNano":"1764400000100000000","attributes":[{"key":"cuzk.untraced.ms","value":{"doubleValue":50}}]}` +
+	`]}]}]}`
+
+// jaegerTraceJSON is the same trace as Jaeger's query API returns it.
+const jaegerTraceJSON = `{"data":[{"traceID":"0af7651916cd43dd8448eb211c80319c","spans":[
+{"traceID":"0af7651916cd43dd8448eb211c80319c","spanID":"00000000000000a1","operationName":"engine.job","references":[],"startTime":1764400000000000,"duration":100000,"tags":[],"processID":"p1"},
+{"traceID":"0af7651916cd43dd8448eb211c80319c","spanID":"00000000000000a2","operationName":"pipeline.prove","references":[{"refType":"CHILD_OF","traceID":"0af7651916cd43dd8448eb211c80319c","spanID":"00000000000000a1"}],"startTime":1764400000010000,"duration":50000,"tags":[],"processID":"p1"}],
+"processes":{"p1":{"serviceName":"cuzk","tags":[]}}}],"errors":null}`
+
+func runTraceCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer = &out
+	app.ErrWriter = &out
+	err := app.Run(append([]string{"cuzk"}, args...))
+	return out.String(), err
+}
+
+func TestTraceFilePrintsWaterfallAndWritesHTML(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cuzk-trace.jsonl")
+	if err := os.WriteFile(file, []byte(traceFileLine+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	htmlPath := filepath.Join(dir, "trace.html")
+	out, err := runTraceCmd(t, "trace", "--html", htmlPath, file)
+	if err != nil {
+		t.Fatalf("cuzk trace: %v\n%s", err, out)
+	}
+	for _, want := range []string{"engine.job", "pipeline.prove", "untraced", "0af7651916cd43dd8448eb211c80319c", htmlPath} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name":"engine.job"`, `"name":"pipeline.prove"`, `"untraced_span":true`, "<!DOCTYPE html>"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("HTML lacks %s", want)
+		}
+	}
+}
+
+func TestTraceFromJaeger(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/traces/0af7651916cd43dd8448eb211c80319c" {
+			w.Write([]byte(jaegerTraceJSON))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"data":null,"errors":[{"code":404,"msg":"trace not found"}]}`))
+	}))
+	defer srv.Close()
+	// Flags after the argument, as the usage line writes it.
+	out, err := runTraceCmd(t, "trace", "0af7651916cd43dd8448eb211c80319c", "--jaeger", srv.URL, "--ascii")
+	if err != nil {
+		t.Fatalf("cuzk trace --jaeger: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "engine.job") || !strings.Contains(out, "pipeline.prove") {
+		t.Errorf("waterfall lacks spans:\n%s", out)
+	}
+	if !strings.Contains(out, "#") || strings.Contains(out, "█") {
+		t.Errorf("--ascii after the argument ignored:\n%s", out)
+	}
+	_, err = runTraceCmd(t, "trace", "--jaeger", srv.URL, "4bf92f3577b34da6a3ce929d0e0e4736")
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing trace: %v", err)
+	}
+}
+
+func TestTraceFromTempo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/traces/0af7651916cd43dd8448eb211c80319c" || r.Header.Get("Accept") != "application/json" {
+			http.NotFound(w, r)
+			return
+		}
+		// Tempo's shape: "batches" instead of "resourceSpans".
+		w.Write([]byte(strings.Replace(traceFileLine, `"resourceSpans"`, `"batches"`, 1)))
+	}))
+	defer srv.Close()
+	out, err := runTraceCmd(t, "trace", "--tempo", srv.URL, "0af7651916cd43dd8448eb211c80319c")
+	if err != nil {
+		t.Fatalf("cuzk trace --tempo: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "pipeline.prove") {
+		t.Errorf("waterfall lacks spans:\n%s", out)
+	}
+}
+
+func TestTraceBadInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	garbage := filepath.Join(dir, "garbage.jsonl")
+	os.WriteFile(garbage, []byte("{not json\n"), 0o644)
+	good := filepath.Join(dir, "good.jsonl")
+	os.WriteFile(good, []byte(traceFileLine+"\n"), 0o644)
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no argument":      {[]string{"trace"}, "want one argument"},
+		"both backends":    {[]string{"trace", "--jaeger", "http://a", "--tempo", "http://b", "0af7651916cd43dd8448eb211c80319c"}, "not both"},
+		"id without URL":   {[]string{"trace", "0af7651916cd43dd8448eb211c80319c"}, "--jaeger URL or --tempo URL"},
+		"missing file":     {[]string{"trace", filepath.Join(dir, "nope.jsonl")}, "no such file"},
+		"empty file":       {[]string{"trace", empty}, "holds no spans"},
+		"malformed file":   {[]string{"trace", garbage}, "malformed"},
+		"bad jaeger id":    {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "xyz"}, "trace id"},
+		"unreachable":      {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "0af7651916cd43dd8448eb211c80319c"}, "127.0.0.1:1"},
+		"unknown trace-id": {[]string{"trace", "--trace-id", "4bf92f3577b34da6a3ce929d0e0e4736", good}, "not found"},
+		"unwritable html":  {[]string{"trace", "--html", filepath.Join(dir, "no", "dir", "t.html"), good}, "--html"},
+		"bad width":        {[]string{"trace", "--width", "0", good}, "width"},
+		"bad width after":  {[]string{"trace", good, "--width", "0"}, "width"},
+		"two arguments":    {[]string{"trace", good, good}, "want one argument"},
+		"unknown flag":     {[]string{"trace", good, "--frobnicate"}, "frobnicate"},
+	} {
+		out, err := runTraceCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one containing %q (output %q)", name, err, c.want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no")); !os.IsNotExist(err) {
+		t.Error("a failed --html left something behind")
+	}
+}
