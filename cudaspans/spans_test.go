@@ -335,7 +335,7 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 	if err := s2.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
 		t.Fatal(err)
 	}
-	if f.drv.calls["EventSynchronize"]-syncs != 2 {
+	if f.drv.calls["EventSynchronize"]-syncs != 4 {
 		t.Errorf("%d anchor waits, want one fresh anchor per stream", f.drv.calls["EventSynchronize"]-syncs)
 	}
 	if err := sess.End(); err != nil {
