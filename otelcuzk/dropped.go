@@ -45,8 +45,12 @@ func RegisterMetrics(meter metric.Meter) error {
 // exportCooldown is how long after a failed export further exports are
 // dropped without trying: with an unreachable endpoint each try blocks for
 // the export timeout, and with a simple (synchronous) processor that would
-// be on every span's End.
-const exportCooldown = 5 * time.Second
+// be on every span's End. It doubles with each consecutive failure, up to
+// maxCooldownShift doublings (5 s to 320 s), and resets on success.
+const (
+	exportCooldown   = 5 * time.Second
+	maxCooldownShift = 6
+)
 
 // countingExporter counts the spans of failed exports and reports each burst
 // of failures with one log line, instead of the line per batch the batch
@@ -60,18 +64,21 @@ type countingExporter struct {
 	failing  atomic.Bool
 	retryAt  atomic.Int64 // unix ns before which exports are dropped untried
 	cooldown time.Duration
+	now      func() time.Time
+
+	failures int // consecutive failed tries; guarded by mu
 
 	mu      sync.Mutex
 	lastErr error
 }
 
 func newCountingExporter(next sdktrace.SpanExporter, log io.Writer) *countingExporter {
-	return &countingExporter{next: next, log: log, cooldown: exportCooldown}
+	return &countingExporter{next: next, log: log, cooldown: exportCooldown, now: time.Now}
 }
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := int64(len(spans))
-	if time.Now().UnixNano() < e.retryAt.Load() {
+	if e.now().UnixNano() < e.retryAt.Load() {
 		e.dropped.Add(n)
 		droppedTotal.Add(n)
 		return nil
@@ -79,13 +86,18 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	err := e.next.ExportSpans(ctx, spans)
 	if err == nil {
 		e.failing.Store(false)
+		e.mu.Lock()
+		e.failures = 0
+		e.mu.Unlock()
 		return nil
 	}
 	e.dropped.Add(n)
 	droppedTotal.Add(n)
-	e.retryAt.Store(time.Now().Add(e.cooldown).UnixNano())
 	e.mu.Lock()
 	e.lastErr = err
+	e.failures++
+	wait := e.cooldown << min(e.failures-1, maxCooldownShift)
+	e.retryAt.Store(e.now().Add(wait).UnixNano())
 	e.mu.Unlock()
 	if !e.failing.Swap(true) && e.log != nil {
 		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -122,5 +123,39 @@ func TestRegisterMetricsObservesDroppedSpans(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("metric %s not collected", MetricSpansDropped)
+	}
+}
+
+func TestDroppedSpansCooldownDoublesAndResets(t *testing.T) {
+	clearEnv(t)
+	exp := &flakyExporter{fail: true}
+	tel := newTel(t, WithExporter(exp), WithSyncExport(), WithLogWriter(nil))
+	clock := time.Unix(1000, 0)
+	tel.exporter.now = func() time.Time { return clock }
+	tel.exporter.cooldown = time.Second
+
+	tries := func() int { exp.mu.Lock(); defer exp.mu.Unlock(); return exp.calls }
+	emit(tel, 1) // try 1 fails: wait 1 s
+	clock = clock.Add(999 * time.Millisecond)
+	emit(tel, 1)
+	if tries() != 1 {
+		t.Fatalf("tried again %d times inside the first cooldown", tries()-1)
+	}
+	clock = clock.Add(2 * time.Millisecond)
+	emit(tel, 1) // try 2 fails: wait 2 s
+	clock = clock.Add(1500 * time.Millisecond)
+	emit(tel, 1)
+	if tries() != 2 {
+		t.Fatalf("cooldown did not double: %d tries", tries())
+	}
+	clock = clock.Add(600 * time.Millisecond)
+	exp.set(false)
+	emit(tel, 1) // try 3 succeeds: no wait
+	emit(tel, 1)
+	if tries() != 4 || exp.accepted != 2 {
+		t.Fatalf("after recovery: %d tries, %d accepted; want 4 and 2", tries(), exp.accepted)
+	}
+	if tel.DroppedSpans() != 4 {
+		t.Fatalf("DroppedSpans = %d, want 4", tel.DroppedSpans())
 	}
 }
