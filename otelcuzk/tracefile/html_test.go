@@ -103,8 +103,21 @@ func TestWriteHTMLEmbedsEverySpanInTreeOrder(t *testing.T) {
 	if strings.Join(got.Services, ",") != "curio,cuzk" {
 		t.Errorf("services %v", got.Services)
 	}
-	if len(got.Layers) != 7 || got.Layers[0].Name != "curio.task" {
-		t.Errorf("layers %+v, want 7, largest first", got.Layers)
+	// Layers: engine.job (5..120 ms) broken down into pipeline.prove
+	// (10..110) and its own untraced 15 ms.
+	wantLayers := []htmlLayer{
+		{Parent: "engine.job", Name: "engine.job", Spans: 1, TotalMS: 115, Share: 1},
+		{Parent: "engine.job", Name: "pipeline.prove", Spans: 1, TotalMS: 100, Share: 100.0 / 115},
+		{Parent: "engine.job", Name: "untraced", Spans: 1, TotalMS: 15, Share: 15.0 / 115},
+	}
+	if len(got.Layers) != len(wantLayers) {
+		t.Fatalf("layers %+v, want %+v", got.Layers, wantLayers)
+	}
+	for i, w := range wantLayers {
+		g := got.Layers[i]
+		if g.Parent != w.Parent || g.Name != w.Name || g.Spans != w.Spans || math.Abs(g.TotalMS-w.TotalMS) > 1e-9 || math.Abs(g.Share-w.Share) > 1e-9 {
+			t.Errorf("layer %d = %+v, want %+v", i, g, w)
+		}
 	}
 }
 
