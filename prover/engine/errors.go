@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Errors the engine returns; callers branch on them with errors.Is.
+var (
+	// ErrQueueFull is returned by Submit when the queue holds its maximum
+	// number of jobs (the daemon answers RESOURCE_EXHAUSTED).
+	ErrQueueFull = errors.New("engine: queue full")
+	// ErrEmptyRequestID is returned by Submit for a request without a
+	// request id: the id is the idempotency key and cannot be made up.
+	ErrEmptyRequestID = errors.New("engine: empty request id")
+	// ErrInvalidRequest is wrapped by Submit's errors for requests it
+	// refuses before queueing (nil request, unknown priority, or what the
+	// validator of WithValidator rejects).
+	ErrInvalidRequest = errors.New("engine: invalid request")
+	// ErrUnknownJob is returned for a job id the engine does not know, or
+	// whose result it no longer keeps.
+	ErrUnknownJob = errors.New("engine: unknown job")
+	// ErrCancelled is the error of a job cancelled by Cancel or by Shutdown.
+	ErrCancelled = errors.New("engine: job cancelled")
+	// ErrClosed is returned by Submit after Shutdown began; jobs still
+	// queued when Shutdown began fail with an error wrapping both
+	// ErrCancelled and ErrClosed.
+	ErrClosed = errors.New("engine: shut down")
+	// ErrJobFinished is returned by Cancel for a job that already ended.
+	ErrJobFinished = errors.New("engine: job already finished")
+)
+
+// errorType is the error.type attribute for err: a fixed, low-cardinality
+// name for what callers branch on, else the Go type of the innermost error.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, ErrCancelled), errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	case errors.Is(err, ErrQueueFull):
+		return "queue_full"
+	case errors.Is(err, ErrInvalidRequest):
+		return "invalid_request"
+	}
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return fmt.Sprintf("%T", err)
+		}
+		err = u
+	}
+}
