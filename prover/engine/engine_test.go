@@ -715,7 +715,9 @@ func TestManyConcurrentSubmitsNoneLostOrDoubled(t *testing.T) {
 
 type runnerFunc func(context.Context, *prover.Request) (*prover.Result, error)
 
-func (f runnerFunc) Run(ctx context.Context, q *prover.Request) (*prover.Result, error) { return f(ctx, q) }
+func (f runnerFunc) Run(ctx context.Context, q *prover.Request) (*prover.Result, error) {
+	return f(ctx, q)
+}
 
 func TestFinishHookSeesEveryEnd(t *testing.T) {
 	noLeak(t)
