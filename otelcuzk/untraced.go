@@ -78,10 +78,14 @@ func Uncovered(span Interval, children []Interval) (total time.Duration, largest
 // parent's end; a child ending after its parent (an asynchronous buffer
 // release) is then forgotten with no effect. The spans it emits are not
 // processed again. Only children started in this process through the same
-// provider are seen. It is safe for concurrent use.
+// provider are seen. At most MaxTrackedSpans spans are tracked at once, so
+// spans that are never ended cannot grow memory without bound; spans started
+// beyond that are neither tracked nor reported. It is safe for concurrent
+// use.
 type UntracedProcessor struct {
-	minimum  time.Duration
-	fraction float64
+	minimum    time.Duration
+	fraction   float64
+	maxTracked int
 
 	mu    sync.Mutex
 	spans map[spanKey]*spanState
@@ -100,6 +104,10 @@ type spanState struct {
 
 type untracedMarker struct{}
 
+// MaxTrackedSpans bounds the spans an UntracedProcessor tracks at once
+// (about 200 bytes each).
+const MaxTrackedSpans = 1 << 18
+
 var _ sdktrace.SpanProcessor = (*UntracedProcessor)(nil)
 
 // NewUntracedProcessor returns a processor reporting uncovered time of at
@@ -107,7 +115,7 @@ var _ sdktrace.SpanProcessor = (*UntracedProcessor)(nil)
 // it on the provider before the exporting processor so the `untraced` span is
 // exported with its parent.
 func NewUntracedProcessor(minimum time.Duration, fraction float64) *UntracedProcessor {
-	return &UntracedProcessor{minimum: minimum, fraction: fraction, spans: map[spanKey]*spanState{}}
+	return &UntracedProcessor{minimum: minimum, fraction: fraction, maxTracked: MaxTrackedSpans, spans: map[spanKey]*spanState{}}
 }
 
 // OnStart records s as a child of its parent, when the parent is tracked.
@@ -118,6 +126,9 @@ func (p *UntracedProcessor) OnStart(parent context.Context, s sdktrace.ReadWrite
 	sc := s.SpanContext()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.spans) >= p.maxTracked {
+		return
+	}
 	p.spans[spanKey{sc.TraceID(), sc.SpanID()}] = &spanState{tp: s.TracerProvider()}
 	if ps := s.Parent(); ps.IsValid() {
 		if st := p.spans[spanKey{ps.TraceID(), ps.SpanID()}]; st != nil {

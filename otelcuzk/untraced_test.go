@@ -294,3 +294,30 @@ func TestUntracedZeroThresholdEmitsOncePerGappedSpan(t *testing.T) {
 		t.Fatalf("processor tracks %d spans after the emitted one ended", n)
 	}
 }
+
+func TestUntracedProcessorBoundsTrackedSpans(t *testing.T) {
+	r := newUntracedRig(DefaultUntracedMin, DefaultUntracedFraction)
+	r.proc.maxTracked = 3
+	var leaked []trace.Span
+	for i := 0; i < 10; i++ { // never ended
+		_, s := r.span(context.Background(), "leaked", 0)
+		leaked = append(leaked, s)
+	}
+	if n := r.proc.tracked(); n != 3 {
+		t.Fatalf("tracking %d spans, want the bound 3", n)
+	}
+	for _, s := range leaked {
+		endAt(s, 1)
+	}
+	if n := r.proc.tracked(); n != 0 {
+		t.Fatalf("tracking %d spans after all ended", n)
+	}
+	// Tracking resumes once there is room.
+	ctx, p := r.span(context.Background(), "p", 0)
+	_, c := r.span(ctx, "c", 0)
+	endAt(c, 10)
+	endAt(p, 100)
+	if len(r.untraced()) != 1 {
+		t.Fatal("no untraced span once below the bound")
+	}
+}
