@@ -2,7 +2,6 @@ package otelcuzk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -223,6 +222,20 @@ func firstEnv(names ...string) string {
 	return ""
 }
 
+// joinLine joins errs on one line (a command prints it as its one-line
+// error), keeping each for errors.Is and errors.As. nil for none.
+func joinLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	format := strings.TrimSuffix(strings.Repeat("%w; ", len(errs)), "; ")
+	args := make([]any, len(errs))
+	for i, e := range errs {
+		args[i] = e
+	}
+	return fmt.Errorf(format, args...)
+}
+
 // Destination says where spans go: protocol is "file", ProtocolGRPC,
 // ProtocolHTTPProtobuf or "custom" (WithExporter); target is the file path
 // or the endpoint as configured.
@@ -252,7 +265,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		if n := t.DroppedSpans(); n > 0 {
 			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, last error: %v", ErrSpansDropped, n, t.protocol, t.target, t.exporter.err()))
 		}
-		t.shutdownErr = errors.Join(errs...)
+		t.shutdownErr = joinLine(errs)
 	})
 	return t.shutdownErr
 }

@@ -216,6 +216,10 @@ func TestUnreachableEndpointShutdownReturnsWithinTimeout(t *testing.T) {
 			if took > 1500*time.Millisecond {
 				t.Fatalf("Shutdown took %v with a 500 ms timeout", took)
 			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines: %q", err)
+			}
+			t.Logf("%v", err)
 		})
 	}
 }
