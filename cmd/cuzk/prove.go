@@ -14,15 +14,16 @@ import (
 
 	"github.com/consensys/gnark/logger"
 	"github.com/urfave/cli/v2"
-	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
 // defaultConstraints is the size `cuzk prove` uses without --constraints:
@@ -129,7 +130,7 @@ func proveAction(c *cli.Context) (err error) {
 		Priority:    prover.PriorityNormal,
 		Verify:      c.Bool("verify"),
 	}
-	res, runErr := runJob(ctx, tp, pipe, req)
+	res, runErr := runJob(ctx, tp, pipe, pipe.Backend()+":0", req)
 	// Async releases finish (and end their spans) before the flush.
 	closeErr := pipe.Close(context.Background())
 	if runErr != nil {
@@ -145,7 +146,14 @@ func proveAction(c *cli.Context) (err error) {
 	protocol, target := tel.Destination()
 	shutErr := tel.Shutdown(context.Background())
 	tel = nil
-	printWaterfall(out, recorder.Ended())
+	if protocol == "file" {
+		err = printWaterfall(out, target, res.TraceID)
+	} else {
+		err = printRecorded(out, recorder.Ended(), res.TraceID)
+	}
+	if err != nil {
+		return fmt.Errorf("read the trace back: %w", err)
+	}
 	fmt.Fprintf(out, "\nbackend   %s\n", res.Backend)
 	if req.Verify {
 		verdict := "ACCEPTED"
@@ -175,32 +183,21 @@ func orEnv(target string) string {
 	return "the OTEL_EXPORTER_OTLP_* endpoint"
 }
 
-// runJob runs one request as engine.job with an engine.queue child, as the
-// engine does for the daemon.
-// TODO: run it through prover/engine once that package is committed.
-func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, req *prover.Request) (*prover.Result, error) {
-	tracer := tp.Tracer(otelcuzk.ScopeName)
-	ctx, job := tracer.Start(ctx, otelcuzk.SpanEngineJob, trace.WithAttributes(
-		otelcuzk.KeyRequestID.String(req.RequestID),
-		otelcuzk.KeyJobID.String(req.RequestID),
-		otelcuzk.KeyCircuitID.String(req.Circuit),
-		otelcuzk.KeyCircuitConstraints.Int(req.Constraints),
-		otelcuzk.KeyPriority.String(req.Priority.String()),
-	))
-	defer job.End()
-	start := time.Now()
-	_, queue := tracer.Start(ctx, otelcuzk.SpanEngineQueue, trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(0)))
-	queue.End()
-	wait := time.Since(start)
-	res, err := r.Run(ctx, req)
+// runJob runs one request through an engine with one worker, as the
+// daemon does: engine.job (with engine.queue) is the root of the trace.
+func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worker string, req *prover.Request) (*prover.Result, error) {
+	eng, err := engine.New([]engine.Worker{{Name: worker, Runner: r}}, engine.WithTracerProvider(tp))
 	if err != nil {
-		job.RecordError(err)
-		job.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
-	res.Timings.QueueWait = wait
-	res.Timings.Total += wait
-	return res, nil
+	info, err := eng.Prove(ctx, req)
+	if serr := eng.Shutdown(context.Background()); err == nil && serr != nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return info.Result, nil
 }
 
 // atomicFile is a temporary file beside the destination, renamed over it
@@ -288,76 +285,41 @@ func probeOTLPEndpoint() error {
 	return nil
 }
 
-// printWaterfall prints the spans of the trace as a tree: start offset from
-// the root, duration and untraced time per span, and a bar on the time axis.
-// TODO: use otelcuzk/tracefile's waterfall of the trace file once committed.
-func printWaterfall(w io.Writer, spans []sdktrace.ReadOnlySpan) {
-	if len(spans) == 0 {
-		return
+// printWaterfall reads the trace back from the file the exporter wrote
+// (after the flush) and prints tracefile's waterfall of this run's trace.
+func printWaterfall(w io.Writer, path, traceID string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
-	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
-	ids := map[trace.SpanID]bool{}
-	for _, s := range spans {
-		ids[s.SpanContext().SpanID()] = true
+	defer f.Close()
+	spans, err := tracefile.ReadOTLPJSONLines(f)
+	if err != nil {
+		return err
 	}
-	var roots []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if p := s.Parent().SpanID(); s.Parent().IsValid() && ids[p] {
-			children[p] = append(children[p], s)
-		} else {
-			roots = append(roots, s)
+	return tracefile.Waterfall(w, spans, tracefile.WaterfallOptions{TraceID: traceID})
+}
+
+// printRecorded prints the waterfall of spans recorded in memory, for runs
+// whose spans went to an OTLP endpoint.
+func printRecorded(w io.Writer, recorded []sdktrace.ReadOnlySpan, traceID string) error {
+	spans := make([]tracefile.Span, 0, len(recorded))
+	for _, s := range recorded {
+		ts := tracefile.Span{
+			TraceID: s.SpanContext().TraceID().String(),
+			SpanID:  s.SpanContext().SpanID().String(),
+			Name:    s.Name(),
+			Start:   s.StartTime(),
+			End:     s.EndTime(),
+			Attrs:   map[string]any{},
 		}
+		if s.Parent().IsValid() {
+			ts.ParentID = s.Parent().SpanID().String()
+		}
+		for _, a := range s.Attributes() {
+			ts.Attrs[string(a.Key)] = a.Value.AsInterface()
+		}
+		spans = append(spans, ts)
 	}
-	sortSpans := func(ss []sdktrace.ReadOnlySpan) {
-		for i := 1; i < len(ss); i++ {
-			for j := i; j > 0 && ss[j].StartTime().Before(ss[j-1].StartTime()); j-- {
-				ss[j], ss[j-1] = ss[j-1], ss[j]
-			}
-		}
-	}
-	sortSpans(roots)
-	t0, t1 := roots[0].StartTime(), roots[0].EndTime()
-	for _, s := range spans {
-		if s.EndTime().After(t1) {
-			t1 = s.EndTime()
-		}
-	}
-	total := t1.Sub(t0)
-	const barWidth = 40
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	fmt.Fprintf(w, "%-44s %10s %10s %10s  %s\n", "span", "start ms", "dur ms", "untraced", "timeline")
-	var walk func(s sdktrace.ReadOnlySpan, depth int)
-	walk = func(s sdktrace.ReadOnlySpan, depth int) {
-		untraced := ""
-		for _, c := range children[s.SpanContext().SpanID()] {
-			if c.Name() == otelcuzk.SpanUntraced {
-				for _, a := range c.Attributes() {
-					if a.Key == otelcuzk.KeyUntracedMS {
-						untraced = fmt.Sprintf("%.1f", a.Value.AsFloat64())
-					}
-				}
-			}
-		}
-		bar := []byte(strings.Repeat(" ", barWidth))
-		if total > 0 {
-			from := int(float64(s.StartTime().Sub(t0)) / float64(total) * barWidth)
-			to := int(float64(s.EndTime().Sub(t0)) / float64(total) * barWidth)
-			for i := from; i <= to && i < barWidth; i++ {
-				bar[i] = '#'
-			}
-		}
-		label := strings.Repeat("  ", depth) + s.Name()
-		if len(label) > 44 {
-			label = label[:44]
-		}
-		fmt.Fprintf(w, "%-44s %10.1f %10.1f %10s  |%s|\n", label, ms(s.StartTime().Sub(t0)), ms(s.EndTime().Sub(s.StartTime())), untraced, bar)
-		kids := children[s.SpanContext().SpanID()]
-		sortSpans(kids)
-		for _, c := range kids {
-			walk(c, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 0)
-	}
+	return tracefile.Waterfall(w, spans, tracefile.WaterfallOptions{TraceID: traceID})
 }
