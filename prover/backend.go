@@ -20,7 +20,9 @@ var ErrBackendUnavailable = errors.New("backend unavailable")
 // BaseSet is a fixed vector of MSM bases from a proving key. ID names it
 // uniquely and stably (hash of the constraint system plus the key part, e.g.
 // "3f2a…:g1.a"), so a backend may keep it resident across proofs (cuzk's
-// hot tier of the SRS).
+// hot tier of the SRS). ID is "" when the caller has no stable identity
+// for the key (prover.Prove without WithKeyID): such a set must not be kept
+// resident, since another key may later come with the same "" ID.
 type BaseSet[P any] struct {
 	ID     string
 	Points []P
@@ -45,6 +47,9 @@ type Backend interface {
 	// natural order and b, c are scratch. It follows gnark's computeH:
 	// inverse NTT (DIF), coset NTT (DIT), pointwise (a·b − c)/(gⁿ − 1),
 	// inverse coset NTT (DIF), so no bit reversal pass is needed.
+	// The caller records the groth16.compute_h span around the call; the
+	// backend records its steps (ntt.inverse, ntt.coset,
+	// groth16.pointwise, ntt.inverse_coset, copies) as its children.
 	ComputeH(ctx context.Context, domain *fft.Domain, a, b, c []fr.Element) error
 
 	// MSMG1 returns Σ scalars[i]·bases.Points[i] (len(scalars) ==
