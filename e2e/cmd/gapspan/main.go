@@ -4,20 +4,22 @@
 // the OTEL_* variables (the test points them at Jaeger), so the untraced
 // processor must turn the sleep into an "untraced" child of about 50 ms.
 // It prints the trace id (32 hex digits) on stdout.
+//
+// Flags change the trace for the Collector's tail-sampling test: -gap sets
+// the planted gap, -error marks the root span failed.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 )
-
-// gap is the planted uncovered time inside the root span.
-const gap = 50 * time.Millisecond
 
 func main() {
 	if err := run(); err != nil {
@@ -27,6 +29,9 @@ func main() {
 }
 
 func run() error {
+	gap := flag.Duration("gap", 50*time.Millisecond, "uncovered time planted between the two children")
+	failed := flag.Bool("error", false, "end the root span with status ERROR")
+	flag.Parse()
 	ctx := context.Background()
 	shutdown, err := otelcuzk.Setup(ctx)
 	if err != nil {
@@ -40,8 +45,11 @@ func run() error {
 		s.End()
 	}
 	child("e2e.before")
-	time.Sleep(gap)
+	time.Sleep(*gap)
 	child("e2e.after")
+	if *failed {
+		root.SetStatus(codes.Error, "planted failure")
+	}
 	root.End()
 	fmt.Println(root.SpanContext().TraceID())
 	return shutdown(context.Background())

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+)
+
+// collectorVersion is the release of the Collector builder and of every
+// component in deploy/otelcol-builder.yaml.
+const collectorVersion = "v0.161.0"
+
+// collectorBinary returns the Collector built from deploy/otelcol-builder.yaml:
+// $OTELCUZK_OTELCOL_BIN (e2e/run.sh builds or reuses it). Without it the
+// test skips, except in CI, where it fails.
+func collectorBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("OTELCUZK_OTELCOL_BIN"); p != "" {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("OTELCUZK_OTELCOL_BIN not set: run e2e/run.sh, which builds the Collector")
+	}
+	t.Skip("OTELCUZK_OTELCOL_BIN not set (e2e/run.sh builds the Collector " + collectorVersion + ")")
+	return ""
+}
+
+const collectorConfig = "../deploy/otel-collector.yaml"
+
+// TestCollectorConfigValidates: the Collector built from exactly the
+// components of deploy/otelcol-builder.yaml accepts deploy/otel-collector.yaml,
+// and rejects it with a component it does not have (so validation is real).
+func TestCollectorConfigValidates(t *testing.T) {
+	bin := collectorBinary(t)
+	if out, err := exec.Command(bin, "validate", "--config", collectorConfig).CombinedOutput(); err != nil {
+		t.Fatalf("validate %s: %v\n%s", collectorConfig, err, out)
+	}
+	cfg, err := os.ReadFile(collectorConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(cfg), "processors: [memory_limiter, tail_sampling, batch]",
+		"processors: [memory_limiter, tail_sampling, batch, groupbytrace]", 1)
+	if broken == string(cfg) {
+		t.Fatal("pipeline line not found in the config; update the test")
+	}
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	os.WriteFile(path, []byte(broken), 0o644)
+	out, err := exec.Command(bin, "validate", "--config", path).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "groupbytrace") {
+		t.Errorf("a config naming a missing processor validated: %v\n%s", err, out)
+	}
+}
+
+// TestCollectorTailSamplingToJaegerAndTempo runs deploy/otel-collector.yaml
+// for real between a program and two Jaegers (the second standing in for
+// Tempo: both take OTLP gRPC). With the "rest" fraction at 0, a failed
+// trace and a slow one reach both backends; a fast successful one reaches
+// neither.
+func TestCollectorTailSamplingToJaegerAndTempo(t *testing.T) {
+	bin := collectorBinary(t)
+	jaeger, tempo := startJaeger(t), startJaeger(t)
+	addrs := freeLoopbackAddrs(t, 3)
+	cmd := exec.Command(bin, "--config", collectorConfig)
+	logPath := filepath.Join(t.TempDir(), "otelcol.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	metricsHost, metricsPort, _ := net.SplitHostPort(addrs[2])
+	cmd.Env = append(os.Environ(),
+		"OTELCOL_OTLP_GRPC_LISTEN="+addrs[0],
+		"OTELCOL_OTLP_HTTP_LISTEN="+addrs[1],
+		"OTELCOL_METRICS_HOST="+metricsHost,
+		"OTELCOL_METRICS_PORT="+metricsPort,
+		"JAEGER_OTLP_ENDPOINT="+jaeger.OTLPGRPC,
+		"TEMPO_OTLP_ENDPOINT="+tempo.OTLPGRPC,
+		"OTELCOL_DECISION_WAIT=1s",
+		"OTELCOL_SLOW_PROOF_MS=250",
+		"OTELCOL_SAMPLE_PERCENT=0",
+	)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("collector log:\n%s", tail(b, 4096))
+		}
+	}()
+	err = waitFor(context.Background(), 30*time.Second, func() error {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("collector exited: %v", err)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addrs[0], 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	send := func(name string, args ...string) string {
+		env := []string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addrs[0],
+			"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+			"OTEL_EXPORTER_OTLP_INSECURE=true",
+			"OTEL_SERVICE_NAME=e2e-collector-" + name,
+		}
+		out, _ := runProgram(t, time.Minute, env, gapspanBin(t), args...)
+		return strings.TrimSpace(out)
+	}
+	// The fast one first: the Collector decides traces in the order their
+	// decision_wait expires, so once the later ones are in the backends the
+	// fast one has been decided too.
+	fast := send("fast", "-gap", "0s")
+	failed := send("failed", "-gap", "0s", "-error")
+	slow := send("slow", "-gap", "400ms")
+
+	for _, backend := range []*jaegerInstance{jaeger, tempo} {
+		for _, id := range []string{failed, slow} {
+			traceOf(t, backend, id, "e2e.gap", "e2e.before", "e2e.after")
+		}
+	}
+	for _, backend := range []*jaegerInstance{jaeger, tempo} {
+		_, err := tracefile.FetchJaeger(context.Background(), nil, backend.QueryURL(), fast)
+		if !errors.Is(err, tracefile.ErrTraceNotFound) {
+			t.Errorf("fast successful trace %s: %v, want it sampled out", fast, err)
+		}
+	}
+}
