@@ -158,27 +158,33 @@ func (c *Context) Flush(ctx context.Context) error {
 func (c *Context) Close() error {
 	err := c.Flush(context.Background())
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
-	var errs []error
-	errs = append(errs, err)
-	for _, s := range c.streams {
+	streams := c.streams
+	c.streams = nil
+	c.mu.Unlock()
+	// Lock order is stream, then context (see Stream.Synchronize).
+	errs := []error{err}
+	for _, s := range streams {
 		unregisterStream(s)
 		s.mu.Lock()
 		if s.anchor != nil {
-			c.freeEvents = append(c.freeEvents, s.anchor.ev)
+			c.putEvents(s.anchor.ev)
 			s.anchor = nil
 		}
 		s.mu.Unlock()
 		errs = append(errs, c.drv.StreamDestroy(c.h, s.h))
 	}
-	for _, e := range c.freeEvents {
+	c.mu.Lock()
+	events := c.freeEvents
+	c.freeEvents = nil
+	c.mu.Unlock()
+	for _, e := range events {
 		errs = append(errs, c.drv.EventDestroy(c.h, e))
 	}
-	c.freeEvents = nil
 	errs = append(errs, c.drv.ReleasePrimaryContext(c.dev.Ordinal))
 	return errors.Join(errs...)
 }
