@@ -333,7 +333,18 @@ func TestSessionAggregationAndGPUTotalGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	prove.End()
-	t.Logf("instrumented launch: %v host time per launch (%d launches)", perLaunch, launches)
+	// The same launches through the bare driver, for the cost of the spans.
+	t0 = time.Now()
+	for i := 0; i < launches; i++ {
+		if err := g.c.Driver().Launch(g.c.Handle(), empty.h, D1(1), D1(32), 0, s1.Handle(), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bare := time.Since(t0) / launches
+	if err := g.c.Driver().StreamSynchronize(g.c.Handle(), s1.Handle()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("host time per launch: %v instrumented (2 events + launch), %v bare cuLaunchKernel (%d launches)", perLaunch, bare, launches)
 	emp := g.ended("empty")
 	var agg sdktrace.ReadOnlySpan
 	for _, sp := range emp {
