@@ -70,6 +70,9 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 // Options read: WithBackend, WithReleaser, WithReleaseContext,
 // WithRandomness, WithTracerProvider, WithKeyID.
 func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...Option) (proof groth16.Proof, err error) {
+	if asg == nil {
+		return nil, errors.New("prove: nil assignment")
+	}
 	cfg := newConfig(opts)
 	rel := cfg.releaser
 	if rel == nil {
