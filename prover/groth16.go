@@ -167,8 +167,12 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	var filterErr error
 	filtered := make(chan struct{})
 	var wA, wB []fr.Element
+	var deltas []curve.G1Affine // r[δ]₁, s[δ]₁, −rs[δ]₁, computed here as gnark does
 	go func() {
 		defer close(filtered)
+		var kr fr.Element
+		kr.Mul(&r, &s).Neg(&kr)
+		deltas = curve.BatchScalarMultiplicationG1(&pk.G1.Delta, []fr.Element{r, s, kr})
 		if p.wiresA, wA, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); filterErr != nil {
 			return
 		}
@@ -235,17 +239,15 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	}
 
 	_, aspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Assemble)
-	p.proof = assemble(pk, &r, &s, &ar, &bs1, &krs, &krs2, &bs2)
+	p.proof = assemble(pk, &r, &s, deltas, &ar, &bs1, &krs, &krs2, &bs2)
 	aspan.End()
 	return nil
 }
 
 // assemble adds the key's constant terms and the blinding, as gnark's
-// computeAR1, computeBS1, computeKRS and computeBS2.
-func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, ar, bs1, krs, krs2 *curve.G1Jac, bs2 *curve.G2Jac) *groth16_bls12381.Proof {
-	var kr fr.Element
-	kr.Mul(r, s).Neg(&kr)
-	deltas := curve.BatchScalarMultiplicationG1(&pk.G1.Delta, []fr.Element{*r, *s, kr})
+// computeAR1, computeBS1, computeKRS and computeBS2; deltas are r[δ]₁,
+// s[δ]₁ and −rs[δ]₁.
+func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, deltas []curve.G1Affine, ar, bs1, krs, krs2 *curve.G1Jac, bs2 *curve.G2Jac) *groth16_bls12381.Proof {
 	var rBig, sBig big.Int
 	r.BigInt(&rBig)
 	s.BigInt(&sBig)
