@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
 )
 
 // The MSM kernels and the headers they include, compiled at run time with
@@ -275,6 +276,28 @@ func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *R
 	return m.run(ctx, name, s, ptr, nil, scalars)
 }
 
+// G1Resident is G1 over a proving-key base set kept resident in keys (the
+// way the CUDA backend's MSMG1 should call it): the first call for set.ID
+// uploads the points (a keys.preload span under the MSM's span), later
+// calls reuse the device copy. len(scalars) ≤ len(set.Points).
+func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
+	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
+	if name != "" {
+		var span trace.Span
+		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)))
+		defer func() { msmEndSpan(span, err) }()
+	}
+	if keys == nil {
+		return res, errors.New("msm: nil resident key store")
+	}
+	rb, err := keys.PreloadG1(ctx, s, set)
+	if err != nil {
+		return res, err
+	}
+	return m.G1(ctx, "", s, rb, scalars)
+}
+
 // G1Host is G1 over bases in host memory: each chunk's bases are copied to
 // the device with its scalars, so nothing stays resident. For proving-key
 // bases prefer a ResidentKeys set, uploaded once.
@@ -296,14 +319,7 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPt
 		var span trace.Span
 		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
 			otelcuzk.KeyBackend.String("cuda")))
-		defer func() {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, err.Error())
-				span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
-			}
-			span.End()
-		}()
+		defer func() { msmEndSpan(span, err) }()
 	}
 	if n == 0 {
 		return res, nil
@@ -478,10 +494,22 @@ func msmCombineWindows(wsums []msmXYZZ, c int) curve.G1Jac {
 	return acc
 }
 
+// msmEndSpan records err (if any) on span, with error.type, and ends it.
+func msmEndSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+	}
+	span.End()
+}
+
 func msmErrorType(err error) string {
 	switch {
-	case errors.Is(err, ErrMSMTooLarge):
+	case errors.Is(err, ErrMSMTooLarge), errors.Is(err, cudaspans.ErrOutOfMemory):
 		return "out_of_memory"
+	case errors.Is(err, ErrKeyBudget):
+		return "key_budget"
 	case errors.Is(err, cudaspans.ErrNoDevice):
 		return "no_device"
 	case errors.Is(err, ErrBaseSetEvicted):

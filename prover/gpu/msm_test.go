@@ -382,37 +382,59 @@ func TestMSMG1GPUSplitsIntoChunksWhenMemoryIsShortAndFailsClearlyWhenNone(t *tes
 	n := 1 << 20
 	bases, scalars := msmTestBases(t, n), msmRandScalars(n)
 	want := gnarkMSM(t, bases, scalars)
-	// Leave 256 MiB free: the 2^20 workspace (bases included, about 300
-	// MB) must be split.
-	fill := func(leave uint64) *cudaspans.DeviceBuffer {
-		free, _, err := f.c.MemInfo()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if free <= leave {
-			t.Skipf("only %d bytes free", free)
-		}
-		buf, err := f.c.Alloc(f.ctx, int(free-leave))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buf
-	}
-	filler := fill(256 << 20)
+	// Leave about 256 MiB free: the 2^20 workspace (bases included,
+	// about 300 MB) must be split.
+	release := msmFillDevice(t, f, 256<<20)
 	got, err := f.msm.G1Host(f.ctx, "", f.stream, bases, scalars)
-	filler.Free()
+	release()
 	if err != nil {
 		t.Fatalf("MSM with 256 MiB free: %v", err)
 	}
 	if !got.Equal(&want) {
 		t.Fatal("MSM split for lack of memory differs from gnark")
 	}
-	filler = fill(1 << 20)
+	release = msmFillDevice(t, f, 0)
 	_, err = f.msm.G1Host(f.ctx, "", f.stream, bases, scalars)
-	filler.Free()
+	release()
 	if !errors.Is(err, ErrMSMTooLarge) || !errors.Is(err, cudaspans.ErrOutOfMemory) {
-		t.Fatalf("MSM with 1 MiB free: %v, want ErrMSMTooLarge and ErrOutOfMemory", err)
+		t.Fatalf("MSM on a full device: %v, want ErrMSMTooLarge and ErrOutOfMemory", err)
 	}
+}
+
+// msmFillDevice allocates device memory in pieces (one allocation of all
+// free memory fails) until about leave bytes stay free, or nothing of
+// 64 KiB fits; the returned function frees the pieces.
+func msmFillDevice(t *testing.T, f *msmFixture, leave uint64) func() {
+	t.Helper()
+	var pieces []*cudaspans.DeviceBuffer
+	release := func() {
+		for _, p := range pieces {
+			p.Free()
+		}
+	}
+	piece := uint64(4 << 30)
+	for piece >= 64<<10 {
+		free, _, err := f.c.MemInfo()
+		if err != nil {
+			release()
+			t.Fatal(err)
+		}
+		if free <= leave+(64<<10) {
+			break
+		}
+		size := min(piece, free-leave)
+		buf, err := f.c.Alloc(f.ctx, int(size))
+		if err != nil {
+			if !errors.Is(err, cudaspans.ErrOutOfMemory) {
+				release()
+				t.Fatal(err)
+			}
+			piece /= 2
+			continue
+		}
+		pieces = append(pieces, buf)
+	}
+	return release
 }
 
 func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
@@ -440,17 +462,19 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	bases, scalars := msmTestBases(t, 1<<14), msmRandScalars(1<<14)
-	rb, err := keys.PreloadG1(f.ctx, s, prover.BaseSet[curve.G1Affine]{ID: "spans", Points: bases})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := m.G1(f.ctx, otelcuzk.SpanMSMG1A, s, rb, scalars)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := prover.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
 	want := gnarkMSM(t, bases, scalars)
-	if !got.Equal(&want) {
-		t.Fatal("MSM differs from gnark")
+	for range 2 { // the first call uploads the set, the second reuses it
+		got, err := m.G1Resident(f.ctx, otelcuzk.SpanMSMG1A, s, keys, set, scalars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(&want) {
+			t.Fatal("MSM differs from gnark")
+		}
+	}
+	if keys.Bytes() != int64(len(bases))*96 {
+		t.Errorf("resident bytes %d, want %d", keys.Bytes(), len(bases)*96)
 	}
 	if _, err := keys.Evict(f.ctx, "spans"); err != nil {
 		t.Fatal(err)
@@ -458,8 +482,8 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	spans := rec.Ended()
 	var msm sdktrace.ReadOnlySpan
 	for _, sp := range spans {
-		if sp.Name() == otelcuzk.SpanMSMG1A {
-			msm = sp
+		if sp.Name() == otelcuzk.SpanMSMG1A && msm == nil {
+			msm = sp // the first call's
 		}
 	}
 	if msm == nil {
@@ -475,22 +499,30 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_bucket_accumulate", "msm_bucket_reduce",
-		"msm_window_sum", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanBufferRelease} {
+		"msm_window_sum", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanBufferRelease, otelcuzk.SpanKeysPreload} {
 		if children[k] == 0 {
 			t.Errorf("msm.g1.a has no %s child (children: %v)", k, children)
 		}
 	}
-	var preloads, releases int
+	var hits []bool
+	var releases int
 	for _, sp := range spans {
 		switch sp.Name() {
 		case otelcuzk.SpanKeysPreload:
-			preloads++
+			for _, a := range sp.Attributes() {
+				if a.Key == otelcuzk.KeyKeyCacheHit {
+					hits = append(hits, a.Value.AsBool())
+				}
+			}
 		case otelcuzk.SpanBufferRelease:
 			releases++
 		}
 	}
-	if preloads != 1 || releases < 2 {
-		t.Errorf("%d keys.preload and %d buffer.release spans, want 1 and ≥ 2", preloads, releases)
+	if len(hits) != 2 || hits[0] || !hits[1] {
+		t.Errorf("keys.preload cache hits %v, want [false true]", hits)
+	}
+	if releases != 3 { // two workspaces and the evicted set
+		t.Errorf("%d buffer.release spans, want 3", releases)
 	}
 }
 

@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
     msm_u32 e = run[k];
     ec::g1_affine a = bases[e & ~MSM_NEG_FLAG];
     if (e & MSM_NEG_FLAG) a.y = ff::fp_t::neg(a.y);
-    acc = ec::xyzz_add_affine(acc, a);
+    acc = ec::xyzz_add_affine_inline(acc, a);
   }
   partials[(msm_u64)w * seg_cap + idx] = acc;
   seg_bucket[(msm_u64)w * seg_cap + idx] = b;

@@ -1,0 +1,399 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"unsafe"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+// keysFakeDriver is a device with a fixed amount of memory, held as Go
+// byte slices, behind cudaspans.Driver: enough for Open, streams, events,
+// allocation and host-to-device copies. Other calls panic (nil embedded
+// interface), so a test that reaches them fails loudly.
+type keysFakeDriver struct {
+	cudaspans.Driver
+
+	mu       sync.Mutex
+	capacity int
+	used     int
+	next     uint64
+	mem      map[cudaspans.DevicePtr][]byte
+	copies   int
+	onCopy   func() // called (without mu) before each host-to-device copy
+	handleID uintptr
+}
+
+func newKeysFakeDriver(capacity int) *keysFakeDriver {
+	return &keysFakeDriver{capacity: capacity, next: 1 << 20, mem: map[cudaspans.DevicePtr][]byte{}}
+}
+
+func (d *keysFakeDriver) handle() uintptr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.handleID += 16
+	return d.handleID
+}
+
+func (d *keysFakeDriver) Version() (int, error)     { return 13000, nil }
+func (d *keysFakeDriver) DeviceCount() (int, error) { return 1, nil }
+func (d *keysFakeDriver) Device(o int) (cudaspans.DeviceInfo, error) {
+	return cudaspans.DeviceInfo{Ordinal: o, Name: "fake", TotalMemory: uint64(d.capacity), Major: 9, DriverVersion: 13000}, nil
+}
+func (d *keysFakeDriver) PrimaryContext(int) (cudaspans.ContextHandle, error) {
+	return cudaspans.ContextHandle(d.handle()), nil
+}
+func (d *keysFakeDriver) ReleasePrimaryContext(int) error { return nil }
+func (d *keysFakeDriver) MemInfo(cudaspans.ContextHandle) (uint64, uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return uint64(d.capacity - d.used), uint64(d.capacity), nil
+}
+func (d *keysFakeDriver) Synchronize(cudaspans.ContextHandle) error { return nil }
+func (d *keysFakeDriver) StreamCreate(cudaspans.ContextHandle) (cudaspans.StreamHandle, error) {
+	return cudaspans.StreamHandle(d.handle()), nil
+}
+func (d *keysFakeDriver) StreamDestroy(cudaspans.ContextHandle, cudaspans.StreamHandle) error {
+	return nil
+}
+func (d *keysFakeDriver) StreamSynchronize(cudaspans.ContextHandle, cudaspans.StreamHandle) error {
+	return nil
+}
+func (d *keysFakeDriver) EventCreate(cudaspans.ContextHandle) (cudaspans.EventHandle, error) {
+	return cudaspans.EventHandle(d.handle()), nil
+}
+func (d *keysFakeDriver) EventDestroy(cudaspans.ContextHandle, cudaspans.EventHandle) error {
+	return nil
+}
+func (d *keysFakeDriver) EventRecord(cudaspans.ContextHandle, cudaspans.EventHandle, cudaspans.StreamHandle) error {
+	return nil
+}
+func (d *keysFakeDriver) EventSynchronize(cudaspans.ContextHandle, cudaspans.EventHandle) error {
+	return nil
+}
+func (d *keysFakeDriver) EventElapsed(_ cudaspans.ContextHandle, a, b cudaspans.EventHandle) (float32, error) {
+	return 0.001, nil
+}
+func (d *keysFakeDriver) MemAlloc(_ cudaspans.ContextHandle, n int) (cudaspans.DevicePtr, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used+n > d.capacity {
+		return 0, &cudaspans.Error{Call: "cuMemAlloc", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Message: "out of memory"}
+	}
+	p := cudaspans.DevicePtr(d.next)
+	d.next += uint64(n+255) &^ 255
+	d.mem[p] = make([]byte, n)
+	d.used += n
+	return p, nil
+}
+func (d *keysFakeDriver) MemFree(_ cudaspans.ContextHandle, p cudaspans.DevicePtr) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.mem[p]
+	if !ok {
+		return fmt.Errorf("fake: free of unknown pointer %#x", p)
+	}
+	d.used -= len(b)
+	delete(d.mem, p)
+	return nil
+}
+func (d *keysFakeDriver) CopyHtoD(_ cudaspans.ContextHandle, dst cudaspans.DevicePtr, src unsafe.Pointer, n int, _ cudaspans.StreamHandle) error {
+	if d.onCopy != nil {
+		d.onCopy()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.mem[dst]
+	if !ok || len(b) < n {
+		return fmt.Errorf("fake: copy of %d bytes to %#x outside any allocation", n, dst)
+	}
+	copy(b, unsafe.Slice((*byte)(src), n))
+	d.copies++
+	return nil
+}
+
+func (d *keysFakeDriver) stats() (used, allocations, copies int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.used, len(d.mem), d.copies
+}
+
+type keysFixture struct {
+	drv  *keysFakeDriver
+	keys *ResidentKeys
+	s    *cudaspans.Stream
+	rec  *tracetest.SpanRecorder
+}
+
+// newKeysFixture opens the fake device with room for capacity bytes.
+func newKeysFixture(t *testing.T, capacity int, opts ...KeysOption) *keysFixture {
+	t.Helper()
+	f := &keysFixture{drv: newKeysFakeDriver(capacity), rec: tracetest.NewSpanRecorder()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.rec))
+	c, err := cudaspans.Open(0, cudaspans.WithDriver(f.drv), cudaspans.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]KeysOption{WithKeysTracerProvider(tp), WithKeysReleaser(rel)}, opts...)
+	if f.keys, err = NewResidentKeys(c, opts...); err != nil {
+		t.Fatal(err)
+	}
+	if f.s, err = c.NewStream(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// keysSet is a base set of n distinct-looking points (the fake device
+// never does arithmetic, so any bytes do; these are small multiples of
+// the generator).
+func keysSet(id string, n int) prover.BaseSet[curve.G1Affine] {
+	_, _, g, _ := curve.Generators()
+	pts := make([]curve.G1Affine, n)
+	var acc curve.G1Affine
+	for i := range pts {
+		acc.Add(&acc, &g)
+		pts[i] = acc
+	}
+	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
+}
+
+func (f *keysFixture) preload(t *testing.T, set prover.BaseSet[curve.G1Affine]) *ResidentBases {
+	t.Helper()
+	rb, err := f.keys.PreloadG1(context.Background(), f.s, set)
+	if err != nil {
+		t.Fatalf("preload %s: %v", set.ID, err)
+	}
+	return rb
+}
+
+func (f *keysFixture) releasedSets() []string {
+	var names []string
+	for _, sp := range f.rec.Ended() {
+		if sp.Name() != otelcuzk.SpanBufferRelease {
+			continue
+		}
+		for _, a := range sp.Attributes() {
+			if a.Key == otelcuzk.KeyBufferName {
+				names = append(names, a.Value.AsString())
+			}
+		}
+	}
+	return names
+}
+
+func TestResidentKeysUploadEachSetOnceAndKeepIt(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	set := keysSet("cs:g1.a", 100)
+	rb := f.preload(t, set)
+	again := f.preload(t, set)
+	if rb != again {
+		t.Error("second preload returned a different resident set")
+	}
+	used, allocs, copies := f.drv.stats()
+	if copies != 1 || allocs != 1 || used != 100*96 {
+		t.Fatalf("after two preloads: %d copies, %d allocations, %d bytes; want 1, 1, 9600", copies, allocs, used)
+	}
+	if f.keys.Bytes() != 9600 || rb.Bytes() != 9600 || rb.Len() != 100 || rb.ID() != "cs:g1.a" {
+		t.Errorf("accounting: keys %d bytes, set %d bytes, %d points, id %q", f.keys.Bytes(), rb.Bytes(), rb.Len(), rb.ID())
+	}
+	// The device holds gnark's G1Affine bytes, unconverted.
+	ptr, release, err := rb.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	f.drv.mu.Lock()
+	dev := f.drv.mem[ptr]
+	f.drv.mu.Unlock()
+	host := unsafe.Slice((*byte)(unsafe.Pointer(&set.Points[0])), len(set.Points)*96)
+	if string(dev) != string(host) {
+		t.Error("device copy differs from the G1Affine bytes")
+	}
+	if got, ok := f.keys.Get("cs:g1.a"); !ok || got != rb {
+		t.Error("Get does not find the resident set")
+	}
+	if _, ok := f.keys.Get("other"); ok {
+		t.Error("Get finds a set never loaded")
+	}
+	if ids := f.keys.IDs(); len(ids) != 1 || ids[0] != "cs:g1.a" {
+		t.Errorf("IDs = %v", ids)
+	}
+}
+
+func TestResidentKeysRejectBadSets(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	ctx := context.Background()
+	if _, err := f.keys.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{Points: keysSet("x", 1).Points}); err == nil {
+		t.Error("set without ID accepted")
+	}
+	if _, err := f.keys.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
+		t.Error("set without points accepted")
+	}
+	f.preload(t, keysSet("a", 10))
+	if _, err := f.keys.PreloadG1(ctx, f.s, keysSet("a", 11)); err == nil {
+		t.Error("same ID with another length accepted")
+	}
+	if _, err := NewResidentKeys(nil, WithKeyBudget(-1)); err == nil {
+		t.Error("negative budget accepted")
+	}
+}
+
+func TestResidentKeysEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
+	f := newKeysFixture(t, 3*96*100+50) // room for three sets of 100 points
+	for _, id := range []string{"a", "b", "c"} {
+		f.preload(t, keysSet(id, 100))
+	}
+	if _, ok := f.keys.Get("a"); !ok { // a is now more recent than b
+		t.Fatal("a not resident")
+	}
+	f.preload(t, keysSet("d", 100))
+	if ids := fmt.Sprint(f.keys.IDs()); ids != "[a c d]" {
+		t.Errorf("resident after loading d: %s, want [a c d]", ids)
+	}
+	if rel := fmt.Sprint(f.releasedSets()); rel != "[keys.b]" {
+		t.Errorf("released %s, want [keys.b]", rel)
+	}
+	if used, allocs, _ := f.drv.stats(); used != 3*9600 || allocs != 3 || f.keys.Bytes() != 3*9600 {
+		t.Errorf("device holds %d bytes in %d allocations, keys count %d", used, allocs, f.keys.Bytes())
+	}
+}
+
+func TestResidentKeysOutOfMemoryIsAClearError(t *testing.T) {
+	f := newKeysFixture(t, 96*100)
+	rb := f.preload(t, keysSet("a", 100))
+	_, release, err := rb.acquire() // in use: cannot be evicted
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.keys.PreloadG1(context.Background(), f.s, keysSet("b", 10))
+	release()
+	if !errors.Is(err, cudaspans.ErrOutOfMemory) {
+		t.Fatalf("preload with no room: %v, want ErrOutOfMemory", err)
+	}
+	if ids := fmt.Sprint(f.keys.IDs()); ids != "[a]" || f.keys.Bytes() != 9600 {
+		t.Errorf("after the failed preload: %s resident, %d bytes", ids, f.keys.Bytes())
+	}
+}
+
+func TestResidentKeysBudgetEvictsOldestAndRejectsOversizedSets(t *testing.T) {
+	f := newKeysFixture(t, 1<<20, WithKeyBudget(2*9600))
+	f.preload(t, keysSet("a", 100))
+	f.preload(t, keysSet("b", 100))
+	f.preload(t, keysSet("c", 100))
+	if ids := fmt.Sprint(f.keys.IDs()); ids != "[b c]" {
+		t.Errorf("resident: %s, want [b c]", ids)
+	}
+	_, err := f.keys.PreloadG1(context.Background(), f.s, keysSet("big", 201))
+	if !errors.Is(err, ErrKeyBudget) {
+		t.Errorf("oversized set: %v, want ErrKeyBudget", err)
+	}
+}
+
+func TestResidentKeysEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	ctx := context.Background()
+	rb := f.preload(t, keysSet("a", 100))
+	_, release, err := rb.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.keys.Evict(ctx, "a"); !ok || err != nil {
+		t.Fatalf("Evict = %v, %v", ok, err)
+	}
+	if used, _, _ := f.drv.stats(); used != 9600 || f.keys.Bytes() != 9600 {
+		t.Fatalf("set in use freed early: device %d bytes, keys %d", used, f.keys.Bytes())
+	}
+	if _, _, err := rb.acquire(); !errors.Is(err, ErrBaseSetEvicted) {
+		t.Errorf("acquire after evict: %v, want ErrBaseSetEvicted", err)
+	}
+	release()
+	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
+		t.Errorf("after the MSM ended: device %d bytes in %d allocations, keys %d", used, allocs, f.keys.Bytes())
+	}
+	if rel := fmt.Sprint(f.releasedSets()); rel != "[keys.a]" {
+		t.Errorf("released %s, want [keys.a]", rel)
+	}
+	if ok, err := f.keys.Evict(ctx, "a"); ok || err != nil {
+		t.Errorf("second Evict = %v, %v; want false, nil", ok, err)
+	}
+}
+
+func TestResidentKeysConcurrentPreloadsUploadOnce(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	set := keysSet("shared", 200)
+	var wg sync.WaitGroup
+	got := make([]*ResidentBases, 8)
+	errs := make([]error, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = f.keys.PreloadG1(context.Background(), f.s, set)
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || got[i] != got[0] {
+			t.Fatalf("preload %d: %v (set %p, first %p)", i, errs[i], got[i], got[0])
+		}
+	}
+	if _, allocs, copies := f.drv.stats(); allocs != 1 || copies != 1 {
+		t.Errorf("%d allocations and %d copies, want 1 and 1", allocs, copies)
+	}
+}
+
+func TestResidentKeysEvictDuringUploadFreesTheUpload(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	started, proceed := make(chan struct{}), make(chan struct{})
+	f.drv.onCopy = func() {
+		close(started)
+		<-proceed
+	}
+	done := make(chan error)
+	go func() {
+		_, err := f.keys.PreloadG1(context.Background(), f.s, keysSet("a", 100))
+		done <- err
+	}()
+	<-started
+	if ok, err := f.keys.Evict(context.Background(), "a"); !ok || err != nil {
+		t.Fatalf("Evict during upload = %v, %v", ok, err)
+	}
+	close(proceed)
+	if err := <-done; !errors.Is(err, ErrBaseSetEvicted) {
+		t.Errorf("preload evicted during upload: %v, want ErrBaseSetEvicted", err)
+	}
+	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
+		t.Errorf("after: device %d bytes in %d allocations, keys %d", used, allocs, f.keys.Bytes())
+	}
+}
+
+func TestResidentKeysEvictAllFreesEverything(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	for _, id := range []string{"a", "b", "c"} {
+		f.preload(t, keysSet(id, 50))
+	}
+	if err := f.keys.EvictAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 || len(f.keys.IDs()) != 0 {
+		t.Errorf("after EvictAll: device %d bytes in %d allocations, keys %d, ids %v", used, allocs, f.keys.Bytes(), f.keys.IDs())
+	}
+	if n := len(f.releasedSets()); n != 3 {
+		t.Errorf("%d buffer.release spans, want 3", n)
+	}
+}
