@@ -313,6 +313,29 @@ CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int 
 	return r;
 }
 
+CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
+                         uintptr_t s, unsigned char *params, const size_t *offsets, int nparams,
+                         uintptr_t start, uintptr_t end, int *failed) {
+	*failed = 0;
+	CUR(d, ctx);
+	CUresult r = d->cuEventRecord((CUevent)start, (CUstream)s);
+	if (r) return r;
+	*failed = 1;
+	void *stackp[64];
+	void **kp = stackp;
+	if (nparams > 64) {
+		kp = malloc(sizeof(void *) * (size_t)nparams);
+		if (kp == NULL) return 2; // CUDA_ERROR_OUT_OF_MEMORY
+	}
+	for (int i = 0; i < nparams; i++) kp[i] = params + offsets[i];
+	r = d->cuLaunchKernel((CUfunction)f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+	                      shared, (CUstream)s, nparams > 0 ? kp : NULL, NULL);
+	if (kp != stackp) free(kp);
+	if (r) return r;
+	*failed = 2;
+	return d->cuEventRecord((CUevent)end, (CUstream)s);
+}
+
 // ---- NVRTC ----
 
 #define N(field) \

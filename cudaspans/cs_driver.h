@@ -107,6 +107,12 @@ CUresult cs_func_set_attr(cs_driver *d, uintptr_t ctx, uintptr_t f, int attr, in
 CUresult cs_func_params(cs_driver *d, uintptr_t ctx, uintptr_t f, size_t *offs, size_t *sizes, int max, int *n);
 CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
                    uintptr_t s, unsigned char *params, const size_t *offsets, int nparams);
+// cs_launch_timed records start, launches and records end on stream s: one
+// call for the three, with a failure reported as the call that failed
+// (*failed: 0 record start, 1 launch, 2 record end).
+CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
+                         uintptr_t s, unsigned char *params, const size_t *offsets, int nparams,
+                         uintptr_t start, uintptr_t end, int *failed);
 
 // NVRTC, loaded at run time.
 typedef int nvrtcResult;

@@ -234,6 +234,12 @@ func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 	if err := s.Synchronize(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A 3 ms blocker first: the launches below queue behind it, so the
+	// reference events run back to back with the kernels instead of
+	// timestamping host gaps between the calls.
+	if err := s.Launch(ctx, spin, D1(1), D1(32), 0, spinCycles(3), sink.Ptr()); err != nil {
+		t.Fatal(err)
+	}
 	// Our own events around each launch: the reference measurement.
 	type ref struct{ a, b EventHandle }
 	var refs []ref

@@ -60,9 +60,7 @@ func (s *Stream) Launch(ctx context.Context, f *Function, grid, block Dim3, shar
 			otelcuzk.KeyCUDASharedBytes.Int(sharedBytes),
 		},
 	}
-	return s.do(ctx, op, func() error {
-		return s.c.drv.Launch(s.c.h, f.h, grid, block, sharedBytes, s.h, buf, offs)
-	})
+	return s.doLaunch(ctx, op, f, grid, block, sharedBytes, buf, offs)
 }
 
 // packParams lays the arguments out one after another, each at its

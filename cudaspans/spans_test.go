@@ -447,3 +447,58 @@ func TestEventErrorsAreReturnedFromSynchronize(t *testing.T) {
 		t.Fatalf("failed launch left a span or an error: %v", err)
 	}
 }
+
+// timedFake offers the one-call launch the real driver has.
+type timedFake struct {
+	*fakeDriver
+	timed int
+}
+
+func (d *timedFake) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle) error {
+	d.timed++
+	if err := d.EventRecord(c, start, s); err != nil {
+		return err
+	}
+	if err := d.Launch(c, f, grid, block, shared, s, params, offsets); err != nil {
+		return err
+	}
+	return d.EventRecord(c, end, s)
+}
+
+func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
+	clock := newFakeClock()
+	td := &timedFake{fakeDriver: newFakeDriver(clock)}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c, err := Open(0, WithDriver(td), WithTracerProvider(tp), withClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := &fixture{clock: clock, drv: td.fakeDriver, rec: rec, tp: tp, c: c}
+	k := f.kernel(t, "msm_sort", 400*time.Microsecond)
+	s, _ := c.NewStream()
+	ctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1K)
+	if err := s.Launch(ctx, k, D1(2), D1(64), 0, uint64(3)); err != nil {
+		t.Fatal(err)
+	}
+	td.fail["Launch"] = &Error{Call: "cuLaunchKernel", Code: 1, Name: "CUDA_ERROR_INVALID_VALUE", Message: "invalid argument"}
+	if err := s.Launch(ctx, k, D1(2), D1(64), 0, uint64(3)); err == nil {
+		t.Fatal("launch error lost")
+	}
+	delete(td.fail, "Launch")
+	if err := s.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parent.End(trace.WithTimestamp(clock.now()))
+	sp := f.ended("msm_sort")
+	if td.timed != 2 || len(sp) != 1 {
+		t.Fatalf("one-call launches %d, spans %d; want 2 and 1", td.timed, len(sp))
+	}
+	if d := sp[0].EndTime().Sub(sp[0].StartTime()); absDur(d-400*time.Microsecond) > 2*time.Microsecond {
+		t.Errorf("span lasts %v, want 400µs", d)
+	}
+	if sp[0].Parent().SpanID() != f.ended(otelcuzk.SpanMSMG1K)[0].SpanContext().SpanID() {
+		t.Error("not a child of its parent")
+	}
+}

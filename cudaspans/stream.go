@@ -158,6 +158,11 @@ func (s *Stream) do(ctx context.Context, op *pendingOp, call func() error) error
 		s.c.putEvents(start)
 		return err
 	}
+	s.prepare(ctx, op, start)
+	return s.finish(op)
+}
+
+func (s *Stream) prepare(ctx context.Context, op *pendingOp, start EventHandle) {
 	op.parent = ctx
 	op.start = start
 	op.sess = sessionFrom(ctx)
@@ -165,7 +170,47 @@ func (s *Stream) do(ctx context.Context, op *pendingOp, call func() error) error
 		otelcuzk.KeyCUDAStream.Int(s.id),
 		otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
 		otelcuzk.KeyCUDAClock.String("gpu"))
-	return s.finish(op)
+}
+
+// timedLauncher is implemented by drivers that record the start event,
+// launch and record the end event in one call (the real driver: one cgo
+// crossing and one cuCtxSetCurrent instead of three).
+type timedLauncher interface {
+	LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, sharedBytes int, s StreamHandle,
+		params []byte, offsets []int, start, end EventHandle) error
+}
+
+// doLaunch is do for a kernel launch, in one driver call where it can.
+func (s *Stream) doLaunch(ctx context.Context, op *pendingOp, f *Function, grid, block Dim3, shared int, params []byte, offs []int) error {
+	tl, ok := s.c.drv.(timedLauncher)
+	if !ok {
+		return s.do(ctx, op, func() error {
+			return s.c.drv.Launch(s.c.h, f.h, grid, block, shared, s.h, params, offs)
+		})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensureAnchor(); err != nil {
+		return err
+	}
+	start, err := s.c.event()
+	if err != nil {
+		return err
+	}
+	end, err := s.c.event()
+	if err != nil {
+		s.c.putEvents(start)
+		return err
+	}
+	if err := tl.LaunchTimed(s.c.h, f.h, grid, block, shared, s.h, params, offs, start, end); err != nil {
+		s.c.putEvents(start, end)
+		return err
+	}
+	s.prepare(ctx, op, start)
+	op.end = end
+	op.anchor = s.anchor
+	s.pending = append(s.pending, op)
+	return nil
 }
 
 // Synchronize waits for the stream's work, then emits the spans of its
