@@ -176,12 +176,13 @@ func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM,
 // Context returns the device context the MSM runs on.
 func (m *MSM) Context() *cudaspans.Context { return m.c }
 
-// msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 5
+// msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 4
 // (a window has 2^(c−1) buckets, so a bucket holds some 32 points), within
-// [6, 16]. Measured on an H200 (bench/msm.md).
+// [6, 16]. On an H200 c = 16 beat 14 and 18 at 2^20, 2^22 and 2^24
+// (bench/msm.md).
 func msmWindowBits(n int) int {
 	lg := bits.Len(uint(n - 1))
-	return min(16, max(6, lg-5))
+	return min(16, max(6, lg-4))
 }
 
 // msmPlan is the shape of one device pass over n points.
