@@ -454,11 +454,12 @@ func (e *Engine) endQueued(j *job, err error) {
 	j.finished = now
 	e.cancelled++
 	e.keep(j, now)
+	info := j.info()
 	e.mu.Unlock()
-	close(j.done)
 	if e.cfg.onFinish != nil {
-		e.cfg.onFinish(e.Job(j.id))
+		e.cfg.onFinish(info)
 	}
+	close(j.done)
 }
 
 func recordError(span trace.Span, err error) {
@@ -595,8 +596,8 @@ func (e *Engine) finish(i int, j *job, res *prover.Result, err error) {
 	e.keep(j, now)
 	info := j.info()
 	e.mu.Unlock()
-	close(j.done)
 	if e.cfg.onFinish != nil {
 		e.cfg.onFinish(info)
 	}
+	close(j.done)
 }

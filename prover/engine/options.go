@@ -93,9 +93,10 @@ func WithValidator(v func(*prover.Request) error) Option {
 }
 
 // WithFinishHook makes the engine call f once for every job that ends
-// (succeeded, failed or cancelled), after its result is visible to Await.
-// f runs on the worker's goroutine (or Cancel's, for queued jobs) and must
-// not block; the daemon's metrics use it.
+// (succeeded, failed or cancelled), before Await returns for it (so a
+// caller that awaited a job sees it counted). f runs on the worker's
+// goroutine (or Cancel's or Shutdown's, for queued jobs) and must not
+// block; the daemon's metrics use it.
 func WithFinishHook(f func(JobInfo)) Option {
 	return optionFunc(func(c *config) { c.onFinish = f })
 }

@@ -1,0 +1,438 @@
+// Package client is a Go client of the cuzk.v1.ProvingEngine daemon, with
+// plain Go types, for callers such as Curio. Calls are traced with
+// otelgrpc's client stats handler, so the span in the ctx of a call (a
+// Curio task span) is the parent of the RPC span and, through W3C trace
+// context in the metadata, of the daemon's engine.job: one trace across
+// both processes.
+//
+// The package imports grpc, the generated API and OpenTelemetry only: no
+// gnark and no cgo (a test checks `go list -deps`).
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+)
+
+// Priority orders queued work; CRITICAL overtakes everything queued.
+type Priority int
+
+// Priorities. The zero value is Normal.
+const (
+	Normal Priority = iota
+	Low
+	High
+	Critical
+)
+
+// String returns LOW, NORMAL, HIGH or CRITICAL.
+func (p Priority) String() string {
+	switch p {
+	case Low:
+		return "LOW"
+	case Normal:
+		return "NORMAL"
+	case High:
+		return "HIGH"
+	case Critical:
+		return "CRITICAL"
+	}
+	return fmt.Sprintf("Priority(%d)", int(p))
+}
+
+// ParsePriority maps LOW, NORMAL, HIGH or CRITICAL (upper or lower case)
+// to a Priority.
+func ParsePriority(s string) (Priority, error) {
+	for _, p := range []Priority{Low, Normal, High, Critical} {
+		if s == p.String() || s == lower(p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority %q (want LOW, NORMAL, HIGH or CRITICAL)", s)
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func (p Priority) proto() (cuzkv1.Priority, error) {
+	switch p {
+	case Low:
+		return cuzkv1.Priority_PRIORITY_LOW, nil
+	case Normal:
+		return cuzkv1.Priority_PRIORITY_NORMAL, nil
+	case High:
+		return cuzkv1.Priority_PRIORITY_HIGH, nil
+	case Critical:
+		return cuzkv1.Priority_PRIORITY_CRITICAL, nil
+	}
+	return 0, fmt.Errorf("client: unknown priority %d", int(p))
+}
+
+// JobStatus is where a job is in its life.
+type JobStatus string
+
+// Job statuses.
+const (
+	Queued    JobStatus = "QUEUED"
+	Running   JobStatus = "RUNNING"
+	Succeeded JobStatus = "SUCCEEDED"
+	Failed    JobStatus = "FAILED"
+	Cancelled JobStatus = "CANCELLED"
+)
+
+func statusFrom(s cuzkv1.JobStatus) JobStatus {
+	switch s {
+	case cuzkv1.JobStatus_JOB_STATUS_QUEUED:
+		return Queued
+	case cuzkv1.JobStatus_JOB_STATUS_RUNNING:
+		return Running
+	case cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED:
+		return Succeeded
+	case cuzkv1.JobStatus_JOB_STATUS_FAILED:
+		return Failed
+	case cuzkv1.JobStatus_JOB_STATUS_CANCELLED:
+		return Cancelled
+	}
+	return ""
+}
+
+// Request is one proof to ask for.
+type Request struct {
+	// RequestID is the idempotency key: asking again with the same id
+	// returns the same job. Required.
+	RequestID string
+	// Circuit is a circuit registered in the daemon ("mulchain", "merkle").
+	Circuit string
+	// Constraints sizes a built-in circuit (R1CS constraints).
+	Constraints uint64
+	// Witness is a full witness in gnark's binary format; nil asks a
+	// built-in circuit for its own sample witness.
+	Witness  []byte
+	Priority Priority
+	// Correlation with the caller, recorded on the daemon's engine.job.
+	MinerID      string
+	SectorNumber int64
+	TaskID       int64
+	TaskName     string
+	// Verify asks the daemon to check the proof with gnark's verifier.
+	Verify bool
+}
+
+func (r Request) proto() (*cuzkv1.ProofRequest, error) {
+	p, err := r.Priority.proto()
+	if err != nil {
+		return nil, err
+	}
+	return &cuzkv1.ProofRequest{
+		RequestId: r.RequestID, Circuit: r.Circuit, Constraints: r.Constraints, Witness: r.Witness,
+		Priority: p, MinerId: r.MinerID, SectorNumber: r.SectorNumber, TaskId: r.TaskID,
+		TaskName: r.TaskName, Verify: r.Verify,
+	}, nil
+}
+
+// Timings are the daemon's durations for one proof.
+type Timings struct {
+	QueueWait, KeyLoad, Synthesis, Prove, Serialize, Verify, Total time.Duration
+}
+
+// Result is the outcome of a job.
+type Result struct {
+	JobID, RequestID string
+	Status           JobStatus
+	// Error says why a Failed or Cancelled job ended.
+	Error string
+	// Proof is gnark's groth16.Proof (BLS12-381), WriteTo encoding.
+	Proof []byte
+	// PublicWitness is the public part of the witness, gnark binary format.
+	PublicWitness []byte
+	// TraceID is the hex W3C trace id of the proof's trace.
+	TraceID  string
+	Timings  Timings
+	Verified bool
+	Backend  string
+	Worker   string
+}
+
+func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func resultFrom(r *cuzkv1.ProofResult) *Result {
+	t := r.GetTimings()
+	return &Result{
+		JobID: r.GetJobId(), RequestID: r.GetRequestId(), Status: statusFrom(r.GetStatus()),
+		Error: r.GetError(), Proof: r.GetProof(), PublicWitness: r.GetPublicWitness(),
+		TraceID: r.GetTraceId(), Verified: r.GetVerified(), Backend: r.GetBackend(), Worker: r.GetWorker(),
+		Timings: Timings{
+			QueueWait: fromMS(t.GetQueueWaitMs()), KeyLoad: fromMS(t.GetKeyLoadMs()),
+			Synthesis: fromMS(t.GetSynthesisMs()), Prove: fromMS(t.GetProveMs()),
+			Serialize: fromMS(t.GetSerializeMs()), Verify: fromMS(t.GetVerifyMs()), Total: fromMS(t.GetTotalMs()),
+		},
+	}
+}
+
+// resultOfError returns the ProofResult the daemon attached to a failed
+// job's status, or nil.
+func resultOfError(err error) *Result {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if r, ok := d.(*cuzkv1.ProofResult); ok {
+			return resultFrom(r)
+		}
+	}
+	return nil
+}
+
+// Job is a submitted job.
+type Job struct {
+	ID string
+	// Existing is true when the request id named a job already known.
+	Existing bool
+	Status   JobStatus
+	TraceID  string
+}
+
+// Client calls one daemon. It is safe for concurrent use.
+type Client struct {
+	conn *grpc.ClientConn
+	api  cuzkv1.ProvingEngineClient
+}
+
+// Dial returns a client of the daemon at addr ("host:port"); the
+// connection is made lazily, at the first call. Errors: a malformed
+// address or options.
+func Dial(addr string, opts ...Option) (*Client, error) {
+	cfg := newConfig(opts)
+	creds := insecure.NewCredentials()
+	if cfg.tls != nil {
+		creds = credentials.NewTLS(cfg.tls)
+	}
+	dopts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(cfg.tp), otelgrpc.WithPropagators(cfg.propagators))),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)),
+	}
+	if cfg.token != "" {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{token: cfg.token}))
+	}
+	conn, err := grpc.NewClient(addr, append(dopts, cfg.dialOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+	}
+	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// bearer sends the token as call metadata. It does not require transport
+// security so that a daemon on loopback can use a token without TLS.
+type bearer struct{ token string }
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return false }
+
+// Submit queues r and returns its job at once. Errors are gRPC status
+// errors (status.Code gives INVALID_ARGUMENT, NOT_FOUND,
+// RESOURCE_EXHAUSTED, UNAVAILABLE ...).
+func (c *Client) Submit(ctx context.Context, r Request) (Job, error) {
+	pr, err := r.proto()
+	if err != nil {
+		return Job{}, err
+	}
+	resp, err := c.api.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: pr})
+	if err != nil {
+		return Job{}, err
+	}
+	return Job{ID: resp.GetJobId(), Existing: resp.GetExisting(), Status: statusFrom(resp.GetStatus()), TraceID: resp.GetTraceId()}, nil
+}
+
+// Await waits up to timeout (0: until ctx's deadline) for job id to end.
+// For a job that did not succeed it returns the gRPC status error
+// (CANCELLED, INVALID_ARGUMENT, INTERNAL ...) and, when the daemon sent
+// it, the Result with the job id, trace id and error; DEADLINE_EXCEEDED
+// when the wait ended first.
+func (c *Client) Await(ctx context.Context, id string, timeout time.Duration) (*Result, error) {
+	return c.await(ctx, &cuzkv1.AwaitProofRequest{JobId: id, TimeoutMs: uint64(max(timeout, 0) / time.Millisecond)})
+}
+
+// AwaitRequest is Await for the job of a request id.
+func (c *Client) AwaitRequest(ctx context.Context, requestID string, timeout time.Duration) (*Result, error) {
+	return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: requestID, TimeoutMs: uint64(max(timeout, 0) / time.Millisecond)})
+}
+
+func (c *Client) await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*Result, error) {
+	resp, err := c.api.AwaitProof(ctx, r)
+	if err != nil {
+		return resultOfError(err), err
+	}
+	return resultFrom(resp), nil
+}
+
+// Prove submits r and waits for its proof, in one call; errors as Submit's
+// and Await's.
+func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
+	pr, err := r.proto()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Request: pr})
+	if err != nil {
+		return resultOfError(err), err
+	}
+	return resultFrom(resp), nil
+}
+
+// Cancel cancels job id (queued: removed; running: its context cancelled)
+// and returns its status after the call. NOT_FOUND for an unknown job,
+// FAILED_PRECONDITION for one that already ended.
+func (c *Client) Cancel(ctx context.Context, id string) (JobStatus, error) {
+	resp, err := c.api.CancelProof(ctx, &cuzkv1.CancelProofRequest{JobId: id})
+	if err != nil {
+		return "", err
+	}
+	return statusFrom(resp.GetStatus()), nil
+}
+
+// Device is a device of the daemon.
+type Device struct {
+	Ordinal                 int
+	Name, Backend           string
+	MemoryTotal, MemoryUsed uint64
+}
+
+// Worker is one of the daemon's workers.
+type Worker struct {
+	Name, JobID                  string
+	Succeeded, Failed, Cancelled uint64
+}
+
+// Key is a proving key the daemon holds.
+type Key struct {
+	Circuit     string
+	Constraints uint64
+	ID          string
+}
+
+// RunningJob is a job being proved.
+type RunningJob struct {
+	ID, RequestID, Circuit, Worker, TraceID string
+	Priority                                Priority
+	Started                                 time.Time
+}
+
+// Status is the daemon's state.
+type Status struct {
+	Devices []Device
+	Workers []Worker
+	Keys    []Key
+	// Queued is the number of queued jobs per priority.
+	Queued                       map[Priority]int
+	QueueCapacity                int
+	Running                      []RunningJob
+	Succeeded, Failed, Cancelled uint64
+	Uptime                       time.Duration
+	Closing                      bool
+	Version                      string
+}
+
+func priorityFrom(p cuzkv1.Priority) Priority {
+	switch p {
+	case cuzkv1.Priority_PRIORITY_LOW:
+		return Low
+	case cuzkv1.Priority_PRIORITY_HIGH:
+		return High
+	case cuzkv1.Priority_PRIORITY_CRITICAL:
+		return Critical
+	}
+	return Normal
+}
+
+// Status returns the daemon's devices, workers, keys, queues and totals.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	r, err := c.api.GetStatus(ctx, &cuzkv1.GetStatusRequest{})
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{
+		Queued: map[Priority]int{}, QueueCapacity: int(r.GetQueueCapacity()),
+		Succeeded: r.GetSucceeded(), Failed: r.GetFailed(), Cancelled: r.GetCancelled(),
+		Uptime:  time.Duration(r.GetUptimeSeconds() * float64(time.Second)),
+		Closing: r.GetClosing(), Version: r.GetVersion(),
+	}
+	for _, d := range r.GetDevices() {
+		s.Devices = append(s.Devices, Device{Ordinal: int(d.GetOrdinal()), Name: d.GetName(), Backend: d.GetBackend(),
+			MemoryTotal: d.GetMemoryTotalBytes(), MemoryUsed: d.GetMemoryUsedBytes()})
+	}
+	for _, w := range r.GetWorkers() {
+		s.Workers = append(s.Workers, Worker{Name: w.GetName(), JobID: w.GetJobId(),
+			Succeeded: w.GetSucceeded(), Failed: w.GetFailed(), Cancelled: w.GetCancelled()})
+	}
+	for _, k := range r.GetKeys() {
+		s.Keys = append(s.Keys, Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()})
+	}
+	for _, q := range r.GetQueues() {
+		s.Queued[priorityFrom(q.GetPriority())] = int(q.GetDepth())
+	}
+	for _, j := range r.GetRunning() {
+		s.Running = append(s.Running, RunningJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),
+			Worker: j.GetWorker(), TraceID: j.GetTraceId(), Priority: priorityFrom(j.GetPriority()),
+			Started: time.Unix(0, j.GetStartedUnixNano())})
+	}
+	return s, nil
+}
+
+// PreloadKeys makes the daemon load the proving key of circuit at
+// constraints; cacheHit is true when it already held it.
+func (c *Client) PreloadKeys(ctx context.Context, circuit string, constraints uint64) (key Key, cacheHit bool, err error) {
+	r, err := c.api.PreloadKeys(ctx, &cuzkv1.PreloadKeysRequest{Circuit: circuit, Constraints: constraints})
+	if err != nil {
+		return Key{}, false, err
+	}
+	k := r.GetKey()
+	return Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()}, r.GetCacheHit(), nil
+}
+
+// EvictKeys makes the daemon drop the proving key of circuit at
+// constraints; it reports whether the key was held.
+func (c *Client) EvictKeys(ctx context.Context, circuit string, constraints uint64) (bool, error) {
+	r, err := c.api.EvictKeys(ctx, &cuzkv1.EvictKeysRequest{Circuit: circuit, Constraints: constraints})
+	if err != nil {
+		return false, err
+	}
+	return r.GetEvicted(), nil
+}
+
+// ErrNoResult is returned by ResultOf for an error without a job result.
+var ErrNoResult = errors.New("client: error carries no job result")
+
+// ResultOf returns the job result the daemon attached to err (a failed or
+// cancelled job's id, trace id and error), or ErrNoResult.
+func ResultOf(err error) (*Result, error) {
+	if r := resultOfError(err); r != nil {
+		return r, nil
+	}
+	return nil, ErrNoResult
+}

@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+)
+
+// echoServer answers Prove with what it received, and records the
+// metadata, so the client's encoding and trace context can be checked
+// without the daemon (whose tests cover the full path).
+type echoServer struct {
+	cuzkv1.UnimplementedProvingEngineServer
+	md  chan metadata.MD
+	req chan *cuzkv1.ProofRequest
+}
+
+func (e *echoServer) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	e.md <- md
+	e.req <- r.GetRequest()
+	if r.GetRequest().GetCircuit() == "fail" {
+		st, _ := status.New(codes.InvalidArgument, "witness does not satisfy the circuit").WithDetails(
+			&cuzkv1.ProofResult{JobId: "job-1", TraceId: "abc", Status: cuzkv1.JobStatus_JOB_STATUS_FAILED, Error: "unsatisfied"})
+		return nil, st.Err()
+	}
+	return &cuzkv1.ProofResult{JobId: "job-1", RequestId: r.GetRequest().GetRequestId(), Proof: []byte{1, 2},
+		Status: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Timings: &cuzkv1.Timings{ProveMs: 1.5, TotalMs: 2}}, nil
+}
+
+func TestClientSendsFieldsTokenAndTraceContext(t *testing.T) {
+	srv := grpc.NewServer()
+	echo := &echoServer{md: make(chan metadata.MD, 2), req: make(chan *cuzkv1.ProofRequest, 2)}
+	cuzkv1.RegisterProvingEngineServer(srv, echo)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := Dial(lis.Addr().String(), WithTracerProvider(tp), WithBearerToken("tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ctx, task := tp.Tracer("curio").Start(ctx, "curio.task")
+	res, err := c.Prove(ctx, Request{RequestID: "r", Circuit: "mulchain", Constraints: 8, Priority: Critical,
+		MinerID: "f01", SectorNumber: 3, TaskID: 4, TaskName: "PoRep", Verify: true})
+	task.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.JobID != "job-1" || res.Status != Succeeded || res.Timings.Prove != 1500*time.Microsecond || res.Timings.Total != 2*time.Millisecond {
+		t.Errorf("result %+v", res)
+	}
+	md, got := <-echo.md, <-echo.req
+	if got.GetPriority() != cuzkv1.Priority_PRIORITY_CRITICAL || got.GetMinerId() != "f01" || got.GetSectorNumber() != 3 ||
+		got.GetTaskId() != 4 || got.GetTaskName() != "PoRep" || !got.GetVerify() || got.GetConstraints() != 8 {
+		t.Errorf("request on the wire %v", got)
+	}
+	if a := md.Get("authorization"); len(a) != 1 || a[0] != "Bearer tok" {
+		t.Errorf("authorization %v", a)
+	}
+	// The traceparent names the client span, a child of the task span.
+	carrier := propagation.MapCarrier{}
+	for k, v := range md {
+		carrier[k] = v[0]
+	}
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	var clientSpan tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.SpanKind == trace.SpanKindClient {
+			clientSpan = s
+		}
+	}
+	if sc.TraceID() != task.SpanContext().TraceID() || sc.SpanID() != clientSpan.SpanContext.SpanID() ||
+		clientSpan.Parent.SpanID() != task.SpanContext().SpanID() {
+		t.Errorf("traceparent %v: want the client span %v under the task %v", md.Get("traceparent"), clientSpan.SpanContext, task.SpanContext())
+	}
+
+	res, err = c.Prove(ctx, Request{RequestID: "f", Circuit: "fail"})
+	if status.Code(err) != codes.InvalidArgument || res == nil || res.JobID != "job-1" || res.Status != Failed || res.Error != "unsatisfied" {
+		t.Errorf("failed proof: %+v %v, want the status and the job's result", res, err)
+	}
+	if _, err := c.Prove(ctx, Request{RequestID: "p", Circuit: "x", Priority: Priority(7)}); err == nil {
+		t.Error("priority 7: want error")
+	}
+}
+
+func TestParsePriority(t *testing.T) {
+	for s, want := range map[string]Priority{"LOW": Low, "normal": Normal, "HIGH": High, "critical": Critical} {
+		if got, err := ParsePriority(s); err != nil || got != want {
+			t.Errorf("%s: %v %v", s, got, err)
+		}
+	}
+	if _, err := ParsePriority("urgent"); err == nil {
+		t.Error("urgent: want error")
+	}
+}

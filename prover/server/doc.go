@@ -1,0 +1,17 @@
+// Package server serves cuzk.v1.ProvingEngine over gRPC on top of an
+// engine.Engine.
+//
+// Trace context arrives in gRPC metadata: the server is instrumented with
+// otelgrpc's stats handler, so a W3C traceparent from the caller makes the
+// RPC's server span (and engine.job below it) part of the caller's trace; a
+// malformed traceparent is ignored and a new trace starts. The request's
+// correlation fields become attributes of engine.job.
+//
+// Status codes: INVALID_ARGUMENT for an empty request id, a malformed or
+// out-of-field witness, a witness of the wrong size or one the circuit
+// rejects, a bad constraint count; NOT_FOUND for an unknown circuit or job;
+// RESOURCE_EXHAUSTED for a full queue (and, from grpc itself, a message
+// over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED
+// when AwaitProof's wait ends first; UNAVAILABLE while shutting down;
+// UNAUTHENTICATED without the bearer token when one is configured.
+package server

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+)
+
+// Metric names (OTel form; the Prometheus exporter writes them with _ and
+// unit and _total suffixes, e.g. cuzk_proofs_completed_total,
+// cuzk_proof_duration_seconds).
+const (
+	MetricProofsCompleted  = "cuzk.proofs.completed"       // counter {proof}, by cuzk.circuit.id, cuzk.backend
+	MetricProofsFailed     = "cuzk.proofs.failed"          // counter {proof}, by cuzk.circuit.id, outcome (failed|cancelled)
+	MetricProofDuration    = "cuzk.proof.duration"         // histogram s, by cuzk.circuit.id and stage
+	MetricQueueDepth       = "cuzk.queue.depth"            // gauge {job}, by cuzk.priority
+	MetricJobsRunning      = "cuzk.jobs.running"           // gauge {job}
+	MetricDeviceMemoryUsed = "cuzk.device.memory.used"     // gauge By, by cuda.device.ordinal
+	MetricDeviceMemory     = "cuzk.device.memory.total"    // gauge By, by cuda.device.ordinal
+	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total
+	attrOutcome            = attribute.Key("cuzk.outcome") // failed, cancelled
+)
+
+// durationBuckets are in seconds: small proofs take milliseconds, PoRep
+// partitions minutes.
+var durationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// Metrics records the daemon's metrics on an OTel meter. Its JobFinished
+// is the engine's finish hook (engine.WithFinishHook); the gauges read the
+// engine's Status and the devices at each collection.
+type Metrics struct {
+	completed metric.Int64Counter
+	failed    metric.Int64Counter
+	duration  metric.Float64Histogram
+}
+
+// NewMetrics registers the instruments on mp's meter. status is called at
+// each collection for queue depth and running jobs (nil: not reported);
+// devices for device memory (nil, as on the CPU backend: not reported).
+// The spans dropped by the exporter are reported through
+// otelcuzk.RegisterMetrics. Errors are the meter's.
+func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices func() []Device) (*Metrics, error) {
+	meter := mp.Meter(otelcuzk.ScopeName)
+	m := &Metrics{}
+	var err error
+	if m.completed, err = meter.Int64Counter(MetricProofsCompleted, metric.WithUnit("{proof}"),
+		metric.WithDescription("Proofs that succeeded.")); err != nil {
+		return nil, err
+	}
+	if m.failed, err = meter.Int64Counter(MetricProofsFailed, metric.WithUnit("{proof}"),
+		metric.WithDescription("Proofs that failed or were cancelled.")); err != nil {
+		return nil, err
+	}
+	if m.duration, err = meter.Float64Histogram(MetricProofDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of each stage of a succeeded proof."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, err
+	}
+	if status != nil {
+		if _, err = meter.Int64ObservableGauge(MetricQueueDepth, metric.WithUnit("{job}"),
+			metric.WithDescription("Jobs waiting for a worker."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				st := status()
+				for p, n := range st.Queued {
+					o.Observe(int64(n), metric.WithAttributes(otelcuzk.KeyPriority.String(priorityName(p))))
+				}
+				return nil
+			})); err != nil {
+			return nil, err
+		}
+		if _, err = meter.Int64ObservableGauge(MetricJobsRunning, metric.WithUnit("{job}"),
+			metric.WithDescription("Jobs being proved."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(int64(len(status().Running)))
+				return nil
+			})); err != nil {
+			return nil, err
+		}
+	}
+	if devices != nil {
+		used, err := meter.Int64ObservableGauge(MetricDeviceMemoryUsed, metric.WithUnit("By"),
+			metric.WithDescription("Device memory in use."))
+		if err != nil {
+			return nil, err
+		}
+		total, err := meter.Int64ObservableGauge(MetricDeviceMemory, metric.WithUnit("By"),
+			metric.WithDescription("Device memory in all."))
+		if err != nil {
+			return nil, err
+		}
+		if _, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			for _, d := range devices() {
+				a := metric.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal))
+				o.ObserveInt64(used, int64(d.MemoryUsed), a)
+				o.ObserveInt64(total, int64(d.MemoryTotal), a)
+			}
+			return nil
+		}, used, total); err != nil {
+			return nil, err
+		}
+	}
+	if err := otelcuzk.RegisterMetrics(meter); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func priorityName(p int) string {
+	return [...]string{"LOW", "NORMAL", "HIGH", "CRITICAL"}[p]
+}
+
+// JobFinished records one ended job; pass it to engine.WithFinishHook.
+// Safe for concurrent use.
+func (m *Metrics) JobFinished(info engine.JobInfo) {
+	ctx := context.Background()
+	circuit := otelcuzk.KeyCircuitID.String(info.Circuit)
+	switch info.State {
+	case engine.StateSucceeded:
+		backend := ""
+		if info.Result != nil {
+			backend = info.Result.Backend
+		}
+		m.completed.Add(ctx, 1, metric.WithAttributes(circuit, otelcuzk.KeyBackend.String(backend)))
+		if info.Result == nil {
+			return
+		}
+		t := info.Result.Timings
+		for _, s := range []struct {
+			stage string
+			secs  float64
+		}{
+			{"queue_wait", t.QueueWait.Seconds()}, {"key_load", t.KeyLoad.Seconds()},
+			{"synthesis", t.Synthesis.Seconds()}, {"prove", t.Prove.Seconds()},
+			{"serialize", t.Serialize.Seconds()}, {"verify", t.Verify.Seconds()}, {"total", t.Total.Seconds()},
+		} {
+			m.duration.Record(ctx, s.secs, metric.WithAttributes(circuit, attrStage.String(s.stage)))
+		}
+	case engine.StateFailed:
+		m.failed.Add(ctx, 1, metric.WithAttributes(circuit, attrOutcome.String("failed")))
+	case engine.StateCancelled:
+		m.failed.Add(ctx, 1, metric.WithAttributes(circuit, attrOutcome.String("cancelled")))
+	}
+}
+
+// NewPrometheus returns a MeterProvider whose metrics are served, in the
+// Prometheus text format, by the returned handler (mount it on /metrics).
+// It uses its own registry, so nothing else of the process leaks in.
+func NewPrometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: prometheus exporter: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+}

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+)
+
+func TestMetricsOnPrometheusEndpoint(t *testing.T) {
+	mp, handler, err := NewPrometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mp.Shutdown(context.Background())
+	var eng *engine.Engine
+	devs := func() []Device { return []Device{{Ordinal: 0, MemoryTotal: 1000, MemoryUsed: 250}} }
+	m, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err = engine.New([]engine.Worker{{Name: "w", Runner: &fakeRunner{tp: noop.NewTracerProvider()}}}, engine.WithFinishHook(m.JobFinished))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	for _, r := range []*prover.Request{
+		{RequestID: "a", Circuit: "mulchain"}, {RequestID: "b", Circuit: "mulchain"},
+		{RequestID: "c", Circuit: "fail-internal"},
+	} {
+		_, _ = eng.Prove(context.Background(), r)
+	}
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, re := range []string{
+		`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 2`,
+		`cuzk_proofs_failed_total\{[^}]*cuzk_circuit_id="fail-internal"[^}]*cuzk_outcome="failed"[^}]*\} 1`,
+		`cuzk_proof_duration_seconds_count\{[^}]*cuzk_stage="prove"[^}]*\} 2`,
+		`cuzk_proof_duration_seconds_bucket\{[^}]*cuzk_stage="total"`,
+		`cuzk_queue_depth\{[^}]*cuzk_priority="CRITICAL"[^}]*\} 0`,
+		`cuzk_jobs_running\{[^}]*\} 0`,
+		`cuzk_device_memory_used_bytes\{[^}]*cuda_device_ordinal="0"[^}]*\} 250`,
+		`cuzk_device_memory_total_bytes\{[^}]*\} 1000`,
+		`cuzk_spans_dropped`,
+	} {
+		if !regexp.MustCompile(re).Match(body) {
+			t.Errorf("metrics lack %s", re)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultMaxMessageBytes bounds a request or response message: a full
+// witness is 32 bytes per wire, so 64 MiB admits circuits of about two
+// million wires. Larger messages are refused by grpc with
+// RESOURCE_EXHAUSTED.
+const DefaultMaxMessageBytes = 64 << 20
+
+// Option configures a Server.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	tp          trace.TracerProvider
+	propagators propagation.TextMapPropagator
+	token       string
+	certFile    string
+	keyFile     string
+	maxMsg      int
+	keys        KeyManager
+	devices     func() []Device
+	known       func(circuit string) bool
+	version     string
+	stopGrace   time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{maxMsg: DefaultMaxMessageBytes, version: "dev", stopGrace: 5 * time.Second}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	if c.propagators == nil {
+		c.propagators = otel.GetTextMapPropagator()
+		// The global is a no-op until someone installs one; a daemon that
+		// silently dropped its callers' trace context would defeat its
+		// purpose, so fall back to W3C trace context and baggage.
+		if len(c.propagators.Fields()) == 0 {
+			c.propagators = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		}
+	}
+	return c
+}
+
+// WithTracerProvider sets the provider of the RPC server spans (default:
+// the global one). The engine's spans use the engine's own provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tp = tp })
+}
+
+// WithPropagators sets how trace context is read from gRPC metadata
+// (default: the global propagator, or W3C TraceContext and Baggage when
+// the global one is the no-op).
+func WithPropagators(p propagation.TextMapPropagator) Option {
+	return optionFunc(func(c *config) { c.propagators = p })
+}
+
+// WithBearerToken requires "authorization: Bearer <token>" metadata on
+// every RPC; others get UNAUTHENTICATED. An empty token turns it off.
+func WithBearerToken(token string) Option {
+	return optionFunc(func(c *config) { c.token = token })
+}
+
+// WithTLS serves TLS with the PEM certificate and key files.
+func WithTLS(certFile, keyFile string) Option {
+	return optionFunc(func(c *config) { c.certFile, c.keyFile = certFile, keyFile })
+}
+
+// WithMaxMessageBytes bounds received and sent messages (default
+// DefaultMaxMessageBytes).
+func WithMaxMessageBytes(n int) Option {
+	return optionFunc(func(c *config) { c.maxMsg = n })
+}
+
+// WithKeyManager serves PreloadKeys, EvictKeys and the keys of GetStatus
+// from k (without it those RPCs answer UNIMPLEMENTED and no keys are
+// listed).
+func WithKeyManager(k KeyManager) Option {
+	return optionFunc(func(c *config) { c.keys = k })
+}
+
+// WithDevices makes GetStatus list the devices f returns (called once per
+// GetStatus; it must be safe for concurrent use).
+func WithDevices(f func() []Device) Option {
+	return optionFunc(func(c *config) { c.devices = f })
+}
+
+// WithKnownCircuit replaces the check SubmitProof makes before queueing
+// that the circuit exists (default: a built-in circuit of
+// prover/circuits). f must be safe for concurrent use.
+func WithKnownCircuit(f func(circuit string) bool) Option {
+	return optionFunc(func(c *config) { c.known = f })
+}
+
+// WithVersion sets the version GetStatus reports.
+func WithVersion(v string) Option {
+	return optionFunc(func(c *config) { c.version = v })
+}

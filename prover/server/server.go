@@ -1,0 +1,450 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+)
+
+// Device is one device GetStatus reports: a GPU, or the host for the CPU
+// backend (Ordinal -1).
+type Device struct {
+	Ordinal int
+	Name    string
+	Backend string
+	// MemoryTotal and MemoryUsed are bytes; 0 when unknown.
+	MemoryTotal, MemoryUsed uint64
+}
+
+// Server implements cuzkv1.ProvingEngineServer over an engine.Engine.
+type Server struct {
+	cuzkv1.UnimplementedProvingEngineServer
+	cfg  config
+	eng  *engine.Engine
+	grpc *grpc.Server
+}
+
+// New returns a Server for eng with its grpc.Server built (stats handler,
+// size limits, TLS and token when configured). Errors: unreadable TLS
+// files.
+func New(eng *engine.Engine, opts ...Option) (*Server, error) {
+	s := &Server{cfg: newConfig(opts), eng: eng}
+	if s.cfg.known == nil {
+		s.cfg.known = func(name string) bool { _, err := circuits.Lookup(name); return err == nil }
+	}
+	gopts := []grpc.ServerOption{
+		grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(s.cfg.tp),
+			otelgrpc.WithPropagators(s.cfg.propagators))),
+		grpc.MaxRecvMsgSize(s.cfg.maxMsg),
+		grpc.MaxSendMsgSize(s.cfg.maxMsg),
+	}
+	if s.cfg.certFile != "" || s.cfg.keyFile != "" {
+		creds, err := credentials.NewServerTLSFromFile(s.cfg.certFile, s.cfg.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("server: TLS: %w", err)
+		}
+		gopts = append(gopts, grpc.Creds(creds))
+	}
+	if s.cfg.token != "" {
+		gopts = append(gopts, grpc.UnaryInterceptor(s.checkToken))
+	}
+	s.grpc = grpc.NewServer(gopts...)
+	cuzkv1.RegisterProvingEngineServer(s.grpc, s)
+	return s, nil
+}
+
+// GRPC returns the underlying grpc.Server (to register more services).
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Serve accepts connections on lis until Shutdown; see grpc.Server.Serve.
+func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
+
+// Shutdown stops the daemon: no new RPCs or jobs are accepted, queued jobs
+// are cancelled (their awaiting callers get CANCELLED), running jobs may
+// finish until ctx is done and are then cancelled, and in-flight RPCs are
+// answered before the connections close. It returns the engine's shutdown
+// error (nil when every running job finished in time).
+func (s *Server) Shutdown(ctx context.Context) error {
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	err := s.eng.Shutdown(ctx)
+	// The engine is done, so every waiting RPC has its answer; give them a
+	// moment to be written, then close what is left.
+	t := time.NewTimer(s.cfg.stopGrace)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.grpc.Stop()
+		<-stopped
+	}
+	return err
+}
+
+func (s *Server) checkToken(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		tok, ok := strings.CutPrefix(v, "Bearer ")
+		if ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.token)) == 1 {
+			return h(ctx, req)
+		}
+	}
+	return nil, status.Error(codes.Unauthenticated, "missing or wrong bearer token")
+}
+
+// request checks r and turns it into a prover.Request.
+func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
+	if r == nil {
+		return nil, status.Error(codes.InvalidArgument, "no request")
+	}
+	if r.GetRequestId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "empty request id (it is the idempotency key)")
+	}
+	if r.GetCircuit() == "" {
+		return nil, status.Error(codes.InvalidArgument, "empty circuit name")
+	}
+	if !s.cfg.known(r.GetCircuit()) {
+		return nil, status.Errorf(codes.NotFound, "unknown circuit %q (known: %s)", r.GetCircuit(), strings.Join(circuits.Names(), ", "))
+	}
+	if r.GetConstraints() > math.MaxInt32 {
+		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range", r.GetConstraints())
+	}
+	p, err := priorityFrom(r.GetPriority())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	var w []byte
+	if len(r.GetWitness()) > 0 {
+		if err := CheckWitness(r.GetWitness()); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		w = r.GetWitness()
+	}
+	return &prover.Request{
+		RequestID:   r.GetRequestId(),
+		Circuit:     r.GetCircuit(),
+		Constraints: int(r.GetConstraints()),
+		Witness:     w,
+		Priority:    p,
+		Correlation: prover.Correlation{
+			MinerID:      r.GetMinerId(),
+			SectorNumber: r.GetSectorNumber(),
+			TaskID:       r.GetTaskId(),
+			TaskName:     r.GetTaskName(),
+		},
+		Verify: r.GetVerify(),
+	}, nil
+}
+
+func priorityFrom(p cuzkv1.Priority) (prover.Priority, error) {
+	switch p {
+	case cuzkv1.Priority_PRIORITY_UNSPECIFIED, cuzkv1.Priority_PRIORITY_NORMAL:
+		return prover.PriorityNormal, nil
+	case cuzkv1.Priority_PRIORITY_LOW:
+		return prover.PriorityLow, nil
+	case cuzkv1.Priority_PRIORITY_HIGH:
+		return prover.PriorityHigh, nil
+	case cuzkv1.Priority_PRIORITY_CRITICAL:
+		return prover.PriorityCritical, nil
+	}
+	return 0, fmt.Errorf("unknown priority %d", int32(p))
+}
+
+func priorityTo(p prover.Priority) cuzkv1.Priority {
+	return cuzkv1.Priority(int32(p) + 1)
+}
+
+func stateTo(s engine.State) cuzkv1.JobStatus {
+	switch s {
+	case engine.StateQueued:
+		return cuzkv1.JobStatus_JOB_STATUS_QUEUED
+	case engine.StateRunning:
+		return cuzkv1.JobStatus_JOB_STATUS_RUNNING
+	case engine.StateSucceeded:
+		return cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED
+	case engine.StateFailed:
+		return cuzkv1.JobStatus_JOB_STATUS_FAILED
+	case engine.StateCancelled:
+		return cuzkv1.JobStatus_JOB_STATUS_CANCELLED
+	}
+	return cuzkv1.JobStatus_JOB_STATUS_UNSPECIFIED
+}
+
+// Code maps an engine or prover error to the gRPC status code the daemon
+// answers with (see the package doc).
+func Code(err error) codes.Code {
+	switch {
+	case err == nil:
+		return codes.OK
+	case errors.Is(err, engine.ErrCancelled), errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, engine.ErrQueueFull):
+		return codes.ResourceExhausted
+	case errors.Is(err, engine.ErrClosed):
+		return codes.Unavailable
+	case errors.Is(err, engine.ErrUnknownJob), errors.Is(err, prover.ErrUnknownCircuit):
+		return codes.NotFound
+	case errors.Is(err, engine.ErrJobFinished):
+		return codes.FailedPrecondition
+	case errors.Is(err, engine.ErrEmptyRequestID), errors.Is(err, engine.ErrInvalidRequest),
+		errors.Is(err, prover.ErrBadWitness), errors.Is(err, prover.ErrWitnessSize),
+		errors.Is(err, prover.ErrUnsatisfied), errors.Is(err, prover.ErrUnsupported),
+		errors.Is(err, circuits.ErrBadConstraints), errors.Is(err, circuits.ErrTooLarge),
+		errors.Is(err, prover.ErrKeyMismatch), errors.Is(err, ErrBadWitness):
+		return codes.InvalidArgument
+	case errors.Is(err, prover.ErrBackendUnavailable):
+		return codes.Unavailable
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Internal
+}
+
+// statusErr turns err into a gRPC status error; a job's ProofResult, when
+// given, rides along as a detail so callers keep the job and trace ids.
+func statusErr(err error, res *cuzkv1.ProofResult) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	st := status.New(Code(err), err.Error())
+	if res != nil {
+		if d, derr := st.WithDetails(res); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// resultOf is the ProofResult of a job snapshot.
+func resultOf(info engine.JobInfo) *cuzkv1.ProofResult {
+	out := &cuzkv1.ProofResult{
+		JobId:     info.ID,
+		RequestId: info.RequestID,
+		Status:    stateTo(info.State),
+		TraceId:   info.TraceID,
+		Worker:    info.Worker,
+	}
+	if info.Err != nil {
+		out.Error = info.Err.Error()
+	}
+	if r := info.Result; r != nil {
+		out.Proof = r.Proof
+		out.PublicWitness = r.PublicWitness
+		out.Verified = r.Verified
+		out.Backend = r.Backend
+		t := r.Timings
+		out.Timings = &cuzkv1.Timings{
+			QueueWaitMs: ms(t.QueueWait), KeyLoadMs: ms(t.KeyLoad), SynthesisMs: ms(t.Synthesis),
+			ProveMs: ms(t.Prove), SerializeMs: ms(t.Serialize), VerifyMs: ms(t.Verify), TotalMs: ms(t.Total),
+		}
+	}
+	return out
+}
+
+// SubmitProof implements cuzkv1.ProvingEngineServer.
+func (s *Server) SubmitProof(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.SubmitProofResponse, error) {
+	req, err := s.request(r.GetRequest())
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.eng.Submit(ctx, req)
+	if err != nil {
+		return nil, statusErr(err, nil)
+	}
+	return &cuzkv1.SubmitProofResponse{
+		JobId: info.ID, Existing: info.Existing, Status: stateTo(info.State), TraceId: info.TraceID,
+	}, nil
+}
+
+// jobID resolves a job given by job id or request id.
+func (s *Server) jobID(jobID, requestID string) (string, error) {
+	if jobID != "" {
+		return jobID, nil
+	}
+	if requestID == "" {
+		return "", status.Error(codes.InvalidArgument, "name the job by job_id or request_id")
+	}
+	info, ok := s.eng.JobByRequest(requestID)
+	if !ok {
+		return "", status.Errorf(codes.NotFound, "no job for request id %q", requestID)
+	}
+	return info.ID, nil
+}
+
+func (s *Server) await(ctx context.Context, id string) (*cuzkv1.ProofResult, error) {
+	info, err := s.eng.Await(ctx, id)
+	if errors.Is(err, engine.ErrUnknownJob) {
+		return nil, status.Error(codes.NotFound, err.Error())
+	}
+	res := resultOf(info)
+	if err != nil {
+		return nil, statusErr(err, res)
+	}
+	return res, nil
+}
+
+// AwaitProof implements cuzkv1.ProvingEngineServer.
+func (s *Server) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+	id, err := s.jobID(r.GetJobId(), r.GetRequestId())
+	if err != nil {
+		return nil, err
+	}
+	if t := r.GetTimeoutMs(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(min(t, math.MaxInt64/uint64(time.Millisecond)))*time.Millisecond)
+		defer cancel()
+	}
+	return s.await(ctx, id)
+}
+
+// Prove implements cuzkv1.ProvingEngineServer.
+func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+	req, err := s.request(r.GetRequest())
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.eng.Submit(ctx, req)
+	if err != nil {
+		return nil, statusErr(err, nil)
+	}
+	return s.await(ctx, info.ID)
+}
+
+// CancelProof implements cuzkv1.ProvingEngineServer.
+func (s *Server) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
+	id, err := s.jobID(r.GetJobId(), r.GetRequestId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.eng.Cancel(id); err != nil {
+		return nil, statusErr(err, nil)
+	}
+	return &cuzkv1.CancelProofResponse{JobId: id, Status: stateTo(s.eng.Job(id).State)}, nil
+}
+
+// GetStatus implements cuzkv1.ProvingEngineServer.
+func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
+	st := s.eng.Status()
+	out := &cuzkv1.GetStatusResponse{
+		QueueCapacity: uint32(st.QueueCapacity),
+		Succeeded:     st.Succeeded,
+		Failed:        st.Failed,
+		Cancelled:     st.Cancelled,
+		UptimeSeconds: st.Uptime.Seconds(),
+		Closing:       st.Closing,
+		Version:       s.cfg.version,
+	}
+	for p := prover.PriorityCritical; p >= prover.PriorityLow; p-- {
+		out.Queues = append(out.Queues, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.Queued[p])})
+	}
+	for _, j := range st.Running {
+		out.Running = append(out.Running, &cuzkv1.JobInfo{
+			JobId: j.ID, RequestId: j.RequestID, Circuit: j.Circuit, Constraints: uint64(max(j.Constraints, 0)),
+			Priority: priorityTo(j.Priority), Status: stateTo(j.State), Worker: j.Worker, TraceId: j.TraceID,
+			SubmittedUnixNano: j.Submitted.UnixNano(), StartedUnixNano: j.Started.UnixNano(),
+		})
+	}
+	for _, w := range st.Workers {
+		out.Workers = append(out.Workers, &cuzkv1.Worker{
+			Name: w.Name, JobId: w.JobID, Succeeded: w.Succeeded, Failed: w.Failed, Cancelled: w.Cancelled,
+		})
+	}
+	if s.cfg.devices != nil {
+		for _, d := range s.cfg.devices() {
+			out.Devices = append(out.Devices, &cuzkv1.Device{
+				Ordinal: int32(d.Ordinal), Name: d.Name, Backend: d.Backend,
+				MemoryTotalBytes: d.MemoryTotal, MemoryUsedBytes: d.MemoryUsed,
+			})
+		}
+	}
+	if s.cfg.keys != nil {
+		var holders map[string][]int
+		if m, ok := s.cfg.keys.(MultiKeys); ok {
+			holders = m.holders()
+		}
+		for _, id := range s.cfg.keys.Loaded() {
+			name, n := splitKeyID(id)
+			k := &cuzkv1.LoadedKey{Circuit: name, Constraints: n, KeyId: id}
+			for _, i := range holders[id] {
+				k.DeviceOrdinals = append(k.DeviceOrdinals, int32(i))
+			}
+			out.Keys = append(out.Keys, k)
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
+	if s.cfg.keys == nil {
+		return 0, status.Error(codes.Unimplemented, "this daemon has no key manager")
+	}
+	if circuit == "" {
+		return 0, status.Error(codes.InvalidArgument, "empty circuit name")
+	}
+	if !s.cfg.known(circuit) {
+		return 0, status.Errorf(codes.NotFound, "unknown circuit %q", circuit)
+	}
+	if constraints > math.MaxInt32 {
+		return 0, status.Errorf(codes.InvalidArgument, "constraints %d out of range", constraints)
+	}
+	return int(constraints), nil
+}
+
+// PreloadKeys implements cuzkv1.ProvingEngineServer. cache_hit reports
+// whether the key was already held in memory.
+func (s *Server) PreloadKeys(ctx context.Context, r *cuzkv1.PreloadKeysRequest) (*cuzkv1.PreloadKeysResponse, error) {
+	n, err := s.keyArgs(r.GetCircuit(), r.GetConstraints())
+	if err != nil {
+		return nil, err
+	}
+	before := s.cfg.keys.Loaded()
+	start := time.Now()
+	if err := s.cfg.keys.Preload(ctx, r.GetCircuit(), n); err != nil {
+		return nil, statusErr(err, nil)
+	}
+	elapsed := time.Since(start)
+	var key *cuzkv1.LoadedKey
+	for _, id := range s.cfg.keys.Loaded() {
+		if name, c := splitKeyID(id); name == r.GetCircuit() && (c == 0 || c == r.GetConstraints()) {
+			key = &cuzkv1.LoadedKey{Circuit: name, Constraints: c, KeyId: id}
+			hit := false
+			for _, b := range before {
+				hit = hit || b == id
+			}
+			return &cuzkv1.PreloadKeysResponse{Key: key, CacheHit: hit, LoadMs: ms(elapsed)}, nil
+		}
+	}
+	return &cuzkv1.PreloadKeysResponse{LoadMs: ms(elapsed)}, nil
+}
+
+// EvictKeys implements cuzkv1.ProvingEngineServer.
+func (s *Server) EvictKeys(ctx context.Context, r *cuzkv1.EvictKeysRequest) (*cuzkv1.EvictKeysResponse, error) {
+	n, err := s.keyArgs(r.GetCircuit(), r.GetConstraints())
+	if err != nil {
+		return nil, err
+	}
+	return &cuzkv1.EvictKeysResponse{Evicted: s.cfg.keys.Evict(r.GetCircuit(), n)}, nil
+}
