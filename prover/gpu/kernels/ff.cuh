@@ -15,7 +15,7 @@
 // API, for F = ff::fr_t or ff::fp_t (all static, __host__ __device__):
 //   F::zero(), F::one() (R mod q), F::modulus() (q, not reduced)
 //   F::add(a,b), F::sub(a,b), F::neg(a), F::dbl(a)
-//   F::mul(a,b) (a·b·R⁻¹), F::sqr(a)
+//   F::mul(a,b) (a·b·R⁻¹; 32-bit PTX chains on the device), F::sqr(a)
 //   F::to_mont(x) (x canonical -> x·R), F::from_mont(a) (a·R⁻¹)
 //   F::eq(a,b), F::is_zero(a)
 //   F::pow(a, e, nlimbs) (a^e, e little-endian 64-bit limbs)
@@ -195,8 +195,19 @@ struct Field {
     return t;
   }
 
-  // CIOS Montgomery multiplication: a·b·R⁻¹ mod q.
+  // CIOS Montgomery multiplication: a·b·R⁻¹ mod q. On the device, the
+  // 32-bit-word version with PTX carry chains (mul_ptx); the GPU has no
+  // native 64-bit multiply, and the emulated one costs ~2.5x more.
   static FF_HD Field mul(const Field &a, const Field &b) {
+#ifdef __CUDA_ARCH__
+    return mul_ptx(a, b);
+#else
+    return mul_cios64(a, b);
+#endif
+  }
+
+  // CIOS over 64-bit limbs (the host path, and the reference for mul_ptx).
+  static FF_HD Field mul_cios64(const Field &a, const Field &b) {
     ff_u64 t[N + 2];
     FF_UNROLL for (int i = 0; i < N + 2; i++) t[i] = 0;
     FF_UNROLL for (int i = 0; i < N; i++) {
@@ -220,6 +231,62 @@ struct Field {
   }
   static FF_HD Field sqr(const Field &a) { return mul(a, a); }
 
+#ifdef __CUDA_ARCH__
+  // CIOS over 2N 32-bit words: per word of b, one carry chain adds the low
+  // halves of a·b_i, a second the high halves (one word up), then the same
+  // for m·q with m = t_0·(−q⁻¹ mod 2^32), and the result shifts down a word.
+  // Words of q and −q⁻¹ are compile-time constants after unrolling. The
+  // chains rely on the carry flag surviving between consecutive asm
+  // statements, as ec-gpu-gen's and sppark's field code does; the device
+  // tests compare every transform with gnark-crypto.
+  static __device__ __forceinline__ Field mul_ptx(const Field &a, const Field &b) {
+    const int n = 2 * N;
+    unsigned aw[n], bw[n], t[n + 2];
+    FF_UNROLL for (int j = 0; j < N; j++) {
+      aw[2 * j] = (unsigned)a.limb[j];
+      aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
+      bw[2 * j] = (unsigned)b.limb[j];
+      bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
+    }
+    FF_UNROLL for (int j = 0; j < n + 2; j++) t[j] = 0;
+    const unsigned inv = (unsigned)P::INV;
+    FF_UNROLL for (int i = 0; i < n; i++) {
+      const unsigned bi = bw[i];
+      asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(aw[0]), "r"(bi));
+      FF_UNROLL for (int j = 1; j < n; j++)
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(aw[j]), "r"(bi));
+      asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[n]));
+      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+      asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(aw[0]), "r"(bi));
+      FF_UNROLL for (int j = 1; j < n; j++)
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(aw[j]), "r"(bi));
+      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+
+      const unsigned m = t[0] * inv;
+      asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"((unsigned)P::q(0)));
+      FF_UNROLL for (int j = 1; j < n; j++)
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;"
+                     : "+r"(t[j])
+                     : "r"(m), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
+      asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[n]));
+      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+      asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"((unsigned)P::q(0)));
+      FF_UNROLL for (int j = 1; j < n; j++)
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;"
+                     : "+r"(t[j + 1])
+                     : "r"(m), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
+      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+      // t[0] is now zero: divide by 2^32.
+      FF_UNROLL for (int j = 0; j < n + 1; j++) t[j] = t[j + 1];
+      t[n + 1] = 0;
+    }
+    Field z;
+    FF_UNROLL for (int j = 0; j < N; j++)
+      z.limb[j] = (ff_u64)t[2 * j] | ((ff_u64)t[2 * j + 1] << 32);
+    return reduce_once(z, t[n]);
+  }
+#endif
+
   static FF_HD Field to_mont(const Field &x) {
     Field r2;
     FF_UNROLL for (int i = 0; i < N; i++) r2.limb[i] = P::r2(i);
@@ -235,10 +302,14 @@ struct Field {
   // square-and-multiply).
   static FF_HD Field pow(const Field &a, const ff_u64 *e, int nlimbs) {
     Field r = one();
+    bool started = false;  // skip the squarings of leading zero bits
     for (int i = nlimbs - 1; i >= 0; i--) {
       for (int bit = 63; bit >= 0; bit--) {
-        r = sqr(r);
-        if ((e[i] >> bit) & 1) r = mul(r, a);
+        if (started) r = sqr(r);
+        if ((e[i] >> bit) & 1) {
+          r = started ? mul(r, a) : a;
+          started = true;
+        }
       }
     }
     return r;

@@ -17,12 +17,13 @@ extern "C" __global__ void ntt_pass(fr_t *data, const fr_t *tw, ntt::PassParams 
                   blockDim.x, ntt_tile);
 }
 
-// out[start + i] = base^i · first for i in [0, count): twiddle and coset
-// tables. A grid-stride loop; any grid.
+// out[i] = first·base^i for i in [0, count): twiddle and coset tables. One
+// thread per ntt::POWERS_CHUNK elements, grid-stride; any grid.
 extern "C" __global__ void ntt_powers(fr_t *out, fr_t base, fr_t first, unsigned count) {
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
-       i += gridDim.x * blockDim.x) {
-    out[i] = fr_t::mul(ntt::power_at(base, i), first);
+  unsigned chunks = (count + ntt::POWERS_CHUNK - 1) / ntt::POWERS_CHUNK;
+  for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks;
+       c += gridDim.x * blockDim.x) {
+    ntt::powers_chunk(out, base, first, count, c);
   }
 }
 

@@ -157,8 +157,21 @@ FF_HD void pass_block(fr_t *data, const fr_t *tw, const PassParams &p, const fr_
   }
 }
 
-// out[i] = base^i for i in [0, count), one element per call.
-FF_HD fr_t power_at(const fr_t &base, unsigned i) { return fr_t::pow_u64(base, i); }
+// Elements of a powers table one thread computes: one exponentiation, then
+// a multiplication per element.
+static const unsigned POWERS_CHUNK = 32;
+
+// out[i] = first·base^i for i in chunk c ([c·POWERS_CHUNK, ...) ∩ [0, count)).
+FF_HD void powers_chunk(fr_t *out, const fr_t &base, const fr_t &first, unsigned count,
+                        unsigned c) {
+  unsigned s = c * POWERS_CHUNK;
+  unsigned e = s + POWERS_CHUNK < count ? s + POWERS_CHUNK : count;
+  fr_t x = fr_t::mul(fr_t::pow_u64(base, s), first);
+  for (unsigned i = s; i < e; i++) {
+    out[i] = x;
+    x = fr_t::mul(x, base);
+  }
+}
 
 // Groth16's pointwise step: a = (a·b − c)·den.
 FF_HD fr_t pointwise(const fr_t &a, const fr_t &b, const fr_t &c, const fr_t &den) {

@@ -30,7 +30,8 @@ extern "C" void ha_ntt_powers(ff_u64 *out, const ff_u64 *base, const ff_u64 *fir
   fr_t *o = reinterpret_cast<fr_t *>(out);
   const fr_t &b = *reinterpret_cast<const fr_t *>(base);
   const fr_t &f = *reinterpret_cast<const fr_t *>(first);
-  for (unsigned i = 0; i < count; i++) o[i] = fr_t::mul(ntt::power_at(b, i), f);
+  unsigned chunks = (count + ntt::POWERS_CHUNK - 1) / ntt::POWERS_CHUNK;
+  for (unsigned c = 0; c < chunks; c++) ntt::powers_chunk(o, b, f, count, c);
 }
 
 extern "C" void ha_pointwise(ff_u64 *a, const ff_u64 *b, const ff_u64 *c, const ff_u64 *den,

@@ -1,0 +1,279 @@
+// Command nttbench times the GPU NTT (prover/gpu) against gnark-crypto's FFT
+// on the same host's cores, in the same run, and against the byte floor
+// (each element read and written once, over the measured device-to-device
+// copy bandwidth). Results go to bench/ntt.md.
+//
+//	go build -o .dev/bin/nttbench ./bench/nttbench   # here
+//	./.dev/bin/nttbench -sizes 20,24,27                # on the GPU host
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu"
+)
+
+func main() {
+	sizes := flag.String("sizes", "20,24,27", "log2 sizes, comma-separated")
+	reps := flag.Int("reps", 10, "timed GPU repetitions (median reported)")
+	hmax := flag.Int("computeh-max", 24, "largest log2 size for the compute_h comparison")
+	flag.Parse()
+	if err := run(*sizes, *reps, *hmax); err != nil {
+		fmt.Fprintln(os.Stderr, "nttbench:", err)
+		os.Exit(1)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// randomVector fills n valid elements (top limb masked: < 2^252 < r) from a
+// fast PRNG on all cores.
+func randomVector(n int) []fr.Element {
+	v := make([]fr.Element, n)
+	var wg sync.WaitGroup
+	w := runtime.NumCPU()
+	for k := 0; k < w; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(k)))
+			for i := k * n / w; i < (k+1)*n/w; i++ {
+				v[i] = fr.Element{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64() & 0x0fffffffffffffff}
+			}
+		}(k)
+	}
+	wg.Wait()
+	return v
+}
+
+func run(sizeList string, reps, hmax int) error {
+	ctx := context.Background()
+	c, err := cudaspans.Open(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	dev := c.Device()
+	e, err := gpu.NewNTT(ctx, c, nil)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s, err := c.NewStream()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("device: %s (%s, %d SMs); host: %d cores (GOMAXPROCS %d)\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+
+	// Device-to-device copy bandwidth, bytes read plus written.
+	const copyBytes = 4 << 30
+	x, err := c.Alloc(ctx, copyBytes)
+	if err != nil {
+		return err
+	}
+	y, err := c.Alloc(ctx, copyBytes)
+	if err != nil {
+		return err
+	}
+	var ct []time.Duration
+	for i := 0; i < 6; i++ {
+		t0 := time.Now()
+		if err := s.CopyDtoD(ctx, y.Ptr(), x.Ptr(), copyBytes); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		if i > 0 {
+			ct = append(ct, time.Since(t0))
+		}
+	}
+	x.Free()
+	y.Free()
+	bw := 2 * float64(copyBytes) / median(ct).Seconds() // bytes/s
+	fmt.Printf("d2d copy: %.0f GB/s (read+write, 4 GiB, median of 5)\n\n", bw/1e9)
+
+	fmt.Println("| size | GPU forward NTT (ms) | gnark-crypto FFT, host cores (ms) | CPU/GPU | floor (ms) | GPU/floor | tables (ms) | equal |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var hrows []string
+	for _, f := range strings.Split(sizeList, ",") {
+		logn, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		n := 1 << logn
+		d := fft.NewDomain(uint64(n))
+		v := randomVector(n)
+		buf, err := c.Alloc(ctx, n*32)
+		if err != nil {
+			return err
+		}
+		if err := cudaspans.HtoD(ctx, s, buf.Ptr(), v); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		// The first call builds the domain's tables.
+		t0 := time.Now()
+		if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		first := time.Since(t0)
+		var gt []time.Duration
+		for i := 0; i < reps; i++ {
+			t0 := time.Now()
+			if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			gt = append(gt, time.Since(t0))
+		}
+		gpuT := median(gt)
+		// Checked run on the original input.
+		if err := cudaspans.HtoD(ctx, s, buf.Ptr(), v); err != nil {
+			return err
+		}
+		if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+			return err
+		}
+		got := make([]fr.Element, n)
+		if err := cudaspans.DtoH(ctx, s, got, buf.Ptr()); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		cpuReps := 3
+		if logn >= 26 {
+			cpuReps = 1
+		}
+		var cts []time.Duration
+		var want []fr.Element
+		for i := 0; i < cpuReps; i++ {
+			want = slices.Clone(v)
+			runtime.GC()
+			t0 := time.Now()
+			d.FFT(want, fft.DIF)
+			cts = append(cts, time.Since(t0))
+		}
+		cpuT := median(cts)
+		equal := slices.Equal(got, want)
+		floor := time.Duration(2 * float64(n*32) / bw * 1e9)
+		fmt.Printf("| 2^%d | %.3f | %.1f | %.0fx | %.3f | %.1fx | %.1f | %v |\n", logn, ms(gpuT), ms(cpuT), ms(cpuT)/ms(gpuT),
+			ms(floor), ms(gpuT)/ms(floor), ms(first-gpuT), equal)
+		want, got = nil, nil
+
+		if logn <= hmax {
+			row, err := computeH(ctx, c, e, s, d, n)
+			if err != nil {
+				return err
+			}
+			hrows = append(hrows, row)
+		}
+		buf.Free()
+		runtime.GC()
+	}
+	if len(hrows) > 0 {
+		fmt.Println()
+		fmt.Println("| size | GPU compute_h, data resident (ms) | GPU compute_h with copies, Backend path (ms) | CPU backend compute_h (ms) | CPU/GPU | equal |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for _, r := range hrows {
+			fmt.Println(r)
+		}
+	}
+	return nil
+}
+
+func computeH(ctx context.Context, c *cudaspans.Context, e *gpu.NTT, s *cudaspans.Stream, d *fft.Domain, n int) (string, error) {
+	a, b, cc := randomVector(n), randomVector(n), randomVector(n)
+	var bufs []*cudaspans.DeviceBuffer
+	defer func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	}()
+	for range 3 {
+		buf, err := c.Alloc(ctx, n*32)
+		if err != nil {
+			return "", err
+		}
+		bufs = append(bufs, buf)
+	}
+	upload := func() error {
+		for i, v := range [][]fr.Element{a, b, cc} {
+			if err := cudaspans.HtoD(ctx, s, bufs[i].Ptr(), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var resident, withCopies []time.Duration
+	got := make([]fr.Element, n)
+	for i := 0; i < 4; i++ {
+		t0 := time.Now()
+		if err := upload(); err != nil {
+			return "", err
+		}
+		t1 := time.Now()
+		if err := e.ComputeH(ctx, s, d, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
+			return "", err
+		}
+		t2 := time.Now()
+		if err := cudaspans.DtoH(ctx, s, got, bufs[0].Ptr()); err != nil {
+			return "", err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return "", err
+		}
+		if i > 0 {
+			resident = append(resident, t2.Sub(t1))
+			withCopies = append(withCopies, time.Since(t0))
+		}
+	}
+	want := slices.Clone(a)
+	runtime.GC()
+	t0 := time.Now()
+	if err := prover.NewCPU(nil).ComputeH(ctx, d, want, slices.Clone(b), slices.Clone(cc)); err != nil {
+		return "", err
+	}
+	cpuT := time.Since(t0)
+	g := median(resident)
+	return fmt.Sprintf("| 2^%d | %.2f | %.2f | %.1f | %.0fx | %v |", bitsLen(n), ms(g), ms(median(withCopies)), ms(cpuT),
+		ms(cpuT)/ms(median(withCopies)), slices.Equal(got, want)), nil
+}
+
+func bitsLen(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
+}

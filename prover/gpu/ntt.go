@@ -1,0 +1,226 @@
+// Package gpu is the CUDA backend of the prover: the NTT and groth16's
+// compute_h (ntt.go), the Pippenger MSM on G1 (msm.go), the resident proving
+// keys (keys.go) and the prover.Backend registered as "cuda" (backend.go).
+// Kernels live in kernels/ and are compiled at run time by NVRTC through
+// cudaspans, so one binary runs with or without a GPU.
+package gpu
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+var (
+	//go:embed kernels/ff.cuh
+	ffSource string
+	//go:embed kernels/ntt.cuh
+	nttHeader string
+	//go:embed kernels/ntt.cu
+	nttSource string
+)
+
+// frBytes is the size of an fr.Element on the host and of fr_t on the device.
+const frBytes = 32
+
+// passParams mirrors ntt.cuh PassParams (six 4-byte fields, C layout).
+type passParams struct {
+	LogN, LogMMin, T     uint32
+	DIT, InMode, OutMode int32
+}
+
+// NTT runs NTTs over the BLS12-381 scalar field on one device: forward,
+// inverse and on a coset, sizes 2^0 to 2^MaxLogN (as device memory allows),
+// in gnark-crypto's element layout and orders (Decimation). Twiddle and
+// coset tables are built on the device once per domain and kept until
+// Close (4·n elements, 128·n bytes). Safe for concurrent use; launches go to
+// the stream the caller gives.
+type NTT struct {
+	c      *cudaspans.Context
+	mod    *cudaspans.Module
+	fPass  *cudaspans.Function
+	fPow   *cudaspans.Function
+	fPoint *cudaspans.Function
+	tracer trace.Tracer
+
+	mu     sync.Mutex
+	tables map[tableKey]*deviceTables
+}
+
+type tableKey struct {
+	logn uint
+	w, g fr.Element
+}
+
+type deviceTables struct {
+	nttTables[cudaspans.DevicePtr]
+	bufs []*cudaspans.DeviceBuffer
+}
+
+// NewNTT compiles the NTT kernels for c's device (NVRTC, or the kernel cache
+// on a second start) and returns the engine. tp records the step spans
+// (nil: the global provider). Errors name the failing compile or lookup.
+func NewNTT(ctx context.Context, c *cudaspans.Context, tp trace.TracerProvider) (*NTT, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	mod, err := c.Compile(ctx, "ntt", nttSource, cudaspans.CompileOptions{
+		Headers: map[string]string{"ff.cuh": ffSource, "ntt.cuh": nttHeader},
+		Flags:   []string{"-std=c++17"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)
+	}
+	e := &NTT{c: c, mod: mod, tracer: tp.Tracer(otelcuzk.ScopeName), tables: map[tableKey]*deviceTables{}}
+	for name, f := range map[string]**cudaspans.Function{"ntt_pass": &e.fPass, "ntt_powers": &e.fPow, "groth16_pointwise": &e.fPoint} {
+		if *f, err = mod.Function(name); err != nil {
+			mod.Close()
+			return nil, fmt.Errorf("gpu: NTT kernel %s: %w", name, err)
+		}
+	}
+	return e, nil
+}
+
+// Close frees the tables and unloads the kernels. The engine is unusable
+// afterwards.
+func (e *NTT) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for k, t := range e.tables {
+		for _, b := range t.bufs {
+			errs = append(errs, b.Free())
+		}
+		delete(e.tables, k)
+	}
+	if e.mod != nil {
+		errs = append(errs, e.mod.Close())
+		e.mod = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Tables returns (building on first use, on stream s) the device tables of
+// domain. Building 2^24 takes a few ms on an H200.
+func (e *NTT) tablesFor(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain) (*deviceTables, error) {
+	logn, err := log2Exact(int(domain.Cardinality))
+	if err != nil {
+		return nil, err
+	}
+	key := tableKey{logn: logn, w: domain.Generator, g: domain.FrMultiplicativeGen}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.tables[key]; ok {
+		return t, nil
+	}
+	n := 1 << logn
+	t := &deviceTables{}
+	t.logn = logn
+	for _, p := range []*cudaspans.DevicePtr{&t.twFwd, &t.twInv, &t.coset, &t.cosetInvN} {
+		b, err := e.c.Alloc(ctx, n*frBytes)
+		if err != nil {
+			for _, b := range t.bufs {
+				b.Free()
+			}
+			return nil, fmt.Errorf("gpu: NTT tables of 2^%d: %w", logn, err)
+		}
+		t.bufs = append(t.bufs, b)
+		*p = b.Ptr()
+	}
+	k := &deviceKernels{e: e, s: s}
+	if err := buildTables(ctx, k, &t.nttTables, domain.Generator, domain.GeneratorInv, domain.FrMultiplicativeGen, domain.FrMultiplicativeGenInv); err != nil {
+		for _, b := range t.bufs {
+			b.Free()
+		}
+		return nil, err
+	}
+	e.tables[key] = t
+	return t, nil
+}
+
+// Transform runs one NTT in place on the domain.Cardinality elements at
+// data (device memory, fr.Element layout) on stream s: forward (Domain.FFT)
+// or inverse (Domain.FFTInverse, scaled by 1/n), on the coset
+// FrMultiplicativeGen·H when coset is set, with the orders of dec. The
+// result equals gnark-crypto's for the same arguments. The work is queued
+// on s; synchronize s before reading data.
+func (e *NTT) Transform(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, data cudaspans.DevicePtr, dec Decimation, inverse, coset bool) error {
+	t, err := e.tablesFor(ctx, s, domain)
+	if err != nil {
+		return err
+	}
+	return runNTT(ctx, &deviceKernels{e: e, s: s}, &t.nttTables, data, dec, inverse, coset)
+}
+
+// ComputeH runs groth16's compute_h on the device vectors a, b, c (each
+// domain.Cardinality elements: the R1CS evaluations, natural order) on
+// stream s, as gnark's computeH: on return a holds H's coefficients in
+// bit-reversed order (what gnark returns and pk.G1.Z is ordered for), b and
+// c are scratch. Each step is a span (ntt.inverse ×3, ntt.coset ×3,
+// groth16.pointwise, ntt.inverse_coset) with its kernels as children; s is
+// synchronized at the end of each step so the kernel spans nest in it.
+func (e *NTT) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, a, b, c cudaspans.DevicePtr) error {
+	t, err := e.tablesFor(ctx, s, domain)
+	if err != nil {
+		return err
+	}
+	n := int(domain.Cardinality)
+	den := cosetDen(domain.FrMultiplicativeGen, n)
+	step := func(ctx context.Context, name string, fn func(context.Context) error) error {
+		ctx, span := e.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(n), otelcuzk.KeyBackend.String("cuda")))
+		defer span.End()
+		err := fn(ctx)
+		if err == nil {
+			err = s.Synchronize(ctx)
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		return err
+	}
+	return computeHSteps(ctx, &deviceKernels{e: e, s: s}, &t.nttTables, a, b, c, den, step)
+}
+
+// deviceKernels launches the kernels of ntt.cu on one stream.
+type deviceKernels struct {
+	e *NTT
+	s *cudaspans.Stream
+}
+
+func (k *deviceKernels) pass(ctx context.Context, data, tw cudaspans.DevicePtr, logn uint, p nttPass, dec Decimation, in, out scaling[cudaspans.DevicePtr]) error {
+	logE := min(logn, uint(logTile))
+	threads := min(256, max(1, (1<<logE)/2))
+	pp := passParams{LogN: uint32(logn), LogMMin: uint32(p.logMMin), T: uint32(p.t),
+		InMode: int32(in.mode), OutMode: int32(out.mode)}
+	if dec == DIT {
+		pp.DIT = 1
+	}
+	return k.s.Launch(ctx, k.e.fPass, cudaspans.D1(1<<(logn-logE)), cudaspans.D1(threads), frBytes<<logE,
+		data, tw, pp, in.table, in.c, out.table, out.c)
+}
+
+func (k *deviceKernels) powers(ctx context.Context, out cudaspans.DevicePtr, n int, base, first fr.Element) error {
+	chunks := (n + 31) / 32 // ntt.cuh POWERS_CHUNK
+	blocks := min((chunks+127)/128, 65535)
+	return k.s.Launch(ctx, k.e.fPow, cudaspans.D1(blocks), cudaspans.D1(128), 0, out, base, first, uint32(n))
+}
+
+func (k *deviceKernels) pointwise(ctx context.Context, a, b, c cudaspans.DevicePtr, n int, den fr.Element) error {
+	blocks := min((n+255)/256, 65535)
+	return k.s.Launch(ctx, k.e.fPoint, cudaspans.D1(blocks), cudaspans.D1(256), 0, a, b, c, den, uint32(n))
+}
+
+func (k *deviceKernels) slice(b cudaspans.DevicePtr, off, _ int) cudaspans.DevicePtr {
+	return b.Add(off * frBytes)
+}
