@@ -1,0 +1,140 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"testing"
+	"time"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+func openBackend(t *testing.T) (*Backend, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(context.Background(), prover.BackendOptions{TracerProvider: tp, Releaser: r})
+	if errors.Is(err, prover.ErrBackendUnavailable) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, rec, tp
+}
+
+// TestBackendGPUComputeHMatchesCPUBackend: the CUDA backend's ComputeH
+// (copies, kernels, release) equals the CPU backend's element for element,
+// leaves b and c as they were, and records the step spans under
+// groth16.compute_h with gpu.lock and buffer.release spans.
+func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
+	b, rec, tp := openBackend(t)
+	cpu := prover.NewCPU(nil)
+	ctx := context.Background()
+	for _, logn := range []int{0, 3, 12, 20} {
+		n := 1 << logn
+		d := fft.NewDomain(uint64(n))
+		a, bv, c := randomVector(n), randomVector(n), randomVector(n)
+		want := append([]fr.Element(nil), a...)
+		if err := cpu.ComputeH(ctx, d, want, append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)); err != nil {
+			t.Fatal(err)
+		}
+		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
+		hctx, span := tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
+		start := time.Now()
+		if err := b.ComputeH(hctx, d, a, bv, c); err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		span.End()
+		sameVectors(t, fmt.Sprintf("backend compute_h 2^%d", logn), a, want)
+		sameVectors(t, "b after compute_h", bv, b0)
+		sameVectors(t, "c after compute_h", c, c0)
+		t.Logf("backend compute_h 2^%d equal to the CPU backend (%v with copies)", logn, el)
+	}
+	names := map[string]int{}
+	for _, sp := range rec.Ended() {
+		names[sp.Name()]++
+	}
+	for _, want := range []string{otelcuzk.SpanGPULock, otelcuzk.SpanBufferRelease, otelcuzk.SpanNTTInverse,
+		otelcuzk.SpanNTTCoset, otelcuzk.SpanPointwise, otelcuzk.SpanNTTInverseCoset, "ntt_pass", "cuda.memcpy.htod"} {
+		if names[want] == 0 {
+			t.Errorf("no %s span (spans: %v)", want, names)
+		}
+	}
+	checkKernelSpansNested(t, rec)
+}
+
+func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
+	b, _, _ := openBackend(t)
+	d := fft.NewDomain(16)
+	err := b.ComputeH(context.Background(), d, make([]fr.Element, 16), make([]fr.Element, 15), make([]fr.Element, 16))
+	if err == nil {
+		t.Fatal("vectors shorter than the domain were accepted")
+	}
+}
+
+// TestBackendGPUMSMsMatchCPUBackend: MSMG1 (GPU, resident bases) and MSMG2
+// (CPU) equal the CPU backend's on random scalars, twice over the same base
+// set (the second reuses the device copy).
+func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
+	b, _, _ := openBackend(t)
+	cpu := prover.NewCPU(nil)
+	ctx := context.Background()
+	const n = 1 << 12
+	_, _, g1, g2 := curve.Generators()
+	p1 := make([]curve.G1Affine, n)
+	p2 := make([]curve.G2Affine, n)
+	for i := range p1 {
+		var k fr.Element
+		k.MustSetRandom()
+		var kb = k.BigInt(new(big.Int))
+		p1[i].ScalarMultiplication(&g1, kb)
+		p2[i].ScalarMultiplication(&g2, kb)
+	}
+	s1 := prover.BaseSet[curve.G1Affine]{ID: "test:g1", Points: p1}
+	s2 := prover.BaseSet[curve.G2Affine]{ID: "test:g2", Points: p2}
+	for round := 0; round < 2; round++ {
+		sc := randomVector(n)
+		got, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cpu.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(&want) {
+			t.Fatalf("round %d: MSMG1 differs from the CPU backend", round)
+		}
+		got2, err := b.MSMG2(ctx, "msm.g2.b", s2, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want2, err := cpu.MSMG2(ctx, "msm.g2.b", s2, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got2.Equal(&want2) {
+			t.Fatalf("round %d: MSMG2 differs from the CPU backend", round)
+		}
+	}
+	if _, ok := b.Keys().Get("test:g1"); !ok {
+		t.Error("the G1 base set is not resident after MSMG1")
+	}
+}
