@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/consensys/gnark/logger"
+	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// Default addresses of the daemon: loopback, so that a daemon started
+// without TLS or a token is not reachable from other hosts.
+const (
+	defaultListen        = "127.0.0.1:9820"
+	defaultMetricsListen = "127.0.0.1:9821"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "serve",
+		Usage: "run the gRPC proving daemon (cuzk.v1.ProvingEngine)",
+		Description: "Serves cuzk.v1.ProvingEngine on --listen and Prometheus metrics on\n" +
+			"--metrics-listen (/metrics). One worker per GPU plus --cpu-workers on the CPU.\n" +
+			"Spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set,\n" +
+			"else to --trace-file. SIGTERM or SIGINT: stop accepting, let running proofs\n" +
+			"finish for --shutdown-timeout, cancel the rest, flush spans, exit 0.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "gRPC address (host:port)"},
+			&cli.StringFlag{Name: "metrics-listen", Value: defaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
+			&cli.StringFlag{Name: "release", Value: string(cudaspans.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
+			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
+			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "queued jobs before RESOURCE_EXHAUSTED"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate (PEM); with --tls-key"},
+			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long running proofs may finish after SIGTERM"},
+			&cli.IntFlag{Name: "max-message-bytes", Value: server.DefaultMaxMessageBytes, Usage: "largest request (witness) accepted"},
+			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
+		},
+		Action: func(c *cli.Context) error {
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			errOut := c.App.ErrWriter
+			if errOut == nil {
+				errOut = os.Stderr
+			}
+			cfg := serveConfig{
+				listen: c.String("listen"), metricsListen: c.String("metrics-listen"),
+				backend: c.String("backend"), release: c.String("release"),
+				cpuWorkers: c.Int("cpu-workers"), queueSize: c.Int("queue-size"),
+				tlsCert: c.String("tls-cert"), tlsKey: c.String("tls-key"), token: c.String("token"),
+				shutdownTimeout: c.Duration("shutdown-timeout"), maxMessage: c.Int("max-message-bytes"),
+				traceFile: c.String("trace-file"), cacheDir: c.String("cache-dir"),
+				log: errOut,
+			}
+			// After the first signal, a second one kills the process the
+			// default way instead of waiting for the shutdown.
+			go func() { <-ctx.Done(); stop() }()
+			return oneLine(serve(ctx, cfg))
+		},
+	})
+}
+
+type serveConfig struct {
+	listen, metricsListen string
+	backend, release      string
+	cpuWorkers, queueSize int
+	tlsCert, tlsKey       string
+	token                 string
+	shutdownTimeout       time.Duration
+	maxMessage            int
+	traceFile, cacheDir   string
+	log                   io.Writer
+	// ready, when set, is called with the bound addresses once serving.
+	ready func(grpcAddr, metricsAddr string)
+}
+
+// serve runs the daemon until ctx is done, then shuts it down: the gRPC
+// server and the engine stop accepting, running proofs get
+// shutdownTimeout to finish and are then cancelled, async buffer releases
+// end, spans are flushed. A shutdown that had to cancel proofs is logged,
+// not an error: the daemon did what SIGTERM asks.
+func serve(ctx context.Context, cfg serveConfig) (err error) {
+	logger.Disable()
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return errors.New("serve: --tls-cert and --tls-key go together")
+	}
+	mode, err := cudaspans.ParseReleaseMode(cfg.release)
+	if err != nil {
+		return err
+	}
+	if cfg.queueSize < 1 {
+		return fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.queueSize)
+	}
+	if err := probeOTLPEndpoint(); err != nil {
+		return err
+	}
+	shutdownTel, err := otelcuzk.Setup(ctx, otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log))
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer func() {
+		if terr := shutdownTel(context.Background()); terr != nil {
+			fmt.Fprintf(cfg.log, "cuzk serve: flushing spans: %v\n", oneLine(terr))
+		}
+	}()
+
+	workers, pipes, devices, err := newWorkers(ctx, cfg, mode)
+	defer func() {
+		for _, p := range pipes {
+			if cerr := p.Close(context.Background()); cerr != nil {
+				fmt.Fprintf(cfg.log, "cuzk serve: closing pipeline: %v\n", cerr)
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
+	mp, metricsHandler, err := server.NewPrometheus()
+	if err != nil {
+		return err
+	}
+	defer mp.Shutdown(context.Background())
+	var eng *engine.Engine
+	devs := func() []server.Device { return devices }
+	metrics, err := server.NewMetrics(mp, func() engine.Status { return eng.Status() }, devs)
+	if err != nil {
+		return err
+	}
+	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished))
+	if err != nil {
+		return err
+	}
+	var keys server.MultiKeys
+	for _, p := range pipes {
+		keys = append(keys, p)
+	}
+	opts := []server.Option{
+		server.WithKeyManager(keys), server.WithDevices(devs), server.WithVersion(version()),
+		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage),
+	}
+	if cfg.tlsCert != "" {
+		opts = append(opts, server.WithTLS(cfg.tlsCert, cfg.tlsKey))
+	}
+	srv, err := server.New(eng, opts...)
+	if err != nil {
+		eng.Shutdown(context.Background())
+		return err
+	}
+
+	lis, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		eng.Shutdown(context.Background())
+		return fmt.Errorf("serve: listen %s: %w", cfg.listen, err)
+	}
+	if cfg.tlsCert == "" && cfg.token == "" && !isLoopback(lis.Addr()) {
+		fmt.Fprintf(cfg.log, "cuzk serve: warning: %s is reachable from other hosts without TLS or a token\n", lis.Addr())
+	}
+	var metricsAddr string
+	var httpSrv *http.Server
+	if cfg.metricsListen != "" {
+		mlis, err := net.Listen("tcp", cfg.metricsListen)
+		if err != nil {
+			lis.Close()
+			eng.Shutdown(context.Background())
+			return fmt.Errorf("serve: metrics listen %s: %w", cfg.metricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler)
+		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go httpSrv.Serve(mlis)
+		metricsAddr = mlis.Addr().String()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	names := eng.Workers()
+	fmt.Fprintf(cfg.log, "cuzk serve: listening on %s (metrics %s), workers %s, queue %d\n",
+		lis.Addr(), orNone(metricsAddr), strings.Join(names, ","), cfg.queueSize)
+	if cfg.ready != nil {
+		cfg.ready(lis.Addr().String(), metricsAddr)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		eng.Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(cfg.log, "cuzk serve: shutting down (running proofs may finish for %v)\n", cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		fmt.Fprintf(cfg.log, "cuzk serve: %v\n", err)
+	}
+	if httpSrv != nil {
+		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+		httpSrv.Shutdown(hctx)
+		hcancel()
+	}
+	st := eng.Status()
+	fmt.Fprintf(cfg.log, "cuzk serve: stopped: %d proofs succeeded, %d failed, %d cancelled\n", st.Succeeded, st.Failed, st.Cancelled)
+	return nil
+}
+
+// newWorkers opens the pipelines and makes the engine's workers: one per
+// GPU and cfg.cpuWorkers on the CPU. CPU workers share one Pipeline (it is
+// safe for concurrent Runs and so holds each circuit's keys once).
+func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
+	var (
+		workers []engine.Worker
+		pipes   []*prover.Pipeline
+		devices []server.Device
+	)
+	open := func(backend string) (*prover.Pipeline, error) {
+		p, err := prover.NewPipeline(ctx, backend, mode, prover.WithKeyCacheDir(cfg.cacheDir), prover.WithNotice(cfg.log))
+		if err != nil {
+			return nil, err
+		}
+		pipes = append(pipes, p)
+		return p, nil
+	}
+	cpuWorkers := cfg.cpuWorkers
+	if cfg.backend != "cpu" {
+		p, err := open(cfg.backend)
+		if err != nil {
+			return nil, pipes, nil, err
+		}
+		if p.Backend() == "cuda" {
+			// The Pipeline opens its backend on device 0 (prover has no
+			// device option yet), so one GPU worker; with a per-device
+			// Pipeline this loop makes one worker per GPU.
+			infos, _ := cudaspans.Devices()
+			for i, d := range infos {
+				if i > 0 {
+					fmt.Fprintf(cfg.log, "cuzk serve: GPU %d (%s) unused: the pipeline binds device 0 only\n", d.Ordinal, d.Name)
+					continue
+				}
+				workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
+					Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
+				devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: "cuda", MemoryTotal: d.TotalMemory})
+			}
+			if len(workers) == 0 {
+				workers = append(workers, engine.Worker{Name: "cuda:0", Runner: p})
+			}
+			if cpuWorkers < 0 {
+				cpuWorkers = 0
+			}
+		}
+		// Else auto fell back to the CPU: p is the CPU pipeline, found below.
+	}
+	if cpuWorkers < 0 {
+		cpuWorkers = 1
+	}
+	if cpuWorkers > 0 {
+		var p *prover.Pipeline
+		for _, q := range pipes {
+			if q.Backend() == "cpu" {
+				p = q
+			}
+		}
+		if p == nil {
+			var err error
+			if p, err = open("cpu"); err != nil {
+				return nil, pipes, nil, err
+			}
+		}
+		for i := range cpuWorkers {
+			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cpu:%d", i), Runner: p})
+		}
+		devices = append(devices, server.Device{Ordinal: -1, Name: "host", Backend: "cpu"})
+	}
+	if len(workers) == 0 {
+		return nil, pipes, nil, errors.New("serve: no workers (no GPU and --cpu-workers 0)")
+	}
+	return workers, pipes, devices, nil
+}
+
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// version is the module version of the binary, or "dev".
+func version() string { return otelcuzk.Version() }

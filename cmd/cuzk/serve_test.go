@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+// lockedBuffer is a bytes.Buffer the daemon writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func clearOTLPEnv(t *testing.T) {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER"} {
+		t.Setenv(k, "")
+	}
+}
+
+// TestServeSubmitAndShutdownOnSIGTERM runs `cuzk serve` in-process on the
+// CPU backend, proves through the client and through `cuzk submit`, reads
+// the metrics, then sends the process SIGTERM while a proof runs: the
+// proof must still be answered, serve must return nil (exit 0), and the
+// spans must be in the trace file.
+func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	traceFile := filepath.Join(dir, "trace.jsonl")
+	var logBuf lockedBuffer
+	app := newApp()
+	app.Writer, app.ErrWriter = io.Discard, &logBuf
+	served := make(chan error, 1)
+	go func() {
+		served <- app.Run([]string{"cuzk", "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+			"--backend", "cpu", "--cpu-workers", "2", "--release", "async", "--trace-file", traceFile})
+	}()
+	re := regexp.MustCompile(`listening on (\S+) \(metrics (\S+)\)`)
+	var addr, metricsAddr string
+	for deadline := time.Now().Add(20 * time.Second); addr == ""; {
+		if m := re.FindStringSubmatch(logBuf.String()); m != nil {
+			addr, metricsAddr = m[1], m[2]
+			break
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("serve ended early: %v\n%s", err, logBuf.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", logBuf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Prove(ctx, client.Request{RequestID: "serve-1", Circuit: "mulchain", Constraints: 256, Verify: true})
+	if err != nil || !res.Verified || len(res.Proof) == 0 || res.Backend != "cpu" || res.TraceID == "" {
+		t.Fatalf("prove through the daemon: %+v %v\n%s", res, err, logBuf.String())
+	}
+	if _, err := c.Prove(ctx, client.Request{RequestID: "serve-bad", Circuit: "nope", Constraints: 256}); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown circuit: %v, want NOT_FOUND", err)
+	}
+
+	out, errOut, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256",
+		"--priority", "high", "--request-id", "submit-1", "--miner", "f01000", "--sector", "5", "--proof", filepath.Join(dir, "p.bin"))
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"job-", "submit-1", "trace ", "timings", "prove ", "verified  true", "p.bin"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("submit output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--request-id", ""+
+		"x", "--priority", "urgent"); err == nil || !strings.Contains(err.Error(), "priority") {
+		t.Errorf("submit with a bad priority: %v", err)
+	}
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 2`).Match(body) {
+		t.Errorf("metrics lack two completed mulchain proofs:\n%s", body)
+	}
+
+	// A proof in flight when SIGTERM arrives: a size whose first use (key
+	// setup) and prove take long enough to still be running.
+	inflight := make(chan error, 1)
+	go func() {
+		r, err := c.Prove(ctx, client.Request{RequestID: "inflight", Circuit: "mulchain", Constraints: 1 << 12, Verify: true})
+		if err == nil && !r.Verified {
+			err = fmt.Errorf("not verified")
+		}
+		inflight <- err
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		st, err := c.Status(ctx)
+		if err == nil && len(st.Running) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the in-flight proof never ran: %+v %v", st, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-inflight; err != nil {
+		t.Errorf("proof in flight at SIGTERM: %v", err)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve after SIGTERM: %v (exit status would be 1)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after SIGTERM")
+	}
+	log := logBuf.String()
+	if !strings.Contains(log, "shutting down") || !strings.Contains(log, "3 proofs succeeded") {
+		t.Errorf("serve log:\n%s", log)
+	}
+	if _, err := c.Prove(ctx, client.Request{RequestID: "after", Circuit: "mulchain", Constraints: 256}); status.Code(err) != codes.Unavailable {
+		t.Errorf("prove after shutdown: %v, want UNAVAILABLE", err)
+	}
+	trace, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"engine.job"`, `"engine.queue"`, `"pipeline.prove"`, `"inflight"`, `"submit-1"`, `"f01000"`} {
+		if !bytes.Contains(trace, []byte(want)) {
+			t.Errorf("trace file lacks %s", want)
+		}
+	}
+}
+
+func TestServeRejectsBadFlags(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", "c.pem"}, "go together"},
+		{[]string{"--queue-size", "0"}, "queue-size"},
+		{[]string{"--release", "later"}, "later"},
+		{[]string{"--backend", "tpu"}, "backend"},
+		{[]string{"--listen", "256.0.0.1:1"}, "listen"},
+		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none.key")}, "TLS"},
+	} {
+		args := append([]string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, c.args...)
+		_, _, err := runCuzk(t, args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("serve %v: %v, want an error about %q", c.args, err, c.want)
+		}
+	}
+}
