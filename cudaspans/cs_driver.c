@@ -142,7 +142,9 @@ CUresult cs_primary_release(cs_driver *d, int ordinal) {
 	return d->cuDevicePrimaryCtxRelease(dev);
 }
 
-#define CUR(d, ctx) do { CUresult r_ = (d)->cuCtxSetCurrent((CUcontext)(ctx)); if (r_) return r_; } while (0)
+// A failure of cuCtxSetCurrent is returned with CS_SETCURRENT_FAILED set, so
+// the Go side names that call rather than the one it preceded.
+#define CUR(d, ctx) do { CUresult r_ = (d)->cuCtxSetCurrent((CUcontext)(ctx)); if (r_) return r_ | CS_SETCURRENT_FAILED; } while (0)
 
 CUresult cs_mem_info(cs_driver *d, uintptr_t ctx, size_t *free, size_t *total) {
 	CUR(d, ctx);

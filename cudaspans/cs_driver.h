@@ -72,6 +72,8 @@ CUresult cs_init(cs_driver *d);
 CUresult cs_driver_version(cs_driver *d, int *v);
 CUresult cs_device_count(cs_driver *d, int *n);
 
+#define CS_SETCURRENT_FAILED 0x40000000
+
 // Each wrapper makes ctx current on the calling thread, then calls the driver.
 CUresult cs_error_text(cs_driver *d, CUresult r, const char **name, const char **msg);
 CUresult cs_device_info(cs_driver *d, int ordinal, char *name, int namelen, size_t *total, int *attrs, int nattrs, const int *attrids, unsigned char *uuid);

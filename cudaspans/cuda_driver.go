@@ -70,6 +70,10 @@ func (d *cuDriver) check(call string, r C.CUresult) error {
 	if r == 0 {
 		return nil
 	}
+	if r&C.CS_SETCURRENT_FAILED != 0 {
+		r &^= C.CS_SETCURRENT_FAILED
+		call = "cuCtxSetCurrent (before " + call + ")"
+	}
 	var name, msg *C.char
 	C.cs_error_text(d.d, r, &name, &msg)
 	e := &Error{Call: call, Code: int(r), Name: "CUDA_ERROR_UNKNOWN_CODE", Message: "unrecognized error code"}
