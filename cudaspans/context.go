@@ -169,14 +169,7 @@ func (c *Context) Close() error {
 	// Lock order is stream, then context (see Stream.Synchronize).
 	errs := []error{err}
 	for _, s := range streams {
-		unregisterStream(s)
-		s.mu.Lock()
-		if s.anchor != nil {
-			c.putEvents(s.anchor.ev)
-			s.anchor = nil
-		}
-		s.mu.Unlock()
-		errs = append(errs, c.drv.StreamDestroy(c.h, s.h))
+		errs = append(errs, s.destroy())
 	}
 	c.mu.Lock()
 	events := c.freeEvents

@@ -285,3 +285,43 @@ func TestLoadModuleReadsCubinAndPTXFiles(t *testing.T) {
 		t.Error("isPTX misclassifies")
 	}
 }
+
+func TestStreamCloseEmitsPendingSpansAndRefusesFurtherWork(t *testing.T) {
+	f := newFixture(t)
+	k := f.kernel(t, "k", time.Microsecond)
+	s, err := f.c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ended("k")) != 1 {
+		t.Error("Close did not emit the pending launch")
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err == nil {
+		t.Error("launch on a closed stream succeeded")
+	}
+	if err := s.Memset(ctx, 0, 0, 1); err == nil {
+		t.Error("memset on a closed stream succeeded")
+	}
+	if err := s.Synchronize(ctx); err == nil {
+		t.Error("synchronize of a closed stream succeeded")
+	}
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.drv.events); n != 0 {
+		t.Errorf("%d events left after Close", n)
+	}
+	if _, err := f.c.NewStream(); err == nil {
+		t.Error("NewStream on a closed context succeeded")
+	}
+}

@@ -2,6 +2,7 @@ package cudaspans
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -29,7 +30,10 @@ type Stream struct {
 	anchor     *anchor
 	reanchor   bool
 	openPhases int // C phases begun on the stream and not yet ended
+	closed     bool
 }
+
+var errStreamClosed = errors.New("cudaspans: stream is closed")
 
 // anchor ties an event on the GPU clock to a wall-clock time read while
 // the stream was idle (DESIGN.md, "GPU clock to wall clock").
@@ -115,6 +119,9 @@ func (s *Stream) ensureAnchor() error {
 
 // begin records the start event of an operation. Called with s.mu.
 func (s *Stream) begin() (EventHandle, error) {
+	if s.closed {
+		return 0, errStreamClosed
+	}
 	if err := s.ensureAnchor(); err != nil {
 		return 0, err
 	}
@@ -190,6 +197,9 @@ func (s *Stream) doLaunch(ctx context.Context, op *pendingOp, f *Function, grid,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errStreamClosed
+	}
 	if err := s.ensureAnchor(); err != nil {
 		return err
 	}
@@ -219,12 +229,54 @@ func (s *Stream) doLaunch(ctx context.Context, op *pendingOp, f *Function, grid,
 func (s *Stream) Synchronize(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errStreamClosed
+	}
 	if err := s.c.drv.StreamSynchronize(s.c.h, s.h); err != nil {
 		return err
 	}
 	ops := s.pending
 	s.pending = nil
 	return s.c.emit(ops, s.id)
+}
+
+// Close synchronizes the stream (emitting its pending spans) and destroys
+// it. The stream must not be used afterwards; a second Close is a no-op.
+// Context.Close closes the streams still open.
+func (s *Stream) Close(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil
+	}
+	err := s.Synchronize(ctx)
+	c := s.c
+	c.mu.Lock()
+	for i, x := range c.streams {
+		if x == s {
+			c.streams = append(c.streams[:i], c.streams[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	return errors.Join(err, s.destroy())
+}
+
+// destroy frees the stream's anchor and the stream itself.
+func (s *Stream) destroy() error {
+	unregisterStream(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.anchor != nil {
+		s.c.putEvents(s.anchor.ev)
+		s.anchor = nil
+	}
+	return s.c.drv.StreamDestroy(s.c.h, s.h)
 }
 
 // CopyHtoD copies bytes from host memory at src to dst, asynchronously
