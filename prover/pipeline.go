@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
@@ -392,6 +393,67 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 	return res, nil
 }
 
+// Validate checks req without proving, cheaply enough to run before a
+// request is queued (engine.WithValidator): the circuit is registered, a
+// built-in's constraint count is positive and fits this machine's memory,
+// the witness (when given) is well-formed gnark binary over BLS12-381's
+// scalar field, and, when the circuit is loaded already, has the circuit's
+// number of public and secret values. Errors wrap ErrUnknownCircuit,
+// circuits.ErrBadConstraints, circuits.ErrTooLarge, ErrBadWitness or
+// ErrWitnessSize. Safe for concurrent use.
+func (p *Pipeline) Validate(req *Request) error {
+	if req == nil {
+		return fmt.Errorf("%w: nil request", ErrBadWitness)
+	}
+	_, isFile := lookupFiles(req.Circuit)
+	if !isFile {
+		if err := circuits.CheckMemory(req.Circuit, req.Constraints); err != nil {
+			return err
+		}
+	}
+	if req.Witness == nil {
+		if isFile {
+			return fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", ErrBadWitness, req.Circuit)
+		}
+		return nil
+	}
+	w, err := parseWitness(req.Witness)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	lc, ok := p.loaded[circuitKey(req.Circuit, req.Constraints)]
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	select {
+	case <-lc.ready:
+	default:
+		return nil // still loading: Run checks the size
+	}
+	if lc.err != nil || lc.ccs == nil {
+		return nil
+	}
+	nbPub, nbSec := lc.ccs.GetNbPublicVariables()-1, lc.ccs.GetNbSecretVariables()
+	if got := w.Vector().(fr.Vector); len(got) != nbPub+nbSec {
+		return fmt.Errorf("%w: %d values, circuit %s has %d public and %d secret inputs",
+			ErrWitnessSize, len(got), req.Circuit, nbPub, nbSec)
+	}
+	return nil
+}
+
+func parseWitness(b []byte) (witness.Witness, error) {
+	w, err := witness.New(ecc.BLS12_381.ScalarField())
+	if err != nil {
+		return nil, err
+	}
+	if err := w.UnmarshalBinary(b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadWitness, err)
+	}
+	return w, nil
+}
+
 // witness parses req.Witness, or makes the built-in sample witness.
 func (p *Pipeline) witness(lc *loadedCircuit, req *Request) (witness.Witness, error) {
 	if req.Witness == nil {
@@ -400,14 +462,7 @@ func (p *Pipeline) witness(lc *loadedCircuit, req *Request) (witness.Witness, er
 		}
 		return lc.instance.Witness(p.cfg.seed)
 	}
-	w, err := witness.New(ecc.BLS12_381.ScalarField())
-	if err != nil {
-		return nil, err
-	}
-	if err := w.UnmarshalBinary(req.Witness); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadWitness, err)
-	}
-	return w, nil
+	return parseWitness(req.Witness)
 }
 
 // circuitFiles are the paths of a circuit registered from files.

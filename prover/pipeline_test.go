@@ -273,3 +273,39 @@ func TestPreloadAndEvict(t *testing.T) {
 		t.Errorf("failed load kept: %v", p.Loaded())
 	}
 }
+
+func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	good, _ := frontend.NewWitness(&circuits.MulChain{X: 2, Out: 2}, ecc.BLS12_381.ScalarField())
+	gb, _ := good.MarshalBinary()
+	in, _ := circuits.Build("merkle", 2000)
+	fw, _ := in.Witness(1)
+	foreign, _ := fw.MarshalBinary()
+	if err := p.Validate(&Request{Circuit: "mulchain", Constraints: 64}); err != nil {
+		t.Errorf("good request: %v", err)
+	}
+	if err := p.Validate(&Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}); err != nil {
+		t.Errorf("size is unknown before the circuit is loaded: %v", err)
+	}
+	if err := p.Preload(context.Background(), "mulchain", 64); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		req  Request
+		want error
+	}{
+		{Request{Circuit: "nosuch", Constraints: 64}, ErrUnknownCircuit},
+		{Request{Circuit: "mulchain", Constraints: 0}, circuits.ErrBadConstraints},
+		{Request{Circuit: "mulchain", Constraints: 1 << 40}, circuits.ErrTooLarge},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte("junk")}, ErrBadWitness},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}, ErrWitnessSize},
+	}
+	for _, c := range cases {
+		if err := p.Validate(&c.req); !errors.Is(err, c.want) {
+			t.Errorf("%s/%d: %v, want %v", c.req.Circuit, c.req.Constraints, err, c.want)
+		}
+	}
+	if err := p.Validate(&Request{Circuit: "mulchain", Constraints: 64, Witness: gb}); err != nil {
+		t.Errorf("good witness: %v", err)
+	}
+}
