@@ -124,17 +124,17 @@ func (d *cuDriver) Device(ordinal int) (DeviceInfo, error) {
 	}
 	u := C.GoBytes(unsafe.Pointer(&uuid[0]), 16)
 	return DeviceInfo{
-		Ordinal:          ordinal,
-		Name:             C.GoString(&name[0]),
-		UUID:             fmt.Sprintf("GPU-%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]),
-		TotalMemory:      uint64(total),
-		Multiprocessors:  int(attrs[0]),
-		Major:            int(attrs[1]),
-		Minor:            int(attrs[2]),
-		SharedMemOptin:   int(attrs[3]),
-		L2CacheBytes:     int(attrs[4]),
-		MaxThreadsPerBlk: int(attrs[5]),
-		DriverVersion:    d.version,
+		Ordinal:            ordinal,
+		Name:               C.GoString(&name[0]),
+		UUID:               fmt.Sprintf("GPU-%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]),
+		TotalMemory:        uint64(total),
+		Multiprocessors:    int(attrs[0]),
+		Major:              int(attrs[1]),
+		Minor:              int(attrs[2]),
+		SharedMemOptin:     int(attrs[3]),
+		L2CacheBytes:       int(attrs[4]),
+		MaxThreadsPerBlock: int(attrs[5]),
+		DriverVersion:      d.version,
 	}, nil
 }
 

@@ -52,16 +52,16 @@ type (
 
 // DeviceInfo describes one CUDA device, as the driver reports it.
 type DeviceInfo struct {
-	Ordinal          int    // device ordinal, 0-based
-	Name             string // e.g. "NVIDIA H200"
-	UUID             string // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
-	TotalMemory      uint64 // bytes of device memory
-	Major, Minor     int    // compute capability, e.g. 9, 0
-	Multiprocessors  int    // streaming multiprocessor count
-	SharedMemOptin   int    // bytes of shared memory a block may opt in to
-	L2CacheBytes     int    // bytes of L2 cache
-	DriverVersion    int    // CUDA version of the driver, 1000*major + 10*minor (13000 = 13.0)
-	MaxThreadsPerBlk int    // threads per block limit
+	Ordinal            int    // device ordinal, 0-based
+	Name               string // e.g. "NVIDIA H200"
+	UUID               string // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
+	TotalMemory        uint64 // bytes of device memory
+	Major, Minor       int    // compute capability, e.g. 9, 0
+	Multiprocessors    int    // streaming multiprocessor count
+	SharedMemOptin     int    // bytes of shared memory a block may opt in to
+	L2CacheBytes       int    // bytes of L2 cache
+	DriverVersion      int    // CUDA version of the driver, 1000*major + 10*minor (13000 = 13.0)
+	MaxThreadsPerBlock int    // threads per block limit
 }
 
 // Arch is the NVRTC/PTX architecture name of the device, e.g. "sm_90".
