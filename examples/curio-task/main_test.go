@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// received is a span as the OTLP HTTP receiver got it.
+type received struct {
+	name, traceID, spanID, parentID string
+}
+
+// otlpReceiver is a minimal OTLP/HTTP trace receiver (protobuf bodies, as
+// otlptracehttp sends them).
+func otlpReceiver(t *testing.T) (endpoint string, spans func() []received) {
+	var mu sync.Mutex
+	var got []received
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					got = append(got, received{s.GetName(), hex.EncodeToString(s.GetTraceId()),
+						hex.EncodeToString(s.GetSpanId()), hex.EncodeToString(s.GetParentSpanId())})
+				}
+			}
+		}
+		mu.Unlock()
+		resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(resp)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), func() []received {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]received(nil), got...)
+	}
+}
+
+type quickRunner struct{ tp trace.TracerProvider }
+
+func (q quickRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
+	_, s := q.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineProve)
+	s.End()
+	return &prover.Result{Proof: []byte{1}, Verified: r.Verify, Backend: "fake"}, nil
+}
+
+// TestOneTraceAcrossCurioAndDaemon runs the example against an in-process
+// daemon (fake runner) and an OTLP HTTP receiver, and follows the parent
+// links from the daemon's engine.job back to the task's curio.task span.
+func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
+	endpoint, spans := otlpReceiver(t)
+	exp := tracetest.NewInMemoryExporter()
+	dtp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	eng, err := engine.New([]engine.Worker{{Name: "cpu:0", Runner: quickRunner{dtp}}}, engine.WithTracerProvider(dtp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(eng, server.WithTracerProvider(dtp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+
+	var out bytes.Buffer
+	cfg := config{addr: lis.Addr().String(), otlpEndpoint: endpoint, service: "curio", circuit: "mulchain",
+		constraints: 256, priority: "HIGH", timeout: 10 * time.Second,
+		task: otelcuzk.Task{ID: 9, Name: "WdPost", MinerID: "f01234", SectorNumber: 3}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "one trace across curio and cuzk") {
+		t.Errorf("output:\n%s", out.String())
+	}
+
+	byID := map[string]received{}
+	var task received
+	for _, s := range spans() {
+		byID[s.spanID] = s
+		if s.name == otelcuzk.SpanCurioTask {
+			task = s
+		}
+	}
+	for _, s := range exp.GetSpans() {
+		byID[s.SpanContext.SpanID().String()] = received{s.Name, s.SpanContext.TraceID().String(),
+			s.SpanContext.SpanID().String(), s.Parent.SpanID().String()}
+	}
+	if task.spanID == "" {
+		t.Fatalf("the receiver got no curio.task span: %+v", spans())
+	}
+	var job received
+	for _, s := range exp.GetSpans() {
+		if s.Name == otelcuzk.SpanEngineJob {
+			job = byID[s.SpanContext.SpanID().String()]
+		}
+	}
+	// engine.job → server span → client span → curio.task, across processes.
+	var path []string
+	for s := job; s.spanID != ""; s = byID[s.parentID] {
+		if s.traceID != task.traceID {
+			t.Errorf("%s is in trace %s, not the task's %s", s.name, s.traceID, task.traceID)
+		}
+		path = append(path, s.name)
+		if s.spanID == task.spanID {
+			break
+		}
+	}
+	want := "engine.job < cuzk.v1.ProvingEngine/Prove < cuzk.v1.ProvingEngine/Prove < curio.task"
+	if got := strings.Join(path, " < "); got != want {
+		t.Errorf("ancestry %q, want %q", got, want)
+	}
+}
