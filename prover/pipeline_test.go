@@ -227,10 +227,12 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	pkPath := save("cube.pk", func(f *os.File) error { _, err := pk.WriteTo(f); return err })
 	vkPath := save("cube.vk", func(f *os.File) error { _, err := vk.WriteTo(f); return err })
 
-	if err := RegisterCircuitFiles("cube", csPath, pkPath, vkPath); err != nil {
+	// A fresh name per run: the registry is per process (go test -count).
+	cube := filepath.Base(dir)
+	if err := RegisterCircuitFiles(cube, csPath, pkPath, vkPath); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterCircuitFiles("cube", csPath, pkPath); err == nil {
+	if err := RegisterCircuitFiles(cube, csPath, pkPath); err == nil {
 		t.Error("registered the same name twice")
 	}
 	if err := RegisterCircuitFiles("merkle", csPath, pkPath); err == nil {
@@ -243,14 +245,14 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool)
 	w, _ := frontend.NewWitness(&cubeCircuit{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
 	b, _ := w.MarshalBinary()
-	res, err := p.Run(context.Background(), &Request{Circuit: "cube", Witness: b, Verify: true})
+	res, err := p.Run(context.Background(), &Request{Circuit: cube, Witness: b, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Verified {
 		t.Error("not verified")
 	}
-	if _, err := p.Run(context.Background(), &Request{Circuit: "cube", Verify: true}); !errors.Is(err, ErrBadWitness) {
+	if _, err := p.Run(context.Background(), &Request{Circuit: cube, Verify: true}); !errors.Is(err, ErrBadWitness) {
 		t.Errorf("file circuit without a witness: %v, want ErrBadWitness", err)
 	}
 }
