@@ -148,9 +148,20 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
   }
 }
 
+// Variants of the accumulation for experiments (devtest/msm_variants.sh);
+// the defaults are what bench/msm.md measured.
+//   MSM_ACCUM_MIN_BLOCKS  blocks of 128 threads per SM to ask ptxas for
+//                         (fewer registers, more warps in flight)
+//   MSM_ACCUM_CALL        call xyzz_add_affine instead of inlining it
+#ifdef MSM_ACCUM_MIN_BLOCKS
+#define MSM_ACCUM_BOUNDS __launch_bounds__(128, MSM_ACCUM_MIN_BLOCKS)
+#else
+#define MSM_ACCUM_BOUNDS __launch_bounds__(128)
+#endif
+
 // One thread per segment (blockIdx.y is the window): the sum of at most
 // MSM_SEGMENT points of one bucket, in XYZZ, written to partials.
-extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
+extern "C" __global__ void MSM_ACCUM_BOUNDS msm_bucket_accumulate(
     const ec::g1_affine *bases, const msm_u32 *sorted, const msm_u32 *counts, const msm_u32 *bucket_off,
     const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, ec::g1_xyzz *partials,
     msm_u32 *seg_bucket) {
@@ -179,7 +190,11 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_accumulate(
     msm_u32 e = run[k];
     ec::g1_affine a = bases[e & ~MSM_NEG_FLAG];
     if (e & MSM_NEG_FLAG) a.y = ff::fp_t::neg(a.y);
+#ifdef MSM_ACCUM_CALL
+    acc = ec::xyzz_add_affine(acc, a);
+#else
     acc = ec::xyzz_add_affine_inline(acc, a);
+#endif
   }
   partials[(msm_u64)w * seg_cap + idx] = acc;
   seg_bucket[(msm_u64)w * seg_cap + idx] = b;
