@@ -79,3 +79,26 @@ func TestCCodeWithAReleasedParentRecordsNothing(t *testing.T) {
 		t.Fatalf("%d spans, want only the Go parent", n)
 	}
 }
+
+func TestCPlusPlusScopesEndTheirSpansOnEveryPath(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		ctx, parent := tp.Tracer("test").Start(context.Background(), "p")
+		h, release := cudaspans.CParent(ctx)
+		Scoped(h, early)
+		release()
+		parent.End()
+		names := map[string]sdktrace.ReadOnlySpan{}
+		for _, s := range rec.Ended() {
+			names[s.Name()] = s
+		}
+		outer, inner := names["cpp.outer"], names["cpp.inner"]
+		if outer == nil || inner == nil {
+			t.Fatalf("early=%v: ended spans %v, want cpp.outer and cpp.inner", early, names)
+		}
+		if inner.Parent().SpanID() != outer.SpanContext().SpanID() || outer.Parent().SpanID() != names["p"].SpanContext().SpanID() {
+			t.Errorf("early=%v: wrong nesting", early)
+		}
+	}
+}
