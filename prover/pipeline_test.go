@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
@@ -228,7 +230,7 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	vkPath := save("cube.vk", func(f *os.File) error { _, err := vk.WriteTo(f); return err })
 
 	// A fresh name per run: the registry is per process (go test -count).
-	cube := filepath.Base(dir)
+	cube := fmt.Sprintf("cube-%d", time.Now().UnixNano())
 	if err := RegisterCircuitFiles(cube, csPath, pkPath, vkPath); err != nil {
 		t.Fatal(err)
 	}
