@@ -176,6 +176,22 @@ func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM,
 // Context returns the device context the MSM runs on.
 func (m *MSM) Context() *cudaspans.Context { return m.c }
 
+// Close unloads the MSM's kernels. The MSM must not be used afterwards;
+// resident base sets belong to their ResidentKeys (EvictAll frees them).
+func (m *MSM) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mod == nil {
+		return nil
+	}
+	err := m.mod.Close()
+	m.mod = nil
+	if err != nil {
+		return fmt.Errorf("msm: unload kernels: %w", err)
+	}
+	return nil
+}
+
 // msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 4
 // (a window has 2^(c−1) buckets, so a bucket holds some 32 points), within
 // [6, 16]. On an H200 c = 16 beat 14 and 18 at 2^20, 2^22 and 2^24
@@ -330,6 +346,9 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPt
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.mod == nil {
+		return res, errors.New("msm: closed")
+	}
 
 	chunk := min(n, msmMaxPoints)
 	if m.maxChunk > 0 {
