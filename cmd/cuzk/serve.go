@@ -28,7 +28,7 @@ import (
 // without TLS or a token is not reachable from other hosts.
 const (
 	defaultListen        = "127.0.0.1:9820"
-	defaultMetricsListen = "127.0.0.1:9821"
+	defaultMetricsListen = "127.0.0.1:9464" // the OTel Prometheus exporter's customary port (deploy/prometheus.yml)
 )
 
 func init() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -96,6 +98,33 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 		t.Errorf("unknown circuit: %v, want NOT_FOUND", err)
 	}
 
+	// Witnesses in the right format that the real pipeline refuses, and a
+	// good one, interleaved.
+	in, err := circuits.Build("mulchain", 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := shortenWitness(good)
+	unsat := append([]byte(nil), good...)
+	unsat[len(unsat)-1] ^= 1 // the last secret value, changed: the chain no longer holds
+	for i, bad := range [][]byte{short, unsat} {
+		_, err := c.Prove(ctx, client.Request{RequestID: fmt.Sprint("bad-w-", i), Circuit: "mulchain", Constraints: 256, Witness: bad})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("bad witness %d: %v, want INVALID_ARGUMENT", i, err)
+		}
+		if _, err := c.Prove(ctx, client.Request{RequestID: fmt.Sprint("good-w-", i), Circuit: "mulchain", Constraints: 256, Witness: good, Verify: true}); err != nil {
+			t.Errorf("good witness after bad %d: %v", i, err)
+		}
+	}
+
 	out, errOut, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256",
 		"--priority", "high", "--request-id", "submit-1", "--miner", "f01000", "--sector", "5", "--proof", filepath.Join(dir, "p.bin"))
 	if err != nil {
@@ -117,7 +146,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !regexp.MustCompile(`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 2`).Match(body) {
+	if !regexp.MustCompile(`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 4`).Match(body) {
 		t.Errorf("metrics lack two completed mulchain proofs:\n%s", body)
 	}
 
@@ -156,7 +185,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 		t.Fatal("serve did not return after SIGTERM")
 	}
 	log := logBuf.String()
-	if !strings.Contains(log, "shutting down") || !strings.Contains(log, "3 proofs succeeded") {
+	if !strings.Contains(log, "shutting down") || !strings.Contains(log, "5 proofs succeeded") {
 		t.Errorf("serve log:\n%s", log)
 	}
 	if _, err := c.Prove(ctx, client.Request{RequestID: "after", Circuit: "mulchain", Constraints: 256}); status.Code(err) != codes.Unavailable {
@@ -193,4 +222,13 @@ func TestServeRejectsBadFlags(t *testing.T) {
 			t.Errorf("serve %v: %v, want an error about %q", c.args, err, c.want)
 		}
 	}
+}
+
+// shortenWitness drops the last secret value of a gnark binary witness and
+// fixes the header, so the format is valid but the count is one short.
+func shortenWitness(w []byte) []byte {
+	out := append([]byte(nil), w[:len(w)-32]...)
+	binary.BigEndian.PutUint32(out[4:8], binary.BigEndian.Uint32(out[4:8])-1)
+	binary.BigEndian.PutUint32(out[8:12], binary.BigEndian.Uint32(out[8:12])-1)
+	return out
 }
