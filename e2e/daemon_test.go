@@ -246,9 +246,11 @@ func TestSubmitTraceCrossesDaemon(t *testing.T) {
 }
 
 // TestCurioTaskExampleIsOneTraceWithDaemon: examples/curio-task plays
-// Curio (OTLP over HTTP, a task span, the client of prover/client); with
-// the daemon exporting over gRPC, Jaeger holds one trace whose root is the
-// task span and whose engine.job carries the task's correlation fields.
+// Curio (tracing set up as Lotus does: OTLP over HTTP; a harmonytask span;
+// the daemon called through prover/client); with the daemon exporting over
+// gRPC, Jaeger holds one trace whose root is Curio's task span, with the
+// task's trace id kept through the daemon, and whose engine.job carries
+// the task's correlation fields, by which the tag search finds it.
 func TestCurioTaskExampleIsOneTraceWithDaemon(t *testing.T) {
 	j := startJaeger(t)
 	stamp := time.Now().UnixNano()
@@ -256,9 +258,11 @@ func TestCurioTaskExampleIsOneTraceWithDaemon(t *testing.T) {
 	curioService := fmt.Sprintf("e2e-curio-%d", stamp)
 	d := startDaemon(t, j.otlpEnv("grpc", daemonService))
 
-	env := append(j.otlpEnv("http/protobuf", curioService),
-		"LOTUS_OTEL_EXPORTER_ENDPOINT="+j.OTLPHTTP, "LOTUS_OTEL_EXPORTER_INSECURE=true")
-	out, _ := runProgram(t, 3*time.Minute, env, curioTaskBin(t), curioTaskArgs(d)...)
+	taskID, sector := fmt.Sprint(stamp%1_000_000_000), fmt.Sprint(stamp%100_000)
+	out, _ := runProgram(t, 3*time.Minute, nil, curioTaskBin(t),
+		"--addr", d.Addr, "--otlp-endpoint", j.OTLPHTTP, "--service", curioService,
+		"--circuit", "mulchain", "--constraints", fmt.Sprint(e2eConstraints),
+		"--task-id", taskID, "--task-name", "WdPost", "--miner", "f01234", "--sector", sector)
 	m := anyTraceID.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("curio-task printed no trace id:\n%s", out)
@@ -270,15 +274,22 @@ func TestCurioTaskExampleIsOneTraceWithDaemon(t *testing.T) {
 	if task.ParentID != "" || task.Service != curioService {
 		t.Errorf("curio.task: parent %q service %q, want the root, of %s", task.ParentID, task.Service, curioService)
 	}
+	// engine.job descends from the task span, through the daemon's server
+	// span and Curio's client span.
+	s, hops := st.one(t, "engine.job"), 0
+	for ; s.ParentID != "" && hops < 20; hops++ {
+		s = st.byID[s.ParentID]
+	}
+	if s.SpanID != task.SpanID {
+		t.Errorf("engine.job's root is %q, want curio.task", s.Name)
+	}
 	job := st.one(t, "engine.job")
-	for _, key := range []string{"curio.task.id", "curio.task.name"} {
-		if job.Attrs[key] == nil || fmt.Sprint(job.Attrs[key]) != fmt.Sprint(task.Attrs[key]) {
-			t.Errorf("engine.job %s = %v, task span has %v", key, job.Attrs[key], task.Attrs[key])
+	want := map[string]string{"curio.task.id": taskID, "curio.task.name": "WdPost", "filecoin.miner.id": "f01234", "filecoin.sector.number": sector}
+	for key, v := range want {
+		if fmt.Sprint(job.Attrs[key]) != v {
+			t.Errorf("engine.job %s = %v, want %s", key, job.Attrs[key], v)
 		}
 	}
-}
-
-// curioTaskArgs are the arguments of examples/curio-task for daemon d.
-func curioTaskArgs(d *daemon) []string {
-	return []string{"--addr", d.Addr, "--circuit", "mulchain", "--constraints", fmt.Sprint(e2eConstraints)}
+	// An integer correlation key is searchable too.
+	assertFoundByTag(t, j, daemonService, "filecoin.sector.number", sector, traceID)
 }
