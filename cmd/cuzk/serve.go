@@ -141,7 +141,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	}
 	defer mp.Shutdown(context.Background())
 	var eng *engine.Engine
-	devs := func() []server.Device { return devices }
+	devs := func() []server.Device { return deviceMemory(devices, pipes) }
 	metrics, err := server.NewMetrics(mp, func() engine.Status { return eng.Status() }, devs)
 	if err != nil {
 		return err
@@ -292,6 +292,31 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode
 		return nil, pipes, nil, errors.New("serve: no workers (no GPU and --cpu-workers 0)")
 	}
 	return workers, pipes, devices, nil
+}
+
+// memInfo is the hook for device memory: a Runner (Pipeline) that can say
+// how much memory its device has free (cuMemGetInfo) implements it. The
+// Pipeline does not yet, so MemoryUsed stays 0 and the total comes from
+// the device's attributes.
+type memInfo interface {
+	MemInfo() (free, total uint64, err error)
+}
+
+// deviceMemory fills MemoryUsed (and MemoryTotal) of the GPUs from the
+// pipelines that implement memInfo; GPU i is served by pipes[i].
+func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.Device {
+	out := append([]server.Device(nil), devices...)
+	for i := range out {
+		if out[i].Ordinal < 0 || i >= len(pipes) || pipes[i].Backend() != "cuda" {
+			continue
+		}
+		if m, ok := any(pipes[i]).(memInfo); ok {
+			if free, total, err := m.MemInfo(); err == nil {
+				out[i].MemoryTotal, out[i].MemoryUsed = total, total-free
+			}
+		}
+	}
+	return out
 }
 
 func isLoopback(a net.Addr) bool {

@@ -46,7 +46,8 @@ type Metrics struct {
 
 // NewMetrics registers the instruments on mp's meter. status is called at
 // each collection for queue depth and running jobs (nil: not reported);
-// devices for device memory (nil, as on the CPU backend: not reported).
+// devices for device memory (nil, or devices with a negative ordinal such
+// as the host of the CPU backend: not reported).
 // The spans dropped by the exporter are reported through
 // otelcuzk.RegisterMetrics. Errors are the meter's.
 func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices func() []Device) (*Metrics, error) {
@@ -100,6 +101,9 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 		}
 		if _, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			for _, d := range devices() {
+				if d.Ordinal < 0 {
+					continue // the host: no device memory to report
+				}
 				a := metric.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal))
 				o.ObserveInt64(used, int64(d.MemoryUsed), a)
 				o.ObserveInt64(total, int64(d.MemoryTotal), a)

@@ -20,7 +20,9 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 	}
 	defer mp.Shutdown(context.Background())
 	var eng *engine.Engine
-	devs := func() []Device { return []Device{{Ordinal: 0, MemoryTotal: 1000, MemoryUsed: 250}} }
+	devs := func() []Device {
+		return []Device{{Ordinal: 0, MemoryTotal: 1000, MemoryUsed: 250}, {Ordinal: -1, Name: "host", MemoryTotal: 7777}}
+	}
 	m, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, devs)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,9 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		if !regexp.MustCompile(re).Match(body) {
 			t.Errorf("metrics lack %s", re)
 		}
+	}
+	if regexp.MustCompile(`cuzk_device_memory_total_bytes\{[^}]*\} 7777`).Match(body) {
+		t.Error("the host (CPU backend) is reported as a device")
 	}
 	if t.Failed() {
 		t.Logf("metrics:\n%s", body)
