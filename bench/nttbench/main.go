@@ -32,7 +32,14 @@ func main() {
 	sizes := flag.String("sizes", "20,24,27", "log2 sizes, comma-separated")
 	reps := flag.Int("reps", 10, "timed GPU repetitions (median reported)")
 	hmax := flag.Int("computeh-max", 24, "largest log2 size for the compute_h comparison")
+	variants := flag.String("variants", "", "kernel macro sets to compare, ';'-separated, each K=V,K=V (see gpu.WithNTTDefines)")
 	flag.Parse()
+	if *variants != "" {
+		if err := runVariants(*variants); err != nil {
+			fmt.Fprintln(os.Stderr, "nttbench:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(*sizes, *reps, *hmax); err != nil {
 		fmt.Fprintln(os.Stderr, "nttbench:", err)
 		os.Exit(1)
@@ -276,4 +283,173 @@ func bitsLen(n int) int {
 		l++
 	}
 	return l
+}
+
+// runVariants compiles the NTT kernels with each macro set, checks every
+// transform against gnark-crypto (2^11, 2^20) and compute_h against the CPU
+// backend (2^16), and times the forward NTT and compute_h at 2^24.
+func runVariants(list string) error {
+	ctx := context.Background()
+	c, err := cudaspans.Open(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := c.NewStream()
+	if err != nil {
+		return err
+	}
+	type ref struct {
+		d  *fft.Domain
+		in []fr.Element
+		// out[dec][inverse][coset]
+		out [2][2][2][]fr.Element
+	}
+	refs := map[int]*ref{}
+	for _, logn := range []int{11, 20} {
+		n := 1 << logn
+		r := &ref{d: fft.NewDomain(uint64(n)), in: randomVector(n)}
+		for dec := 0; dec < 2; dec++ {
+			for inv := 0; inv < 2; inv++ {
+				for co := 0; co < 2; co++ {
+					v := slices.Clone(r.in)
+					var opts []fft.Option
+					if co == 1 {
+						opts = append(opts, fft.OnCoset())
+					}
+					fd := fft.DIF
+					if dec == 1 {
+						fd = fft.DIT
+					}
+					if inv == 1 {
+						r.d.FFTInverse(v, fd, opts...)
+					} else {
+						r.d.FFT(v, fd, opts...)
+					}
+					r.out[dec][inv][co] = v
+				}
+			}
+		}
+		refs[logn] = r
+	}
+	const hlog = 16
+	hd := fft.NewDomain(1 << hlog)
+	ha, hb, hc := randomVector(1<<hlog), randomVector(1<<hlog), randomVector(1<<hlog)
+	hwant := slices.Clone(ha)
+	if err := prover.NewCPU(nil).ComputeH(ctx, hd, hwant, slices.Clone(hb), slices.Clone(hc)); err != nil {
+		return err
+	}
+	const blog = 24
+	bn := 1 << blog
+	bd := fft.NewDomain(uint64(bn), fft.WithoutPrecompute())
+	bv := randomVector(bn)
+	var bufs []*cudaspans.DeviceBuffer
+	for range 3 {
+		b, err := c.Alloc(ctx, bn*32)
+		if err != nil {
+			return err
+		}
+		defer b.Free()
+		if err := cudaspans.HtoD(ctx, s, b.Ptr(), bv); err != nil {
+			return err
+		}
+		bufs = append(bufs, b)
+	}
+	fmt.Println("| kernel macros | equal (8 transforms at 2^11 and 2^20, compute_h 2^16) | forward NTT 2^24 (ms) | compute_h 2^24, resident (ms) |")
+	fmt.Println("|---|---|---|---|")
+	for _, vs := range strings.Split(list, ";") {
+		defs := map[string]string{}
+		for _, kv := range strings.Split(vs, ",") {
+			if kv = strings.TrimSpace(kv); kv == "" {
+				continue
+			}
+			k, v, _ := strings.Cut(kv, "=")
+			defs[k] = v
+		}
+		e, err := gpu.NewNTT(ctx, c, nil, gpu.WithNTTDefines(defs))
+		if err != nil {
+			fmt.Printf("| %s | compile failed: %v | | |\n", vs, err)
+			continue
+		}
+		equal := true
+		for logn, r := range refs {
+			n := 1 << logn
+			buf, err := c.Alloc(ctx, n*32)
+			if err != nil {
+				return err
+			}
+			got := make([]fr.Element, n)
+			for dec := 0; dec < 2; dec++ {
+				for inv := 0; inv < 2; inv++ {
+					for co := 0; co < 2; co++ {
+						if err := cudaspans.HtoD(ctx, s, buf.Ptr(), r.in); err != nil {
+							return err
+						}
+						if err := e.Transform(ctx, s, r.d, buf.Ptr(), gpu.Decimation(dec), inv == 1, co == 1); err != nil {
+							return err
+						}
+						if err := cudaspans.DtoH(ctx, s, got, buf.Ptr()); err != nil {
+							return err
+						}
+						if err := s.Synchronize(ctx); err != nil {
+							return err
+						}
+						equal = equal && slices.Equal(got, r.out[dec][inv][co])
+					}
+				}
+			}
+			buf.Free()
+		}
+		{
+			var hb3 []*cudaspans.DeviceBuffer
+			for _, v := range [][]fr.Element{ha, hb, hc} {
+				b, err := c.Alloc(ctx, len(v)*32)
+				if err != nil {
+					return err
+				}
+				if err := cudaspans.HtoD(ctx, s, b.Ptr(), v); err != nil {
+					return err
+				}
+				hb3 = append(hb3, b)
+			}
+			if err := e.ComputeH(ctx, s, hd, hb3[0].Ptr(), hb3[1].Ptr(), hb3[2].Ptr()); err != nil {
+				return err
+			}
+			got := make([]fr.Element, len(ha))
+			if err := cudaspans.DtoH(ctx, s, got, hb3[0].Ptr()); err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			equal = equal && slices.Equal(got, hwant)
+			for _, b := range hb3 {
+				b.Free()
+			}
+		}
+		var ft, ht []time.Duration
+		for i := 0; i < 11; i++ {
+			t0 := time.Now()
+			if err := e.Transform(ctx, s, bd, bufs[i%3].Ptr(), gpu.DIF, false, false); err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			if i > 0 {
+				ft = append(ft, time.Since(t0))
+			}
+		}
+		for i := 0; i < 3; i++ {
+			t0 := time.Now()
+			if err := e.ComputeH(ctx, s, bd, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
+				return err
+			}
+			ht = append(ht, time.Since(t0))
+		}
+		fmt.Printf("| %s | %v | %.3f | %.2f |\n", vs, equal, ms(median(ft)), ms(median(ht)))
+		e.Close()
+	}
+	fmt.Println()
+	return nil
 }

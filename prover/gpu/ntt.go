@@ -68,16 +68,47 @@ type deviceTables struct {
 	bufs []*cudaspans.DeviceBuffer
 }
 
+// NTTOption configures NewNTT.
+type NTTOption interface{ applyNTT(*nttConfig) }
+
+type nttConfig struct {
+	defines map[string]string
+}
+
+type nttOptionFunc func(*nttConfig)
+
+func (f nttOptionFunc) applyNTT(c *nttConfig) { f(c) }
+
+// WithNTTDefines sets preprocessor macros of the NTT kernels, over the
+// defaults in kernels/ntt.cu and ntt.cuh (the fastest variant measured on
+// the H200, bench/ntt.md): NTT_MIN_BLOCKS (blocks of 256 threads per
+// multiprocessor the register budget must allow, default 4),
+// NTT_SKIP_UNIT_TWIDDLE (skip the multiply by w^0, default 1),
+// FF_PTX_ADDSUB (PTX carry chains for add and sub, default 1). For tuning
+// (bench/nttbench -variants); results do not change.
+func WithNTTDefines(d map[string]string) NTTOption {
+	return nttOptionFunc(func(c *nttConfig) {
+		for k, v := range d {
+			c.defines[k] = v
+		}
+	})
+}
+
 // NewNTT compiles the NTT kernels for c's device (NVRTC, or the kernel cache
 // on a second start) and returns the engine. tp records the step spans
 // (nil: the global provider). Errors name the failing compile or lookup.
-func NewNTT(ctx context.Context, c *cudaspans.Context, tp trace.TracerProvider) (*NTT, error) {
+func NewNTT(ctx context.Context, c *cudaspans.Context, tp trace.TracerProvider, opts ...NTTOption) (*NTT, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
+	}
+	cfg := nttConfig{defines: map[string]string{}}
+	for _, o := range opts {
+		o.applyNTT(&cfg)
 	}
 	mod, err := c.Compile(ctx, "ntt", nttSource, cudaspans.CompileOptions{
 		Headers: map[string]string{"ff.cuh": ffSource, "ntt.cuh": nttHeader},
 		Flags:   []string{"-std=c++17"},
+		Defines: cfg.defines,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)

@@ -169,6 +169,9 @@ struct Field {
   }
 
   static FF_HD Field add(const Field &a, const Field &b) {
+#if defined(__CUDA_ARCH__) && defined(FF_PTX_ADDSUB) && FF_PTX_ADDSUB
+    return add_ptx(a, b);
+#endif
     Field t;
     ff_u64 carry = 0;
     FF_UNROLL for (int i = 0; i < N; i++) t.limb[i] = adc(a.limb[i], b.limb[i], carry);
@@ -177,6 +180,9 @@ struct Field {
   static FF_HD Field dbl(const Field &a) { return add(a, a); }
 
   static FF_HD Field sub(const Field &a, const Field &b) {
+#if defined(__CUDA_ARCH__) && defined(FF_PTX_ADDSUB) && FF_PTX_ADDSUB
+    return sub_ptx(a, b);
+#endif
     Field t;
     ff_u64 borrow = 0;
     FF_UNROLL for (int i = 0; i < N; i++) t.limb[i] = sbb(a.limb[i], b.limb[i], borrow);
@@ -232,6 +238,61 @@ struct Field {
   static FF_HD Field sqr(const Field &a) { return mul(a, a); }
 
 #ifdef __CUDA_ARCH__
+  // add and sub as 32-bit PTX carry chains (opt-in with -DFF_PTX_ADDSUB=1):
+  // a + b, then a − q on the sum, keeping the difference unless it borrowed
+  // past the sum's carry.
+  static __device__ __forceinline__ Field add_ptx(const Field &a, const Field &b) {
+    const int n = 2 * N;
+    unsigned aw[n], bw[n], s[n], d[n], c = 0, mask = 0;
+    FF_UNROLL for (int j = 0; j < N; j++) {
+      aw[2 * j] = (unsigned)a.limb[j];
+      aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
+      bw[2 * j] = (unsigned)b.limb[j];
+      bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
+    }
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(aw[0]), "r"(bw[0]));
+    FF_UNROLL for (int j = 1; j < n; j++)
+      asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(aw[j]), "r"(bw[j]));
+    asm volatile("addc.u32 %0, 0, 0;" : "=r"(c));
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d[0]) : "r"(s[0]), "r"((unsigned)P::q(0)));
+    FF_UNROLL for (int j = 1; j < n; j++)
+      asm volatile("subc.cc.u32 %0, %1, %2;"
+                   : "=r"(d[j])
+                   : "r"(s[j]), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
+    // mask = c − borrow: all ones exactly when the sum is below q.
+    asm volatile("subc.u32 %0, %1, 0;" : "=r"(mask) : "r"(c));
+    Field z;
+    FF_UNROLL for (int j = 0; j < N; j++) {
+      unsigned lo = (s[2 * j] & mask) | (d[2 * j] & ~mask);
+      unsigned hi = (s[2 * j + 1] & mask) | (d[2 * j + 1] & ~mask);
+      z.limb[j] = (ff_u64)lo | ((ff_u64)hi << 32);
+    }
+    return z;
+  }
+
+  static __device__ __forceinline__ Field sub_ptx(const Field &a, const Field &b) {
+    const int n = 2 * N;
+    unsigned aw[n], bw[n], d[n], r[n], mask = 0;
+    FF_UNROLL for (int j = 0; j < N; j++) {
+      aw[2 * j] = (unsigned)a.limb[j];
+      aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
+      bw[2 * j] = (unsigned)b.limb[j];
+      bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
+    }
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d[0]) : "r"(aw[0]), "r"(bw[0]));
+    FF_UNROLL for (int j = 1; j < n; j++)
+      asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d[j]) : "r"(aw[j]), "r"(bw[j]));
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(mask));  // all ones when a < b
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r[0]) : "r"(d[0]), "r"((unsigned)P::q(0) & mask));
+    FF_UNROLL for (int j = 1; j < n; j++)
+      asm volatile("addc.cc.u32 %0, %1, %2;"
+                   : "=r"(r[j])
+                   : "r"(d[j]), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1))) & mask));
+    Field z;
+    FF_UNROLL for (int j = 0; j < N; j++) z.limb[j] = (ff_u64)r[2 * j] | ((ff_u64)r[2 * j + 1] << 32);
+    return z;
+  }
+
   // CIOS over 2N 32-bit words: per word of b, one carry chain adds the low
   // halves of a·b_i, a second the high halves (one word up), then the same
   // for m·q with m = t_0·(−q⁻¹ mod 2^32), and the result shifts down a word.
