@@ -221,8 +221,19 @@ func TestFrPowMatchesExp(t *testing.T) {
 		var a fr.Element
 		a.MustSetRandom()
 		e := []uint64{r.Uint64(), r.Uint64()}
-		if i == 0 {
+		switch i {
+		case 0:
 			e = nil // a^0 = 1
+		case 1:
+			e = []uint64{0}
+		case 2:
+			e = []uint64{1}
+		case 3:
+			e = []uint64{2}
+		case 4:
+			e = []uint64{^uint64(0)}
+		case 5:
+			e = []uint64{0, 1} // leading zero limb skipped, then 2^64
 		}
 		var be big.Int
 		for j := len(e) - 1; j >= 0; j-- {
