@@ -233,7 +233,7 @@ func TestFrPowMatchesExp(t *testing.T) {
 		case 4:
 			e = []uint64{^uint64(0)}
 		case 5:
-			e = []uint64{0, 1} // leading zero limb skipped, then 2^64
+			e = []uint64{0, 1} // 2^64: a zero low limb
 		}
 		var be big.Int
 		for j := len(e) - 1; j >= 0; j-- {
