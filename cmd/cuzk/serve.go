@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -69,7 +70,7 @@ func init() {
 				tlsCert: c.String("tls-cert"), tlsKey: c.String("tls-key"), token: c.String("token"),
 				shutdownTimeout: c.Duration("shutdown-timeout"), maxMessage: c.Int("max-message-bytes"),
 				traceFile: c.String("trace-file"), cacheDir: c.String("cache-dir"),
-				log: errOut,
+				log: errOut, gpuFactory: "cuda",
 			}
 			// After the first signal, a second one kills the process the
 			// default way instead of waiting for the shutdown.
@@ -91,6 +92,10 @@ type serveConfig struct {
 	log                   io.Writer
 	// ready, when set, is called with the bound addresses once serving.
 	ready func(grpcAddr, metricsAddr string)
+	// gpuFactory is the backend registered by prover/gpu ("cuda"); gpus
+	// lists the devices (default cudaspans.Devices). Tests replace both.
+	gpuFactory string
+	gpus       func() ([]cudaspans.DeviceInfo, error)
 }
 
 // serve runs the daemon until ctx is done, then shuts it down: the gRPC
@@ -100,6 +105,9 @@ type serveConfig struct {
 // not an error: the daemon did what SIGTERM asks.
 func serve(ctx context.Context, cfg serveConfig) (err error) {
 	logger.Disable()
+	if cfg.gpuFactory == "" {
+		cfg.gpuFactory = "cuda"
+	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return errors.New("serve: --tls-cert and --tls-key go together")
 	}
@@ -222,8 +230,9 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 }
 
 // newWorkers opens the pipelines and makes the engine's workers: one per
-// GPU and cfg.cpuWorkers on the CPU. CPU workers share one Pipeline (it is
-// safe for concurrent Runs and so holds each circuit's keys once).
+// GPU, each with its own Pipeline bound to its device, and cfg.cpuWorkers
+// on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
+// circuit's keys are held once).
 func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
 	var (
 		workers []engine.Worker
@@ -238,50 +247,43 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode
 		pipes = append(pipes, p)
 		return p, nil
 	}
-	cpuWorkers := cfg.cpuWorkers
-	if cfg.backend != "cpu" {
-		p, err := open(cfg.backend)
+	switch cfg.backend {
+	case "cpu":
+	case "cuda", "auto", "":
+		gpus, err := gpuDevices(cfg)
 		if err != nil {
-			return nil, pipes, nil, err
-		}
-		if p.Backend() == "cuda" {
-			// The Pipeline opens its backend on device 0 (prover has no
-			// device option yet), so one GPU worker; with a per-device
-			// Pipeline this loop makes one worker per GPU.
-			infos, _ := cudaspans.Devices()
-			for i, d := range infos {
-				if i > 0 {
-					fmt.Fprintf(cfg.log, "cuzk serve: GPU %d (%s) unused: the pipeline binds device 0 only\n", d.Ordinal, d.Name)
-					continue
-				}
-				workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
-					Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
-				devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: "cuda", MemoryTotal: d.TotalMemory})
-			}
-			if len(workers) == 0 {
-				workers = append(workers, engine.Worker{Name: "cuda:0", Runner: p})
-			}
-			if cpuWorkers < 0 {
-				cpuWorkers = 0
-			}
-		}
-		// Else auto fell back to the CPU: p is the CPU pipeline, found below.
-	}
-	if cpuWorkers < 0 {
-		cpuWorkers = 1
-	}
-	if cpuWorkers > 0 {
-		var p *prover.Pipeline
-		for _, q := range pipes {
-			if q.Backend() == "cpu" {
-				p = q
-			}
-		}
-		if p == nil {
-			var err error
-			if p, err = open("cpu"); err != nil {
+			if cfg.backend == "cuda" {
 				return nil, pipes, nil, err
 			}
+			fmt.Fprintf(cfg.log, "backend auto: %v; using cpu\n", err)
+		}
+		for _, d := range gpus {
+			name, err := deviceBackend(cfg.gpuFactory, d.Ordinal)
+			if err != nil {
+				return nil, pipes, nil, err
+			}
+			p, err := open(name)
+			if err != nil {
+				return nil, pipes, nil, fmt.Errorf("GPU %d (%s): %w", d.Ordinal, d.Name, err)
+			}
+			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
+				Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
+			devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: p.Backend(), MemoryTotal: d.TotalMemory})
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("%w: %q", prover.ErrUnknownBackend, cfg.backend)
+	}
+	cpuWorkers := cfg.cpuWorkers
+	if cpuWorkers < 0 {
+		cpuWorkers = 0
+		if len(workers) == 0 {
+			cpuWorkers = 1
+		}
+	}
+	if cpuWorkers > 0 {
+		p, err := open("cpu")
+		if err != nil {
+			return nil, pipes, nil, err
 		}
 		for i := range cpuWorkers {
 			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cpu:%d", i), Runner: p})
@@ -294,6 +296,48 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode
 	return workers, pipes, devices, nil
 }
 
+// gpuDevices lists the GPUs when the GPU backend is built in (its factory
+// registered under cfg.gpuFactory, by importing prover/gpu) and the driver
+// finds devices; else an error wrapping prover.ErrBackendUnavailable.
+func gpuDevices(cfg serveConfig) ([]cudaspans.DeviceInfo, error) {
+	if _, ok := prover.LookupBackend(cfg.gpuFactory); !ok {
+		return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", prover.ErrBackendUnavailable, cfg.gpuFactory)
+	}
+	list := cfg.gpus
+	if list == nil {
+		list = func() ([]cudaspans.DeviceInfo, error) { return cudaspans.Devices() }
+	}
+	d, err := list()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", prover.ErrBackendUnavailable, err)
+	}
+	return d, nil
+}
+
+var deviceBackendsMu sync.Mutex
+
+// deviceBackend registers (once) and returns the name of a backend that
+// opens the factory registered as factory on GPU ordinal: the Pipeline
+// opens its backend by name without a device, so each GPU gets a name of
+// its own ("cuda:1") whose factory sets BackendOptions.DeviceOrdinal.
+func deviceBackend(factory string, ordinal int) (string, error) {
+	deviceBackendsMu.Lock()
+	defer deviceBackendsMu.Unlock()
+	name := fmt.Sprintf("%s:%d", factory, ordinal)
+	if _, ok := prover.LookupBackend(name); ok {
+		return name, nil
+	}
+	f, ok := prover.LookupBackend(factory)
+	if !ok {
+		return "", fmt.Errorf("%w: %s backend not built into this binary", prover.ErrBackendUnavailable, factory)
+	}
+	prover.RegisterBackend(name, func(ctx context.Context, o prover.BackendOptions) (prover.Backend, error) {
+		o.DeviceOrdinal = ordinal
+		return f(ctx, o)
+	})
+	return name, nil
+}
+
 // memInfo is the hook for device memory: a Runner (Pipeline) that can say
 // how much memory its device has free (cuMemGetInfo) implements it. The
 // Pipeline does not yet, so MemoryUsed stays 0 and the total comes from
@@ -303,7 +347,8 @@ type memInfo interface {
 }
 
 // deviceMemory fills MemoryUsed (and MemoryTotal) of the GPUs from the
-// pipelines that implement memInfo; GPU i is served by pipes[i].
+// pipelines that implement memInfo; GPU i is served by pipes[i] (GPU
+// pipelines are opened first, in device order).
 func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.Device {
 	out := append([]server.Device(nil), devices...)
 	for i := range out {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
@@ -231,4 +234,112 @@ func shortenWitness(w []byte) []byte {
 	binary.BigEndian.PutUint32(out[4:8], binary.BigEndian.Uint32(out[4:8])-1)
 	binary.BigEndian.PutUint32(out[8:12], binary.BigEndian.Uint32(out[8:12])-1)
 	return out
+}
+
+// fakeGPU is the CPU backend under the name "cuda", standing in for one
+// GPU so the spread over devices is tested without hardware.
+type fakeGPU struct{ *prover.CPU }
+
+func (fakeGPU) Name() string { return "cuda" }
+
+var (
+	fakeGPUOnce    sync.Once
+	fakeGPUMu      sync.Mutex
+	fakeGPUOpened  = map[int]int{}
+	fakeGPUFactory = "fakecuda-test"
+)
+
+// TestServeSpreadsProofsOverGPUs serves with two (fake) GPUs: each gets a
+// Pipeline opened on its own ordinal and a worker, and concurrent proofs
+// run on both.
+func TestServeSpreadsProofsOverGPUs(t *testing.T) {
+	clearOTLPEnv(t)
+	fakeGPUOnce.Do(func() {
+		prover.RegisterBackend(fakeGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+			fakeGPUMu.Lock()
+			fakeGPUOpened[o.DeviceOrdinal]++
+			fakeGPUMu.Unlock()
+			return fakeGPU{prover.NewCPU(o.TracerProvider)}, nil
+		})
+	})
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrCh := make(chan string, 1)
+	var logBuf lockedBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfig{
+			listen: "127.0.0.1:0", backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
+			shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
+			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
+			ready:      func(a, _ string) { addrCh <- a },
+			gpuFactory: fakeGPUFactory,
+			gpus: func() ([]cudaspans.DeviceInfo, error) {
+				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}, {Ordinal: 1, Name: "GPU one", TotalMemory: 1 << 30}}, nil
+			},
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-served:
+		t.Fatalf("serve: %v\n%s", err, logBuf.String())
+	}
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer pcancel()
+	var wg sync.WaitGroup
+	workers := make(chan string, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Prove(pctx, client.Request{RequestID: fmt.Sprint("gpu-", i), Circuit: "mulchain", Constraints: 1 << 10, Verify: true})
+			if err != nil || !res.Verified || res.Backend != "cuda" {
+				t.Errorf("proof %d: %+v %v", i, res, err)
+				return
+			}
+			workers <- res.Worker
+		}()
+	}
+	wg.Wait()
+	close(workers)
+	used := map[string]int{}
+	for w := range workers {
+		used[w]++
+	}
+	st, err := c.Status(pctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used["cuda:0"] == 0 || used["cuda:1"] == 0 || len(st.Workers) != 2 {
+		t.Errorf("proofs per worker %v, workers %+v: want both GPUs used and no CPU worker", used, st.Workers)
+	}
+	if len(st.Devices) != 2 || st.Devices[1].Name != "GPU one" || st.Devices[1].MemoryTotal != 1<<30 {
+		t.Errorf("devices %+v", st.Devices)
+	}
+	fakeGPUMu.Lock()
+	if fakeGPUOpened[0] == 0 || fakeGPUOpened[1] == 0 {
+		t.Errorf("backends opened per ordinal %v, want 0 and 1", fakeGPUOpened)
+	}
+	fakeGPUMu.Unlock()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve after cancel: %v", err)
+	}
+}
+
+func TestServeCUDAWithoutGPUBackend(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cuda", release: "sync", queueSize: 1,
+		cpuWorkers: -1, traceFile: filepath.Join(dir, "t.jsonl"), log: io.Discard, gpuFactory: "no-such-gpu-backend"})
+	if !errors.Is(err, prover.ErrBackendUnavailable) {
+		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
+	}
 }
