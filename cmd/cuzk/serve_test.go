@@ -343,3 +343,18 @@ func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
 	}
 }
+
+func TestSubmitToNoDaemonFailsFast(t *testing.T) {
+	clearOTLPEnv(t)
+	start := time.Now()
+	_, _, err := runCuzk(t, "submit", "--addr", "127.0.0.1:1", "--circuit", "mulchain", "--constraints", "256")
+	if err == nil || !strings.Contains(err.Error(), "Unavailable") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("submit to a closed port: %v, want one line saying Unavailable", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("submit took %v to fail", d)
+	}
+	if _, _, err := runCuzk(t, "submit", "--witness", filepath.Join(t.TempDir(), "none.bin")); err == nil || !strings.Contains(err.Error(), "witness") {
+		t.Errorf("submit with a missing witness file: %v", err)
+	}
+}

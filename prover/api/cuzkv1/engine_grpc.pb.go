@@ -55,7 +55,10 @@ type ProvingEngineClient interface {
 	// the job id, the trace id and the error. Waiting too long is
 	// DEADLINE_EXCEEDED (the job goes on); an unknown job is NOT_FOUND.
 	AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*ProofResult, error)
-	// Prove is SubmitProof then AwaitProof, in one call.
+	// Prove is SubmitProof then AwaitProof, in one call. A caller that goes
+	// away (deadline, cancellation) does not cancel the job: its result is
+	// kept for a while and AwaitProof or a second Prove with the same request
+	// id returns it; CancelProof cancels.
 	Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProofResult, error)
 	// CancelProof cancels a queued job (removed from the queue) or a running
 	// one (its context is cancelled). NOT_FOUND for an unknown job,
@@ -167,7 +170,10 @@ type ProvingEngineServer interface {
 	// the job id, the trace id and the error. Waiting too long is
 	// DEADLINE_EXCEEDED (the job goes on); an unknown job is NOT_FOUND.
 	AwaitProof(context.Context, *AwaitProofRequest) (*ProofResult, error)
-	// Prove is SubmitProof then AwaitProof, in one call.
+	// Prove is SubmitProof then AwaitProof, in one call. A caller that goes
+	// away (deadline, cancellation) does not cancel the job: its result is
+	// kept for a while and AwaitProof or a second Prove with the same request
+	// id returns it; CancelProof cancels.
 	Prove(context.Context, *ProveRequest) (*ProofResult, error)
 	// CancelProof cancels a queued job (removed from the queue) or a running
 	// one (its context is cancelled). NOT_FOUND for an unknown job,
