@@ -44,9 +44,12 @@ type Backend interface {
 	// eprint 2018/691, fig. 4) in place: a, b and c hold the evaluations of
 	// the R1CS on the domain (each of length domain.Cardinality, padded with
 	// zeros by the caller); on return a holds the coefficients of H in
-	// natural order and b, c are scratch. It follows gnark's computeH:
-	// inverse NTT (DIF), coset NTT (DIT), pointwise (a·b − c)/(gⁿ − 1),
-	// inverse coset NTT (DIF), so no bit reversal pass is needed.
+	// bit-reversed order, exactly as gnark's computeH returns them and as
+	// the proving key's [Zᵢ]₁ bases expect, and b, c are scratch. It follows
+	// gnark's computeH: inverse NTT (DIF: natural in, bit-reversed out),
+	// coset NTT (DIT: bit-reversed in, natural out), pointwise
+	// (a·b − c)/(gⁿ − 1), inverse coset NTT (DIF), so no bit-reversal pass
+	// is needed.
 	// The caller records the groth16.compute_h span around the call; the
 	// backend records its steps (ntt.inverse, ntt.coset,
 	// groth16.pointwise, ntt.inverse_coset, copies) as its children.
