@@ -21,6 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
@@ -55,6 +56,7 @@ func init() {
 			&cli.IntFlag{Name: "max-message-bytes", Value: server.DefaultMaxMessageBytes, Usage: "largest request (witness) accepted"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
+			&cli.StringSliceFlag{Name: "circuit-file", Usage: "register a circuit from files, NAME:R1CS:PK[:VK] (gnark WriteTo of the BLS12-381 constraint system and keys); repeatable"},
 		},
 		Action: func(c *cli.Context) error {
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
@@ -70,7 +72,7 @@ func init() {
 				tlsCert: c.String("tls-cert"), tlsKey: c.String("tls-key"), token: c.String("token"),
 				shutdownTimeout: c.Duration("shutdown-timeout"), maxMessage: c.Int("max-message-bytes"),
 				traceFile: c.String("trace-file"), cacheDir: c.String("cache-dir"),
-				log: errOut, gpuFactory: "cuda",
+				log: errOut, gpuFactory: "cuda", circuitFiles: c.StringSlice("circuit-file"),
 			}
 			// After the first signal, a second one kills the process the
 			// default way instead of waiting for the shutdown.
@@ -96,6 +98,8 @@ type serveConfig struct {
 	// lists the devices (default cudaspans.Devices). Tests replace both.
 	gpuFactory string
 	gpus       func() ([]cudaspans.DeviceInfo, error)
+	// circuitFiles are NAME:R1CS:PK[:VK] registrations (--circuit-file).
+	circuitFiles []string
 }
 
 // serve runs the daemon until ctx is done, then shuts it down: the gRPC
@@ -117,6 +121,10 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	}
 	if cfg.queueSize < 1 {
 		return fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.queueSize)
+	}
+	fileCircuits, err := registerCircuitFiles(cfg.circuitFiles)
+	if err != nil {
+		return err
 	}
 	if err := probeOTLPEndpoint(); err != nil {
 		return err
@@ -165,6 +173,10 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	opts := []server.Option{
 		server.WithKeyManager(keys), server.WithDevices(devs), server.WithVersion(version()),
 		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage),
+		server.WithKnownCircuit(func(name string) bool {
+			_, err := circuits.Lookup(name)
+			return err == nil || fileCircuits[name]
+		}),
 	}
 	if cfg.tlsCert != "" {
 		opts = append(opts, server.WithTLS(cfg.tlsCert, cfg.tlsKey))
@@ -295,6 +307,35 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode
 	}
 	return workers, pipes, devices, nil
 }
+
+// registerCircuitFiles registers each NAME:R1CS:PK[:VK] with
+// prover.RegisterCircuitFiles and returns the names. A name registered
+// before in this process with the same files (a second serve in one test
+// binary) is accepted again.
+func registerCircuitFiles(specs []string) (map[string]bool, error) {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	names := map[string]bool{}
+	for _, spec := range specs {
+		parts := strings.Split(spec, ":")
+		if len(parts) < 3 || len(parts) > 4 || parts[0] == "" {
+			return nil, fmt.Errorf("--circuit-file %q: want NAME:R1CS:PK[:VK]", spec)
+		}
+		if err := prover.RegisterCircuitFiles(parts[0], parts[1], parts[2], parts[3:]...); err != nil {
+			if !strings.Contains(err.Error(), "already registered") || registeredSpecs[parts[0]] != spec {
+				return nil, fmt.Errorf("--circuit-file: %w", err)
+			}
+		}
+		registeredSpecs[parts[0]] = spec
+		names[parts[0]] = true
+	}
+	return names, nil
+}
+
+var (
+	registeredMu    sync.Mutex
+	registeredSpecs = map[string]string{}
+)
 
 // gpuDevices lists the GPUs when the GPU backend is built in (its factory
 // registered under cfg.gpuFactory, by importing prover/gpu) and the driver

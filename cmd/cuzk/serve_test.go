@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consensys/gnark/backend/groth16"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -218,6 +219,9 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{[]string{"--backend", "tpu"}, "backend"},
 		{[]string{"--listen", "256.0.0.1:1"}, "listen"},
 		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none.key")}, "TLS"},
+		{[]string{"--circuit-file", "onlyname"}, "NAME:R1CS:PK"},
+		{[]string{"--circuit-file", "x:" + filepath.Join(dir, "no.r1cs") + ":" + filepath.Join(dir, "no.pk")}, "no.r1cs"},
+		{[]string{"--circuit-file", "mulchain:a:b"}, "built-in"},
 	} {
 		args := append([]string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, c.args...)
 		_, _, err := runCuzk(t, args...)
@@ -356,5 +360,80 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 	}
 	if _, _, err := runCuzk(t, "submit", "--witness", filepath.Join(t.TempDir(), "none.bin")); err == nil || !strings.Contains(err.Error(), "witness") {
 		t.Errorf("submit with a missing witness file: %v", err)
+	}
+}
+
+// TestServeProvesCircuitFromFiles registers a circuit from its compiled
+// R1CS and keys (--circuit-file) and proves it with a caller's witness.
+func TestServeProvesCircuitFromFiles(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	in, err := circuits.Build("mulchain", 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, vk, err := groth16.Setup(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, w io.WriterTo) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteTo(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return path
+	}
+	spec := "usercircuit:" + write("c.r1cs", ccs) + ":" + write("c.pk", pk) + ":" + write("c.vk", vk)
+	wit, err := in.Witness(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := wit.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrCh := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", cpuWorkers: 1,
+			queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20, log: io.Discard,
+			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"),
+			circuitFiles: []string{spec}, ready: func(a, _ string) { addrCh <- a }})
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer pcancel()
+	res, err := c.Prove(pctx, client.Request{RequestID: "file-1", Circuit: "usercircuit", Witness: wb, Verify: true})
+	if err != nil || !res.Verified {
+		t.Fatalf("prove a circuit from files: %+v %v", res, err)
+	}
+	if _, err := c.Prove(pctx, client.Request{RequestID: "file-2", Circuit: "usercircuit", Verify: true}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("file circuit without a witness: %v, want INVALID_ARGUMENT", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
