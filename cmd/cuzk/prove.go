@@ -27,8 +27,9 @@ import (
 )
 
 // defaultConstraints is the size `cuzk prove` uses without --constraints:
-// the merkle circuit at 2^15 constraints proves in about 3 s on a 2-core
-// machine (bench/README.md); the first run adds a one-time Groth16 setup.
+// the merkle circuit at 2^15 constraints (one inclusion proof of depth 30
+// plus filler) proves in under 2 s on a shared 2-core machine; the first
+// run adds a one-time Groth16 setup of about 25 s, cached (bench/README.md).
 const defaultConstraints = 1 << 15
 
 // defaultProofFile is where `cuzk prove` writes the proof (gnark's
