@@ -61,7 +61,8 @@ type JobInfo struct {
 	// Submitted, Started and Finished are wall clock times; zero until the
 	// job gets there.
 	Submitted, Started, Finished time.Time
-	// Result is the proof of a Succeeded job, nil otherwise.
+	// Result is the proof of a Succeeded job, nil otherwise. Every
+	// snapshot of the job shares it: treat it as read-only.
 	Result *prover.Result
 	// Err says why a Failed or Cancelled job ended.
 	Err error
