@@ -66,6 +66,22 @@ type Backend interface {
 	Close() error
 }
 
+// ProofScoper is an optional interface of a Backend that owns a device for
+// the length of one proof. ProveAssignment calls BeginProof after the
+// groth16.prove span starts and before the first backend call, passes the
+// returned context to every backend call of that proof, and calls the end
+// function once the last device work of the proof (the G1 MSMs) has
+// returned, before groth16.prove ends, on success and on error alike.
+//
+// The CUDA backend waits for the device there (a gpu.lock span), opens a
+// device session, and its end function emits gpu.total (first to last
+// device operation of the proof, GPU clock) as a child of groth16.prove
+// and gives the device back. The end function's error is the session's
+// (synchronizing the device); calling it twice is a no-op.
+type ProofScoper interface {
+	BeginProof(ctx context.Context) (context.Context, func() error)
+}
+
 // BackendOptions are what a backend factory is given.
 type BackendOptions struct {
 	// DeviceOrdinal selects the GPU for device backends (0-based).

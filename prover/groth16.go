@@ -162,6 +162,15 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		}
 	}
 
+	// A device backend holds its device from here to the last MSM: a
+	// gpu.lock span, then a session whose end is gpu.total (ProofScoper).
+	// The deferred call covers the error returns; the end is idempotent.
+	endDevice := func() error { return nil }
+	if sc, ok := p.backend.(ProofScoper); ok {
+		ctx, endDevice = sc.BeginProof(ctx)
+		defer endDevice()
+	}
+
 	// Filter the wires for the A and B MSMs while H is computed, as gnark
 	// does: pk.G1.A and pk.G1.B omit the bases at infinity.
 	var filterErr error
@@ -231,7 +240,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	// [B]₂ on the calling goroutine, as gnark does.
 	bs2, errB2 = p.backend.MSMG2(ctx, otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
 	wg.Wait()
-	if err := errors.Join(errA, errB, errK, errH, errB2); err != nil {
+	if err := errors.Join(errA, errB, errK, errH, errB2, endDevice()); err != nil {
 		return err
 	}
 	if err := p.releaseAll(); err != nil {

@@ -1,0 +1,131 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/backend/groth16"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+type scopeKey struct{}
+
+// scopedCPU is the CPU backend with a ProofScoper hook that records what
+// ProveAssignment does with it.
+type scopedCPU struct {
+	*CPU
+	failMSM bool
+
+	mu                  sync.Mutex
+	begins, ends        int
+	parentAtBegin       trace.SpanContext
+	callsInScope        int
+	callsOutside        int
+	callsAfterEnd       int
+	endErr              error
+	proveSpanEndedAtEnd bool
+}
+
+func (b *scopedCPU) BeginProof(ctx context.Context) (context.Context, func() error) {
+	b.mu.Lock()
+	b.begins++
+	b.parentAtBegin = trace.SpanContextFromContext(ctx)
+	b.mu.Unlock()
+	span := trace.SpanFromContext(ctx)
+	var once sync.Once
+	return context.WithValue(ctx, scopeKey{}, b), func() error {
+		once.Do(func() {
+			b.mu.Lock()
+			b.ends++
+			b.proveSpanEndedAtEnd = !span.IsRecording()
+			b.mu.Unlock()
+		})
+		return b.endErr
+	}
+}
+
+func (b *scopedCPU) see(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.ends > 0:
+		b.callsAfterEnd++
+	case ctx.Value(scopeKey{}) == b:
+		b.callsInScope++
+	default:
+		b.callsOutside++
+	}
+}
+
+func (b *scopedCPU) ComputeH(ctx context.Context, d *fft.Domain, a, bv, c []fr.Element) error {
+	b.see(ctx)
+	return b.CPU.ComputeH(ctx, d, a, bv, c)
+}
+
+func (b *scopedCPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], sc []fr.Element) (curve.G1Jac, error) {
+	b.see(ctx)
+	if b.failMSM && span == otelcuzk.SpanMSMG1K {
+		return curve.G1Jac{}, errors.New("device lost")
+	}
+	return b.CPU.MSMG1(ctx, span, bases, sc)
+}
+
+var _ ProofScoper = (*scopedCPU)(nil)
+
+// TestProofScoperWrapsTheDeviceWorkOfOneProof: a backend implementing
+// ProofScoper gets one BeginProof per proof with groth16.prove as the
+// parent, every ComputeH and MSMG1 call carries the returned context, the
+// end function is called once after the last of them and before
+// groth16.prove ends, and the proof still verifies.
+func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	exp, tp := newRecorder()
+	b := &scopedCPU{CPU: NewCPU(tp)}
+	proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+		t.Fatalf("proof from a scoped backend does not verify: %v", err)
+	}
+	if b.begins != 1 || b.ends != 1 {
+		t.Fatalf("BeginProof %d times, end %d times; want 1 and 1", b.begins, b.ends)
+	}
+	if b.callsInScope != 5 || b.callsOutside != 0 || b.callsAfterEnd != 0 {
+		t.Errorf("device calls: %d in scope, %d outside, %d after the end; want 5, 0, 0",
+			b.callsInScope, b.callsOutside, b.callsAfterEnd)
+	}
+	if b.proveSpanEndedAtEnd {
+		t.Error("the end function ran after groth16.prove ended")
+	}
+	tree := newSpanTree(exp.GetSpans())
+	proves := tree.named(otelcuzk.SpanGroth16Prove)
+	if len(proves) != 1 || proves[0].SpanContext.SpanID() != b.parentAtBegin.SpanID() {
+		t.Errorf("BeginProof's parent is not the groth16.prove span")
+	}
+}
+
+// TestProofScoperEndsOnErrorAndReportsItsError: a failing MSM still ends
+// the scope (once), and an error of the end function fails the proof.
+func TestProofScoperEndsOnErrorAndReportsItsError(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	b := &scopedCPU{CPU: NewCPU(nil), failMSM: true}
+	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b)); err == nil {
+		t.Fatal("a failing MSM gave a proof")
+	}
+	if b.begins != 1 || b.ends != 1 {
+		t.Fatalf("after a failed MSM: BeginProof %d times, end %d times; want 1 and 1", b.begins, b.ends)
+	}
+	sync := errors.New("synchronize: illegal address")
+	b = &scopedCPU{CPU: NewCPU(nil), endErr: sync}
+	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b)); !errors.Is(err, sync) {
+		t.Fatalf("error of the scope's end: got %v, want %v", err, sync)
+	}
+}
