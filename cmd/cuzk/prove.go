@@ -78,7 +78,8 @@ func proveAction(c *cli.Context) (err error) {
 
 	// Everything that can be wrong with the input, before any allocation.
 	name, n := c.String("circuit"), c.Int("constraints")
-	if _, err := circuits.Build(name, n); err != nil {
+	inst, err := circuits.Build(name, n)
+	if err != nil {
 		return err
 	}
 	if err := circuits.CheckMemory(name, n); err != nil {
@@ -155,7 +156,8 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("read the trace back: %w", err)
 	}
-	fmt.Fprintf(out, "\nbackend   %s\n", res.Backend)
+	fmt.Fprintf(out, "\ncircuit   %s, %d constraints: %s\n", name, n, inst.Shape)
+	fmt.Fprintf(out, "backend   %s, release %s\n", res.Backend, mode)
 	if req.Verify {
 		verdict := "ACCEPTED"
 		if !res.Verified {

@@ -49,6 +49,14 @@ func TestMerkleHitsRequestedSizeAndVerifiesInclusion(t *testing.T) {
 	if err != nil || depth != MaxMerkleDepth || k < 2 {
 		t.Errorf("MerkleShape(2^16) = k %d depth %d, %v; want depth 30 and several proofs", k, depth, err)
 	}
+	// The filler stays a small part from 2^13 up.
+	for lg := 13; lg <= 24; lg++ {
+		n := 1 << lg
+		k, depth, filler, err := MerkleShape(n)
+		if err != nil || filler*5 > n {
+			t.Errorf("MerkleShape(2^%d) = k %d depth %d filler %d, %v: filler over 20%%", lg, k, depth, filler, err)
+		}
+	}
 }
 
 func TestMerkleWitnessWithWrongRootIsRejected(t *testing.T) {

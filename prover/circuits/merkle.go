@@ -99,9 +99,10 @@ var merkleCosts = sync.OnceValues(func() (level, proof int) {
 })
 
 // MerkleShape returns the number of proofs K, the depth D and the filler
-// length for a budget of n constraints: D = 30 when n allows one proof of
-// depth 30, less otherwise; K as many proofs as fit; the rest filler, so the
-// total is exactly n. Errors wrap ErrBadConstraints when n is below the cost
+// length for a budget of n constraints: K is n over the cost of one proof
+// of depth 30, rounded to the nearest (at least 1); D is 30, or less when
+// K proofs of depth 30 do not fit; the rest is filler, so the total is
+// exactly n. Errors wrap ErrBadConstraints when n is below the cost
 // of one proof of depth 2.
 func MerkleShape(n int) (k, depth, filler int, err error) {
 	if err := checkPositive(n); err != nil {
@@ -111,9 +112,13 @@ func MerkleShape(n int) (k, depth, filler int, err error) {
 	if n < 2*level+proof {
 		return 0, 0, 0, fmt.Errorf("%w: merkle needs at least %d constraints (two MiMC levels), got %d", ErrBadConstraints, 2*level+proof, n)
 	}
-	depth = min(MaxMerkleDepth, (n-proof)/level)
+	// As many proofs of depth 30 as the budget holds, rounded to the
+	// nearest; their depth shrinks to fit when rounding went up, so the
+	// filler stays a small part of the circuit.
+	per30 := MaxMerkleDepth*level + proof
+	k = max(1, (n+per30/2)/per30)
+	depth = min(MaxMerkleDepth, (n/k-proof)/level)
 	per := depth*level + proof
-	k = n / per
 	return k, depth, n - k*per, nil
 }
 
