@@ -178,16 +178,37 @@ func (p *Pipeline) Preload(ctx context.Context, circuit string, constraints int)
 	return err
 }
 
+// KeyEvicter is implemented by backends that keep proving keys resident
+// (the CUDA backend's hot tier): Pipeline.Evict calls EvictKey with the
+// key's ID, the hash of its constraint system, so that the base sets whose
+// BaseSet.ID starts with keyID + ":" leave the device.
+type KeyEvicter interface {
+	EvictKey(ctx context.Context, keyID string) error
+}
+
 // Evict forgets the compiled circuit and keys held for circuit at
-// constraints; it reports whether they were held. Proofs running with
-// them finish normally.
+// constraints, and evicts them from the backend when it implements
+// KeyEvicter; it reports whether they were held. Proofs running with them
+// finish normally.
 func (p *Pipeline) Evict(circuit string, constraints int) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	k := circuitKey(circuit, constraints)
-	_, ok := p.loaded[k]
+	lc, ok := p.loaded[k]
 	delete(p.loaded, k)
-	return ok
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if ev, isEvicter := p.backend.(KeyEvicter); isEvicter {
+		select {
+		case <-lc.ready:
+			if lc.err == nil {
+				_ = ev.EvictKey(context.Background(), lc.keys.Hash)
+			}
+		default:
+		}
+	}
+	return true
 }
 
 // Loaded returns the keys ("name/constraints", or the name of a file

@@ -313,3 +313,30 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 		t.Errorf("good witness: %v", err)
 	}
 }
+
+// evictingCPU records the keys the pipeline evicts.
+type evictingCPU struct {
+	*CPU
+	evicted []string
+}
+
+func (e *evictingCPU) EvictKey(_ context.Context, id string) error {
+	e.evicted = append(e.evicted, id)
+	return nil
+}
+
+func TestEvictTellsAResidentKeyBackend(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	b := &evictingCPU{CPU: NewCPU(nil)}
+	p.backend = b
+	if err := p.Preload(context.Background(), "mulchain", 100); err != nil {
+		t.Fatal(err)
+	}
+	lc, _ := p.load(context.Background(), "mulchain", 100)
+	if !p.Evict("mulchain", 100) {
+		t.Fatal("not held")
+	}
+	if len(b.evicted) != 1 || b.evicted[0] != lc.keys.Hash {
+		t.Errorf("backend evicted %v, want [%s]", b.evicted, lc.keys.Hash)
+	}
+}
