@@ -133,3 +133,14 @@ const (
 const (
 	SpanCircuitCompile = "circuit.compile" // gnark frontend compile of a built-in circuit to R1CS
 )
+
+// Span names and keys of host-side staging for device copies (prover/gpu).
+const (
+	// SpanHostStage is one host vector moved between pageable memory and
+	// the device through pinned staging memory (CPU copies overlapping
+	// the DMA); its cuda.memcpy.* chunks are children.
+	SpanHostStage = "cuda.host_stage"
+	// KeyHostCopyMode is how host vectors reach the device: staged,
+	// register or pageable.
+	KeyHostCopyMode = attribute.Key("cuzk.host_copy")
+)

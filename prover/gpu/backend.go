@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync"
+	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -38,7 +43,73 @@ type Backend struct {
 	releaser *cudaspans.Releaser
 	tracer   trace.Tracer
 
-	mu sync.Mutex // the device: one operation at a time on s
+	mu      sync.Mutex // the device: one operation at a time on s
+	proofMu sync.Mutex // the device for one whole proof (BeginProof)
+
+	hostCopy HostCopy
+	stage    [2]*cudaspans.PinnedBuffer // ComputeH's double buffer (staged mode), under mu
+	scratch  *cudaspans.PinnedBuffer    // MSM scalars (staged mode), under mu
+}
+
+// HostCopy is how the backend moves host vectors (a, b, c, H, the MSM
+// scalars) to and from the device. The vectors come from mmap'd pageable
+// memory, from which the driver copies through its own small staging
+// buffers at a fraction of the link's bandwidth.
+type HostCopy string
+
+const (
+	// HostCopyStaged copies through pinned staging memory owned by the
+	// backend (allocated on first use, kept between proofs, released at
+	// Close): ComputeH's vectors in chunks of StageChunk bytes, the CPU
+	// copy of one chunk overlapping the DMA of the previous one; MSM
+	// scalars copied into one pinned buffer, which the MSM uploads from.
+	// The CPU copies run on several goroutines. The default.
+	HostCopyStaged HostCopy = "staged"
+	// HostCopyRegister pins the caller's memory with cuMemHostRegister for
+	// the duration of each call (cuda.host_register, then a buffer.release
+	// span of kind pinned that unregisters it).
+	HostCopyRegister HostCopy = "register"
+	// HostCopyPageable copies from the pageable memory as it is.
+	HostCopyPageable HostCopy = "pageable"
+)
+
+// StageChunk is the size of each of the two pinned staging buffers of
+// HostCopyStaged, in bytes.
+const StageChunk = 32 << 20
+
+// minPinnedCopy is the smallest vector (bytes) worth staging or pinning;
+// smaller ones go pageable, and small Go heap slices may share pages with
+// other objects, which cuMemHostRegister refuses.
+const minPinnedCopy = 1 << 20
+
+// ParseHostCopy parses "staged", "register" or "pageable" ("" is staged).
+func ParseHostCopy(s string) (HostCopy, error) {
+	switch HostCopy(s) {
+	case "", HostCopyStaged:
+		return HostCopyStaged, nil
+	case HostCopyRegister, HostCopyPageable:
+		return HostCopy(s), nil
+	}
+	return "", fmt.Errorf("cuda backend: host copy mode %q (want staged, register or pageable)", s)
+}
+
+// SetHostCopy changes how host vectors are copied (default: staged, or
+// $CUZK_CUDA_HOST_COPY at Open). It waits for the operation in flight.
+func (b *Backend) SetHostCopy(m HostCopy) error {
+	if _, err := ParseHostCopy(string(m)); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.hostCopy = m
+	b.mu.Unlock()
+	return nil
+}
+
+// HostCopyMode returns the current host copy mode.
+func (b *Backend) HostCopyMode() HostCopy {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hostCopy
 }
 
 var _ prover.Backend = (*Backend)(nil)
@@ -60,7 +131,12 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("cuda backend: %w", err)
 	}
-	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tracer: tp.Tracer(otelcuzk.ScopeName)}
+	hc, err := ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY"))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: hc}
 	fail := func(err error) (*Backend, error) {
 		b.Close()
 		return nil, err
@@ -98,8 +174,41 @@ func (b *Backend) Context() *cudaspans.Context { return b.c }
 // evict, accounting; keys.go).
 func (b *Backend) Keys() *ResidentKeys { return b.keys }
 
-// lock takes the device, as a gpu.lock span.
+type proofKey struct{}
+
+// BeginProof implements prover.ProofScoper: it waits for the device (one
+// proof at a time per backend) as a gpu.lock span, then begins a device
+// session (cudaspans.Context.BeginSession) whose operations are those
+// launched with the returned context. The end function ends the session,
+// emitting gpu.total (first to last device operation, GPU clock) as a
+// child of the span in ctx, and gives the device to the next proof; its
+// error is the session's synchronize error; a second call is a no-op.
+func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error) {
+	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
+	b.proofMu.Lock()
+	span.End()
+	sctx, sess := b.c.BeginSession(ctx)
+	sctx = context.WithValue(sctx, proofKey{}, b)
+	var once sync.Once
+	var err error
+	return sctx, func() error {
+		once.Do(func() {
+			err = sess.End()
+			b.proofMu.Unlock()
+		})
+		return err
+	}
+}
+
+// lock takes the device for one operation. Inside a proof (BeginProof)
+// the proof's gpu.lock span already covers the wait for the device, and a
+// wait here is for another MSM of the same proof, so it has no span;
+// outside a proof the wait is a gpu.lock span.
 func (b *Backend) lock(ctx context.Context) func() {
+	if ctx.Value(proofKey{}) == b {
+		b.mu.Lock()
+		return b.mu.Unlock
+	}
 	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
 	b.mu.Lock()
 	span.End()
@@ -112,9 +221,11 @@ func (b *Backend) lock(ctx context.Context) func() {
 // groth16.pointwise, ntt.inverse_coset spans with their kernels), and H's
 // coefficients come back into a in bit-reversed order, element for element
 // what gnark's computeH and the CPU backend return; b and c are left
-// unchanged. The three device vectors (3·32·n bytes) are released through
-// the backend's Releaser (buffer.release spans). Errors: lengths that differ
-// from the domain, device memory, driver errors naming the operation.
+// unchanged. The copies go as the HostCopy mode says (staged through
+// pinned memory by default). The three device vectors (3·32·n bytes) are
+// released through the backend's Releaser (buffer.release spans). Errors:
+// lengths that differ from the domain, device memory, driver errors naming
+// the operation.
 func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []fr.Element) error {
 	n := int(domain.Cardinality)
 	if len(a) != n || len(bv) != n || len(c) != n {
@@ -137,21 +248,217 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 		}
 		bufs = append(bufs, buf)
 	}
+	mode := b.hostCopy
+	if n*frBytes < minPinnedCopy {
+		mode = HostCopyPageable
+	}
+	if mode == HostCopyRegister {
+		// Pinned for the upload, the kernels and the download of a; on an
+		// error return, no copy may still be reading them when unpinned.
+		var unpins []func()
+		for i, v := range [][]fr.Element{a, bv, c} {
+			unpins = append(unpins, b.pin(ctx, []string{"a", "b", "c"}[i], v))
+		}
+		defer func() {
+			_ = b.s.Synchronize(ctx)
+			for _, u := range unpins {
+				u()
+			}
+		}()
+	}
 	for i, v := range [][]fr.Element{a, bv, c} {
-		if err := cudaspans.HtoD(ctx, b.s, bufs[i].Ptr(), v); err != nil {
+		if err := b.upload(ctx, mode, []string{"a", "b", "c"}[i], bufs[i].Ptr(), v); err != nil {
 			return fmt.Errorf("cuda compute H: upload: %w", err)
 		}
 	}
 	if err := b.ntt.ComputeH(ctx, b.s, domain, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
 		return fmt.Errorf("cuda compute H: %w", err)
 	}
-	if err := cudaspans.DtoH(ctx, b.s, a, bufs[0].Ptr()); err != nil {
+	if err := b.download(ctx, mode, "h", a, bufs[0].Ptr()); err != nil {
 		return fmt.Errorf("cuda compute H: download: %w", err)
 	}
 	if err := b.s.Synchronize(ctx); err != nil {
 		return fmt.Errorf("cuda compute H: %w", err)
 	}
 	return nil
+}
+
+// pin registers v with the driver (HostCopyRegister) and returns the
+// function that releases the registration through the Releaser. When the
+// driver refuses, v stays pageable: the copy is slower, not wrong.
+func (b *Backend) pin(ctx context.Context, name string, v []fr.Element) func() {
+	if len(v)*frBytes < minPinnedCopy {
+		return func() {}
+	}
+	r, err := b.c.Register(ctx, frBytesOf(v))
+	if err != nil {
+		return func() {}
+	}
+	return func() {
+		if b.releaser != nil {
+			_ = b.releaser.Release(ctx, name, r)
+			return
+		}
+		_ = r.Free()
+	}
+}
+
+// frBytesOf is the memory of v as bytes (fr.Element is 4 uint64, no
+// pointers).
+func frBytesOf(v []fr.Element) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*frBytes)
+}
+
+// stageBuffers returns the two pinned staging buffers, allocating them on
+// first use. Called with b.mu.
+func (b *Backend) stageBuffers(ctx context.Context) ([2]*cudaspans.PinnedBuffer, error) {
+	for i := range b.stage {
+		if b.stage[i] == nil {
+			p, err := b.c.AllocPinned(ctx, StageChunk)
+			if err != nil {
+				return b.stage, fmt.Errorf("staging buffer: %w", err)
+			}
+			b.stage[i] = p
+		}
+	}
+	return b.stage, nil
+}
+
+// upload copies v to dst. Staged: chunk i is copied by the CPU into
+// staging buffer i%2 while the DMA of chunk i−1 runs; the stream is
+// synchronized before a buffer is reused, so a chunk is never overwritten
+// in flight. The whole transfer is a cuda.host_stage span with the chunks'
+// copies as children.
+func (b *Backend) upload(ctx context.Context, mode HostCopy, name string, dst cudaspans.DevicePtr, v []fr.Element) (err error) {
+	if mode != HostCopyStaged {
+		return cudaspans.HtoD(ctx, b.s, dst, v)
+	}
+	st, err := b.stageBuffers(ctx)
+	if err != nil {
+		return err
+	}
+	src := frBytesOf(v)
+	ctx, span := b.stageSpan(ctx, name, "htod", len(src))
+	defer func() { b.endSpan(ctx, span, err) }()
+	for i, off := 0, 0; off < len(src); i, off = i+1, off+StageChunk {
+		k := min(StageChunk, len(src)-off)
+		buf := st[i%2]
+		parallelCopy(buf.Bytes()[:k], src[off:off+k])
+		if i > 0 {
+			// The DMA of chunk i−1 must end before its buffer is refilled
+			// at step i+1.
+			if err := b.s.Synchronize(ctx); err != nil {
+				return err
+			}
+		}
+		if err := b.s.CopyHtoD(ctx, dst+cudaspans.DevicePtr(off), buf.Ptr(), k); err != nil {
+			return err
+		}
+	}
+	return b.s.Synchronize(ctx)
+}
+
+// download copies from src into v; staged, the DMA of chunk i+1 runs
+// while the CPU copies chunk i out of its staging buffer.
+func (b *Backend) download(ctx context.Context, mode HostCopy, name string, v []fr.Element, src cudaspans.DevicePtr) (err error) {
+	if mode != HostCopyStaged {
+		return cudaspans.DtoH(ctx, b.s, v, src)
+	}
+	st, err := b.stageBuffers(ctx)
+	if err != nil {
+		return err
+	}
+	dst := frBytesOf(v)
+	ctx, span := b.stageSpan(ctx, name, "dtoh", len(dst))
+	defer func() { b.endSpan(ctx, span, err) }()
+	chunks := (len(dst) + StageChunk - 1) / StageChunk
+	issue := func(i int) error {
+		off := i * StageChunk
+		return b.s.CopyDtoH(ctx, st[i%2].Ptr(), src+cudaspans.DevicePtr(off), min(StageChunk, len(dst)-off))
+	}
+	if err := issue(0); err != nil {
+		return err
+	}
+	for i := 0; i < chunks; i++ {
+		if err := b.s.Synchronize(ctx); err != nil {
+			return err
+		}
+		if i+1 < chunks {
+			if err := issue(i + 1); err != nil {
+				return err
+			}
+		}
+		off := i * StageChunk
+		k := min(StageChunk, len(dst)-off)
+		parallelCopy(dst[off:off+k], st[i%2].Bytes()[:k])
+	}
+	return nil
+}
+
+func (b *Backend) stageSpan(ctx context.Context, name, dir string, bytes int) (context.Context, trace.Span) {
+	return b.tracer.Start(ctx, otelcuzk.SpanHostStage, trace.WithAttributes(
+		otelcuzk.KeyBufferName.String(name), otelcuzk.KeyCUDABytes.Int(bytes),
+		otelcuzk.KeyHostCopyMode.String(string(HostCopyStaged)), attribute.String("cuda.direction", dir)))
+}
+
+// endSpan ends a staging span; after an error it first waits for the
+// stream, so no copy still reads or writes a staging buffer that the next
+// transfer refills.
+func (b *Backend) endSpan(ctx context.Context, span trace.Span, err error) {
+	if err != nil {
+		_ = b.s.Synchronize(ctx)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// parallelCopy copies src into dst (equal lengths) on up to 8 goroutines:
+// one core copies about 10 GB/s, below the link's DMA rate.
+func parallelCopy(dst, src []byte) {
+	const minPiece = 2 << 20
+	p := min(runtime.GOMAXPROCS(0), 8, max(1, len(src)/minPiece))
+	if p <= 1 {
+		copy(dst, src)
+		return
+	}
+	piece := (len(src) + p - 1) / p
+	piece = (piece + 63) &^ 63
+	var wg sync.WaitGroup
+	for off := 0; off < len(src); off += piece {
+		end := min(off+piece, len(src))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copy(dst[off:end], src[off:end])
+		}()
+	}
+	wg.Wait()
+}
+
+// stagedScalars copies scalars into the backend's pinned scratch buffer
+// (grown to the largest MSM seen, kept between proofs) and returns the
+// pinned copy, which the MSM uploads by DMA. Called with b.mu.
+func (b *Backend) stagedScalars(ctx context.Context, scalars []fr.Element) (out []fr.Element, err error) {
+	size := len(scalars) * frBytes
+	if b.scratch == nil || b.scratch.Size() < size {
+		if b.scratch != nil {
+			b.release(ctx, "msm.scalars", b.scratch)
+			b.scratch = nil
+		}
+		p, err := b.c.AllocPinned(ctx, size)
+		if err != nil {
+			return nil, fmt.Errorf("pinned scalars: %w", err)
+		}
+		b.scratch = p
+	}
+	_, span := b.stageSpan(ctx, "msm.scalars", "host", size)
+	parallelCopy(b.scratch.Bytes()[:size], frBytesOf(scalars))
+	span.End()
+	return unsafe.Slice((*fr.Element)(b.scratch.Ptr()), len(scalars)), nil
 }
 
 // deviceBuffer returns a pooled device buffer of at least size bytes when
@@ -165,7 +472,7 @@ func (b *Backend) deviceBuffer(ctx context.Context, size int) (*cudaspans.Device
 	return b.c.Alloc(ctx, size)
 }
 
-func (b *Backend) release(ctx context.Context, name string, buf *cudaspans.DeviceBuffer) {
+func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer) {
 	if b.releaser != nil {
 		_ = b.releaser.Release(ctx, name, buf)
 		return
@@ -181,7 +488,19 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 		return curve.G1Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
 	defer b.lock(ctx)()
-	return b.msm.G1Resident(ctx, span, b.s, b.keys, bases, scalars)
+	sc := scalars
+	if len(scalars)*frBytes >= minPinnedCopy {
+		switch b.hostCopy {
+		case HostCopyStaged:
+			var err error
+			if sc, err = b.stagedScalars(ctx, scalars); err != nil {
+				return curve.G1Jac{}, fmt.Errorf("cuda %s: %w", span, err)
+			}
+		case HostCopyRegister:
+			defer b.pin(ctx, "msm.scalars", scalars)()
+		}
+	}
+	return b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
 }
 
 // MSMG2 implements prover.Backend.MSMG2 on the CPU with gnark-crypto's
@@ -195,6 +514,18 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 // the device context.
 func (b *Backend) Close() error {
 	var errs []error
+	// The pinned staging memory, after the device work that reads it.
+	if b.c != nil {
+		errs = append(errs, b.c.Flush(context.Background()))
+	}
+	// Freed here, not through the Releaser: an async or pool Releaser
+	// could free them after the context is gone.
+	for _, p := range append(b.stage[:], b.scratch) {
+		if p != nil {
+			errs = append(errs, b.c.Free(context.Background(), p))
+		}
+	}
+	b.stage, b.scratch = [2]*cudaspans.PinnedBuffer{}, nil
 	if b.keys != nil {
 		errs = append(errs, b.keys.EvictAll(context.Background()))
 	}
