@@ -295,11 +295,14 @@ func (b *Backend) pin(ctx context.Context, name string, v []fr.Element) func() {
 		return func() {}
 	}
 	return func() {
-		if b.releaser != nil {
+		// Unpinned now in every mode: an async or pooled registration
+		// would outlive the mmap it pins (the prover unmaps b and c right
+		// after ComputeH) and block pinning a again for the H MSM.
+		if b.releaser != nil && b.releaser.Mode() == cudaspans.ReleaseSync {
 			_ = b.releaser.Release(ctx, name, r)
 			return
 		}
-		_ = r.Free()
+		_ = b.c.Free(ctx, r)
 	}
 }
 

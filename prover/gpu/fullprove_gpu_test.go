@@ -1,0 +1,384 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// needDevice skips the test on a host without a CUDA driver or device,
+// before any costly setup.
+func needDevice(t *testing.T) {
+	t.Helper()
+	if _, err := cudaspans.Devices(); errors.Is(err, cudaspans.ErrNoDevice) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+}
+
+// proveFixture is a built-in circuit compiled and set up once per binary.
+type proveFixture struct {
+	ccs constraint.ConstraintSystem
+	pk  groth16.ProvingKey
+	vk  groth16.VerifyingKey
+	w   witness.Witness
+	pub witness.Witness
+}
+
+var (
+	proveFixturesMu sync.Mutex
+	proveFixtures   = map[string]*proveFixture{}
+)
+
+func newProveFixture(t *testing.T, name string, n int) *proveFixture {
+	t.Helper()
+	proveFixturesMu.Lock()
+	defer proveFixturesMu.Unlock()
+	key := fmt.Sprintf("%s/%d", name, n)
+	if f, ok := proveFixtures[key]; ok {
+		return f
+	}
+	start := time.Now()
+	in, err := circuits.Build(name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, vk, err := groth16.Setup(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := w.Public()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d constraints, compile and setup in %v", key, ccs.GetNbConstraints(), time.Since(start).Round(time.Millisecond))
+	f := &proveFixture{ccs: ccs, pk: pk, vk: vk, w: w, pub: pub}
+	proveFixtures[key] = f
+	return f
+}
+
+// openProveBackend opens the CUDA backend with a Releaser of mode, both
+// recording into rec; it skips without a device.
+func openProveBackend(t *testing.T, mode cudaspans.ReleaseMode) (*Backend, *cudaspans.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	needDevice(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rel, err := cudaspans.NewReleaser(mode, cudaspans.WithReleaseTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(context.Background(), prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	if errors.Is(err, cudaspans.ErrNoDevice) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		rel.Close(context.Background())
+	})
+	return b, rel, rec, tp
+}
+
+func fixedRandomness() (r, s fr.Element) {
+	r.SetUint64(0x1234_5678_9abc)
+	s.SetString("31415926535897932384626433832795028841971693993751")
+	return r, s
+}
+
+func sameProof(t *testing.T, what string, got, want groth16.Proof) {
+	t.Helper()
+	g, w := got.(*groth16_bls12381.Proof), want.(*groth16_bls12381.Proof)
+	if !g.Ar.Equal(&w.Ar) || !g.Bs.Equal(&w.Bs) || !g.Krs.Equal(&w.Krs) {
+		t.Fatalf("%s: proof differs from the CPU backend's for the same witness, r and s", what)
+	}
+}
+
+// TestFullProveGPUVerifiesAndEqualsCPU: at 2^16 constraints, for mulchain
+// and merkle and every host copy mode, the CUDA backend's proof verifies
+// with gnark and is the CPU backend's proof for the same witness and r, s;
+// a second proof over the now-resident keys is equal too.
+func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
+	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
+	ctx := context.Background()
+	r, s := fixedRandomness()
+	for _, name := range []string{"mulchain", "merkle"} {
+		f := newProveFixture(t, name, 1<<16)
+		start := time.Now()
+		want, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithRandomness(r, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpuTime := time.Since(start)
+		if err := groth16.Verify(want, f.vk, f.pub); err != nil {
+			t.Fatalf("%s: CPU backend proof does not verify: %v", name, err)
+		}
+		for _, mode := range []HostCopy{HostCopyStaged, HostCopyRegister, HostCopyPageable} {
+			if err := b.SetHostCopy(mode); err != nil {
+				t.Fatal(err)
+			}
+			for round := 0; round < 2; round++ {
+				start := time.Now()
+				got, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithRandomness(r, s),
+					prover.WithKeyID(name+"-2^16"), prover.WithTracerProvider(tp))
+				if err != nil {
+					t.Fatalf("%s, %s copies, round %d: %v", name, mode, round, err)
+				}
+				el := time.Since(start)
+				if err := groth16.Verify(got, f.vk, f.pub); err != nil {
+					t.Fatalf("%s, %s copies, round %d: CUDA proof does not verify: %v", name, mode, round, err)
+				}
+				sameProof(t, fmt.Sprintf("%s, %s copies, round %d", name, mode, round), got, want)
+				t.Logf("%s 2^16, %s copies, round %d: CUDA proof verifies, equal to CPU (cuda %v, cpu %v)",
+					name, mode, round, el.Round(time.Microsecond), cpuTime.Round(time.Microsecond))
+			}
+		}
+	}
+}
+
+// TestFullProveGPUVerifiesAt2To20: full proofs on the CUDA backend at 2^20
+// constraints verify, for mulchain and merkle (staged copies, several
+// staging chunks per vector).
+func TestFullProveGPUVerifiesAt2To20(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2^20 setup takes a while; -short")
+	}
+	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
+	ctx := context.Background()
+	for _, name := range []string{"mulchain", "merkle"} {
+		f := newProveFixture(t, name, 1<<20)
+		for round := 0; round < 2; round++ {
+			start := time.Now()
+			proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithKeyID(name+"-2^20"),
+				prover.WithTracerProvider(tp))
+			if err != nil {
+				t.Fatalf("%s 2^20: %v", name, err)
+			}
+			el := time.Since(start)
+			if err := groth16.Verify(proof, f.vk, f.pub); err != nil {
+				t.Fatalf("%s 2^20, round %d: CUDA proof does not verify: %v", name, round, err)
+			}
+			t.Logf("%s 2^20 round %d: CUDA proof verifies (prove %v, synthesis included)", name, round, el.Round(time.Millisecond))
+		}
+	}
+}
+
+// TestComputeHGPUStagedEqualsPageable: the staged copies (several chunks
+// both ways at 2^22) and registered copies give the same H as pageable
+// copies, on fresh random vectors.
+func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
+	b, _, _, _ := openProveBackend(t, cudaspans.ReleaseSync)
+	ctx := context.Background()
+	const logn = 22
+	n := 1 << logn
+	d := fft.NewDomain(uint64(n))
+	a, bv, c := randomVector(n), randomVector(n), randomVector(n)
+	var want []fr.Element
+	for _, mode := range []HostCopy{HostCopyPageable, HostCopyStaged, HostCopyRegister} {
+		if err := b.SetHostCopy(mode); err != nil {
+			t.Fatal(err)
+		}
+		got := append([]fr.Element(nil), a...)
+		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
+		start := time.Now()
+		if err := b.ComputeH(ctx, d, got, b0, c0); err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		el := time.Since(start)
+		sameVectors(t, "b after compute_h", b0, bv)
+		sameVectors(t, "c after compute_h", c0, c)
+		if want == nil {
+			want = got
+		} else {
+			sameVectors(t, fmt.Sprintf("compute_h 2^%d with %s copies", logn, mode), got, want)
+		}
+		t.Logf("compute_h 2^%d, %s copies: %v", logn, mode, el.Round(time.Microsecond))
+	}
+}
+
+type spanIndex struct {
+	spans []sdktrace.ReadOnlySpan
+	byID  map[trace.SpanID]sdktrace.ReadOnlySpan
+}
+
+func indexSpans(spans []sdktrace.ReadOnlySpan) *spanIndex {
+	x := &spanIndex{spans: spans, byID: map[trace.SpanID]sdktrace.ReadOnlySpan{}}
+	for _, sp := range spans {
+		x.byID[sp.SpanContext().SpanID()] = sp
+	}
+	return x
+}
+
+func (x *spanIndex) named(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, sp := range x.spans {
+		if sp.Name() == name {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func (x *spanIndex) parentName(sp sdktrace.ReadOnlySpan) string {
+	if p, ok := x.byID[sp.Parent().SpanID()]; ok {
+		return p.Name()
+	}
+	return ""
+}
+
+// under reports whether sp has an ancestor named name.
+func (x *spanIndex) under(sp sdktrace.ReadOnlySpan, name string) bool {
+	for p, ok := x.byID[sp.Parent().SpanID()]; ok; p, ok = x.byID[p.Parent().SpanID()] {
+		if p.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+func spanAttr(sp sdktrace.ReadOnlySpan, key string) (any, bool) {
+	for _, kv := range sp.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.AsInterface(), true
+		}
+	}
+	return nil, false
+}
+
+// TestFullProveGPUSpans: one CUDA proof records gpu.lock and gpu.total as
+// children of groth16.prove (gpu.total inside it, with its op count), each
+// G1 MSM with kernel spans below it, host-to-device copies with cuda.bytes
+// and cuda.gbps, and buffer.release spans for device memory in every
+// release mode and for pinned memory (registered copies).
+func TestFullProveGPUSpans(t *testing.T) {
+	needDevice(t)
+	f := newProveFixture(t, "mulchain", 1<<16)
+	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
+		t.Run(string(mode), func(t *testing.T) {
+			b, rel, rec, tp := openProveBackend(t, mode)
+			if err := b.SetHostCopy(HostCopyRegister); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Twice: the second proof reuses resident keys (and pooled buffers).
+			for range 2 {
+				proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithReleaser(rel),
+					prover.WithKeyID("spans"), prover.WithTracerProvider(tp))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := groth16.Verify(proof, f.vk, f.pub); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rel.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			x := indexSpans(rec.Ended())
+			proves := x.named(otelcuzk.SpanGroth16Prove)
+			if len(proves) != 2 {
+				t.Fatalf("%d groth16.prove spans, want 2", len(proves))
+			}
+			for _, name := range []string{otelcuzk.SpanGPULock, otelcuzk.SpanGPUTotal} {
+				got := x.named(name)
+				if len(got) != 2 {
+					t.Fatalf("%d %s spans for 2 proofs, want 2", len(got), name)
+				}
+				for _, sp := range got {
+					if x.parentName(sp) != otelcuzk.SpanGroth16Prove {
+						t.Errorf("%s is a child of %q, want groth16.prove", name, x.parentName(sp))
+					}
+				}
+			}
+			for _, sp := range x.named(otelcuzk.SpanGPUTotal) {
+				p := x.byID[sp.Parent().SpanID()]
+				if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
+					t.Errorf("gpu.total [%v, %v] outside groth16.prove [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
+				}
+				if ops, _ := spanAttr(sp, string(otelcuzk.KeyCUDAOpCount)); ops == nil || ops.(int64) < 10 {
+					t.Errorf("gpu.total covers %v device operations, want the proof's (>= 10)", ops)
+				}
+				t.Logf("gpu.total %v of groth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
+			}
+			for _, msm := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H} {
+				spans := x.named(msm)
+				if len(spans) != 2 {
+					t.Fatalf("%d %s spans, want 2", len(spans), msm)
+				}
+				for _, m := range spans {
+					kernels := 0
+					for _, sp := range x.spans {
+						if _, ok := spanAttr(sp, string(otelcuzk.KeyCUDAKernelName)); ok && x.byID[sp.Parent().SpanID()] != nil &&
+							sp.Parent().SpanID() == m.SpanContext().SpanID() {
+							kernels++
+						}
+					}
+					if kernels == 0 {
+						t.Errorf("%s has no kernel span as a child", msm)
+					}
+				}
+			}
+			copies := 0
+			for _, sp := range x.named(otelcuzk.SpanMemcpyHtoD) {
+				if !x.under(sp, otelcuzk.SpanGroth16Prove) {
+					continue
+				}
+				bytes, okB := spanAttr(sp, string(otelcuzk.KeyCUDABytes))
+				gbps, okG := spanAttr(sp, string(otelcuzk.KeyCUDAGBPerSecond))
+				if !okB || !okG || bytes.(int64) <= 0 || gbps.(float64) <= 0 {
+					t.Errorf("copy span without cuda.bytes and cuda.gbps: %v", sp.Attributes())
+				}
+				copies++
+			}
+			if copies == 0 {
+				t.Error("no cuda.memcpy.htod span under groth16.prove")
+			}
+			kinds := map[string]int{}
+			for _, sp := range x.named(otelcuzk.SpanBufferRelease) {
+				k, _ := spanAttr(sp, string(otelcuzk.KeyBufferKind))
+				m, _ := spanAttr(sp, string(otelcuzk.KeyReleaseMode))
+				if m != string(mode) {
+					t.Errorf("buffer.release in mode %v, want %s", m, mode)
+				}
+				kinds[fmt.Sprint(k)]++
+			}
+			if kinds["device"] == 0 {
+				t.Errorf("no buffer.release of device memory (kinds %v)", kinds)
+			}
+			if mode == cudaspans.ReleaseSync && kinds["pinned"] == 0 {
+				t.Errorf("no buffer.release of pinned memory with registered copies (kinds %v)", kinds)
+			}
+			if kinds["mmap"] == 0 {
+				t.Errorf("no buffer.release of the mmap'd assignment (kinds %v)", kinds)
+			}
+			t.Logf("%s: buffer.release by kind %v, %d htod copies", mode, kinds, copies)
+		})
+	}
+}
