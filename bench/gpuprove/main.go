@@ -1,0 +1,556 @@
+// Command gpuprove compares full Groth16 proofs on the CUDA backend with
+// the CPU backend on the same host, circuit, keys and witness, in one run;
+// then reproduces the story of DESIGN.md (issue 4, item 6): the same large
+// circuit proved through the Pipeline with --release sync and with
+// --release async, every layer traced to an OTLP JSON lines file, read back
+// with otelcuzk/tracefile, and a table of pipeline.prove, groth16.prove,
+// gpu.total, buffer.release and the untraced time for both modes.
+//
+//	gpuprove -circuit merkle -log2 20,22 -reps 3                # on the GPU host
+//	gpuprove -backends cpu -log2 12,14 -story-log2 14 -reps 2  # a quick check without a GPU
+//
+// Each phase prints its time as it goes (compile and groth16.Setup at 2^22
+// take minutes on 16 cores). Results go to stdout and to -out (default
+// $OUT/gpuprove.txt when $OUT is set, else gpuprove.txt). Keys come from the
+// key cache ($CUZK_CACHE_DIR or -cache-dir). Results: bench/gpuprove.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/logger"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	"github.com/otelcuzk/otelcuzk/prover/keys"
+)
+
+type options struct {
+	circuit    string
+	sizes      []int
+	reps       int
+	backends   []string
+	hostCopies []gpu.HostCopy
+	storyLog2  int
+	storyReps  int
+	cacheDir   string
+	traceFile  string
+}
+
+var out io.Writer = os.Stdout
+
+func main() {
+	var o options
+	var sizes, backends, hostCopies, outPath string
+	flag.StringVar(&o.circuit, "circuit", "merkle", "built-in circuit: "+strings.Join(circuits.Names(), "|"))
+	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
+	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
+	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
+	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time")
+	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Pipeline); 0 skips it; default the largest size")
+	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
+	flag.StringVar(&o.cacheDir, "cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
+	flag.StringVar(&o.traceFile, "trace-file", "", "trace file of the story (default gpuprove-trace.jsonl beside -out)")
+	flag.StringVar(&outPath, "out", "", "results file (default $OUT/gpuprove.txt when $OUT is set, else gpuprove.txt)")
+	flag.Parse()
+	logger.Disable()
+
+	err := func() error {
+		var err error
+		if o.sizes, err = parseInts(sizes); err != nil {
+			return err
+		}
+		if o.reps < 1 || o.storyReps < 1 {
+			return errors.New("-reps and -story-reps must be at least 1")
+		}
+		o.backends = splitList(backends)
+		for _, b := range o.backends {
+			if _, ok := prover.LookupBackend(b); !ok {
+				return fmt.Errorf("unknown backend %q", b)
+			}
+		}
+		for _, s := range splitList(hostCopies) {
+			m, err := gpu.ParseHostCopy(s)
+			if err != nil {
+				return err
+			}
+			o.hostCopies = append(o.hostCopies, m)
+		}
+		if len(o.hostCopies) == 0 {
+			o.hostCopies = []gpu.HostCopy{gpu.HostCopyStaged}
+		}
+		if o.storyLog2 < 0 {
+			o.storyLog2 = slices.Max(o.sizes)
+		}
+		if outPath == "" {
+			outPath = "gpuprove.txt"
+			if d := os.Getenv("OUT"); d != "" {
+				outPath = filepath.Join(d, "gpuprove.txt")
+			}
+		}
+		if o.traceFile == "" {
+			o.traceFile = filepath.Join(filepath.Dir(outPath), "gpuprove-trace.jsonl")
+		}
+		f, err := os.Create(outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = io.MultiWriter(os.Stdout, f)
+		return run(context.Background(), &o)
+	}()
+	if err != nil {
+		fmt.Fprintln(out, "gpuprove:", err)
+		os.Exit(1)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var r []int
+	for _, f := range splitList(s) {
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 1 || v > 28 {
+			return nil, fmt.Errorf("log2 size %q: want an integer in 1..28", f)
+		}
+		r = append(r, v)
+	}
+	if len(r) == 0 {
+		return nil, errors.New("no sizes")
+	}
+	return r, nil
+}
+
+func splitList(s string) []string {
+	var r []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			r = append(r, f)
+		}
+	}
+	return r
+}
+
+func say(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func run(ctx context.Context, o *options) error {
+	host, _ := os.Hostname()
+	say("gpuprove %s, host %s, %d CPUs (GOMAXPROCS %d), %s, %s", time.Now().UTC().Format(time.RFC3339), host,
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), runtime.Version())
+	if devs, err := cudaspans.Devices(); err == nil {
+		for _, d := range devs {
+			say("gpu %d: %+v", d.Ordinal, d)
+		}
+	} else {
+		say("gpu: %v", err)
+	}
+	cache, err := keys.New(o.cacheDir)
+	if err != nil {
+		return err
+	}
+	var summary []string
+	for _, lg := range o.sizes {
+		lines, err := compareSize(ctx, o, cache, lg)
+		if err != nil {
+			return fmt.Errorf("2^%d: %w", lg, err)
+		}
+		summary = append(summary, lines...)
+	}
+	say("\n== summary: full prove (synthesis excluded), median of %d after one warm-up ==", o.reps)
+	say("%-8s %6s %10s  %-22s %10s %10s %9s", "circuit", "log2 n", "constr.", "variant", "prove ms", "+synth ms", "ratio")
+	for _, l := range summary {
+		say("%s", l)
+	}
+	if o.storyLog2 > 0 {
+		if err := story(ctx, o, 1<<o.storyLog2); err != nil {
+			return fmt.Errorf("release story: %w", err)
+		}
+	}
+	return nil
+}
+
+type variant struct {
+	name, backend string
+	hostCopy      gpu.HostCopy
+	prove, total  []time.Duration
+	spans         map[string][]time.Duration // per proof, summed by span name
+}
+
+// compareSize builds the circuit and keys at 2^lg constraints and times
+// each backend (and each host copy mode of cuda); it returns summary lines.
+func compareSize(ctx context.Context, o *options, cache *keys.Cache, lg int) ([]string, error) {
+	n := 1 << lg
+	say("\n== %s, 2^%d constraints ==", o.circuit, lg)
+	t0 := time.Now()
+	in, err := circuits.Build(o.circuit, n)
+	if err != nil {
+		return nil, err
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		return nil, err
+	}
+	say("compile: %d constraints, %d wires (%s) in %.1f s", ccs.GetNbConstraints(),
+		ccs.GetNbPublicVariables()+ccs.GetNbSecretVariables()+ccs.GetNbInternalVariables(), in.Shape, time.Since(t0).Seconds())
+	t0 = time.Now()
+	k, err := cache.Load(ctx, ccs)
+	if err != nil {
+		return nil, err
+	}
+	how := "groth16.Setup"
+	if k.CacheHit {
+		how = "key cache"
+	}
+	say("keys: %s in %.1f s", how, time.Since(t0).Seconds())
+	w, err := in.Witness(1)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := w.Public()
+	if err != nil {
+		return nil, err
+	}
+
+	var vs []*variant
+	for _, b := range o.backends {
+		if b == "cuda" {
+			for _, m := range o.hostCopies {
+				vs = append(vs, &variant{name: "cuda, " + string(m) + " copies", backend: b, hostCopy: m})
+			}
+			continue
+		}
+		vs = append(vs, &variant{name: b, backend: b})
+	}
+	for _, v := range vs {
+		if err := timeVariant(ctx, o, v, ccs, k, w, pub); err != nil {
+			if errors.Is(err, prover.ErrBackendUnavailable) {
+				say("%s: skipped: %v", v.name, err)
+				continue
+			}
+			return nil, fmt.Errorf("%s: %w", v.name, err)
+		}
+	}
+	var lines []string
+	var ref time.Duration
+	for _, v := range vs {
+		if len(v.prove) == 0 {
+			continue
+		}
+		p := median(v.prove)
+		if ref == 0 {
+			ref = p
+		}
+		lines = append(lines, fmt.Sprintf("%-8s %6d %10d  %-22s %10.1f %10.1f %8.2fx", o.circuit, lg, ccs.GetNbConstraints(),
+			v.name, ms(p), ms(median(v.total)), float64(ref)/float64(p)))
+	}
+	return lines, nil
+}
+
+// breakdown are the span names whose per-proof time is reported.
+var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcuzk.SpanComputeH,
+	otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B,
+	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
+	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
+
+func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keys.Keys, w, pub witness.Witness) error {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(ctx)
+	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	defer rel.Close(ctx)
+	f, _ := prover.LookupBackend(v.backend)
+	t0 := time.Now()
+	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if g, ok := b.(*gpu.Backend); ok {
+		if err := g.SetHostCopy(v.hostCopy); err != nil {
+			return err
+		}
+	}
+	say("%s: backend open in %.2f s", v.name, time.Since(t0).Seconds())
+	var warmIDs []string
+	for rep := -1; rep < o.reps; rep++ {
+		runtime.GC()
+		t0 := time.Now()
+		asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp))
+		if err != nil {
+			return err
+		}
+		t1 := time.Now()
+		proof, err := prover.ProveAssignment(ctx, k.PK, asg, prover.WithBackend(b), prover.WithReleaser(rel),
+			prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp))
+		if err != nil {
+			return err
+		}
+		t2 := time.Now()
+		if err := groth16.Verify(proof, k.VK, pub); err != nil {
+			return fmt.Errorf("proof %d does not verify: %w", rep, err)
+		}
+		label := "warm-up"
+		if rep >= 0 {
+			v.prove = append(v.prove, t2.Sub(t1))
+			v.total = append(v.total, t2.Sub(t0))
+			label = fmt.Sprintf("rep %d", rep)
+		} else {
+			for _, s := range rec.Ended() {
+				warmIDs = append(warmIDs, s.SpanContext().TraceID().String())
+			}
+		}
+		say("%s: %s: synthesize %.1f ms, prove %.1f ms, verified", v.name, label, ms(t1.Sub(t0)), ms(t2.Sub(t1)))
+	}
+	// Per-proof span times: the traces of the timed proofs, by name.
+	byTrace := map[string]map[string]time.Duration{}
+	for _, s := range rec.Ended() {
+		id := s.SpanContext().TraceID().String()
+		if slices.Contains(warmIDs, id) {
+			continue
+		}
+		if byTrace[id] == nil {
+			byTrace[id] = map[string]time.Duration{}
+		}
+		byTrace[id][s.Name()] += s.EndTime().Sub(s.StartTime())
+	}
+	v.spans = map[string][]time.Duration{}
+	for _, m := range byTrace {
+		if _, ok := m[otelcuzk.SpanGroth16Prove]; !ok {
+			continue
+		}
+		for _, name := range breakdown {
+			v.spans[name] = append(v.spans[name], m[name])
+		}
+	}
+	var parts []string
+	for _, name := range breakdown {
+		if d := median(v.spans[name]); d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, ms(d)))
+		}
+	}
+	say("%s: median prove %.1f ms; spans per proof (ms, summed by name; MSMs overlap): %s", v.name,
+		ms(median(v.prove)), strings.Join(parts, ", "))
+	return nil
+}
+
+// storyRow is one pipeline run's figures, read back from the trace file.
+type storyRow struct {
+	job, pipelineProve, groth16Prove, gpuTotal     time.Duration
+	release, releaseCritical                       time.Duration // all buffer.release; those under pipeline.prove
+	releases                                       int
+	untracedPipeline, untracedGroth16, untracedJob time.Duration
+	releaseBytes                                   int64
+}
+
+// story proves the circuit at n constraints through the Pipeline in sync
+// and then async release mode, with a job span as the root, spans to a
+// trace file; then reads the file back and prints the table.
+func story(ctx context.Context, o *options, n int) error {
+	backend := o.backends[len(o.backends)-1]
+	if backend == "cuda" {
+		backend = "auto" // cuda, or cpu with a notice on a host without a GPU
+	}
+	say("\n== release story: %s, %d constraints, backend %s, through prover.Pipeline ==", o.circuit, n, backend)
+	os.Remove(o.traceFile)
+	tel, err := otelcuzk.New(ctx, otelcuzk.WithTraceFile(o.traceFile), otelcuzk.WithoutGlobal(),
+		otelcuzk.WithServiceName("gpuprove"))
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(ctx)
+	tracer := tel.TracerProvider.Tracer("gpuprove")
+	modes := []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync}
+	ids := map[cudaspans.ReleaseMode][]string{}
+	for _, mode := range modes {
+		t0 := time.Now()
+		pipe, err := prover.NewPipeline(ctx, backend, mode, prover.WithTracerProvider(tel.TracerProvider),
+			prover.WithKeyCacheDir(o.cacheDir), prover.WithNotice(out))
+		if err != nil {
+			return err
+		}
+		for rep := -1; rep < o.storyReps; rep++ {
+			runtime.GC()
+			jctx, job := tracer.Start(ctx, otelcuzk.SpanEngineJob)
+			t1 := time.Now()
+			res, err := pipe.Run(jctx, &prover.Request{RequestID: fmt.Sprintf("story-%s-%d", mode, rep),
+				Circuit: o.circuit, Constraints: n, Verify: true})
+			job.End()
+			if err != nil {
+				pipe.Close(ctx)
+				return fmt.Errorf("%s: %w", mode, err)
+			}
+			if !res.Verified {
+				pipe.Close(ctx)
+				return fmt.Errorf("%s: proof rejected", mode)
+			}
+			label := "warm-up (compile, keys)"
+			if rep >= 0 {
+				ids[mode] = append(ids[mode], res.TraceID)
+				label = fmt.Sprintf("rep %d", rep)
+			}
+			say("release %s, %s: Run %.1f ms (prove %.1f ms), verified", mode, label, ms(time.Since(t1)), ms(res.Timings.Prove))
+		}
+		// Async releases end before the flush.
+		if err := pipe.Close(ctx); err != nil {
+			return err
+		}
+		say("release %s: pipeline done in %.1f s", mode, time.Since(t0).Seconds())
+	}
+	if err := tel.Shutdown(ctx); err != nil {
+		return fmt.Errorf("flush the trace file: %w", err)
+	}
+	f, err := os.Open(o.traceFile)
+	if err != nil {
+		return err
+	}
+	spans, err := tracefile.ReadOTLPJSONLines(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	traces := map[string]tracefile.Trace{}
+	for _, t := range tracefile.BuildTraces(spans) {
+		traces[t.ID] = t
+	}
+	say("\nread back from %s (%d spans); per mode the median of %d runs, ms:", o.traceFile, len(spans), o.storyReps)
+	say("%-6s %9s %11s %11s %9s %10s %9s %13s %12s %12s", "mode", "job", "pipe.prove", "g16.prove", "gpu.total",
+		"buf.rel", "(count)", "rel. on path", "untr. pipe", "untr. g16")
+	for _, mode := range modes {
+		var rows []storyRow
+		for _, id := range ids[mode] {
+			t, ok := traces[id]
+			if !ok {
+				return fmt.Errorf("trace %s of release %s not in the file", id, mode)
+			}
+			rows = append(rows, storyOf(t))
+		}
+		col := func(f func(r storyRow) time.Duration) float64 {
+			var ds []time.Duration
+			for _, r := range rows {
+				ds = append(ds, f(r))
+			}
+			return ms(median(ds))
+		}
+		say("%-6s %9.1f %11.1f %11.1f %9.1f %10.1f %9d %13.1f %12.1f %12.1f", mode,
+			col(func(r storyRow) time.Duration { return r.job }),
+			col(func(r storyRow) time.Duration { return r.pipelineProve }),
+			col(func(r storyRow) time.Duration { return r.groth16Prove }),
+			col(func(r storyRow) time.Duration { return r.gpuTotal }),
+			col(func(r storyRow) time.Duration { return r.release }), rows[0].releases,
+			col(func(r storyRow) time.Duration { return r.releaseCritical }),
+			col(func(r storyRow) time.Duration { return r.untracedPipeline }),
+			col(func(r storyRow) time.Duration { return r.untracedGroth16 }))
+		say("%-6s released %.1f MB per proof", mode, float64(rows[0].releaseBytes)/1e6)
+	}
+	say("(job: engine.job, which ends when Run returns; buf.rel: all buffer.release spans of the job, summed; " +
+		"rel. on path: those inside pipeline.prove; untr.: time of the span no child covers)")
+	return nil
+}
+
+func storyOf(t tracefile.Trace) storyRow {
+	var r storyRow
+	t.Walk(func(n *tracefile.Node) bool {
+		d := n.End.Sub(n.Start)
+		switch n.Name {
+		case otelcuzk.SpanEngineJob:
+			r.job = d
+		case otelcuzk.SpanPipelineProve:
+			r.pipelineProve, r.untracedPipeline = d, n.Untraced
+		case otelcuzk.SpanGroth16Prove:
+			r.groth16Prove, r.untracedGroth16 = d, n.Untraced
+		case otelcuzk.SpanGPUTotal:
+			r.gpuTotal = d
+		case otelcuzk.SpanBufferRelease:
+			r.release += d
+			r.releases++
+			if b, ok := n.Attrs[string(otelcuzk.KeyBufferBytes)]; ok {
+				r.releaseBytes += toInt64(b)
+			}
+		}
+		return true
+	})
+	// Releases on the critical path: under pipeline.prove.
+	t.Walk(func(n *tracefile.Node) bool {
+		if n.Name != otelcuzk.SpanPipelineProve {
+			return true
+		}
+		var sum func(n *tracefile.Node)
+		sum = func(n *tracefile.Node) {
+			for _, c := range n.Children {
+				if c.Name == otelcuzk.SpanBufferRelease {
+					r.releaseCritical += c.End.Sub(c.Start)
+				}
+				sum(c)
+			}
+		}
+		sum(n)
+		return false
+	})
+	return r
+}
+
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	case float64:
+		return int64(x)
+	case string:
+		i, _ := strconv.ParseInt(x, 10, 64)
+		return i
+	}
+	return 0
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if i := strings.Index(l, ":"); i >= 0 {
+				return strings.TrimSpace(l[i+1:])
+			}
+		}
+	}
+	return "unknown CPU"
+}
