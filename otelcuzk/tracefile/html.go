@@ -57,15 +57,15 @@ type htmlLayer struct {
 }
 
 // WriteHTML writes the spans of one trace (as FetchJaeger, FetchTempo or
-// ReadOTLPJSONLines give them) as one self-contained HTML page: a waterfall
-// of every span (indented by depth, start offset, duration, untraced time,
-// a bar on the trace's time axis; a click shows the attributes), with
-// `untraced` spans hatched, and the Layers summary of where the time went. The spans
-// travel as JSON in the page and its script draws the rows, so the page
-// needs no network. Spans whose parent is absent (a caller's span that was
-// not exported) are drawn as roots. Spans of other traces than the first
-// span's are left out. It returns an error when there is no span or w
-// fails.
+// ReadOTLPJSONLines give them) as one self-contained HTML page: a
+// waterfall of every span (indented by depth; start offset, duration and
+// untraced time in ms, as BuildTraces computes them; a bar on the trace's
+// time axis; a click shows the attributes), with `untraced` spans hatched,
+// and the Layers summary of where the time went. The spans travel as JSON
+// in the page and its script draws the rows, so the page needs no network.
+// Spans whose parent is absent (a caller's span that was not exported) are
+// drawn as roots; spans of other traces than the first span's are left
+// out. It returns an error when there is no span or w fails.
 func WriteHTML(w io.Writer, spans []Span) error {
 	page, err := buildHTMLTrace(spans)
 	if err != nil {
