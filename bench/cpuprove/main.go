@@ -131,7 +131,10 @@ func run(circuit, sizes string, reps int) error {
 			}},
 		}
 		for rep := -1; rep < reps; rep++ { // rep −1 warms up
-			for _, v := range vs {
+			// Rotate the order each round so that no variant always
+			// follows the same one.
+			for i := range vs {
+				v := vs[(i+max(rep, 0))%len(vs)]
 				runtime.GC()
 				start, startCPU := time.Now(), cpuTime()
 				if err := v.prove(); err != nil {
