@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,36 @@ func assertFoundByTag(t *testing.T, j *jaegerInstance, service, key, value, id s
 	})
 	if err != nil || len(none) != 0 {
 		t.Errorf("search for an absent %s: %d traces, %v", key, len(none), err)
+	}
+}
+
+// TestTraceCommandReadsProveTraceFile: with no OTLP endpoint `cuzk prove`
+// writes its trace to the local OTLP JSON lines file, and `cuzk trace FILE`
+// explains it: every layer in the waterfall, untraced time, the layer
+// summary.
+func TestTraceCommandReadsProveTraceFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cuzk-trace.jsonl")
+	// Unset any OTLP endpoint the environment may carry.
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="}
+	out, _ := runProgram(t, 3*time.Minute, env, cuzkBin(t), "prove",
+		"--circuit", "mulchain", "--constraints", fmt.Sprint(e2eConstraints), "--backend", "cpu",
+		"--release", "sync", "--cache-dir", filepath.Join(binDir, "keys"),
+		"--trace-file", file, "--proof", filepath.Join(dir, "proof.bin"))
+	m := traceIDLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no trace id in the output:\n%s", out)
+	}
+	got, _ := runProgram(t, time.Minute, nil, cuzkBin(t), "trace", file, "--ascii")
+	if !strings.Contains(got, m[1]) {
+		t.Errorf("waterfall lacks trace id %s:\n%s", m[1], got)
+	}
+	for name := range cpuLayerParents {
+		if !regexp.MustCompile(`(?m)^.*\s` + regexp.QuoteMeta(name) + `\b`).MatchString(got) {
+			t.Errorf("waterfall lacks %s:\n%s", name, got)
+		}
+	}
+	if !strings.Contains(got, "where the time went") {
+		t.Errorf("no layer summary:\n%s", got)
 	}
 }
