@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,5 +172,45 @@ func TestSetupCachesTheKeyOnce(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, "*.keys")); len(files) != 1 {
 		t.Errorf("prove made another key: %v", files)
+	}
+}
+
+// TestHelperProcessMain is not a test: run with CUZK_HELPER_MAIN=1 by
+// TestProveExitsNonZero, it is the cuzk program itself (the os/exec
+// helper-process pattern), so exit codes are tested without a build.
+func TestHelperProcessMain(t *testing.T) {
+	if os.Getenv("CUZK_HELPER_MAIN") != "1" {
+		t.Skip("helper process")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Args = append([]string{"cuzk"}, args...)
+	main()
+	os.Exit(0)
+}
+
+func TestProveExitsNonZeroWithOneLineOnStderr(t *testing.T) {
+	dir := t.TempDir()
+	proof := filepath.Join(dir, "p.bin")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+		"prove", "--circuit", "mulchain", "--constraints", "0", "--proof", proof)
+	cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1", "CUZK_CACHE_DIR="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("exit: %v, want a non-zero status", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "bad constraint count") {
+		t.Errorf("stderr %q, want one line naming the problem", stderr.String())
+	}
+	if _, err := os.Stat(proof); err == nil {
+		t.Error("proof file written")
 	}
 }
