@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/consensys/gnark/logger"
@@ -69,7 +71,10 @@ func oneLine(err error) error {
 }
 
 func proveAction(c *cli.Context) (err error) {
-	ctx := c.Context
+	// Ctrl-C or SIGTERM ends the run through the normal error path, so the
+	// trace is flushed and no proof file is written.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	out, errOut := c.App.Writer, c.App.ErrWriter
 	if errOut == nil {
 		errOut = os.Stderr
@@ -94,7 +99,6 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("proof file %s: %w", proofPath, err)
 	}
-	defer proofOut.abort()
 	if err := probeOTLPEndpoint(); err != nil {
 		return err
 	}
@@ -203,13 +207,11 @@ func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worke
 	return info.Result, nil
 }
 
-// atomicFile is a temporary file beside the destination, renamed over it
-// on commit, so a failed or interrupted run leaves no partial proof. It is
-// created before proving, which also checks the destination is writable.
-type atomicFile struct {
-	path string
-	tmp  *os.File
-}
+// atomicFile writes its destination through a temporary file beside it,
+// renamed over it on commit, so a failed or interrupted run leaves no
+// partial proof. newAtomicFile checks, before any proving, that a file can
+// be created there; the temporary file itself exists only during commit.
+type atomicFile struct{ path string }
 
 func newAtomicFile(path string) (*atomicFile, error) {
 	if path == "" {
@@ -218,41 +220,46 @@ func newAtomicFile(path string) (*atomicFile, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, errors.New("is a directory")
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err
 	}
-	return &atomicFile{path: path, tmp: tmp}, nil
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return nil, err
+	}
+	return &atomicFile{path: path}, nil
 }
 
-func (f *atomicFile) commit(data []byte) error {
-	if _, err := f.tmp.Write(data); err != nil {
+func (f *atomicFile) commit(data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
+	if err != nil {
 		return err
 	}
-	if err := f.tmp.Chmod(0o644); err != nil {
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
 		return err
 	}
-	if err := f.tmp.Sync(); err != nil {
+	if err := tmp.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := f.tmp.Close(); err != nil {
+	if err := tmp.Sync(); err != nil {
 		return err
 	}
-	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+	if err := tmp.Close(); err != nil {
 		return err
 	}
-	f.tmp = nil
-	return nil
+	return os.Rename(tmp.Name(), f.path)
 }
 
-// abort removes the temporary file unless committed; idempotent.
-func (f *atomicFile) abort() {
-	if f.tmp != nil {
-		f.tmp.Close()
-		os.Remove(f.tmp.Name())
-		f.tmp = nil
-	}
-}
+// abort is a no-op kept for callers that defer it: commit removes its
+// temporary file itself when it fails, and no other exists.
+func (f *atomicFile) abort() {}
 
 // probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
 // an unreachable collector fails the command before proving, in at most
