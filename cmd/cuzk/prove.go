@@ -140,6 +140,9 @@ func proveAction(c *cli.Context) (err error) {
 	// Async releases finish (and end their spans) before the flush.
 	closeErr := pipe.Close(context.Background())
 	if runErr != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted by a signal; no proof written")
+		}
 		return runErr
 	}
 	if closeErr != nil {
