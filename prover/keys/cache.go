@@ -201,18 +201,13 @@ func (c *Cache) setup(ccs constraint.ConstraintSystem) (groth16.ProvingKey, grot
 			progressbar.OptionSetDescription(fmt.Sprintf("groth16 setup, %d constraints", ccs.GetNbConstraints())),
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionClearOnFinish(),
+			// Rendered once here, the bar counts as started before its own
+			// spinner goroutine reads that state without a lock
+			// (progressbar v3.19.1); the goroutine then animates it.
+			progressbar.OptionSetRenderBlankState(true),
 		)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				bar.Finish()
-				return
-			case <-tick.C:
-				bar.Add(1)
-			}
-		}
+		<-done
+		bar.Finish()
 	}()
 	pk, vk, err := groth16.Setup(ccs)
 	close(done)
