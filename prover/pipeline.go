@@ -341,18 +341,22 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, err := p.witness(lc, req)
-	if err != nil {
-		return nil, err
-	}
 
-	opts := []Option{WithReleaser(p.rel), WithTracerProvider(p.cfg.tp)}
+	// pipeline.synthesize covers the witness too: parsing the request's,
+	// or computing a built-in's sample (native MiMC hashing for merkle).
 	t0 = time.Now()
-	asg, err := Synthesize(ctx, lc.ccs, w, opts...)
+	_, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	w, err := p.witness(lc, req)
+	var asg *Assignment
+	if err == nil {
+		asg, err = synthesize(lc.ccs, w, p.rel)
+	}
+	endSynthesize(synSpan, asg, err)
 	res.Timings.Synthesis = time.Since(t0)
 	if err != nil {
 		return nil, err
 	}
+	opts := []Option{WithReleaser(p.rel), WithTracerProvider(p.cfg.tp)}
 	if err := ctx.Err(); err != nil {
 		asg.Release(ctx, p.rel)
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -128,20 +129,28 @@ func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...Option) (*Assignment, error) {
 	cfg := newConfig(opts)
 	_, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
-	defer span.End()
 	asg, err := synthesize(ccs, fullWitness, cfg.releaser)
+	endSynthesize(span, asg, err)
+	if err != nil {
+		return nil, err
+	}
+	return asg, nil
+}
+
+// endSynthesize records the outcome of a synthesis on its span and ends it.
+func endSynthesize(span trace.Span, asg *Assignment, err error) {
+	defer span.End()
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
-		return nil, err
+		return
 	}
 	span.SetAttributes(
 		otelcuzk.KeyCircuitConstraints.Int(asg.NbConstraints),
 		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
 		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
 	)
-	return asg, nil
 }
 
 func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *cudaspans.Releaser) (*Assignment, error) {
