@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -149,8 +150,8 @@ func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Prove(context.Background(), f.ccs, f.pk, bad); !errors.Is(err, ErrUnsatisfied) {
-		t.Errorf("err = %v, want ErrUnsatisfied", err)
+	if _, err := Prove(context.Background(), f.ccs, f.pk, bad); !errors.Is(err, ErrUnsatisfied) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %q, want ErrUnsatisfied on one line", err)
 	}
 	short, err := f.w.Public() // public values only: too short
 	if err != nil {
