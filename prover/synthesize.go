@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -172,7 +173,7 @@ func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, re
 	}
 	sol, err := r1cs.Solve(fullWitness)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsatisfied, err)
+		return nil, fmt.Errorf("%w: %s", ErrUnsatisfied, solveErrorText(err))
 	}
 	s := sol.(*cs.R1CSSolution)
 	asg := &Assignment{
@@ -202,6 +203,21 @@ func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, re
 		*x.src = nil
 	}
 	return asg, nil
+}
+
+// solveErrorText says which constraint failed without the wire values
+// gnark's message carries: witness values never go into errors, which end
+// up in spans and gRPC statuses (DESIGN.md).
+func solveErrorText(err error) string {
+	var unsat *cs.UnsatisfiedConstraintError
+	if errors.As(err, &unsat) {
+		return fmt.Sprintf("constraint #%d is not satisfied", unsat.CID)
+	}
+	msg := err.Error()
+	if i := strings.IndexAny(msg, ":\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	return "R1CS solver: " + msg
 }
 
 func errorType(err error) string {
