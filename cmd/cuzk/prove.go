@@ -58,9 +58,14 @@ func init() {
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 		},
-		Action: func(c *cli.Context) error { return oneLine(proveAction(c)) },
+		OnUsageError: usageError,
+		Action:       func(c *cli.Context) error { return oneLine(proveAction(c)) },
 	})
 }
+
+// usageError returns a flag parsing error as the command's one-line error,
+// without the usage text urfave/cli would print.
+func usageError(_ *cli.Context, err error, _ bool) error { return err }
 
 // oneLine keeps an error on one line (errors.Join separates by newlines).
 func oneLine(err error) error {

@@ -96,13 +96,18 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 		{"unknown backend", base("--backend", "tpu"), "unknown backend"},
 		{"cuda without the backend", base("--backend", "cuda"), "backend unavailable"},
 		{"merkle below one level", base("--circuit", "merkle", "--constraints", "100"), "merkle needs at least"},
+		{"constraints out of range", base("--constraints", "99999999999999999999"), "value out of range"},
+		{"constraints not a number", base("--constraints", "many"), "invalid value"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			_, _, err := runCuzk(t, c.args...)
+			out, _, err := runCuzk(t, c.args...)
 			if err == nil {
 				t.Fatal("no error")
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %q does not name %q", err, c.want)

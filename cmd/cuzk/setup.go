@@ -27,7 +27,8 @@ func init() {
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 		},
-		Action: func(c *cli.Context) error { return oneLine(setupAction(c)) },
+		OnUsageError: usageError,
+		Action:       func(c *cli.Context) error { return oneLine(setupAction(c)) },
 	})
 }
 
