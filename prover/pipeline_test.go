@@ -340,3 +340,27 @@ func TestEvictTellsAResidentKeyBackend(t *testing.T) {
 		t.Errorf("backend evicted %v, want [%s]", b.evicted, lc.keys.Hash)
 	}
 }
+
+func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
+	exp, tp := newRecorder()
+	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool, WithTracerProvider(tp))
+	const n = 4
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			res, err := p.Run(context.Background(), &Request{Circuit: "mulchain", Constraints: 512, Verify: true})
+			if err == nil && !res.Verified {
+				err = errors.New("not verified")
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if c := len(newSpanTree(exp.GetSpans()).named(otelcuzk.SpanCircuitCompile)); c != 1 {
+		t.Errorf("%d compiles for %d concurrent runs of one circuit, want 1", c, n)
+	}
+}
