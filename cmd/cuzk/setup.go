@@ -23,7 +23,7 @@ func init() {
 			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
-			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (approximate for merkle)"},
+			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 		},
