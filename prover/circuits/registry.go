@@ -35,8 +35,8 @@ var (
 type Instance struct {
 	// Name is the registry name ("mulchain", "merkle").
 	Name string
-	// Constraints is the requested size; the compiled R1CS has about this
-	// many constraints (exactly, for mulchain).
+	// Constraints is the requested size; the compiled R1CS has exactly this
+	// many constraints (merkle pads with a short multiplication chain).
 	Constraints int
 	// Shape describes the instance in words ("K=3 proofs of depth D=30").
 	Shape string
@@ -80,7 +80,7 @@ type Spec struct {
 	Name string
 	// Usage is a one-line description for help texts.
 	Usage string
-	// Build returns the instance with about constraints R1CS constraints,
+	// Build returns the instance with constraints R1CS constraints,
 	// or an error wrapping ErrBadConstraints.
 	Build func(constraints int) (*Instance, error)
 	// MemoryBytes estimates the peak resident memory, in bytes, of compile,
