@@ -252,6 +252,9 @@ func (j *jaegerInstance) otlpEnv(protocol, service string) []string {
 		endpoint = "http://" + j.OTLPHTTP
 	}
 	return []string{
+		// The per-signal variables win over these; empty is unset.
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=",
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=",
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
 		"OTEL_EXPORTER_OTLP_INSECURE=true",
