@@ -55,11 +55,21 @@ const jaegerTimeSlack = 2 * time.Microsecond
 // parent's time.
 func assertLayers(t *testing.T, spans []tracefile.Span, rootParent string) spanTree {
 	t.Helper()
+	for _, e := range layerErrors(spans, rootParent) {
+		t.Error(e)
+	}
+	return newSpanTree(spans)
+}
+
+// layerErrors lists what is wrong with the CPU layers of spans; nil when
+// the tree is whole.
+func layerErrors(spans []tracefile.Span, rootParent string) []string {
+	var errs []string
 	st := newSpanTree(spans)
 	for name, parent := range cpuLayerParents {
 		got := st.byName[name]
 		if len(got) == 0 {
-			t.Errorf("no %s span", name)
+			errs = append(errs, fmt.Sprintf("no %s span", name))
 			continue
 		}
 		if parent == "" {
@@ -67,7 +77,7 @@ func assertLayers(t *testing.T, spans []tracefile.Span, rootParent string) spanT
 		}
 		for _, s := range got {
 			if p := st.parentName(s); p != parent {
-				t.Errorf("%s (%s): parent %q, want %q", name, s.SpanID, p, parent)
+				errs = append(errs, fmt.Sprintf("%s (%s): parent %q, want %q", name, s.SpanID, p, parent))
 				continue
 			}
 			if parent == "" {
@@ -75,14 +85,14 @@ func assertLayers(t *testing.T, spans []tracefile.Span, rootParent string) spanT
 			}
 			ps := st.byID[s.ParentID]
 			if s.Start.Before(ps.Start.Add(-jaegerTimeSlack)) || s.End.After(ps.End.Add(jaegerTimeSlack)) {
-				t.Errorf("%s [%v, %v] not inside its parent %s [%v, %v]", name, s.Start, s.End, ps.Name, ps.Start, ps.End)
+				errs = append(errs, fmt.Sprintf("%s [%v, %v] not inside its parent %s [%v, %v]", name, s.Start, s.End, ps.Name, ps.Start, ps.End))
 			}
 		}
 	}
 	if n := len(st.byName[otelcuzk.SpanBufferRelease]); n < 2 {
-		t.Errorf("%d buffer.release spans, want one per large buffer", n)
+		errs = append(errs, fmt.Sprintf("%d buffer.release spans, want one per large buffer", n))
 	}
-	return st
+	return errs
 }
 
 var traceIDLine = regexp.MustCompile(`trace id ([0-9a-f]{32})`)
