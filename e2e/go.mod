@@ -7,6 +7,7 @@ replace github.com/otelcuzk/otelcuzk => ../
 require (
 	github.com/otelcuzk/otelcuzk v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
@@ -16,6 +17,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // indirect
