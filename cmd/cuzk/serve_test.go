@@ -139,6 +139,14 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 			t.Errorf("submit output lacks %q:\n%s", want, out)
 		}
 	}
+	// A caller's TRACEPARENT makes the proof part of the caller's trace.
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	t.Setenv("TRACEPARENT", "00-"+callerTrace+"-00f067aa0ba902b7-01")
+	out, errOut, err = runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256", "--request-id", "submit-traced")
+	if err != nil || !strings.Contains(out, callerTrace) {
+		t.Errorf("submit with TRACEPARENT: want trace %s in the output, got %v\n%s%s", callerTrace, err, out, errOut)
+	}
+	os.Unsetenv("TRACEPARENT")
 	if _, _, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--request-id", ""+
 		"x", "--priority", "urgent"); err == nil || !strings.Contains(err.Error(), "priority") {
 		t.Errorf("submit with a bad priority: %v", err)
@@ -150,8 +158,8 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !regexp.MustCompile(`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 4`).Match(body) {
-		t.Errorf("metrics lack two completed mulchain proofs:\n%s", body)
+	if !regexp.MustCompile(`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 5`).Match(body) {
+		t.Errorf("metrics lack the five completed mulchain proofs (serve-1, two good witnesses, two submits):\n%s", body)
 	}
 
 	// A proof in flight when SIGTERM arrives: a size whose first use (key

@@ -83,12 +83,19 @@ func submitAction(c *cli.Context) error {
 	// Trace the call only when an OTLP endpoint is configured: a trace file
 	// per submit in the working directory would be litter.
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		shutdown, err := otelcuzk.Setup(ctx, otelcuzk.WithServiceName("cuzk-submit"), otelcuzk.WithLogWriter(c.App.ErrWriter))
+		topts := []otelcuzk.Option{otelcuzk.WithLogWriter(c.App.ErrWriter)}
+		if os.Getenv("OTEL_SERVICE_NAME") == "" {
+			topts = append(topts, otelcuzk.WithServiceName("cuzk-submit"))
+		}
+		shutdown, err := otelcuzk.Setup(ctx, topts...)
 		if err != nil {
 			return fmt.Errorf("trace: %w", err)
 		}
 		defer shutdown(context.Background())
 	}
+	// A caller that runs submit from a traced script passes its span in
+	// TRACEPARENT; the proof then joins the caller's trace.
+	ctx = otelcuzk.ContextWithEnvTraceparent(ctx)
 	cl, err := client.Dial(c.String("addr"), opts...)
 	if err != nil {
 		return err
