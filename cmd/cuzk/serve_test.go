@@ -197,7 +197,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 		t.Fatal("serve did not return after SIGTERM")
 	}
 	log := logBuf.String()
-	if !strings.Contains(log, "shutting down") || !strings.Contains(log, "5 proofs succeeded") {
+	if !strings.Contains(log, "shutting down") || !strings.Contains(log, "6 proofs succeeded") {
 		t.Errorf("serve log:\n%s", log)
 	}
 	if _, err := c.Prove(ctx, client.Request{RequestID: "after", Circuit: "mulchain", Constraints: 256}); status.Code(err) != codes.Unavailable {
