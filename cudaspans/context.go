@@ -18,16 +18,9 @@ import (
 // device it returns an error wrapping ErrNoDevice.
 func Devices(opts ...Option) ([]DeviceInfo, error) {
 	cfg := newConfig(opts)
-	d, err := cfg.loadDriver()
+	d, n, err := cfg.devices()
 	if err != nil {
 		return nil, err
-	}
-	n, err := d.DeviceCount()
-	if err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: the driver reports 0 devices", ErrNoDevice)
 	}
 	out := make([]DeviceInfo, n)
 	for i := range out {
@@ -36,6 +29,23 @@ func Devices(opts ...Option) ([]DeviceInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// devices loads the driver and counts its devices; zero devices is
+// ErrNoDevice.
+func (c *config) devices() (Driver, int, error) {
+	d, err := c.loadDriver()
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return nil, 0, err
+	}
+	if n == 0 {
+		return nil, 0, fmt.Errorf("%w: the driver reports 0 devices", ErrNoDevice)
+	}
+	return d, n, nil
 }
 
 func (c *config) loadDriver() (Driver, error) {
@@ -71,16 +81,9 @@ type Context struct {
 // ErrNoDevice; an ordinal out of range is an error naming the count.
 func Open(ordinal int, opts ...Option) (*Context, error) {
 	cfg := newConfig(opts)
-	d, err := cfg.loadDriver()
+	d, n, err := cfg.devices()
 	if err != nil {
 		return nil, err
-	}
-	n, err := d.DeviceCount()
-	if err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: the driver reports 0 devices", ErrNoDevice)
 	}
 	if ordinal < 0 || ordinal >= n {
 		return nil, fmt.Errorf("cudaspans: device ordinal %d out of range (%d devices)", ordinal, n)
