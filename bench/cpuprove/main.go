@@ -35,6 +35,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keys"
+
+	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
 
 func main() {
@@ -69,9 +71,8 @@ func cpuTime() time.Duration {
 
 func run(circuit, sizes string, reps int) error {
 	ctx := context.Background()
-	host, _ := os.Hostname()
-	fmt.Printf("host %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s\n", host, runtime.GOOS, runtime.GOARCH,
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), runtime.Version())
+	hostname, _ := os.Hostname()
+	fmt.Printf("host %s, %s/%s, %s\n", hostname, runtime.GOOS, runtime.GOARCH, host.String())
 	cache, err := keys.New("")
 	if err != nil {
 		return err
@@ -207,18 +208,3 @@ func median(ts []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if i := strings.Index(l, ":"); i >= 0 {
-				return strings.TrimSpace(l[i+1:])
-			}
-		}
-	}
-	return "unknown CPU"
-}

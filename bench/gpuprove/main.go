@@ -43,6 +43,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
 	"github.com/otelcuzk/otelcuzk/prover/keys"
+
+	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
 
 type options struct {
@@ -167,9 +169,8 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func run(ctx context.Context, o *options) error {
-	host, _ := os.Hostname()
-	say("gpuprove %s, host %s, %d CPUs (GOMAXPROCS %d), %s, %s", time.Now().UTC().Format(time.RFC3339), host,
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), runtime.Version())
+	hostname, _ := os.Hostname()
+	say("gpuprove %s, host %s, %s", time.Now().UTC().Format(time.RFC3339), hostname, host.String())
 	if devs, err := cudaspans.Devices(); err == nil {
 		for _, d := range devs {
 			say("gpu %d: %+v", d.Ordinal, d)
@@ -538,19 +539,4 @@ func toInt64(v any) int64 {
 		return i
 	}
 	return 0
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if i := strings.Index(l, ":"); i >= 0 {
-				return strings.TrimSpace(l[i+1:])
-			}
-		}
-	}
-	return "unknown CPU"
 }
