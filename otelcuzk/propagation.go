@@ -2,6 +2,7 @@ package otelcuzk
 
 import (
 	"context"
+	"go.opentelemetry.io/otel"
 	"os"
 	"strings"
 
@@ -65,4 +66,15 @@ func EnvWithTraceparent(ctx context.Context, env []string) []string {
 		}
 	}
 	return out
+}
+
+// TextMapPropagator returns the global propagator, or W3C TraceContext and
+// Baggage when the global is still the no-op default. Lotus and Curio
+// install W3C trace context; a client or server that silently used the
+// no-op would drop its callers' trace context and split every trace.
+func TextMapPropagator() propagation.TextMapPropagator {
+	if p := otel.GetTextMapPropagator(); len(p.Fields()) > 0 {
+		return p
+	}
+	return envPropagator
 }

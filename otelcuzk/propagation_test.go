@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -113,5 +115,20 @@ func TestEnvWithTraceparentWithoutSpanKeepsEnv(t *testing.T) {
 	out[0] = "B=2"
 	if in[0] != "A=1" {
 		t.Fatal("result aliases the input")
+	}
+}
+
+func TestTextMapPropagatorFallsBackToW3COnlyWhileGlobalIsNoop(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	if f := TextMapPropagator().Fields(); !slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
+		t.Errorf("with a no-op global: fields %v, want W3C traceparent and baggage", f)
+	}
+	custom := propagation.Baggage{}
+	otel.SetTextMapPropagator(custom)
+	if f := TextMapPropagator().Fields(); slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
+		t.Errorf("with a global installed: fields %v, want the global's own (baggage only)", f)
 	}
 }

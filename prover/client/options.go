@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // Option configures Dial.
@@ -37,12 +39,7 @@ func newConfig(opts []Option) config {
 		c.tp = otel.GetTracerProvider()
 	}
 	if c.propagators == nil {
-		c.propagators = otel.GetTextMapPropagator()
-		// Lotus and Curio install W3C trace context; a program that never
-		// set a global propagator would otherwise send no context at all.
-		if len(c.propagators.Fields()) == 0 {
-			c.propagators = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-		}
+		c.propagators = otelcuzk.TextMapPropagator()
 	}
 	return c
 }

@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // DefaultMaxMessageBytes bounds a request or response message: a full
@@ -44,13 +46,7 @@ func newConfig(opts []Option) config {
 		c.tp = otel.GetTracerProvider()
 	}
 	if c.propagators == nil {
-		c.propagators = otel.GetTextMapPropagator()
-		// The global is a no-op until someone installs one; a daemon that
-		// silently dropped its callers' trace context would defeat its
-		// purpose, so fall back to W3C trace context and baggage.
-		if len(c.propagators.Fields()) == 0 {
-			c.propagators = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-		}
+		c.propagators = otelcuzk.TextMapPropagator()
 	}
 	return c
 }
