@@ -109,11 +109,11 @@ func proveAction(c *cli.Context) (err error) {
 	}
 
 	recorder := tracetest.NewSpanRecorder()
-	tel, err := otelcuzk.New(ctx,
+	tel, err := otelcuzk.New(ctx, append(deviceOptions(c.String("backend")),
 		otelcuzk.WithTraceFile(c.String("trace-file")),
 		otelcuzk.WithSpanProcessor(recorder),
 		otelcuzk.WithLogWriter(errOut),
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}

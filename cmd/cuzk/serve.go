@@ -129,7 +129,8 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err := probeOTLPEndpoint(); err != nil {
 		return err
 	}
-	shutdownTel, err := otelcuzk.Setup(ctx, otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log))
+	shutdownTel, err := otelcuzk.Setup(ctx, append(deviceOptions(cfg.backend),
+		otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log))...)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
