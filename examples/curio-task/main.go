@@ -11,11 +11,9 @@
 // engine.job and every proving span below it land in the task's trace.
 //
 // Lotus also installs the OpenCensus bridge
-// (go.opentelemetry.io/otel/bridge/opencensus: octrace.DefaultTracer =
-// opencensus.NewTracer(otel.Tracer(...))) so that its older OpenCensus
-// spans join the same trace. That module is not available from the module
-// proxy this repository builds with, so that step is left out here; it
-// changes nothing for the spans below, which are OpenTelemetry spans.
+// (go.opentelemetry.io/otel/bridge/opencensus) so that the spans of its
+// older OpenCensus code join the same trace; this program does too, and its
+// own work before the proof (wdpost.prepare) is such an OpenCensus span.
 //
 // Run a daemon and a trace backend, then this program:
 //
@@ -46,6 +44,8 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	octrace "go.opencensus.io/trace"
+	"go.opentelemetry.io/otel/bridge/opencensus"
 )
 
 type config struct {
@@ -104,6 +104,8 @@ func setupTracing(ctx context.Context, endpoint, service string) (func(context.C
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	// OpenCensus spans (octrace.StartSpan) become spans of tp.
+	opencensus.InstallTraceBridge(opencensus.WithTracerProvider(tp))
 	return tp.Shutdown, nil
 }
 
@@ -137,8 +139,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	_, err = otelcuzk.RunTask(ctx, cfg.task, func(ctx context.Context) (bool, error) {
 		taskTID = trace.SpanContextFromContext(ctx).TraceID().String()
 		// The task's own work before it needs a proof (reading the
-		// challenge, in WdPost).
-		_, prep := otel.Tracer("curio/tasks/window").Start(ctx, "wdpost.prepare")
+		// challenge, in WdPost), traced with OpenCensus as Lotus's older
+		// code is; the bridge makes it a child of the task span.
+		_, prep := octrace.StartSpan(ctx, "wdpost.prepare")
 		time.Sleep(2 * time.Millisecond)
 		prep.End()
 

@@ -126,6 +126,16 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 	if task.spanID == "" {
 		t.Fatalf("the receiver got no curio.task span: %+v", spans())
 	}
+	// The OpenCensus span went through the bridge into the task's trace.
+	var prep received
+	for _, s := range spans() {
+		if s.name == "wdpost.prepare" {
+			prep = s
+		}
+	}
+	if prep.parentID != task.spanID || prep.traceID != task.traceID {
+		t.Errorf("OpenCensus span wdpost.prepare %+v is not a child of curio.task %+v", prep, task)
+	}
 	var job received
 	for _, s := range exp.GetSpans() {
 		if s.Name == otelcuzk.SpanEngineJob {
