@@ -36,6 +36,9 @@ var (
 	// ErrUnknownBackend is returned by NewPipeline for a backend name other
 	// than cpu, cuda or auto (or a registered one).
 	ErrUnknownBackend = errors.New("unknown backend (want cpu, cuda or auto)")
+	// ErrNoDeviceMemory is returned by Pipeline.MemInfo for a backend
+	// without device memory (the CPU).
+	ErrNoDeviceMemory = errors.New("no device memory")
 	// ErrBadWitness is returned for a witness that is not gnark's binary
 	// format over BLS12-381's scalar field (values ≥ r included), or that is
 	// missing for a circuit without a sample witness.
@@ -146,6 +149,18 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *cudaspans.R
 
 // Backend returns the name of the backend in use ("cpu" or "cuda").
 func (p *Pipeline) Backend() string { return p.backend.Name() }
+
+// MemInfo returns the free and total memory of the pipeline's device in
+// bytes, when its backend has a device (it implements MemInfo, as the CUDA
+// backend does); otherwise an error wrapping ErrNoDeviceMemory.
+func (p *Pipeline) MemInfo() (free, total uint64, err error) {
+	if m, ok := p.backend.(interface {
+		MemInfo() (free, total uint64, err error)
+	}); ok {
+		return m.MemInfo()
+	}
+	return 0, 0, fmt.Errorf("backend %s: %w", p.backend.Name(), ErrNoDeviceMemory)
+}
 
 // Releaser returns the Releaser of the pipeline's buffers.
 func (p *Pipeline) Releaser() *cudaspans.Releaser { return p.rel }

@@ -364,3 +364,23 @@ func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
 		t.Errorf("%d compiles for %d concurrent runs of one circuit, want 1", c, n)
 	}
 }
+
+// deviceCPU is the CPU backend with a device's memory report, standing in
+// for the CUDA backend's MemInfo.
+type deviceCPU struct{ *CPU }
+
+func (deviceCPU) MemInfo() (free, total uint64, err error) { return 3 << 30, 8 << 30, nil }
+
+func TestPipelineMemInfoComesFromTheBackendsDevice(t *testing.T) {
+	RegisterBackend("test-device", func(_ context.Context, o BackendOptions) (Backend, error) {
+		return deviceCPU{NewCPU(o.TracerProvider)}, nil
+	})
+	dev := newTestPipeline(t, "test-device", cudaspans.ReleaseSync)
+	if free, total, err := dev.MemInfo(); err != nil || free != 3<<30 || total != 8<<30 {
+		t.Errorf("device pipeline: free %d total %d err %v, want 3 GiB of 8 GiB", free, total, err)
+	}
+	cpu := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	if _, _, err := cpu.MemInfo(); !errors.Is(err, ErrNoDeviceMemory) {
+		t.Errorf("cpu pipeline: %v, want ErrNoDeviceMemory", err)
+	}
+}

@@ -380,16 +380,8 @@ func deviceBackend(factory string, ordinal int) (string, error) {
 	return name, nil
 }
 
-// memInfo is the hook for device memory: a Runner (Pipeline) that can say
-// how much memory its device has free (cuMemGetInfo) implements it. The
-// Pipeline does not yet, so MemoryUsed stays 0 and the total comes from
-// the device's attributes.
-type memInfo interface {
-	MemInfo() (free, total uint64, err error)
-}
-
-// deviceMemory fills MemoryUsed (and MemoryTotal) of the GPUs from the
-// pipelines that implement memInfo; GPU i is served by pipes[i] (GPU
+// deviceMemory fills MemoryUsed and MemoryTotal of the GPUs from their
+// pipelines (cuMemGetInfo); GPU i is served by pipes[i] (GPU
 // pipelines are opened first, in device order).
 func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.Device {
 	out := append([]server.Device(nil), devices...)
@@ -397,10 +389,8 @@ func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.De
 		if out[i].Ordinal < 0 || i >= len(pipes) || pipes[i].Backend() != "cuda" {
 			continue
 		}
-		if m, ok := any(pipes[i]).(memInfo); ok {
-			if free, total, err := m.MemInfo(); err == nil {
-				out[i].MemoryTotal, out[i].MemoryUsed = total, total-free
-			}
+		if free, total, err := pipes[i].MemInfo(); err == nil {
+			out[i].MemoryTotal, out[i].MemoryUsed = total, total-free
 		}
 	}
 	return out

@@ -170,6 +170,10 @@ func (*Backend) Name() string { return "cuda" }
 // Context returns the device context of the backend.
 func (b *Backend) Context() *cudaspans.Context { return b.c }
 
+// MemInfo returns the device's free and total memory in bytes
+// (cuMemGetInfo), for the daemon's device memory metrics.
+func (b *Backend) MemInfo() (free, total uint64, err error) { return b.c.MemInfo() }
+
 // Keys returns the proving-key bases resident on the device (preload,
 // evict, accounting; keys.go).
 func (b *Backend) Keys() *ResidentKeys { return b.keys }
