@@ -151,8 +151,21 @@ func (r *Releaser) Get(kind string, size int) Buffer {
 	return b
 }
 
+type releaseParentKey struct{}
+
+// WithReleaseParent returns ctx marked so that async-mode releases made
+// under it (by this code or by a backend it calls) get the span of parent
+// as their parent instead of ctx's own span. A prove passes its job's span:
+// an async release runs after the step that made the buffer has ended, so
+// its span belongs under the job, off the prove's critical path. Sync and
+// pool releases ignore the mark (they are on the critical path).
+func WithReleaseParent(ctx, parent context.Context) context.Context {
+	return context.WithValue(ctx, releaseParentKey{}, trace.SpanFromContext(parent))
+}
+
 // Release gives buf back according to the mode, as a buffer.release span
-// that is a child of the span in ctx, named by name (cuzk.buffer.name). In
+// that is a child of the span in ctx (in async mode: of the span set by
+// WithReleaseParent, when ctx has one), named by name (cuzk.buffer.name). In
 // sync mode it returns the error of Free; in async mode the error is
 // recorded on the span and returned by Close; a nil buf is ignored.
 func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
@@ -165,6 +178,9 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 		closed := r.closed
 		r.mu.Unlock()
 		if !closed {
+			if parent, ok := ctx.Value(releaseParentKey{}).(trace.Span); ok {
+				ctx = trace.ContextWithSpan(ctx, parent)
+			}
 			// Keep the parent span but drop the caller's cancellation: the
 			// release must happen even after the job is done.
 			r.queue <- releaseJob{ctx: context.WithoutCancel(ctx), name: name, buf: buf}

@@ -97,6 +97,9 @@ func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment
 		if cfg.releaseCtx != nil {
 			relCtx = cfg.releaseCtx
 		}
+		// The backend's own async releases (device and pinned buffers)
+		// go under the same parent as ours.
+		ctx = cudaspans.WithReleaseParent(ctx, relCtx)
 	}
 	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: relCtx, asg: asg}
 	defer func() {

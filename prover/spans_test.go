@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"github.com/consensys/gnark/backend/groth16"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -126,7 +128,7 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 
 func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b"}
+	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b", "backend.scratch"}
 	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
 			exp, tp := newRecorder()
@@ -137,7 +139,8 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 			tr := tp.Tracer("test")
 			jobCtx, job := tr.Start(context.Background(), otelcuzk.SpanEngineJob)
 			proveCtx, pp := tr.Start(jobCtx, otelcuzk.SpanPipelineProve)
-			proof, err := Prove(proveCtx, f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithReleaseContext(jobCtx))
+			backend := releasingBackend{NewCPU(tp), rel}
+			proof, err := Prove(proveCtx, f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithReleaseContext(jobCtx), WithBackend(backend))
 			pp.End()
 			if err != nil {
 				t.Fatal(err)
@@ -170,8 +173,12 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 						t.Errorf("async release of %s: parent %q, want engine.job", name, p.Name)
 					}
 				default:
-					if p, _ := tree.parent(s); p.Name != otelcuzk.SpanGroth16Prove {
-						t.Errorf("%s release of %s: parent %q, want groth16.prove", mode, name, p.Name)
+					want := otelcuzk.SpanGroth16Prove
+					if name == "backend.scratch" {
+						want = otelcuzk.SpanComputeH // released inside the step that used it
+					}
+					if p, _ := tree.parent(s); p.Name != want {
+						t.Errorf("%s release of %s: parent %q, want %s", mode, name, p.Name, want)
 					}
 				}
 			}
@@ -231,4 +238,24 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
 		t.Fatalf("proof from pooled buffers: %v", err)
 	}
+}
+
+// releasingBackend is the CPU backend with a scratch buffer of its own in
+// ComputeH, released through the proof's Releaser as the CUDA backend
+// releases its device buffers: in async mode its span must land where the
+// prove's own async releases do.
+type releasingBackend struct {
+	*CPU
+	rel *cudaspans.Releaser
+}
+
+func (b releasingBackend) ComputeH(ctx context.Context, d *fft.Domain, x, y, z []fr.Element) error {
+	scratch, err := cudaspans.NewHostBuffer(1 << 12)
+	if err != nil {
+		return err
+	}
+	if err := b.CPU.ComputeH(ctx, d, x, y, z); err != nil {
+		return err
+	}
+	return b.rel.Release(ctx, "backend.scratch", scratch)
 }

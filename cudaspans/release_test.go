@@ -1,0 +1,225 @@
+package cudaspans
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// slowBuffer is a Buffer whose Free takes a while and may fail.
+type slowBuffer struct {
+	kind  string
+	size  int
+	delay time.Duration
+	err   error
+	freed atomic.Int32
+}
+
+func (b *slowBuffer) Kind() string { return b.kind }
+func (b *slowBuffer) Size() int    { return b.size }
+func (b *slowBuffer) Free() error {
+	time.Sleep(b.delay)
+	b.freed.Add(1)
+	return b.err
+}
+
+func newReleaseRecorder(t *testing.T, mode ReleaseMode, opts ...ReleaserOption) (*Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r, err := NewReleaser(mode, append(opts, WithReleaseTracerProvider(tp))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, rec, tp
+}
+
+func releaseSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == otelcuzk.SpanBufferRelease {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// relAttr is the value of key on s, as a Go value (nil when absent).
+func relAttr(s sdktrace.ReadOnlySpan, key string) any {
+	v, _ := attr(s, attribute.Key(key))
+	return v.AsInterface()
+}
+
+func TestParseReleaseModeRejectsUnknownNames(t *testing.T) {
+	for _, s := range []string{"sync", "async", "pool"} {
+		if m, err := ParseReleaseMode(s); err != nil || string(m) != s {
+			t.Errorf("%s: %v %v", s, m, err)
+		}
+	}
+	if _, err := ParseReleaseMode("later"); !errors.Is(err, ErrUnknownReleaseMode) {
+		t.Errorf("later: %v", err)
+	}
+	if _, err := NewReleaser("later"); !errors.Is(err, ErrUnknownReleaseMode) {
+		t.Errorf("NewReleaser(later): %v", err)
+	}
+}
+
+func TestReleaseSyncFreesOnTheCallersPathWithASpan(t *testing.T) {
+	r, rec, tp := newReleaseRecorder(t, ReleaseSync)
+	ctx, parent := tp.Tracer("t").Start(context.Background(), "groth16.prove")
+	b := &slowBuffer{kind: "mmap", size: 4096, delay: 20 * time.Millisecond}
+	start := time.Now()
+	if err := r.Release(ctx, "wires", b); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 20*time.Millisecond || b.freed.Load() != 1 {
+		t.Fatalf("sync release returned before Free (freed %d)", b.freed.Load())
+	}
+	parent.End()
+	spans := releaseSpans(rec)
+	if len(spans) != 1 {
+		t.Fatalf("%d buffer.release spans, want 1", len(spans))
+	}
+	s := spans[0]
+	if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.EndTime().Sub(s.StartTime()) < 20*time.Millisecond {
+		t.Errorf("span parent %v, duration %v", s.Parent().SpanID(), s.EndTime().Sub(s.StartTime()))
+	}
+	if relAttr(s, "cuzk.buffer.bytes") != int64(4096) || relAttr(s, "cuzk.buffer.kind") != "mmap" ||
+		relAttr(s, "cuzk.release.mode") != "sync" || relAttr(s, "cuzk.buffer.name") != "wires" {
+		t.Errorf("attributes %v", s.Attributes())
+	}
+	if err := r.Release(ctx, "x", &slowBuffer{kind: "mmap", size: 1, err: errors.New("EINVAL")}); err == nil {
+		t.Error("a failing Free in sync mode returned no error")
+	}
+}
+
+func TestReleaseAsyncReturnsAtOnceAndParentsUnderTheReleaseParent(t *testing.T) {
+	r, rec, tp := newReleaseRecorder(t, ReleaseAsync)
+	tr := tp.Tracer("t")
+	jobCtx, job := tr.Start(context.Background(), "engine.job")
+	proveCtx, prove := tr.Start(jobCtx, "groth16.prove")
+	// A backend releases under its own step's span; the mark moves it.
+	stepCtx, step := tr.Start(WithReleaseParent(proveCtx, jobCtx), "groth16.compute_h")
+	b1 := &slowBuffer{kind: "device", size: 1 << 20, delay: 30 * time.Millisecond}
+	b2 := &slowBuffer{kind: "mmap", size: 1 << 10, err: errors.New("munmap failed")}
+	start := time.Now()
+	if err := r.Release(stepCtx, "a", b1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(proveCtx, "b", b2); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 20*time.Millisecond {
+		t.Errorf("async Release blocked for %v", time.Since(start))
+	}
+	step.End()
+	prove.End()
+	if err := r.Close(context.Background()); err == nil {
+		t.Error("Close did not report the failed async free")
+	}
+	job.End()
+	if b1.freed.Load() != 1 || b2.freed.Load() != 1 {
+		t.Fatalf("freed %d, %d", b1.freed.Load(), b2.freed.Load())
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range releaseSpans(rec) {
+		byName[relAttr(s, "cuzk.buffer.name").(string)] = s
+	}
+	if s := byName["a"]; s == nil || s.Parent().SpanID() != job.SpanContext().SpanID() {
+		t.Errorf("release under WithReleaseParent: parent %v, want engine.job", s)
+	}
+	if s := byName["b"]; s == nil || s.Parent().SpanID() != prove.SpanContext().SpanID() {
+		t.Errorf("release without the mark: want its own ctx's span (groth16.prove) as parent")
+	}
+	// After Close, Release frees synchronously.
+	b3 := &slowBuffer{kind: "mmap", size: 1}
+	if err := r.Release(context.Background(), "late", b3); err != nil || b3.freed.Load() != 1 {
+		t.Errorf("release after Close: %v, freed %d", err, b3.freed.Load())
+	}
+}
+
+func TestReleaseParentIsIgnoredInSyncMode(t *testing.T) {
+	r, rec, tp := newReleaseRecorder(t, ReleaseSync)
+	tr := tp.Tracer("t")
+	jobCtx, job := tr.Start(context.Background(), "engine.job")
+	proveCtx, prove := tr.Start(WithReleaseParent(jobCtx, jobCtx), "groth16.prove")
+	if err := r.Release(proveCtx, "a", &slowBuffer{kind: "mmap", size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prove.End()
+	job.End()
+	if s := releaseSpans(rec); len(s) != 1 || s[0].Parent().SpanID() != prove.SpanContext().SpanID() {
+		t.Errorf("sync release must stay under the span on the critical path")
+	}
+}
+
+func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
+	r, rec, _ := newReleaseRecorder(t, ReleasePool, WithPoolLimit(3000))
+	small := &slowBuffer{kind: "mmap", size: 1000}
+	big := &slowBuffer{kind: "mmap", size: 2000}
+	over := &slowBuffer{kind: "mmap", size: 2000}
+	ctx := context.Background()
+	for _, b := range []*slowBuffer{small, big, over} {
+		if err := r.Release(ctx, "a", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if small.freed.Load() != 0 || big.freed.Load() != 0 || over.freed.Load() != 1 {
+		t.Errorf("pool of 3000 bytes: freed small %d big %d over %d, want only the one over the limit",
+			small.freed.Load(), big.freed.Load(), over.freed.Load())
+	}
+	if got := r.Get("pinned", 10); got != nil {
+		t.Errorf("Get of another kind returned %v", got)
+	}
+	if got := r.Get("mmap", 1500); got != Buffer(big) {
+		t.Errorf("Get(mmap, 1500) = %v, want the 2000-byte buffer", got)
+	}
+	if got := r.Get("mmap", 500); got != Buffer(small) {
+		t.Errorf("Get(mmap, 500) = %v, want the smallest that fits", got)
+	}
+	if got := r.Get("mmap", 1); got != nil {
+		t.Errorf("empty pool returned %v", got)
+	}
+	if err := r.Release(ctx, "a", small); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil || small.freed.Load() != 1 {
+		t.Errorf("Close: %v, pooled buffer freed %d times", err, small.freed.Load())
+	}
+	for _, s := range releaseSpans(rec) {
+		if relAttr(s, "cuzk.release.mode") != "pool" {
+			t.Errorf("pool-mode span with mode %v", relAttr(s, "cuzk.release.mode"))
+		}
+	}
+	if n := len(releaseSpans(rec)); n != 4 {
+		t.Errorf("%d buffer.release spans, want one per Release (4)", n)
+	}
+}
+
+func TestHostBufferMapsAndUnmapsOnce(t *testing.T) {
+	if _, err := NewHostBuffer(0); err == nil {
+		t.Error("a 0-byte host buffer was mapped")
+	}
+	b, err := NewHostBuffer(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kind() != "mmap" || b.Size() != 1<<16 || len(b.Bytes()) != 1<<16 || b.Bytes()[1<<16-1] != 0 {
+		t.Fatalf("host buffer: kind %s size %d", b.Kind(), b.Size())
+	}
+	b.Bytes()[0] = 7
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(); err != nil || b.Bytes() != nil || b.Size() != 0 {
+		t.Errorf("second Free: %v, bytes %v", err, b.Bytes())
+	}
+}
