@@ -127,8 +127,8 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithTraceFile sets the local OTLP JSON lines file used when no OTLP
-// endpoint is configured (default DefaultTraceFile). The file is created or
-// truncated by Setup.
+// endpoint is configured (default DefaultTraceFile). The file is created when
+// missing and appended to (earlier traces stay).
 func WithTraceFile(path string) Option {
 	return optionFunc(func(c config) config { c.traceFile = path; return c })
 }

@@ -21,10 +21,13 @@ type FileExporter struct {
 	closed bool
 }
 
-// NewFileExporter creates or truncates the file at path. It fails, naming the
-// path, when the file cannot be opened for writing.
+// NewFileExporter opens the file at path for appending, creating it when
+// missing, as the Collector's file exporter does: earlier traces stay, and
+// several processes (a daemon and a local prove) may write the same file,
+// each line whole (O_APPEND). It fails, naming the path, when the file
+// cannot be opened for writing.
 func NewFileExporter(path string) (*FileExporter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("otelcuzk: trace file %q: %w", path, err)
 	}

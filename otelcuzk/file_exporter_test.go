@@ -379,3 +379,41 @@ func TestMarshalOTLPJSONAgreesWithProtojson(t *testing.T) {
 		t.Fatalf("invalid UTF-8 not replaced: %s", out)
 	}
 }
+
+func TestFileExporterAppendsSoEarlierTracesAndOtherWritersSurvive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	write := func(name string) {
+		t.Helper()
+		tel, err := New(context.Background(), WithTraceFile(path), WithoutGlobal(), WithSyncExport())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s := tel.TracerProvider.Tracer("t").Start(context.Background(), name)
+		s.End()
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	// A second writer opened while the first is still open (a daemon and a
+	// local prove in one directory), then a run that fails after Setup.
+	long, err := NewFileExporter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("second")
+	if err := long.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"first"`) || !strings.Contains(lines[1], `"second"`) {
+		t.Fatalf("want the first run's line kept and the second appended, got %d lines:\n%s", len(lines), data)
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		t.Error("the file holds NUL bytes (a writer wrote at a stale offset)")
+	}
+}
