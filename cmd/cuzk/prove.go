@@ -160,9 +160,14 @@ func proveAction(c *cli.Context) (err error) {
 	protocol, target := tel.Destination()
 	shutErr := tel.Shutdown(context.Background())
 	tel = nil
-	if protocol == "file" {
+	// A sampler may drop the trace (OTEL_TRACES_SAMPLER=always_off, a
+	// ratio): then there is nothing to show, and that is no error.
+	sampled := len(recorder.Ended()) > 0
+	switch {
+	case !sampled:
+	case protocol == "file":
 		err = printWaterfall(out, target, res.TraceID)
-	} else {
+	default:
 		err = printRecorded(out, recorder.Ended(), res.TraceID)
 	}
 	if err != nil {
@@ -179,10 +184,15 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	abs, _ := filepath.Abs(proofPath)
 	fmt.Fprintf(out, "proof     %s (%d bytes)\n", abs, len(res.Proof))
-	if protocol == "file" {
+	switch {
+	case !sampled:
+		fmt.Fprintf(out, "trace     not sampled (OTEL_TRACES_SAMPLER), nothing recorded (trace id %s)\n", res.TraceID)
+	case protocol == "file":
 		abs, _ = filepath.Abs(target)
 		fmt.Fprintf(out, "trace     %s (trace id %s)\n", abs, res.TraceID)
-	} else {
+	case shutErr != nil:
+		fmt.Fprintf(out, "trace     NOT delivered over OTLP %s to %s (trace id %s): the export failed\n", protocol, orEnv(target), res.TraceID)
+	default:
 		fmt.Fprintf(out, "trace     sent over OTLP %s to %s (trace id %s)\n", protocol, orEnv(target), res.TraceID)
 	}
 	if shutErr != nil {

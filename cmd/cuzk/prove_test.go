@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,5 +218,57 @@ func TestProveExitsNonZeroWithOneLineOnStderr(t *testing.T) {
 	}
 	if _, err := os.Stat(proof); err == nil {
 		t.Error("proof file written")
+	}
+}
+
+func TestProveWithAnUnsampledTraceStillReportsTheProof(t *testing.T) {
+	clearOTLPEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof := filepath.Join(dir, "p.bin")
+	out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
+		"--proof", proof, "--trace-file", filepath.Join(dir, "t.jsonl"))
+	if err != nil {
+		t.Fatalf("prove with always_off: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"ACCEPTED", proof, "not sampled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "engine.job") {
+		t.Errorf("a waterfall was printed for a trace the sampler dropped:\n%s", out)
+	}
+}
+
+func TestProveSaysTheTraceWasNotDeliveredWhenTheExportFails(t *testing.T) {
+	clearOTLPEnv(t)
+	// A collector that accepts connections and never answers.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+lis.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	out, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
+		"--proof", filepath.Join(dir, "p.bin"))
+	if err == nil || !strings.Contains(err.Error(), "trace export") {
+		t.Errorf("want a trace export error, got %v", err)
+	}
+	if !strings.Contains(out, "NOT delivered") || strings.Contains(out, "trace     sent") {
+		t.Errorf("output claims delivery:\n%s", out)
 	}
 }
