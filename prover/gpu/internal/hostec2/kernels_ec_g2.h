@@ -1,0 +1,1 @@
+../../kernels/ec_g2.cuh
