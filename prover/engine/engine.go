@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/rand"
@@ -167,8 +168,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if req.Priority < prover.PriorityLow || req.Priority > prover.PriorityCritical {
 		return JobInfo{}, fmt.Errorf("%w: unknown priority %d", ErrInvalidRequest, int(req.Priority))
 	}
-	if info, ok := e.existing(req.RequestID); ok {
-		return info, nil
+	if info, ok, err := e.existing(req); ok {
+		return info, err
 	}
 	// Validation may parse a witness: done outside the lock, then the
 	// checks above are repeated under it.
@@ -185,7 +186,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if j, ok := e.byRequest[req.RequestID]; ok {
 		info := j.info()
 		info.Existing = true
-		return info, nil
+		return info, sameProof(&j.req, req)
 	}
 	if e.closing {
 		return JobInfo{}, ErrClosed
@@ -253,17 +254,30 @@ func correlationAttrs(c prover.Correlation) []attribute.KeyValue {
 	return a
 }
 
-func (e *Engine) existing(requestID string) (JobInfo, bool) {
+func (e *Engine) existing(req *prover.Request) (JobInfo, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.prune(e.cfg.now())
-	j, ok := e.byRequest[requestID]
+	j, ok := e.byRequest[req.RequestID]
 	if !ok {
-		return JobInfo{}, false
+		return JobInfo{}, false, nil
 	}
 	info := j.info()
 	info.Existing = true
-	return info, true
+	return info, true, sameProof(&j.req, req)
+}
+
+// sameProof is nil when req asks for the proof that job (a request with the
+// same id) asks for: same circuit, size and witness. Priority, correlation
+// fields and Verify may differ (a retry at a higher priority is the same
+// proof).
+func sameProof(job, req *prover.Request) error {
+	if job.Circuit != req.Circuit || job.Constraints != req.Constraints || !bytes.Equal(job.Witness, req.Witness) {
+		return fmt.Errorf("%w: %q is %s with %d constraints (witness of %d bytes), not %s with %d (%d bytes)",
+			ErrRequestConflict, req.RequestID, job.Circuit, job.Constraints, len(job.Witness),
+			req.Circuit, req.Constraints, len(req.Witness))
+	}
+	return nil
 }
 
 // Await waits until the job ends or ctx is done. It returns the job's

@@ -209,6 +209,21 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 	if n := len(r.order()); n != 1 {
 		t.Errorf("runner ran %d times, want 1", n)
 	}
+	// The same id for another proof is refused, and the first job stays.
+	for _, change := range []func(*prover.Request){
+		func(r *prover.Request) { r.Constraints = 512 },
+		func(r *prover.Request) { r.Circuit = "merkle" },
+		func(r *prover.Request) { r.Witness = []byte{1} },
+	} {
+		other := req("same", prover.PriorityNormal)
+		change(other)
+		if info, err := e.Submit(context.Background(), other); !errors.Is(err, ErrRequestConflict) || info.ID != a.ID {
+			t.Errorf("same id, other proof %+v: %v (job %s), want ErrRequestConflict naming job %s", other, err, info.ID, a.ID)
+		}
+	}
+	if n := len(r.order()); n != 1 {
+		t.Errorf("runner ran %d times after conflicting submits, want 1", n)
+	}
 	if _, err := e.Submit(context.Background(), req("", prover.PriorityNormal)); !errors.Is(err, ErrEmptyRequestID) {
 		t.Errorf("empty id: %v, want ErrEmptyRequestID", err)
 	}

@@ -29,6 +29,11 @@ var (
 	ErrClosed = errors.New("engine: shut down")
 	// ErrJobFinished is returned by Cancel for a job that already ended.
 	ErrJobFinished = errors.New("engine: job already finished")
+	// ErrRequestConflict is returned by Submit for a request id the engine
+	// already has a job for with another circuit, size or witness: an
+	// idempotency key names one proof, and answering with the other
+	// proof's result would be wrong (the daemon answers ALREADY_EXISTS).
+	ErrRequestConflict = errors.New("engine: request id already used for another proof")
 )
 
 // errorType is the error.type attribute for err: a fixed, low-cardinality

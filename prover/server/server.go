@@ -206,6 +206,8 @@ func Code(err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, engine.ErrJobFinished):
 		return codes.FailedPrecondition
+	case errors.Is(err, engine.ErrRequestConflict):
+		return codes.AlreadyExists
 	case errors.Is(err, engine.ErrEmptyRequestID), errors.Is(err, engine.ErrInvalidRequest),
 		errors.Is(err, prover.ErrBadWitness), errors.Is(err, prover.ErrWitnessSize),
 		errors.Is(err, prover.ErrUnsatisfied), errors.Is(err, prover.ErrUnsupported),

@@ -266,11 +266,12 @@ func bytesOf(b byte, n int) []byte {
 
 func TestCodeMapsEveryError(t *testing.T) {
 	for err, want := range map[error]codes.Code{
-		engine.ErrQueueFull:      codes.ResourceExhausted,
-		engine.ErrEmptyRequestID: codes.InvalidArgument,
-		engine.ErrUnknownJob:     codes.NotFound,
-		engine.ErrJobFinished:    codes.FailedPrecondition,
-		engine.ErrClosed:         codes.Unavailable,
+		engine.ErrQueueFull:       codes.ResourceExhausted,
+		engine.ErrEmptyRequestID:  codes.InvalidArgument,
+		engine.ErrUnknownJob:      codes.NotFound,
+		engine.ErrJobFinished:     codes.FailedPrecondition,
+		engine.ErrRequestConflict: codes.AlreadyExists,
+		engine.ErrClosed:          codes.Unavailable,
 		fmt.Errorf("%w: %w", engine.ErrCancelled, engine.ErrClosed): codes.Canceled,
 		fmt.Errorf("x: %w", prover.ErrUnknownCircuit):               codes.NotFound,
 		fmt.Errorf("x: %w", prover.ErrWitnessSize):                  codes.InvalidArgument,

@@ -43,10 +43,12 @@ const (
 type ProvingEngineClient interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
 	// is an idempotency key: a request id the daemon already knows returns
-	// that job (existing = true) and queues nothing.
+	// that job (existing = true) and queues nothing; the same id with another
+	// circuit, size or witness is ALREADY_EXISTS.
 	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
 	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
-	// UNAVAILABLE (shutting down).
+	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
+	// (shutting down).
 	SubmitProof(ctx context.Context, in *SubmitProofRequest, opts ...grpc.CallOption) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
 	// deadline). A proof that did not succeed is an error status (CANCELLED
@@ -158,10 +160,12 @@ func (c *provingEngineClient) EvictKeys(ctx context.Context, in *EvictKeysReques
 type ProvingEngineServer interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
 	// is an idempotency key: a request id the daemon already knows returns
-	// that job (existing = true) and queues nothing.
+	// that job (existing = true) and queues nothing; the same id with another
+	// circuit, size or witness is ALREADY_EXISTS.
 	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
 	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
-	// UNAVAILABLE (shutting down).
+	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
+	// (shutting down).
 	SubmitProof(context.Context, *SubmitProofRequest) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
 	// deadline). A proof that did not succeed is an error status (CANCELLED
