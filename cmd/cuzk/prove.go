@@ -275,10 +275,6 @@ func (f *atomicFile) commit(data []byte) (err error) {
 	return os.Rename(tmp.Name(), f.path)
 }
 
-// abort is a no-op kept for callers that defer it: commit removes its
-// temporary file itself when it fails, and no other exists.
-func (f *atomicFile) abort() {}
-
 // probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
 // an unreachable collector fails the command before proving, in at most
 // 2 s, rather than at the final flush.

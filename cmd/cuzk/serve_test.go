@@ -369,6 +369,18 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 	if _, _, err := runCuzk(t, "submit", "--witness", filepath.Join(t.TempDir(), "none.bin")); err == nil || !strings.Contains(err.Error(), "witness") {
 		t.Errorf("submit with a missing witness file: %v", err)
 	}
+	// Refused before any request is sent (there is no daemon at port 1:
+	// an error about the connection would mean the check came too late).
+	for _, bad := range [][]string{
+		{"--proof", filepath.Join(t.TempDir(), "missing-dir", "p.bin")},
+		{"--proof", t.TempDir()},
+		{"--timeout", "-1s"},
+	} {
+		_, _, err := runCuzk(t, append([]string{"submit", "--addr", "127.0.0.1:1"}, bad...)...)
+		if err == nil || strings.Contains(err.Error(), "Unavailable") {
+			t.Errorf("submit %v: %v, want a refusal before contacting the daemon", bad, err)
+		}
+	}
 }
 
 // TestServeProvesCircuitFromFiles registers a circuit from its compiled

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -57,6 +58,16 @@ func submitAction(c *cli.Context) error {
 	}
 	if req.RequestID == "" {
 		req.RequestID = fmt.Sprintf("submit-%d", time.Now().UnixNano())
+	}
+	if d := c.Duration("timeout"); d <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", d)
+	}
+	// Check where the proof goes before the daemon spends time on it.
+	var proofOut *atomicFile
+	if path := c.String("proof"); path != "" {
+		if proofOut, err = newAtomicFile(path); err != nil {
+			return fmt.Errorf("proof file %s: %w", path, err)
+		}
 	}
 	if path := c.String("witness"); path != "" {
 		if req.Witness, err = os.ReadFile(path); err != nil {
@@ -112,6 +123,9 @@ func submitAction(c *cli.Context) error {
 		if res != nil {
 			msg += fmt.Sprintf(" (job %s, trace %s)", res.JobID, res.TraceID)
 		}
+		if code := st.Code(); code == codes.DeadlineExceeded || code == codes.Canceled && ctx.Err() != nil {
+			msg += fmt.Sprintf("; the daemon keeps proving: submit again with --request-id %s to wait for the same job", req.RequestID)
+		}
 		return errors.New(msg)
 	}
 	fmt.Fprintf(out, "job       %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
@@ -127,16 +141,11 @@ func submitAction(c *cli.Context) error {
 	default:
 		return fmt.Errorf("submit %s: the daemon's verifier rejected the proof (job %s, trace %s)", req.RequestID, res.JobID, res.TraceID)
 	}
-	if path := c.String("proof"); path != "" {
-		f, err := newAtomicFile(path)
-		if err != nil {
-			return fmt.Errorf("proof file %s: %w", path, err)
+	if proofOut != nil {
+		if err := proofOut.commit(res.Proof); err != nil {
+			return fmt.Errorf("proof file %s: %w", proofOut.path, err)
 		}
-		defer f.abort()
-		if err := f.commit(res.Proof); err != nil {
-			return fmt.Errorf("proof file %s: %w", path, err)
-		}
-		fmt.Fprintf(out, "proof     %s (%d bytes)\n", path, len(res.Proof))
+		fmt.Fprintf(out, "proof     %s (%d bytes)\n", proofOut.path, len(res.Proof))
 	}
 	return nil
 }
