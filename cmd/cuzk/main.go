@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -22,13 +23,41 @@ var commands []*cli.Command
 
 func newApp() *cli.App {
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.Name
+		// Every command: a bad flag is its one-line error, and a command
+		// that takes no arguments refuses stray ones rather than ignoring
+		// them.
+		if c.OnUsageError == nil {
+			c.OnUsageError = usageError
+		}
+		if c.ArgsUsage == "" && c.Before == nil {
+			c.Before = noArgs
+		}
+	}
 	return &cli.App{
 		Name:     "cuzk",
 		Usage:    "traced Groth16 proving (BLS12-381) on CPU and CUDA",
 		Commands: commands,
 		// One line on stderr and exit 1 for any error; no usage dump.
 		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   usageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unknown command %q (want one of: %s)", c.Args().First(), strings.Join(names, ", "))
+			}
+			return cli.ShowAppHelp(c)
+		},
 	}
+}
+
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q (flags go before any argument: --name value)", c.Command.Name, c.Args().Slice())
+	}
+	return nil
 }
 
 func main() {

@@ -272,3 +272,24 @@ func TestProveSaysTheTraceWasNotDeliveredWhenTheExportFails(t *testing.T) {
 		t.Errorf("output claims delivery:\n%s", out)
 	}
 }
+
+func TestUnknownCommandsStrayArgumentsAndBadFlagsFailOnOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"bogus"},
+		{"prove", "extra"},
+		{"setup", "extra"},
+		{"serve", "extra"},
+		{"submit", "extra"},
+		{"submit", "--bogus"},
+		{"serve", "--bogus"},
+		{"trace", "--bogus", "x"},
+	} {
+		out, errOut, err := runCuzk(t, args...)
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("cuzk %v: %v, want a one-line error", args, err)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("cuzk %v printed usage text:\n%s%s", args, out, errOut)
+		}
+	}
+}

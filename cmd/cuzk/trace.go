@@ -61,8 +61,11 @@ func runTrace(c *cli.Context) error {
 	if jaegerURL != "" && tempoURL != "" {
 		return errors.New("trace: give --jaeger or --tempo, not both")
 	}
-	if flags.Int("depth") < 0 || flags.Int("width") <= 0 {
-		return fmt.Errorf("trace: --depth %d and --width %d: want depth >= 0 and width > 0", flags.Int("depth"), flags.Int("width"))
+	if d := flags.Int("depth"); d < 0 {
+		return fmt.Errorf("trace: --depth %d: want 0 (all) or more", d)
+	}
+	if w := flags.Int("width"); w <= 0 {
+		return fmt.Errorf("trace: --width %d: want a positive bar width", w)
 	}
 	spans, traceID, err := loadTrace(c.Context, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
 	if err != nil {
