@@ -130,7 +130,7 @@ func buildMerkle(n int) (*Instance, error) {
 	return &Instance{
 		Name:        "merkle",
 		Constraints: n,
-		Shape:       fmt.Sprintf("%d inclusion proofs of depth %d (MiMC), %d filler", k, depth, filler),
+		Shape:       fmt.Sprintf("%d inclusion %s of depth %d (MiMC), %d filler", k, plural(k, "proof", "proofs"), depth, filler),
 		Circuit:     newMerkleCircuit(k, depth, filler),
 		Assignment: func(seed int64) (frontend.Circuit, error) {
 			return assignMerkle(seed, k, depth, filler)
@@ -191,4 +191,11 @@ func init() {
 		Build:       buildMerkle,
 		MemoryBytes: merkleBytes,
 	})
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
