@@ -2,6 +2,7 @@ package otelcuzk
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,32 @@ func checkEnv(c config) error {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" && c.timeout == 0 {
 			if n, err := strconv.Atoi(v); err != nil || n < 0 {
 				return fmt.Errorf("otelcuzk: %s=%q: want milliseconds as a non-negative integer", name, v)
+			}
+		}
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" && c.protocol == "" && v != ProtocolGRPC && v != ProtocolHTTPProtobuf {
+			return fmt.Errorf("otelcuzk: %s=%q: want %s or %s", name, v, ProtocolGRPC, ProtocolHTTPProtobuf)
+		}
+	}
+	// The exporters log a malformed header list and a missing certificate
+	// through otel.Handle and carry on without them: no auth, no TLS trust.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" && c.headers == nil {
+			for _, kv := range strings.Split(v, ",") {
+				k, val, ok := strings.Cut(kv, "=")
+				_, kerr := url.PathUnescape(strings.TrimSpace(k))
+				_, verr := url.PathUnescape(strings.TrimSpace(val))
+				if !ok || strings.TrimSpace(k) == "" || kerr != nil || verr != nil {
+					return fmt.Errorf("otelcuzk: %s: %q is not key=value (URL-encoded, comma-separated)", name, kv)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"} {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+			if _, err := os.ReadFile(v); err != nil {
+				return fmt.Errorf("otelcuzk: %s: %w", name, err)
 			}
 		}
 	}

@@ -580,3 +580,29 @@ func TestMalformedVarsAreErrorsNamingThem(t *testing.T) {
 		t.Fatalf("WithSampler did not override a bad OTEL_TRACES_SAMPLER: %v", err)
 	}
 }
+
+func TestMalformedHeadersCertificateOrProtocolVarsAreErrors(t *testing.T) {
+	for name, env := range map[string][2]string{
+		"headers without =":      {"OTEL_EXPORTER_OTLP_HEADERS", "garbage"},
+		"traces headers, no key": {"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "a=1,=2"},
+		"headers bad escape":     {"OTEL_EXPORTER_OTLP_HEADERS", "a=%zz"},
+		"missing certificate":    {"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem"},
+		"bogus protocol":         {"OTEL_EXPORTER_OTLP_PROTOCOL", "bogus"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv(env[0], env[1])
+			_, err := New(context.Background(), WithoutGlobal(), WithTraceFile(filepath.Join(t.TempDir(), "t.jsonl")))
+			if err == nil || !strings.Contains(err.Error(), env[0]) {
+				t.Errorf("%s=%q: %v, want an error naming the variable", env[0], env[1], err)
+			}
+		})
+	}
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20x,tenant=a")
+	tel, err := New(context.Background(), WithoutGlobal(), WithTraceFile(filepath.Join(t.TempDir(), "t.jsonl")))
+	if err != nil {
+		t.Fatalf("well-formed headers refused: %v", err)
+	}
+	shutdown(t, tel)
+}
