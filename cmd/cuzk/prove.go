@@ -301,6 +301,9 @@ func probeOTLPEndpoint() error {
 			host = net.JoinHostPort(u.Hostname(), port)
 		}
 	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return fmt.Errorf("OTLP endpoint %q is neither a URL nor host:port", ep)
+	}
 	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
 	if err != nil {
 		return fmt.Errorf("OTLP endpoint %s unreachable: %w", ep, err)

@@ -147,6 +147,11 @@ func TestProveWithUnreachableOTLPEndpointFailsFast(t *testing.T) {
 		}
 		noTempFiles(t, dir)
 	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "notaurl")
+	if _, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
+		"--proof", filepath.Join(dir, "p.bin")); err == nil || !strings.Contains(err.Error(), "neither a URL nor host:port") {
+		t.Errorf("endpoint notaurl: %v, want it called malformed, not unreachable", err)
+	}
 }
 
 func TestSetupCachesTheKeyOnce(t *testing.T) {
