@@ -200,7 +200,8 @@ func daemonLayers(t *testing.T, j *jaegerInstance, traceID, daemonService string
 }
 
 // submitService is the service name `cuzk submit` reports its client
-// spans under (it sets it itself).
+// spans under: the OTEL_SERVICE_NAME that otlpEnv sets, which is also
+// submit's own default.
 const submitService = "cuzk-submit"
 
 // TestSubmitTraceCrossesDaemon: `cuzk submit` talks to `cuzk serve`; both
@@ -243,6 +244,29 @@ func TestSubmitTraceCrossesDaemon(t *testing.T) {
 	}
 	assertFoundByTag(t, j, daemonService, "cuzk.request.id", requestID, traceID)
 	assertDashboardMetrics(t, d)
+
+	// A caller that traces itself hands submit its span in TRACEPARENT:
+	// the proof joins the caller's trace, under the caller's span.
+	callerTrace := fmt.Sprintf("%016x%016x", stamp, stamp^0x5a5a5a5a)
+	const callerSpan = "00f067aa0ba902b7"
+	env := append(j.otlpEnv("grpc", submitService), "TRACEPARENT=00-"+callerTrace+"-"+callerSpan+"-01")
+	_, got := submit(t, d, env, requestID+"-traced")
+	if got != callerTrace {
+		t.Fatalf("submit with TRACEPARENT reported trace %s, want the caller's %s", got, callerTrace)
+	}
+	st = daemonLayers(t, j, callerTrace, daemonService)
+	s = st.one(t, "engine.job")
+	for hops := 0; hops < 20; hops++ {
+		p, ok := st.byID[s.ParentID]
+		if !ok {
+			break
+		}
+		s = p
+	}
+	if s.Service != submitService || s.ParentID != callerSpan {
+		t.Errorf("top of engine.job's ancestry is %s of %q with parent %q, want submit's client span under the caller's span %s",
+			s.Name, s.Service, s.ParentID, callerSpan)
+	}
 }
 
 // TestCurioTaskExampleIsOneTraceWithDaemon: examples/curio-task plays
