@@ -178,6 +178,14 @@ func (b *Backend) MemInfo() (free, total uint64, err error) { return b.c.MemInfo
 // evict, accounting; keys.go).
 func (b *Backend) Keys() *ResidentKeys { return b.keys }
 
+// EvictKey implements prover.KeyEvicter: the proving key's base sets leave
+// the device (ResidentKeys.EvictKey); sets in use by a running MSM are
+// freed when it ends.
+func (b *Backend) EvictKey(ctx context.Context, keyID string) error {
+	_, err := b.keys.EvictKey(ctx, keyID)
+	return err
+}
+
 type proofKey struct{}
 
 // BeginProof implements prover.ProofScoper: it waits for the device (one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -311,6 +312,27 @@ func (k *ResidentKeys) Evict(ctx context.Context, id string) (bool, error) {
 	k.bytes -= rb.bytes
 	k.mu.Unlock()
 	return true, k.releaser.Release(ctx, "keys."+id, buf)
+}
+
+// EvictKey evicts the base sets of one proving key: those whose ID is
+// keyID + ":" + part (prover.BaseSet's naming, e.g. "3f2a…:g1.a"). It
+// returns how many were resident and the joined errors of Evict.
+func (k *ResidentKeys) EvictKey(ctx context.Context, keyID string) (int, error) {
+	var errs []error
+	n := 0
+	for _, id := range k.IDs() {
+		if !strings.HasPrefix(id, keyID+":") {
+			continue
+		}
+		ok, err := k.Evict(ctx, id)
+		if ok {
+			n++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // EvictAll evicts every set (Evict for each) and returns the joined errors.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -397,3 +398,28 @@ func TestResidentKeysEvictAllFreesEverything(t *testing.T) {
 		t.Errorf("%d buffer.release spans, want 3", n)
 	}
 }
+
+func TestResidentKeysEvictKeyDropsOnlyThatKeysSets(t *testing.T) {
+	f := newKeysFixture(t, 1<<20)
+	for _, id := range []string{"k1:g1.a", "k1:g1.b", "k1:g1.z", "k10:g1.a", "k2:g1.a"} {
+		f.preload(t, keysSet(id, 10))
+	}
+	n, err := f.keys.EvictKey(context.Background(), "k1")
+	if err != nil || n != 3 {
+		t.Fatalf("EvictKey(k1) = %d, %v; want 3 sets", n, err)
+	}
+	if ids := f.keys.IDs(); strings.Join(ids, " ") != "k10:g1.a k2:g1.a" {
+		t.Errorf("resident after EvictKey(k1): %v, want k10 and k2 kept", ids)
+	}
+	if f.keys.Bytes() != 2*10*96 {
+		t.Errorf("accounting after eviction: %d bytes, want %d", f.keys.Bytes(), 2*10*96)
+	}
+	if got := len(f.releasedSets()); got != 3 {
+		t.Errorf("%d buffer.release spans, want one per evicted set", got)
+	}
+	if n, err := f.keys.EvictKey(context.Background(), "k1"); n != 0 || err != nil {
+		t.Errorf("second EvictKey(k1) = %d, %v; want 0, nil", n, err)
+	}
+}
+
+var _ prover.KeyEvicter = (*Backend)(nil)
