@@ -266,11 +266,13 @@ func TestUntracedPlantedSleepBetweenChildren(t *testing.T) {
 	if u[0].Parent.SpanID() != p.SpanContext.SpanID() {
 		t.Fatalf("untraced parent = %v, want %s", u[0].Parent.SpanID(), SpanPipelineProve)
 	}
+	// time.Sleep never returns early; on a loaded 2-core CI machine it may
+	// return late, so the upper bound is loose.
 	ms := untracedMS(t, u[0])
-	if ms < 50 || ms > 80 {
+	if ms < 50 || ms > 150 {
 		t.Errorf("untraced = %.2f ms, want about 50", ms)
 	}
-	if d := u[0].EndTime.Sub(u[0].StartTime); d < 50*time.Millisecond || d > 80*time.Millisecond {
+	if d := u[0].EndTime.Sub(u[0].StartTime); d < 50*time.Millisecond || d > 150*time.Millisecond {
 		t.Errorf("untraced span lasts %v, want about 50 ms", d)
 	}
 	ha, mb := r.byName(t, SpanComputeH), r.byName(t, SpanMSMG1A)
