@@ -18,7 +18,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -163,13 +165,21 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (k *K
 		return nil, err
 	}
 	path := c.path(hash)
-	if pk, vk, err := readKeys(path); err == nil {
+	pk, vk, rerr := readKeys(path)
+	if rerr == nil {
 		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
+	}
+	if !errors.Is(rerr, fs.ErrNotExist) {
+		// Say so: a setup the user expected to be cached costs minutes.
+		span.AddEvent("cached keys unreadable, running setup again", trace.WithAttributes(attribute.String("error", rerr.Error())))
+		if c.progress != nil {
+			fmt.Fprintf(c.progress, "keys: cached %s unreadable (%v); running setup again\n", path, rerr)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pk, vk, err := c.setup(ccs)
+	pk, vk, err = c.setup(ccs)
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}

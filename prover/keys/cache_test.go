@@ -128,12 +128,17 @@ func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
 	// of a killed setup.
 	os.WriteFile(path, data[:len(data)/2], 0o644)
 	os.WriteFile(filepath.Join(dir, ".tmp-"+k.Hash+".keys-123"), data[:10], 0o644)
-	k2, err := c.Load(context.Background(), ccs)
+	var notice bytes.Buffer
+	c2, _ := New(dir, WithProgress(&notice, false))
+	k2, err := c2.Load(context.Background(), ccs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k2.CacheHit {
 		t.Fatal("a truncated key file was used")
+	}
+	if !strings.Contains(notice.String(), "unreadable") || strings.Count(notice.String(), "\n") != 1 {
+		t.Errorf("replacing an unreadable cached key said %q, want one line saying so", notice.String())
 	}
 	if _, _, err := readKeys(path); err != nil {
 		t.Fatalf("key file not rewritten whole: %v", err)
