@@ -275,6 +275,10 @@ func (p *Pipeline) load(ctx context.Context, name string, constraints int) (*loa
 			return nil, ctx.Err()
 		}
 		if lc.err != nil {
+			if (errors.Is(lc.err, context.Canceled) || errors.Is(lc.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+				// The first caller gave up, not this one: load for it.
+				return p.load(ctx, name, constraints)
+			}
 			return nil, lc.err
 		}
 		// Held in memory: a keys.load span still marks the step.
@@ -283,15 +287,27 @@ func (p *Pipeline) load(ctx context.Context, name string, constraints int) (*loa
 		span.End()
 		return lc, nil
 	}
-	lc.err = p.loadCircuit(ctx, lc, name, constraints)
-	close(lc.ready)
+	func() {
+		// Waiters must never block forever, whatever happens here.
+		defer func() {
+			if r := recover(); r != nil {
+				lc.err = fmt.Errorf("load %s: panic: %v", k, r)
+			}
+			if lc.err != nil {
+				// Do not keep failures: a later request may succeed. Drop
+				// the entry before waking the waiters, so one that
+				// retries starts a fresh load.
+				p.mu.Lock()
+				if p.loaded[k] == lc {
+					delete(p.loaded, k)
+				}
+				p.mu.Unlock()
+			}
+			close(lc.ready)
+		}()
+		lc.err = p.loadCircuit(ctx, lc, name, constraints)
+	}()
 	if lc.err != nil {
-		// Do not keep failures: a later request may succeed.
-		p.mu.Lock()
-		if p.loaded[k] == lc {
-			delete(p.loaded, k)
-		}
-		p.mu.Unlock()
 		return nil, lc.err
 	}
 	return lc, nil

@@ -384,3 +384,28 @@ func TestPipelineMemInfoComesFromTheBackendsDevice(t *testing.T) {
 		t.Errorf("cpu pipeline: %v, want ErrNoDeviceMemory", err)
 	}
 }
+
+func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	gaveUp, cancel := context.WithCancel(context.Background())
+	cancel()
+	const n = 1 << 12
+	preloadErr := make(chan error, 1)
+	go func() { preloadErr <- p.Preload(gaveUp, "mulchain", n) }()
+	for deadline := time.Now().Add(10 * time.Second); ; { // the Preload is the loader
+		p.mu.Lock()
+		_, loading := p.loaded[circuitKey("mulchain", n)]
+		p.mu.Unlock()
+		if loading || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := p.Run(context.Background(), &Request{RequestID: "live", Circuit: "mulchain", Constraints: n, Verify: true})
+	if err != nil || !res.Verified {
+		t.Fatalf("a Run with a live context: %v (want its proof, whatever the other caller did)", err)
+	}
+	if err := <-preloadErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled Preload: %v, want context.Canceled", err)
+	}
+}
