@@ -60,8 +60,10 @@ type Releaser struct {
 	mode   ReleaseMode
 	tracer trace.Tracer
 
-	queue chan releaseJob // async only
-	done  chan struct{}   // closed when the async worker exits
+	queue    chan releaseJob // async only
+	stopping chan struct{}   // async only: closed when Close begins
+	sendMu   sync.RWMutex    // held for reading by senders, for writing to close queue
+	done     chan struct{}   // closed when the async worker exits
 
 	mu        sync.Mutex
 	pool      []Buffer
@@ -120,6 +122,7 @@ func NewReleaser(mode ReleaseMode, opts ...ReleaserOption) (*Releaser, error) {
 	}
 	if mode == ReleaseAsync {
 		r.queue = make(chan releaseJob, cfg.queueLen)
+		r.stopping = make(chan struct{})
 		go r.worker()
 	} else {
 		close(r.done)
@@ -174,16 +177,10 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 	}
 	switch r.mode {
 	case ReleaseAsync:
-		r.mu.Lock()
-		closed := r.closed
-		r.mu.Unlock()
-		if !closed {
-			if parent, ok := ctx.Value(releaseParentKey{}).(trace.Span); ok {
-				ctx = trace.ContextWithSpan(ctx, parent)
-			}
-			// Keep the parent span but drop the caller's cancellation: the
-			// release must happen even after the job is done.
-			r.queue <- releaseJob{ctx: context.WithoutCancel(ctx), name: name, buf: buf}
+		if parent, ok := ctx.Value(releaseParentKey{}).(trace.Span); ok {
+			ctx = trace.ContextWithSpan(ctx, parent)
+		}
+		if r.enqueue(releaseJob{ctx: ctx, name: name, buf: buf}) {
 			return nil
 		}
 	case ReleasePool:
@@ -222,6 +219,30 @@ func (r *Releaser) free(ctx context.Context, name string, buf Buffer) error {
 	return nil
 }
 
+// enqueue hands j to the async worker, waiting while the queue is full,
+// and reports false when Close has begun (the caller then frees it).
+// Senders hold sendMu for reading, so Close closes the queue only when no
+// send is under way.
+func (r *Releaser) enqueue(j releaseJob) bool {
+	r.sendMu.RLock()
+	defer r.sendMu.RUnlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return false
+	}
+	// Keep the parent span but drop the caller's cancellation: the
+	// release must happen even after the job is done.
+	j.ctx = context.WithoutCancel(j.ctx)
+	select {
+	case r.queue <- j:
+		return true
+	case <-r.stopping:
+		return false
+	}
+}
+
 func (r *Releaser) worker() {
 	defer close(r.done)
 	for j := range r.queue {
@@ -247,7 +268,13 @@ func (r *Releaser) Close(ctx context.Context) error {
 	r.pool, r.poolBytes = nil, 0
 	r.mu.Unlock()
 	if r.queue != nil {
+		// Wake senders waiting on a full queue (they free synchronously),
+		// then close the queue once no send is under way; the worker
+		// drains what was queued.
+		close(r.stopping)
+		r.sendMu.Lock()
 		close(r.queue)
+		r.sendMu.Unlock()
 	}
 	var errs []error
 	for _, b := range pool {

@@ -223,3 +223,38 @@ func TestHostBufferMapsAndUnmapsOnce(t *testing.T) {
 		t.Errorf("second Free: %v, bytes %v", err, b.Bytes())
 	}
 }
+
+func TestReleaseWaitingOnAFullAsyncQueueSurvivesClose(t *testing.T) {
+	r, err := NewReleaser(ReleaseAsync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker sleeps in each Free, so 66 releases fill the 64-slot queue
+	// and the last sender waits on it while Close runs.
+	bufs := make([]*slowBuffer, 66)
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		for i := range bufs {
+			bufs[i] = &slowBuffer{kind: "mmap", size: 1, delay: 20 * time.Millisecond}
+			_ = r.Release(context.Background(), "x", bufs[i])
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-done:
+		if p != nil {
+			t.Fatalf("Release panicked during Close: %v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Release still blocked after Close")
+	}
+	for i, b := range bufs {
+		if n := b.freed.Load(); n != 1 {
+			t.Errorf("buffer %d freed %d times, want exactly once", i, n)
+		}
+	}
+}
