@@ -225,18 +225,19 @@ func TestHostBufferMapsAndUnmapsOnce(t *testing.T) {
 }
 
 func TestReleaseWaitingOnAFullAsyncQueueSurvivesClose(t *testing.T) {
-	r, err := NewReleaser(ReleaseAsync)
+	queueOf2 := releaserOptionFunc(func(c *releaserConfig) { c.queueLen = 2 })
+	r, err := NewReleaser(ReleaseAsync, queueOf2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The worker sleeps in each Free, so 66 releases fill the 64-slot queue
-	// and the last sender waits on it while Close runs.
-	bufs := make([]*slowBuffer, 66)
+	// The worker sleeps in the first Free, two more releases fill the
+	// queue, and the fourth sender waits on it while Close runs.
+	bufs := make([]*slowBuffer, 4)
 	done := make(chan any, 1)
 	go func() {
 		defer func() { done <- recover() }()
 		for i := range bufs {
-			bufs[i] = &slowBuffer{kind: "mmap", size: 1, delay: 20 * time.Millisecond}
+			bufs[i] = &slowBuffer{kind: "mmap", size: 1, delay: 200 * time.Millisecond}
 			_ = r.Release(context.Background(), "x", bufs[i])
 		}
 	}()
