@@ -216,7 +216,18 @@ func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worke
 		return nil, err
 	}
 	info, err := eng.Prove(ctx, req)
-	if serr := eng.Shutdown(context.Background()); err == nil && serr != nil {
+	sctx := context.Background()
+	if ctx.Err() != nil {
+		// Interrupted: stop the job rather than wait for it, and give a
+		// runner that cannot stop at once (a key setup) a moment only.
+		if info.ID != "" {
+			_ = eng.Cancel(info.ID)
+		}
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(sctx, 2*time.Second)
+		defer cancel()
+	}
+	if serr := eng.Shutdown(sctx); err == nil && serr != nil {
 		err = serr
 	}
 	if err != nil {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"go.opentelemetry.io/otel/trace/noop"
 	"net"
 	"os"
 	"os/exec"
@@ -296,5 +299,32 @@ func TestUnknownCommandsStrayArgumentsAndBadFlagsFailOnOneLine(t *testing.T) {
 		if out != "" || errOut != "" {
 			t.Errorf("cuzk %v printed usage text:\n%s%s", args, out, errOut)
 		}
+	}
+}
+
+// stoppableRunner is a proof that ends as soon as its job is cancelled.
+type stoppableRunner struct{ started chan struct{} }
+
+func (r stoppableRunner) Run(ctx context.Context, _ *prover.Request) (*prover.Result, error) {
+	close(r.started)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return &prover.Result{}, nil
+	}
+}
+
+func TestAnInterruptStopsTheRunningProofAtOnce(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	r := stoppableRunner{started: make(chan struct{})}
+	go func() { <-r.started; interrupt() }()
+	start := time.Now()
+	_, err := runJob(ctx, noop.NewTracerProvider(), r, "cpu:0", &prover.Request{RequestID: "x", Circuit: "mulchain"})
+	if err == nil {
+		t.Error("an interrupted job returned no error")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("runJob returned %v after the interrupt; the running proof was not stopped", d)
 	}
 }
