@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
@@ -491,10 +490,8 @@ func (p *Pipeline) Validate(req *Request) error {
 	if lc.err != nil || lc.ccs == nil {
 		return nil
 	}
-	nbPub, nbSec := lc.ccs.GetNbPublicVariables()-1, lc.ccs.GetNbSecretVariables()
-	if got := w.Vector().(fr.Vector); len(got) != nbPub+nbSec {
-		return fmt.Errorf("%w: %d values, circuit %s has %d public and %d secret inputs",
-			ErrWitnessSize, len(got), req.Circuit, nbPub, nbSec)
+	if err := checkWitnessShape(w, lc.ccs); err != nil {
+		return fmt.Errorf("circuit %s: %w", req.Circuit, err)
 	}
 	return nil
 }

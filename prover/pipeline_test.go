@@ -3,6 +3,7 @@ package prover
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -407,5 +408,37 @@ func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T
 	}
 	if err := <-preloadErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("the cancelled Preload: %v, want context.Canceled", err)
+	}
+}
+
+func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
+	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	in, err := circuits.Build("mulchain", 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gnark's binary witness: public count, secret count, total, values.
+	pub, sec := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[4:8])
+	binary.BigEndian.PutUint32(b[0:4], pub+1)
+	binary.BigEndian.PutUint32(b[4:8], sec-1)
+	if err := p.Preload(context.Background(), "mulchain", 512); err != nil {
+		t.Fatal(err)
+	}
+	for _, verify := range []bool{true, false} {
+		req := &Request{RequestID: fmt.Sprint("split-", verify), Circuit: "mulchain", Constraints: 512, Witness: b, Verify: verify}
+		if err := p.Validate(req); !errors.Is(err, ErrWitnessSize) {
+			t.Errorf("Validate: %v, want ErrWitnessSize", err)
+		}
+		if _, err := p.Run(context.Background(), req); !errors.Is(err, ErrWitnessSize) {
+			t.Errorf("Run (verify %v): %v, want ErrWitnessSize, not a proof with the wrong public inputs", verify, err)
+		}
 	}
 }

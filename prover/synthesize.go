@@ -162,14 +162,8 @@ func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, re
 	if fullWitness == nil {
 		return nil, fmt.Errorf("%w: nil witness", ErrWitnessSize)
 	}
-	vec, ok := fullWitness.Vector().(fr.Vector)
-	if !ok {
-		return nil, fmt.Errorf("%w: witness over another field (%T)", ErrUnsupported, fullWitness.Vector())
-	}
-	nbPub, nbSec := r1cs.GetNbPublicVariables()-1, r1cs.GetNbSecretVariables()
-	if len(vec) != nbPub+nbSec {
-		return nil, fmt.Errorf("%w: %d values, the circuit has %d public and %d secret inputs",
-			ErrWitnessSize, len(vec), nbPub, nbSec)
+	if err := checkWitnessShape(fullWitness, r1cs); err != nil {
+		return nil, err
 	}
 	sol, err := r1cs.Solve(fullWitness)
 	if err != nil {
@@ -230,4 +224,26 @@ func errorType(err error) string {
 		}
 	}
 	return "internal"
+}
+
+// checkWitnessShape checks that w has as many public and as many secret
+// values as ccs has inputs. The solver checks only the total, so a witness
+// with the right total but another split would prove and then fail
+// verification (or, unverified, carry the wrong public inputs).
+func checkWitnessShape(w witness.Witness, ccs constraint.ConstraintSystem) error {
+	vec, ok := w.Vector().(fr.Vector)
+	if !ok {
+		return fmt.Errorf("%w: witness over another field (%T)", ErrUnsupported, w.Vector())
+	}
+	nbPub, nbSec := ccs.GetNbPublicVariables()-1, ccs.GetNbSecretVariables()
+	pub, err := w.Public()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadWitness, err)
+	}
+	gotPub := len(pub.Vector().(fr.Vector))
+	if len(vec) != nbPub+nbSec || gotPub != nbPub {
+		return fmt.Errorf("%w: %d public and %d secret values, the circuit has %d public and %d secret inputs",
+			ErrWitnessSize, gotPub, len(vec)-gotPub, nbPub, nbSec)
+	}
+	return nil
 }
