@@ -163,7 +163,18 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished))
+	// Refuse what no worker could prove (unknown circuit, a size beyond
+	// memory, a malformed witness) at submit, not after it held a queue slot.
+	validate := func(req *prover.Request) error {
+		for _, p := range pipes {
+			if err := p.Validate(req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
+		engine.WithValidator(validate))
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,12 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 	if _, err := c.Prove(ctx, client.Request{RequestID: "serve-bad", Circuit: "nope", Constraints: 256}); status.Code(err) != codes.NotFound {
 		t.Errorf("unknown circuit: %v, want NOT_FOUND", err)
 	}
+	// Sizes no worker can prove are refused at submit, holding no queue slot.
+	for _, n := range []uint64{0, 1 << 40} {
+		if _, err := c.Submit(ctx, client.Request{RequestID: fmt.Sprint("size-", n), Circuit: "mulchain", Constraints: n}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("submit of %d constraints: %v, want INVALID_ARGUMENT at submit", n, err)
+		}
+	}
 
 	// Witnesses in the right format that the real pipeline refuses, and a
 	// good one, interleaved.
