@@ -246,8 +246,9 @@ func (t *Telemetry) Destination() (protocol, target string) { return t.protocol,
 func (t *Telemetry) DroppedSpans() int64 { return t.exporter.dropped.Load() }
 
 // Shutdown flushes the spans not yet exported, then shuts the provider and
-// exporter down. It returns within about the export timeout plus one second
-// even when the endpoint is unreachable (sooner if ctx ends). Its error joins
+// exporter down. It returns within about the export timeout plus two seconds
+// even when the endpoint is unreachable (the flush sooner if ctx ends; the
+// shutdown itself always gets up to one second). Its error joins
 // flush and shutdown errors and, when failed exports lost spans over the
 // Telemetry's life, an error wrapping ErrSpansDropped with the count and the
 // last export error. Calls after the first return the first result.
@@ -259,7 +260,12 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		if err := t.TracerProvider.ForceFlush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("otelcuzk: flush: %w", err))
 		}
-		if err := t.TracerProvider.Shutdown(ctx); err != nil {
+		// Shutdown gets a second of its own: had the flush used the whole
+		// budget, the SDK would give up before stopping the processors and
+		// leak the batch goroutine and the exporter's connection or file.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer scancel()
+		if err := t.TracerProvider.Shutdown(sctx); err != nil {
 			errs = append(errs, fmt.Errorf("otelcuzk: shutdown: %w", err))
 		}
 		if n := t.DroppedSpans(); n > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -605,4 +606,35 @@ func TestMalformedHeadersCertificateOrProtocolVarsAreErrors(t *testing.T) {
 		t.Fatalf("well-formed headers refused: %v", err)
 	}
 	shutdown(t, tel)
+}
+
+// slowExporter takes longer to export than the flush may wait.
+type slowExporter struct {
+	delay    time.Duration
+	shutdown atomic.Bool
+}
+
+func (e *slowExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	time.Sleep(e.delay)
+	return nil
+}
+func (e *slowExporter) Shutdown(context.Context) error { e.shutdown.Store(true); return nil }
+
+func TestShutdownStopsTheExporterEvenWhenTheFlushUsedItsWholeBudget(t *testing.T) {
+	clearEnv(t)
+	exp := &slowExporter{delay: 1300 * time.Millisecond}
+	tel, err := New(context.Background(), WithoutGlobal(), WithExporter(exp), WithTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := tel.TracerProvider.Tracer("t").Start(context.Background(), "slow")
+	s.End()
+	start := time.Now()
+	_ = tel.Shutdown(context.Background()) // the flush gives up after 1.1 s
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	if !exp.shutdown.Load() {
+		t.Error("the exporter was never shut down: its goroutine and connection leak")
+	}
 }
