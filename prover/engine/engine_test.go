@@ -760,3 +760,21 @@ func TestFinishHookSeesEveryEnd(t *testing.T) {
 		t.Errorf("hook saw %v", seen)
 	}
 }
+
+func TestErrorTypeNamesTheInnermostErrorOfEachWrappingKind(t *testing.T) {
+	type custom struct{ error }
+	base := custom{errors.New("x")}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("a: %w", ErrQueueFull), "queue_full"},
+		{fmt.Errorf("load: %w", context.Canceled), "cancelled"},
+		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", base)), "engine.custom"},
+		{fmt.Errorf("two: %w and %w", base, errors.New("y")), "engine.custom"},
+	} {
+		if got := errorType(tc.err); got != tc.want {
+			t.Errorf("errorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

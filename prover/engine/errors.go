@@ -51,6 +51,9 @@ func errorType(err error) string {
 	}
 	for {
 		u := errors.Unwrap(err)
+		if multi, ok := err.(interface{ Unwrap() []error }); ok && u == nil && len(multi.Unwrap()) > 0 {
+			u = multi.Unwrap()[0] // fmt.Errorf with several %w: the first names the kind
+		}
 		if u == nil {
 			return fmt.Sprintf("%T", err)
 		}
