@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -29,39 +29,11 @@ type fixture struct {
 	w   witness.Witness
 }
 
-var (
-	fixturesMu sync.Mutex
-	fixtures   = map[string]*fixture{}
-)
-
-// newFixture compiles and sets up a built-in circuit once per test binary.
+// newFixture is circuitstest's fixture of a built-in circuit (seed 42).
 func newFixture(t testing.TB, name string, n int) *fixture {
 	t.Helper()
-	fixturesMu.Lock()
-	defer fixturesMu.Unlock()
-	key := name + "/" + string(rune(n))
-	if f, ok := fixtures[key]; ok {
-		return f
-	}
-	in, err := circuits.Build(name, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(42)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{ccs: ccs, pk: pk, vk: vk, in: in, w: w}
-	fixtures[key] = f
-	return f
+	f := circuitstest.Setup(t, name, n, 42)
+	return &fixture{ccs: f.CCS, pk: f.PK, vk: f.VK, in: f.Instance, w: f.Witness}
 }
 
 func (f *fixture) public(t testing.TB) witness.Witness {

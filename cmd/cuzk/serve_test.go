@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"io"
 	"net/http"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/consensys/gnark/backend/groth16"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -394,18 +394,7 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 func TestServeProvesCircuitFromFiles(t *testing.T) {
 	clearOTLPEnv(t)
 	dir := t.TempDir()
-	in, err := circuits.Build("mulchain", 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := circuitstest.Setup(t, "mulchain", 256, 3)
 	write := func(name string, w io.WriterTo) string {
 		path := filepath.Join(dir, name)
 		f, err := os.Create(path)
@@ -418,12 +407,8 @@ func TestServeProvesCircuitFromFiles(t *testing.T) {
 		f.Close()
 		return path
 	}
-	spec := "usercircuit:" + write("c.r1cs", ccs) + ":" + write("c.pk", pk) + ":" + write("c.vk", vk)
-	wit, err := in.Witness(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, err := wit.MarshalBinary()
+	spec := "usercircuit:" + write("c.r1cs", fx.CCS) + ":" + write("c.pk", fx.PK) + ":" + write("c.vk", fx.VK)
+	wb, err := fx.Witness.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +22,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 // needDevice skips the test on a host without a CUDA driver or device,
@@ -43,44 +42,11 @@ type proveFixture struct {
 	pub witness.Witness
 }
 
-var (
-	proveFixturesMu sync.Mutex
-	proveFixtures   = map[string]*proveFixture{}
-)
-
+// newProveFixture is circuitstest's fixture of a built-in circuit (seed 7).
 func newProveFixture(t *testing.T, name string, n int) *proveFixture {
 	t.Helper()
-	proveFixturesMu.Lock()
-	defer proveFixturesMu.Unlock()
-	key := fmt.Sprintf("%s/%d", name, n)
-	if f, ok := proveFixtures[key]; ok {
-		return f
-	}
-	start := time.Now()
-	in, err := circuits.Build(name, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := w.Public()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: %d constraints, compile and setup in %v", key, ccs.GetNbConstraints(), time.Since(start).Round(time.Millisecond))
-	f := &proveFixture{ccs: ccs, pk: pk, vk: vk, w: w, pub: pub}
-	proveFixtures[key] = f
-	return f
+	f := circuitstest.Setup(t, name, n, 7)
+	return &proveFixture{ccs: f.CCS, pk: f.PK, vk: f.VK, w: f.Witness, pub: f.Public}
 }
 
 // openProveBackend opens the CUDA backend with a Releaser of mode, both
