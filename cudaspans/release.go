@@ -26,8 +26,8 @@ const (
 	// buffers one at a time (to avoid munmap bursts); its span stays in the
 	// caller's trace but off the caller's critical path.
 	ReleaseAsync ReleaseMode = "async"
-	// ReleasePool keeps the buffer for reuse by a later Get of the same kind
-	// and at most its size.
+	// ReleasePool keeps mmap buffers for reuse by a later Get of at most
+	// their size; buffers of other kinds are freed at once.
 	ReleasePool ReleaseMode = "pool"
 )
 
@@ -168,47 +168,60 @@ func WithReleaseParent(ctx, parent context.Context) context.Context {
 
 // Release gives buf back according to the mode, as a buffer.release span
 // that is a child of the span in ctx (in async mode: of the span set by
-// WithReleaseParent, when ctx has one), named by name (cuzk.buffer.name). In
-// sync mode it returns the error of Free; in async mode the error is
-// recorded on the span and returned by Close; a nil buf is ignored.
+// WithReleaseParent, when ctx has one), named by name (cuzk.buffer.name),
+// with cuzk.release.mode saying how it was released. Device memory is
+// always freed at once (the next device allocation needs it back), and
+// pool mode keeps only mmap buffers (those Get hands out again). A
+// synchronous free returns Free's error; an async free records it on its
+// span and Close returns it; a nil buf is ignored.
 func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 	if buf == nil {
 		return nil
 	}
-	switch r.mode {
-	case ReleaseAsync:
+	switch {
+	case buf.Kind() == "device":
+		// Device memory goes back at once in every mode: the next device
+		// allocation (an MSM workspace, a key evicted to make room) needs
+		// it, and a queued or pooled free would make it fail.
+		return r.free(ctx, name, buf, ReleaseSync)
+	case r.mode == ReleaseAsync:
 		if parent, ok := ctx.Value(releaseParentKey{}).(trace.Span); ok {
 			ctx = trace.ContextWithSpan(ctx, parent)
 		}
 		if r.enqueue(releaseJob{ctx: ctx, name: name, buf: buf}) {
 			return nil
 		}
-	case ReleasePool:
+	case r.mode == ReleasePool && buf.Kind() == "mmap":
+		// Only mmap buffers are pooled: they are what Get hands back to
+		// the prover's allocations; a pooled buffer nobody asks for again
+		// would only be held.
 		r.mu.Lock()
 		if !r.closed && r.poolBytes+buf.Size() <= r.poolLimit {
 			r.pool = append(r.pool, buf)
 			r.poolBytes += buf.Size()
 			r.mu.Unlock()
-			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf)...))
+			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf, ReleasePool)...))
 			span.End()
 			return nil
 		}
 		r.mu.Unlock()
 	}
-	return r.free(ctx, name, buf)
+	return r.free(ctx, name, buf, ReleaseSync)
 }
 
-func (r *Releaser) attrs(name string, buf Buffer) []attribute.KeyValue {
+// attrs are a buffer.release span's attributes; how is the way this
+// release happened (sync, async or pool), which may differ from r.mode.
+func (r *Releaser) attrs(name string, buf Buffer, how ReleaseMode) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		otelcuzk.KeyBufferName.String(name),
 		otelcuzk.KeyBufferKind.String(buf.Kind()),
 		otelcuzk.KeyBufferBytes.Int(buf.Size()),
-		otelcuzk.KeyReleaseMode.String(string(r.mode)),
+		otelcuzk.KeyReleaseMode.String(string(how)),
 	}
 }
 
-func (r *Releaser) free(ctx context.Context, name string, buf Buffer) error {
-	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf)...))
+func (r *Releaser) free(ctx context.Context, name string, buf Buffer, how ReleaseMode) error {
+	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf, how)...))
 	defer span.End()
 	if err := buf.Free(); err != nil {
 		span.RecordError(err)
@@ -246,7 +259,7 @@ func (r *Releaser) enqueue(j releaseJob) bool {
 func (r *Releaser) worker() {
 	defer close(r.done)
 	for j := range r.queue {
-		if err := r.free(j.ctx, j.name, j.buf); err != nil {
+		if err := r.free(j.ctx, j.name, j.buf, ReleaseAsync); err != nil {
 			r.mu.Lock()
 			r.errs = append(r.errs, err)
 			r.mu.Unlock()

@@ -108,7 +108,7 @@ func TestReleaseAsyncReturnsAtOnceAndParentsUnderTheReleaseParent(t *testing.T) 
 	proveCtx, prove := tr.Start(jobCtx, "groth16.prove")
 	// A backend releases under its own step's span; the mark moves it.
 	stepCtx, step := tr.Start(WithReleaseParent(proveCtx, jobCtx), "groth16.compute_h")
-	b1 := &slowBuffer{kind: "device", size: 1 << 20, delay: 300 * time.Millisecond}
+	b1 := &slowBuffer{kind: "pinned", size: 1 << 20, delay: 300 * time.Millisecond}
 	b2 := &slowBuffer{kind: "mmap", size: 1 << 10, err: errors.New("munmap failed")}
 	start := time.Now()
 	if err := r.Release(stepCtx, "a", b1); err != nil {
@@ -167,10 +167,13 @@ func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
 	big := &slowBuffer{kind: "mmap", size: 2000}
 	over := &slowBuffer{kind: "mmap", size: 2000}
 	ctx := context.Background()
-	for _, b := range []*slowBuffer{small, big, over} {
-		if err := r.Release(ctx, "a", b); err != nil {
+	for name, b := range map[string]*slowBuffer{"small": small, "big": big} {
+		if err := r.Release(ctx, name, b); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := r.Release(ctx, "over", over); err != nil {
+		t.Fatal(err)
 	}
 	if small.freed.Load() != 0 || big.freed.Load() != 0 || over.freed.Load() != 1 {
 		t.Errorf("pool of 3000 bytes: freed small %d big %d over %d, want only the one over the limit",
@@ -195,8 +198,12 @@ func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
 		t.Errorf("Close: %v, pooled buffer freed %d times", err, small.freed.Load())
 	}
 	for _, s := range releaseSpans(rec) {
-		if relAttr(s, "cuzk.release.mode") != "pool" {
-			t.Errorf("pool-mode span with mode %v", relAttr(s, "cuzk.release.mode"))
+		want := "pool"
+		if relAttr(s, "cuzk.buffer.name") == "over" {
+			want = "sync" // over the limit: freed at once
+		}
+		if got := relAttr(s, "cuzk.release.mode"); got != want {
+			t.Errorf("pool-mode span with mode %v, want %s", got, want)
 		}
 	}
 	if n := len(releaseSpans(rec)); n != 4 {
@@ -256,6 +263,34 @@ func TestReleaseWaitingOnAFullAsyncQueueSurvivesClose(t *testing.T) {
 	for i, b := range bufs {
 		if n := b.freed.Load(); n != 1 {
 			t.Errorf("buffer %d freed %d times, want exactly once", i, n)
+		}
+	}
+}
+
+func TestDeviceMemoryIsFreedAtOnceInEveryModeAndPoolKeepsOnlyMmap(t *testing.T) {
+	for _, mode := range []ReleaseMode{ReleaseAsync, ReleasePool} {
+		r, rec, _ := newReleaseRecorder(t, mode)
+		dev := &slowBuffer{kind: "device", size: 1 << 20}
+		pinned := &slowBuffer{kind: "pinned", size: 1 << 20}
+		if err := r.Release(context.Background(), "msm.workspace", dev); err != nil {
+			t.Fatal(err)
+		}
+		if dev.freed.Load() != 1 {
+			t.Errorf("%s: device buffer not freed before Release returned: the next device allocation would fail", mode)
+		}
+		if err := r.Release(context.Background(), "stage", pinned); err != nil {
+			t.Fatal(err)
+		}
+		if mode == ReleasePool && (pinned.freed.Load() != 1 || r.Get("pinned", 1) != nil) {
+			t.Errorf("pool: a pinned buffer nobody Gets again was kept")
+		}
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range releaseSpans(rec) {
+			if relAttr(s, "cuzk.buffer.kind") == "device" && relAttr(s, "cuzk.release.mode") != "sync" {
+				t.Errorf("%s: device release recorded as %v, want sync (how it happened)", mode, relAttr(s, "cuzk.release.mode"))
+			}
 		}
 	}
 }

@@ -423,3 +423,41 @@ func TestResidentKeysEvictKeyDropsOnlyThatKeysSets(t *testing.T) {
 }
 
 var _ prover.KeyEvicter = (*Backend)(nil)
+
+// TestResidentKeysEvictOnlyWhatTheUploadNeedsInEveryReleaseMode: two sets
+// fill the device and a third needs one evicted. Device frees are
+// immediate in every release mode, so the retry finds the memory and the
+// other set stays.
+func TestResidentKeysEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) {
+	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
+		t.Run(string(mode), func(t *testing.T) {
+			drv := newKeysFakeDriver(2 * 100 * msmAffineBytes)
+			c, err := cudaspans.Open(0, cudaspans.WithDriver(drv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := cudaspans.NewReleaser(mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rel.Close(context.Background())
+			k, err := NewResidentKeys(c, WithKeysReleaser(rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.NewStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for _, id := range []string{"a", "b", "c"} {
+				if _, err := k.PreloadG1(ctx, s, keysSet(id, 100)); err != nil {
+					t.Fatalf("preload %s: %v", id, err)
+				}
+			}
+			if ids := strings.Join(k.IDs(), " "); ids != "b c" {
+				t.Errorf("resident %q, want the least recently used set (a) evicted and b kept", ids)
+			}
+		})
+	}
+}
