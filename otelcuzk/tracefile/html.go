@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,7 +140,33 @@ func htmlAttrs(attrs map[string]any) map[string]any {
 		if b, ok := v.([]byte); ok {
 			v = hex.EncodeToString(b)
 		}
+		v = finiteJSON(v)
 		out[k] = v
 	}
 	return out
+}
+
+// finiteJSON returns v with every NaN or ±Inf float, also inside arrays,
+// spelled as a string: JSON has no such numbers (OTLP JSON spells them as
+// strings too), and json.Marshal refuses them.
+func finiteJSON(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	case []float64:
+		out := make([]any, len(x))
+		for i, f := range x {
+			out[i] = finiteJSON(f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = finiteJSON(e)
+		}
+		return out
+	}
+	return v
 }

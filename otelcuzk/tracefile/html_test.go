@@ -145,3 +145,23 @@ func TestWriteHTMLRejectsEmptyTrace(t *testing.T) {
 		t.Error("empty trace accepted")
 	}
 }
+
+func TestHTMLWritesNonFiniteAttributesAsText(t *testing.T) {
+	line := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"cuzk"}}]},"scopeSpans":[{"spans":[` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"cuda.memcpy.htod","startTimeUnixNano":"1000","endTimeUnixNano":"2000",` +
+		`"attributes":[{"key":"cuda.gbps","value":{"doubleValue":"NaN"}},{"key":"x","value":{"doubleValue":"-Infinity"}},` +
+		`{"key":"xs","value":{"arrayValue":{"values":[{"doubleValue":1.5},{"doubleValue":"Infinity"}]}}}]}]}]}]}`
+	spans, err := ReadOTLPJSONLines(strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, spans); err != nil {
+		t.Fatalf("WriteHTML of a trace with NaN and infinite attributes: %v", err)
+	}
+	for _, want := range []string{"NaN", "-Inf", "+Inf"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
