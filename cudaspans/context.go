@@ -66,10 +66,12 @@ type Context struct {
 	cfg    config
 	tracer trace.Tracer
 
-	mu         sync.Mutex
-	closed     bool
-	streams    []*Stream
-	freeEvents []EventHandle
+	mu      sync.Mutex
+	closed  bool
+	streams []*Stream
+	// nextStreamID is the ordinal of the next stream (cuda.stream).
+	nextStreamID int
+	freeEvents   []EventHandle
 	// Per parent span: kernel spans emitted so far (volume control) and
 	// device spans clamped into it.
 	kernelCount map[trace.SpanID]int
@@ -131,7 +133,10 @@ func (c *Context) NewStream() (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{c: c, h: h, id: len(c.streams)}
+	// Ordinals only grow: a closed stream's number is never reused, so
+	// cuda.stream names one stream per context.
+	s := &Stream{c: c, h: h, id: c.nextStreamID}
+	c.nextStreamID++
 	c.streams = append(c.streams, s)
 	registerStream(s)
 	return s, nil

@@ -325,3 +325,25 @@ func TestStreamCloseEmitsPendingSpansAndRefusesFurtherWork(t *testing.T) {
 		t.Error("NewStream on a closed context succeeded")
 	}
 }
+
+func TestStreamOrdinalsAreNeverReusedAfterClose(t *testing.T) {
+	f := newFixture(t)
+	s0, err := f.c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := f.c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s0.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := f.c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.ID() == s1.ID() || s2.ID() == s0.ID() {
+		t.Errorf("stream ids %d, %d, then %d after closing the first: cuda.stream must name one stream", s0.ID(), s1.ID(), s2.ID())
+	}
+}
