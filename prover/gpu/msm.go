@@ -308,11 +308,19 @@ func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, 
 	if keys == nil {
 		return res, errors.New("msm: nil resident key store")
 	}
-	rb, err := keys.PreloadG1(ctx, s, set)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		rb, err := keys.PreloadG1(ctx, s, set)
+		if err != nil {
+			return res, err
+		}
+		res, err = m.G1(ctx, "", s, rb, scalars)
+		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
+			// Evicted between the upload and the MSM taking hold of it
+			// (an EvictKeys call): upload it again, once.
+			continue
+		}
 		return res, err
 	}
-	return m.G1(ctx, "", s, rb, scalars)
 }
 
 // G1Host is G1 over bases in host memory: each chunk's bases are copied to
