@@ -142,12 +142,19 @@ func (m *Metrics) JobFinished(info engine.JobInfo) {
 		for _, s := range []struct {
 			stage string
 			secs  float64
+			ran   bool
 		}{
-			{"queue_wait", t.QueueWait.Seconds()}, {"key_load", t.KeyLoad.Seconds()},
-			{"synthesis", t.Synthesis.Seconds()}, {"prove", t.Prove.Seconds()},
-			{"serialize", t.Serialize.Seconds()}, {"verify", t.Verify.Seconds()}, {"total", t.Total.Seconds()},
+			{"queue_wait", t.QueueWait.Seconds(), true}, {"key_load", t.KeyLoad.Seconds(), true},
+			{"synthesis", t.Synthesis.Seconds(), true}, {"prove", t.Prove.Seconds(), true},
+			{"serialize", t.Serialize.Seconds(), true},
+			// A succeeded proof was verified iff Verified; an unverified
+			// one has no verify stage, and recording 0 for it would drag
+			// the verify quantiles to nothing.
+			{"verify", t.Verify.Seconds(), info.Result.Verified}, {"total", t.Total.Seconds(), true},
 		} {
-			m.duration.Record(ctx, s.secs, metric.WithAttributes(circuit, attrStage.String(s.stage)))
+			if s.ran {
+				m.duration.Record(ctx, s.secs, metric.WithAttributes(circuit, attrStage.String(s.stage)))
+			}
 		}
 	case engine.StateFailed:
 		m.failed.Add(ctx, 1, metric.WithAttributes(circuit, attrOutcome.String("failed")))

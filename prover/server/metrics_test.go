@@ -33,7 +33,7 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 	}
 	defer eng.Shutdown(context.Background())
 	for _, r := range []*prover.Request{
-		{RequestID: "a", Circuit: "mulchain"}, {RequestID: "b", Circuit: "mulchain"},
+		{RequestID: "a", Circuit: "mulchain", Verify: true}, {RequestID: "b", Circuit: "mulchain"},
 		{RequestID: "c", Circuit: "fail-internal"},
 	} {
 		_, _ = eng.Prove(context.Background(), r)
@@ -45,6 +45,8 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 2`,
 		`cuzk_proofs_failed_total\{[^}]*cuzk_circuit_id="fail-internal"[^}]*cuzk_outcome="failed"[^}]*\} 1`,
 		`cuzk_proof_duration_seconds_count\{[^}]*cuzk_stage="prove"[^}]*\} 2`,
+		// Only the verified proof has a verify stage.
+		`cuzk_proof_duration_seconds_count\{[^}]*cuzk_stage="verify"[^}]*\} 1`,
 		`cuzk_proof_duration_seconds_bucket\{[^}]*cuzk_stage="total"`,
 		`cuzk_queue_depth\{[^}]*cuzk_priority="CRITICAL"[^}]*\} 0`,
 		`cuzk_jobs_running\{[^}]*\} 0`,
