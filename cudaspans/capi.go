@@ -190,6 +190,12 @@ func (s *Stream) endPhase(op *pendingOp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.openPhases--
+	if s.closed {
+		// The stream was destroyed under the open phase: recording an
+		// event on it would be undefined; the phase has no device time.
+		s.c.putEvents(op.start)
+		return
+	}
 	// The anchor cannot have changed while the phase was open.
 	_ = s.finish(op)
 }

@@ -84,3 +84,29 @@ func TestCPhaseOnAnUnknownStreamFallsBackToTheHostClock(t *testing.T) {
 		t.Fatalf("unknown stream phase: %v", sp)
 	}
 }
+
+func TestCPhaseEndedAfterItsStreamClosedRecordsNothingOnIt(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.c.NewStream()
+	pctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1B)
+	defer parent.End()
+	h, release := CParent(pctx)
+	defer release()
+	ph := cBegin(h, "c.batch", s.Handle())
+	if ph == 0 {
+		t.Fatal("cBegin on a known stream returned 0")
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.drv.mu.Lock()
+	before := f.drv.calls["EventRecord"]
+	f.drv.mu.Unlock()
+	cEnd(ph)
+	f.drv.mu.Lock()
+	after := f.drv.calls["EventRecord"]
+	f.drv.mu.Unlock()
+	if after != before {
+		t.Errorf("ending the phase recorded %d events on the destroyed stream", after-before)
+	}
+}
