@@ -402,8 +402,12 @@ nvrtcResult cs_nvrtc_compile(cs_nvrtc *n, const char *src, const char *name, int
 		if (r == 0) {
 			*image = malloc(sz ? sz : 1);
 			*failed = want_ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN";
-			r = want_ptx ? n->nvrtcGetPTX(prog, *image) : n->nvrtcGetCUBIN(prog, *image);
-			*imagelen = sz;
+			if (*image == NULL) {
+				r = 1; // NVRTC_ERROR_OUT_OF_MEMORY
+			} else {
+				r = want_ptx ? n->nvrtcGetPTX(prog, *image) : n->nvrtcGetCUBIN(prog, *image);
+				*imagelen = sz;
+			}
 		}
 	}
 	n->nvrtcDestroyProgram(&prog);
