@@ -512,7 +512,13 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 				return curve.G1Jac{}, fmt.Errorf("cuda %s: %w", span, err)
 			}
 		case HostCopyRegister:
-			defer b.pin(ctx, "msm.scalars", scalars)()
+			unpin := b.pin(ctx, "msm.scalars", scalars)
+			defer func() {
+				// As in ComputeH: on an error return a copy may still be
+				// reading the scalars; none may when they are unpinned.
+				_ = b.s.Synchronize(ctx)
+				unpin()
+			}()
 		}
 	}
 	return b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
