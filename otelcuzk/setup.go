@@ -139,6 +139,9 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 	t.protocol, t.target = protocol, c.endpoint
 	if t.target == "" {
 		t.target = envEndpoint
+		if err := checkEnvEndpoint(protocol, envEndpoint); err != nil {
+			return nil, err
+		}
 	}
 	switch protocol {
 	case ProtocolGRPC:
@@ -274,4 +277,25 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		t.shutdownErr = joinLine(errs)
 	})
 	return t.shutdownErr
+}
+
+// checkEnvEndpoint refuses an OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT the
+// exporter would misread: the HTTP exporter needs a URL (given
+// "127.0.0.1:4318" it logs a parse error and posts to https://localhost:4318
+// instead), and either exporter speaks only http or https.
+func checkEnvEndpoint(protocol, endpoint string) error {
+	name := "OTEL_EXPORTER_OTLP_ENDPOINT"
+	if firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		name = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	}
+	scheme, rest, hasScheme := strings.Cut(endpoint, "://")
+	switch {
+	case hasScheme && scheme != "http" && scheme != "https":
+		return fmt.Errorf("otelcuzk: %s=%q: scheme %q, want http or https", name, endpoint, scheme)
+	case hasScheme && rest == "":
+		return fmt.Errorf("otelcuzk: %s=%q: no host", name, endpoint)
+	case !hasScheme && protocol == ProtocolHTTPProtobuf:
+		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. http://%s", name, endpoint, protocol, endpoint)
+	}
+	return nil
 }

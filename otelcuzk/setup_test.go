@@ -638,3 +638,30 @@ func TestShutdownStopsTheExporterEvenWhenTheFlushUsedItsWholeBudget(t *testing.T
 		t.Error("the exporter was never shut down: its goroutine and connection leak")
 	}
 }
+
+func TestEndpointVarsTheExporterWouldMisreadAreErrors(t *testing.T) {
+	for _, tc := range []struct{ endpoint, protocol, want string }{
+		{"127.0.0.1:4318", "http/protobuf", "needs a URL"},
+		{"ftp://127.0.0.1:4318", "http/protobuf", `scheme "ftp"`},
+		{"unix://x", "grpc", `scheme "unix"`},
+		{"http://", "grpc", "no host"},
+	} {
+		clearEnv(t)
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tc.protocol)
+		_, err := New(context.Background(), WithoutGlobal())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+			t.Errorf("%s over %s: %v, want an error naming the variable and %q", tc.endpoint, tc.protocol, err, tc.want)
+		}
+	}
+	// host:port stays valid for gRPC, as the gRPC exporter reads it.
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4317")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "100")
+	tel, err := New(context.Background(), WithoutGlobal(), WithLogWriter(nil))
+	if err != nil {
+		t.Fatalf("grpc with host:port: %v", err)
+	}
+	_ = tel.Shutdown(context.Background())
+}
