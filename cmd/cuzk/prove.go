@@ -211,7 +211,10 @@ func orEnv(target string) string {
 // runJob runs one request through an engine with one worker, as the
 // daemon does: engine.job (with engine.queue) is the root of the trace.
 func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worker string, req *prover.Request) (*prover.Result, error) {
-	eng, err := engine.New([]engine.Worker{{Name: worker, Runner: r}}, engine.WithTracerProvider(tp))
+	// One job and a user at the terminal: after an interrupt, wait for a
+	// step that cannot stop (a key setup) no longer than a second.
+	eng, err := engine.New([]engine.Worker{{Name: worker, Runner: r}}, engine.WithTracerProvider(tp),
+		engine.WithCancelGrace(time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +227,7 @@ func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worke
 			_ = eng.Cancel(info.ID)
 		}
 		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(sctx, 2*time.Second)
+		sctx, cancel = context.WithTimeout(sctx, time.Second)
 		defer cancel()
 	}
 	if serr := eng.Shutdown(sctx); err == nil && serr != nil {

@@ -315,6 +315,29 @@ func (r stoppableRunner) Run(ctx context.Context, _ *prover.Request) (*prover.Re
 	}
 }
 
+// stubbornRunner is a step that cannot stop (a key setup): it ignores its
+// context.
+type stubbornRunner struct{ started chan struct{} }
+
+func (r stubbornRunner) Run(context.Context, *prover.Request) (*prover.Result, error) {
+	close(r.started)
+	time.Sleep(20 * time.Second)
+	return &prover.Result{}, nil
+}
+
+func TestAnInterruptDuringAStepThatCannotStopEndsTheCommandWithinSeconds(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	r := stubbornRunner{started: make(chan struct{})}
+	go func() { <-r.started; interrupt() }()
+	start := time.Now()
+	if _, err := runJob(ctx, noop.NewTracerProvider(), r, "cpu:0", &prover.Request{RequestID: "x", Circuit: "mulchain"}); err == nil {
+		t.Error("an interrupted job returned no error")
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("runJob returned %v after the interrupt", d)
+	}
+}
+
 func TestAnInterruptStopsTheRunningProofAtOnce(t *testing.T) {
 	ctx, interrupt := context.WithCancel(context.Background())
 	r := stoppableRunner{started: make(chan struct{})}
