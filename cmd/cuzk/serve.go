@@ -173,8 +173,11 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		}
 		return nil
 	}
+	// After --shutdown-timeout the running jobs are cancelled; a step that
+	// cannot stop (a key setup) gets one more second, not the engine's
+	// default grace, so SIGTERM ends the daemon near its deadline.
 	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
-		engine.WithValidator(validate))
+		engine.WithValidator(validate), engine.WithCancelGrace(time.Second))
 	if err != nil {
 		return err
 	}
