@@ -168,7 +168,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %v, verified %v)\n",
 		res.TraceID, res.JobID, res.Worker, res.Timings.Prove, res.Verified)
 	if res.TraceID != taskTID {
-		return fmt.Errorf("the daemon traced the proof in %s, not in the task's trace %s (is the daemon's propagator W3C?)", res.TraceID, taskTID)
+		return fmt.Errorf("the daemon traced the proof in %s, not in the task's trace %s: either request id %s named a proof an earlier run made "+
+			"(a request id proves once; pass another --task-id), or the daemon does not read W3C trace context", res.TraceID, taskTID, res.RequestID)
 	}
 	fmt.Fprintln(out, "one trace across curio and cuzk")
 	return nil
