@@ -1,12 +1,17 @@
-# make test: everything CI runs (.ci/run calls it): vet, the unit tests, the
-# race detector on the concurrent packages, then the end-to-end tests
-# against a real Jaeger built from the Go module proxy (e2e/run.sh).
+# make test: everything CI runs (.ci/run calls it): vet, the unit tests (with
+# NVRTC fetched from Debian's archive, so every CUDA kernel module is
+# compiled for sm_90 without a GPU), the race detector on the concurrent
+# packages, then the end-to-end tests against a real Jaeger built from the
+# Go module proxy (e2e/run.sh).
 .PHONY: test unit race e2e
 
 test: unit race e2e
 
 unit:
 	go vet ./...
+	if nvrtc=$$(scripts/fetch-nvrtc.sh); then \
+		export CUDASPANS_NVRTC=$$nvrtc LD_LIBRARY_PATH=$$(dirname $$nvrtc) OTELCUZK_REQUIRE_NVRTC=1; \
+	else echo "make: no NVRTC could be fetched; the kernel compile test will skip"; fi; \
 	go test -count=1 -timeout 20m ./...
 
 race:

@@ -109,6 +109,11 @@ func (c *Context) compileOptions(o CompileOptions) (arch string, opts []string) 
 	if arch == "" {
 		arch = c.dev.Arch()
 	}
+	return arch, nvrtcOptions(arch, o)
+}
+
+// nvrtcOptions returns the NVRTC options for arch in a canonical order.
+func nvrtcOptions(arch string, o CompileOptions) (opts []string) {
 	opts = append(opts, "-arch="+arch)
 	names := make([]string, 0, len(o.Defines))
 	for k := range o.Defines {
@@ -125,7 +130,35 @@ func (c *Context) compileOptions(o CompileOptions) (arch string, opts []string) 
 	for _, d := range o.IncludeDirs {
 		opts = append(opts, "-I"+d)
 	}
-	return arch, append(opts, o.Flags...)
+	return append(opts, o.Flags...)
+}
+
+// CompileImage compiles CUDA C++ source with NVRTC without a device or a
+// driver: for opts.Arch (required, e.g. "sm_90" for a cubin, "compute_90"
+// for PTX), with the first NVRTC of nvrtcPaths that loads (nil: the
+// default search, CUDASPANS_NVRTC first). It returns the image and the
+// compile log. Uses: checking kernels on a build host without a GPU, and
+// precompiled images for hosts without NVRTC (Context.LoadModuleData).
+// Errors: no Arch; ErrNoCompiler (wrapped) when no NVRTC loads; a
+// *CompileError with the log when the source does not compile.
+func CompileImage(nvrtcPaths []string, name, source string, opts CompileOptions) ([]byte, string, error) {
+	if opts.Arch == "" {
+		return nil, "", errors.New("cudaspans: CompileImage needs an architecture (CompileOptions.Arch)")
+	}
+	if len(nvrtcPaths) == 0 {
+		nvrtcPaths = defaultNVRTCPaths()
+	}
+	cc, err := loadNVRTC(nvrtcPaths)
+	if err != nil {
+		return nil, "", fmt.Errorf("cudaspans: compile %s: %w", name, err)
+	}
+	compiles.Add(1)
+	image, log, err := cc.Compile(name, source, opts.Headers, nvrtcOptions(opts.Arch, opts))
+	var ce *CompileError
+	if errors.As(err, &ce) && ce.Module == "" {
+		ce.Module = name
+	}
+	return image, log, err
 }
 
 // cacheKey is the SHA-256 of everything that determines the compiled
