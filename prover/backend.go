@@ -70,7 +70,7 @@ type Backend interface {
 // the length of one proof. ProveAssignment calls BeginProof after the
 // groth16.prove span starts and before the first backend call, passes the
 // returned context to every backend call of that proof, and calls the end
-// function once the last device work of the proof (the G1 MSMs) has
+// function once the last device work of the proof (the MSMs) has
 // returned, before groth16.prove ends, on success and on error alike.
 //
 // The CUDA backend waits for the device there (a gpu.lock span), opens a

@@ -29,10 +29,11 @@ func init() {
 }
 
 // Backend is the prover.Backend on one CUDA device: ComputeH with the NTT
-// kernels of this package, MSMG1 with the Pippenger MSM kernels (msm.go),
-// MSMG2 on the CPU with gnark-crypto (concurrently with the GPU work when
-// the prove algorithm runs them together). Device work is serialised on one
-// stream; waiting for it is a gpu.lock span. Safe for concurrent use.
+// kernels of this package, MSMG1 and MSMG2 with the Pippenger MSM kernels
+// (msm.go) over bases kept resident on the device; MSMG2 can run on the
+// CPU with gnark-crypto instead (SetMSMG2, $CUZK_CUDA_MSM_G2), concurrently
+// with the GPU work. Device work is serialised on one stream; waiting for
+// it is a gpu.lock span. Safe for concurrent use.
 type Backend struct {
 	c        *cudaspans.Context
 	s        *cudaspans.Stream
@@ -47,6 +48,7 @@ type Backend struct {
 	proofMu sync.Mutex // the device for one whole proof (BeginProof)
 
 	hostCopy HostCopy
+	g2OnCPU  bool
 	stage    [2]*cudaspans.PinnedBuffer // ComputeH's double buffer (staged mode), under mu
 	scratch  *cudaspans.PinnedBuffer    // MSM scalars (staged mode), under mu
 }
@@ -112,6 +114,39 @@ func (b *Backend) HostCopyMode() HostCopy {
 	return b.hostCopy
 }
 
+// Where MSMG2 runs (SetMSMG2, $CUZK_CUDA_MSM_G2).
+const (
+	// MSMG2GPU runs the G2 MSM on the device, after or before the G1
+	// MSMs (they share the device). The default.
+	MSMG2GPU = "gpu"
+	// MSMG2CPU runs the G2 MSM on the CPU with gnark-crypto, taking no
+	// device lock, so it overlaps the GPU's G1 work.
+	MSMG2CPU = "cpu"
+)
+
+// SetMSMG2 chooses where MSMG2 runs: MSMG2GPU or MSMG2CPU ("" is the
+// default, the GPU). It waits for the operation in flight.
+func (b *Backend) SetMSMG2(where string) error {
+	onCPU, err := parseMSMG2(where)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.g2OnCPU = onCPU
+	b.mu.Unlock()
+	return nil
+}
+
+func parseMSMG2(where string) (onCPU bool, err error) {
+	switch where {
+	case "", MSMG2GPU:
+		return false, nil
+	case MSMG2CPU:
+		return true, nil
+	}
+	return false, fmt.Errorf("cuda backend: G2 MSM placement %q (want gpu or cpu)", where)
+}
+
 var _ prover.Backend = (*Backend)(nil)
 
 // Open opens the CUDA backend on device o.DeviceOrdinal: the device's
@@ -136,7 +171,13 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		c.Close()
 		return nil, err
 	}
-	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: hc}
+	g2OnCPU, err := parseMSMG2(os.Getenv("CUZK_CUDA_MSM_G2"))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tracer: tp.Tracer(otelcuzk.ScopeName),
+		hostCopy: hc, g2OnCPU: g2OnCPU}
 	fail := func(err error) (*Backend, error) {
 		b.Close()
 		return nil, err
@@ -502,6 +543,40 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 	if len(scalars) != len(bases.Points) {
 		return curve.G1Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
+	var res curve.G1Jac
+	err := b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
+		res, err = b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
+		return err
+	})
+	return res, err
+}
+
+// MSMG2 implements prover.Backend.MSMG2: on the GPU as MSMG1 does (the G2
+// kernels, bases resident), or, after SetMSMG2(MSMG2CPU), on the CPU with
+// gnark-crypto's MultiExp (prover.CPU), taking no device lock, so it runs
+// while the GPU works on the G1 MSMs.
+func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	b.mu.Lock()
+	onCPU := b.g2OnCPU
+	b.mu.Unlock()
+	if onCPU {
+		return b.cpu.MSMG2(ctx, span, bases, scalars)
+	}
+	if len(scalars) != len(bases.Points) {
+		return curve.G2Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
+	}
+	var res curve.G2Jac
+	err := b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
+		res, err = b.msm.G2Resident(ctx, span, b.s, b.keys, bases, sc)
+		return err
+	})
+	return res, err
+}
+
+// withScalars takes the device and runs msm with the scalars as the host
+// copy mode wants them: copied into pinned staging memory, pinned in
+// place, or as they are.
+func (b *Backend) withScalars(ctx context.Context, span string, scalars []fr.Element, msm func([]fr.Element) error) error {
 	defer b.lock(ctx)()
 	sc := scalars
 	if len(scalars)*frBytes >= minPinnedCopy {
@@ -509,7 +584,7 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 		case HostCopyStaged:
 			var err error
 			if sc, err = b.stagedScalars(ctx, scalars); err != nil {
-				return curve.G1Jac{}, fmt.Errorf("cuda %s: %w", span, err)
+				return fmt.Errorf("cuda %s: %w", span, err)
 			}
 		case HostCopyRegister:
 			unpin := b.pin(ctx, "msm.scalars", scalars)
@@ -521,14 +596,7 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 			}()
 		}
 	}
-	return b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
-}
-
-// MSMG2 implements prover.Backend.MSMG2 on the CPU with gnark-crypto's
-// MultiExp (prover.CPU), taking no device lock, so it runs while the GPU
-// works on the G1 MSMs.
-func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
-	return b.cpu.MSMG2(ctx, span, bases, scalars)
+	return msm(sc)
 }
 
 // Close evicts the resident keys, frees the kernels and tables and releases

@@ -89,9 +89,9 @@ func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
 	}
 }
 
-// TestBackendGPUMSMsMatchCPUBackend: MSMG1 (GPU, resident bases) and MSMG2
-// (CPU) equal the CPU backend's on random scalars, twice over the same base
-// set (the second reuses the device copy).
+// TestBackendGPUMSMsMatchCPUBackend: MSMG1 and MSMG2 (GPU, resident bases;
+// then MSMG2 placed on the CPU) equal the CPU backend's on random scalars,
+// over the same base sets each round (later rounds reuse the device copy).
 func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 	b, _, _ := openBackend(t)
 	cpu := prover.NewCPU(nil)
@@ -109,7 +109,14 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 	}
 	s1 := prover.BaseSet[curve.G1Affine]{ID: "test:g1", Points: p1}
 	s2 := prover.BaseSet[curve.G2Affine]{ID: "test:g2", Points: p2}
-	for round := 0; round < 2; round++ {
+	for round := 0; round < 3; round++ {
+		placement := MSMG2GPU
+		if round == 2 {
+			placement = MSMG2CPU
+		}
+		if err := b.SetMSMG2(placement); err != nil {
+			t.Fatal(err)
+		}
 		sc := randomVector(n)
 		got, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
 		if err != nil {
@@ -131,10 +138,19 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !got2.Equal(&want2) {
-			t.Fatalf("round %d: MSMG2 differs from the CPU backend", round)
+			t.Fatalf("round %d: MSMG2 (%s) differs from the CPU backend", round, placement)
 		}
+	}
+	if err := b.SetMSMG2(MSMG2GPU); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetMSMG2("fpga"); err == nil {
+		t.Error("SetMSMG2 accepted an unknown placement")
 	}
 	if _, ok := b.Keys().Get("test:g1"); !ok {
 		t.Error("the G1 base set is not resident after MSMG1")
+	}
+	if _, ok := b.Keys().Get("test:g2"); !ok {
+		t.Error("the G2 base set is not resident after MSMG2 on the GPU")
 	}
 }

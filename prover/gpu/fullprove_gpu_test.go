@@ -89,7 +89,8 @@ func sameProof(t *testing.T, what string, got, want groth16.Proof) {
 }
 
 // TestFullProveGPUVerifiesAndEqualsCPU: at 2^16 constraints, for mulchain
-// and merkle and every host copy mode, the CUDA backend's proof verifies
+// and merkle, every host copy mode and both G2 MSM placements, the CUDA
+// backend's proof verifies with gnark and is the CPU backend's proof for
 // with gnark and is the CPU backend's proof for the same witness and r, s;
 // a second proof over the now-resident keys is equal too.
 func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
@@ -107,10 +108,19 @@ func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 		if err := groth16.Verify(want, f.vk, f.pub); err != nil {
 			t.Fatalf("%s: CPU backend proof does not verify: %v", name, err)
 		}
-		for _, mode := range []HostCopy{HostCopyStaged, HostCopyRegister, HostCopyPageable} {
+		for i, mode := range []HostCopy{HostCopyStaged, HostCopyRegister, HostCopyPageable, HostCopyStaged} {
 			if err := b.SetHostCopy(mode); err != nil {
 				t.Fatal(err)
 			}
+			// The last pass puts the G2 MSM on the CPU.
+			g2 := MSMG2GPU
+			if i == 3 {
+				g2 = MSMG2CPU
+			}
+			if err := b.SetMSMG2(g2); err != nil {
+				t.Fatal(err)
+			}
+			mode := HostCopy(string(mode) + ", G2 on " + g2)
 			for round := 0; round < 2; round++ {
 				start := time.Now()
 				got, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithRandomness(r, s),
@@ -259,7 +269,7 @@ func spanAttr(sp sdktrace.ReadOnlySpan, key string) (any, bool) {
 
 // TestFullProveGPUSpans: one CUDA proof records gpu.lock and gpu.total as
 // children of groth16.prove (gpu.total inside it, with its op count), each
-// G1 MSM with kernel spans below it, host-to-device copies with cuda.bytes
+// MSM (the four on G1 and msm.g2.b) with kernel spans below it, host-to-device copies with cuda.bytes
 // and cuda.gbps, and buffer.release spans for device memory in every
 // release mode and for pinned memory (registered copies).
 func TestFullProveGPUSpans(t *testing.T) {
@@ -312,7 +322,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				}
 				t.Logf("gpu.total %v of groth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
 			}
-			for _, msm := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H} {
+			for _, msm := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B} {
 				spans := x.named(msm)
 				if len(spans) != 2 {
 					t.Fatalf("%d %s spans, want 2", len(spans), msm)

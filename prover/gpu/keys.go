@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"go.opentelemetry.io/otel"
@@ -48,11 +49,13 @@ type ResidentKeys struct {
 }
 
 // ResidentBases is one base set in device memory, gnark's G1Affine layout
-// (96 bytes a point, Montgomery form, infinity as (0, 0)).
+// (96 bytes a point) or G2Affine layout (192 bytes a point), Montgomery
+// form, infinity as (0, 0).
 type ResidentBases struct {
 	keys  *ResidentKeys
 	id    string
 	n     int
+	g2    bool // G2Affine points
 	bytes int64
 
 	ready chan struct{} // closed when the upload ended
@@ -129,7 +132,17 @@ func NewResidentKeys(c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, e
 // Errors: an empty ID or point set, a resident set of the same ID with a
 // different length, ErrKeyBudget, and cudaspans.ErrOutOfMemory (wrapped)
 // when the device has no room even after evicting every idle set.
-func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (rb *ResidentBases, err error) {
+func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
+	return preloadSet(ctx, k, s, set, false)
+}
+
+// PreloadG2 is PreloadG1 for a set of G2 points (192 bytes each on the
+// device). A G1 set and a G2 set may not share an ID.
+func (k *ResidentKeys) PreloadG2(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
+	return preloadSet(ctx, k, s, set, true)
+}
+
+func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream, set prover.BaseSet[P], g2 bool) (rb *ResidentBases, err error) {
 	if set.ID == "" {
 		return nil, errors.New("keys: base set without an ID")
 	}
@@ -148,7 +161,7 @@ func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set p
 		span.End()
 	}()
 
-	bytes := int64(len(set.Points)) * msmAffineBytes
+	bytes := int64(len(set.Points)) * int64(unsafe.Sizeof(set.Points[0]))
 	k.mu.Lock()
 	if rb, ok := k.sets[set.ID]; ok {
 		k.clock++
@@ -158,6 +171,9 @@ func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set p
 		span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(true))
 		if rb.err != nil {
 			return nil, rb.err
+		}
+		if rb.g2 != g2 {
+			return nil, fmt.Errorf("keys: base set %s is resident as %s points, preload has %s points", set.ID, groupName(rb.g2), groupName(g2))
 		}
 		if rb.n != len(set.Points) {
 			return nil, fmt.Errorf("keys: base set %s is resident with %d points, preload has %d", set.ID, rb.n, len(set.Points))
@@ -178,7 +194,7 @@ func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set p
 			}
 		}
 	}
-	rb = &ResidentBases{keys: k, id: set.ID, n: len(set.Points), bytes: bytes, ready: make(chan struct{})}
+	rb = &ResidentBases{keys: k, id: set.ID, n: len(set.Points), g2: g2, bytes: bytes, ready: make(chan struct{})}
 	k.clock++
 	rb.lastUse = k.clock
 	rb.users = 1 // the upload
@@ -186,7 +202,7 @@ func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set p
 	k.bytes += bytes
 	k.mu.Unlock()
 
-	buf, err := k.upload(ctx, s, set)
+	buf, err := upload(ctx, k, s, set)
 	k.mu.Lock()
 	rb.users--
 	var orphan *cudaspans.DeviceBuffer
@@ -219,8 +235,8 @@ func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set p
 
 // upload allocates the set's device memory, evicting idle sets while the
 // device is out of memory, and copies the points.
-func (k *ResidentKeys) upload(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*cudaspans.DeviceBuffer, error) {
-	bytes := len(set.Points) * msmAffineBytes
+func upload[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream, set prover.BaseSet[P]) (*cudaspans.DeviceBuffer, error) {
+	bytes := len(set.Points) * int(unsafe.Sizeof(set.Points[0]))
 	var buf *cudaspans.DeviceBuffer
 	for {
 		var err error
@@ -372,8 +388,19 @@ func (b *ResidentBases) ID() string { return b.id }
 // Len returns the number of points.
 func (b *ResidentBases) Len() int { return b.n }
 
-// Bytes returns the device bytes the points take (96 a point).
+// Bytes returns the device bytes the points take (96 a G1 point, 192 a G2
+// point).
 func (b *ResidentBases) Bytes() int64 { return b.bytes }
+
+// G2 reports whether the set holds G2 points (PreloadG2).
+func (b *ResidentBases) G2() bool { return b.g2 }
+
+func groupName(g2 bool) string {
+	if g2 {
+		return "G2"
+	}
+	return "G1"
+}
 
 // acquire pins the set for one MSM and returns its device address and the
 // function that unpins it (and frees the set if it was evicted meanwhile).

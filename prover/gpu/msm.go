@@ -32,6 +32,8 @@ var (
 	ecHeader string
 	//go:embed kernels/ff.cuh
 	ffHeader string
+	//go:embed kernels/fp2.cuh
+	fp2Header string
 )
 
 // Constants of kernels/msm.cuh, repeated for the host side of the plan.
@@ -43,8 +45,10 @@ const (
 	msmBlock         = 128  // threads per block of the point kernels
 	msmMinChunk      = 1 << 12
 	msmMaxPoints     = 1<<31 - 1 // point indices are 31 bits in a sorted entry
-	msmAffineBytes   = 96
-	msmXYZZBytes     = 192
+	msmAffineBytes   = 96        // G1Affine
+	msmXYZZBytes     = 192       // ec.cuh g1_xyzz
+	msmAffine2Bytes  = 192       // G2Affine
+	msmXYZZ2Bytes    = 384       // ec.cuh g2_xyzz
 	msmScalarBytes   = 32
 )
 
@@ -52,8 +56,8 @@ const (
 // an MSM does not fit in device memory even split into the smallest chunks.
 var ErrMSMTooLarge = errors.New("MSM does not fit in device memory")
 
-// MSM computes multi-scalar multiplications on G1 of BLS12-381 on one GPU
-// with Pippenger's bucket method (kernels/msm.cuh describes the steps):
+// MSM computes multi-scalar multiplications on G1 and G2 of BLS12-381 on
+// one GPU with Pippenger's bucket method (kernels/msm.cuh describes the steps):
 // signed c-bit digits computed on the GPU from the Montgomery-form scalars,
 // points counting-sorted by bucket, buckets summed in XYZZ coordinates,
 // windows reduced by running sums, and the W window sums combined on the
@@ -64,15 +68,26 @@ var ErrMSMTooLarge = errors.New("MSM does not fit in device memory")
 // mutex); it is safe for concurrent use.
 type MSM struct {
 	c        *cudaspans.Context
-	mod      *cudaspans.Module
 	releaser *cudaspans.Releaser
 	tracer   trace.Tracer
 	maxChunk int
 	window   int
+	compile  cudaspans.CompileOptions
 
-	fill, digits, scan, scatter, accumulate, merge, reduce, windowSum *cudaspans.Function
+	mu     sync.Mutex
+	closed bool
+	g1     *msmGroup
+	g2     *msmGroup // compiled on the first G2 MSM
+}
 
-	mu sync.Mutex
+// msmGroup is one compiled MSM module: msm.cu for G1, or msm.cu with
+// -DMSM_G2 for G2 (kernel names with the suffix _g2).
+type msmGroup struct {
+	g2                                   bool
+	mod                                  *cudaspans.Module
+	affineBytes, xyzzBytes               int
+	fill, digits, scan, scatter          *cudaspans.Function
+	accumulate, merge, reduce, windowSum *cudaspans.Function
 }
 
 // MSMOption configures an MSM.
@@ -146,31 +161,82 @@ func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM,
 		}
 		cfg.releaser = r
 	}
-	copts := cfg.compile
-	headers := map[string]string{"msm.cuh": msmHeader, "ec.cuh": ecHeader, "ff.cuh": ffHeader}
-	for k, v := range copts.Headers {
-		headers[k] = v
-	}
-	copts.Headers = headers
-	mod, err := c.Compile(ctx, "msm", msmSource, copts)
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
+	g1, err := m.compileGroup(ctx, false)
 	if err != nil {
-		return nil, fmt.Errorf("msm: compile kernels: %w", err)
+		return nil, err
 	}
-	m := &MSM{c: c, mod: mod, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window}
+	m.g1 = g1
+	return m, nil
+}
+
+// msmCompileOptions returns the NVRTC inputs of the G1 or G2 MSM module,
+// with extra's defines, headers and flags added.
+func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.CompileOptions {
+	o := extra
+	o.Headers = map[string]string{"msm.cuh": msmHeader, "ec.cuh": ecHeader, "ff.cuh": ffHeader, "fp2.cuh": fp2Header}
+	for k, v := range extra.Headers {
+		o.Headers[k] = v
+	}
+	o.Defines = map[string]string{}
+	for k, v := range extra.Defines {
+		o.Defines[k] = v
+	}
+	if g2 {
+		o.Defines["MSM_G2"] = ""
+	}
+	return o
+}
+
+// compileGroup compiles (or loads from the kernel cache) the G1 or G2
+// module and looks up its kernels.
+func (m *MSM) compileGroup(ctx context.Context, g2 bool) (*msmGroup, error) {
+	name, suffix := "msm", ""
+	g := &msmGroup{g2: g2, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
+	if g2 {
+		name, suffix = "msm_g2", "_g2"
+		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+	}
+	mod, err := m.c.Compile(ctx, name, msmSource, msmCompileOptions(g2, m.compile))
+	if err != nil {
+		return nil, fmt.Errorf("msm: compile %s kernels: %w", groupName(g2), err)
+	}
+	g.mod = mod
 	for _, k := range []struct {
 		f    **cudaspans.Function
 		name string
 	}{
-		{&m.fill, "msm_fill_u32"}, {&m.digits, "msm_digits_count"}, {&m.scan, "msm_bucket_scan"},
-		{&m.scatter, "msm_scatter"}, {&m.accumulate, "msm_bucket_accumulate"}, {&m.merge, "msm_segment_merge"},
-		{&m.reduce, "msm_bucket_reduce"}, {&m.windowSum, "msm_window_sum"},
+		{&g.fill, "msm_fill_u32"}, {&g.digits, "msm_digits_count"}, {&g.scan, "msm_bucket_scan"},
+		{&g.scatter, "msm_scatter"}, {&g.accumulate, "msm_bucket_accumulate" + suffix},
+		{&g.merge, "msm_segment_merge" + suffix}, {&g.reduce, "msm_bucket_reduce" + suffix},
+		{&g.windowSum, "msm_window_sum" + suffix},
 	} {
 		if *k.f, err = mod.Function(k.name); err != nil {
+			_ = mod.Close()
 			return nil, fmt.Errorf("msm: %w", err)
 		}
 	}
-	return m, nil
+	return g, nil
+}
+
+// group returns the G1 module, or the G2 module, compiling it on first
+// use. m.mu is held.
+func (m *MSM) group(ctx context.Context, g2 bool) (*msmGroup, error) {
+	if m.closed || m.g1 == nil {
+		return nil, errors.New("msm: closed")
+	}
+	if !g2 {
+		return m.g1, nil
+	}
+	if m.g2 == nil {
+		g, err := m.compileGroup(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		m.g2 = g
+	}
+	return m.g2, nil
 }
 
 // Context returns the device context the MSM runs on.
@@ -181,12 +247,18 @@ func (m *MSM) Context() *cudaspans.Context { return m.c }
 func (m *MSM) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.mod == nil {
+	if m.closed {
 		return nil
 	}
-	err := m.mod.Close()
-	m.mod = nil
-	if err != nil {
+	m.closed = true
+	var errs []error
+	for _, g := range []*msmGroup{m.g1, m.g2} {
+		if g != nil {
+			errs = append(errs, g.mod.Close())
+		}
+	}
+	m.g1, m.g2 = nil, nil
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("msm: unload kernels: %w", err)
 	}
 	return nil
@@ -211,7 +283,11 @@ type msmPlan struct {
 
 func msmAlign256(x int) int { return (x + 255) &^ 255 }
 
-func newMSMPlan(n, c int, withBases bool) msmPlan {
+func newMSMPlan(n, c int, withBases bool, g2 bool) msmPlan {
+	affineBytes, xyzzBytes := msmAffineBytes, msmXYZZBytes
+	if g2 {
+		affineBytes, xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+	}
 	p := msmPlan{n: n, c: c}
 	p.nwin = (256 + c - 1) / c
 	p.nb = 1 << (c - 1)
@@ -227,17 +303,17 @@ func newMSMPlan(n, c int, withBases bool) msmPlan {
 	wb := p.nwin * p.nb * 4
 	p.offScalars = take(n * msmScalarBytes)
 	if withBases {
-		p.offBases = take(n * msmAffineBytes)
+		p.offBases = take(n * affineBytes)
 	}
 	p.offCounts = take(wb)
 	p.offBoff = take(wb)
 	p.offCursor = take(wb)
 	p.offSegOff = take(p.nwin * (p.nb + 1) * 4)
 	p.offSorted = take(p.nwin * n * 4)
-	p.offPartials = take(p.nwin * p.segCap * msmXYZZBytes)
+	p.offPartials = take(p.nwin * p.segCap * xyzzBytes)
 	p.offSegB = take(p.nwin * p.segCap * 4)
-	p.offParts = take(p.nwin * p.nslices * msmXYZZBytes)
-	p.offWSums = take(p.nwin * msmXYZZBytes)
+	p.offParts = take(p.nwin * p.nslices * xyzzBytes)
+	p.offWSums = take(p.nwin * xyzzBytes)
 	p.bytes = off
 	return p
 }
@@ -265,8 +341,45 @@ func (p *msmXYZZ) jac() curve.G1Jac {
 	return r
 }
 
+// msmXYZZ2 mirrors ec.cuh's g2_xyzz (384 bytes): x = X/ZZ, y = Y/ZZZ
+// over Fp2.
+type msmXYZZ2 struct {
+	X, Y, ZZ, ZZZ curve.E2
+}
+
+// jac is msmXYZZ.jac over Fp2.
+func (p *msmXYZZ2) jac() curve.G2Jac {
+	var r curve.G2Jac
+	if p.ZZ.IsZero() {
+		r.X.SetOne()
+		r.Y.SetOne()
+		return r
+	}
+	var zzz2, zz3 curve.E2
+	zzz2.Square(&p.ZZZ)
+	zz3.Square(&p.ZZ).Mul(&zz3, &p.ZZ)
+	r.X.Mul(&p.X, &p.ZZ).Mul(&r.X, &zzz2)
+	r.Y.Mul(&p.Y, &zz3).Mul(&r.Y, &zzz2)
+	r.Z.Mul(&p.ZZ, &p.ZZZ)
+	return r
+}
+
+// msmBytesAs views b (from the device) as a slice of T.
+func msmBytesAs[T any](b []byte) []T {
+	var zero T
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(zero)))
+}
+
+// msmBytesOf views v as bytes, for a copy to the device.
+func msmBytesOf[T any](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
+}
+
 // G1 returns Σ scalars[i]·bases[i] over the first len(scalars) points of a
-// resident base set (len(scalars) ≤ bases.Len()), on stream s.
+// resident G1 base set (len(scalars) ≤ bases.Len()), on stream s.
 //
 // name, when not empty, is the span to record (otelcuzk.SpanMSMG1A, ...),
 // with cuzk.msm.size and the copies and kernels as children; with an empty
@@ -275,22 +388,47 @@ func (p *msmXYZZ) jac() curve.G1Jac {
 // allocated per call (split into chunks when the MSM does not fit) and
 // given back through the MSM's Releaser.
 //
-// Errors: a length mismatch, an evicted base set, ErrMSMTooLarge (wrapping
-// cudaspans.ErrOutOfMemory), and driver errors naming the operation.
+// Errors: a length mismatch, a G2 set, an evicted base set, ErrMSMTooLarge
+// (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
+// operation.
 func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
-	var res curve.G1Jac
+	total := msmInfG1()
+	err := m.overResident(ctx, name, s, false, bases, scalars, func(wsums []byte, c int) {
+		part := msmCombineWindows(msmBytesAs[msmXYZZ](wsums), c)
+		total.AddAssign(&part)
+	})
+	return total, err
+}
+
+// G2 is G1 on G2: Σ scalars[i]·bases[i] over a resident G2 base set
+// (PreloadG2), the same kernels compiled for Fp2 coordinates (msm.cu with
+// MSM_G2; compiled on the first call, a cuda.compile span).
+func (m *MSM) G2(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
+	total := msmInfG2()
+	err := m.overResident(ctx, name, s, true, bases, scalars, func(wsums []byte, c int) {
+		part := msmCombineWindowsG2(msmBytesAs[msmXYZZ2](wsums), c)
+		total.AddAssign(&part)
+	})
+	return total, err
+}
+
+func (m *MSM) overResident(ctx context.Context, name string, s *cudaspans.Stream, g2 bool, bases *ResidentBases,
+	scalars []fr.Element, combine func([]byte, int)) error {
 	if bases == nil {
-		return res, errors.New("msm: nil base set")
+		return errors.New("msm: nil base set")
+	}
+	if bases.g2 != g2 {
+		return fmt.Errorf("msm: %s MSM over base set %s of %s points", groupName(g2), bases.ID(), groupName(bases.g2))
 	}
 	if len(scalars) > bases.Len() {
-		return res, fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
+		return fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
 	}
 	ptr, release, err := bases.acquire()
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer release()
-	return m.run(ctx, name, s, ptr, nil, scalars)
+	return m.run(ctx, name, s, g2, ptr, nil, scalars, combine)
 }
 
 // G1Resident is G1 over a proving-key base set kept resident in keys (the
@@ -298,22 +436,41 @@ func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *R
 // uploads the points (a keys.preload span under the MSM's span), later
 // calls reuse the device copy. len(scalars) ≤ len(set.Points).
 func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
-	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
+	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
+		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG1(ctx, s, set) },
+		func(ctx context.Context, rb *ResidentBases) (curve.G1Jac, error) {
+			return m.G1(ctx, "", s, rb, scalars)
+		})
+}
+
+// G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
+func (m *MSM) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
+	set prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
+		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG2(ctx, s, set) },
+		func(ctx context.Context, rb *ResidentBases) (curve.G2Jac, error) {
+			return m.G2(ctx, "", s, rb, scalars)
+		})
+}
+
+func msmResident[J any](m *MSM, ctx context.Context, name, setID string, n int, keys *ResidentKeys,
+	preload func(context.Context) (*ResidentBases, error), msm func(context.Context, *ResidentBases) (J, error)) (res J, err error) {
 	if name != "" {
 		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)))
+		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(setID)))
 		defer func() { msmEndSpan(span, err) }()
 	}
 	if keys == nil {
 		return res, errors.New("msm: nil resident key store")
 	}
 	for attempt := 0; ; attempt++ {
-		rb, err := keys.PreloadG1(ctx, s, set)
+		rb, err := preload(ctx)
 		if err != nil {
 			return res, err
 		}
-		res, err = m.G1(ctx, "", s, rb, scalars)
+		res, err = msm(ctx, rb)
 		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
 			// Evicted between the upload and the MSM taking hold of it
 			// (an EvictKeys call): upload it again, once.
@@ -328,17 +485,48 @@ func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, 
 // bases prefer a ResidentKeys set, uploaded once.
 func (m *MSM) G1Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
 	if len(scalars) > len(bases) {
-		return curve.G1Jac{}, fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
+		return msmInfG1(), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
 	}
-	return m.run(ctx, name, s, 0, bases[:len(scalars)], scalars)
+	total := msmInfG1()
+	err := m.run(ctx, name, s, false, 0, msmBytesOf(bases[:len(scalars)]), scalars, func(wsums []byte, c int) {
+		part := msmCombineWindows(msmBytesAs[msmXYZZ](wsums), c)
+		total.AddAssign(&part)
+	})
+	return total, err
+}
+
+// G2Host is G1Host on G2.
+func (m *MSM) G2Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
+	if len(scalars) > len(bases) {
+		return msmInfG2(), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
+	}
+	total := msmInfG2()
+	err := m.run(ctx, name, s, true, 0, msmBytesOf(bases[:len(scalars)]), scalars, func(wsums []byte, c int) {
+		part := msmCombineWindowsG2(msmBytesAs[msmXYZZ2](wsums), c)
+		total.AddAssign(&part)
+	})
+	return total, err
+}
+
+func msmInfG1() curve.G1Jac {
+	var r curve.G1Jac
+	r.X.SetOne()
+	r.Y.SetOne()
+	return r
+}
+
+func msmInfG2() curve.G2Jac {
+	var r curve.G2Jac
+	r.X.SetOne()
+	r.Y.SetOne()
+	return r
 }
 
 // run computes the MSM over device bases at basesPtr, or over hostBases
-// when basesPtr is 0.
-func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPtr cudaspans.DevicePtr,
-	hostBases []curve.G1Affine, scalars []fr.Element) (res curve.G1Jac, err error) {
-	res.X.SetOne()
-	res.Y.SetOne()
+// (points as bytes) when basesPtr is 0, and hands each chunk's window sums
+// (nwin points in the group's XYZZ layout) and window size to combine.
+func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool, basesPtr cudaspans.DevicePtr,
+	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
 	n := len(scalars)
 	if name != "" {
 		var span trace.Span
@@ -347,15 +535,16 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPt
 		defer func() { msmEndSpan(span, err) }()
 	}
 	if n == 0 {
-		return res, nil
+		return nil
 	}
 	if s == nil {
-		return res, errors.New("msm: nil stream")
+		return errors.New("msm: nil stream")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.mod == nil {
-		return res, errors.New("msm: closed")
+	g, err := m.group(ctx, g2)
+	if err != nil {
+		return err
 	}
 
 	chunk := min(n, msmMaxPoints)
@@ -367,16 +556,16 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPt
 	var ws *cudaspans.DeviceBuffer
 	var plan msmPlan
 	for {
-		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases)
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2)
 		ws, err = m.workspace(ctx, plan.bytes)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, cudaspans.ErrOutOfMemory) {
-			return res, fmt.Errorf("msm: workspace of %d bytes: %w", plan.bytes, err)
+			return fmt.Errorf("msm: workspace of %d bytes: %w", plan.bytes, err)
 		}
 		if chunk <= msmMinChunk {
-			return res, fmt.Errorf("msm: %d points, workspace of %d bytes for a chunk of %d: %w: %w",
+			return fmt.Errorf("msm: %d points, workspace of %d bytes for a chunk of %d: %w: %w",
 				n, plan.bytes, chunk, ErrMSMTooLarge, err)
 		}
 		chunk = max(msmMinChunk, chunk/2)
@@ -390,34 +579,30 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, basesPt
 	if span := trace.SpanFromContext(ctx); name != "" {
 		span.SetAttributes(otelcuzk.KeyMSMWindowBits.Int(plan.c), otelcuzk.KeyMSMChunks.Int(nchunks))
 	}
-	var total curve.G1Jac
-	total.X.SetOne()
-	total.Y.SetOne()
 	for start := 0; start < n; start += chunk {
 		k := min(chunk, n-start)
 		p := plan
 		if k != plan.n {
 			// The last chunk is smaller: same workspace, its own shape.
-			p = newMSMPlan(k, m.windowFor(k), withBases)
+			p = newMSMPlan(k, m.windowFor(k), withBases, g2)
 			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
-				return res, fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
+				return fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
 			}
 		}
-		bp := basesPtr + cudaspans.DevicePtr(start*msmAffineBytes)
+		bp := basesPtr + cudaspans.DevicePtr(start*g.affineBytes)
 		if withBases {
 			bp = ws.Ptr() + cudaspans.DevicePtr(p.offBases)
-			if err := cudaspans.HtoD(ctx, s, bp, hostBases[start:start+k]); err != nil {
-				return res, fmt.Errorf("msm: copy bases: %w", err)
+			if err := cudaspans.HtoD(ctx, s, bp, hostBases[start*g.affineBytes:(start+k)*g.affineBytes]); err != nil {
+				return fmt.Errorf("msm: copy bases: %w", err)
 			}
 		}
-		wsums, err := m.pass(ctx, s, ws.Ptr(), p, bp, scalars[start:start+k])
+		wsums, err := m.pass(ctx, s, g, ws.Ptr(), p, bp, scalars[start:start+k])
 		if err != nil {
-			return res, err
+			return err
 		}
-		part := msmCombineWindows(wsums, p.c)
-		total.AddAssign(&part)
+		combine(wsums, p.c)
 	}
-	return total, nil
+	return nil
 }
 
 func (m *MSM) windowFor(n int) int {
@@ -440,8 +625,8 @@ func (m *MSM) workspace(ctx context.Context, bytes int) (*cudaspans.DeviceBuffer
 }
 
 // pass runs the kernels over one chunk and returns its window sums.
-func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.DevicePtr, p msmPlan,
-	bases cudaspans.DevicePtr, scalars []fr.Element) ([]msmXYZZ, error) {
+func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cudaspans.DevicePtr, p msmPlan,
+	bases cudaspans.DevicePtr, scalars []fr.Element) ([]byte, error) {
 	at := func(off int) cudaspans.DevicePtr { return ws + cudaspans.DevicePtr(off) }
 	n, c, nwin, nb := uint32(p.n), uint32(p.c), uint32(p.nwin), uint32(p.nb)
 	segCap := uint32(p.segCap)
@@ -452,22 +637,22 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.Device
 	steps := []func() error{
 		func() error { return cudaspans.HtoD(ctx, s, at(p.offScalars), scalars) },
 		func() error {
-			return s.Launch(ctx, m.fill, cudaspans.D1(blocks(wb, 256)), cudaspans.D1(256), 0, at(p.offCounts), uint32(0), uint32(wb))
+			return s.Launch(ctx, g.fill, cudaspans.D1(blocks(wb, 256)), cudaspans.D1(256), 0, at(p.offCounts), uint32(0), uint32(wb))
 		},
 		func() error {
-			return s.Launch(ctx, m.digits, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+			return s.Launch(ctx, g.digits, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
 				at(p.offScalars), n, c, nwin, at(p.offCounts))
 		},
 		func() error {
-			return s.Launch(ctx, m.scan, cudaspans.D1(p.nwin), cudaspans.D1(msmScanThreads), 0,
+			return s.Launch(ctx, g.scan, cudaspans.D1(p.nwin), cudaspans.D1(msmScanThreads), 0,
 				at(p.offCounts), nb, at(p.offBoff), at(p.offCursor), at(p.offSegOff))
 		},
 		func() error {
-			return s.Launch(ctx, m.scatter, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+			return s.Launch(ctx, g.scatter, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
 				at(p.offScalars), n, c, nwin, at(p.offCursor), at(p.offSorted))
 		},
 		func() error {
-			return s.Launch(ctx, m.accumulate, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+			return s.Launch(ctx, g.accumulate, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
 				bases, at(p.offSorted), at(p.offCounts), at(p.offBoff), at(p.offSegOff), n, nb, segCap,
 				at(p.offPartials), at(p.offSegB))
 		},
@@ -477,7 +662,7 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.Device
 			// return at once.
 			maxSeg := (p.n + msmSegment - 1) / msmSegment
 			for stride := 1; stride < maxSeg; stride <<= 1 {
-				if err := s.Launch(ctx, m.merge, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+				if err := s.Launch(ctx, g.merge, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
 					at(p.offPartials), at(p.offSegB), at(p.offSegOff), nb, segCap, uint32(stride)); err != nil {
 					return err
 				}
@@ -485,11 +670,11 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.Device
 			return nil
 		},
 		func() error {
-			return s.Launch(ctx, m.reduce, grid(blocks(p.nslices, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+			return s.Launch(ctx, g.reduce, grid(blocks(p.nslices, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
 				at(p.offPartials), at(p.offSegOff), nb, uint32(p.m), segCap, at(p.offParts))
 		},
 		func() error {
-			return s.Launch(ctx, m.windowSum, cudaspans.D1(p.nwin), cudaspans.D1(msmWindowThreads), 0,
+			return s.Launch(ctx, g.windowSum, cudaspans.D1(p.nwin), cudaspans.D1(msmWindowThreads), 0,
 				at(p.offParts), uint32(p.nslices), at(p.offWSums))
 		},
 	}
@@ -498,7 +683,7 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.Device
 			return nil, fmt.Errorf("msm: %w", err)
 		}
 	}
-	wsums := make([]msmXYZZ, p.nwin)
+	wsums := make([]byte, p.nwin*g.xyzzBytes)
 	if err := cudaspans.DtoH(ctx, s, wsums, at(p.offWSums)); err != nil {
 		return nil, fmt.Errorf("msm: copy window sums: %w", err)
 	}
@@ -511,6 +696,19 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, ws cudaspans.Device
 // msmCombineWindows returns Σ_w 2^(c·w)·wsums[w] by Horner's rule, with
 // gnark-crypto on the host.
 func msmCombineWindows(wsums []msmXYZZ, c int) curve.G1Jac {
+	acc := wsums[len(wsums)-1].jac()
+	for w := len(wsums) - 2; w >= 0; w-- {
+		for range c {
+			acc.DoubleAssign()
+		}
+		j := wsums[w].jac()
+		acc.AddAssign(&j)
+	}
+	return acc
+}
+
+// msmCombineWindowsG2 is msmCombineWindows on G2.
+func msmCombineWindowsG2(wsums []msmXYZZ2, c int) curve.G2Jac {
 	acc := wsums[len(wsums)-1].jac()
 	for w := len(wsums) - 2; w >= 0; w-- {
 		for range c {
@@ -552,5 +750,9 @@ var (
 	_ [int(unsafe.Sizeof(curve.G1Affine{})) - msmAffineBytes]struct{}
 	_ [msmXYZZBytes - int(unsafe.Sizeof(msmXYZZ{}))]struct{}
 	_ [int(unsafe.Sizeof(msmXYZZ{})) - msmXYZZBytes]struct{}
+	_ [msmAffine2Bytes - int(unsafe.Sizeof(curve.G2Affine{}))]struct{}
+	_ [int(unsafe.Sizeof(curve.G2Affine{})) - msmAffine2Bytes]struct{}
+	_ [msmXYZZ2Bytes - int(unsafe.Sizeof(msmXYZZ2{}))]struct{}
+	_ [int(unsafe.Sizeof(msmXYZZ2{})) - msmXYZZ2Bytes]struct{}
 	_ [msmScalarBytes - int(unsafe.Sizeof(fr.Element{}))]struct{}
 )

@@ -52,6 +52,39 @@ func TestMSMWindowCombinationMatchesGnark(t *testing.T) {
 	}
 }
 
+func TestMSMWindowCombinationMatchesGnarkG2(t *testing.T) {
+	const c, nwin = 11, 24
+	_, g, _, _ := curve.Generators()
+	ws := make([]msmXYZZ2, nwin)
+	want := msmInfG2()
+	for w := range ws {
+		var s fr.Element
+		s.SetRandom()
+		var p curve.G2Jac
+		p.ScalarMultiplication(&g, s.BigInt(new(big.Int)))
+		if w == 5 { // one empty window
+			p = msmInfG2()
+		}
+		// XYZZ with a random rescaling λ ∈ Fp2: (X·λ², Y·λ³, (Zλ)², (Zλ)³).
+		var l, l2, l3, z curve.E2
+		l.A0, l.A1 = msmRandFp(), msmRandFp()
+		l2.Square(&l)
+		l3.Mul(&l2, &l)
+		ws[w].X.Mul(&p.X, &l2)
+		ws[w].Y.Mul(&p.Y, &l3)
+		z.Mul(&p.Z, &l)
+		ws[w].ZZ.Square(&z)
+		ws[w].ZZZ.Mul(&ws[w].ZZ, &z)
+		var term curve.G2Jac
+		term.ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
+		want.AddAssign(&term)
+	}
+	got := msmCombineWindowsG2(ws, c)
+	if !got.Equal(&want) {
+		t.Fatalf("combined windows = %s, want %s", got.String(), want.String())
+	}
+}
+
 func msmRandFp() fp.Element {
 	var x fp.Element
 	x.SetRandom()
@@ -76,8 +109,13 @@ func msmXYZZFromJac(p *curve.G1Jac) msmXYZZ {
 
 func TestMSMPlanLayoutIsDisjointAndAligned(t *testing.T) {
 	for _, tc := range []struct{ n, c int }{{1, 6}, {1000, 6}, {1 << 16, 11}, {1 << 20, 15}, {1<<24 + 7, 16}} {
-		for _, withBases := range []bool{false, true} {
-			p := newMSMPlan(tc.n, tc.c, withBases)
+		for _, v := range []struct{ withBases, g2 bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			withBases := v.withBases
+			p := newMSMPlan(tc.n, tc.c, withBases, v.g2)
+			affine, xyzz := msmAffineBytes, msmXYZZBytes
+			if v.g2 {
+				affine, xyzz = msmAffine2Bytes, msmXYZZ2Bytes
+			}
 			if p.nwin*p.c < 256 {
 				t.Errorf("n=%d c=%d: %d windows cover %d bits, need 256", tc.n, tc.c, p.nwin, p.nwin*p.c)
 			}
@@ -88,11 +126,11 @@ func TestMSMPlanLayoutIsDisjointAndAligned(t *testing.T) {
 				{p.offScalars, tc.n * msmScalarBytes},
 				{p.offCounts, p.nwin * p.nb * 4}, {p.offBoff, p.nwin * p.nb * 4}, {p.offCursor, p.nwin * p.nb * 4},
 				{p.offSegOff, p.nwin * (p.nb + 1) * 4}, {p.offSorted, p.nwin * tc.n * 4},
-				{p.offPartials, p.nwin * p.segCap * msmXYZZBytes}, {p.offSegB, p.nwin * p.segCap * 4},
-				{p.offParts, p.nwin * p.nslices * msmXYZZBytes}, {p.offWSums, p.nwin * msmXYZZBytes},
+				{p.offPartials, p.nwin * p.segCap * xyzz}, {p.offSegB, p.nwin * p.segCap * 4},
+				{p.offParts, p.nwin * p.nslices * xyzz}, {p.offWSums, p.nwin * xyzz},
 			}
 			if withBases {
-				regions = append(regions, [2]int{p.offBases, tc.n * msmAffineBytes})
+				regions = append(regions, [2]int{p.offBases, tc.n * affine})
 			}
 			for i, a := range regions {
 				if a[0]%256 != 0 || a[0]+a[1] > p.bytes {

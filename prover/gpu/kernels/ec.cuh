@@ -1,18 +1,25 @@
-// ec.cuh: the group G1 of BLS12-381 (y² = x³ + 4 over Fp), for CUDA kernels
-// (nvcc and NVRTC) and for plain C++ on the host (the hostec package compiles
-// this same header with g++ and tests it against gnark-crypto's G1Jac).
+// ec.cuh: the groups G1 (y² = x³ + 4 over Fp) and G2 (the twist
+// y² = x³ + 4(1 + u) over Fp2) of BLS12-381, for CUDA kernels (nvcc and
+// NVRTC) and for plain C++ on the host (the hostec and hostec2 packages
+// compile this same header with g++ and test it against gnark-crypto's
+// G1Jac and G2Jac).
 //
-// Three representations, all over ff::fp_t in Montgomery form:
-//   g1_affine  (x, y): gnark-crypto's G1Affine byte for byte (96 bytes), so
-//              a []G1Affine uploads without a conversion pass. The point at
-//              infinity is (0, 0), as in gnark-crypto; (0, 0) is not on the
-//              curve (0 ≠ 4), so the encoding is unambiguous.
-//   g1_jac     (X, Y, Z): gnark-crypto's G1Jac (x = X/Z², y = Y/Z³);
-//              infinity has Z = 0.
-//   g1_xyzz    (X, Y, ZZ, ZZZ): extended Jacobian coordinates with
-//              x = X/ZZ, y = Y/ZZZ and ZZ³ = ZZZ²; infinity has ZZ = 0.
-//              Pippenger's bucket sums live in this form: a mixed addition
-//              costs 8M + 2S and needs no Z² or Z³ of its own.
+// The point code is written once, as templates over the coordinate field F
+// (ff::fp_t for G1, ff::fp2_t for G2); the formulas hold over any field.
+// Three representations, all in Montgomery form:
+//   affine_t<F>  (x, y): gnark-crypto's G1Affine (96 bytes) or G2Affine
+//                (192 bytes) byte for byte, so a []G1Affine or []G2Affine
+//                uploads without a conversion pass. The point at infinity
+//                is (0, 0), as in gnark-crypto; (0, 0) is on neither curve
+//                (0 ≠ b), so the encoding is unambiguous.
+//   jac_t<F>     (X, Y, Z): gnark-crypto's G1Jac / G2Jac (x = X/Z²,
+//                y = Y/Z³); infinity has Z = 0.
+//   xyzz_t<F>    (X, Y, ZZ, ZZZ): extended Jacobian coordinates with
+//                x = X/ZZ, y = Y/ZZZ and ZZ³ = ZZZ²; infinity has ZZ = 0
+//                (gnark-crypto's g1JacExtended / g2JacExtended). Pippenger's
+//                bucket sums live in this form: a mixed addition costs
+//                8M + 2S and needs no Z² or Z³ of its own.
+// g1_affine, g1_jac, g1_xyzz and g2_affine, g2_jac, g2_xyzz name them.
 //
 // Formulas: Explicit-Formulas Database, "Short Weierstrass curves,
 // XYZZ coordinates" (Sutherland 2008; add-2008-s, madd-2008-s, dbl-2008-s-1,
@@ -23,13 +30,14 @@
 #define OTELCUZK_EC_CUH
 
 #include "ff.cuh"
+#include "fp2.cuh"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define EC_HD __host__ __device__ __forceinline__
 // The point additions and doublings are called, not inlined, on the device
 // unless EC_INLINE_ALL is defined: each holds ten or more inlined field
-// multiplications, and one copy per call site made NVRTC and ptxas take
-// minutes over msm.cu.
+// multiplications (thirty Fp multiplications for G2), and one copy per call
+// site made NVRTC and ptxas take minutes over msm.cu.
 #ifdef EC_INLINE_ALL
 #define EC_HD_CALL __host__ __device__ __forceinline__
 #else
@@ -43,82 +51,128 @@
 namespace ec {
 
 typedef ff::fp_t fp_t;
+typedef ff::fp2_t fp2_t;
 
-struct g1_affine {
-  fp_t x, y;
+template <class F>
+struct affine_t {
+  F x, y;
 };
 
-struct g1_jac {
-  fp_t X, Y, Z;
+template <class F>
+struct jac_t {
+  F X, Y, Z;
 };
 
-struct g1_xyzz {
-  fp_t X, Y, ZZ, ZZZ;
+template <class F>
+struct xyzz_t {
+  F X, Y, ZZ, ZZZ;
 };
 
-EC_HD bool affine_is_inf(const g1_affine &p) { return fp_t::is_zero(p.x) && fp_t::is_zero(p.y); }
+typedef affine_t<fp_t> g1_affine;
+typedef jac_t<fp_t> g1_jac;
+typedef xyzz_t<fp_t> g1_xyzz;
+typedef affine_t<fp2_t> g2_affine;
+typedef jac_t<fp2_t> g2_jac;
+typedef xyzz_t<fp2_t> g2_xyzz;
 
-EC_HD g1_affine affine_neg(const g1_affine &p) {
-  g1_affine r;
+// The curve's constant b: 4 for G1, the twist's 4(1 + u) for G2.
+template <class F>
+EC_HD F curve_b();
+template <>
+EC_HD fp_t curve_b<fp_t>() {
+  return fp_t::dbl(fp_t::dbl(fp_t::one()));
+}
+template <>
+EC_HD fp2_t curve_b<fp2_t>() {
+  fp_t four = fp_t::dbl(fp_t::dbl(fp_t::one()));
+  return fp2_t::make(four, four);
+}
+
+template <class F>
+EC_HD bool affine_is_inf(const affine_t<F> &p) {
+  return F::is_zero(p.x) && F::is_zero(p.y);
+}
+
+// Whether y² = x³ + b; infinity, (0, 0), counts as on the curve, as in
+// gnark-crypto's IsOnCurve. This says nothing of the subgroup.
+template <class F>
+EC_HD bool affine_is_on_curve(const affine_t<F> &p) {
+  if (affine_is_inf(p)) return true;
+  F rhs = F::add(F::mul(F::sqr(p.x), p.x), curve_b<F>());
+  return F::eq(F::sqr(p.y), rhs);
+}
+
+template <class F>
+EC_HD affine_t<F> affine_neg(const affine_t<F> &p) {
+  affine_t<F> r;
   r.x = p.x;
-  r.y = fp_t::neg(p.y);  // neg(0) = 0 keeps (0, 0) at infinity
+  r.y = F::neg(p.y);  // neg(0) = 0 keeps (0, 0) at infinity
   return r;
 }
 
-EC_HD g1_xyzz xyzz_inf() {
-  g1_xyzz r;
-  r.X = fp_t::one();
-  r.Y = fp_t::one();
-  r.ZZ = fp_t::zero();
-  r.ZZZ = fp_t::zero();
+template <class F>
+EC_HD xyzz_t<F> xyzz_inf() {
+  xyzz_t<F> r;
+  r.X = F::one();
+  r.Y = F::one();
+  r.ZZ = F::zero();
+  r.ZZZ = F::zero();
   return r;
 }
 
-EC_HD bool xyzz_is_inf(const g1_xyzz &p) { return fp_t::is_zero(p.ZZ); }
+template <class F>
+EC_HD bool xyzz_is_inf(const xyzz_t<F> &p) {
+  return F::is_zero(p.ZZ);
+}
 
-EC_HD g1_xyzz xyzz_from_affine(const g1_affine &a) {
-  if (affine_is_inf(a)) return xyzz_inf();
-  g1_xyzz r;
+template <class F>
+EC_HD xyzz_t<F> xyzz_from_affine(const affine_t<F> &a) {
+  if (affine_is_inf(a)) return xyzz_inf<F>();
+  xyzz_t<F> r;
   r.X = a.x;
   r.Y = a.y;
-  r.ZZ = fp_t::one();
-  r.ZZZ = fp_t::one();
+  r.ZZ = F::one();
+  r.ZZZ = F::one();
   return r;
 }
 
-EC_HD g1_xyzz xyzz_neg(const g1_xyzz &p) {
-  g1_xyzz r = p;
-  r.Y = fp_t::neg(p.Y);
+template <class F>
+EC_HD xyzz_t<F> xyzz_neg(const xyzz_t<F> &p) {
+  xyzz_t<F> r = p;
+  r.Y = F::neg(p.Y);
   return r;
 }
 
-// 2·p, dbl-2008-s-1. Infinity doubles to infinity (ZZ stays 0).
-EC_HD_CALL g1_xyzz xyzz_dbl(const g1_xyzz &p) {
-  fp_t U = fp_t::dbl(p.Y);
-  fp_t V = fp_t::sqr(U);
-  fp_t W = fp_t::mul(U, V);
-  fp_t S = fp_t::mul(p.X, V);
-  fp_t XX = fp_t::sqr(p.X);
-  fp_t M = fp_t::add(fp_t::dbl(XX), XX);
-  g1_xyzz r;
-  r.X = fp_t::sub(fp_t::sqr(M), fp_t::dbl(S));
-  r.Y = fp_t::sub(fp_t::mul(M, fp_t::sub(S, r.X)), fp_t::mul(W, p.Y));
-  r.ZZ = fp_t::mul(V, p.ZZ);
-  r.ZZZ = fp_t::mul(W, p.ZZZ);
+// 2·p, dbl-2008-s-1. Infinity doubles to infinity (ZZ stays 0); so would a
+// point with y = 0, which neither group has (no 2-torsion).
+template <class F>
+EC_HD_CALL xyzz_t<F> xyzz_dbl(const xyzz_t<F> &p) {
+  F U = F::dbl(p.Y);
+  F V = F::sqr(U);
+  F W = F::mul(U, V);
+  F S = F::mul(p.X, V);
+  F XX = F::sqr(p.X);
+  F M = F::add(F::dbl(XX), XX);
+  xyzz_t<F> r;
+  r.X = F::sub(F::sqr(M), F::dbl(S));
+  r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, p.Y));
+  r.ZZ = F::mul(V, p.ZZ);
+  r.ZZZ = F::mul(W, p.ZZZ);
   return r;
 }
 
 // 2·a for affine a (not at infinity), mdbl-2008-s-1.
-EC_HD_CALL g1_xyzz xyzz_dbl_affine(const g1_affine &a) {
-  fp_t U = fp_t::dbl(a.y);
-  fp_t V = fp_t::sqr(U);
-  fp_t W = fp_t::mul(U, V);
-  fp_t S = fp_t::mul(a.x, V);
-  fp_t XX = fp_t::sqr(a.x);
-  fp_t M = fp_t::add(fp_t::dbl(XX), XX);
-  g1_xyzz r;
-  r.X = fp_t::sub(fp_t::sqr(M), fp_t::dbl(S));
-  r.Y = fp_t::sub(fp_t::mul(M, fp_t::sub(S, r.X)), fp_t::mul(W, a.y));
+template <class F>
+EC_HD_CALL xyzz_t<F> xyzz_dbl_affine(const affine_t<F> &a) {
+  F U = F::dbl(a.y);
+  F V = F::sqr(U);
+  F W = F::mul(U, V);
+  F S = F::mul(a.x, V);
+  F XX = F::sqr(a.x);
+  F M = F::add(F::dbl(XX), XX);
+  xyzz_t<F> r;
+  r.X = F::sub(F::sqr(M), F::dbl(S));
+  r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, a.y));
   r.ZZ = V;
   r.ZZZ = W;
   return r;
@@ -126,64 +180,70 @@ EC_HD_CALL g1_xyzz xyzz_dbl_affine(const g1_affine &a) {
 
 // p + a for affine a, madd-2008-s; total (infinity on either side, a = p,
 // a = −p). This copy is always inlined, for the bucket accumulation's inner
-// loop (a call there cost 18% of the MSM on an H200, bench/msm.md);
+// loop (a call there cost 18% of the G1 MSM on an H200, bench/msm.md);
 // xyzz_add_affine below is the called one.
-EC_HD g1_xyzz xyzz_add_affine_inline(const g1_xyzz &p, const g1_affine &a) {
+template <class F>
+EC_HD xyzz_t<F> xyzz_add_affine_inline(const xyzz_t<F> &p, const affine_t<F> &a) {
   if (affine_is_inf(a)) return p;
   if (xyzz_is_inf(p)) return xyzz_from_affine(a);
-  fp_t U2 = fp_t::mul(a.x, p.ZZ);
-  fp_t S2 = fp_t::mul(a.y, p.ZZZ);
-  fp_t P = fp_t::sub(U2, p.X);
-  fp_t R = fp_t::sub(S2, p.Y);
-  if (fp_t::is_zero(P)) {
-    if (fp_t::is_zero(R)) return xyzz_dbl_affine(a);  // p = a
-    return xyzz_inf();                                 // p = −a
+  F U2 = F::mul(a.x, p.ZZ);
+  F S2 = F::mul(a.y, p.ZZZ);
+  F P = F::sub(U2, p.X);
+  F R = F::sub(S2, p.Y);
+  if (F::is_zero(P)) {
+    if (F::is_zero(R)) return xyzz_dbl_affine(a);  // p = a
+    return xyzz_inf<F>();                           // p = −a
   }
-  fp_t PP = fp_t::sqr(P);
-  fp_t PPP = fp_t::mul(P, PP);
-  fp_t Q = fp_t::mul(p.X, PP);
-  g1_xyzz r;
-  r.X = fp_t::sub(fp_t::sub(fp_t::sqr(R), PPP), fp_t::dbl(Q));
-  r.Y = fp_t::sub(fp_t::mul(R, fp_t::sub(Q, r.X)), fp_t::mul(p.Y, PPP));
-  r.ZZ = fp_t::mul(p.ZZ, PP);
-  r.ZZZ = fp_t::mul(p.ZZZ, PPP);
+  F PP = F::sqr(P);
+  F PPP = F::mul(P, PP);
+  F Q = F::mul(p.X, PP);
+  xyzz_t<F> r;
+  r.X = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+  r.Y = F::sub(F::mul(R, F::sub(Q, r.X)), F::mul(p.Y, PPP));
+  r.ZZ = F::mul(p.ZZ, PP);
+  r.ZZZ = F::mul(p.ZZZ, PPP);
   return r;
 }
 
-EC_HD_CALL g1_xyzz xyzz_add_affine(const g1_xyzz &p, const g1_affine &a) { return xyzz_add_affine_inline(p, a); }
+template <class F>
+EC_HD_CALL xyzz_t<F> xyzz_add_affine(const xyzz_t<F> &p, const affine_t<F> &a) {
+  return xyzz_add_affine_inline(p, a);
+}
 
 // p + q, add-2008-s; total.
-EC_HD_CALL g1_xyzz xyzz_add(const g1_xyzz &p, const g1_xyzz &q) {
+template <class F>
+EC_HD_CALL xyzz_t<F> xyzz_add(const xyzz_t<F> &p, const xyzz_t<F> &q) {
   if (xyzz_is_inf(q)) return p;
   if (xyzz_is_inf(p)) return q;
-  fp_t U1 = fp_t::mul(p.X, q.ZZ);
-  fp_t U2 = fp_t::mul(q.X, p.ZZ);
-  fp_t S1 = fp_t::mul(p.Y, q.ZZZ);
-  fp_t S2 = fp_t::mul(q.Y, p.ZZZ);
-  fp_t P = fp_t::sub(U2, U1);
-  fp_t R = fp_t::sub(S2, S1);
-  if (fp_t::is_zero(P)) {
-    if (fp_t::is_zero(R)) return xyzz_dbl(p);  // p = q
-    return xyzz_inf();                         // p = −q
+  F U1 = F::mul(p.X, q.ZZ);
+  F U2 = F::mul(q.X, p.ZZ);
+  F S1 = F::mul(p.Y, q.ZZZ);
+  F S2 = F::mul(q.Y, p.ZZZ);
+  F P = F::sub(U2, U1);
+  F R = F::sub(S2, S1);
+  if (F::is_zero(P)) {
+    if (F::is_zero(R)) return xyzz_dbl(p);  // p = q
+    return xyzz_inf<F>();                    // p = −q
   }
-  fp_t PP = fp_t::sqr(P);
-  fp_t PPP = fp_t::mul(P, PP);
-  fp_t Q = fp_t::mul(U1, PP);
-  g1_xyzz r;
-  r.X = fp_t::sub(fp_t::sub(fp_t::sqr(R), PPP), fp_t::dbl(Q));
-  r.Y = fp_t::sub(fp_t::mul(R, fp_t::sub(Q, r.X)), fp_t::mul(S1, PPP));
-  r.ZZ = fp_t::mul(fp_t::mul(p.ZZ, q.ZZ), PP);
-  r.ZZZ = fp_t::mul(fp_t::mul(p.ZZZ, q.ZZZ), PPP);
+  F PP = F::sqr(P);
+  F PPP = F::mul(P, PP);
+  F Q = F::mul(U1, PP);
+  xyzz_t<F> r;
+  r.X = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+  r.Y = F::sub(F::mul(R, F::sub(Q, r.X)), F::mul(S1, PPP));
+  r.ZZ = F::mul(F::mul(p.ZZ, q.ZZ), PP);
+  r.ZZZ = F::mul(F::mul(p.ZZZ, q.ZZZ), PPP);
   return r;
 }
 
 // k·p for a small k (k < 2^32), left-to-right double-and-add. Used for the
 // offsets of the parallel bucket reduction, where k is a bucket index.
-EC_HD_CALL g1_xyzz xyzz_mul_u32(const g1_xyzz &p, unsigned int k) {
-  if (k == 0) return xyzz_inf();
+template <class F>
+EC_HD_CALL xyzz_t<F> xyzz_mul_u32(const xyzz_t<F> &p, unsigned int k) {
+  if (k == 0) return xyzz_inf<F>();
   int top = 31;
   while (((k >> top) & 1u) == 0) top--;
-  g1_xyzz r = p;
+  xyzz_t<F> r = p;
   for (int bit = top - 1; bit >= 0; bit--) {
     r = xyzz_dbl(r);
     if ((k >> bit) & 1u) r = xyzz_add(r, p);
@@ -194,28 +254,30 @@ EC_HD_CALL g1_xyzz xyzz_mul_u32(const g1_xyzz &p, unsigned int k) {
 // The same point in gnark-crypto's Jacobian coordinates, without an
 // inversion: with Z = ZZ·ZZZ, X = x·Z² = X·ZZ·ZZZ² and Y = y·Z³ = Y·ZZ³·ZZZ².
 // Infinity maps to gnark's (1, 1, 0).
-EC_HD g1_jac xyzz_to_jac(const g1_xyzz &p) {
-  g1_jac r;
+template <class F>
+EC_HD jac_t<F> xyzz_to_jac(const xyzz_t<F> &p) {
+  jac_t<F> r;
   if (xyzz_is_inf(p)) {
-    r.X = fp_t::one();
-    r.Y = fp_t::one();
-    r.Z = fp_t::zero();
+    r.X = F::one();
+    r.Y = F::one();
+    r.Z = F::zero();
     return r;
   }
-  fp_t ZZZ2 = fp_t::sqr(p.ZZZ);
-  fp_t ZZ3 = fp_t::mul(fp_t::sqr(p.ZZ), p.ZZ);
-  r.X = fp_t::mul(fp_t::mul(p.X, p.ZZ), ZZZ2);
-  r.Y = fp_t::mul(fp_t::mul(p.Y, ZZ3), ZZZ2);
-  r.Z = fp_t::mul(p.ZZ, p.ZZZ);
+  F ZZZ2 = F::sqr(p.ZZZ);
+  F ZZ3 = F::mul(F::sqr(p.ZZ), p.ZZ);
+  r.X = F::mul(F::mul(p.X, p.ZZ), ZZZ2);
+  r.Y = F::mul(F::mul(p.Y, ZZ3), ZZZ2);
+  r.Z = F::mul(p.ZZ, p.ZZZ);
   return r;
 }
 
 // Whether p (XYZZ) and a (affine, gnark's encoding) are the same point, by
 // cross-multiplication (no inversion).
-EC_HD bool xyzz_eq_affine(const g1_xyzz &p, const g1_affine &a) {
+template <class F>
+EC_HD bool xyzz_eq_affine(const xyzz_t<F> &p, const affine_t<F> &a) {
   if (affine_is_inf(a)) return xyzz_is_inf(p);
   if (xyzz_is_inf(p)) return false;
-  return fp_t::eq(fp_t::mul(a.x, p.ZZ), p.X) && fp_t::eq(fp_t::mul(a.y, p.ZZZ), p.Y);
+  return F::eq(F::mul(a.x, p.ZZ), p.X) && F::eq(F::mul(a.y, p.ZZZ), p.Y);
 }
 
 }  // namespace ec

@@ -1,14 +1,19 @@
-// msm.cu: Pippenger multi-scalar multiplication on G1 of BLS12-381
+// msm.cu: Pippenger multi-scalar multiplication on G1 or G2 of BLS12-381
 // (msm.cuh gives the method and its parameters). Compiled at run time by
 // NVRTC through cudaspans (prover/gpu/msm.go) and by nvcc in the devtest
 // harness. Kernels are extern "C" so their names are stable for
 // cuModuleGetFunction and for the kernel spans.
 //
+// One source, two modules: compiled as it is, the point kernels work on G1
+// (ec::g1_*, names as below); compiled with -DMSM_G2 they work on G2
+// (ec::g2_*, names with the suffix _g2, e.g. msm_bucket_accumulate_g2).
+// The scalar kernels (digits, scan, scatter) are the same in both.
+//
 // Device buffers of one MSM of n points with window c, W windows and
 // B = 2^(c−1) buckets per window (all indices are 32-bit: n < 2^31):
 //   scalars   n fr_t          gnark's Montgomery form in, canonical after
 //                             msm_digits_count
-//   bases     n g1_affine     gnark's G1Affine, Montgomery form
+//   bases     n affine        gnark's G1Affine or G2Affine, Montgomery form
 //   counts    W·B u32         points per bucket
 //   bucket_off W·B u32        start of each bucket in its window's run
 //   cursor    W·B u32         scatter cursors (a copy of bucket_off)
@@ -24,6 +29,18 @@
 //                             milliseconds on one GPU thread)
 #include "ec.cuh"
 #include "msm.cuh"
+
+#ifdef MSM_G2
+typedef ec::g2_affine msm_affine;
+typedef ec::g2_xyzz msm_xyzz;
+typedef ff::fp2_t msm_field;
+#define MSM_POINT_KERNEL(name) name##_g2
+#else
+typedef ec::g1_affine msm_affine;
+typedef ec::g1_xyzz msm_xyzz;
+typedef ff::fp_t msm_field;
+#define MSM_POINT_KERNEL(name) name
+#endif
 
 typedef unsigned int msm_u32;
 typedef unsigned long long msm_u64;
@@ -153,6 +170,12 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 //   MSM_ACCUM_MIN_BLOCKS  blocks of 128 threads per SM to ask ptxas for
 //                         (fewer registers, more warps in flight)
 //   MSM_ACCUM_CALL        call xyzz_add_affine instead of inlining it
+//                         (the default for G2, whose inlined addition
+//                         holds thirty Fp multiplications; MSM_ACCUM_INLINE
+//                         inlines it there too)
+#if defined(MSM_G2) && !defined(MSM_ACCUM_INLINE) && !defined(MSM_ACCUM_CALL)
+#define MSM_ACCUM_CALL
+#endif
 #ifdef MSM_ACCUM_MIN_BLOCKS
 #define MSM_ACCUM_BOUNDS __launch_bounds__(128, MSM_ACCUM_MIN_BLOCKS)
 #else
@@ -161,9 +184,9 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 
 // One thread per segment (blockIdx.y is the window): the sum of at most
 // MSM_SEGMENT points of one bucket, in XYZZ, written to partials.
-extern "C" __global__ void MSM_ACCUM_BOUNDS msm_bucket_accumulate(
-    const ec::g1_affine *bases, const msm_u32 *sorted, const msm_u32 *counts, const msm_u32 *bucket_off,
-    const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, ec::g1_xyzz *partials,
+extern "C" __global__ void MSM_ACCUM_BOUNDS MSM_POINT_KERNEL(msm_bucket_accumulate)(
+    const msm_affine *bases, const msm_u32 *sorted, const msm_u32 *counts, const msm_u32 *bucket_off,
+    const msm_u32 *seg_off, msm_u32 n, msm_u32 nb, msm_u32 seg_cap, msm_xyzz *partials,
     msm_u32 *seg_bucket) {
   msm_u32 w = blockIdx.y;
   msm_u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -185,11 +208,11 @@ extern "C" __global__ void MSM_ACCUM_BOUNDS msm_bucket_accumulate(
   msm_u32 start = base + s * MSM_SEGMENT;
   if (start + MSM_SEGMENT < end) end = start + MSM_SEGMENT;
   const msm_u32 *run = sorted + (msm_u64)w * n;
-  ec::g1_xyzz acc = ec::xyzz_inf();
+  msm_xyzz acc = ec::xyzz_inf<msm_field>();
   for (msm_u32 k = start; k < end; k++) {
     msm_u32 e = run[k];
-    ec::g1_affine a = bases[e & ~MSM_NEG_FLAG];
-    if (e & MSM_NEG_FLAG) a.y = ff::fp_t::neg(a.y);
+    msm_affine a = bases[e & ~MSM_NEG_FLAG];
+    if (e & MSM_NEG_FLAG) a.y = msm_field::neg(a.y);
 #ifdef MSM_ACCUM_CALL
     acc = ec::xyzz_add_affine(acc, a);
 #else
@@ -205,7 +228,7 @@ extern "C" __global__ void MSM_ACCUM_BOUNDS msm_bucket_accumulate(
 // in segment r + stride. After passes with stride 1, 2, 4, ... up to the
 // longest bucket's segment count, each bucket's first segment holds its
 // sum, in log depth however uneven the buckets are.
-extern "C" __global__ void __launch_bounds__(128) msm_segment_merge(ec::g1_xyzz *partials,
+extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_segment_merge)(msm_xyzz *partials,
                                                                     const msm_u32 *seg_bucket,
                                                                     const msm_u32 *seg_off, msm_u32 nb,
                                                                     msm_u32 seg_cap, msm_u32 stride) {
@@ -216,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_segment_merge(ec::g1_xyzz 
   msm_u32 b = seg_bucket[(msm_u64)w * seg_cap + idx];
   msm_u32 r = idx - so[b], nseg = so[b + 1] - so[b];
   if (r % (2 * stride) != 0 || r + stride >= nseg) return;
-  ec::g1_xyzz *pw = partials + (msm_u64)w * seg_cap;
+  msm_xyzz *pw = partials + (msm_u64)w * seg_cap;
   pw[idx] = ec::xyzz_add(pw[idx], pw[idx + stride]);
 }
 
@@ -225,17 +248,17 @@ extern "C" __global__ void __launch_bounds__(128) msm_segment_merge(ec::g1_xyzz 
 //   Σ_t (j·m + t + 1)·B_t = [Σ_t (t+1)·B_t] + j·m·[Σ_t B_t],
 // the first term by the running-sum trick from the top bucket down, the
 // second by a short double-and-add. parts gets one value per slice.
-extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce(const ec::g1_xyzz *partials,
+extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_bucket_reduce)(const msm_xyzz *partials,
                                                                     const msm_u32 *seg_off, msm_u32 nb,
                                                                     msm_u32 m, msm_u32 seg_cap,
-                                                                    ec::g1_xyzz *parts) {
+                                                                    msm_xyzz *parts) {
   msm_u32 w = blockIdx.y;
   msm_u32 nslices = nb / m;
   msm_u32 j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= nslices) return;
   const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
-  const ec::g1_xyzz *pw = partials + (msm_u64)w * seg_cap;
-  ec::g1_xyzz running = ec::xyzz_inf(), total = ec::xyzz_inf();
+  const msm_xyzz *pw = partials + (msm_u64)w * seg_cap;
+  msm_xyzz running = ec::xyzz_inf<msm_field>(), total = ec::xyzz_inf<msm_field>();
   for (int t = (int)m - 1; t >= 0; t--) {
     msm_u32 b = j * m + (msm_u32)t;
     if (so[b] < so[b + 1]) running = ec::xyzz_add(running, pw[so[b]]);
@@ -248,10 +271,10 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce(const ec::g1
 // Σ of a window's slice values: one block of MSM_WINDOW_SUM_THREADS per
 // window, strided sums then a tree in shared memory.
 extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
-    msm_window_sum(const ec::g1_xyzz *parts, msm_u32 nslices, ec::g1_xyzz *wsums) {
-  __shared__ ec::g1_xyzz sh[MSM_WINDOW_SUM_THREADS];
+    MSM_POINT_KERNEL(msm_window_sum)(const msm_xyzz *parts, msm_u32 nslices, msm_xyzz *wsums) {
+  __shared__ msm_xyzz sh[MSM_WINDOW_SUM_THREADS];
   msm_u32 w = blockIdx.x, t = threadIdx.x;
-  ec::g1_xyzz acc = ec::xyzz_inf();
+  msm_xyzz acc = ec::xyzz_inf<msm_field>();
   for (msm_u32 j = t; j < nslices; j += MSM_WINDOW_SUM_THREADS)
     acc = ec::xyzz_add(acc, parts[(msm_u64)w * nslices + j]);
   sh[t] = acc;

@@ -1,17 +1,17 @@
-// C entry points over fp2.cuh and ec_g2.cuh for the Go tests: the kernels'
+// C entry points over fp2.cuh and ec.cuh (its G2 instances) for the Go tests: the kernels'
 // Fp2 and G2 arithmetic compiled as plain C++ on the host. The headers are
 // included through links named *.h (kernels_*.h -> ../../kernels/*.cuh):
 // go hashes a package's .h files, so an edit to a kernel header rebuilds
 // this package instead of reusing a cached test result.
 #include "kernels_ff.h"
 #include "kernels_fp2.h"
-#include "kernels_ec.h"  // G1 too: a G2 MSM will include both, and the names must not clash
-#include "kernels_ec_g2.h"
+#include "kernels_ec.h"
+
 #include "hostec2.h"
 
-using ec2::g2_affine;
-using ec2::g2_jac;
-using ec2::g2_xyzz;
+using ec::g2_affine;
+using ec::g2_jac;
+using ec::g2_xyzz;
 using ff::fp2_t;
 using ff::fp_t;
 typedef unsigned long long u64;
@@ -68,36 +68,36 @@ extern "C" void h2_fp2_norm(const u64 *a, u64 *z, long n) {
 }
 
 extern "C" void h2_add_affine(const u64 *p, const u64 *a, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_add_affine(X(p)[i], A(a)[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_add_affine(X(p)[i], A(a)[i]));
 }
 extern "C" void h2_add(const u64 *p, const u64 *q, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_add(X(p)[i], X(q)[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_add(X(p)[i], X(q)[i]));
 }
 extern "C" void h2_dbl(const u64 *p, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_dbl(X(p)[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_dbl(X(p)[i]));
 }
 extern "C" void h2_neg(const u64 *p, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_neg(X(p)[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_neg(X(p)[i]));
 }
 extern "C" void h2_mul_u32(const u64 *p, const unsigned *k, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_mul_u32(X(p)[i], k[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_mul_u32(X(p)[i], k[i]));
 }
 extern "C" void h2_from_affine(const u64 *a, u64 *out, long n) {
-  for (long i = 0; i < n; i++) J(out)[i] = ec2::xyzz_to_jac(ec2::xyzz_from_affine(A(a)[i]));
+  for (long i = 0; i < n; i++) J(out)[i] = ec::xyzz_to_jac(ec::xyzz_from_affine(A(a)[i]));
 }
 extern "C" void h2_eq_affine(const u64 *p, const u64 *a, int *out, long n) {
-  for (long i = 0; i < n; i++) out[i] = ec2::xyzz_eq_affine(X(p)[i], A(a)[i]) ? 1 : 0;
+  for (long i = 0; i < n; i++) out[i] = ec::xyzz_eq_affine(X(p)[i], A(a)[i]) ? 1 : 0;
 }
 extern "C" void h2_on_curve(const u64 *a, int *out, long n) {
-  for (long i = 0; i < n; i++) out[i] = ec2::affine_is_on_curve(A(a)[i]) ? 1 : 0;
+  for (long i = 0; i < n; i++) out[i] = ec::affine_is_on_curve(A(a)[i]) ? 1 : 0;
 }
 extern "C" void h2_bucket_sum(const u64 *a, const unsigned char *neg, u64 *out, long n) {
-  g2_xyzz acc = ec2::xyzz_inf();
+  g2_xyzz acc = ec::xyzz_inf<fp2_t>();
   for (long i = 0; i < n; i++) {
-    g2_affine pt = neg[i] ? ec2::affine_neg(A(a)[i]) : A(a)[i];
-    acc = ec2::xyzz_add_affine_inline(acc, pt);
+    g2_affine pt = neg[i] ? ec::affine_neg(A(a)[i]) : A(a)[i];
+    acc = ec::xyzz_add_affine_inline(acc, pt);
   }
-  J(out)[0] = ec2::xyzz_to_jac(acc);
+  J(out)[0] = ec::xyzz_to_jac(acc);
 }
 extern "C" void h2_sizes(long *out) {
   out[0] = sizeof(fp2_t);

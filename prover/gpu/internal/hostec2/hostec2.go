@@ -1,11 +1,11 @@
 // Package hostec2 compiles the GPU kernels' Fp2 and G2 arithmetic
-// (prover/gpu/kernels/fp2.cuh and ec_g2.cuh) as plain C++ through cgo, so
+// (prover/gpu/kernels/fp2.cuh and the G2 instances of ec.cuh) as plain C++ through cgo, so
 // that tests without a GPU check it against gnark-crypto's E2, G2Jac and
 // G2Affine. It exists for tests; the prover does not call it.
 //
 // Inputs in extended Jacobian coordinates (XYZZ: x = X/ZZ, y = Y/ZZZ) are
 // given as the XYZZ type; every point result comes back as a gnark G2Jac,
-// through ec_g2.cuh's own xyzz_to_jac. All calls are safe for concurrent use.
+// through ec.cuh's own xyzz_to_jac. All calls are safe for concurrent use.
 package hostec2
 
 /*

@@ -1,1 +1,0 @@
-../../kernels/ec_g2.cuh
