@@ -53,6 +53,7 @@ type options struct {
 	reps       int
 	backends   []string
 	hostCopies []gpu.HostCopy
+	msmG2      []string
 	storyLog2  int
 	storyReps  int
 	cacheDir   string
@@ -63,12 +64,13 @@ var out io.Writer = os.Stdout
 
 func main() {
 	var o options
-	var sizes, backends, hostCopies, outPath string
+	var sizes, backends, hostCopies, msmG2, outPath string
 	flag.StringVar(&o.circuit, "circuit", "merkle", "built-in circuit: "+strings.Join(circuits.Names(), "|"))
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
 	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time")
+	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
 	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Pipeline); 0 skips it; default the largest size")
 	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
@@ -100,6 +102,15 @@ func main() {
 		}
 		if len(o.hostCopies) == 0 {
 			o.hostCopies = []gpu.HostCopy{gpu.HostCopyStaged}
+		}
+		for _, s := range splitList(msmG2) {
+			if s != gpu.MSMG2GPU && s != gpu.MSMG2CPU {
+				return fmt.Errorf("-msm-g2: %q is neither gpu nor cpu", s)
+			}
+			o.msmG2 = append(o.msmG2, s)
+		}
+		if len(o.msmG2) == 0 {
+			o.msmG2 = []string{gpu.MSMG2GPU}
 		}
 		if o.storyLog2 < 0 {
 			o.storyLog2 = slices.Max(o.sizes)
@@ -191,7 +202,7 @@ func run(ctx context.Context, o *options) error {
 		summary = append(summary, lines...)
 	}
 	say("\n== summary: full prove (synthesis excluded), median of %d after one warm-up ==", o.reps)
-	say("%-8s %6s %10s  %-22s %10s %10s %9s", "circuit", "log2 n", "constr.", "variant", "prove ms", "+synth ms", "ratio")
+	say("%-8s %6s %10s  %-30s %10s %10s %9s", "circuit", "log2 n", "constr.", "variant", "prove ms", "+synth ms", "ratio")
 	for _, l := range summary {
 		say("%s", l)
 	}
@@ -206,6 +217,7 @@ func run(ctx context.Context, o *options) error {
 type variant struct {
 	name, backend string
 	hostCopy      gpu.HostCopy
+	msmG2         string
 	prove, total  []time.Duration
 	spans         map[string][]time.Duration // per proof, summed by span name
 }
@@ -248,8 +260,10 @@ func compareSize(ctx context.Context, o *options, cache *keys.Cache, lg int) ([]
 	var vs []*variant
 	for _, b := range o.backends {
 		if b == "cuda" {
-			for _, m := range o.hostCopies {
-				vs = append(vs, &variant{name: "cuda, " + string(m) + " copies", backend: b, hostCopy: m})
+			for _, g2 := range o.msmG2 {
+				for _, m := range o.hostCopies {
+					vs = append(vs, &variant{name: "cuda, " + string(m) + ", G2 " + g2, backend: b, hostCopy: m, msmG2: g2})
+				}
 			}
 			continue
 		}
@@ -274,7 +288,7 @@ func compareSize(ctx context.Context, o *options, cache *keys.Cache, lg int) ([]
 		if ref == 0 {
 			ref = p
 		}
-		lines = append(lines, fmt.Sprintf("%-8s %6d %10d  %-22s %10.1f %10.1f %8.2fx", o.circuit, lg, ccs.GetNbConstraints(),
+		lines = append(lines, fmt.Sprintf("%-8s %6d %10d  %-30s %10.1f %10.1f %8.2fx", o.circuit, lg, ccs.GetNbConstraints(),
 			v.name, ms(p), ms(median(v.total)), float64(ref)/float64(p)))
 	}
 	return lines, nil
@@ -304,6 +318,9 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	defer b.Close()
 	if g, ok := b.(*gpu.Backend); ok {
 		if err := g.SetHostCopy(v.hostCopy); err != nil {
+			return err
+		}
+		if err := g.SetMSMG2(v.msmG2); err != nil {
 			return err
 		}
 	}

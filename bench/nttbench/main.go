@@ -1,7 +1,9 @@
 // Command nttbench times the GPU NTT (prover/gpu) against gnark-crypto's FFT
-// on the same host's cores, in the same run, and against the byte floor
-// (each element read and written once, over the measured device-to-device
-// copy bandwidth). Results go to bench/ntt.md.
+// on the same host's cores, in the same run, against the byte floor (each
+// element read and written once, over the measured device-to-device copy
+// bandwidth) and against the multiply floor (the n/2·log2 n butterfly
+// multiplications over the Fr multiplication rate measured by
+// gpu.MeasureRates). Results go to bench/ntt.md.
 //
 //	go build -o .dev/bin/nttbench ./bench/nttbench   # here
 //	./.dev/bin/nttbench -sizes 20,24,27                # on the GPU host
@@ -119,10 +121,18 @@ func run(sizeList string, reps, hmax int) error {
 	x.Free()
 	y.Free()
 	bw := 2 * float64(copyBytes) / median(ct).Seconds() // bytes/s
-	fmt.Printf("d2d copy: %.0f GB/s (read+write, 4 GiB, median of 5)\n\n", bw/1e9)
+	fmt.Printf("d2d copy: %.0f GB/s (read+write, 4 GiB, median of 5)\n", bw/1e9)
+	// The compute floor: the NTT's n/2·log2 n butterflies each take one Fr
+	// Montgomery multiplication (ff.cuh's, measured at full occupancy).
+	rates, err := gpu.MeasureRates(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("measured rates (kernels/rate.cu): Fr mul %.1f G/s, Fp mul %.1f G/s, 32-bit mad.lo %.0f G/s, mad.hi %.0f G/s\n\n",
+		rates.FrMul/1e9, rates.FpMul/1e9, rates.IMADLo/1e9, rates.IMADHi/1e9)
 
-	fmt.Println("| size | GPU forward NTT (ms) | gnark-crypto FFT, host cores (ms) | CPU/GPU | floor (ms) | GPU/floor | tables (ms) | equal |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| size | GPU forward NTT (ms) | gnark-crypto FFT, host cores (ms) | CPU/GPU | byte floor (ms) | GPU/byte floor | multiply floor (ms) | GPU/multiply floor | tables (ms) | equal |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	var hrows []string
 	for _, f := range strings.Split(sizeList, ",") {
 		logn, err := strconv.Atoi(strings.TrimSpace(f))
@@ -193,8 +203,9 @@ func run(sizeList string, reps, hmax int) error {
 		cpuT := median(cts)
 		equal := slices.Equal(got, want)
 		floor := time.Duration(2 * float64(n*32) / bw * 1e9)
-		fmt.Printf("| 2^%d | %.3f | %.1f | %.0fx | %.3f | %.1fx | %.1f | %v |\n", logn, ms(gpuT), ms(cpuT), ms(cpuT)/ms(gpuT),
-			ms(floor), ms(gpuT)/ms(floor), ms(first-gpuT), equal)
+		mulFloor := time.Duration(float64(n/2) * float64(logn) / rates.FrMul * 1e9)
+		fmt.Printf("| 2^%d | %.3f | %.1f | %.0fx | %.3f | %.1fx | %.3f | %.2fx | %.1f | %v |\n", logn, ms(gpuT), ms(cpuT), ms(cpuT)/ms(gpuT),
+			ms(floor), ms(gpuT)/ms(floor), ms(mulFloor), ms(gpuT)/ms(mulFloor), ms(first-gpuT), equal)
 		want, got = nil, nil
 
 		if logn <= hmax {
