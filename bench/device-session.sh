@@ -4,7 +4,8 @@
 # bench/msm.md and bench/gpuprove.md. Everything is logged to $OUT (or
 # /tmp/out) as it goes, so a run cut short still returns what it did.
 #
-#   STEPS="keys tests twogpu ntt msm prove"   which parts, in order (default: all)
+#   STEPS="keys tests twogpu ntt msm prove"   which parts, in order (default: these;
+#                                             also "variants": msmbench/nttbench macro sets)
 #   SIZES="20,22"                             log2 sizes of the full prove
 #
 # On a host with 32 or more cores (the 2-GPU H200 machine) the key setup
@@ -82,6 +83,12 @@ for s in $steps; do
 		log "engine.job per device: $(grep -o '"name":"engine.job"[^}]*' "$out/serve-trace.jsonl" | wc -l) jobs; $(grep -c . "$out/serve-trace.jsonl") lines"
 		;;
 	ntt) run "${pin[@]}" ./.dev/bin/nttbench -sizes 20,24,27 ;;
+	variants)
+		# Kernel macro sets compared in one run ($MSM_VARIANTS, $NTT_VARIANTS;
+		# each checked against gnark-crypto before it is timed).
+		run "${pin[@]}" ./.dev/bin/msmbench -log2 24 -variants "${MSM_VARIANTS:-default;MSM_ACCUM_MIN_BLOCKS=4}"
+		[ -n "${NTT_VARIANTS:-}" ] && run "${pin[@]}" ./.dev/bin/nttbench -variants "$NTT_VARIANTS"
+		;;
 	msm) (cd prover/gpu && run "${pin[@]}" ../../.dev/test/prover_gpu.test -test.run '^$' -test.bench 'MSMG1|MSMG2' -test.benchtime 3x) ;;
 	prove)
 		for _ in $(seq 600); do [ -e "$keys_done" ] && break; sleep 1; done

@@ -25,7 +25,7 @@ rmdir "$keep" 2>/dev/null || true
 export GOOS=linux GOARCH=amd64 CGO_ENABLED=1
 strip=(-trimpath -ldflags='-s -w')
 go build "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
-for p in gpuprove nttbench; do
+for p in gpuprove nttbench msmbench; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
 {

@@ -1,0 +1,242 @@
+// Command msmbench compares compile-time variants of the GPU MSM kernels
+// (macros of prover/gpu/kernels: MSM_ACCUM_MIN_BLOCKS, FF_PTX_ADDSUB,
+// FF_MUL_EVENODD, ...) in one run on one device: each variant is compiled
+// with NVRTC, checked against gnark-crypto's MultiExp (G1, and G2 when
+// timed) on fresh random inputs and edge inputs, then timed over resident
+// bases. Results go to bench/msm.md.
+//
+//	go build -o .dev/bin/msmbench ./bench/msmbench           # here
+//	./.dev/bin/msmbench -log2 24 -variants 'default;MSM_ACCUM_MIN_BLOCKS=4'   # on the GPU host
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu"
+)
+
+func main() {
+	variants := flag.String("variants", "default", "';'-separated macro sets, each K=V,K=V ('default': none)")
+	lg1 := flag.Int("log2", 24, "log2 size of the timed G1 MSM")
+	lg2 := flag.Int("g2-log2", 0, "log2 size of the timed G2 MSM (0: G2 not timed)")
+	reps := flag.Int("reps", 3, "timed runs per variant after one warm-up (median reported)")
+	flag.Parse()
+	if err := run(*variants, *lg1, *lg2, *reps); err != nil {
+		fmt.Fprintln(os.Stderr, "msmbench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseVariant(v string) (map[string]string, error) {
+	d := map[string]string{}
+	v = strings.TrimSpace(v)
+	if v == "" || v == "default" {
+		return d, nil
+	}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("variant %q: want K=V pairs", v)
+		}
+		d[k] = val
+	}
+	return d, nil
+}
+
+func randScalars(n int) []fr.Element {
+	s := make([]fr.Element, n)
+	var wg sync.WaitGroup
+	per := (n + runtime.NumCPU() - 1) / runtime.NumCPU()
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func(p []fr.Element) {
+			defer wg.Done()
+			for i := range p {
+				p[i].MustSetRandom()
+			}
+		}(s[lo:min(lo+per, n)])
+	}
+	wg.Wait()
+	return s
+}
+
+// repeat returns n points: the random ones repeated (the MSM's work does
+// not depend on the points being distinct).
+func repeat[P any](pts []P, n int) []P {
+	out := make([]P, n)
+	for i := range out {
+		out[i] = pts[i%len(pts)]
+	}
+	return out
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func run(list string, lg1, lg2, reps int) error {
+	ctx := context.Background()
+	c, err := cudaspans.Open(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := c.NewStream()
+	if err != nil {
+		return err
+	}
+	keys, err := gpu.NewResidentKeys(c)
+	if err != nil {
+		return err
+	}
+	defer keys.EvictAll(ctx)
+	dev := c.Device()
+	fmt.Printf("device: %s (%s, %d SMs); host: %d cores\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU())
+
+	_, _, g1, g2 := curve.Generators()
+	r1 := curve.BatchScalarMultiplicationG1(&g1, randScalars(1<<16))
+	n1 := 1 << lg1
+	set1 := prover.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: repeat(r1, n1)}
+	sc1 := randScalars(n1)
+	var set2 prover.BaseSet[curve.G2Affine]
+	var sc2 []fr.Element
+	var r2 []curve.G2Affine
+	if lg2 > 0 {
+		r2 = curve.BatchScalarMultiplicationG2(&g2, randScalars(1<<14))
+		set2 = prover.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: repeat(r2, 1<<lg2)}
+		sc2 = randScalars(1 << lg2)
+	}
+	// The correctness inputs: 2^16 random points and scalars, with r−1,
+	// 0, 1, infinity and a repeated base mixed in.
+	check1 := slices.Clone(r1)
+	checkS := randScalars(len(check1))
+	var one, rm1 fr.Element
+	one.SetOne()
+	rm1.Neg(&one)
+	for i := range checkS {
+		switch i % 7 {
+		case 1:
+			checkS[i] = rm1
+		case 2:
+			checkS[i] = fr.Element{}
+		case 3:
+			checkS[i] = one
+		case 4:
+			check1[i] = curve.G1Affine{}
+		case 5:
+			check1[i] = check1[i-5]
+		}
+	}
+	var want1 curve.G1Jac
+	if _, err := want1.MultiExp(check1, checkS, ecc.MultiExpConfig{}); err != nil {
+		return err
+	}
+	var want2 curve.G2Jac
+	if lg2 > 0 {
+		if _, err := want2.MultiExp(r2, checkS[:len(r2)], ecc.MultiExpConfig{}); err != nil {
+			return err
+		}
+	}
+
+	// The same scalars in pinned memory, as the backend's default (staged)
+	// copy mode hands them to the MSM: the upload runs at the link's rate.
+	pinned, err := c.AllocPinned(ctx, n1*32)
+	if err != nil {
+		return err
+	}
+	defer c.Free(ctx, pinned)
+	sc1p := unsafe.Slice((*fr.Element)(pinned.Ptr()), n1)
+	copy(sc1p, sc1)
+
+	fmt.Printf("\n| variant | compile + checks (s) | G1 2^%d, scalars pageable (ms) | G1 2^%d, scalars pinned (ms) |", lg1, lg1)
+	if lg2 > 0 {
+		fmt.Printf(" G2 2^%d (ms) |", lg2)
+	}
+	fmt.Println(" equal to gnark |")
+	fmt.Println("|---|---|---|---|" + strings.Repeat("---|", btoi(lg2 > 0)) + "---|")
+	for _, v := range strings.Split(list, ";") {
+		defs, err := parseVariant(v)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		m, err := gpu.NewMSM(ctx, c, gpu.WithMSMCompileOptions(cudaspans.CompileOptions{Defines: defs}))
+		if err != nil {
+			fmt.Printf("| %s | failed: %v |\n", v, err)
+			continue
+		}
+		equal := true
+		got1, err := m.G1Host(ctx, "", s, check1, checkS)
+		if err != nil {
+			return err
+		}
+		equal = equal && got1.Equal(&want1)
+		if lg2 > 0 {
+			got2, err := m.G2Host(ctx, "", s, r2, checkS[:len(r2)])
+			if err != nil {
+				return err
+			}
+			equal = equal && got2.Equal(&want2)
+		}
+		compile := time.Since(t0)
+		t1, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, "", s, keys, set1, sc1); return err })
+		if err != nil {
+			return err
+		}
+		t1p, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, "", s, keys, set1, sc1p); return err })
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %.1f |", v, compile.Seconds(), ms(t1), ms(t1p))
+		if lg2 > 0 {
+			t2, err := timeIt(reps, func() error { _, err := m.G2Resident(ctx, "", s, keys, set2, sc2); return err })
+			if err != nil {
+				return err
+			}
+			fmt.Printf(" %.1f |", ms(t2))
+		}
+		fmt.Printf(" %v |\n", equal)
+		m.Close()
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func timeIt(reps int, f func() error) (time.Duration, error) {
+	var ts []time.Duration
+	for i := -1; i < reps; i++ {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		if i >= 0 {
+			ts = append(ts, time.Since(t0))
+		}
+	}
+	return median(ts), nil
+}
