@@ -16,6 +16,8 @@
 //   F::zero(), F::one() (R mod q), F::modulus() (q, not reduced)
 //   F::add(a,b), F::sub(a,b), F::neg(a), F::dbl(a)
 //   F::mul(a,b) (a·b·R⁻¹; 32-bit PTX chains on the device), F::sqr(a)
+//   F::mul_evenodd(a,b) (the same product with two independent carry
+//     chains per row; F::mul on the device with -DFF_MUL_EVENODD=1)
 //   F::to_mont(x) (x canonical -> x·R), F::from_mont(a) (a·R⁻¹)
 //   F::eq(a,b), F::is_zero(a)
 //   F::pow(a, e, nlimbs) (a^e, e little-endian 64-bit limbs)
@@ -37,6 +39,12 @@
 #endif
 
 typedef unsigned long long ff_u64;
+
+// FF_MUL_EVENODD=1 makes Field::mul on the device use mul_evenodd instead of
+// mul_ptx (both compute the same fully reduced product).
+#ifndef FF_MUL_EVENODD
+#define FF_MUL_EVENODD 0
+#endif
 
 namespace ff {
 
@@ -78,6 +86,117 @@ FF_HD ff_u64 sbb(ff_u64 a, ff_u64 b, ff_u64 &borrow) {
   borrow = b1 | b2;
   return r;
 }
+
+// 32-bit PTX integer instructions with the carry flag made explicit, so that
+// one source serves the device and a host emulation the tests run (the
+// hostarith package). On the device each helper is the single PTX
+// instruction and cf is unused: the hardware carry flag (CC.CF) carries, so
+// a chain must be consecutive helper calls, as with raw asm. On the host, cf
+// is CC.CF: the .cc forms write the carry out of the addition to it, the c
+// forms (madc, addc) add it in, and the rest leave it alone, as the PTX ISA
+// defines mad{.hi,.lo}.cc, madc{.hi,.lo}{.cc} and add{c}{.cc}.
+namespace ptx {
+// d = lo(a·b)
+FF_HD void mul_lo(unsigned &d, unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+  asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  d = a * b;
+#endif
+}
+// d = hi(a·b)
+FF_HD void mul_hi(unsigned &d, unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+  asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  d = (unsigned)(((ff_u64)a * b) >> 32);
+#endif
+}
+// d = lo(a·b) + c, cf = carry out
+FF_HD void mad_lo_cc(unsigned &d, unsigned a, unsigned b, unsigned c, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  ff_u64 s = (ff_u64)(unsigned)(a * b) + c;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = lo(a·b) + c + cf, cf = carry out
+FF_HD void madc_lo_cc(unsigned &d, unsigned a, unsigned b, unsigned c, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  ff_u64 s = (ff_u64)(unsigned)(a * b) + c + cf;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = hi(a·b) + c, cf = carry out
+FF_HD void mad_hi_cc(unsigned &d, unsigned a, unsigned b, unsigned c, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  ff_u64 s = (((ff_u64)a * b) >> 32) + c;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = hi(a·b) + c + cf, cf = carry out
+FF_HD void madc_hi_cc(unsigned &d, unsigned a, unsigned b, unsigned c, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  ff_u64 s = (((ff_u64)a * b) >> 32) + c + cf;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = hi(a·b) + c + cf (mod 2^32), no carry out
+FF_HD void madc_hi(unsigned &d, unsigned a, unsigned b, unsigned c, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  d = (unsigned)((((ff_u64)a * b) >> 32) + c + cf);
+#endif
+}
+// d = a + b, cf = carry out
+FF_HD void add_cc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  ff_u64 s = (ff_u64)a + b;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = a + b + cf, cf = carry out
+FF_HD void addc_cc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  ff_u64 s = (ff_u64)a + b + cf;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 32);
+#endif
+}
+// d = a + b + cf (mod 2^32), no carry out
+FF_HD void addc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("addc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  d = a + b + cf;
+#endif
+}
+}  // namespace ptx
 
 // BLS12-381 scalar field r (gnark-crypto ecc/bls12-381/fr, element.go).
 struct FrParams {
@@ -205,7 +324,9 @@ struct Field {
   // 32-bit-word version with PTX carry chains (mul_ptx); the GPU has no
   // native 64-bit multiply, and the emulated one costs ~2.5x more.
   static FF_HD Field mul(const Field &a, const Field &b) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) && FF_MUL_EVENODD
+    return mul_evenodd(a, b);
+#elif defined(__CUDA_ARCH__)
     return mul_ptx(a, b);
 #else
     return mul_cios64(a, b);
@@ -236,6 +357,117 @@ struct Field {
     return reduce_once(z, t[N]);
   }
   static FF_HD Field sqr(const Field &a) { return mul(a, a); }
+
+  // Word j of q (32-bit words, little-endian); a constant after unrolling.
+  static FF_HD unsigned qword(int j) { return (unsigned)(P::q(j / 2) >> (32 * (j & 1))); }
+
+  // Montgomery multiplication a·b·2^(−64N) mod q over n = 2N 32-bit words
+  // with two accumulators, in the style of sppark's mont_t (ff/mont_t.cuh)
+  // but derived here: per word b_i of b the products a_j·b_i of even j go to
+  // one array ("even" role, word k at weight W^k, W = 2^32) and those of odd
+  // j to the other ("odd" role, word k at weight W^(k+1)). Each product's
+  // lo and hi words land on a word pair of their own within an array, so
+  // each array takes a·b_i (and then m·q) as ONE carry chain lo, hi, lo,
+  // hi, ..., and the two arrays' chains are independent of each other,
+  // unlike mul_ptx's lo chain → hi chain. After m·q word 0 of the even
+  // array is zero; dividing by W then turns the odd array into the next
+  // even one (its weights drop to W^k) and the even array, shifted down two
+  // words as the next row adds into it, into the next odd one. The arrays
+  // are merged once at the end and reduced once.
+  //
+  // Bounds (why no carry is dropped): with a, b < q and the running value
+  // T < 2q before a row, the row's total T + a·b_i + m·q < 2q + 2q(W−1) =
+  // 2qW, and T/W < 2q after it. Every partial sum inside a row, and so each
+  // array's own value (all terms are non-negative), stays below 2qW ≤ W^(n+1)
+  // because 2q ≤ 2^(32n) (q < 2^255 for Fr, n = 8; q < 2^381 for Fp,
+  // n = 12): the odd array (top word at weight W^n) never carries out of
+  // its top word, so its chains may end without a carry out; the even
+  // array's carry out of word n−1 (weight W^n) is added into the odd array's
+  // top word. The merged result is the final T < 2q < W^n, and one
+  // conditional subtraction of q puts it in [0, q), as gnark-crypto's Mul.
+  //
+  // Written with the ptx:: helpers, so the host build of this function
+  // emulates the device instruction by instruction (hostarith tests it
+  // against gnark-crypto); the device uses it when FF_MUL_EVENODD=1.
+  static FF_HD Field mul_evenodd(const Field &a, const Field &b) {
+    const int n = 2 * N;
+    unsigned aw[n], bw[n], ev[n], od[n];
+    FF_UNROLL for (int j = 0; j < N; j++) {
+      aw[2 * j] = (unsigned)a.limb[j];
+      aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
+      bw[2 * j] = (unsigned)b.limb[j];
+      bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
+    }
+    unsigned cf = 0;
+    // Two rows per step, so that the roles of the arrays are fixed per call.
+    FF_UNROLL for (int i = 0; i < n; i += 2) {
+      evenodd_row(ev, od, aw, bw[i], i == 0, cf);
+      evenodd_row(od, ev, aw, bw[i + 1], false, cf);
+    }
+    // After the last row (n is even) ev holds weights W^k and od[k] weights
+    // W^(k−1) (od[0] is the zeroed word): the result is ev + od[1..n−1].
+    ptx::add_cc(ev[0], ev[0], od[1], cf);
+    FF_UNROLL for (int k = 1; k < n - 1; k++) ptx::addc_cc(ev[k], ev[k], od[k + 1], cf);
+    ptx::addc(ev[n - 1], ev[n - 1], 0, cf);
+    Field z;
+    FF_UNROLL for (int j = 0; j < N; j++)
+      z.limb[j] = (ff_u64)ev[2 * j] | ((ff_u64)ev[2 * j + 1] << 32);
+    return reduce_once(z, 0);
+  }
+
+  // One row of mul_evenodd: adds a·bi and then m·q, m = e[0]·(−q⁻¹ mod W),
+  // to the value e + W·o (e in the even role, o in the odd role), leaving
+  // e[0] = 0. On entry (not the first row) e holds weights W^k and o, the
+  // previous row's even array, weights W^(k−1) with o[0] = 0: o[1] joins
+  // e[0] and o shifts down two words while the odd-j products are added.
+  static FF_HD void evenodd_row(unsigned *e, unsigned *o, const unsigned *aw, unsigned bi,
+                                bool first, unsigned &cf) {
+    const int n = 2 * N;
+    if (first) {
+      FF_UNROLL for (int j = 0; j < n; j += 2) {
+        ptx::mul_lo(e[j], aw[j], bi);
+        ptx::mul_hi(e[j + 1], aw[j], bi);
+        ptx::mul_lo(o[j], aw[j + 1], bi);
+        ptx::mul_hi(o[j + 1], aw[j + 1], bi);
+      }
+    } else {
+      // odd role: o[1] → e[0] with its carry at weight W, then a_(j+1)·bi
+      // (weight W^(j+1)) plus the old o[j+2], o[j+3] into o[j], o[j+1].
+      ptx::add_cc(e[0], e[0], o[1], cf);
+      FF_UNROLL for (int j = 0; j < n - 2; j += 2) {
+        ptx::madc_lo_cc(o[j], aw[j + 1], bi, o[j + 2], cf);
+        ptx::madc_hi_cc(o[j + 1], aw[j + 1], bi, o[j + 3], cf);
+      }
+      ptx::madc_lo_cc(o[n - 2], aw[n - 1], bi, 0, cf);
+      ptx::madc_hi(o[n - 1], aw[n - 1], bi, 0, cf);  // hi ≤ W−2: no carry out
+      // even role: a_j·bi for even j, its carry out (weight W^n) to o[n−1].
+      ptx::mad_lo_cc(e[0], aw[0], bi, e[0], cf);
+      ptx::madc_hi_cc(e[1], aw[0], bi, e[1], cf);
+      FF_UNROLL for (int j = 2; j < n; j += 2) {
+        ptx::madc_lo_cc(e[j], aw[j], bi, e[j], cf);
+        ptx::madc_hi_cc(e[j + 1], aw[j], bi, e[j + 1], cf);
+      }
+      ptx::addc(o[n - 1], o[n - 1], 0, cf);
+    }
+    const unsigned m = e[0] * (unsigned)P::INV;
+    // m·q: odd words of q into o (no carry out of o's top word, by the
+    // bound), even words into e with the carry out to o[n−1].
+    ptx::mad_lo_cc(o[0], m, qword(1), o[0], cf);
+    ptx::madc_hi_cc(o[1], m, qword(1), o[1], cf);
+    FF_UNROLL for (int j = 2; j < n - 2; j += 2) {
+      ptx::madc_lo_cc(o[j], m, qword(j + 1), o[j], cf);
+      ptx::madc_hi_cc(o[j + 1], m, qword(j + 1), o[j + 1], cf);
+    }
+    ptx::madc_lo_cc(o[n - 2], m, qword(n - 1), o[n - 2], cf);
+    ptx::madc_hi(o[n - 1], m, qword(n - 1), o[n - 1], cf);
+    ptx::mad_lo_cc(e[0], m, qword(0), e[0], cf);
+    ptx::madc_hi_cc(e[1], m, qword(0), e[1], cf);
+    FF_UNROLL for (int j = 2; j < n; j += 2) {
+      ptx::madc_lo_cc(e[j], m, qword(j), e[j], cf);
+      ptx::madc_hi_cc(e[j + 1], m, qword(j), e[j + 1], cf);
+    }
+    ptx::addc(o[n - 1], o[n - 1], 0, cf);
+  }
 
 #ifdef __CUDA_ARCH__
   // add and sub as 32-bit PTX carry chains (opt-in with -DFF_PTX_ADDSUB=1):
@@ -292,6 +524,7 @@ struct Field {
     FF_UNROLL for (int j = 0; j < N; j++) z.limb[j] = (ff_u64)r[2 * j] | ((ff_u64)r[2 * j + 1] << 32);
     return z;
   }
+#endif
 
   // CIOS over 2N 32-bit words: per word of b, one carry chain adds the low
   // halves of a·b_i, a second the high halves (one word up), then the same
@@ -299,8 +532,9 @@ struct Field {
   // Words of q and −q⁻¹ are compile-time constants after unrolling. The
   // chains rely on the carry flag surviving between consecutive asm
   // statements, as ec-gpu-gen's and sppark's field code does; the device
-  // tests compare every transform with gnark-crypto.
-  static __device__ __forceinline__ Field mul_ptx(const Field &a, const Field &b) {
+  // tests compare every transform with gnark-crypto, and the host build
+  // (the ptx:: helpers' emulation) is tested against it in hostarith.
+  static FF_HD Field mul_ptx(const Field &a, const Field &b) {
     const int n = 2 * N;
     unsigned aw[n], bw[n], t[n + 2];
     FF_UNROLL for (int j = 0; j < N; j++) {
@@ -311,32 +545,25 @@ struct Field {
     }
     FF_UNROLL for (int j = 0; j < n + 2; j++) t[j] = 0;
     const unsigned inv = (unsigned)P::INV;
+    unsigned cf = 0;
     FF_UNROLL for (int i = 0; i < n; i++) {
       const unsigned bi = bw[i];
-      asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(aw[0]), "r"(bi));
-      FF_UNROLL for (int j = 1; j < n; j++)
-        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(aw[j]), "r"(bi));
-      asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[n]));
-      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
-      asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(aw[0]), "r"(bi));
-      FF_UNROLL for (int j = 1; j < n; j++)
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(aw[j]), "r"(bi));
-      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+      ptx::mad_lo_cc(t[0], aw[0], bi, t[0], cf);
+      FF_UNROLL for (int j = 1; j < n; j++) ptx::madc_lo_cc(t[j], aw[j], bi, t[j], cf);
+      ptx::addc_cc(t[n], t[n], 0, cf);
+      ptx::addc(t[n + 1], t[n + 1], 0, cf);
+      ptx::mad_hi_cc(t[1], aw[0], bi, t[1], cf);
+      FF_UNROLL for (int j = 1; j < n; j++) ptx::madc_hi_cc(t[j + 1], aw[j], bi, t[j + 1], cf);
+      ptx::addc(t[n + 1], t[n + 1], 0, cf);
 
       const unsigned m = t[0] * inv;
-      asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"((unsigned)P::q(0)));
-      FF_UNROLL for (int j = 1; j < n; j++)
-        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;"
-                     : "+r"(t[j])
-                     : "r"(m), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
-      asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[n]));
-      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
-      asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"((unsigned)P::q(0)));
-      FF_UNROLL for (int j = 1; j < n; j++)
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;"
-                     : "+r"(t[j + 1])
-                     : "r"(m), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
-      asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[n + 1]));
+      ptx::mad_lo_cc(t[0], m, qword(0), t[0], cf);
+      FF_UNROLL for (int j = 1; j < n; j++) ptx::madc_lo_cc(t[j], m, qword(j), t[j], cf);
+      ptx::addc_cc(t[n], t[n], 0, cf);
+      ptx::addc(t[n + 1], t[n + 1], 0, cf);
+      ptx::mad_hi_cc(t[1], m, qword(0), t[1], cf);
+      FF_UNROLL for (int j = 1; j < n; j++) ptx::madc_hi_cc(t[j + 1], m, qword(j), t[j + 1], cf);
+      ptx::addc(t[n + 1], t[n + 1], 0, cf);
       // t[0] is now zero: divide by 2^32.
       FF_UNROLL for (int j = 0; j < n + 1; j++) t[j] = t[j + 1];
       t[n + 1] = 0;
@@ -346,7 +573,6 @@ struct Field {
       z.limb[j] = (ff_u64)t[2 * j] | ((ff_u64)t[2 * j + 1] << 32);
     return reduce_once(z, t[n]);
   }
-#endif
 
   static FF_HD Field to_mont(const Field &x) {
     Field r2;

@@ -29,6 +29,8 @@ void binop(int op, const ff_u64 *a, const ff_u64 *b, ff_u64 *z, long n) {
       }
       case HA_ONE: out[i] = F::one(); break;
       case HA_ZERO: out[i] = F::zero(); break;
+      case HA_MUL_EVENODD: out[i] = F::mul_evenodd(x[i], y[i]); break;
+      case HA_MUL_PTX: out[i] = F::mul_ptx(x[i], y[i]); break;
     }
   }
 }

@@ -23,6 +23,9 @@ type Op int
 
 // The operations of ff.cuh. Unary ones ignore b; OpEq writes 1 or 0 (not in
 // Montgomery form) into the low limb of z[i]; OpOne and OpZero ignore a and b.
+// OpMulEvenOdd and OpMulPTX are a·b by mul_evenodd (the device's
+// multiplication with FF_MUL_EVENODD=1) and mul_ptx (the default one), run
+// through the host emulation of their PTX carry chains.
 const (
 	OpAdd Op = iota
 	OpSub
@@ -36,6 +39,8 @@ const (
 	OpEq
 	OpOne
 	OpZero
+	OpMulEvenOdd
+	OpMulPTX
 )
 
 func checkLens(n int, lens ...int) error {

@@ -5,7 +5,8 @@ extern "C" {
 #endif
 enum {
   HA_ADD = 0, HA_SUB, HA_MUL, HA_SQR, HA_NEG, HA_DBL,
-  HA_TOMONT, HA_FROMMONT, HA_INV, HA_EQ, HA_ONE, HA_ZERO
+  HA_TOMONT, HA_FROMMONT, HA_INV, HA_EQ, HA_ONE, HA_ZERO, HA_MUL_EVENODD,
+  HA_MUL_PTX
 };
 void ha_fr(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);
 void ha_fp(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);
