@@ -124,7 +124,7 @@ func run(sizeList string, reps, hmax int) error {
 	fmt.Printf("d2d copy: %.0f GB/s (read+write, 4 GiB, median of 5)\n", bw/1e9)
 	// The compute floor: the NTT's n/2·log2 n butterflies each take one Fr
 	// Montgomery multiplication (ff.cuh's, measured at full occupancy).
-	rates, err := gpu.MeasureRates(ctx, c)
+	rates, err := gpu.MeasureRates(ctx, c, nil)
 	if err != nil {
 		return err
 	}
@@ -366,8 +366,8 @@ func runVariants(list string) error {
 		}
 		bufs = append(bufs, b)
 	}
-	fmt.Println("| kernel macros | equal (8 transforms at 2^11 and 2^20, compute_h 2^16) | forward NTT 2^24 (ms) | compute_h 2^24, resident (ms) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| kernel macros | equal (8 transforms at 2^11 and 2^20, compute_h 2^16) | forward NTT 2^24 (ms) | compute_h 2^24, resident (ms) | Fr mul (G/s) | Fp mul (G/s) | multiply floor 2^24 (ms) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, vs := range strings.Split(list, ";") {
 		defs := map[string]string{}
 		for _, kv := range strings.Split(vs, ",") {
@@ -458,7 +458,13 @@ func runVariants(list string) error {
 			}
 			ht = append(ht, time.Since(t0))
 		}
-		fmt.Printf("| %s | %v | %.3f | %.2f |\n", vs, equal, ms(median(ft)), ms(median(ht)))
+		rates, err := gpu.MeasureRates(ctx, c, defs)
+		if err != nil {
+			return err
+		}
+		floor := float64(bn/2) * blog / rates.FrMul * 1e3
+		fmt.Printf("| %s | %v | %.3f | %.2f | %.1f | %.1f | %.3f |\n", vs, equal, ms(median(ft)), ms(median(ht)),
+			rates.FrMul/1e9, rates.FpMul/1e9, floor)
 		e.Close()
 	}
 	fmt.Println()

@@ -26,11 +26,12 @@ type Rates struct {
 // independent chains of each operation; the rate is operations over the
 // median wall time of 5 launches (after one warm-up), each long enough
 // (milliseconds) that launch overhead does not count. The kernels are
-// compiled with NVRTC (cached on disk).
-func MeasureRates(ctx context.Context, c *cudaspans.Context) (Rates, error) {
+// compiled with NVRTC (cached on disk), with defines (ff.cuh's macros, e.g.
+// FF_MUL_EVENODD; nil for the defaults).
+func MeasureRates(ctx context.Context, c *cudaspans.Context, defines map[string]string) (Rates, error) {
 	var r Rates
 	mod, err := c.Compile(ctx, "rate", rateSource, cudaspans.CompileOptions{
-		Headers: map[string]string{"ff.cuh": ffSource}, Flags: []string{"-std=c++17"}})
+		Headers: map[string]string{"ff.cuh": ffSource}, Flags: []string{"-std=c++17"}, Defines: defines})
 	if err != nil {
 		return r, fmt.Errorf("gpu: compile rate probes: %w", err)
 	}
