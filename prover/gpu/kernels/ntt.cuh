@@ -118,7 +118,7 @@ FF_HD void pass_block(fr_t *data, const fr_t *tw, const PassParams &p, const fr_
   const unsigned log_l = log_e - p.t;
   const unsigned log_lp = log_l < p.log_mmin ? log_l : p.log_mmin;
   const unsigned lp_mask = (1u << log_lp) - 1;
-  const unsigned mmin_mask = (1u << p.log_mmin) - 1;
+  const unsigned groups_lo_mask = (1u << (p.log_mmin - log_lp)) - 1;
 
   for (unsigned e = tid; e < E; e += nthreads) {
     unsigned idx = pass_index(p, blk, e);
@@ -140,9 +140,10 @@ FF_HD void pass_block(fr_t *data, const fr_t *tw, const PassParams &p, const fr_
       unsigned e0 = (((qq << p.t) + k) << log_lp) + l;
       unsigned e1 = e0 + (1u << (b + log_lp));
       // j mod h of the upper element: the low bits of k below b, then the
-      // position inside the mmin-run.
-      unsigned idx0 = pass_index(p, blk, e0);
-      unsigned pw = ((k & ((1u << b) - 1)) << p.log_mmin) | (idx0 & mmin_mask);
+      // position inside the mmin-run, which is pass_index(p, blk, e0) &
+      // mmin_mask: (lo_group << log_lp) | l, read off directly.
+      unsigned lo_group = ((blk << (log_l - log_lp)) + qq) & groups_lo_mask;
+      unsigned pw = ((k & ((1u << b) - 1)) << p.log_mmin) | (lo_group << log_lp) | l;
       fr_t w = tws[pw];
       fr_t u = sm[e0], v = sm[e1];
 #if NTT_SKIP_UNIT_TWIDDLE
