@@ -371,7 +371,7 @@ func runVariants(list string) error {
 	for _, vs := range strings.Split(list, ";") {
 		defs := map[string]string{}
 		for _, kv := range strings.Split(vs, ",") {
-			if kv = strings.TrimSpace(kv); kv == "" {
+			if kv = strings.TrimSpace(kv); kv == "" || kv == "default" {
 				continue
 			}
 			k, v, _ := strings.Cut(kv, "=")
