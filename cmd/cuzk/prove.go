@@ -166,12 +166,13 @@ func proveAction(c *cli.Context) (err error) {
 	switch {
 	case !sampled:
 	case protocol == "file":
-		err = printWaterfall(out, target, res.TraceID)
+		err = printWaterfall(out, errOut, target, res.TraceID)
 	default:
 		err = printRecorded(out, recorder.Ended(), res.TraceID)
 	}
 	if err != nil {
-		return fmt.Errorf("read the trace back: %w", err)
+		// The proof and its trace are written; only the display failed.
+		fmt.Fprintf(errOut, "cuzk: the waterfall could not be shown (read the trace back: %v)\n", err)
 	}
 	fmt.Fprintf(out, "\ncircuit   %s, %d constraints: %s\n", name, n, inst.Shape)
 	fmt.Fprintf(out, "backend   %s, release %s\n", res.Backend, mode)
@@ -328,16 +329,19 @@ func probeOTLPEndpoint() error {
 
 // printWaterfall reads the trace back from the file the exporter wrote
 // (after the flush) and prints tracefile's waterfall of this run's trace.
-func printWaterfall(w io.Writer, path, traceID string) error {
+// Lines of the file that do not parse (another process's write cut short)
+// are skipped with a note on warn.
+func printWaterfall(w, warn io.Writer, path, traceID string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	spans, err := tracefile.ReadOTLPJSONLines(f)
+	spans, skipped, err := tracefile.ReadOTLPJSONLinesSkipping(f)
 	if err != nil {
 		return err
 	}
+	reportSkipped(warn, path, skipped)
 	return tracefile.Waterfall(w, spans, tracefile.WaterfallOptions{TraceID: traceID})
 }
 

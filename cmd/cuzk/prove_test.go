@@ -351,3 +351,35 @@ func TestAnInterruptStopsTheRunningProofAtOnce(t *testing.T) {
 		t.Errorf("runJob returned %v after the interrupt; the running proof was not stopped", d)
 	}
 }
+
+// A trace file with a line cut short (a killed writer) neither fails the
+// proof nor hides the trace: prove reports the verdict and proof, and both
+// prove and trace show the waterfall of the good lines, naming the bad one.
+func TestATraceFileWithADamagedLineStillShowsTheProofAndTheTrace(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof, traceFile := filepath.Join(dir, "p.bin"), filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(traceFile, []byte(`{"resourceSpans":[{"resource":`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "1024",
+		"--backend", "cpu", "--proof", proof, "--trace-file", traceFile)
+	if err != nil {
+		t.Fatalf("prove with a damaged trace file: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"engine.job", "ACCEPTED", proof} {
+		if !strings.Contains(out, want) {
+			t.Errorf("prove output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "line 1") {
+		t.Errorf("prove did not name the damaged line: %q", errOut)
+	}
+	out, errOut, err = runCuzk(t, "trace", traceFile)
+	if err != nil {
+		t.Fatalf("trace of a file with a damaged line: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "groth16.prove") || !strings.Contains(errOut, "line 1") {
+		t.Errorf("trace: stdout %q, stderr %q; want the waterfall and a note on line 1", out, errOut)
+	}
+}

@@ -67,7 +67,11 @@ func runTrace(c *cli.Context) error {
 	if w := flags.Int("width"); w <= 0 {
 		return fmt.Errorf("trace: --width %d: want a positive bar width", w)
 	}
-	spans, traceID, err := loadTrace(c.Context, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
+	errOut := c.App.ErrWriter
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	spans, traceID, err := loadTrace(c.Context, errOut, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
 	if err != nil {
 		return err
 	}
@@ -127,7 +131,7 @@ func trailingFlags(c *cli.Context) (*cli.Context, error) {
 
 // loadTrace returns the spans to show and the trace id to select among
 // them ("" for every trace of a file).
-func loadTrace(ctx context.Context, timeout time.Duration, arg, jaegerURL, tempoURL, traceID string) ([]tracefile.Span, string, error) {
+func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, jaegerURL, tempoURL, traceID string) ([]tracefile.Span, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: timeout}
@@ -149,7 +153,12 @@ func loadTrace(ctx context.Context, timeout time.Duration, arg, jaegerURL, tempo
 			return nil, "", fmt.Errorf("trace: %w", openErr)
 		}
 		defer f.Close()
-		spans, err = tracefile.ReadOTLPJSONLines(f)
+		var skipped []error
+		spans, skipped, err = tracefile.ReadOTLPJSONLinesSkipping(f)
+		if err == nil && len(spans) == 0 && len(skipped) > 0 {
+			return nil, "", fmt.Errorf("trace: %s holds no readable spans (%d lines skipped): %w", arg, len(skipped), skipped[0])
+		}
+		reportSkipped(warn, arg, skipped)
 		if err == nil && len(spans) == 0 {
 			err = fmt.Errorf("%s holds no spans", arg)
 		}
@@ -210,4 +219,17 @@ func writeHTMLTo(w io.Writer, spans []tracefile.Span) error {
 		return fmt.Errorf("trace: --html: %w", err)
 	}
 	return nil
+}
+
+// reportSkipped tells w which lines of the trace file at path could not be
+// read (at most three, then how many more), so a damaged line is seen but
+// does not hide the rest of the file.
+func reportSkipped(w io.Writer, path string, skipped []error) {
+	for i, err := range skipped {
+		if i == 3 {
+			fmt.Fprintf(w, "cuzk: %s: %d more unreadable lines skipped\n", path, len(skipped)-3)
+			return
+		}
+		fmt.Fprintf(w, "cuzk: %s: skipped an unreadable line: %v\n", path, err)
+	}
 }

@@ -176,3 +176,47 @@ func TestSpansFromOTLPMatchesTheJSONReader(t *testing.T) {
 		t.Errorf("converted = %+v", fromProto)
 	}
 }
+
+// A line cut short in a file that others append to: the strict reader
+// names where the broken value starts, the skipping reader keeps every good
+// line and reports the broken one by its own line number.
+func TestReadOTLPJSONLinesSkippingKeepsTheGoodLines(t *testing.T) {
+	a := line(span(sid1, "", "a", "1000", "2000"))
+	b := line(span(sid2, sid1, "b", "1100", "1900"))
+	input := `{"resourceSpans":[` + "\n" + a + "\n" + "\n" + b + "\n"
+
+	_, err := tracefile.ReadOTLPJSONLines(strings.NewReader(input))
+	if err == nil || !strings.Contains(err.Error(), "starts at line 1") {
+		t.Errorf("strict read: %v, want an error naming line 1 as the start of the broken value", err)
+	}
+
+	spans, skipped, err := tracefile.ReadOTLPJSONLinesSkipping(strings.NewReader(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 2 || spans[0].Name != "a" || spans[1].Name != "b" {
+		t.Fatalf("spans %v, want a and b", spans)
+	}
+	if len(skipped) != 1 || !errors.Is(skipped[0], tracefile.ErrMalformed) || !strings.Contains(skipped[0].Error(), "line 1:") {
+		t.Errorf("skipped %v, want one ErrMalformed naming line 1", skipped)
+	}
+
+	// A well-formed input reads as with ReadOTLPJSONLines, nothing skipped,
+	// a document spread over several lines included.
+	multi := "{\n\"resourceSpans\": " + strings.TrimPrefix(a, `{"resourceSpans":`)
+	for _, in := range []string{a + "\n" + b + "\n", multi} {
+		want, err := tracefile.ReadOTLPJSONLines(strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, skipped, err := tracefile.ReadOTLPJSONLinesSkipping(strings.NewReader(in))
+		if err != nil || len(skipped) != 0 || len(got) != len(want) {
+			t.Errorf("well-formed input: %d spans, skipped %v, err %v; want %d, none, nil", len(got), skipped, err, len(want))
+		}
+	}
+	// Nothing but garbage: no spans, every line reported, no error.
+	spans, skipped, err = tracefile.ReadOTLPJSONLinesSkipping(strings.NewReader("{\nnot json\n"))
+	if err != nil || len(spans) != 0 || len(skipped) != 2 {
+		t.Errorf("garbage: %d spans, %d skipped, err %v; want 0, 2, nil", len(spans), len(skipped), err)
+	}
+}
