@@ -87,6 +87,9 @@ func proveAction(c *cli.Context) (err error) {
 	logger.Disable() // gnark's own log lines would interleave with ours
 
 	// Everything that can be wrong with the input, before any allocation.
+	if err := checkBackendEnv(); err != nil {
+		return err
+	}
 	name, n := c.String("circuit"), c.Int("constraints")
 	inst, err := circuits.Build(name, n)
 	if err != nil {

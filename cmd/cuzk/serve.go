@@ -122,6 +122,18 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if cfg.queueSize < 1 {
 		return fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.queueSize)
 	}
+	if cfg.cpuWorkers < -1 {
+		return fmt.Errorf("serve: --cpu-workers %d: want 0 or more (-1: the default)", cfg.cpuWorkers)
+	}
+	if cfg.shutdownTimeout < 0 {
+		return fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.shutdownTimeout)
+	}
+	if cfg.maxMessage < 1 {
+		return fmt.Errorf("serve: --max-message-bytes %d: want at least 1", cfg.maxMessage)
+	}
+	if err := checkBackendEnv(); err != nil {
+		return err
+	}
 	fileCircuits, err := registerCircuitFiles(cfg.circuitFiles)
 	if err != nil {
 		return err

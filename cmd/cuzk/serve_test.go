@@ -355,7 +355,7 @@ func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 	clearOTLPEnv(t)
 	dir := t.TempDir()
-	err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cuda", release: "sync", queueSize: 1,
+	err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cuda", release: "sync", queueSize: 1, maxMessage: 1 << 20,
 		cpuWorkers: -1, traceFile: filepath.Join(dir, "t.jsonl"), log: io.Discard, gpuFactory: "no-such-gpu-backend"})
 	if !errors.Is(err, prover.ErrBackendUnavailable) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
@@ -446,5 +446,43 @@ func TestServeProvesCircuitFromFiles(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("serve: %v", err)
+	}
+}
+
+// Nonsense flag values and a malformed CUDA backend variable are refused at
+// start, on one line, on a host without a GPU too.
+func TestServeAndProveRefuseNonsenseValuesAtStart(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	base := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cpu-workers", "-5"}, "--cpu-workers"},
+		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
+		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
+	} {
+		_, _, err := runCuzk(t, append(base, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+	for _, env := range []string{"CUZK_CUDA_MSM_G2", "CUZK_CUDA_HOST_COPY"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "bogus")
+			if _, _, err := runCuzk(t, append(base, "--backend", "cpu")...); err == nil || !strings.Contains(err.Error(), env) {
+				t.Errorf("serve with %s=bogus: %v, want an error naming it", env, err)
+			}
+			proof := filepath.Join(dir, "p.bin")
+			_, _, err := runCuzk(t, "prove", "--backend", "cpu", "--constraints", "1024", "--proof", proof,
+				"--trace-file", filepath.Join(dir, "t.jsonl"))
+			if err == nil || !strings.Contains(err.Error(), env) {
+				t.Errorf("prove with %s=bogus: %v, want an error naming it", env, err)
+			}
+			if _, statErr := os.Stat(proof); statErr == nil {
+				t.Error("a proof file was written")
+			}
+		})
 	}
 }

@@ -147,6 +147,20 @@ func parseMSMG2(where string) (onCPU bool, err error) {
 	return false, fmt.Errorf("cuda backend: G2 MSM placement %q (want gpu or cpu)", where)
 }
 
+// CheckEnv validates the environment variables that configure the CUDA
+// backend ($CUZK_CUDA_HOST_COPY, $CUZK_CUDA_MSM_G2), without a device, so
+// a command can refuse a typo at start on any host rather than on the
+// first GPU host. Open applies the same parsing.
+func CheckEnv() error {
+	if _, err := ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY")); err != nil {
+		return fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)
+	}
+	if _, err := parseMSMG2(os.Getenv("CUZK_CUDA_MSM_G2")); err != nil {
+		return fmt.Errorf("CUZK_CUDA_MSM_G2: %w", err)
+	}
+	return nil
+}
+
 var _ prover.Backend = (*Backend)(nil)
 
 // Open opens the CUDA backend on device o.DeviceOrdinal: the device's

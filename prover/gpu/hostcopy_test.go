@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,25 @@ func TestParseHostCopy(t *testing.T) {
 	}
 	if _, err := ParseHostCopy("pinned"); err == nil {
 		t.Error(`ParseHostCopy("pinned") gave no error`)
+	}
+}
+
+func TestCheckEnvNamesTheMalformedVariable(t *testing.T) {
+	for _, ok := range [][2]string{{"", ""}, {"staged", "gpu"}, {"register", "cpu"}, {"pageable", ""}} {
+		t.Setenv("CUZK_CUDA_HOST_COPY", ok[0])
+		t.Setenv("CUZK_CUDA_MSM_G2", ok[1])
+		if err := CheckEnv(); err != nil {
+			t.Errorf("CUZK_CUDA_HOST_COPY=%q CUZK_CUDA_MSM_G2=%q: %v", ok[0], ok[1], err)
+		}
+	}
+	t.Setenv("CUZK_CUDA_HOST_COPY", "")
+	t.Setenv("CUZK_CUDA_MSM_G2", "GPU")
+	if err := CheckEnv(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_MSM_G2") {
+		t.Errorf("CUZK_CUDA_MSM_G2=GPU: %v, want an error naming the variable", err)
+	}
+	t.Setenv("CUZK_CUDA_MSM_G2", "")
+	t.Setenv("CUZK_CUDA_HOST_COPY", "pinned")
+	if err := CheckEnv(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_HOST_COPY") {
+		t.Errorf("CUZK_CUDA_HOST_COPY=pinned: %v, want an error naming the variable", err)
 	}
 }
