@@ -10,17 +10,28 @@
 #   CUDASPANS_NVRTC=$(scripts/fetch-nvrtc.sh) go test ./prover/gpu -run Compile
 set -euo pipefail
 cache=${OTELCUZK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/otelcuzk}/nvrtc
-lib=$cache/root/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2
-if [ ! -e "$lib" ]; then
+libdir=$cache/root/usr/lib/x86_64-linux-gnu
+lib=$libdir/libnvrtc.so.11.2
+# Both libraries, complete: the folder is only ever renamed into place whole.
+if [ ! -e "$lib" ] || [ ! -e "$libdir/libnvrtc-builtins.so.11.8" ]; then
 	[ "$(uname -m)" = x86_64 ] || { echo "fetch-nvrtc: NVRTC packages are for x86_64, this is $(uname -m)" >&2; exit 1; }
-	rm -rf "$cache" && mkdir -p "$cache/lists/partial" "$cache/archives/partial"
-	echo "deb http://deb.debian.org/debian bookworm main contrib non-free" > "$cache/sources.list"
-	o=(-o "Dir::Etc::SourceList=$cache/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o "Dir::State::Lists=$cache/lists" -o "Dir::Cache::Archives=$cache/archives"
+	mkdir -p "$(dirname "$cache")"
+	tmp=$(mktemp -d "$cache.tmp.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/lists/partial" "$tmp/archives/partial"
+	echo "deb http://deb.debian.org/debian bookworm main contrib non-free" > "$tmp/sources.list"
+	o=(-o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache::Archives=$tmp/archives"
 		-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
 	apt-get "${o[@]}" -qq update >&2 || { echo "fetch-nvrtc: apt-get update failed" >&2; exit 1; }
-	(cd "$cache" && apt-get "${o[@]}" -qq download libnvrtc11.2 libnvrtc-builtins11.8 >&2) ||
+	(cd "$tmp" && apt-get "${o[@]}" -qq download libnvrtc11.2 libnvrtc-builtins11.8 >&2) ||
 		{ echo "fetch-nvrtc: download failed" >&2; exit 1; }
-	for f in "$cache"/*.deb; do dpkg -x "$f" "$cache/root"; done
+	for f in "$tmp"/*.deb; do dpkg -x "$f" "$tmp/root"; done
+	rm -rf "$tmp"/*.deb "$tmp/lists" "$tmp/archives"
+	# Another run may have finished first: keep whichever is in place.
+	rm -rf "$cache.old" && { [ ! -e "$cache" ] || mv "$cache" "$cache.old"; }
+	mv "$tmp" "$cache" 2>/dev/null || true
+	rm -rf "$cache.old"
+	[ -e "$lib" ] || { echo "fetch-nvrtc: $lib missing after extraction" >&2; exit 1; }
 fi
 echo "$lib"
