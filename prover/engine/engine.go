@@ -444,6 +444,21 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	case <-e.workersDone:
 		return fmt.Errorf("engine: shutdown: cancelled %d running jobs: %w", n, ctx.Err())
 	case <-t.C:
+		// The runners that ignore their context are left behind, but their
+		// jobs' engine.job spans end now, with the reason, so the traces
+		// the process flushes on its way out keep their roots.
+		e.mu.Lock()
+		stuck := make([]*job, 0, len(e.running))
+		for _, j := range e.running {
+			stuck = append(stuck, j)
+		}
+		e.mu.Unlock()
+		now := e.cfg.now()
+		for _, j := range stuck {
+			recordError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
+				ErrCancelled, ErrClosed, e.cfg.cancelGrace))
+			j.span.End(trace.WithTimestamp(now))
+		}
 		return fmt.Errorf("engine: shutdown: workers still running %v after cancelling %d jobs: %w",
 			e.cfg.cancelGrace, n, ctx.Err())
 	}

@@ -560,8 +560,11 @@ func TestShutdownDeadlineCancelsRunning(t *testing.T) {
 }
 
 func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1), ignoreCtx: true}
-	e, err := New([]Worker{{Name: "w", Runner: r}}, WithCancelGrace(20*time.Millisecond))
+	e, err := New([]Worker{{Name: "w", Runner: r}}, WithCancelGrace(20*time.Millisecond), WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,6 +576,20 @@ func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 	err = e.Shutdown(ctx)
 	if err == nil || !strings.Contains(err.Error(), "still running") || time.Since(start) > 2*time.Second {
 		t.Errorf("shutdown with a stuck runner: %v after %v", err, time.Since(start))
+	}
+	// The abandoned job's root span has ended, with the reason, before
+	// its runner returns: a process exiting now still exports it.
+	var job *tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == otelcuzk.SpanEngineJob {
+			job = &s
+		}
+	}
+	if job == nil {
+		t.Fatal("no engine.job span ended for the abandoned job")
+	}
+	if job.Status.Code != codes.Error || !strings.Contains(job.Status.Description, "abandoned") {
+		t.Errorf("engine.job status %v %q, want an error saying it was abandoned", job.Status.Code, job.Status.Description)
 	}
 	close(r.gate) // let the worker go
 	<-e.workersDone
