@@ -130,7 +130,7 @@ func NewResidentKeys(c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, e
 // ID upload once.
 //
 // Errors: an empty ID or point set, a resident set of the same ID with a
-// different length, ErrKeyBudget, and cudaspans.ErrOutOfMemory (wrapped)
+// different length or of the other group (G1/G2), ErrKeyBudget, and cudaspans.ErrOutOfMemory (wrapped)
 // when the device has no room even after evicting every idle set.
 func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
 	return preloadSet(ctx, k, s, set, false)
