@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -25,6 +24,7 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
@@ -58,23 +58,6 @@ func parseVariant(v string) (map[string]string, error) {
 	return d, nil
 }
 
-func randScalars(n int) []fr.Element {
-	s := make([]fr.Element, n)
-	var wg sync.WaitGroup
-	per := (n + runtime.NumCPU() - 1) / runtime.NumCPU()
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(p []fr.Element) {
-			defer wg.Done()
-			for i := range p {
-				p[i].MustSetRandom()
-			}
-		}(s[lo:min(lo+per, n)])
-	}
-	wg.Wait()
-	return s
-}
-
 // repeat returns n points: the random ones repeated (the MSM's work does
 // not depend on the points being distinct).
 func repeat[P any](pts []P, n int) []P {
@@ -83,12 +66,6 @@ func repeat[P any](pts []P, n int) []P {
 		out[i] = pts[i%len(pts)]
 	}
 	return out
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func run(list string, lg1, lg2, reps int) error {
@@ -111,22 +88,22 @@ func run(list string, lg1, lg2, reps int) error {
 	fmt.Printf("device: %s (%s, %d SMs); host: %d cores\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU())
 
 	_, _, g1, g2 := curve.Generators()
-	r1 := curve.BatchScalarMultiplicationG1(&g1, randScalars(1<<16))
+	r1 := curve.BatchScalarMultiplicationG1(&g1, benchutil.RandomScalars(1<<16))
 	n1 := 1 << lg1
 	set1 := prover.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: repeat(r1, n1)}
-	sc1 := randScalars(n1)
+	sc1 := benchutil.RandomScalars(n1)
 	var set2 prover.BaseSet[curve.G2Affine]
 	var sc2 []fr.Element
 	var r2 []curve.G2Affine
 	if lg2 > 0 {
-		r2 = curve.BatchScalarMultiplicationG2(&g2, randScalars(1<<14))
+		r2 = curve.BatchScalarMultiplicationG2(&g2, benchutil.RandomScalars(1<<14))
 		set2 = prover.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: repeat(r2, 1<<lg2)}
-		sc2 = randScalars(1 << lg2)
+		sc2 = benchutil.RandomScalars(1 << lg2)
 	}
 	// The correctness inputs: 2^16 random points and scalars, with r−1,
 	// 0, 1, infinity and a repeated base mixed in.
 	check1 := slices.Clone(r1)
-	checkS := randScalars(len(check1))
+	checkS := benchutil.RandomScalars(len(check1))
 	var one, rm1 fr.Element
 	one.SetOne()
 	rm1.Neg(&one)
@@ -204,13 +181,13 @@ func run(list string, lg1, lg2, reps int) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %.1f |", v, compile.Seconds(), ms(t1), ms(t1p))
+		fmt.Printf("| %s | %.1f | %.1f | %.1f |", v, compile.Seconds(), benchutil.Ms(t1), benchutil.Ms(t1p))
 		if lg2 > 0 {
 			t2, err := timeIt(reps, func() error { _, err := m.G2Resident(ctx, "", s, keys, set2, sc2); return err })
 			if err != nil {
 				return err
 			}
-			fmt.Printf(" %.1f |", ms(t2))
+			fmt.Printf(" %.1f |", benchutil.Ms(t2))
 		}
 		fmt.Printf(" %v |\n", equal)
 		m.Close()
@@ -225,8 +202,6 @@ func btoi(b bool) int {
 	return 0
 }
 
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
 func timeIt(reps int, f func() error) (time.Duration, error) {
 	var ts []time.Duration
 	for i := -1; i < reps; i++ {
@@ -238,5 +213,5 @@ func timeIt(reps int, f func() error) (time.Duration, error) {
 			ts = append(ts, time.Since(t0))
 		}
 	}
-	return median(ts), nil
+	return benchutil.Median(ts), nil
 }

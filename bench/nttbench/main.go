@@ -13,18 +13,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
@@ -46,34 +45,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nttbench:", err)
 		os.Exit(1)
 	}
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// randomVector fills n valid elements (top limb masked: < 2^252 < r) from a
-// fast PRNG on all cores.
-func randomVector(n int) []fr.Element {
-	v := make([]fr.Element, n)
-	var wg sync.WaitGroup
-	w := runtime.NumCPU()
-	for k := 0; k < w; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(k)))
-			for i := k * n / w; i < (k+1)*n/w; i++ {
-				v[i] = fr.Element{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64() & 0x0fffffffffffffff}
-			}
-		}(k)
-	}
-	wg.Wait()
-	return v
 }
 
 func run(sizeList string, reps, hmax int) error {
@@ -120,7 +91,7 @@ func run(sizeList string, reps, hmax int) error {
 	}
 	x.Free()
 	y.Free()
-	bw := 2 * float64(copyBytes) / median(ct).Seconds() // bytes/s
+	bw := 2 * float64(copyBytes) / benchutil.Median(ct).Seconds() // bytes/s
 	fmt.Printf("d2d copy: %.0f GB/s (read+write, 4 GiB, median of 5)\n", bw/1e9)
 	// The compute floor: the NTT's n/2·log2 n butterflies each take one Fr
 	// Montgomery multiplication (ff.cuh's, measured at full occupancy).
@@ -141,7 +112,7 @@ func run(sizeList string, reps, hmax int) error {
 		}
 		n := 1 << logn
 		d := fft.NewDomain(uint64(n))
-		v := randomVector(n)
+		v := benchutil.RandomScalars(n)
 		buf, err := c.Alloc(ctx, n*32)
 		if err != nil {
 			return err
@@ -172,7 +143,7 @@ func run(sizeList string, reps, hmax int) error {
 			}
 			gt = append(gt, time.Since(t0))
 		}
-		gpuT := median(gt)
+		gpuT := benchutil.Median(gt)
 		// Checked run on the original input.
 		if err := cudaspans.HtoD(ctx, s, buf.Ptr(), v); err != nil {
 			return err
@@ -200,12 +171,12 @@ func run(sizeList string, reps, hmax int) error {
 			d.FFT(want, fft.DIF)
 			cts = append(cts, time.Since(t0))
 		}
-		cpuT := median(cts)
+		cpuT := benchutil.Median(cts)
 		equal := slices.Equal(got, want)
 		floor := time.Duration(2 * float64(n*32) / bw * 1e9)
 		mulFloor := time.Duration(float64(n/2) * float64(logn) / rates.FrMul * 1e9)
-		fmt.Printf("| 2^%d | %.3f | %.1f | %.0fx | %.3f | %.1fx | %.3f | %.2fx | %.1f | %v |\n", logn, ms(gpuT), ms(cpuT), ms(cpuT)/ms(gpuT),
-			ms(floor), ms(gpuT)/ms(floor), ms(mulFloor), ms(gpuT)/ms(mulFloor), ms(first-gpuT), equal)
+		fmt.Printf("| 2^%d | %.3f | %.1f | %.0fx | %.3f | %.1fx | %.3f | %.2fx | %.1f | %v |\n", logn, benchutil.Ms(gpuT), benchutil.Ms(cpuT), benchutil.Ms(cpuT)/benchutil.Ms(gpuT),
+			benchutil.Ms(floor), benchutil.Ms(gpuT)/benchutil.Ms(floor), benchutil.Ms(mulFloor), benchutil.Ms(gpuT)/benchutil.Ms(mulFloor), benchutil.Ms(first-gpuT), equal)
 		want, got = nil, nil
 
 		if logn <= hmax {
@@ -230,7 +201,7 @@ func run(sizeList string, reps, hmax int) error {
 }
 
 func computeH(ctx context.Context, c *cudaspans.Context, e *gpu.NTT, s *cudaspans.Stream, d *fft.Domain, n int) (string, error) {
-	a, b, cc := randomVector(n), randomVector(n), randomVector(n)
+	a, b, cc := benchutil.RandomScalars(n), benchutil.RandomScalars(n), benchutil.RandomScalars(n)
 	var bufs []*cudaspans.DeviceBuffer
 	defer func() {
 		for _, b := range bufs {
@@ -282,9 +253,9 @@ func computeH(ctx context.Context, c *cudaspans.Context, e *gpu.NTT, s *cudaspan
 		return "", err
 	}
 	cpuT := time.Since(t0)
-	g := median(resident)
-	return fmt.Sprintf("| 2^%d | %.2f | %.2f | %.1f | %.0fx | %v |", bitsLen(n), ms(g), ms(median(withCopies)), ms(cpuT),
-		ms(cpuT)/ms(median(withCopies)), slices.Equal(got, want)), nil
+	g := benchutil.Median(resident)
+	return fmt.Sprintf("| 2^%d | %.2f | %.2f | %.1f | %.0fx | %v |", bitsLen(n), benchutil.Ms(g), benchutil.Ms(benchutil.Median(withCopies)), benchutil.Ms(cpuT),
+		benchutil.Ms(cpuT)/benchutil.Ms(benchutil.Median(withCopies)), slices.Equal(got, want)), nil
 }
 
 func bitsLen(n int) int {
@@ -319,7 +290,7 @@ func runVariants(list string) error {
 	refs := map[int]*ref{}
 	for _, logn := range []int{11, 20} {
 		n := 1 << logn
-		r := &ref{d: fft.NewDomain(uint64(n)), in: randomVector(n)}
+		r := &ref{d: fft.NewDomain(uint64(n)), in: benchutil.RandomScalars(n)}
 		for dec := 0; dec < 2; dec++ {
 			for inv := 0; inv < 2; inv++ {
 				for co := 0; co < 2; co++ {
@@ -345,7 +316,7 @@ func runVariants(list string) error {
 	}
 	const hlog = 16
 	hd := fft.NewDomain(1 << hlog)
-	ha, hb, hc := randomVector(1<<hlog), randomVector(1<<hlog), randomVector(1<<hlog)
+	ha, hb, hc := benchutil.RandomScalars(1<<hlog), benchutil.RandomScalars(1<<hlog), benchutil.RandomScalars(1<<hlog)
 	hwant := slices.Clone(ha)
 	if err := prover.NewCPU(nil).ComputeH(ctx, hd, hwant, slices.Clone(hb), slices.Clone(hc)); err != nil {
 		return err
@@ -353,7 +324,7 @@ func runVariants(list string) error {
 	const blog = 24
 	bn := 1 << blog
 	bd := fft.NewDomain(uint64(bn), fft.WithoutPrecompute())
-	bv := randomVector(bn)
+	bv := benchutil.RandomScalars(bn)
 	var bufs []*cudaspans.DeviceBuffer
 	for range 3 {
 		b, err := c.Alloc(ctx, bn*32)
@@ -463,7 +434,7 @@ func runVariants(list string) error {
 			return err
 		}
 		floor := float64(bn/2) * blog / rates.FrMul * 1e3
-		fmt.Printf("| %s | %v | %.3f | %.2f | %.1f | %.1f | %.3f |\n", vs, equal, ms(median(ft)), ms(median(ht)),
+		fmt.Printf("| %s | %v | %.3f | %.2f | %.1f | %.1f | %.3f |\n", vs, equal, benchutil.Ms(benchutil.Median(ft)), benchutil.Ms(benchutil.Median(ht)),
 			rates.FrMul/1e9, rates.FpMul/1e9, floor)
 		e.Close()
 	}
