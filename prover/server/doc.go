@@ -14,4 +14,9 @@
 // over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED
 // when AwaitProof's wait ends first; UNAVAILABLE while shutting down;
 // UNAUTHENTICATED without the bearer token when one is configured.
+//
+// The standard health service grpc.health.v1 (grpc-go's health package)
+// answers on the same address, without the bearer token: SERVING for ""
+// and cuzk.v1.ProvingEngine once the daemon is ready (SetReady), NOT_SERVING
+// before (SetNotReady) and from the start of Shutdown.
 package server

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -36,16 +37,18 @@ type Device struct {
 // Server implements cuzkv1.ProvingEngineServer over an engine.Engine.
 type Server struct {
 	cuzkv1.UnimplementedProvingEngineServer
-	cfg  config
-	eng  *engine.Engine
-	grpc *grpc.Server
+	cfg   config
+	eng   *engine.Engine
+	grpc  *grpc.Server
+	ready *readiness
 }
 
 // New returns a Server for eng with its grpc.Server built (stats handler,
-// size limits, TLS and token when configured). Errors: unreadable TLS
-// files.
+// size limits, TLS and token when configured) and the standard health
+// service grpc.health.v1 registered beside cuzk.v1.ProvingEngine, SERVING
+// until SetNotReady or Shutdown. Errors: unreadable TLS files.
 func New(eng *engine.Engine, opts ...Option) (*Server, error) {
-	s := &Server{cfg: newConfig(opts), eng: eng}
+	s := &Server{cfg: newConfig(opts), eng: eng, ready: newReadiness()}
 	if s.cfg.known == nil {
 		s.cfg.known = func(name string) bool { _, err := circuits.Lookup(name); return err == nil }
 	}
@@ -68,6 +71,7 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(gopts...)
 	cuzkv1.RegisterProvingEngineServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.ready.h)
 	return s, nil
 }
 
@@ -83,6 +87,9 @@ func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
 // answered before the connections close. It returns the engine's shutdown
 // error (nil when every running job finished in time).
 func (s *Server) Shutdown(ctx context.Context) error {
+	// NOT_SERVING first, so that health watchers move their traffic away
+	// while the running proofs finish.
+	s.ready.h.Shutdown()
 	stopped := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(stopped) }()
 	err := s.eng.Shutdown(ctx)
@@ -100,6 +107,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) checkToken(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, healthMethodPrefix) {
+		return h(ctx, req)
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, v := range md.Get("authorization") {
 		tok, ok := strings.CutPrefix(v, "Bearer ")
