@@ -30,9 +30,14 @@ import (
 // Options read: WithBackend, WithReleaser, WithReleaseContext,
 // WithRandomness, WithTracerProvider, WithKeyID. Errors wrap
 // ErrUnsupported (other curve or proof system, Pedersen commitments),
-// ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, or the backend's error.
+// ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, ctx's error (a ctx done
+// before the call proves nothing), or the backend's error.
 // Safe for concurrent use with distinct witnesses.
 func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...Option) (groth16.Proof, error) {
+	// A caller that gave up before the call gets its reason, not a proof.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cfg := newConfig(opts)
 	if cfg.releaser == nil {
 		rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
@@ -144,12 +149,11 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	if asg.A == nil {
 		return errors.New("prove: assignment already consumed")
 	}
-	nbWires := len(asg.Wires)
-	if len(pk.InfinityA) != nbWires || len(pk.InfinityB) != nbWires ||
-		len(pk.G1.K) != nbWires-asg.NbPublic || int(pk.Domain.Cardinality) != asg.DomainSize ||
-		len(pk.G1.Z) != asg.DomainSize-1 {
-		return fmt.Errorf("%w: key for %d wires and domain %d, assignment of %d wires and domain %d",
-			ErrKeyMismatch, len(pk.InfinityA), pk.Domain.Cardinality, nbWires, asg.DomainSize)
+	if err := checkKeyShape(pk, asg); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 
 	// The blinding scalars first: a failing RNG costs nothing.

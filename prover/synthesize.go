@@ -106,12 +106,17 @@ func newFrBuffer(rel *cudaspans.Releaser, n int) (*cudaspans.HostBuffer, []fr.El
 	return hb, unsafe.Slice((*fr.Element)(unsafe.Pointer(unsafe.SliceData(hb.Bytes()))), n), nil
 }
 
-// asBLS12381 checks that ccs is a BLS12-381 R1CS of gnark without
-// commitments.
+// asBLS12381 checks that ccs is a BLS12-381 R1CS of gnark (not a PLONK
+// SparseR1CS) without commitments.
 func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 	r1cs, ok := ccs.(*cs.R1CS)
 	if !ok {
 		return nil, fmt.Errorf("%w: constraint system %T (want a BLS12-381 R1CS, *cs.R1CS)", ErrUnsupported, ccs)
+	}
+	// gnark v0.14 gives R1CS and SparseR1CS one Go type: only the system's
+	// Type tells a PLONK constraint system apart.
+	if r1cs.Type != constraint.SystemR1CS {
+		return nil, fmt.Errorf("%w: constraint system is a PLONK SparseR1CS (gnark's scs.NewBuilder); Groth16 needs an R1CS (r1cs.NewBuilder)", ErrUnsupported)
 	}
 	if ci, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); ok && len(ci) > 0 {
 		return nil, fmt.Errorf("%w: circuit with %d Pedersen commitments (api.Commit)", ErrUnsupported, len(ci))

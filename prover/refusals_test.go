@@ -1,0 +1,181 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+	"github.com/consensys/gnark/frontend/cs/scs"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// squareCircuit proves Y = X², with X public or secret by its tag.
+type squareCircuit struct {
+	X frontend.Variable `gnark:",public"`
+	Y frontend.Variable
+}
+
+func (c *squareCircuit) Define(api frontend.API) error {
+	api.AssertIsEqual(api.Mul(c.X, c.X), c.Y)
+	return nil
+}
+
+// squareSecret is squareCircuit with both values secret: the same number
+// of wires and the same domain, another public split.
+type squareSecret struct {
+	X, Y frontend.Variable
+}
+
+func (c *squareSecret) Define(api frontend.API) error {
+	api.AssertIsEqual(api.Mul(c.X, c.X), c.Y)
+	return nil
+}
+
+func TestAPLONKConstraintSystemIsRefusedAsUnsupportedByName(t *testing.T) {
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), scs.NewBuilder, &squareCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Groth16 key of the same circuit compiled as an R1CS: the refusal
+	// must come from the constraint system, not from a size check.
+	rcs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, _, err := groth16.Setup(rcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := frontend.NewWitness(&squareCircuit{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prove(context.Background(), ccs, pk, w)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+	if errors.Is(err, ErrWitnessSize) || !strings.Contains(err.Error(), "SparseR1CS") {
+		t.Fatalf("err = %v, want one naming the SparseR1CS", err)
+	}
+	if _, err := Synthesize(context.Background(), ccs, w); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Synthesize err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	for _, c := range []struct {
+		name string
+		ctx  func() context.Context
+		want error
+	}{
+		{"cancelled", func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, context.Canceled},
+		{"deadline passed", func() context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+			t.Cleanup(cancel)
+			return ctx
+		}, context.DeadlineExceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			proof, err := Prove(c.ctx(), f.ccs, f.pk, f.w, WithTracerProvider(tp))
+			if !errors.Is(err, c.want) || proof != nil {
+				t.Fatalf("Prove = %v, %v; want nil, %v", proof, err, c.want)
+			}
+		})
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() == otelcuzk.SpanPipelineSynthesize || s.Name() == otelcuzk.SpanGroth16Prove {
+			t.Errorf("span %s recorded: the cancelled call did work", s.Name())
+		}
+	}
+
+	// ProveAssignment consumes its assignment: cancelled, it proves
+	// nothing and still gives the buffers back.
+	asg, err := Synthesize(context.Background(), f.ccs, f.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if proof, err := ProveAssignment(ctx, f.pk, asg); !errors.Is(err, context.Canceled) || proof != nil {
+		t.Fatalf("ProveAssignment = %v, %v; want nil, context.Canceled", proof, err)
+	}
+	for name, b := range asg.Buffers() {
+		if b != nil {
+			t.Errorf("buffer %s still held", name)
+		}
+	}
+}
+
+func TestAKeyOfAnotherShapeIsReportedWithTheNumbersThatDiffer(t *testing.T) {
+	compile := func(c frontend.Circuit) *fixture {
+		ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, _, err := groth16.Setup(ccs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &fixture{ccs: ccs, pk: pk}
+	}
+	pub, sec := compile(&squareCircuit{}), compile(&squareSecret{})
+	if pub.ccs.GetNbInternalVariables()+pub.ccs.GetNbPublicVariables()+pub.ccs.GetNbSecretVariables() !=
+		sec.ccs.GetNbInternalVariables()+sec.ccs.GetNbPublicVariables()+sec.ccs.GetNbSecretVariables() {
+		t.Fatal("test circuits must have the same number of wires")
+	}
+	w, err := frontend.NewWitness(&squareSecret{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prove(context.Background(), sec.ccs, pub.pk, w)
+	if !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("err = %v, want ErrKeyMismatch", err)
+	}
+	assertPairsDiffer(t, err.Error(), "public wires: key 2, assignment 1")
+
+	mc, mk := newFixture(t, "mulchain", 1<<10), newFixture(t, "merkle", 1<<12)
+	_, err = Prove(context.Background(), mc.ccs, mk.pk, mc.w)
+	if !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("err = %v, want ErrKeyMismatch", err)
+	}
+	assertPairsDiffer(t, err.Error(), "domain: key 4096, assignment 1024")
+}
+
+// assertPairsDiffer checks msg contains want and that every "key N,
+// assignment M" pair in it has N ≠ M.
+func assertPairsDiffer(t *testing.T, msg, want string) {
+	t.Helper()
+	if !strings.Contains(msg, want) {
+		t.Errorf("err = %q, want it to contain %q", msg, want)
+	}
+	pairs := regexp.MustCompile(`key (\d+), assignment (\d+)`).FindAllStringSubmatch(msg, -1)
+	if len(pairs) == 0 {
+		t.Fatalf("err = %q names no numbers", msg)
+	}
+	for _, p := range pairs {
+		k, _ := strconv.Atoi(p[1])
+		a, _ := strconv.Atoi(p[2])
+		if k == a {
+			t.Errorf("err = %q reports equal numbers %d and %d", msg, k, a)
+		}
+	}
+}
