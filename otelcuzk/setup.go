@@ -68,6 +68,12 @@ func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) 
 // WithResourceAttributes, WithServiceName; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES are read.
 //
+// Every exporter, WithExporter's included, is handed spans whose strings
+// are valid UTF-8: invalid bytes in names, status messages, attribute keys
+// and values (of spans, events, links, the resource and the scope) are
+// replaced by U+FFFD (see ValidUTF8), since OTLP's protobuf encoding refuses
+// the whole batch over one of them.
+//
 // New installs no globals. An unwritable trace file, an unsupported protocol,
 // and malformed or unsupported values of OTEL_RESOURCE_ATTRIBUTES,
 // OTEL_TRACES_SAMPLER[_ARG], OTEL_BSP_*, OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT
@@ -89,7 +95,7 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.exporter = newCountingExporter(exp, c.logOut)
+	t.exporter = newCountingExporter(&utf8Exporter{next: exp}, c.logOut)
 
 	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if c.sampler != nil {
