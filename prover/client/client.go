@@ -5,6 +5,11 @@
 // context in the metadata, of the daemon's engine.job: one trace across
 // both processes.
 //
+// DialAddrs makes a client of several daemons (several proving hosts):
+// gRPC's resolver and a load-balancing policy of this package send each
+// request id to one daemon by rendezvous hashing over those that are up and
+// SERVING, and job ids name the daemon that holds the job (fleet.go).
+//
 // The package imports grpc, the generated API and OpenTelemetry only: no
 // gnark and no cgo (a test checks `go list -deps`).
 package client
@@ -16,6 +21,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -210,17 +216,28 @@ type Job struct {
 	TraceID  string
 }
 
-// Client calls one daemon. It is safe for concurrent use.
+// Client calls one daemon (Dial) or several (DialAddrs). It is safe for
+// concurrent use.
 type Client struct {
 	conn *grpc.ClientConn
 	api  cuzkv1.ProvingEngineClient
+	// addrs are the daemons of a client made by DialAddrs; nil for Dial.
+	addrs []string
 }
 
 // Dial returns a client of the daemon at addr ("host:port"); the
 // connection is made lazily, at the first call. Errors: a malformed
 // address or options.
 func Dial(addr string, opts ...Option) (*Client, error) {
-	cfg := newConfig(opts)
+	conn, err := grpc.NewClient(addr, dialOptions(newConfig(opts))...)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+	}
+	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn)}, nil
+}
+
+// dialOptions are the options Dial and DialAddrs share.
+func dialOptions(cfg config) []grpc.DialOption {
 	creds := insecure.NewCredentials()
 	if cfg.tls != nil {
 		creds = credentials.NewTLS(cfg.tls)
@@ -228,17 +245,16 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-			otelgrpc.WithTracerProvider(cfg.tp), otelgrpc.WithPropagators(cfg.propagators))),
+			otelgrpc.WithTracerProvider(cfg.tp), otelgrpc.WithPropagators(cfg.propagators),
+			// The health watch of each daemon is no part of any proof's
+			// trace: it would be a root span as long as the connection.
+			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)),
 	}
 	if cfg.token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{token: cfg.token}))
 	}
-	conn, err := grpc.NewClient(addr, append(dopts, cfg.dialOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
-	}
-	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn)}, nil
+	return append(dopts, cfg.dialOpts...)
 }
 
 // Close closes the connection.
@@ -262,11 +278,12 @@ func (c *Client) Submit(ctx context.Context, r Request) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	ctx, rt := c.routeRequest(ctx, r.RequestID)
 	resp, err := c.api.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: pr})
 	if err != nil {
 		return Job{}, err
 	}
-	return Job{ID: resp.GetJobId(), Existing: resp.GetExisting(), Status: statusFrom(resp.GetStatus()), TraceID: resp.GetTraceId()}, nil
+	return Job{ID: rt.jobID(resp.GetJobId()), Existing: resp.GetExisting(), Status: statusFrom(resp.GetStatus()), TraceID: resp.GetTraceId()}, nil
 }
 
 // Await waits up to timeout (0: until ctx's deadline) for job id to end.
@@ -275,20 +292,26 @@ func (c *Client) Submit(ctx context.Context, r Request) (Job, error) {
 // it, the Result with the job id, trace id and error; DEADLINE_EXCEEDED
 // when the wait ended first.
 func (c *Client) Await(ctx context.Context, id string, timeout time.Duration) (*Result, error) {
+	ctx, id, err := c.routeJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	return c.await(ctx, &cuzkv1.AwaitProofRequest{JobId: id, TimeoutMs: uint64(max(timeout, 0) / time.Millisecond)})
 }
 
 // AwaitRequest is Await for the job of a request id.
 func (c *Client) AwaitRequest(ctx context.Context, requestID string, timeout time.Duration) (*Result, error) {
+	ctx, _ = c.routeRequest(ctx, requestID)
 	return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: requestID, TimeoutMs: uint64(max(timeout, 0) / time.Millisecond)})
 }
 
 func (c *Client) await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*Result, error) {
 	resp, err := c.api.AwaitProof(ctx, r)
+	rt := routeOf(ctx)
 	if err != nil {
-		return resultOfError(err), err
+		return rt.result(resultOfError(err)), err
 	}
-	return resultFrom(resp), nil
+	return rt.result(resultFrom(resp)), nil
 }
 
 // Prove submits r and waits for its proof, in one call; errors as Submit's
@@ -298,17 +321,22 @@ func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, rt := c.routeRequest(ctx, r.RequestID)
 	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Request: pr})
 	if err != nil {
-		return resultOfError(err), err
+		return rt.result(resultOfError(err)), err
 	}
-	return resultFrom(resp), nil
+	return rt.result(resultFrom(resp)), nil
 }
 
 // Cancel cancels job id (queued: removed; running: its context cancelled)
 // and returns its status after the call. NOT_FOUND for an unknown job,
 // FAILED_PRECONDITION for one that already ended.
 func (c *Client) Cancel(ctx context.Context, id string) (JobStatus, error) {
+	ctx, id, err := c.routeJob(ctx, id)
+	if err != nil {
+		return "", err
+	}
 	resp, err := c.api.CancelProof(ctx, &cuzkv1.CancelProofRequest{JobId: id})
 	if err != nil {
 		return "", err
@@ -371,7 +399,16 @@ func priorityFrom(p cuzkv1.Priority) Priority {
 }
 
 // Status returns the daemon's devices, workers, keys, queues and totals.
+// A client of several daemons asks each with StatusAt; Status returns
+// ErrSeveralDaemons.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
+	if len(c.addrs) > 0 {
+		return nil, ErrSeveralDaemons
+	}
+	return c.status(ctx)
+}
+
+func (c *Client) status(ctx context.Context) (*Status, error) {
 	r, err := c.api.GetStatus(ctx, &cuzkv1.GetStatusRequest{})
 	if err != nil {
 		return nil, err
@@ -405,8 +442,13 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 }
 
 // PreloadKeys makes the daemon load the proving key of circuit at
-// constraints; cacheHit is true when it already held it.
+// constraints; cacheHit is true when it already held it. A client of
+// several daemons asks every daemon in turn (cacheHit: all held it) and
+// stops at the first error, which names the daemon.
 func (c *Client) PreloadKeys(ctx context.Context, circuit string, constraints uint64) (key Key, cacheHit bool, err error) {
+	if len(c.addrs) > 0 {
+		return c.preloadAll(ctx, circuit, constraints)
+	}
 	r, err := c.api.PreloadKeys(ctx, &cuzkv1.PreloadKeysRequest{Circuit: circuit, Constraints: constraints})
 	if err != nil {
 		return Key{}, false, err
@@ -416,8 +458,12 @@ func (c *Client) PreloadKeys(ctx context.Context, circuit string, constraints ui
 }
 
 // EvictKeys makes the daemon drop the proving key of circuit at
-// constraints; it reports whether the key was held.
+// constraints; it reports whether the key was held (by any daemon, for a
+// client of several, which asks each and stops at the first error).
 func (c *Client) EvictKeys(ctx context.Context, circuit string, constraints uint64) (bool, error) {
+	if len(c.addrs) > 0 {
+		return c.evictAll(ctx, circuit, constraints)
+	}
 	r, err := c.api.EvictKeys(ctx, &cuzkv1.EvictKeysRequest{Circuit: circuit, Constraints: constraints})
 	if err != nil {
 		return false, err

@@ -44,3 +44,27 @@ func ExampleClient_Prove() {
 		log.Print(err)
 	}
 }
+
+// Several proving hosts behind one client: each request id goes to one
+// daemon (the same one on every retry, while it is up and serving), and the
+// job id names it, so Await and Cancel find the job wherever it is.
+func ExampleDialAddrs() {
+	c, err := client.DialAddrs([]string{"prover-1:9820", "prover-2:9820"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	job, err := c.Submit(ctx, client.Request{RequestID: "porep-c2-f01234-17", Circuit: "mulchain", Constraints: 1 << 20})
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	fmt.Println(job.ID) // e.g. prover-2:9820/job-1f2e-3
+	res, err := c.Await(ctx, job.ID, 10*time.Minute)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	fmt.Printf("proof %d bytes, trace %s\n", len(res.Proof), res.TraceID)
+}
