@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -46,43 +49,84 @@ func RegisterMetrics(meter metric.Meter) error {
 // dropped without trying: with an unreachable endpoint each try blocks for
 // the export timeout, and with a simple (synchronous) processor that would
 // be on every span's End. It doubles with each consecutive failure, up to
-// maxCooldownShift doublings (5 s to 320 s), and resets on success.
+// maxCooldownShift doublings (5 s to 80 s), and resets on success. When the
+// failed endpoint refused TCP connections, it is dialled again at most every
+// probeEvery during the cooldown, and the cooldown ends as soon as it
+// accepts: a collector that comes back gets the next batch, not one 80 s
+// later.
 const (
 	exportCooldown   = 5 * time.Second
-	maxCooldownShift = 6
+	maxCooldownShift = 4
+	probeEvery       = time.Second
+	probeTimeout     = 200 * time.Millisecond
 )
 
 // countingExporter counts the spans of failed exports and reports each burst
 // of failures with one log line, instead of the line per batch the batch
 // processor would log through otel.Handle: it returns nil to the processor
-// after counting, and Telemetry.Shutdown reports the loss. For
-// exportCooldown after a failure it drops batches without trying.
+// after counting, and Telemetry.Shutdown reports the loss. For the cooldown
+// after a failure it drops batches without trying.
+//
+// Each export gets the export timeout of its own, whatever the caller's
+// context says: a ForceFlush with a 10 ms deadline bounds how long its
+// caller waits, not the export, so a healthy but slower exporter is neither
+// counted as failed nor put in cooldown, and the batch is delivered.
 type countingExporter struct {
-	next     sdktrace.SpanExporter
-	log      io.Writer
-	dropped  atomic.Int64
+	next    sdktrace.SpanExporter
+	log     io.Writer
+	dropped atomic.Int64
+	// acct guards handed (spans passed to ExportSpans, whatever became of
+	// them) and settled (queueCounter.settle ran: later spans are counted
+	// already).
+	acct     sync.Mutex
+	handed   int64
+	settled  bool
 	failing  atomic.Bool
 	retryAt  atomic.Int64 // unix ns before which exports are dropped untried
+	final    atomic.Bool  // set by Telemetry.Shutdown: its first export is tried despite a cooldown
+	stopBy   atomic.Int64 // unix ns; once set (Shutdown), no export runs past it
 	cooldown time.Duration
+	timeout  time.Duration // bound of one export
 	now      func() time.Time
+	// probe reports whether the OTLP endpoint accepts a TCP connection; nil
+	// for the file and custom exporters.
+	probe func() bool
 
-	failures int // consecutive failed tries; guarded by mu
-
-	mu      sync.Mutex
-	lastErr error
+	mu        sync.Mutex
+	failures  int // consecutive failed tries
+	lastErr   error
+	refused   bool // the endpoint refused TCP at the last failure
+	lastProbe time.Time
 }
 
 func newCountingExporter(next sdktrace.SpanExporter, log io.Writer) *countingExporter {
-	return &countingExporter{next: next, log: log, cooldown: exportCooldown, now: time.Now}
+	return &countingExporter{next: next, log: log, cooldown: exportCooldown, timeout: DefaultExportTimeout, now: time.Now}
 }
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := int64(len(spans))
-	if e.now().UnixNano() < e.retryAt.Load() {
-		e.dropped.Add(n)
-		droppedTotal.Add(n)
+	e.acct.Lock()
+	settled := e.settled
+	if !settled {
+		e.handed += n
+	}
+	e.acct.Unlock()
+	if settled {
+		// Past the shutdown's accounting these spans are counted as
+		// dropped already (queueCounter.settle).
 		return nil
 	}
+	final := e.final.Swap(false)
+	if !final && e.coolingDown() {
+		e.drop(n)
+		return nil
+	}
+	deadline := e.now().Add(e.timeout)
+	if s := e.stopBy.Load(); s != 0 && s < deadline.UnixNano() {
+		deadline = time.Unix(0, s)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
 	err := e.next.ExportSpans(ctx, spans)
 	if err == nil {
 		e.failing.Store(false)
@@ -91,18 +135,43 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 		e.mu.Unlock()
 		return nil
 	}
-	e.dropped.Add(n)
-	droppedTotal.Add(n)
+	e.drop(n)
 	e.mu.Lock()
 	e.lastErr = err
 	e.failures++
 	wait := e.cooldown << min(e.failures-1, maxCooldownShift)
 	e.retryAt.Store(e.now().Add(wait).UnixNano())
+	if e.probe != nil {
+		e.refused, e.lastProbe = !e.probe(), e.now()
+	}
 	e.mu.Unlock()
 	if !e.failing.Swap(true) && e.log != nil {
-		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %v\n", err)
+		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
 	}
 	return nil
+}
+
+// coolingDown reports whether an export now is to be dropped untried.
+func (e *countingExporter) coolingDown() bool {
+	now := e.now()
+	if now.UnixNano() >= e.retryAt.Load() {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refused && e.probe != nil && now.Sub(e.lastProbe) >= probeEvery {
+		e.lastProbe = now
+		if e.probe() {
+			e.retryAt.Store(0)
+			return false
+		}
+	}
+	return true
+}
+
+func (e *countingExporter) drop(n int64) {
+	e.dropped.Add(n)
+	droppedTotal.Add(n)
 }
 
 func (e *countingExporter) Shutdown(ctx context.Context) error { return e.next.Shutdown(ctx) }
@@ -111,4 +180,105 @@ func (e *countingExporter) err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.lastErr
+}
+
+// dialProbe returns a probe that dials hostport over TCP.
+func dialProbe(hostport string) func() bool {
+	return func() bool {
+		c, err := net.DialTimeout("tcp", hostport, probeTimeout)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+}
+
+// queueCounter wraps the exporting span processor and counts the sampled
+// spans handed to it, so that Shutdown can count what never reached the
+// exporter as dropped too: spans the batch processor dropped because its
+// queue was full (while an export hung), spans still queued when the
+// shutdown deadline passed, and spans that ended while it shut down (the
+// provider hands spans that end after its Shutdown to no processor).
+type queueCounter struct {
+	sdktrace.SpanProcessor
+	exp     *countingExporter
+	ended   atomic.Int64
+	stopped atomic.Bool
+	settled atomic.Bool
+}
+
+func (q *queueCounter) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	if q.stopped.Load() {
+		q.exp.drop(1)
+		return
+	}
+	q.ended.Add(1)
+	q.SpanProcessor.OnEnd(s)
+}
+
+func (q *queueCounter) Shutdown(ctx context.Context) error {
+	q.stopped.Store(true)
+	err := q.SpanProcessor.Shutdown(ctx)
+	q.settle()
+	return err
+}
+
+// settle counts as dropped the spans that ended but were never handed to
+// the exporter. It runs once, after the processor's shutdown.
+func (q *queueCounter) settle() {
+	if q.settled.Swap(true) {
+		return
+	}
+	q.exp.acct.Lock()
+	q.exp.settled = true
+	lost := q.ended.Load() - q.exp.handed
+	q.exp.acct.Unlock()
+	if lost > 0 {
+		q.exp.drop(lost)
+	}
+}
+
+// errorLine is err's message on one line of at most maxErrorLine bytes: an
+// HTML error page that an endpoint (a proxy, a load balancer) answered with
+// is named by its size instead of quoted, and line breaks are folded.
+func errorLine(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	s := err.Error()
+	if i := strings.Index(s, "body: "); i >= 0 {
+		rest := strings.TrimSpace(s[i+len("body: "):])
+		if isHTML(rest) {
+			tail := ""
+			if strings.HasSuffix(rest, ")") {
+				tail = ")"
+			}
+			s = fmt.Sprintf("%sbody: an HTML page of %d bytes%s", s[:i], len(rest)-len(tail), tail)
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxErrorLine {
+		cut := maxErrorLine
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+const maxErrorLine = 300
+
+func isHTML(s string) bool {
+	l := strings.ToLower(s[:min(len(s), 64)])
+	for _, p := range []string{"<!doctype html", "<html", "<head", "<body", "<?xml", "<!--"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
 }

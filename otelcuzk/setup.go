@@ -3,6 +3,7 @@ package otelcuzk
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -26,6 +27,7 @@ type Telemetry struct {
 	Propagator propagation.TextMapPropagator
 
 	exporter *countingExporter
+	queue    *queueCounter
 	protocol string // "file", ProtocolGRPC, ProtocolHTTPProtobuf or "custom"
 	target   string // file path or endpoint as configured ("" when read by the exporter from the environment)
 	timeout  time.Duration
@@ -96,6 +98,10 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		return nil, err
 	}
 	t.exporter = newCountingExporter(&utf8Exporter{next: exp}, c.logOut)
+	t.exporter.timeout = t.timeout
+	if hp, ok := endpointHostPort(t.target); ok && t.protocol != "file" && t.protocol != "custom" {
+		t.exporter.probe = dialProbe(hp)
+	}
 
 	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if c.sampler != nil {
@@ -104,11 +110,14 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if !c.untracedOff {
 		popts = append(popts, sdktrace.WithSpanProcessor(NewUntracedProcessor(c.untracedMin, c.untracedFrac)))
 	}
+	var exporting sdktrace.SpanProcessor
 	if c.syncExport {
-		popts = append(popts, sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(t.exporter)))
+		exporting = sdktrace.NewSimpleSpanProcessor(t.exporter)
 	} else {
-		popts = append(popts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(t.exporter)))
+		exporting = sdktrace.NewBatchSpanProcessor(t.exporter)
 	}
+	t.queue = &queueCounter{SpanProcessor: exporting, exp: t.exporter}
+	popts = append(popts, sdktrace.WithSpanProcessor(t.queue))
 	for _, p := range c.processors {
 		popts = append(popts, sdktrace.WithSpanProcessor(p))
 	}
@@ -254,17 +263,33 @@ func (t *Telemetry) Destination() (protocol, target string) { return t.protocol,
 // lost. Safe for concurrent use.
 func (t *Telemetry) DroppedSpans() int64 { return t.exporter.dropped.Load() }
 
+// ShutdownMargin is what Telemetry.Shutdown may take beyond the export
+// timeout: one second for the flush past its last export, one second for
+// the processors and the exporter to stop (closing the connection or file).
+const ShutdownMargin = 2 * time.Second
+
+// ShutdownBound is the longest Shutdown takes: the export timeout plus
+// ShutdownMargin, however the endpoint behaves (refusing connections,
+// accepting them and never answering).
+func (t *Telemetry) ShutdownBound() time.Duration { return t.timeout + ShutdownMargin }
+
 // Shutdown flushes the spans not yet exported, then shuts the provider and
-// exporter down. It returns within about the export timeout plus two seconds
-// even when the endpoint is unreachable (the flush sooner if ctx ends; the
-// shutdown itself always gets up to one second). Its error joins
-// flush and shutdown errors and, when failed exports lost spans over the
-// Telemetry's life, an error wrapping ErrSpansDropped with the count and the
-// last export error. Calls after the first return the first result.
+// exporter down, within ShutdownBound (sooner if ctx ends; the stop itself
+// always gets up to one second). The spans still queued are tried even when
+// an earlier failure put the exporter in its cooldown. Its error joins
+// flush and shutdown errors and, when spans were lost over the Telemetry's
+// life (failed exports, or never exported: a full queue, the deadline), an
+// error wrapping ErrSpansDropped with the count and the last export error.
+// Calls after the first return the first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, t.timeout+time.Second)
 		defer cancel()
+		dl, _ := ctx.Deadline()
+		// No export runs past the stop's second, even one the flush
+		// started and stopped waiting for.
+		t.exporter.stopBy.Store(dl.Add(time.Second).UnixNano())
+		t.exporter.final.Store(true)
 		errs := []error{}
 		if err := t.TracerProvider.ForceFlush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("otelcuzk: flush: %w", err))
@@ -277,12 +302,39 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		if err := t.TracerProvider.Shutdown(sctx); err != nil {
 			errs = append(errs, fmt.Errorf("otelcuzk: shutdown: %w", err))
 		}
+		t.queue.settle()
 		if n := t.DroppedSpans(); n > 0 {
-			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, last error: %v", ErrSpansDropped, n, t.protocol, t.target, t.exporter.err()))
+			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, last error: %s", ErrSpansDropped, n, t.protocol, t.target, errorLine(t.exporter.err())))
 		}
 		t.shutdownErr = joinLine(errs)
 	})
 	return t.shutdownErr
+}
+
+// endpointHostPort is the host:port an OTLP endpoint (a URL or host:port)
+// connects to; false when it names none.
+func endpointHostPort(endpoint string) (string, bool) {
+	if endpoint == "" {
+		return "", false
+	}
+	if !strings.Contains(endpoint, "://") {
+		if _, _, err := net.SplitHostPort(endpoint); err != nil {
+			return "", false
+		}
+		return endpoint, true
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	if u.Port() != "" {
+		return u.Host, true
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port), true
 }
 
 // checkEnvEndpoint refuses an OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT the

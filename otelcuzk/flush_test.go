@@ -1,0 +1,188 @@
+package otelcuzk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// A ForceFlush whose caller gives it 10 ms, against a healthy exporter that
+// takes longer: the caller stops waiting, the export goes on, and nothing is
+// dropped or put in cooldown (the issue saw 0 of 100 spans delivered).
+func TestShortForceFlushOnAHealthyExporterLosesNothing(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{block: 100 * time.Millisecond}
+	addr := startGRPCReceiver(t, r, nil)
+	tel := newTel(t, WithEndpoint("http://"+addr), WithProtocol(ProtocolGRPC), WithInsecure(), WithoutUntraced())
+	emit(tel, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	err := tel.TracerProvider.ForceFlush(ctx)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ForceFlush: %v", err)
+	}
+	emit(tel, 100)
+	shutdown(t, tel)
+	if n := r.spanCount(); n != 200 {
+		t.Fatalf("receiver got %d of 200 spans after one short ForceFlush", n)
+	}
+	if d := tel.DroppedSpans(); d != 0 {
+		t.Errorf("DroppedSpans = %d, want 0", d)
+	}
+}
+
+// After a failed export the exporter is in its cooldown; the spans queued
+// at Shutdown are still tried once.
+func TestShutdownTriesQueuedSpansDuringTheCooldown(t *testing.T) {
+	clearEnv(t)
+	exp := &flakyExporter{fail: true}
+	tel := newTel(t, WithExporter(exp), WithLogWriter(nil), WithoutUntraced())
+	emit(tel, 1)
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // fails: 5 s cooldown
+	exp.set(false)
+	emit(tel, 3)
+	err := tel.Shutdown(context.Background())
+	if exp.accepted != 3 {
+		t.Fatalf("exporter accepted %d of the 3 spans queued at Shutdown", exp.accepted)
+	}
+	if !errors.Is(err, ErrSpansDropped) || !strings.Contains(err.Error(), ": 1 spans") {
+		t.Fatalf("Shutdown err = %v, want 1 span dropped", err)
+	}
+}
+
+// gateExporter blocks every export until open is closed, and says when the
+// first export began.
+type gateExporter struct {
+	open     chan struct{}
+	started  chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	accepted int
+}
+
+func (e *gateExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.once.Do(func() { close(e.started) })
+	<-e.open
+	e.mu.Lock()
+	e.accepted += len(spans)
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *gateExporter) Shutdown(context.Context) error { return nil }
+
+// Spans the batch processor drops because its queue is full while an export
+// hangs never reach the exporter; Shutdown counts them too, so delivered
+// plus dropped is every span that ended.
+func TestSpansLostInAFullQueueAreCountedAsDropped(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "5")
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+	exp := &gateExporter{open: make(chan struct{}), started: make(chan struct{})}
+	tel := newTel(t, WithExporter(exp), WithLogWriter(nil), WithoutUntraced())
+	emit(tel, 1)
+	<-exp.started // the exporter now hangs with 1 span
+	emit(tel, 50)
+	close(exp.open)
+	err := tel.Shutdown(context.Background())
+	delivered, dropped := int64(exp.accepted), tel.DroppedSpans()
+	if delivered+dropped != 51 || dropped < 40 {
+		t.Fatalf("delivered %d + dropped %d, want 51 with at least 40 dropped (queue of 5)", delivered, dropped)
+	}
+	if !errors.Is(err, ErrSpansDropped) {
+		t.Errorf("Shutdown err = %v, want ErrSpansDropped", err)
+	}
+}
+
+// listenOn serves OTLP/HTTP for r on addr, for an endpoint that comes up
+// after the exporter was made.
+func listenOn(t *testing.T, r *receiver, addr string) {
+	t.Helper()
+	var lis net.Listener
+	var err error
+	for i := 0; i < 50; i++ {
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(r)
+	srv.Listener.Close()
+	srv.Listener = lis
+	srv.Start()
+	t.Cleanup(srv.Close)
+}
+
+// An endpoint that refused connections and comes back ends the cooldown
+// within about a second (it is dialled), not after the 5 s cooldown.
+func TestCooldownEndsWhenARefusingEndpointComesBack(t *testing.T) {
+	clearEnv(t)
+	addr := closedPort(t)
+	var log bytes.Buffer
+	tel := newTel(t, WithEndpoint("http://"+addr), WithTimeout(time.Second), WithLogWriter(&log), WithoutUntraced())
+	emit(tel, 2)
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // refused: cooldown
+	if tel.DroppedSpans() != 2 || !strings.Contains(log.String(), "span export failed") {
+		t.Fatalf("first export: dropped %d, log %q; want 2 dropped and the warning", tel.DroppedSpans(), log.String())
+	}
+	r := &receiver{}
+	listenOn(t, r, addr)
+	deadline := time.Now().Add(3 * time.Second)
+	for r.spanCount() == 0 && time.Now().Before(deadline) {
+		emit(tel, 1)
+		_ = tel.TracerProvider.ForceFlush(context.Background())
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.spanCount() == 0 {
+		t.Fatal("no span arrived within 3 s of the endpoint coming back (cooldown 5 s)")
+	}
+	if n := strings.Count(log.String(), "\n"); n != 1 {
+		t.Errorf("%d warnings for one outage, want 1:\n%s", n, log.String())
+	}
+}
+
+// An endpoint that answers with a proxy's HTML error page: one log line
+// naming the page's size, not the page.
+func TestHTMLErrorPageIsOneLine(t *testing.T) {
+	clearEnv(t)
+	page := "<!DOCTYPE html>\n<html>\n<head>\n<title>404 Not Found</title>\n</head>\n<body>\n" +
+		strings.Repeat("<p>nothing here</p>\n", 8) + "</body>\n</html>\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(page))
+	}))
+	t.Cleanup(srv.Close)
+	var log bytes.Buffer
+	tel := newTel(t, WithEndpoint(srv.URL), WithLogWriter(&log), WithoutUntraced())
+	emit(tel, 1)
+	err := tel.Shutdown(context.Background())
+	for what, s := range map[string]string{"log": strings.TrimSuffix(log.String(), "\n"), "error": err.Error()} {
+		if strings.Contains(s, "\n") || strings.Contains(s, "<") || !strings.Contains(s, "an HTML page of") || !strings.Contains(s, "404") {
+			t.Errorf("%s is not one line naming the page: %q", what, s)
+		}
+	}
+}
+
+func TestErrorLineFoldsAndCaps(t *testing.T) {
+	long := errors.New("a\nb\tc " + strings.Repeat("é", 400))
+	got := errorLine(long)
+	if strings.ContainsAny(got, "\n\t") || len(got) > maxErrorLine+len("…") || !strings.HasPrefix(got, "a b c é") {
+		t.Errorf("errorLine = %q", got)
+	}
+	if got := errorLine(errors.New("plain")); got != "plain" {
+		t.Errorf("errorLine(plain) = %q", got)
+	}
+}
