@@ -539,12 +539,16 @@ func lookupFiles(name string) (circuitFiles, bool) {
 // WriteTo or WriteRawTo), and the optional vkPath its verifying key, needed
 // for Request.Verify. The files are read at the first Run or Preload; here
 // they are only checked to exist. Requests for it must carry a witness
-// (Request.Constraints is ignored). Errors: a name that is empty or taken
-// by a built-in or another file circuit, or a file that cannot be opened.
+// (Request.Constraints is ignored). Errors: a name that is empty, holds
+// spaces or control characters, or is taken by a built-in or another file
+// circuit; an empty csPath or pkPath; a file that cannot be opened.
 // Safe for concurrent use.
 func RegisterCircuitFiles(name, csPath, pkPath string, vkPath ...string) error {
-	if name == "" {
-		return errors.New("register circuit: empty name")
+	if err := checkCircuitName(name); err != nil {
+		return fmt.Errorf("register circuit %q: %w", name, err)
+	}
+	if csPath == "" || pkPath == "" {
+		return fmt.Errorf("register circuit %s: empty R1CS or proving key path", name)
 	}
 	if _, err := circuits.Lookup(name); err == nil {
 		return fmt.Errorf("register circuit %s: name of a built-in circuit", name)

@@ -344,17 +344,17 @@ func registerCircuitFiles(specs []string) (map[string]bool, error) {
 	defer registeredMu.Unlock()
 	names := map[string]bool{}
 	for _, spec := range specs {
-		parts := strings.Split(spec, ":")
-		if len(parts) < 3 || len(parts) > 4 || parts[0] == "" {
-			return nil, fmt.Errorf("--circuit-file %q: want NAME:R1CS:PK[:VK]", spec)
+		f, err := prover.ParseCircuitFile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--circuit-file %w", err)
 		}
-		if err := prover.RegisterCircuitFiles(parts[0], parts[1], parts[2], parts[3:]...); err != nil {
-			if !strings.Contains(err.Error(), "already registered") || registeredSpecs[parts[0]] != spec {
+		if err := f.Register(); err != nil {
+			if !strings.Contains(err.Error(), "already registered") || registeredSpecs[f.Name] != spec {
 				return nil, fmt.Errorf("--circuit-file: %w", err)
 			}
 		}
-		registeredSpecs[parts[0]] = spec
-		names[parts[0]] = true
+		registeredSpecs[f.Name] = spec
+		names[f.Name] = true
 	}
 	return names, nil
 }

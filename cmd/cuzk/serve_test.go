@@ -236,6 +236,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{[]string{"--circuit-file", "onlyname"}, "NAME:R1CS:PK"},
 		{[]string{"--circuit-file", "x:" + filepath.Join(dir, "no.r1cs") + ":" + filepath.Join(dir, "no.pk")}, "no.r1cs"},
 		{[]string{"--circuit-file", "mulchain:a:b"}, "built-in"},
+		{[]string{"--circuit-file", "x::" + filepath.Join(dir, "no.pk")}, "empty R1CS or PK path"},
+		{[]string{"--circuit-file", "my circuit:a:b"}, "U+0020"},
 	} {
 		args := append([]string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, c.args...)
 		_, _, err := runCuzk(t, args...)
