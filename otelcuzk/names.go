@@ -144,3 +144,21 @@ const (
 	// register or pageable.
 	KeyHostCopyMode = attribute.Key("cuzk.host_copy")
 )
+
+// Span names and keys of Groth16 with commitments (gnark's api.Commit,
+// BSB22: eprint 2022/1072), prover/commitment.go.
+const (
+	// SpanMSMG1Commitment is Σ vⱼ·[Basisⱼ]₁ of one commitment over its
+	// private committed wires, on the CPU inside the solver's commitment
+	// hint (a child of pipeline.synthesize).
+	SpanMSMG1Commitment = "msm.g1.commitment"
+	// SpanMSMG1CommitmentPok is Σ vⱼ·[σ·Basisⱼ]₁, the proof of knowledge of
+	// one commitment, on the backend (a child of groth16.prove).
+	SpanMSMG1CommitmentPok = "msm.g1.commitment_pok"
+	// KeyCommitmentIndex is the commitment an msm.g1.commitment* span is
+	// for (int, 0-based, gnark's order).
+	KeyCommitmentIndex = attribute.Key("cuzk.commitment.index")
+	// KeyCommitmentCount is the number of commitments of the circuit (int,
+	// on groth16.prove when non-zero).
+	KeyCommitmentCount = attribute.Key("cuzk.commitment.count")
+)

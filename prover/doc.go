@@ -23,6 +23,9 @@
 // and implements Runner for prover/engine.
 //
 // Backends register by name (RegisterBackend): "cpu" here, "cuda" from
-// prover/gpu. Circuits with Pedersen commitments (gnark's api.Commit) are
-// not supported (ErrUnsupported).
+// prover/gpu. Circuits with commitments (gnark's api.Commit, which
+// std/rangecheck, std/math/emulated and std/lookup/logderivlookup use) are
+// proved with gnark's BSB22 extension (commitment.go); Synthesize then
+// needs the proving key (WithProvingKey; Prove passes it). PLONK systems
+// and other curves are not supported (ErrUnsupported).
 package prover

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sync"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -26,12 +27,16 @@ import (
 // groth16.Verify accepts with the matching verifying key and the public
 // witness. Spans: pipeline.synthesize and groth16.prove (with compute_h,
 // the MSMs, assembly and buffer.release below it) under the span in ctx.
+// Circuits with commitments (gnark's api.Commit, BSB22) are proved as
+// gnark does: the proof carries the commitments and their folded proof of
+// knowledge (commitment.go).
 //
 // Options read: WithBackend, WithReleaser, WithReleaseContext,
 // WithRandomness, WithTracerProvider, WithKeyID. Errors wrap
-// ErrUnsupported (other curve or proof system, Pedersen commitments),
-// ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, ctx's error (a ctx done
-// before the call proves nothing), or the backend's error.
+// ErrUnsupported (other curve or proof system: PLONK, a key or witness
+// not of BLS12-381), ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, ctx's
+// error (a ctx done before the call proves nothing), or the backend's
+// error.
 // Safe for concurrent use with distinct witnesses.
 func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...Option) (groth16.Proof, error) {
 	// A caller that gave up before the call gets its reason, not a proof.
@@ -46,7 +51,7 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 		}
 		opts = append(opts[:len(opts):len(opts)], WithReleaser(rel))
 	}
-	asg, err := Synthesize(ctx, ccs, fullWitness, opts...)
+	asg, err := Synthesize(ctx, ccs, fullWitness, append(opts[:len(opts):len(opts)], WithProvingKey(pk))...)
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +71,15 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 //	Bs  = [β]₂ + Σ wᵢ[Bᵢ]₂ + s[δ]₂
 //	Krs = Σ wᵢ[Kᵢ]₁ + Σ hᵢ[Zᵢ]₁ + s·Ar + r·Bs₁ − rs[δ]₁
 //
-// all as one groth16.prove span under the span in ctx. It consumes asg:
+// all as one groth16.prove span under the span in ctx. For a circuit with
+// commitments, the K MSM leaves out the private committed and commitment
+// wires (their bases are the commitment keys'), the proof of knowledge of
+// each commitment is one more backend MSM (msm.g1.commitment_pok, with the
+// others), and the proof carries the commitments of the solve and the
+// proofs of knowledge folded (commitment.go); asg must then come from
+// Synthesize with the same pk. It consumes asg:
 // every buffer (b and c after compute_h; h, which is a's memory, and wires,
-// wires.a, wires.b after the MSMs) goes through the Releaser as a
+// wires.a, wires.b, wires.k after the MSMs) goes through the Releaser as a
 // buffer.release span, whatever the outcome. See WithReleaseContext for
 // where async releases are parented.
 //
@@ -106,6 +117,9 @@ func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment
 		// go under the same parent as ours.
 		ctx = cudaspans.WithReleaseParent(ctx, relCtx)
 	}
+	if asg.com != nil {
+		span.SetAttributes(otelcuzk.KeyCommitmentCount.Int(len(asg.com.info)))
+	}
 	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: relCtx, asg: asg}
 	defer func() {
 		if rerr := p.releaseAll(); rerr != nil && err == nil {
@@ -137,19 +151,25 @@ type proving struct {
 	relCtx  context.Context
 	asg     *Assignment
 
-	wiresA, wiresB *cudaspans.HostBuffer
-	proof          *groth16_bls12381.Proof
+	wiresA, wiresB, wiresK *cudaspans.HostBuffer
+	proof                  *groth16_bls12381.Proof
 }
 
 func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) error {
 	asg := p.asg
-	if len(pk.CommitmentKeys) > 0 {
-		return fmt.Errorf("%w: proving key with %d Pedersen commitment keys", ErrUnsupported, len(pk.CommitmentKeys))
-	}
 	if asg.A == nil {
 		return errors.New("prove: assignment already consumed")
 	}
-	if err := checkKeyShape(pk, asg); err != nil {
+	var info constraint.Groth16Commitments
+	if asg.com != nil {
+		info = asg.com.info
+	}
+	if len(pk.CommitmentKeys) != len(info) {
+		return fmt.Errorf("%w: key with %d commitment keys, assignment with %d commitments",
+			ErrKeyMismatch, len(pk.CommitmentKeys), len(info))
+	}
+	kOut := kExcluded(info)
+	if err := checkKeyShape(pk, asg, len(kOut)); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -182,7 +202,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	// does: pk.G1.A and pk.G1.B omit the bases at infinity.
 	var filterErr error
 	filtered := make(chan struct{})
-	var wA, wB []fr.Element
+	var wA, wB, wK []fr.Element
 	var deltas []curve.G1Affine // r[δ]₁, s[δ]₁, −rs[δ]₁, computed here as gnark does
 	go func() {
 		defer close(filtered)
@@ -192,7 +212,10 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		if p.wiresA, wA, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); filterErr != nil {
 			return
 		}
-		p.wiresB, wB, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB))
+		if p.wiresB, wB, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB)); filterErr != nil {
+			return
+		}
+		p.wiresK, wK, filterErr = kWires(p.rel, asg.Wires, asg.NbPublic, kOut)
 	}()
 
 	hctx, hspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanComputeH, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(asg.DomainSize)))
@@ -239,16 +262,29 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		bs1, errB = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
 	})
 	run(func() {
-		krs, errK = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, asg.Wires[asg.NbPublic:])
+		krs, errK = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
 	})
+	poks := make([]curve.G1Jac, len(info))
+	errPok := make([]error, len(info))
+	for i := range info {
+		run(func() {
+			poks[i], errPok[i] = p.pok(ctx, pk, i, id(fmt.Sprintf("commitment.%d.pok", i)))
+		})
+	}
 	run(func() {
 		krs2, errH = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
 	})
 	// [B]₂ on the calling goroutine, as gnark does.
 	bs2, errB2 = p.backend.MSMG2(ctx, otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
 	wg.Wait()
-	if err := errors.Join(errA, errB, errK, errH, errB2, endDevice()); err != nil {
+	if err := errors.Join(append(errPok, errA, errB, errK, errH, errB2, endDevice())...); err != nil {
 		return err
+	}
+	var foldC fr.Element
+	if len(info) > 0 {
+		if foldC, err = foldChallenge(info, asg.Wires); err != nil {
+			return err
+		}
 	}
 	if err := p.releaseAll(); err != nil {
 		return err
@@ -256,6 +292,10 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 
 	_, aspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Assemble)
 	p.proof = assemble(pk, &r, &s, deltas, &ar, &bs1, &krs, &krs2, &bs2)
+	if len(info) > 0 {
+		p.proof.Commitments = slices.Clone(asg.com.commitments)
+		p.proof.CommitmentPok = foldPoks(poks, foldC)
+	}
 	aspan.End()
 	return nil
 }
@@ -338,6 +378,7 @@ func (p *proving) releaseAll() error {
 		p.release("wires", &asg.wires),
 		p.release("wires.a", &p.wiresA),
 		p.release("wires.b", &p.wiresB),
+		p.release("wires.k", &p.wiresK),
 	}
 	asg.Wires, asg.A, asg.B, asg.C = nil, nil, nil, nil
 	return errors.Join(errs...)

@@ -15,7 +15,6 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
-	"github.com/consensys/gnark/frontend/cs/r1cs"
 
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
@@ -146,39 +145,4 @@ func TestKeyOfAnotherCircuitIsRejected(t *testing.T) {
 	if _, err := Prove(context.Background(), f.ccs, other.pk, f.w); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("err = %v, want ErrKeyMismatch", err)
 	}
-}
-
-// commitCircuit uses api.Commit, which makes gnark add a Pedersen commitment.
-type commitCircuit struct {
-	X, Y frontend.Variable
-}
-
-func (c *commitCircuit) Define(api frontend.API) error {
-	cm, err := api.(frontend.Committer).Commit(c.X)
-	if err != nil {
-		return err
-	}
-	api.AssertIsDifferent(cm, 0)
-	api.AssertIsEqual(api.Mul(c.X, c.X), c.Y)
-	return nil
-}
-
-func TestCircuitWithCommitmentsIsNotSupported(t *testing.T) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &commitCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, _, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := frontend.NewWitness(&commitCircuit{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Prove(context.Background(), ccs, pk, w)
-	if !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("err = %v, want ErrUnsupported", err)
-	}
-	t.Log(err)
 }

@@ -13,7 +13,10 @@ import (
 // differs with the key's and the assignment's value, so the two numbers
 // printed always differ. Circuits of identical shape cannot be told apart
 // here; Pipeline keys them by the hash of their constraint system.
-func checkKeyShape(pk *groth16_bls12381.ProvingKey, asg *Assignment) error {
+//
+// nbCommitted is the number of wires the K MSM leaves out for the
+// commitments (kExcluded): the key has no [K]₁ base for them.
+func checkKeyShape(pk *groth16_bls12381.ProvingKey, asg *Assignment, nbCommitted int) error {
 	nbWires := len(asg.Wires)
 	var diffs []string
 	differ := func(what string, key, asgn int) {
@@ -26,7 +29,7 @@ func checkKeyShape(pk *groth16_bls12381.ProvingKey, asg *Assignment) error {
 		// A key that is inconsistent in itself (read from a damaged file).
 		differ("wires of [B] bases", len(pk.InfinityB), nbWires)
 	}
-	differ("public wires", len(pk.InfinityA)-len(pk.G1.K), asg.NbPublic)
+	differ("public wires", len(pk.InfinityA)-len(pk.G1.K)-nbCommitted, asg.NbPublic)
 	differ("domain", int(pk.Domain.Cardinality), asg.DomainSize)
 	if int(pk.Domain.Cardinality) == asg.DomainSize {
 		differ("[Z] bases", len(pk.G1.Z), asg.DomainSize-1)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -27,6 +28,7 @@ type config struct {
 	r, s       *fr.Element
 	tp         trace.TracerProvider
 	keyID      string
+	pk         groth16.ProvingKey
 
 	// Pipeline only.
 	cacheDir string
@@ -72,7 +74,9 @@ func WithReleaseContext(ctx context.Context) Option {
 // WithRandomness fixes the blinding scalars r and s of Groth16 (default:
 // fresh random ones from crypto/rand per proof). The same witness, key, r
 // and s give the same proof on every backend; for tests only, as a fixed
-// r, s loses zero knowledge.
+// r, s loses zero knowledge. Read by Prove, ProveAssignment and
+// Synthesize, where it also fixes the masks of the commitments of a
+// circuit with api.Commit (commitKeysOf).
 func WithRandomness(r, s fr.Element) Option {
 	return optionFunc(func(c *config) { c.r, c.s = &r, &s })
 }
@@ -92,6 +96,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // the bases are not kept resident.
 func WithKeyID(id string) Option {
 	return optionFunc(func(c *config) { c.keyID = id })
+}
+
+// WithProvingKey gives Synthesize the circuit's proving key, whose
+// commitment keys the solve of a circuit with commitments (api.Commit)
+// needs; it is not needed (and ignored) without commitments. Prove passes
+// its key itself. Read by Synthesize.
+func WithProvingKey(pk groth16.ProvingKey) Option {
+	return optionFunc(func(c *config) { c.pk = pk })
 }
 
 // WithKeyCacheDir sets the directory of the proving key cache (default:

@@ -375,11 +375,11 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 	// pipeline.synthesize covers the witness too: parsing the request's,
 	// or computing a built-in's sample (native MiMC hashing for merkle).
 	t0 = time.Now()
-	_, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	synCtx, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
 	w, err := p.witness(lc, req)
 	var asg *Assignment
 	if err == nil {
-		asg, err = synthesize(lc.ccs, w, p.rel)
+		asg, err = synthesize(synCtx, lc.ccs, w, p.rel, commitKeysOf(lc.keys.PK, &p.cfg))
 	}
 	endSynthesize(synSpan, asg, err)
 	res.Timings.Synthesis = time.Since(t0)

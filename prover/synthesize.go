@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,9 +23,8 @@ import (
 // Errors callers branch on.
 var (
 	// ErrUnsupported is returned for a constraint system, key or witness
-	// that is not a BLS12-381 R1CS of gnark, or that uses Pedersen
-	// commitments (BSB22, gnark's api.Commit), which this prover does not
-	// implement.
+	// that is not a BLS12-381 R1CS of gnark (a PLONK system, another
+	// curve).
 	ErrUnsupported = errors.New("not supported")
 	// ErrWitnessSize is returned when the witness has the wrong number of
 	// public or secret values for the constraint system.
@@ -57,6 +57,7 @@ type Assignment struct {
 	DomainSize int
 
 	wires, a, b, c *cudaspans.HostBuffer
+	com            *commitState // nil without commitments (commitment.go)
 }
 
 // Buffers returns the mmap'd buffers with their names ("wires", "a", "b",
@@ -107,21 +108,32 @@ func newFrBuffer(rel *cudaspans.Releaser, n int) (*cudaspans.HostBuffer, []fr.El
 }
 
 // asBLS12381 checks that ccs is a BLS12-381 R1CS of gnark (not a PLONK
-// SparseR1CS) without commitments.
+// SparseR1CS), with or without commitments.
 func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 	r1cs, ok := ccs.(*cs.R1CS)
 	if !ok {
-		return nil, fmt.Errorf("%w: constraint system %T (want a BLS12-381 R1CS, *cs.R1CS)", ErrUnsupported, ccs)
+		return nil, fmt.Errorf("%w: constraint system %T over %s (want a BLS12-381 R1CS, *cs.R1CS)", ErrUnsupported, ccs, curveOf(ccs))
 	}
 	// gnark v0.14 gives R1CS and SparseR1CS one Go type: only the system's
 	// Type tells a PLONK constraint system apart.
 	if r1cs.Type != constraint.SystemR1CS {
 		return nil, fmt.Errorf("%w: constraint system is a PLONK SparseR1CS (gnark's scs.NewBuilder); Groth16 needs an R1CS (r1cs.NewBuilder)", ErrUnsupported)
 	}
-	if ci, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); ok && len(ci) > 0 {
-		return nil, fmt.Errorf("%w: circuit with %d Pedersen commitments (api.Commit)", ErrUnsupported, len(ci))
+	if _, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); !ok {
+		return nil, fmt.Errorf("%w: R1CS with commitments of type %T", ErrUnsupported, r1cs.CommitmentInfo)
 	}
 	return r1cs, nil
+}
+
+// curveOf names the curve of ccs's scalar field ("bn254"), or its field's
+// size in bits when gnark knows no curve for it.
+func curveOf(ccs constraint.ConstraintSystem) string {
+	for _, id := range []ecc.ID{ecc.BN254, ecc.BLS12_377, ecc.BLS12_381, ecc.BW6_761, ecc.BLS24_315, ecc.BLS24_317, ecc.BW6_633} {
+		if id.ScalarField().Cmp(ccs.Field()) == 0 {
+			return id.String()
+		}
+	}
+	return fmt.Sprintf("a %d-bit field", ccs.Field().BitLen())
 }
 
 // Synthesize solves the R1CS for fullWitness (gnark's solver, hints
@@ -129,13 +141,19 @@ func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 // buffers, as one pipeline.synthesize span under the span in ctx. The heap
 // copies of gnark's solver are dropped before it returns.
 //
+// A circuit with commitments (api.Commit) needs its proving key
+// (WithProvingKey): the solve computes the commitments with the key's
+// commitment keys, each as an msm.g1.commitment span (commitment.go).
+//
 // Options read: WithReleaser (buffers come from its pool in pool mode),
-// WithTracerProvider. Errors wrap ErrUnsupported (not a BLS12-381 R1CS, or
-// with commitments), ErrWitnessSize or ErrUnsatisfied.
+// WithTracerProvider, WithProvingKey, WithRandomness (it fixes the
+// commitments' masks too). Errors wrap ErrUnsupported (not a
+// BLS12-381 R1CS), ErrKeyMismatch (commitments without their keys),
+// ErrWitnessSize or ErrUnsatisfied.
 func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...Option) (*Assignment, error) {
 	cfg := newConfig(opts)
-	_, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
-	asg, err := synthesize(ccs, fullWitness, cfg.releaser)
+	sctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	asg, err := synthesize(sctx, ccs, fullWitness, cfg.releaser, commitKeysOf(cfg.pk, &cfg))
 	endSynthesize(span, asg, err)
 	if err != nil {
 		return nil, err
@@ -159,7 +177,9 @@ func endSynthesize(span trace.Span, asg *Assignment, err error) {
 	)
 }
 
-func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *cudaspans.Releaser) (*Assignment, error) {
+// synthesize is Synthesize under the span in ctx; ck holds the proving
+// key's commitment keys (nil or empty for a circuit without commitments).
+func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *cudaspans.Releaser, ck *commitKeys) (*Assignment, error) {
 	r1cs, err := asBLS12381(ccs)
 	if err != nil {
 		return nil, err
@@ -170,7 +190,23 @@ func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, re
 	if err := checkWitnessShape(fullWitness, r1cs); err != nil {
 		return nil, err
 	}
-	sol, err := r1cs.Solve(fullWitness)
+	var solveOpts []solver.Option
+	var com *commitState
+	if info := r1cs.CommitmentInfo.(constraint.Groth16Commitments); len(info) > 0 {
+		if com, err = newCommitState(info, ck); err != nil {
+			return nil, err
+		}
+		solveOpts = append(solveOpts, com.solverOption(ctx, ck))
+		if ck.mask != nil {
+			if o := fixedMaskOption(*ck.mask); o != nil {
+				solveOpts = append(solveOpts, o)
+			}
+		}
+	}
+	sol, err := r1cs.Solve(fullWitness, solveOpts...)
+	if com != nil && com.err != nil {
+		return nil, com.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnsatisfied, solveErrorText(err))
 	}
@@ -179,6 +215,7 @@ func synthesize(ccs constraint.ConstraintSystem, fullWitness witness.Witness, re
 		NbPublic:      r1cs.GetNbPublicVariables(),
 		NbConstraints: r1cs.GetNbConstraints(),
 		DomainSize:    int(ecc.NextPowerOfTwo(uint64(r1cs.GetNbConstraints()))),
+		com:           com,
 	}
 	fail := func(err error) (*Assignment, error) {
 		asg.Release(context.Background(), nil)

@@ -1,0 +1,70 @@
+package circuits
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
+)
+
+func TestRangeCheckHitsRequestedSizeWithACommitment(t *testing.T) {
+	for _, n := range []int{rangeCheckMin, 1000, 1 << 12} {
+		ccs, in := compileAndSolve(t, "rangecheck", n)
+		if got := ccs.GetNbConstraints(); got != n {
+			t.Errorf("rangecheck(%d) %s: %d constraints", n, in.Shape, got)
+		}
+		if info := ccs.GetCommitments().(constraint.Groth16Commitments); len(info) != 1 {
+			t.Errorf("rangecheck(%d): %d commitments, want 1", n, len(info))
+		}
+	}
+	if _, err := Build("rangecheck", rangeCheckMin-1); !errors.Is(err, ErrBadConstraints) {
+		t.Errorf("rangecheck below its minimum: %v, want ErrBadConstraints", err)
+	}
+}
+
+func TestRangeCheckRejectsAValueOutOfRange(t *testing.T) {
+	in, err := Build("rangecheck", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := in.Assignment(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := a.(*RangeCheck)
+	// 2^64 is out of range; Out is recomputed, so only the range check
+	// can fail.
+	var two64 fr.Element
+	two64.SetString("18446744073709551616")
+	bad.Vals[0] = two64
+	acc := bad.X.(fr.Element)
+	one := fr.One()
+	for _, v := range bad.Vals {
+		x := v.(fr.Element)
+		acc.Square(&acc).Add(&acc, &x)
+	}
+	for i := 0; i < bad.filler; i++ {
+		acc.Square(&acc).Add(&acc, &one)
+	}
+	bad.Out = acc
+	w, err := witnessOf(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ccs.Solve(w); err == nil {
+		t.Error("a value of 2^64 passed a 64-bit range check")
+	}
+	// The same values below 2^64 satisfy the circuit (the chain is right).
+	good, _ := in.Assignment(3)
+	if w, err = witnessOf(good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ccs.Solve(w); err != nil {
+		t.Errorf("sample witness rejected: %v", err)
+	}
+}
