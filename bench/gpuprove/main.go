@@ -297,6 +297,7 @@ func compareSize(ctx context.Context, o *options, cache *keys.Cache, lg int) ([]
 // breakdown are the span names whose per-proof time is reported.
 var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcuzk.SpanComputeH,
 	otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B,
+	otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanMSMG1CommitmentPok,
 	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
 
@@ -329,7 +330,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	for rep := -1; rep < o.reps; rep++ {
 		runtime.GC()
 		t0 := time.Now()
-		asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp))
+		asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
 		if err != nil {
 			return err
 		}
