@@ -33,7 +33,7 @@ done
 	echo '# Runs the GPU test binaries, each in its package folder as go test would.'
 	echo 'set -u; rc=0; cd "$(dirname "$0")/.."'
 } > .dev/run-tests
-for p in cudaspans cudaspans/internal/ctest prover/gpu; do
+for p in cudaspans cudaspans/internal/ctest prover/gpu cupti; do
 	name=$(echo "$p" | tr '/' '_')
 	go test -c "${strip[@]}" -o ".dev/test/$name.test" "./$p"
 	echo "(cd '$p' && \"\$OLDPWD/.dev/test/$name.test\" -test.v -test.count=1 \"\$@\") || rc=1" >> .dev/run-tests
@@ -41,5 +41,6 @@ done
 echo 'exit $rc' >> .dev/run-tests
 chmod +x .dev/run-tests
 cp bench/device-session.sh .dev/device-session.sh
+cp bench/cupti-layout.sh .dev/cupti-layout.sh
 tar -czf .devpack.tgz .dev
 ls -la .devpack.tgz

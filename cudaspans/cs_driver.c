@@ -232,24 +232,44 @@ CUresult cs_host_unregister(cs_driver *d, uintptr_t ctx, void *p) {
 	return d->cuMemHostUnregister(p);
 }
 
+// Launch hooks (cs_set_launch_hooks): cudaspans' own copies and memsets
+// are marked with id 1, kernels with their start event, so CUPTI capture
+// can tell the work cudaspans already traces.
+static void (*volatile launch_push)(uint64_t);
+static void (*volatile launch_pop)(void);
+
+void cs_set_launch_hooks(void (*push)(uint64_t), void (*pop)(void)) {
+	launch_pop = NULL;
+	launch_push = push;
+	launch_pop = pop;
+}
+
+#define HOOKED(id, call) do { \
+	void (*push_)(uint64_t) = launch_push, (*pop_)(void) = launch_pop; \
+	if (push_ && pop_) push_(id); \
+	CUresult r_ = (call); \
+	if (push_ && pop_) pop_(); \
+	return r_; \
+} while (0)
+
 CUresult cs_htod(cs_driver *d, uintptr_t ctx, CUdeviceptr dst, const void *src, size_t n, uintptr_t s) {
 	CUR(d, ctx);
-	return d->cuMemcpyHtoDAsync(dst, src, n, (CUstream)s);
+	HOOKED(1, d->cuMemcpyHtoDAsync(dst, src, n, (CUstream)s));
 }
 
 CUresult cs_dtoh(cs_driver *d, uintptr_t ctx, void *dst, CUdeviceptr src, size_t n, uintptr_t s) {
 	CUR(d, ctx);
-	return d->cuMemcpyDtoHAsync(dst, src, n, (CUstream)s);
+	HOOKED(1, d->cuMemcpyDtoHAsync(dst, src, n, (CUstream)s));
 }
 
 CUresult cs_dtod(cs_driver *d, uintptr_t ctx, CUdeviceptr dst, CUdeviceptr src, size_t n, uintptr_t s) {
 	CUR(d, ctx);
-	return d->cuMemcpyDtoDAsync(dst, src, n, (CUstream)s);
+	HOOKED(1, d->cuMemcpyDtoDAsync(dst, src, n, (CUstream)s));
 }
 
 CUresult cs_memset8(cs_driver *d, uintptr_t ctx, CUdeviceptr dst, unsigned char v, size_t n, uintptr_t s) {
 	CUR(d, ctx);
-	return d->cuMemsetD8Async(dst, v, n, (CUstream)s);
+	HOOKED(1, d->cuMemsetD8Async(dst, v, n, (CUstream)s));
 }
 
 CUresult cs_module_load(cs_driver *d, uintptr_t ctx, const void *image, uintptr_t *m) {
@@ -330,8 +350,11 @@ CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigne
 		if (kp == NULL) return 2; // CUDA_ERROR_OUT_OF_MEMORY
 	}
 	for (int i = 0; i < nparams; i++) kp[i] = params + offsets[i];
+	void (*push)(uint64_t) = launch_push, (*pop)(void) = launch_pop;
+	if (push && pop) push((uint64_t)start);
 	r = d->cuLaunchKernel((CUfunction)f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
 	                      shared, (CUstream)s, nparams > 0 ? kp : NULL, NULL);
+	if (push && pop) pop();
 	if (kp != stackp) free(kp);
 	if (r) return r;
 	*failed = 2;

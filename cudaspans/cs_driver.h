@@ -116,6 +116,11 @@ CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigne
                          uintptr_t s, unsigned char *params, const size_t *offsets, int nparams,
                          uintptr_t start, uintptr_t end, int *failed);
 
+// Launch hooks (package cupti): called on the calling thread right before
+// and after cuLaunchKernel in cs_launch_timed (id: the start event) and
+// the async copies and memsets (id: 1). NULL: none.
+void cs_set_launch_hooks(void (*push)(uint64_t), void (*pop)(void));
+
 // NVRTC, loaded at run time.
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;

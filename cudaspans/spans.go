@@ -20,6 +20,7 @@ type deviceSpan struct {
 	start, end time.Time
 	gpuMS      float64
 	clamped    bool
+	cuptiMS    float64 // CUPTI's duration (SetLaunchCorrelation); 0: none
 }
 
 // mapToWall places the interval of events (start, end) on the wall clock:
@@ -93,8 +94,10 @@ func (c *Context) emit(ops []*pendingOp, streamID int) error {
 	var errs []error
 	aggs := map[aggKey]*aggregate{}
 	var aggOrder []aggKey
+	other := otherDurations(ops)
 	for _, op := range ops {
 		d, err := c.resolve(op)
+		d.cuptiMS = other[uint64(op.start)]
 		c.putEvents(op.start, op.end)
 		if err != nil {
 			errs = append(errs, err)
@@ -173,6 +176,9 @@ func (c *Context) emitOne(d deviceSpan) {
 	}
 	if d.clamped {
 		attrs = append(attrs, otelcuzk.KeyCUDAClamped.Bool(true))
+	}
+	if d.cuptiMS > 0 {
+		attrs = append(attrs, attribute.Float64("cuda.cupti_ms", d.cuptiMS))
 	}
 	_, span := c.tracer.Start(d.op.parent, d.op.name, trace.WithTimestamp(d.start), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(d.end))

@@ -1,0 +1,121 @@
+package cupti
+
+/*
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "cz_core.h"
+
+static void cz_call_h(uint64_t parent, uintptr_t fn, uintptr_t arg) {
+	cz_call(parent, (void (*)(void *))fn, (void *)arg);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// backend is CUPTI as the capture sees it: the real library through
+// cz_core.c, or the tests' fake. Frames come back through take.
+type backend interface {
+	// open loads the first library of paths that loads; it returns the
+	// file loaded and cuptiGetVersion.
+	open(paths []string) (path string, version uint32, err error)
+	// start subscribes and enables the activity kinds; code is CUPTI's
+	// result on failure.
+	start(flags uint32) (code int, err error)
+	flush(forced bool)
+	calibrate(n int)
+	take() []byte
+	stop()
+	// cudaspansHooks returns the C functions cudaspans calls around a
+	// launch (nil, nil for a fake).
+	cudaspansHooks() (push, pop unsafe.Pointer)
+}
+
+// Start flags (cz_core.h).
+const (
+	startNVTX   = C.CZ_START_NVTX
+	startMemcpy = C.CZ_START_MEMCPY
+	startMemset = C.CZ_START_MEMSET
+	startSync   = C.CZ_START_SYNC
+)
+
+// cuptiMultipleSubscribers is CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
+const cuptiMultipleSubscribers = 39
+
+// cBackend is libcupti loaded with dlopen. CUPTI is per process, so there
+// is one.
+type cBackend struct{}
+
+var (
+	openMu   sync.Mutex
+	openPath string
+	openVer  uint32
+)
+
+func (cBackend) open(paths []string) (string, uint32, error) {
+	openMu.Lock()
+	defer openMu.Unlock()
+	if openPath != "" {
+		return openPath, openVer, nil
+	}
+	var errs []error
+	for _, p := range paths {
+		cp := C.CString(p)
+		var buf [512]C.char
+		r := C.cz_open(cp, &buf[0], C.size_t(len(buf)))
+		C.free(unsafe.Pointer(cp))
+		if r != 0 {
+			errs = append(errs, errors.New(C.GoString(&buf[0])))
+			continue
+		}
+		openPath, openVer = C.GoString(C.cz_loaded_path()), uint32(C.cz_version())
+		return openPath, openVer, nil
+	}
+	return "", 0, fmt.Errorf("%w: %v", ErrNoCUPTI, errors.Join(errs...))
+}
+
+func (cBackend) start(flags uint32) (int, error) {
+	var buf [512]C.char
+	r := C.cz_start(C.uint32_t(flags), &buf[0], C.size_t(len(buf)))
+	if r != 0 {
+		return int(r), errors.New(C.GoString(&buf[0]))
+	}
+	return 0, nil
+}
+
+func (cBackend) flush(forced bool) {
+	f := C.int(0)
+	if forced {
+		f = 1
+	}
+	C.cz_flush(f)
+}
+
+func (cBackend) calibrate(n int) { C.cz_calibrate(C.int(n)) }
+
+func (cBackend) take() []byte {
+	var n C.size_t
+	p := C.cz_take(&n)
+	if p == nil {
+		return nil
+	}
+	defer C.free(unsafe.Pointer(p))
+	return C.GoBytes(unsafe.Pointer(p), C.int(n))
+}
+
+func (cBackend) stop() { C.cz_stop() }
+
+func (cBackend) cudaspansHooks() (unsafe.Pointer, unsafe.Pointer) {
+	return unsafe.Pointer(C.cz_cudaspans_push), unsafe.Pointer(C.cz_cudaspans_pop)
+}
+
+// callC is cz_call: fn(arg) with parent as the thread's external
+// correlation id, in one cgo call.
+func callC(parent uint64, fn, arg unsafe.Pointer) {
+	C.cz_call_h(C.uint64_t(parent), C.uintptr_t(uintptr(fn)), C.uintptr_t(uintptr(arg)))
+}

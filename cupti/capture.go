@@ -1,0 +1,300 @@
+package cupti
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Errors Start returns, for callers to branch on; each is wrapped with the
+// reason.
+var (
+	// ErrNoCUPTI: no libcupti could be loaded (none installed, or not a
+	// CUPTI library).
+	ErrNoCUPTI = errors.New("cupti: no CUPTI library")
+	// ErrVersion: the library is older than the record layouts this
+	// package reads (MinVersion).
+	ErrVersion = errors.New("cupti: unsupported CUPTI version")
+	// ErrInUse: another CUPTI client (Nsight Systems, a profiler, an
+	// earlier Capture) holds CUPTI's one subscription.
+	ErrInUse = errors.New("cupti: CUPTI is in use by another tool")
+	// ErrStart: CUPTI refused to start for another reason.
+	ErrStart = errors.New("cupti: CUPTI did not start")
+)
+
+// MinVersion is the oldest cuptiGetVersion accepted: CUDA 11.8's CUPTI
+// (API version 18), the oldest whose record layouts were checked
+// (records.go).
+const MinVersion = 18
+
+// Capture is CUPTI activity capture in this process: every kernel, copy,
+// memset and synchronization CUDA runs, and the NVTX ranges of any code,
+// become spans. Start one per process. Its methods are safe for
+// concurrent use.
+type Capture struct {
+	cfg     config
+	be      backend
+	path    string
+	version uint32
+
+	mu      sync.Mutex // serializes drains
+	b       *builder
+	closed  bool
+	stopc   chan struct{}
+	done    chan struct{}
+	lastCal time.Time
+}
+
+var (
+	activeMu sync.Mutex
+	active   *Capture
+)
+
+// Start loads libcupti (Option WithLibraryPaths; default
+// DefaultLibraryPaths, $CUZK_CUPTI first when set), checks its version,
+// subscribes and starts capturing. Before the first NVTX call of the
+// process it sets NVTX_INJECTION64_PATH to the loaded library (unless set)
+// so NVTX ranges reach CUPTI. It hooks into cudaspans so that kernels
+// cudaspans launches are not traced twice: their spans get KeyCUPTIMS.
+// Errors wrap ErrNoCUPTI, ErrVersion, ErrInUse or ErrStart; nothing is
+// left subscribed on failure.
+func Start(ctx context.Context, opts ...Option) (*Capture, error) {
+	cfg := newConfig(opts)
+	activeMu.Lock()
+	defer activeMu.Unlock()
+	if active != nil {
+		return nil, fmt.Errorf("%w: this process already has a Capture (close it first)", ErrInUse)
+	}
+	be := cfg.backend
+	if be == nil {
+		be = cBackend{}
+	}
+	paths := cfg.paths
+	if len(paths) == 0 {
+		paths = DefaultLibraryPaths()
+	}
+	path, version, err := be.open(paths)
+	if err != nil {
+		return nil, err
+	}
+	if version < MinVersion {
+		return nil, fmt.Errorf("%w: %s reports CUPTI API version %d, this package reads the record layouts of version %d (CUDA 11.8) and later", ErrVersion, path, version, MinVersion)
+	}
+	if cfg.nvtx && os.Getenv("NVTX_INJECTION64_PATH") == "" {
+		os.Setenv("NVTX_INJECTION64_PATH", path)
+	}
+	flags := uint32(startMemcpy | startMemset | startSync)
+	if cfg.nvtx {
+		flags |= startNVTX
+	}
+	if code, err := be.start(flags); err != nil {
+		if code == cuptiMultipleSubscribers {
+			return nil, fmt.Errorf("%w: %v", ErrInUse, err)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrStart, err)
+	}
+	c := &Capture{cfg: cfg, be: be, path: path, version: version, stopc: make(chan struct{}), done: make(chan struct{})}
+	c.b = newBuilder(builderConfig{
+		tracer:        cfg.tp.Tracer(otelcuzk.ScopeName),
+		maxPerParent:  cfg.maxPerParent,
+		window:        cfg.window,
+		goParent:      lookupParent,
+		log:           cfg.log,
+		keepCudaspans: true,
+		now:           cfg.now,
+	})
+	c.lastCal = cfg.now()
+	if push, pop := be.cudaspansHooks(); push != nil {
+		cudaspans.SetLaunchCorrelation(push, pop, c.cudaspansDurations)
+	} else {
+		cudaspans.SetLaunchCorrelation(nil, nil, c.cudaspansDurations)
+	}
+	active = c
+	go c.loop()
+	return c, nil
+}
+
+// DefaultLibraryPaths are the libraries Start tries, in order:
+// $CUZK_CUPTI when set, then libcupti.so.13 and .so.12 by the dynamic
+// loader's search, then the same under /usr/local/cuda's CUPTI folders.
+func DefaultLibraryPaths() []string {
+	var p []string
+	if v := os.Getenv("CUZK_CUPTI"); v != "" {
+		p = append(p, v)
+	}
+	names := []string{"libcupti.so.13", "libcupti.so.12"}
+	p = append(p, names...)
+	for _, dir := range []string{"/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"} {
+		for _, n := range names {
+			p = append(p, dir+"/"+n)
+		}
+	}
+	return p
+}
+
+// Path returns the file of the loaded library; Version its cuptiGetVersion.
+func (c *Capture) Path() string    { return c.path }
+func (c *Capture) Version() uint32 { return c.version }
+
+// Stats returns what the capture has seen so far.
+func (c *Capture) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.stats
+}
+
+func (c *Capture) loop() {
+	defer close(c.done)
+	t := time.NewTicker(c.cfg.flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopc:
+			return
+		case <-t.C:
+			c.drain(false, false)
+		}
+	}
+}
+
+// drain flushes CUPTI, decodes what came and emits spans.
+func (c *Capture) drain(forced, final bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed && !final {
+		return
+	}
+	if now := c.cfg.now(); now.Sub(c.lastCal) >= c.cfg.calibrateEvery || final {
+		c.be.calibrate(16)
+		c.lastCal = now
+	}
+	c.be.flush(forced)
+	evs, _, err := parseFrames(c.be.take())
+	if err != nil {
+		c.b.logOnce(err.Error())
+	}
+	c.b.batch(evs, final)
+}
+
+// Flush delivers the records of all work completed so far as spans (a
+// forced CUPTI flush). Call it before ending a span whose GPU work should
+// be inside it when exported.
+func (c *Capture) Flush(ctx context.Context) error {
+	c.drain(true, false)
+	return ctx.Err()
+}
+
+// Close stops the capture: it flushes, unsubscribes, ends the device
+// windows and the NVTX ranges still open (marked nvtx.unclosed) and
+// unhooks cudaspans. A second Close is a no-op.
+func (c *Capture) Close(ctx context.Context) error {
+	activeMu.Lock()
+	if active == c {
+		active = nil
+		cudaspans.SetLaunchCorrelation(nil, nil, nil)
+	}
+	activeMu.Unlock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.stopc)
+	<-c.done
+	c.be.flush(true)
+	c.be.stop()
+	c.drain(true, true)
+	c.mu.Lock()
+	c.b.finish()
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// cudaspansDurations is cudaspans' hook: CUPTI's durations (ms) of the
+// launches with the given ids, after a forced flush.
+func (c *Capture) cudaspansDurations(ids []uint64) map[uint64]float64 {
+	if len(ids) == 0 {
+		return nil
+	}
+	c.drain(true, false)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.takeCudaspans(ids)
+}
+
+// Parents: Go spans registered for C code, by id.
+
+var parents = struct {
+	sync.Mutex
+	m    map[uint64]context.Context
+	next uint64
+}{m: map[uint64]context.Context{}}
+
+// Parent registers ctx (and the span in it) as the parent of the GPU work
+// and NVTX ranges that foreign code launches on a thread that entered the
+// returned id (cuzk_cupti_enter in cuzk_cupti.h, or Call), and returns the
+// id and a func that unregisters it. Records of work launched before
+// release that arrive after it still find the parent: release only lets
+// the id be forgotten later. Safe for concurrent use.
+func Parent(ctx context.Context) (id uint64, release func()) {
+	sc := trace.SpanContextFromContext(ctx)
+	parents.Lock()
+	parents.next++
+	id = parents.next
+	parents.m[id] = trace.ContextWithSpanContext(context.Background(), sc)
+	parents.Unlock()
+	return id, func() { forgetLater(id) }
+}
+
+var forgetQ = struct {
+	sync.Mutex
+	ids []uint64
+}{}
+
+// forgetLater keeps the last 4096 released parents, for late records.
+func forgetLater(id uint64) {
+	forgetQ.Lock()
+	forgetQ.ids = append(forgetQ.ids, id)
+	var drop []uint64
+	if len(forgetQ.ids) > 4096 {
+		drop = forgetQ.ids[:len(forgetQ.ids)-4096]
+		forgetQ.ids = append([]uint64(nil), forgetQ.ids[len(forgetQ.ids)-4096:]...)
+	}
+	forgetQ.Unlock()
+	parents.Lock()
+	for _, d := range drop {
+		delete(parents.m, d)
+	}
+	parents.Unlock()
+}
+
+func lookupParent(id uint64) (context.Context, bool) {
+	parents.Lock()
+	defer parents.Unlock()
+	ctx, ok := parents.m[id]
+	return ctx, ok
+}
+
+// Call runs the C function fn (void fn(void *)) with arg, so that the GPU
+// work it launches and the NVTX ranges it opens on this thread become
+// children of the span in ctx. The id is pushed, fn is called and the id
+// popped in one cgo call, so all three happen on one OS thread (a
+// goroutine may move between threads between two cgo calls). Work fn hands
+// to other threads is not covered: those threads call cuzk_cupti_enter
+// themselves. Without an active Capture, fn still runs.
+func Call(ctx context.Context, fn, arg unsafe.Pointer) {
+	id, release := Parent(ctx)
+	defer release()
+	callC(id, fn, arg)
+}

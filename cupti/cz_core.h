@@ -1,0 +1,95 @@
+/*
+ * Internal to package cupti and the gpu-trace injection library: CUPTI
+ * loaded at run time, its activity buffers and NVTX callbacks turned into
+ * frames of our own wire format (frames.go documents it), queued for the
+ * reader (Go in this process, or the injection library's writer thread).
+ *
+ * No CUPTI header is needed to build: the few enums and entry points used
+ * are declared here with their values from cupti_activity.h,
+ * cupti_callbacks.h and cupti_nvtx_cbid.h (stable since CUDA 11). Record
+ * layouts are not read here except where a record holds a pointer (the
+ * kernel name), whose string is appended to the frame; Go decodes the rest.
+ */
+#ifndef CUZK_CZ_CORE_H
+#define CUZK_CZ_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Frame types (frames.go). */
+enum {
+	CZ_FRAME_RECORD = 1,
+	CZ_FRAME_NVTX_PUSH = 2,
+	CZ_FRAME_NVTX_POP = 3,
+	CZ_FRAME_CALIB = 4,
+	CZ_FRAME_DROPPED = 5,
+	CZ_FRAME_NOTE = 6,
+	CZ_FRAME_HELLO = 7,
+	CZ_FRAME_BYE = 8,
+};
+
+/* CUPTI activity kinds (cupti_activity.h). */
+enum {
+	CZ_KIND_MEMCPY = 1,
+	CZ_KIND_MEMSET = 2,
+	CZ_KIND_KERNEL = 3,
+	CZ_KIND_DRIVER = 4,
+	CZ_KIND_RUNTIME = 5,
+	CZ_KIND_CONCURRENT_KERNEL = 10,
+	CZ_KIND_SYNCHRONIZATION = 38,
+	CZ_KIND_EXTERNAL_CORRELATION = 39,
+};
+
+/* External correlation kinds: CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0..2. */
+enum {
+	CZ_EXT_PARENT = 3,    /* a Go span registered with cupti.Parent */
+	CZ_EXT_RANGE = 4,     /* the innermost NVTX push range of the thread */
+	CZ_EXT_CUDASPANS = 5, /* a launch cudaspans already times */
+};
+
+/* Start flags. */
+enum {
+	CZ_START_NVTX = 1,
+	CZ_START_MEMCPY = 2,
+	CZ_START_MEMSET = 4,
+	CZ_START_SYNC = 8,
+};
+
+/* Offset of the kernel name pointer in CUpti_ActivityKernel4..9. */
+#define CZ_KERNEL_NAME_OFFSET 104
+
+/* cz_open loads libcupti at path. 0 on success; else a one-line reason in err. */
+int cz_open(const char *path, char *err, size_t errlen);
+/* cz_version: cuptiGetVersion; 0 when not loaded. */
+uint32_t cz_version(void);
+/* cz_loaded_path: the file the library was loaded from (dladdr), or "". */
+const char *cz_loaded_path(void);
+/* cz_start subscribes and enables the activity kinds of flags. Returns the
+ * CUPTI result (0 = success) and a one-line reason in err. */
+int cz_start(uint32_t flags, char *err, size_t errlen);
+/* cz_stop flushes (forced), disables and unsubscribes; idempotent. */
+void cz_stop(void);
+/* cz_flush: cuptiActivityFlushAll (forced when forced != 0). */
+int cz_flush(int forced);
+/* cz_calibrate queues a CALIB frame of n bracketed clock readings. */
+void cz_calibrate(int n);
+/* cz_take hands the queued frames to the caller (free them with free). */
+uint8_t *cz_take(size_t *len);
+/* cz_wait_data waits up to ms milliseconds for queued frames; 1 if any. */
+int cz_wait_data(int ms);
+/* cz_note queues a NOTE frame (one line). */
+void cz_note(const char *msg);
+/* cz_queue_frame queues a frame of type with payload (used for HELLO/BYE). */
+void cz_queue_frame(uint16_t type, const void *payload, size_t n);
+/* cz_set_queue_limit caps queued bytes (frames past it are dropped and counted). */
+void cz_set_queue_limit(size_t bytes);
+
+/* cz_call runs fn(arg) with parent pushed as the calling thread's external
+ * correlation id (and current parent of NVTX ranges), then pops it: one
+ * call, so the push, the call and the pop happen on one OS thread. */
+void cz_call(uint64_t parent, void (*fn)(void *), void *arg);
+/* Used by cudaspans' launch hook (CZ_EXT_CUDASPANS). */
+void cz_cudaspans_push(uint64_t id);
+void cz_cudaspans_pop(void);
+
+#endif
