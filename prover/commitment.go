@@ -102,6 +102,9 @@ type commitState struct {
 	info        constraint.Groth16Commitments
 	commitments []curve.G1Affine
 	committed   [][]fr.Element
+	// firstBases are each commitment key's first basis point, to tell at
+	// prove time a key other than the one the commitments were made with.
+	firstBases []curve.G1Affine
 
 	mu  sync.Mutex
 	err error // the first error of a hint call (key mismatch)
@@ -122,11 +125,30 @@ func newCommitState(info constraint.Groth16Commitments, ck *commitKeys) (*commit
 			return nil, fmt.Errorf("%w: commitment %d commits to %d private wires, its key has %d bases", ErrKeyMismatch, i, n, m)
 		}
 	}
-	return &commitState{
+	st := &commitState{
 		info:        info,
 		commitments: make([]curve.G1Affine, len(info)),
 		committed:   make([][]fr.Element, len(info)),
-	}, nil
+		firstBases:  make([]curve.G1Affine, len(info)),
+	}
+	for i := range info {
+		if len(ck.keys[i].Basis) > 0 {
+			st.firstBases[i] = ck.keys[i].Basis[0]
+		}
+	}
+	return st, nil
+}
+
+// checkKey checks that pk's commitment keys are the ones the commitments
+// were made with (their first basis points): with another key of the same
+// circuit the proof would not verify.
+func (st *commitState) checkKey(pk *groth16_bls12381.ProvingKey) error {
+	for i := range st.info {
+		if b := pk.CommitmentKeys[i].Basis; len(b) > 0 && !b[0].Equal(&st.firstBases[i]) {
+			return fmt.Errorf("%w: the assignment's commitment %d was made with another proving key (Synthesize's WithProvingKey)", ErrKeyMismatch, i)
+		}
+	}
+	return nil
 }
 
 func (st *commitState) fail(err error) error {

@@ -205,6 +205,18 @@ func TestCommitmentsWithoutTheirKeysAreAKeyMismatch(t *testing.T) {
 	if _, err := ProveAssignment(ctx, plain.pk, asg); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("prove of a commitment assignment with a plain key: %v, want ErrKeyMismatch", err)
 	}
+	// Another setup of the same circuit: same shape, other commitment key.
+	pk2, _, err := groth16.Setup(f.CCS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asg, err = Synthesize(ctx, f.CCS, f.Witness, WithProvingKey(f.PK))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProveAssignment(ctx, pk2, asg); !errors.Is(err, ErrKeyMismatch) || !strings.Contains(err.Error(), "another proving key") {
+		t.Errorf("prove with another setup's key than synthesis had: %v, want ErrKeyMismatch naming it", err)
+	}
 }
 
 func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {

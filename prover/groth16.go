@@ -172,6 +172,11 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	if err := checkKeyShape(pk, asg, len(kOut)); err != nil {
 		return err
 	}
+	if asg.com != nil {
+		if err := asg.com.checkKey(pk); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
