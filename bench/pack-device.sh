@@ -25,6 +25,7 @@ rmdir "$keep" 2>/dev/null || true
 export GOOS=linux GOARCH=amd64 CGO_ENABLED=1
 strip=(-trimpath -ldflags='-s -w')
 go build "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
+sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
 for p in gpuprove nttbench msmbench; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
@@ -33,7 +34,7 @@ done
 	echo '# Runs the GPU test binaries, each in its package folder as go test would.'
 	echo 'set -u; rc=0; cd "$(dirname "$0")/.."'
 } > .dev/run-tests
-for p in cudaspans cudaspans/internal/ctest prover/gpu cupti; do
+for p in cudaspans cudaspans/internal/ctest prover/gpu cupti examples/foreign-cuda; do
 	name=$(echo "$p" | tr '/' '_')
 	go test -c "${strip[@]}" -o ".dev/test/$name.test" "./$p"
 	echo "(cd '$p' && \"\$OLDPWD/.dev/test/$name.test\" -test.v -test.count=1 \"\$@\") || rc=1" >> .dev/run-tests

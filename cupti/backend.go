@@ -14,6 +14,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -63,20 +64,31 @@ func (cBackend) open(paths []string) (string, uint32, error) {
 	if openPath != "" {
 		return openPath, openVer, nil
 	}
-	var errs []error
+	var reasons []string
 	for _, p := range paths {
 		cp := C.CString(p)
 		var buf [512]C.char
 		r := C.cz_open(cp, &buf[0], C.size_t(len(buf)))
 		C.free(unsafe.Pointer(cp))
 		if r != 0 {
-			errs = append(errs, errors.New(C.GoString(&buf[0])))
+			reasons = append(reasons, C.GoString(&buf[0]))
 			continue
 		}
 		openPath, openVer = C.GoString(C.cz_loaded_path()), uint32(C.cz_version())
 		return openPath, openVer, nil
 	}
-	return "", 0, fmt.Errorf("%w: %v", ErrNoCUPTI, errors.Join(errs...))
+	// One line: the paths tried, and the most telling reason (a library
+	// that is there but is not CUPTI beats "cannot open shared object").
+	why := ""
+	for _, r := range reasons {
+		if why == "" || !strings.Contains(r, "No such file") {
+			why = r
+		}
+		if !strings.Contains(r, "No such file") {
+			break
+		}
+	}
+	return "", 0, fmt.Errorf("%w: none of %s loads (%s)", ErrNoCUPTI, strings.Join(paths, ", "), why)
 }
 
 func (cBackend) start(flags uint32) (int, error) {

@@ -334,8 +334,8 @@ func TestSecondCaptureIsRefused(t *testing.T) {
 
 func TestNoLibcupti(t *testing.T) {
 	_, err := Start(context.Background(), WithLibraryPaths("/nonexistent/libcupti.so.13", "libc.so.6"))
-	if !errors.Is(err, ErrNoCUPTI) {
-		t.Fatalf("err %v, want ErrNoCUPTI", err)
+	if !errors.Is(err, ErrNoCUPTI) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err %q, want one line wrapping ErrNoCUPTI", err)
 	}
 	for _, want := range []string{"/nonexistent/libcupti.so.13", "libc.so.6 has no cuptiGetVersion"} {
 		if !strings.Contains(err.Error(), want) {
