@@ -111,6 +111,7 @@ func proveAction(c *cli.Context) (err error) {
 		return err
 	}
 
+	traceFrom := traceFileEnd(c.String("trace-file")) // read back only what this run appends
 	recorder := tracetest.NewSpanRecorder()
 	tel, err := otelcuzk.New(ctx, append(deviceOptions(c.String("backend")),
 		otelcuzk.WithTraceFile(c.String("trace-file")),
@@ -169,7 +170,7 @@ func proveAction(c *cli.Context) (err error) {
 	switch {
 	case !sampled:
 	case protocol == "file":
-		err = printWaterfall(out, errOut, target, res.TraceID)
+		err = printFileTrace(out, errOut, target, res.TraceID, traceFrom)
 	default:
 		err = printRecorded(out, recorder.Ended(), res.TraceID)
 	}
@@ -328,24 +329,6 @@ func probeOTLPEndpoint() error {
 	}
 	conn.Close()
 	return nil
-}
-
-// printWaterfall reads the trace back from the file the exporter wrote
-// (after the flush) and prints tracefile's waterfall of this run's trace.
-// Lines of the file that do not parse (another process's write cut short)
-// are skipped with a note on warn.
-func printWaterfall(w, warn io.Writer, path, traceID string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	spans, skipped, err := tracefile.ReadOTLPJSONLinesSkipping(f)
-	if err != nil {
-		return err
-	}
-	reportSkipped(warn, path, skipped)
-	return tracefile.Waterfall(w, spans, tracefile.WaterfallOptions{TraceID: traceID})
 }
 
 // printRecorded prints the waterfall of spans recorded in memory, for runs

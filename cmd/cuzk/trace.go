@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -29,9 +30,13 @@ summary of where the time went by layer.
    cuzk trace TRACE_ID --tempo http://localhost:3200     Tempo's /api/traces/<id>
    cuzk trace ./cuzk-trace.jsonl                         local OTLP JSON lines
 
---html FILE also writes the trace as a self-contained HTML waterfall to open
-in a browser (for a file holding several traces: --trace-id, else the last
-one).`,
+A FILE is read streaming, in bounded memory whatever its size: without
+--trace-id the trace that starts last is shown and the others are listed
+(their ids, starts, roots); --trace-id ID shows that one. Lines that do not
+parse (a write cut short) or are longer than 64 MiB are skipped with a note.
+
+--html FILE also writes the shown trace as a self-contained HTML waterfall
+to open in a browser.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL` (the UI's address); the argument is a trace id"},
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; the argument is a trace id"},
@@ -46,7 +51,25 @@ one).`,
 	})
 }
 
+// traceMemoryLimit is the Go heap's soft limit while cuzk trace reads: the
+// reader holds at most one line (64 MiB) and the capped spans of the
+// latest traces, and the limit keeps garbage from doubling that, so a
+// trace file of any size (or /dev/zero) is read in under about 200 MB.
+// GOMEMLIMIT overrides it.
+const traceMemoryLimit = 150 << 20
+
+// limitMemory sets traceMemoryLimit unless GOMEMLIMIT is set, and returns
+// the function that restores the previous limit.
+func limitMemory() func() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(traceMemoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
 func runTrace(c *cli.Context) error {
+	defer limitMemory()()
 	if c.NArg() == 0 {
 		return errors.New("trace: want one argument, a TRACE_ID (with --jaeger or --tempo) or a FILE")
 	}
@@ -71,7 +94,7 @@ func runTrace(c *cli.Context) error {
 	if errOut == nil {
 		errOut = os.Stderr
 	}
-	spans, traceID, err := loadTrace(c.Context, errOut, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
+	spans, traceID, col, err := loadTrace(c.Context, errOut, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
 	if err != nil {
 		return err
 	}
@@ -90,6 +113,9 @@ func runTrace(c *cli.Context) error {
 			return err
 		}
 		fmt.Fprintf(out, "\nHTML waterfall: %s\n", path)
+	}
+	if col != nil && flags.String("trace-id") == "" {
+		listOthers(out, col, traceID)
 	}
 	return nil
 }
@@ -129,9 +155,18 @@ func trailingFlags(c *cli.Context) (*cli.Context, error) {
 	return cli.NewContext(c.App, set, c), nil
 }
 
-// loadTrace returns the spans to show and the trace id to select among
-// them ("" for every trace of a file).
-func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, jaegerURL, tempoURL, traceID string) ([]tracefile.Span, string, error) {
+// loadTrace returns the spans of the trace to show and its id: the trace
+// of arg from Jaeger or Tempo, or from the file arg the trace traceID (if
+// set) or else the last one to start; for a file it also prints to out,
+// after the waterfall, the other traces the file holds (see listOthers).
+func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, jaegerURL, tempoURL, traceID string) ([]tracefile.Span, string, *tracefile.Collection, error) {
+	if traceID != "" {
+		id, err := tracefile.NormalizeTraceID(traceID)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("trace: --trace-id %s: not a trace id (want up to 32 hex digits)", traceID)
+		}
+		traceID = id
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: timeout}
@@ -145,28 +180,135 @@ func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, 
 		spans, err = tracefile.FetchTempo(ctx, client, tempoURL, arg)
 		traceID = arg
 	default:
-		f, openErr := os.Open(arg)
-		if openErr != nil {
-			if errors.Is(openErr, os.ErrNotExist) && looksLikeTraceID(arg) {
-				return nil, "", fmt.Errorf("trace: %s is not a file; for a trace id give --jaeger URL or --tempo URL", arg)
-			}
-			return nil, "", fmt.Errorf("trace: %w", openErr)
+		col, err := readTraceFile(warn, arg, 0, traceID, tracefile.CollectOptions{})
+		if err != nil {
+			return nil, "", nil, err
 		}
-		defer f.Close()
-		var skipped []error
-		spans, skipped, err = tracefile.ReadOTLPJSONLinesSkipping(f)
-		if err == nil && len(spans) == 0 && len(skipped) > 0 {
-			return nil, "", fmt.Errorf("trace: %s holds no readable spans (%d lines skipped): %w", arg, len(skipped), skipped[0])
+		if traceID == "" {
+			latest, _ := col.Latest()
+			traceID = latest.ID
 		}
-		reportSkipped(warn, arg, skipped)
-		if err == nil && len(spans) == 0 {
-			err = fmt.Errorf("%s holds no spans", arg)
+		spans = col.Spans[traceID]
+		if len(spans) == 0 {
+			return nil, "", nil, fmt.Errorf("trace: trace %s: not found in %s", traceID, arg)
 		}
+		return spans, traceID, col, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("trace: %w", err)
+		return nil, "", nil, fmt.Errorf("trace: %w", err)
 	}
-	return spans, traceID, nil
+	return spans, traceID, nil, nil
+}
+
+// readTraceFile streams the OTLP JSON lines file at path from offset (in
+// bytes) into a Collector: only the
+// trace traceID when set, else the latest traces within opts. Unreadable
+// lines are reported on warn as they are met; a file with no readable span
+// is an error.
+func readTraceFile(warn io.Writer, path string, offset int64, traceID string, opts tracefile.CollectOptions) (*tracefile.Collection, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && looksLikeTraceID(path) {
+			return nil, fmt.Errorf("trace: %s is not a file; for a trace id give --jaeger URL or --tempo URL", path)
+		}
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	// The exporter writes each line whole with O_APPEND, so where the file
+	// ended is where a line starts. A file shorter than offset was
+	// replaced since: it is read whole.
+	var r io.Reader = f
+	if st, err := f.Stat(); err == nil && offset > 0 && offset <= st.Size() {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("trace: %s: %w", path, err)
+		}
+	}
+	col := tracefile.NewCollector(opts)
+	skips := skipReporter{w: warn, path: path}
+	err = tracefile.ScanOTLPJSONLines(r, tracefile.ScanOptions{TraceID: traceID}, func(s tracefile.Span) error {
+		col.Add(s)
+		return nil
+	}, skips.skip)
+	skips.done()
+	if err != nil {
+		return nil, fmt.Errorf("trace: %s: %w", path, err)
+	}
+	c := col.Collection()
+	if len(c.Summaries) == 0 {
+		switch {
+		case traceID != "" && skips.n > 0:
+			return nil, fmt.Errorf("trace: trace %s: not found in %s (%d unreadable lines skipped)", traceID, path, skips.n)
+		case traceID != "":
+			return nil, fmt.Errorf("trace: trace %s: not found in %s", traceID, path)
+		case skips.n > 0:
+			return nil, fmt.Errorf("trace: %s holds no readable spans (%d lines skipped): %w", path, skips.n, skips.first)
+		default:
+			return nil, fmt.Errorf("trace: %s holds no spans", path)
+		}
+	}
+	for _, s := range c.Summaries {
+		if s.Dropped > 0 {
+			fmt.Fprintf(warn, "cuzk: %s: trace %s: %d spans past the cap of %d spans a trace left out\n", path, s.ID, s.Dropped, tracefile.DefaultMaxSpansPerTrace)
+		}
+	}
+	return c, nil
+}
+
+// listOthers prints the traces of col other than shown, the latest first
+// (at most 20, then how many more), so a file's earlier proofs can be
+// picked with --trace-id.
+func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
+	var others []tracefile.TraceSummary
+	for _, s := range col.Summaries {
+		if s.ID != shown {
+			others = append(others, s)
+		}
+	}
+	if len(others) == 0 && col.Unlisted == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d other trace%s in the file (cuzk trace FILE --trace-id ID shows one), latest first:\n", len(others)+col.Unlisted, plural(len(others)+col.Unlisted))
+	const maxListed = 20
+	for i := len(others) - 1; i >= 0 && i >= len(others)-maxListed; i-- {
+		s := others[i]
+		fmt.Fprintf(w, "  %s  %s  %-20s %10.3f ms  %d span%s\n", s.ID, s.Start.Format("2006-01-02T15:04:05.000Z07:00"), s.Root, float64(s.Duration())/1e6, s.Spans, plural(s.Spans))
+	}
+	if more := len(others) - maxListed + col.Unlisted; more > 0 {
+		fmt.Fprintf(w, "  ... and %d earlier\n", more)
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// skipReporter tells w which lines of the trace file at path could not be
+// read (at most three, then how many more), as they are met, so a damaged
+// line is seen but does not hide the rest of the file.
+type skipReporter struct {
+	w     io.Writer
+	path  string
+	n     int
+	first error
+}
+
+func (r *skipReporter) skip(err error) {
+	r.n++
+	if r.first == nil {
+		r.first = err
+	}
+	if r.n <= 3 {
+		fmt.Fprintf(r.w, "cuzk: %s: skipped an unreadable line: %v\n", r.path, err)
+	}
+}
+
+func (r *skipReporter) done() {
+	if r.n > 3 {
+		fmt.Fprintf(r.w, "cuzk: %s: %d more unreadable lines skipped\n", r.path, r.n-3)
+	}
 }
 
 func looksLikeTraceID(s string) bool {
@@ -221,15 +363,35 @@ func writeHTMLTo(w io.Writer, spans []tracefile.Span) error {
 	return nil
 }
 
-// reportSkipped tells w which lines of the trace file at path could not be
-// read (at most three, then how many more), so a damaged line is seen but
-// does not hide the rest of the file.
-func reportSkipped(w io.Writer, path string, skipped []error) {
-	for i, err := range skipped {
-		if i == 3 {
-			fmt.Fprintf(w, "cuzk: %s: %d more unreadable lines skipped\n", path, len(skipped)-3)
-			return
-		}
-		fmt.Fprintf(w, "cuzk: %s: skipped an unreadable line: %v\n", path, err)
+// fileOffset is where a trace file ended before a run appended to it.
+type fileOffset struct {
+	path string
+	size int64
+}
+
+// traceFileEnd records the size of the trace file at path (0 when it does
+// not exist yet), for printFileTrace.
+func traceFileEnd(path string) fileOffset {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return fileOffset{path: path}
 	}
+	return fileOffset{path: path, size: st.Size()}
+}
+
+// printFileTrace reads the trace traceID back from the file the exporter
+// wrote (after the flush), from where the file ended before this run when
+// from is that file, and prints tracefile's waterfall of it. Lines of the
+// file that do not parse (another process's write cut short) are skipped
+// with a note on warn.
+func printFileTrace(w, warn io.Writer, path, traceID string, from fileOffset) error {
+	off := int64(0)
+	if from.path == path {
+		off = from.size
+	}
+	col, err := readTraceFile(warn, path, off, traceID, tracefile.CollectOptions{})
+	if err != nil {
+		return err
+	}
+	return tracefile.Waterfall(w, col.Spans[strings.ToLower(traceID)], tracefile.WaterfallOptions{TraceID: traceID})
 }

@@ -129,6 +129,7 @@ func TestTraceBadInput(t *testing.T) {
 		"bad jaeger id":    {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "xyz"}, "trace id"},
 		"unreachable":      {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "0af7651916cd43dd8448eb211c80319c"}, "127.0.0.1:1"},
 		"unknown trace-id": {[]string{"trace", "--trace-id", "4bf92f3577b34da6a3ce929d0e0e4736", good}, "not found"},
+		"bad trace-id":     {[]string{"trace", "--trace-id", "xyz", good}, "not a trace id"},
 		"unwritable html":  {[]string{"trace", "--html", filepath.Join(dir, "no", "dir", "t.html"), good}, "--html"},
 		"bad width":        {[]string{"trace", "--width", "0", good}, "width"},
 		"bad width after":  {[]string{"trace", good, "--width", "0"}, "width"},
@@ -142,5 +143,76 @@ func TestTraceBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no")); !os.IsNotExist(err) {
 		t.Error("a failed --html left something behind")
+	}
+}
+
+// secondTraceLine is traceFileLine's trace 1 s later under another id.
+var secondTraceLine = strings.NewReplacer("0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736",
+	"176440000", "176440001", "00000000000000a", "00000000000000b").Replace(traceFileLine)
+
+// A file of several traces: without --trace-id the last to start is shown
+// and the others are listed; --trace-id picks one and lists nothing; an id
+// that is not hex is named as such.
+func TestTraceFileShowsLastTraceAndListsOthers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cuzk-trace.jsonl")
+	// The later trace first in the file: "last" is by start, not position.
+	os.WriteFile(file, []byte(secondTraceLine+"\n"+traceFileLine+"\n"), 0o644)
+	out, err := runTraceCmd(t, "trace", file)
+	if err != nil {
+		t.Fatalf("cuzk trace: %v\n%s", err, out)
+	}
+	head, list, ok := strings.Cut(out, "other trace in the file")
+	if !ok || !strings.Contains(head, "trace 4bf92f3577b34da6a3ce929d0e0e4736") || strings.Contains(head, "0af7651916cd43dd8448eb211c80319c") {
+		t.Fatalf("want the waterfall of 4bf9... then a list of the other:\n%s", out)
+	}
+	if !strings.Contains(list, "0af7651916cd43dd8448eb211c80319c") || !strings.Contains(list, "engine.job") {
+		t.Errorf("the list lacks the other trace:\n%s", list)
+	}
+	out, err = runTraceCmd(t, "trace", file, "--trace-id", "0AF7651916CD43DD8448EB211C80319C")
+	if err != nil || !strings.Contains(out, "trace 0af7651916cd43dd8448eb211c80319c") || strings.Contains(out, "4bf92f35") {
+		t.Errorf("--trace-id: %v\n%s", err, out)
+	}
+	_, err = runTraceCmd(t, "trace", file, "--trace-id", "xyz")
+	if err == nil || !strings.Contains(err.Error(), "not a trace id") || strings.Contains(err.Error(), "not found") {
+		t.Errorf("--trace-id xyz: %v, want 'not a trace id'", err)
+	}
+}
+
+// cuzk prove reads back only what it appended: a damaged line and another
+// trace before the offset are neither read nor reported.
+func TestPrintFileTraceReadsFromTheRunsOffset(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cuzk-trace.jsonl")
+	old := "{broken\n" + secondTraceLine + "\n"
+	os.WriteFile(file, []byte(old), 0o644)
+	from := traceFileEnd(file)
+	if from.size != int64(len(old)) {
+		t.Fatalf("offset %d, want %d", from.size, len(old))
+	}
+	f, _ := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(traceFileLine + "\n")
+	f.Close()
+	var out, warn bytes.Buffer
+	if err := printFileTrace(&out, &warn, file, "0af7651916cd43dd8448eb211c80319c", from); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pipeline.prove") || warn.Len() != 0 {
+		t.Errorf("out:\n%s\nwarn: %s", out.String(), warn.String())
+	}
+	// The trace before the offset is not read: asking for it fails.
+	if err := printFileTrace(&out, &warn, file, "4bf92f3577b34da6a3ce929d0e0e4736", from); err == nil {
+		t.Error("read a trace written before the offset")
+	}
+}
+
+// A file that is one 100 MiB line of zero bytes (a sparse file, a disk
+// hole) is skipped with a one-line note, not read into memory.
+func TestTraceSparseFileIsSkippedWithANote(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sparse.jsonl")
+	f, _ := os.Create(file)
+	f.Truncate(100 << 20)
+	f.Close()
+	out, err := runTraceCmd(t, "trace", file)
+	if err == nil || !strings.Contains(err.Error(), "holds no readable spans") || !strings.Contains(out, "longer than") {
+		t.Errorf("err %v, output %q", err, out)
 	}
 }

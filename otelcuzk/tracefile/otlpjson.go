@@ -66,51 +66,6 @@ func ReadOTLPJSONLines(r io.Reader) ([]Span, error) {
 	}
 }
 
-// ReadOTLPJSONLinesSkipping is ReadOTLPJSONLines for a JSON lines file that
-// processes append to (otelcuzk's file exporter, the Collector's): when the
-// input as a whole does not parse, each line is read as a document of its
-// own and the lines that do not parse (a write cut short by a killed
-// process, say) are skipped instead of failing the file. skipped holds one
-// error per skipped line, naming it and wrapping ErrMalformed. err is only
-// for reading r. A document spread over several lines is read whole when
-// the input parses; when it does not, its lines are skipped.
-func ReadOTLPJSONLinesSkipping(r io.Reader) (spans []Span, skipped []error, err error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tracefile: read: %w", err)
-	}
-	spans, err = ReadOTLPJSONLines(bytes.NewReader(data))
-	if err == nil || !errors.Is(err, ErrMalformed) {
-		return spans, nil, err
-	}
-	spans = nil
-	seen := map[[2]string]bool{}
-	for i, line := range bytes.Split(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		var doc linesDoc
-		got, err := []Span(nil), dec.Decode(&doc)
-		if err == nil {
-			got, err = doc.spans()
-		}
-		if err != nil {
-			skipped = append(skipped, fmt.Errorf("tracefile: line %d: %w: %v", i+1, ErrMalformed, err))
-			continue
-		}
-		for _, s := range got {
-			k := [2]string{s.TraceID, s.SpanID}
-			if !seen[k] {
-				seen[k] = true
-				spans = append(spans, s)
-			}
-		}
-	}
-	return spans, skipped, nil
-}
-
 func linesSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // linesError wraps err with the line of data where the failing value starts,

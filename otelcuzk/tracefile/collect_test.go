@@ -1,0 +1,74 @@
+package tracefile_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+)
+
+func tid32(i int) string { return fmt.Sprintf("%032x", i+1) }
+
+// Traces arrive interleaved and children before their root: the
+// Collector lists every trace with its root and extent, keeps the latest
+// MaxTraces to start, and drops the spans of the others.
+func TestCollectorKeepsTheLatestTraces(t *testing.T) {
+	c := tracefile.NewCollector(tracefile.CollectOptions{MaxTraces: 2})
+	for i := range 4 {
+		// children first: the root (earliest start) arrives last
+		c.Add(mk(tid32(i), "c1", "r", "child", float64(100*i+10), float64(100*i+20)))
+	}
+	for i := range 4 {
+		c.Add(mk(tid32(i), "r", "", "engine.job", float64(100*i), float64(100*i+50)))
+		c.Add(mk(tid32(i), "r", "", "engine.job", float64(100*i), float64(100*i+50))) // repeated
+	}
+	col := c.Collection()
+	if len(col.Summaries) != 4 || col.Evicted != 2 {
+		t.Fatalf("%d summaries, %d evicted; want 4 and 2", len(col.Summaries), col.Evicted)
+	}
+	for i, s := range col.Summaries {
+		if s.ID != tid32(i) || s.Root != "engine.job" || s.Duration().Milliseconds() != 50 {
+			t.Errorf("summary %d = %+v, want trace %s rooted at engine.job, 50 ms", i, s, tid32(i))
+		}
+		if kept := i >= 2; s.Kept != kept || (len(col.Spans[s.ID]) > 0) != kept {
+			t.Errorf("trace %d kept %v with %d spans, want kept %v", i, s.Kept, len(col.Spans[s.ID]), kept)
+		}
+	}
+	if latest, ok := col.Latest(); !ok || latest.ID != tid32(3) || len(col.Spans[latest.ID]) != 2 || latest.Spans != 2 {
+		t.Errorf("latest %+v with %d spans, want trace 3 with 2 (the repeat kept once)", latest, len(col.Spans[latest.ID]))
+	}
+}
+
+// The span cap of one trace and the byte budget over all bound the memory
+// whatever the input; what is left out is counted.
+func TestCollectorCapsSpansAndBytes(t *testing.T) {
+	c := tracefile.NewCollector(tracefile.CollectOptions{MaxSpansPerTrace: 10})
+	for i := range 25 {
+		c.Add(mk(tid32(0), fmt.Sprint(i), "", "s", float64(i), float64(i+1)))
+	}
+	col := c.Collection()
+	if s := col.Summaries[0]; len(col.Spans[s.ID]) != 10 || s.Dropped != 15 || s.Spans != 25 {
+		t.Errorf("summary %+v with %d spans kept, want 10 kept, 15 dropped, 25 seen", s, len(col.Spans[s.ID]))
+	}
+
+	c = tracefile.NewCollector(tracefile.CollectOptions{MaxKeptBytes: 100 << 10})
+	for i := range 10_000 {
+		c.Add(mk(tid32(i), "r", "", "engine.job", float64(i), float64(i+1)))
+	}
+	col = c.Collection()
+	kept := col.Kept()
+	if len(col.Summaries) != 10_000 || len(kept) == 0 || len(kept) > 500 || col.Evicted != 10_000-len(kept) {
+		t.Fatalf("%d listed, %d kept, %d evicted: want all listed, a few hundred kept within 100 KiB", len(col.Summaries), len(kept), col.Evicted)
+	}
+	if kept[len(kept)-1].ID != tid32(9999) || kept[0].ID != tid32(10_000-len(kept)) {
+		t.Errorf("kept %s..%s, want the latest traces", kept[0].ID, kept[len(kept)-1].ID)
+	}
+
+	c = tracefile.NewCollector(tracefile.CollectOptions{MaxSummaries: 3})
+	for i := range 5 {
+		c.Add(mk(tid32(i), "r", "", "engine.job", float64(i), float64(i+1)))
+	}
+	if col := c.Collection(); len(col.Summaries) != 3 || col.Unlisted != 2 {
+		t.Errorf("%d listed, %d unlisted; want 3 and 2", len(col.Summaries), col.Unlisted)
+	}
+}
