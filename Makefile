@@ -19,3 +19,13 @@ race:
 
 e2e:
 	bash e2e/run.sh
+
+# make fuzz: every Go fuzz test of the repository (scripts/fuzz.sh finds
+# them), one at a time, FUZZTIME each (default 5m); make test runs each for
+# 10 s (fuzz-short) with the committed corpora.
+.PHONY: fuzz fuzz-short
+test: fuzz-short
+fuzz:
+	FUZZTIME=$${FUZZTIME:-5m} scripts/fuzz.sh
+fuzz-short:
+	FUZZTIME=$${FUZZTIME:-10s} scripts/fuzz.sh

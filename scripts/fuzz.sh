@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh: run every Go native fuzz test (func FuzzXxx(f *testing.F))
+# of this repository's modules (the root module and e2e/, or any other
+# go.mod below the root), one at a time, each for $FUZZTIME (default 10s;
+# `make fuzz` gives 5m). New fuzz tests are found by themselves: the
+# functions are listed from the *_test.go files of each module, so nothing
+# here needs editing when a package gains one.
+#
+#   FUZZTIME=30s scripts/fuzz.sh           every fuzz test, 30 s each
+#   scripts/fuzz.sh FuzzReadOTLPJSONLines  only the fuzz tests whose name matches
+#
+# A failing input is written by `go test` under the package's
+# testdata/fuzz/<FuzzName>/; commit it, and it runs as a regression case in
+# every plain `go test` from then on. Exit status: 0 when every fuzz test
+# passed, 1 otherwise (all are run; the failures are listed at the end).
+set -uo pipefail
+
+fuzztime=${FUZZTIME:-10s}
+filter=${1:-.}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# Module roots, deepest first, so a file is given to its own module.
+mapfile -t modules < <(find . -name go.mod -not -path '*/testdata/*' -not -path './shared/*' -not -path '*/node_modules/*' -printf '%h\n' | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-)
+
+declare -a targets # "moduledir|./pkgdir|FuzzName"
+while IFS= read -r file; do
+	dir=$(dirname "$file")
+	mod=.
+	for m in "${modules[@]}"; do
+		if [[ $dir == "$m" || $dir == "$m"/* ]]; then mod=$m; break; fi
+	done
+	rel=${dir#"$mod"}; rel=./${rel#/}
+	while IFS= read -r name; do
+		[[ $name =~ $filter ]] && targets+=("$mod|$rel|$name")
+	done < <(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\([a-zA-Z_][a-zA-Z0-9_]* \*testing\.F\).*/\1/p' "$file")
+done < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '/testdata/' | sort)
+
+if [[ ${#targets[@]} -eq 0 ]]; then
+	echo "fuzz.sh: no fuzz tests match $filter" >&2
+	exit 1
+fi
+echo "fuzz.sh: ${#targets[@]} fuzz tests, $fuzztime each"
+failed=()
+for t in "${targets[@]}"; do
+	IFS='|' read -r mod pkg name <<<"$t"
+	echo "== $name ($mod: $pkg)"
+	if ! (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"); then
+		failed+=("$name ($mod: $pkg)")
+	fi
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+	echo "fuzz.sh: ${#failed[@]} of ${#targets[@]} fuzz tests failed:" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "fuzz.sh: all ${#targets[@]} fuzz tests passed"
