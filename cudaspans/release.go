@@ -77,6 +77,9 @@ type releaseJob struct {
 	ctx  context.Context
 	name string
 	buf  Buffer
+	// after, when set, marks the job as AfterQueued's marker: no buffer,
+	// a call once the releases queued before it are done.
+	after func()
 }
 
 // ReleaserOption configures a Releaser.
@@ -259,12 +262,28 @@ func (r *Releaser) enqueue(j releaseJob) bool {
 func (r *Releaser) worker() {
 	defer close(r.done)
 	for j := range r.queue {
+		if j.after != nil {
+			j.after()
+			continue
+		}
 		if err := r.free(j.ctx, j.name, j.buf, ReleaseAsync); err != nil {
 			r.mu.Lock()
 			r.errs = append(r.errs, err)
 			r.mu.Unlock()
 		}
 	}
+}
+
+// AfterQueued calls f once every buffer given to Release before this call
+// has been freed: at once in sync and pool modes (their Release frees or
+// pools before it returns), after the queued frees in async mode (one
+// worker frees in order), or at once after Close. A memory budget uses it
+// to count a proof's buffers until they are really gone. f must not block.
+func (r *Releaser) AfterQueued(f func()) {
+	if r.mode == ReleaseAsync && r.enqueue(releaseJob{ctx: context.Background(), after: f}) {
+		return
+	}
+	f()
 }
 
 // Close frees pooled buffers, waits for pending async releases (or until

@@ -162,3 +162,22 @@ const (
 	// on groth16.prove when non-zero).
 	KeyCommitmentCount = attribute.Key("cuzk.commitment.count")
 )
+
+// Span names and keys of the engine's stages (prover/engine): a job waits
+// in engine.queue for a synthesis slot, in engine.budget for host memory,
+// is synthesized (pipeline.synthesize), waits in gpu.queue for a device
+// worker, and is proved (pipeline.prove). All are children of engine.job.
+const (
+	SpanEngineBudget = "engine.budget" // waiting for the memory budget to admit the job
+	SpanGPUQueue     = "gpu.queue"     // synthesized, waiting for a device worker
+	SpanEngineWarmup = "engine.warmup" // waiting for the devices' kernels to be compiled or loaded
+	// SpanEnginePartition is one partition of a multi-partition request,
+	// under the request's engine.job (cuzk.partition.index).
+	SpanEnginePartition = "engine.partition"
+	// KeyMemoryBytes is the host memory estimated for a job, bytes (int).
+	KeyMemoryBytes = attribute.Key("cuzk.memory.bytes")
+	// KeyMemoryBudget is the engine's memory budget, bytes (int).
+	KeyMemoryBudget = attribute.Key("cuzk.memory.budget")
+	// KeyPartitions is the number of partitions of a request (int).
+	KeyPartitions = attribute.Key("cuzk.partitions")
+)

@@ -356,43 +356,21 @@ func endWithError(span trace.Span, err error, kind string) {
 // circuits.ErrTooLarge, ErrBadWitness, ErrWitnessSize, ErrUnsatisfied,
 // ErrUnsupported, ErrVerifyFailed, ctx's error, or the backend's.
 func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
-	start := time.Now()
-	res := &Result{Backend: p.backend.Name()}
-	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
-		res.TraceID = sc.TraceID().String()
+	s, err := p.Synthesize(ctx, req)
+	if err != nil {
+		return nil, err
 	}
+	return p.ProveSynthesized(ctx, s)
+}
+
+// proveAssignment is the device stage of s: pipeline.prove,
+// pipeline.serialize, proof.verify (when asked). ProveAssignment releases
+// the assignment's buffers whatever happens.
+func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, error) {
+	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
+	opts := []Option{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp)}
 
 	t0 := time.Now()
-	lc, err := p.load(ctx, req.Circuit, req.Constraints)
-	res.Timings.KeyLoad = time.Since(t0)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	// pipeline.synthesize covers the witness too: parsing the request's,
-	// or computing a built-in's sample (native MiMC hashing for merkle).
-	t0 = time.Now()
-	synCtx, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
-	w, err := p.witness(lc, req)
-	var asg *Assignment
-	if err == nil {
-		asg, err = synthesize(synCtx, lc.ccs, w, p.rel, commitKeysOf(lc.keys.PK, &p.cfg))
-	}
-	endSynthesize(synSpan, asg, err)
-	res.Timings.Synthesis = time.Since(t0)
-	if err != nil {
-		return nil, err
-	}
-	opts := []Option{WithReleaser(p.rel), WithTracerProvider(p.cfg.tp)}
-	if err := ctx.Err(); err != nil {
-		asg.Release(ctx, p.rel)
-		return nil, err
-	}
-
-	t0 = time.Now()
 	pctx, pspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineProve, trace.WithAttributes(
 		otelcuzk.KeyCircuitID.String(req.Circuit), otelcuzk.KeyBackend.String(p.backend.Name())))
 	popts := append(opts, WithBackend(p.backend), WithReleaseContext(ctx), WithKeyID(lc.keys.Hash))
@@ -444,25 +422,26 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 		vspan.End()
 		res.Timings.Verify = time.Since(t0)
 	}
-	res.Timings.Total = time.Since(start)
+	res.Timings.Total = time.Since(s.start)
 	return res, nil
 }
 
 // Validate checks req without proving, cheaply enough to run before a
 // request is queued (engine.WithValidator): the circuit is registered, a
-// built-in's constraint count is positive and fits this machine's memory,
-// the witness (when given) is well-formed gnark binary over BLS12-381's
-// scalar field, and, when the circuit is loaded already, has the circuit's
-// number of public and secret values. Errors wrap ErrUnknownCircuit,
-// circuits.ErrBadConstraints, circuits.ErrTooLarge, ErrBadWitness or
-// ErrWitnessSize. Safe for concurrent use.
+// built-in's constraint count is positive (whether it fits in memory is
+// the engine's memory budget's to say, from EstimateMemory), the witness
+// (when given) is well-formed gnark binary over BLS12-381's scalar field,
+// and, when the circuit is loaded already, has the circuit's number of
+// public and secret values. Errors wrap ErrUnknownCircuit,
+// circuits.ErrBadConstraints, ErrBadWitness or ErrWitnessSize. Safe for
+// concurrent use.
 func (p *Pipeline) Validate(req *Request) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil request", ErrBadWitness)
 	}
 	_, isFile := lookupFiles(req.Circuit)
 	if !isFile {
-		if err := circuits.CheckMemory(req.Circuit, req.Constraints); err != nil {
+		if err := checkBuiltin(req.Circuit, req.Constraints); err != nil {
 			return err
 		}
 	}

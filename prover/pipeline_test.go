@@ -301,7 +301,6 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 	}{
 		{Request{Circuit: "nosuch", Constraints: 64}, ErrUnknownCircuit},
 		{Request{Circuit: "mulchain", Constraints: 0}, circuits.ErrBadConstraints},
-		{Request{Circuit: "mulchain", Constraints: 1 << 40}, circuits.ErrTooLarge},
 		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte("junk")}, ErrBadWitness},
 		{Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}, ErrWitnessSize},
 	}

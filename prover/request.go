@@ -64,16 +64,29 @@ type Request struct {
 	Constraints int
 	// Witness is a full witness in gnark's binary format; nil asks a
 	// built-in circuit for its own satisfying sample witness.
-	Witness  []byte
-	Priority Priority
+	Witness []byte
+	// Partitions, when it holds more than one witness, makes the request a
+	// multi-partition proof (a Filecoin PoRep C2 has 10): one proof per
+	// witness, of the same circuit, returned in Result.Partitions in the
+	// same order. Witness is then ignored; a nil entry asks for the
+	// built-in sample witness, as a nil Witness does. One entry is the same
+	// as Witness.
+	Partitions [][]byte
+	Priority   Priority
 	Correlation
 	// Verify runs gnark's verifier on the proof (proof.verify span).
 	Verify bool
 }
 
 // Timings are the durations cuzk reports for one proof.
+//
+// QueueWait is the wait for a synthesis slot (or a worker, in a serial
+// engine), MemoryWait the wait for the engine's memory budget, DeviceWait
+// the wait of the synthesized proof for a device worker (gpu.queue); the
+// others are the pipeline's steps, Total from submit to result.
 type Timings struct {
 	QueueWait, KeyLoad, Synthesis, Prove, Serialize, Verify, Total time.Duration
+	MemoryWait, DeviceWait                                         time.Duration
 }
 
 // Result is a finished proof.
@@ -90,6 +103,11 @@ type Result struct {
 	Timings Timings
 	// Backend is the backend that proved it ("cpu" or "cuda").
 	Backend string
+	// Partitions are the proofs of a multi-partition request
+	// (Request.Partitions), in partition order; Proof and PublicWitness
+	// are then those of partition 0, and Timings sum the partitions'
+	// (Total and the waits are the request's own).
+	Partitions []Result
 }
 
 // Runner makes one proof: synthesis, prove, serialize and optional verify,

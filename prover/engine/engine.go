@@ -24,37 +24,67 @@ import (
 // is indexed by prover.Priority.
 const NumPriorities = int(prover.PriorityCritical) + 1
 
-// Worker is one slot that runs proofs: one per GPU (its Runner bound to the
-// device) and any number on the CPU.
+// Worker is one device slot that proves: one per GPU (its Runner bound to
+// the device) and any number on the CPU. In a pipelined engine its Runner
+// must be a prover.StagedRunner, and the worker runs only the device stage.
 type Worker struct {
 	// Name identifies the worker in Status and JobInfo ("cuda:0", "cpu:1").
 	Name string
 	// Runner makes the proofs of this worker, one at a time.
 	Runner prover.Runner
-	// Attributes are set on the engine.job span of every job this worker
-	// runs (for a GPU worker: cuda.device.ordinal).
+	// Attributes are set on the engine.job span (engine.partition for a
+	// partition) of every job this worker proves (for a GPU worker:
+	// cuda.device.ordinal).
 	Attributes []attribute.KeyValue
 }
 
-// WorkerStatus is a snapshot of one worker.
+// WorkerStatus is a snapshot of one device worker.
 type WorkerStatus struct {
 	Name string
-	// JobID is the job it runs now, "" when idle.
+	// JobID is the job it proves now, "" when idle.
 	JobID string
-	// Succeeded, Failed and Cancelled count the jobs it ended.
+	// Succeeded, Failed and Cancelled count the proofs (partitions) it
+	// ended.
 	Succeeded, Failed, Cancelled uint64
+	// Busy is the time it spent proving (Run in a serial engine,
+	// ProveSynthesized in a pipelined one) since New, the current proof
+	// included.
+	Busy time.Duration
 }
 
-// Status is a snapshot of the engine.
+// Status is a snapshot of the engine. Counts of waiting and working count
+// partitions (a one-witness job is one).
 type Status struct {
-	// Queued is the number of queued jobs per priority, indexed by
+	// Queued is the number of partitions waiting for a synthesis slot (in
+	// a serial engine: for a worker), per priority, indexed by
 	// prover.Priority.
 	Queued [NumPriorities]int
 	// QueueCapacity is the bound set by WithQueueSize.
 	QueueCapacity int
-	// Running are the jobs being proved, in no particular order.
+	// WaitingMemory is the number of partitions holding a synthesis slot
+	// and waiting for the memory budget; Synthesizing those being
+	// synthesized (WaitingMemory not included).
+	WaitingMemory, Synthesizing int
+	// WaitingDevice is the number of synthesized partitions waiting for a
+	// device worker, per priority.
+	WaitingDevice [NumPriorities]int
+	// Proving is the number of partitions on a device worker.
+	Proving int
+	// SynthesisWorkers is the number of synthesis slots; 0 for a serial
+	// engine.
+	SynthesisWorkers int
+	// Running are the jobs past the queue and not ended, in no particular
+	// order.
 	Running []JobInfo
 	Workers []WorkerStatus
+	// MemoryBudget is the budget of WithMemoryBudget in bytes (0: none);
+	// MemoryReserved the estimates of the partitions in flight (counted
+	// until their buffers are freed), MemoryHeld what the held function
+	// reports now (proving keys), MemoryPeak the largest MemoryReserved +
+	// MemoryHeld seen at an admission.
+	MemoryBudget, MemoryReserved, MemoryHeld, MemoryPeak uint64
+	// Ready is false until the channel of WithReady is closed.
+	Ready bool
 	// Succeeded, Failed and Cancelled count jobs ended since New.
 	Succeeded, Failed, Cancelled uint64
 	// Started is when New returned; Uptime is the time since.
@@ -64,7 +94,8 @@ type Status struct {
 	Closing bool
 }
 
-// QueueDepth is the number of queued jobs over all priorities.
+// QueueDepth is the number of partitions waiting for a synthesis slot (or
+// a worker) over all priorities.
 func (s Status) QueueDepth() int {
 	n := 0
 	for _, q := range s.Queued {
@@ -73,41 +104,72 @@ func (s Status) QueueDepth() int {
 	return n
 }
 
-// Engine queues proof requests and runs them on its workers. All methods
-// are safe for concurrent use.
+// DeviceQueueDepth is the number of synthesized partitions waiting for a
+// device over all priorities.
+func (s Status) DeviceQueueDepth() int {
+	n := 0
+	for _, q := range s.WaitingDevice {
+		n += q
+	}
+	return n
+}
+
+// Engine queues proof requests and runs them through its stages. All
+// methods are safe for concurrent use.
+//
+// Serial (the default): a worker takes the first queued job of the highest
+// priority and runs it whole (Runner.Run). Pipelined
+// (WithSynthesisWorkers n > 0): n synthesis workers take queued jobs by
+// priority, wait for the memory budget, and synthesize them on the CPU
+// (prover.StagedRunner.Synthesize); the synthesized jobs wait, by priority
+// again, for a device worker, which proves them (ProveSynthesized). So the
+// next jobs are synthesized while a device proves.
 type Engine struct {
 	cfg     config
 	tracer  trace.Tracer
 	workers []Worker
+	synth   prover.StagedRunner // nil: serial
 	started time.Time
 	prefix  string
 
 	wg          sync.WaitGroup
 	workersDone chan struct{}
 
-	mu        sync.Mutex
-	cond      *sync.Cond // signalled on enqueue and on Shutdown
-	queues    [NumPriorities]*list.List
-	queued    int
-	jobs      map[string]*job // by job id, queued, running and kept
-	byRequest map[string]*job
-	finished  *list.List // finished jobs kept for Await, oldest first
-	running   map[string]*job
-	wstats    []WorkerStatus
-	closing   bool
-	seq       uint64
-	succeeded uint64
-	failed    uint64
-	cancelled uint64
+	mu            sync.Mutex
+	cond          *sync.Cond // broadcast on every change a waiter may need
+	queues        [NumPriorities]*list.List
+	queued        int
+	devQueues     [NumPriorities]*list.List
+	devQueued     int
+	synthesizing  int // tasks held by synthesis workers (budget wait included)
+	budgetWaiting int
+	proving       int
+	jobs          map[string]*job // by job id, queued, running and kept
+	byRequest     map[string]*job
+	finished      *list.List // finished jobs kept for Await, oldest first
+	running       map[string]*job
+	wstats        []WorkerStatus
+	busySince     []time.Time // when worker i began its current proof
+	closing       bool
+	ready         bool
+	reserved      uint64
+	peak          uint64
+	seq           uint64
+	succeeded     uint64
+	failed        uint64
+	cancelled     uint64
 }
 
-// New starts an engine with one goroutine per worker. It returns an error
-// for an empty worker list, a worker without a Runner, or two workers with
-// the same name. Call Shutdown to stop it.
+// New starts an engine with one goroutine per device worker (and per
+// synthesis worker). It returns an error for an empty worker list, a
+// worker without a Runner, two workers with the same name, or, for a
+// pipelined engine, a worker whose Runner is not a prover.StagedRunner or
+// no synthesizer. Call Shutdown to stop it.
 func New(workers []Worker, opts ...Option) (*Engine, error) {
 	if len(workers) == 0 {
 		return nil, errors.New("engine: no workers")
 	}
+	cfg := newConfig(opts)
 	names := map[string]bool{}
 	for i, w := range workers {
 		if w.Runner == nil {
@@ -120,11 +182,14 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 			return nil, fmt.Errorf("engine: two workers named %q", w.Name)
 		}
 		names[workers[i].Name] = true
+		if _, ok := w.Runner.(prover.StagedRunner); cfg.synthesisWorkers > 0 && !ok {
+			return nil, fmt.Errorf("engine: worker %q: runner %T cannot run the stages apart (not a prover.StagedRunner); use 0 synthesis workers", workers[i].Name, w.Runner)
+		}
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	e := &Engine{
-		cfg:         newConfig(opts),
+		cfg:         cfg,
 		workers:     append([]Worker(nil), workers...),
 		prefix:      hex.EncodeToString(b[:]),
 		workersDone: make(chan struct{}),
@@ -133,31 +198,59 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 		finished:    list.New(),
 		running:     map[string]*job{},
 		wstats:      make([]WorkerStatus, len(workers)),
+		busySince:   make([]time.Time, len(workers)),
+		ready:       cfg.ready == nil,
+	}
+	if cfg.synthesisWorkers > 0 {
+		e.synth = cfg.synthesizer
+		if e.synth == nil {
+			e.synth = workers[0].Runner.(prover.StagedRunner)
+		}
 	}
 	e.tracer = e.cfg.tp.Tracer(otelcuzk.ScopeName)
 	e.started = e.cfg.now()
 	e.cond = sync.NewCond(&e.mu)
 	for p := range e.queues {
 		e.queues[p] = list.New()
+		e.devQueues[p] = list.New()
 	}
 	for i := range e.workers {
 		e.wstats[i].Name = e.workers[i].Name
 		e.wg.Add(1)
-		go e.work(i)
+		go e.deviceWork(i)
+	}
+	if e.synth != nil {
+		for range cfg.synthesisWorkers {
+			e.wg.Add(1)
+			go e.synthesisWork()
+		}
+	}
+	if cfg.ready != nil {
+		go e.awaitReady(cfg.ready)
 	}
 	go func() { e.wg.Wait(); close(e.workersDone) }()
 	return e, nil
 }
 
+// partitionsOf returns the witnesses of req's partitions.
+func partitionsOf(req *prover.Request) [][]byte {
+	if len(req.Partitions) > 0 {
+		return req.Partitions
+	}
+	return [][]byte{req.Witness}
+}
+
 // Submit queues req and returns its job without waiting for it. The span
 // in ctx (the gRPC server span in the daemon) becomes the parent of the
-// job's engine.job span; ctx's cancellation does not cancel the job.
+// job's engine.job span; ctx's cancellation does not cancel the job. A
+// request with several Partitions is one job whose partitions go through
+// the stages on their own, each under an engine.partition span.
 //
 // If a job with req.RequestID exists (queued, running, or finished and
 // still kept), Submit returns that job with Existing set and queues
 // nothing, whatever the rest of req says. Errors: ErrEmptyRequestID,
 // ErrInvalidRequest (nil request, unknown priority, the validator's
-// verdict), ErrQueueFull, ErrClosed.
+// verdict), ErrOverBudget, ErrQueueFull, ErrClosed.
 func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, error) {
 	if req == nil {
 		return JobInfo{}, fmt.Errorf("%w: nil request", ErrInvalidRequest)
@@ -171,11 +264,33 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if info, ok, err := e.existing(req); ok {
 		return info, err
 	}
+	parts := partitionsOf(req)
 	// Validation may parse a witness: done outside the lock, then the
 	// checks above are repeated under it.
-	if e.cfg.validate != nil {
-		if err := e.cfg.validate(req); err != nil {
-			return JobInfo{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	var memory uint64
+	for k, w := range parts {
+		preq := *req
+		preq.Witness, preq.Partitions = w, nil
+		if e.cfg.validate != nil {
+			if err := e.cfg.validate(&preq); err != nil {
+				if len(parts) > 1 {
+					return JobInfo{}, fmt.Errorf("%w: partition %d: %w", ErrInvalidRequest, k, err)
+				}
+				return JobInfo{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			}
+		}
+		if e.cfg.budget > 0 && e.cfg.estimate != nil {
+			m, err := e.cfg.estimate(&preq)
+			if err != nil {
+				return JobInfo{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			}
+			memory = max(memory, m)
+		}
+	}
+	if e.cfg.budget > 0 {
+		if held := e.held(); memory+held > e.cfg.budget {
+			return JobInfo{}, fmt.Errorf("%w: %s with %d constraints needs about %s of host memory per proof, the budget is %s (%s of it held by proving keys)",
+				ErrOverBudget, req.Circuit, req.Constraints, gib(memory), gib(e.cfg.budget), gib(held))
 		}
 	}
 
@@ -191,8 +306,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if e.closing {
 		return JobInfo{}, ErrClosed
 	}
-	if e.queued >= e.cfg.queueSize {
-		return JobInfo{}, fmt.Errorf("%w (%d jobs queued)", ErrQueueFull, e.queued)
+	if e.queued > 0 && e.queued+len(parts) > e.cfg.queueSize {
+		return JobInfo{}, fmt.Errorf("%w (%d partitions queued, capacity %d)", ErrQueueFull, e.queued, e.cfg.queueSize)
 	}
 
 	e.seq++
@@ -202,6 +317,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		done:      make(chan struct{}),
 		state:     StateQueued,
 		submitted: now,
+		memory:    memory,
+		pending:   len(parts),
 	}
 	ahead := 0
 	for p := req.Priority; p <= prover.PriorityCritical; p++ {
@@ -215,23 +332,61 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		otelcuzk.KeyPriority.String(req.Priority.String()),
 		otelcuzk.KeyQueueDepth.Int(ahead),
 	}
+	if len(parts) > 1 {
+		attrs = append(attrs, otelcuzk.KeyPartitions.Int(len(parts)))
+	}
+	if e.cfg.budget > 0 {
+		attrs = append(attrs, otelcuzk.KeyMemoryBytes.Int64(int64(memory)), otelcuzk.KeyMemoryBudget.Int64(int64(e.cfg.budget)))
+	}
 	attrs = append(attrs, correlationAttrs(req.Correlation)...)
-	jobCtx, span := e.tracer.Start(ctx, otelcuzk.SpanEngineJob,
+	_, span := e.tracer.Start(ctx, otelcuzk.SpanEngineJob,
 		trace.WithTimestamp(now), trace.WithAttributes(attrs...))
-	_, j.queueSpan = e.tracer.Start(jobCtx, otelcuzk.SpanEngineQueue,
-		trace.WithTimestamp(now), trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(ahead)))
-	j.span = span
+	// The job outlives the call that submitted it: its stages get the
+	// span, not the caller's cancellation.
+	jobCtx := trace.ContextWithSpan(context.Background(), span)
+	j.span, j.ctx = span, jobCtx
 	j.traceID = span.SpanContext().TraceID().String()
 	if !span.SpanContext().TraceID().IsValid() {
 		j.traceID = ""
 	}
-
-	j.elem = e.queues[req.Priority].PushBack(j)
-	e.queued++
+	for k, w := range parts {
+		e.seq++
+		t := &task{job: j, index: -1, req: *req, ctx: jobCtx, seq: e.seq, state: StateQueued, queued: now}
+		t.req.Witness, t.req.Partitions = w, nil
+		if len(parts) > 1 {
+			t.index = k
+			t.ctx, t.span = e.tracer.Start(jobCtx, otelcuzk.SpanEnginePartition, trace.WithTimestamp(now),
+				trace.WithAttributes(otelcuzk.KeyPartitionIndex.Int(k)))
+		}
+		_, t.queueSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineQueue,
+			trace.WithTimestamp(now), trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(ahead)))
+		if e.synth == nil && !e.ready {
+			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(now))
+		}
+		j.tasks = append(j.tasks, t)
+		t.elem = e.queues[req.Priority].PushBack(t)
+		e.queued++
+	}
 	e.jobs[j.id] = j
 	e.byRequest[req.RequestID] = j
-	e.cond.Signal()
+	e.cond.Broadcast()
 	return j.info(), nil
+}
+
+// gib formats bytes as GiB with one decimal (MiB below 1 GiB).
+func gib(b uint64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+}
+
+// held is the memory the held function reports; 0 without one.
+func (e *Engine) held() uint64 {
+	if e.cfg.held == nil {
+		return 0
+	}
+	return e.cfg.held()
 }
 
 // correlationAttrs returns the caller's ids as attributes, leaving out the
@@ -268,16 +423,32 @@ func (e *Engine) existing(req *prover.Request) (JobInfo, bool, error) {
 }
 
 // sameProof is nil when req asks for the proof that job (a request with the
-// same id) asks for: same circuit, size and witness. Priority, correlation
-// fields and Verify may differ (a retry at a higher priority is the same
-// proof).
+// same id) asks for: same circuit, size and witnesses. Priority,
+// correlation fields and Verify may differ (a retry at a higher priority is
+// the same proof).
 func sameProof(job, req *prover.Request) error {
-	if job.Circuit != req.Circuit || job.Constraints != req.Constraints || !bytes.Equal(job.Witness, req.Witness) {
-		return fmt.Errorf("%w: %q is %s with %d constraints (witness of %d bytes), not %s with %d (%d bytes)",
-			ErrRequestConflict, req.RequestID, job.Circuit, job.Constraints, len(job.Witness),
-			req.Circuit, req.Constraints, len(req.Witness))
+	jp, rp := partitionsOf(job), partitionsOf(req)
+	same := job.Circuit == req.Circuit && job.Constraints == req.Constraints && len(jp) == len(rp)
+	for i := 0; same && i < len(jp); i++ {
+		same = bytes.Equal(jp[i], rp[i])
+	}
+	if !same {
+		return fmt.Errorf("%w: %q is %s with %d constraints (%s), not %s with %d (%s)",
+			ErrRequestConflict, req.RequestID, job.Circuit, job.Constraints, witnessSizes(jp),
+			req.Circuit, req.Constraints, witnessSizes(rp))
 	}
 	return nil
+}
+
+func witnessSizes(parts [][]byte) string {
+	if len(parts) == 1 {
+		return fmt.Sprintf("witness of %d bytes", len(parts[0]))
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return fmt.Sprintf("%d partitions, witnesses of %d bytes in all", len(parts), n)
 }
 
 // Await waits until the job ends or ctx is done. It returns the job's
@@ -334,9 +505,12 @@ func (e *Engine) JobByRequest(requestID string) (JobInfo, bool) {
 	return JobInfo{}, false
 }
 
-// Cancel cancels job id: a queued job is removed from the queue and ends
-// Cancelled at once; a running job has its context cancelled and ends
-// Cancelled when its Runner returns (whatever the Runner returns). Errors:
+// Cancel cancels job id in whatever stage its partitions are: a queued
+// partition (or one waiting for the memory budget) ends at once; one
+// synthesized and waiting for a device has its buffers released
+// (buffer.release spans) and ends; a synthesizing, running or proving one
+// has its context cancelled and ends when its Runner returns (whatever it
+// returns). The job ends Cancelled once all its partitions ended. Errors:
 // ErrUnknownJob, ErrJobFinished.
 func (e *Engine) Cancel(id string) error {
 	e.mu.Lock()
@@ -345,42 +519,110 @@ func (e *Engine) Cancel(id string) error {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrUnknownJob, id)
 	}
-	switch j.state {
-	case StateQueued:
-		e.dequeue(j)
+	if j.state.Finished() {
 		e.mu.Unlock()
-		e.endQueued(j, ErrCancelled)
-		return nil
-	case StateRunning:
-		if !j.cancelled {
-			j.cancelled = true
-			j.cancelCause = ErrCancelled
-			j.cancelRun()
-		}
-		e.mu.Unlock()
-		return nil
+		return fmt.Errorf("%w: %s is %s", ErrJobFinished, id, j.state)
 	}
+	acts := e.cancelJobLocked(j, ErrCancelled)
 	e.mu.Unlock()
-	return fmt.Errorf("%w: %s is %s", ErrJobFinished, id, j.state)
+	e.run(acts)
+	return nil
 }
 
-// Status returns a snapshot of queues, running jobs, workers and totals.
+// action is work decided under e.mu and done after it is released (ending
+// spans, releasing buffers, finishing jobs).
+type action func()
+
+func (e *Engine) run(acts []action) {
+	for _, a := range acts {
+		a()
+	}
+}
+
+// cancelJobLocked marks j cancelled with cause and cancels each of its
+// tasks where it is; e.mu must be held.
+func (e *Engine) cancelJobLocked(j *job, cause error) []action {
+	if j.cancelled || j.failed != nil {
+		return nil
+	}
+	j.cancelled, j.cause = true, cause
+	return e.stopTasksLocked(j, cause)
+}
+
+// stopTasksLocked stops every task of j that has not ended; e.mu must be
+// held. Queued and device-waiting tasks are taken out of their queues and
+// end through the returned actions; running ones have their contexts
+// cancelled; budget waiters are woken to end themselves.
+func (e *Engine) stopTasksLocked(j *job, cause error) []action {
+	var acts []action
+	for _, t := range j.tasks {
+		if t.ended {
+			continue
+		}
+		switch {
+		case t.state == StateQueued && t.elem != nil:
+			e.queues[j.req.Priority].Remove(t.elem)
+			t.elem = nil
+			e.queued--
+			t.state = StateCancelled // no worker takes it meanwhile
+			acts = append(acts, func() { e.endTask(t, -1, nil, cause) })
+		case t.state == StateWaitingDevice && t.elem != nil:
+			e.devQueues[j.req.Priority].Remove(t.elem)
+			t.elem = nil
+			e.devQueued--
+			t.state = StateCancelled
+			syn := t.syn
+			t.syn = nil
+			acts = append(acts, func() {
+				_ = syn.Release(t.ctx)
+				e.unreserveWhenFreed(t, syn)
+				e.endTask(t, -1, nil, cause)
+			})
+		case t.cancelRun != nil:
+			t.cancelRun()
+		}
+	}
+	e.cond.Broadcast()
+	return acts
+}
+
+// Status returns a snapshot of the stages, running jobs, workers, memory
+// and totals.
 func (e *Engine) Status() Status {
+	held := e.held()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.cfg.now()
 	s := Status{
-		QueueCapacity: e.cfg.queueSize,
-		Workers:       append([]WorkerStatus(nil), e.wstats...),
-		Succeeded:     e.succeeded,
-		Failed:        e.failed,
-		Cancelled:     e.cancelled,
-		Started:       e.started,
-		Uptime:        now.Sub(e.started),
-		Closing:       e.closing,
+		QueueCapacity:    e.cfg.queueSize,
+		WaitingMemory:    e.budgetWaiting,
+		Synthesizing:     e.synthesizing - e.budgetWaiting,
+		Proving:          e.proving,
+		SynthesisWorkers: 0,
+		Workers:          append([]WorkerStatus(nil), e.wstats...),
+		MemoryBudget:     e.cfg.budget,
+		MemoryReserved:   e.reserved,
+		MemoryHeld:       held,
+		MemoryPeak:       e.peak,
+		Ready:            e.ready,
+		Succeeded:        e.succeeded,
+		Failed:           e.failed,
+		Cancelled:        e.cancelled,
+		Started:          e.started,
+		Uptime:           now.Sub(e.started),
+		Closing:          e.closing,
 	}
-	for p, q := range e.queues {
-		s.Queued[p] = q.Len()
+	if e.synth != nil {
+		s.SynthesisWorkers = e.cfg.synthesisWorkers
+	}
+	for i := range s.Workers {
+		if !e.busySince[i].IsZero() {
+			s.Workers[i].Busy += now.Sub(e.busySince[i])
+		}
+	}
+	for p := range e.queues {
+		s.Queued[p] = e.queues[p].Len()
+		s.WaitingDevice[p] = e.devQueues[p].Len()
 	}
 	for _, j := range e.running {
 		s.Running = append(s.Running, j.info())
@@ -388,7 +630,8 @@ func (e *Engine) Status() Status {
 	return s
 }
 
-// Workers returns the names of the workers, in the order given to New.
+// Workers returns the names of the device workers, in the order given to
+// New.
 func (e *Engine) Workers() []string {
 	n := make([]string, len(e.workers))
 	for i, w := range e.workers {
@@ -398,30 +641,29 @@ func (e *Engine) Workers() []string {
 }
 
 // Shutdown stops the engine: Submit refuses new work with ErrClosed at
-// once, queued jobs end Cancelled (their error wraps ErrCancelled and
-// ErrClosed), and running jobs may finish until ctx is done; then they are
-// cancelled and Shutdown waits up to the cancel grace (WithCancelGrace) for
-// their Runners to return. It returns nil when every running job finished
-// in time, else an error wrapping ctx's error. Safe to call more than once.
+// once; jobs not yet started (every partition still queued or waiting for
+// the memory budget) end Cancelled at once (their error wraps ErrCancelled
+// and ErrClosed); jobs already synthesizing, synthesized or proving may
+// finish until ctx is done; then they are cancelled (synthesized ones
+// waiting for a device have their buffers released) and Shutdown waits up
+// to the cancel grace (WithCancelGrace) for their Runners to return. It
+// returns nil when every started job finished in time, else an error
+// wrapping ctx's error. Safe to call more than once.
 func (e *Engine) Shutdown(ctx context.Context) error {
+	closed := fmt.Errorf("%w: %w", ErrCancelled, ErrClosed)
 	e.mu.Lock()
-	var dropped []*job
+	var acts []action
 	if !e.closing {
 		e.closing = true
-		for p := len(e.queues) - 1; p >= 0; p-- {
-			for el := e.queues[p].Front(); el != nil; el = el.Next() {
-				dropped = append(dropped, el.Value.(*job))
+		for _, j := range e.jobs {
+			if !j.state.Finished() && j.started.IsZero() {
+				acts = append(acts, e.cancelJobLocked(j, closed)...)
 			}
-		}
-		for _, j := range dropped {
-			e.dequeue(j)
 		}
 		e.cond.Broadcast()
 	}
 	e.mu.Unlock()
-	for _, j := range dropped {
-		e.endQueued(j, fmt.Errorf("%w: %w", ErrCancelled, ErrClosed))
-	}
+	e.run(acts)
 
 	select {
 	case <-e.workersDone:
@@ -429,15 +671,16 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	e.mu.Lock()
-	n := len(e.running)
-	for _, j := range e.running {
-		if !j.cancelled {
-			j.cancelled = true
-			j.cancelCause = fmt.Errorf("%w: %w", ErrCancelled, ErrClosed)
-			j.cancelRun()
+	n := 0
+	acts = nil
+	for _, j := range e.jobs {
+		if !j.state.Finished() {
+			n++
+			acts = append(acts, e.cancelJobLocked(j, closed)...)
 		}
 	}
 	e.mu.Unlock()
+	e.run(acts)
 	t := time.NewTimer(e.cfg.cancelGrace)
 	defer t.Stop()
 	select {
@@ -462,33 +705,6 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("engine: shutdown: workers still running %v after cancelling %d jobs: %w",
 			e.cfg.cancelGrace, n, ctx.Err())
 	}
-}
-
-// dequeue removes a queued job from its queue; e.mu must be held.
-func (e *Engine) dequeue(j *job) {
-	e.queues[j.req.Priority].Remove(j.elem)
-	j.elem = nil
-	e.queued--
-	j.state = StateCancelled // so no worker or Cancel takes it meanwhile
-}
-
-// endQueued finishes a job that never ran, with err.
-func (e *Engine) endQueued(j *job, err error) {
-	now := e.cfg.now()
-	j.queueSpan.End(trace.WithTimestamp(now))
-	recordError(j.span, err)
-	j.span.End(trace.WithTimestamp(now))
-	e.mu.Lock()
-	j.err = err
-	j.finished = now
-	e.cancelled++
-	e.keep(j, now)
-	info := j.info()
-	e.mu.Unlock()
-	if e.cfg.onFinish != nil {
-		e.cfg.onFinish(info)
-	}
-	close(j.done)
 }
 
 func recordError(span trace.Span, err error) {
@@ -519,114 +735,14 @@ func (e *Engine) prune(now time.Time) {
 	}
 }
 
-// work is worker i's loop: take the first job of the highest non-empty
-// priority, run it, record the outcome; return once Shutdown began.
-func (e *Engine) work(i int) {
-	defer e.wg.Done()
-	w := e.workers[i]
-	for {
-		e.mu.Lock()
-		for e.queued == 0 && !e.closing {
-			e.cond.Wait()
-		}
-		if e.closing {
-			e.mu.Unlock()
-			return
-		}
-		var j *job
-		for p := len(e.queues) - 1; p >= 0; p-- {
-			if el := e.queues[p].Front(); el != nil {
-				j = el.Value.(*job)
-				break
-			}
-		}
-		e.queues[j.req.Priority].Remove(j.elem)
-		j.elem = nil
-		e.queued--
-		now := e.cfg.now()
-		j.state = StateRunning
-		j.worker = w.Name
-		j.started = now
-		runCtx, cancel := context.WithCancel(trace.ContextWithSpan(context.Background(), j.span))
-		j.cancelRun = cancel
-		e.running[j.id] = j
-		e.wstats[i].JobID = j.id
-		e.mu.Unlock()
-
-		j.queueSpan.End(trace.WithTimestamp(now))
-		if len(w.Attributes) > 0 {
-			j.span.SetAttributes(w.Attributes...)
-		}
-		req := j.req
-		res, err := runSafely(runCtx, w.Runner, &req)
-		cancel()
-		e.finish(i, j, res, err)
-	}
-}
-
-// runSafely calls r.Run and turns a panic into an error, so one bad proof
+// runSafely calls f and turns a panic into an error, so one bad proof
 // does not take the daemon down.
-func runSafely(ctx context.Context, r prover.Runner, req *prover.Request) (res *prover.Result, err error) {
+func runSafely[T any](f func() (T, error)) (res T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, fmt.Errorf("engine: runner panicked: %v\n%s", p, debug.Stack())
+			var zero T
+			res, err = zero, fmt.Errorf("engine: runner panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return r.Run(ctx, req)
-}
-
-func (e *Engine) finish(i int, j *job, res *prover.Result, err error) {
-	now := e.cfg.now()
-	e.mu.Lock()
-	cancelled, cause := j.cancelled, j.cancelCause
-	e.mu.Unlock()
-
-	state := StateSucceeded
-	switch {
-	case cancelled:
-		state, res, err = StateCancelled, nil, cause
-	case err != nil:
-		state, res = StateFailed, nil
-		err = fmt.Errorf("engine: job %s: %w", j.id, err)
-	case res == nil:
-		state, err = StateFailed, fmt.Errorf("engine: job %s: runner returned no result", j.id)
-	default:
-		res.Timings.QueueWait = j.started.Sub(j.submitted)
-		res.Timings.Total = now.Sub(j.submitted)
-		res.TraceID = j.traceID
-		if res.Backend != "" {
-			j.span.SetAttributes(otelcuzk.KeyBackend.String(res.Backend))
-		}
-		if j.req.Verify {
-			j.span.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
-		}
-	}
-	if err != nil {
-		recordError(j.span, err)
-	}
-	j.span.End(trace.WithTimestamp(now))
-
-	e.mu.Lock()
-	j.state, j.result, j.err, j.finished = state, res, err, now
-	j.cancelRun = nil
-	delete(e.running, j.id)
-	e.wstats[i].JobID = ""
-	switch state {
-	case StateSucceeded:
-		e.succeeded++
-		e.wstats[i].Succeeded++
-	case StateFailed:
-		e.failed++
-		e.wstats[i].Failed++
-	case StateCancelled:
-		e.cancelled++
-		e.wstats[i].Cancelled++
-	}
-	e.keep(j, now)
-	info := j.info()
-	e.mu.Unlock()
-	if e.cfg.onFinish != nil {
-		e.cfg.onFinish(info)
-	}
-	close(j.done)
+	return f()
 }

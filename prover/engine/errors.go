@@ -11,6 +11,11 @@ var (
 	// ErrQueueFull is returned by Submit when the queue holds its maximum
 	// number of jobs (the daemon answers RESOURCE_EXHAUSTED).
 	ErrQueueFull = errors.New("engine: queue full")
+	// ErrOverBudget is returned by Submit for a job whose estimated host
+	// memory, beside the proving keys held, exceeds the whole memory
+	// budget (WithMemoryBudget): it could never be admitted (the daemon
+	// answers RESOURCE_EXHAUSTED, the message names both numbers).
+	ErrOverBudget = errors.New("engine: job larger than the memory budget")
 	// ErrEmptyRequestID is returned by Submit for a request without a
 	// request id: the id is the idempotency key and cannot be made up.
 	ErrEmptyRequestID = errors.New("engine: empty request id")
@@ -46,6 +51,8 @@ func errorType(err error) string {
 		return "deadline_exceeded"
 	case errors.Is(err, ErrQueueFull):
 		return "queue_full"
+	case errors.Is(err, ErrOverBudget):
+		return "over_budget"
 	case errors.Is(err, ErrInvalidRequest):
 		return "invalid_request"
 	}

@@ -34,6 +34,13 @@ type config struct {
 	validate    func(*prover.Request) error
 	onFinish    func(JobInfo)
 	now         func() time.Time
+
+	synthesisWorkers int
+	synthesizer      prover.StagedRunner
+	budget           uint64
+	estimate         func(*prover.Request) (uint64, error)
+	held             func() uint64
+	ready            <-chan struct{}
 }
 
 func newConfig(opts []Option) config {
@@ -99,4 +106,47 @@ func WithValidator(v func(*prover.Request) error) Option {
 // block; the daemon's metrics use it.
 func WithFinishHook(f func(JobInfo)) Option {
 	return optionFunc(func(c *config) { c.onFinish = f })
+}
+
+// WithSynthesisWorkers makes the engine pipelined with n synthesis
+// workers: n jobs are synthesized at once on the CPU while the device
+// workers prove the ones synthesized before (every worker's Runner must
+// then be a prover.StagedRunner). n = 0, the default, is the serial
+// engine: each worker runs its jobs whole, one at a time. n < 0 means 0.
+func WithSynthesisWorkers(n int) Option {
+	return optionFunc(func(c *config) { c.synthesisWorkers = max(n, 0) })
+}
+
+// WithSynthesizer sets the runner that synthesizes in a pipelined engine
+// (default: the first worker's Runner). Its Synthesized values are proved
+// by the workers' runners, so they must be of one kind (prover.Pipeline).
+func WithSynthesizer(r prover.StagedRunner) Option {
+	return optionFunc(func(c *config) { c.synthesizer = r })
+}
+
+// WithMemoryBudget bounds the host memory of the jobs in flight to bytes:
+// a job reserves estimate(req) (one partition's peak, see
+// prover.ProofMemory) before its synthesis starts, waiting in an
+// engine.budget span while the reserved estimates plus held() (the host
+// copies of the proving keys; nil: 0) would exceed bytes, and gives it
+// back when its buffers are freed (prover.Synthesized.Freed). Submit
+// refuses with ErrOverBudget a job whose estimate plus held() exceeds
+// bytes. estimate and held must be safe for concurrent use and fast (held
+// runs under the engine's lock and must not call the engine). bytes 0 or
+// a nil estimate: no budget.
+func WithMemoryBudget(bytes uint64, estimate func(*prover.Request) (uint64, error), held func() uint64) Option {
+	return optionFunc(func(c *config) {
+		if estimate == nil {
+			bytes = 0
+		}
+		c.budget, c.estimate, c.held = bytes, estimate, held
+	})
+}
+
+// WithReady holds work off the devices until ready is closed (the
+// backends' kernels compiled or loaded): jobs queue (and, in a pipelined
+// engine, are synthesized) meanwhile, waiting in an engine.warmup span.
+// nil: ready at once.
+func WithReady(ready <-chan struct{}) Option {
+	return optionFunc(func(c *config) { c.ready = ready })
 }

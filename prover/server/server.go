@@ -148,11 +148,19 @@ func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
 		}
 		w = r.GetWitness()
 	}
+	parts, err := partitions(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 {
+		w, parts = parts[0], nil
+	}
 	return &prover.Request{
 		RequestID:   r.GetRequestId(),
 		Circuit:     r.GetCircuit(),
 		Constraints: int(r.GetConstraints()),
 		Witness:     w,
+		Partitions:  parts,
 		Priority:    p,
 		Correlation: prover.Correlation{
 			MinerID:      r.GetMinerId(),
@@ -162,6 +170,35 @@ func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
 		},
 		Verify: r.GetVerify(),
 	}, nil
+}
+
+// MaxPartitions bounds the partitions of one request (a PoRep C2 has 10).
+const MaxPartitions = 256
+
+// partitions checks the partitions of r: at most MaxPartitions, each a
+// well-formed witness or empty, and no witness beside two or more.
+func partitions(r *cuzkv1.ProofRequest) ([][]byte, error) {
+	ps := r.GetPartitions()
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	if len(ps) > MaxPartitions {
+		return nil, status.Errorf(codes.InvalidArgument, "%d partitions, at most %d", len(ps), MaxPartitions)
+	}
+	if len(ps) > 1 && len(r.GetWitness()) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "witness and partitions both set: put every partition's witness in partitions")
+	}
+	out := make([][]byte, len(ps))
+	for k, w := range ps {
+		if len(w) == 0 {
+			continue // the built-in sample
+		}
+		if err := CheckWitness(w); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "partition %d: %v", k, err)
+		}
+		out[k] = w
+	}
+	return out, nil
 }
 
 func priorityFrom(p cuzkv1.Priority) (prover.Priority, error) {
@@ -188,6 +225,12 @@ func stateTo(s engine.State) cuzkv1.JobStatus {
 		return cuzkv1.JobStatus_JOB_STATUS_QUEUED
 	case engine.StateRunning:
 		return cuzkv1.JobStatus_JOB_STATUS_RUNNING
+	case engine.StateSynthesizing:
+		return cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING
+	case engine.StateWaitingDevice:
+		return cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE
+	case engine.StateProving:
+		return cuzkv1.JobStatus_JOB_STATUS_PROVING
 	case engine.StateSucceeded:
 		return cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED
 	case engine.StateFailed:
@@ -208,7 +251,7 @@ func Code(err error) codes.Code {
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
-	case errors.Is(err, engine.ErrQueueFull):
+	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrOverBudget):
 		return codes.ResourceExhausted
 	case errors.Is(err, engine.ErrClosed):
 		return codes.Unavailable
@@ -248,6 +291,14 @@ func statusErr(err error, res *cuzkv1.ProofResult) error {
 	return st.Err()
 }
 
+// unixNano is t in Unix ns, 0 for the zero time (not yet).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // resultOf is the ProofResult of a job snapshot.
@@ -267,13 +318,23 @@ func resultOf(info engine.JobInfo) *cuzkv1.ProofResult {
 		out.PublicWitness = r.PublicWitness
 		out.Verified = r.Verified
 		out.Backend = r.Backend
-		t := r.Timings
-		out.Timings = &cuzkv1.Timings{
-			QueueWaitMs: ms(t.QueueWait), KeyLoadMs: ms(t.KeyLoad), SynthesisMs: ms(t.Synthesis),
-			ProveMs: ms(t.Prove), SerializeMs: ms(t.Serialize), VerifyMs: ms(t.Verify), TotalMs: ms(t.Total),
+		out.Timings = timingsOf(r.Timings)
+		for k, p := range r.Partitions {
+			out.Partitions = append(out.Partitions, &cuzkv1.PartitionProof{
+				Index: uint32(k), Proof: p.Proof, PublicWitness: p.PublicWitness,
+				Timings: timingsOf(p.Timings), Verified: p.Verified,
+			})
 		}
 	}
 	return out
+}
+
+func timingsOf(t prover.Timings) *cuzkv1.Timings {
+	return &cuzkv1.Timings{
+		QueueWaitMs: ms(t.QueueWait), KeyLoadMs: ms(t.KeyLoad), SynthesisMs: ms(t.Synthesis),
+		ProveMs: ms(t.Prove), SerializeMs: ms(t.Serialize), VerifyMs: ms(t.Verify), TotalMs: ms(t.Total),
+		MemoryWaitMs: ms(t.MemoryWait), DeviceWaitMs: ms(t.DeviceWait),
+	}
 }
 
 // SubmitProof implements cuzkv1.ProvingEngineServer.
@@ -368,20 +429,35 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		UptimeSeconds: st.Uptime.Seconds(),
 		Closing:       st.Closing,
 		Version:       s.cfg.version,
+		Stages: &cuzkv1.Stages{
+			SynthesisWorkers: uint32(st.SynthesisWorkers), WaitingMemory: uint32(st.WaitingMemory),
+			Synthesizing: uint32(st.Synthesizing), Proving: uint32(st.Proving),
+		},
+		Memory: &cuzkv1.Memory{
+			BudgetBytes: st.MemoryBudget, ReservedBytes: st.MemoryReserved,
+			KeysBytes: st.MemoryHeld, PeakBytes: st.MemoryPeak,
+		},
+	}
+	out.Ready, out.NotReadyReason = s.ready.get()
+	if !st.Ready && out.Ready {
+		out.Ready, out.NotReadyReason = false, "devices warming up"
 	}
 	for p := prover.PriorityCritical; p >= prover.PriorityLow; p-- {
 		out.Queues = append(out.Queues, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.Queued[p])})
+		out.Stages.WaitingDevice = append(out.Stages.WaitingDevice, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.WaitingDevice[p])})
 	}
 	for _, j := range st.Running {
 		out.Running = append(out.Running, &cuzkv1.JobInfo{
 			JobId: j.ID, RequestId: j.RequestID, Circuit: j.Circuit, Constraints: uint64(max(j.Constraints, 0)),
 			Priority: priorityTo(j.Priority), Status: stateTo(j.State), Worker: j.Worker, TraceId: j.TraceID,
-			SubmittedUnixNano: j.Submitted.UnixNano(), StartedUnixNano: j.Started.UnixNano(),
+			SubmittedUnixNano: j.Submitted.UnixNano(), StartedUnixNano: unixNano(j.Started),
+			Partitions: uint32(max(j.Partitions, 1)),
 		})
 	}
 	for _, w := range st.Workers {
 		out.Workers = append(out.Workers, &cuzkv1.Worker{
 			Name: w.Name, JobId: w.JobID, Succeeded: w.Succeeded, Failed: w.Failed, Cancelled: w.Cancelled,
+			BusySeconds: w.Busy.Seconds(),
 		})
 	}
 	if s.cfg.devices != nil {

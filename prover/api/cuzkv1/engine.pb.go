@@ -88,16 +88,23 @@ func (Priority) EnumDescriptor() ([]byte, []int) {
 	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{0}
 }
 
-// JobStatus is where a job is in its life.
+// JobStatus is where a job is in its life. A pipelined daemon moves a job
+// QUEUED (waiting for a synthesis slot or for memory) → SYNTHESIZING →
+// WAITING_DEVICE (synthesized, waiting for a device worker) → PROVING → an
+// end; a serial one (--synthesis-workers 0) QUEUED → RUNNING → an end. A
+// multi-partition job reports the furthest stage any partition is in.
 type JobStatus int32
 
 const (
-	JobStatus_JOB_STATUS_UNSPECIFIED JobStatus = 0
-	JobStatus_JOB_STATUS_QUEUED      JobStatus = 1
-	JobStatus_JOB_STATUS_RUNNING     JobStatus = 2
-	JobStatus_JOB_STATUS_SUCCEEDED   JobStatus = 3
-	JobStatus_JOB_STATUS_FAILED      JobStatus = 4
-	JobStatus_JOB_STATUS_CANCELLED   JobStatus = 5
+	JobStatus_JOB_STATUS_UNSPECIFIED    JobStatus = 0
+	JobStatus_JOB_STATUS_QUEUED         JobStatus = 1
+	JobStatus_JOB_STATUS_RUNNING        JobStatus = 2
+	JobStatus_JOB_STATUS_SUCCEEDED      JobStatus = 3
+	JobStatus_JOB_STATUS_FAILED         JobStatus = 4
+	JobStatus_JOB_STATUS_CANCELLED      JobStatus = 5
+	JobStatus_JOB_STATUS_SYNTHESIZING   JobStatus = 6
+	JobStatus_JOB_STATUS_WAITING_DEVICE JobStatus = 7
+	JobStatus_JOB_STATUS_PROVING        JobStatus = 8
 )
 
 // Enum value maps for JobStatus.
@@ -109,14 +116,20 @@ var (
 		3: "JOB_STATUS_SUCCEEDED",
 		4: "JOB_STATUS_FAILED",
 		5: "JOB_STATUS_CANCELLED",
+		6: "JOB_STATUS_SYNTHESIZING",
+		7: "JOB_STATUS_WAITING_DEVICE",
+		8: "JOB_STATUS_PROVING",
 	}
 	JobStatus_value = map[string]int32{
-		"JOB_STATUS_UNSPECIFIED": 0,
-		"JOB_STATUS_QUEUED":      1,
-		"JOB_STATUS_RUNNING":     2,
-		"JOB_STATUS_SUCCEEDED":   3,
-		"JOB_STATUS_FAILED":      4,
-		"JOB_STATUS_CANCELLED":   5,
+		"JOB_STATUS_UNSPECIFIED":    0,
+		"JOB_STATUS_QUEUED":         1,
+		"JOB_STATUS_RUNNING":        2,
+		"JOB_STATUS_SUCCEEDED":      3,
+		"JOB_STATUS_FAILED":         4,
+		"JOB_STATUS_CANCELLED":      5,
+		"JOB_STATUS_SYNTHESIZING":   6,
+		"JOB_STATUS_WAITING_DEVICE": 7,
+		"JOB_STATUS_PROVING":        8,
 	}
 )
 
@@ -170,7 +183,13 @@ type ProofRequest struct {
 	TaskId       int64  `protobuf:"varint,8,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	TaskName     string `protobuf:"bytes,9,opt,name=task_name,json=taskName,proto3" json:"task_name,omitempty"`
 	// Verify the proof with gnark's verifier before answering.
-	Verify        bool `protobuf:"varint,10,opt,name=verify,proto3" json:"verify,omitempty"`
+	Verify bool `protobuf:"varint,10,opt,name=verify,proto3" json:"verify,omitempty"`
+	// Partitions of a multi-partition proof (a PoRep C2 has 10): one full
+	// witness per partition, each in the format of witness, of the same
+	// circuit. With two or more, witness must be empty and the result holds
+	// one proof per partition, in this order; one entry is the same as
+	// witness. An empty entry asks for the built-in sample.
+	Partitions    [][]byte `protobuf:"bytes,11,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +292,13 @@ func (x *ProofRequest) GetVerify() bool {
 		return x.Verify
 	}
 	return false
+}
+
+func (x *ProofRequest) GetPartitions() [][]byte {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
 }
 
 type SubmitProofRequest struct {
@@ -497,14 +523,18 @@ func (x *ProveRequest) GetRequest() *ProofRequest {
 
 // Timings are the durations cuzk reports, in milliseconds.
 type Timings struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	QueueWaitMs   float64                `protobuf:"fixed64,1,opt,name=queue_wait_ms,json=queueWaitMs,proto3" json:"queue_wait_ms,omitempty"`
-	KeyLoadMs     float64                `protobuf:"fixed64,2,opt,name=key_load_ms,json=keyLoadMs,proto3" json:"key_load_ms,omitempty"`
-	SynthesisMs   float64                `protobuf:"fixed64,3,opt,name=synthesis_ms,json=synthesisMs,proto3" json:"synthesis_ms,omitempty"`
-	ProveMs       float64                `protobuf:"fixed64,4,opt,name=prove_ms,json=proveMs,proto3" json:"prove_ms,omitempty"`
-	SerializeMs   float64                `protobuf:"fixed64,5,opt,name=serialize_ms,json=serializeMs,proto3" json:"serialize_ms,omitempty"`
-	VerifyMs      float64                `protobuf:"fixed64,6,opt,name=verify_ms,json=verifyMs,proto3" json:"verify_ms,omitempty"`
-	TotalMs       float64                `protobuf:"fixed64,7,opt,name=total_ms,json=totalMs,proto3" json:"total_ms,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	QueueWaitMs float64                `protobuf:"fixed64,1,opt,name=queue_wait_ms,json=queueWaitMs,proto3" json:"queue_wait_ms,omitempty"`
+	KeyLoadMs   float64                `protobuf:"fixed64,2,opt,name=key_load_ms,json=keyLoadMs,proto3" json:"key_load_ms,omitempty"`
+	SynthesisMs float64                `protobuf:"fixed64,3,opt,name=synthesis_ms,json=synthesisMs,proto3" json:"synthesis_ms,omitempty"`
+	ProveMs     float64                `protobuf:"fixed64,4,opt,name=prove_ms,json=proveMs,proto3" json:"prove_ms,omitempty"`
+	SerializeMs float64                `protobuf:"fixed64,5,opt,name=serialize_ms,json=serializeMs,proto3" json:"serialize_ms,omitempty"`
+	VerifyMs    float64                `protobuf:"fixed64,6,opt,name=verify_ms,json=verifyMs,proto3" json:"verify_ms,omitempty"`
+	TotalMs     float64                `protobuf:"fixed64,7,opt,name=total_ms,json=totalMs,proto3" json:"total_ms,omitempty"`
+	// Waiting for the memory budget (engine.budget) and, synthesized, for
+	// a device worker (gpu.queue).
+	MemoryWaitMs  float64 `protobuf:"fixed64,8,opt,name=memory_wait_ms,json=memoryWaitMs,proto3" json:"memory_wait_ms,omitempty"`
+	DeviceWaitMs  float64 `protobuf:"fixed64,9,opt,name=device_wait_ms,json=deviceWaitMs,proto3" json:"device_wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -588,6 +618,97 @@ func (x *Timings) GetTotalMs() float64 {
 	return 0
 }
 
+func (x *Timings) GetMemoryWaitMs() float64 {
+	if x != nil {
+		return x.MemoryWaitMs
+	}
+	return 0
+}
+
+func (x *Timings) GetDeviceWaitMs() float64 {
+	if x != nil {
+		return x.DeviceWaitMs
+	}
+	return 0
+}
+
+// PartitionProof is the proof of one partition of a multi-partition job.
+type PartitionProof struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Proof         []byte                 `protobuf:"bytes,2,opt,name=proof,proto3" json:"proof,omitempty"`
+	PublicWitness []byte                 `protobuf:"bytes,3,opt,name=public_witness,json=publicWitness,proto3" json:"public_witness,omitempty"`
+	Timings       *Timings               `protobuf:"bytes,4,opt,name=timings,proto3" json:"timings,omitempty"`
+	Verified      bool                   `protobuf:"varint,5,opt,name=verified,proto3" json:"verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionProof) Reset() {
+	*x = PartitionProof{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionProof) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionProof) ProtoMessage() {}
+
+func (x *PartitionProof) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionProof.ProtoReflect.Descriptor instead.
+func (*PartitionProof) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PartitionProof) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *PartitionProof) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
+func (x *PartitionProof) GetPublicWitness() []byte {
+	if x != nil {
+		return x.PublicWitness
+	}
+	return nil
+}
+
+func (x *PartitionProof) GetTimings() *Timings {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
+}
+
+func (x *PartitionProof) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
 // ProofResult is the outcome of a job.
 type ProofResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -608,14 +729,17 @@ type ProofResult struct {
 	// "cpu" or "cuda".
 	Backend string `protobuf:"bytes,10,opt,name=backend,proto3" json:"backend,omitempty"`
 	// The worker that ran it ("cuda:0", "cpu:1").
-	Worker        string `protobuf:"bytes,11,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker string `protobuf:"bytes,11,opt,name=worker,proto3" json:"worker,omitempty"`
+	// A multi-partition job's proofs, in partition order (proof and
+	// public_witness above are partition 0's; timings sum the partitions').
+	Partitions    []*PartitionProof `protobuf:"bytes,12,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProofResult) Reset() {
 	*x = ProofResult{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +751,7 @@ func (x *ProofResult) String() string {
 func (*ProofResult) ProtoMessage() {}
 
 func (x *ProofResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +764,7 @@ func (x *ProofResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProofResult.ProtoReflect.Descriptor instead.
 func (*ProofResult) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{6}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProofResult) GetJobId() string {
@@ -720,6 +844,13 @@ func (x *ProofResult) GetWorker() string {
 	return ""
 }
 
+func (x *ProofResult) GetPartitions() []*PartitionProof {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type CancelProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The job, by job id or, when job_id is empty, by request id.
@@ -731,7 +862,7 @@ type CancelProofRequest struct {
 
 func (x *CancelProofRequest) Reset() {
 	*x = CancelProofRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +874,7 @@ func (x *CancelProofRequest) String() string {
 func (*CancelProofRequest) ProtoMessage() {}
 
 func (x *CancelProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +887,7 @@ func (x *CancelProofRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelProofRequest.ProtoReflect.Descriptor instead.
 func (*CancelProofRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{7}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelProofRequest) GetJobId() string {
@@ -785,7 +916,7 @@ type CancelProofResponse struct {
 
 func (x *CancelProofResponse) Reset() {
 	*x = CancelProofResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +928,7 @@ func (x *CancelProofResponse) String() string {
 func (*CancelProofResponse) ProtoMessage() {}
 
 func (x *CancelProofResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +941,7 @@ func (x *CancelProofResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelProofResponse.ProtoReflect.Descriptor instead.
 func (*CancelProofResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{8}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelProofResponse) GetJobId() string {
@@ -835,7 +966,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +978,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +991,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{9}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
 }
 
 // Device is one GPU (or the host, for the CPU backend).
@@ -878,7 +1009,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1021,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1034,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Device) GetOrdinal() int32 {
@@ -945,17 +1076,19 @@ type Worker struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The job it runs now; empty when idle.
-	JobId         string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Succeeded     uint64 `protobuf:"varint,3,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
-	Failed        uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
-	Cancelled     uint64 `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	JobId     string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Succeeded uint64 `protobuf:"varint,3,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed    uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Cancelled uint64 `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	// Seconds spent proving since the daemon started (device busy time).
+	BusySeconds   float64 `protobuf:"fixed64,6,opt,name=busy_seconds,json=busySeconds,proto3" json:"busy_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1100,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1113,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Worker) GetName() string {
@@ -1018,6 +1151,13 @@ func (x *Worker) GetCancelled() uint64 {
 	return 0
 }
 
+func (x *Worker) GetBusySeconds() float64 {
+	if x != nil {
+		return x.BusySeconds
+	}
+	return 0
+}
+
 // LoadedKey is a proving key held in memory.
 type LoadedKey struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1035,7 +1175,7 @@ type LoadedKey struct {
 
 func (x *LoadedKey) Reset() {
 	*x = LoadedKey{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1187,7 @@ func (x *LoadedKey) String() string {
 func (*LoadedKey) ProtoMessage() {}
 
 func (x *LoadedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1200,7 @@ func (x *LoadedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadedKey.ProtoReflect.Descriptor instead.
 func (*LoadedKey) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LoadedKey) GetCircuit() string {
@@ -1108,7 +1248,7 @@ type QueueDepth struct {
 
 func (x *QueueDepth) Reset() {
 	*x = QueueDepth{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1260,7 @@ func (x *QueueDepth) String() string {
 func (*QueueDepth) ProtoMessage() {}
 
 func (x *QueueDepth) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1273,7 @@ func (x *QueueDepth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
 func (*QueueDepth) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueueDepth) GetPriority() Priority {
@@ -1163,13 +1303,15 @@ type JobInfo struct {
 	// Unix time in ns.
 	SubmittedUnixNano int64 `protobuf:"varint,9,opt,name=submitted_unix_nano,json=submittedUnixNano,proto3" json:"submitted_unix_nano,omitempty"`
 	StartedUnixNano   int64 `protobuf:"varint,10,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Number of partitions (1 for a one-witness request).
+	Partitions    uint32 `protobuf:"varint,11,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1323,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1336,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -1267,6 +1409,169 @@ func (x *JobInfo) GetStartedUnixNano() int64 {
 	return 0
 }
 
+func (x *JobInfo) GetPartitions() uint32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
+// Stages are the depths of the daemon's pipeline, counted in partitions (a
+// one-witness job is one).
+type Stages struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Synthesis slots (--synthesis-workers); 0 for a serial daemon.
+	SynthesisWorkers uint32 `protobuf:"varint,1,opt,name=synthesis_workers,json=synthesisWorkers,proto3" json:"synthesis_workers,omitempty"`
+	// Holding a synthesis slot, waiting for the memory budget.
+	WaitingMemory uint32 `protobuf:"varint,2,opt,name=waiting_memory,json=waitingMemory,proto3" json:"waiting_memory,omitempty"`
+	Synthesizing  uint32 `protobuf:"varint,3,opt,name=synthesizing,proto3" json:"synthesizing,omitempty"`
+	// Synthesized, waiting for a device worker, per priority (CRITICAL
+	// first).
+	WaitingDevice []*QueueDepth `protobuf:"bytes,4,rep,name=waiting_device,json=waitingDevice,proto3" json:"waiting_device,omitempty"`
+	Proving       uint32        `protobuf:"varint,5,opt,name=proving,proto3" json:"proving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stages) Reset() {
+	*x = Stages{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stages) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stages) ProtoMessage() {}
+
+func (x *Stages) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stages.ProtoReflect.Descriptor instead.
+func (*Stages) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Stages) GetSynthesisWorkers() uint32 {
+	if x != nil {
+		return x.SynthesisWorkers
+	}
+	return 0
+}
+
+func (x *Stages) GetWaitingMemory() uint32 {
+	if x != nil {
+		return x.WaitingMemory
+	}
+	return 0
+}
+
+func (x *Stages) GetSynthesizing() uint32 {
+	if x != nil {
+		return x.Synthesizing
+	}
+	return 0
+}
+
+func (x *Stages) GetWaitingDevice() []*QueueDepth {
+	if x != nil {
+		return x.WaitingDevice
+	}
+	return nil
+}
+
+func (x *Stages) GetProving() uint32 {
+	if x != nil {
+		return x.Proving
+	}
+	return 0
+}
+
+// Memory is the host memory budget of the jobs in flight, in bytes.
+type Memory struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget (--memory-budget); 0: none.
+	BudgetBytes uint64 `protobuf:"varint,1,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
+	// Estimates of the partitions in flight, counted until their buffers are
+	// freed.
+	ReservedBytes uint64 `protobuf:"varint,2,opt,name=reserved_bytes,json=reservedBytes,proto3" json:"reserved_bytes,omitempty"`
+	// Host copies of the proving keys held.
+	KeysBytes uint64 `protobuf:"varint,3,opt,name=keys_bytes,json=keysBytes,proto3" json:"keys_bytes,omitempty"`
+	// Largest reserved + keys seen since start.
+	PeakBytes     uint64 `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Memory) Reset() {
+	*x = Memory{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Memory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Memory) ProtoMessage() {}
+
+func (x *Memory) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Memory.ProtoReflect.Descriptor instead.
+func (*Memory) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Memory) GetBudgetBytes() uint64 {
+	if x != nil {
+		return x.BudgetBytes
+	}
+	return 0
+}
+
+func (x *Memory) GetReservedBytes() uint64 {
+	if x != nil {
+		return x.ReservedBytes
+	}
+	return 0
+}
+
+func (x *Memory) GetKeysBytes() uint64 {
+	if x != nil {
+		return x.KeysBytes
+	}
+	return 0
+}
+
+func (x *Memory) GetPeakBytes() uint64 {
+	if x != nil {
+		return x.PeakBytes
+	}
+	return 0
+}
+
 type GetStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Devices       []*Device              `protobuf:"bytes,1,rep,name=devices,proto3" json:"devices,omitempty"`
@@ -1280,15 +1585,21 @@ type GetStatusResponse struct {
 	Cancelled     uint64                 `protobuf:"varint,9,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	UptimeSeconds float64                `protobuf:"fixed64,10,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
 	// True once the daemon began shutting down.
-	Closing       bool   `protobuf:"varint,11,opt,name=closing,proto3" json:"closing,omitempty"`
-	Version       string `protobuf:"bytes,12,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Closing bool    `protobuf:"varint,11,opt,name=closing,proto3" json:"closing,omitempty"`
+	Version string  `protobuf:"bytes,12,opt,name=version,proto3" json:"version,omitempty"`
+	Stages  *Stages `protobuf:"bytes,13,opt,name=stages,proto3" json:"stages,omitempty"`
+	Memory  *Memory `protobuf:"bytes,14,opt,name=memory,proto3" json:"memory,omitempty"`
+	// True when the health service answers SERVING (every device's kernels
+	// compiled or loaded); otherwise not_ready_reason says why.
+	Ready          bool   `protobuf:"varint,15,opt,name=ready,proto3" json:"ready,omitempty"`
+	NotReadyReason string `protobuf:"bytes,16,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1611,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1624,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetStatusResponse) GetDevices() []*Device {
@@ -1400,6 +1711,34 @@ func (x *GetStatusResponse) GetVersion() string {
 	return ""
 }
 
+func (x *GetStatusResponse) GetStages() *Stages {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetMemory() *Memory {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *GetStatusResponse) GetNotReadyReason() string {
+	if x != nil {
+		return x.NotReadyReason
+	}
+	return ""
+}
+
 type PreloadKeysRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Circuit       string                 `protobuf:"bytes,1,opt,name=circuit,proto3" json:"circuit,omitempty"`
@@ -1410,7 +1749,7 @@ type PreloadKeysRequest struct {
 
 func (x *PreloadKeysRequest) Reset() {
 	*x = PreloadKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1761,7 @@ func (x *PreloadKeysRequest) String() string {
 func (*PreloadKeysRequest) ProtoMessage() {}
 
 func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1774,7 @@ func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysRequest.ProtoReflect.Descriptor instead.
 func (*PreloadKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PreloadKeysRequest) GetCircuit() string {
@@ -1464,7 +1803,7 @@ type PreloadKeysResponse struct {
 
 func (x *PreloadKeysResponse) Reset() {
 	*x = PreloadKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1815,7 @@ func (x *PreloadKeysResponse) String() string {
 func (*PreloadKeysResponse) ProtoMessage() {}
 
 func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1828,7 @@ func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysResponse.ProtoReflect.Descriptor instead.
 func (*PreloadKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PreloadKeysResponse) GetKey() *LoadedKey {
@@ -1523,7 +1862,7 @@ type EvictKeysRequest struct {
 
 func (x *EvictKeysRequest) Reset() {
 	*x = EvictKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1874,7 @@ func (x *EvictKeysRequest) String() string {
 func (*EvictKeysRequest) ProtoMessage() {}
 
 func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1887,7 @@ func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysRequest.ProtoReflect.Descriptor instead.
 func (*EvictKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EvictKeysRequest) GetCircuit() string {
@@ -1575,7 +1914,7 @@ type EvictKeysResponse struct {
 
 func (x *EvictKeysResponse) Reset() {
 	*x = EvictKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1926,7 @@ func (x *EvictKeysResponse) String() string {
 func (*EvictKeysResponse) ProtoMessage() {}
 
 func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1939,7 @@ func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysResponse.ProtoReflect.Descriptor instead.
 func (*EvictKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EvictKeysResponse) GetEvicted() bool {
@@ -1614,7 +1953,7 @@ var File_cuzk_v1_engine_proto protoreflect.FileDescriptor
 
 const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
-	"\x14cuzk/v1/engine.proto\x12\acuzk.v1\"\xc0\x02\n" +
+	"\x14cuzk/v1/engine.proto\x12\acuzk.v1\"\xe0\x02\n" +
 	"\fProofRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x18\n" +
@@ -1627,7 +1966,10 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\atask_id\x18\b \x01(\x03R\x06taskId\x12\x1b\n" +
 	"\ttask_name\x18\t \x01(\tR\btaskName\x12\x16\n" +
 	"\x06verify\x18\n" +
-	" \x01(\bR\x06verify\"E\n" +
+	" \x01(\bR\x06verify\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\v \x03(\fR\n" +
+	"partitions\"E\n" +
 	"\x12SubmitProofRequest\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x15.cuzk.v1.ProofRequestR\arequest\"\x8f\x01\n" +
 	"\x13SubmitProofResponse\x12\x15\n" +
@@ -1642,7 +1984,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x04R\ttimeoutMs\"?\n" +
 	"\fProveRequest\x12/\n" +
-	"\arequest\x18\x01 \x01(\v2\x15.cuzk.v1.ProofRequestR\arequest\"\xe6\x01\n" +
+	"\arequest\x18\x01 \x01(\v2\x15.cuzk.v1.ProofRequestR\arequest\"\xb2\x02\n" +
 	"\aTimings\x12\"\n" +
 	"\rqueue_wait_ms\x18\x01 \x01(\x01R\vqueueWaitMs\x12\x1e\n" +
 	"\vkey_load_ms\x18\x02 \x01(\x01R\tkeyLoadMs\x12!\n" +
@@ -1650,7 +1992,15 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\bprove_ms\x18\x04 \x01(\x01R\aproveMs\x12!\n" +
 	"\fserialize_ms\x18\x05 \x01(\x01R\vserializeMs\x12\x1b\n" +
 	"\tverify_ms\x18\x06 \x01(\x01R\bverifyMs\x12\x19\n" +
-	"\btotal_ms\x18\a \x01(\x01R\atotalMs\"\xd7\x02\n" +
+	"\btotal_ms\x18\a \x01(\x01R\atotalMs\x12$\n" +
+	"\x0ememory_wait_ms\x18\b \x01(\x01R\fmemoryWaitMs\x12$\n" +
+	"\x0edevice_wait_ms\x18\t \x01(\x01R\fdeviceWaitMs\"\xab\x01\n" +
+	"\x0ePartitionProof\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
+	"\x05proof\x18\x02 \x01(\fR\x05proof\x12%\n" +
+	"\x0epublic_witness\x18\x03 \x01(\fR\rpublicWitness\x12*\n" +
+	"\atimings\x18\x04 \x01(\v2\x10.cuzk.v1.TimingsR\atimings\x12\x1a\n" +
+	"\bverified\x18\x05 \x01(\bR\bverified\"\x90\x03\n" +
 	"\vProofResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
@@ -1664,7 +2014,10 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\bverified\x18\t \x01(\bR\bverified\x12\x18\n" +
 	"\abackend\x18\n" +
 	" \x01(\tR\abackend\x12\x16\n" +
-	"\x06worker\x18\v \x01(\tR\x06worker\"J\n" +
+	"\x06worker\x18\v \x01(\tR\x06worker\x127\n" +
+	"\n" +
+	"partitions\x18\f \x03(\v2\x17.cuzk.v1.PartitionProofR\n" +
+	"partitions\"J\n" +
 	"\x12CancelProofRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
@@ -1678,13 +2031,14 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
 	"\abackend\x18\x03 \x01(\tR\abackend\x12,\n" +
 	"\x12memory_total_bytes\x18\x04 \x01(\x04R\x10memoryTotalBytes\x12*\n" +
-	"\x11memory_used_bytes\x18\x05 \x01(\x04R\x0fmemoryUsedBytes\"\x87\x01\n" +
+	"\x11memory_used_bytes\x18\x05 \x01(\x04R\x0fmemoryUsedBytes\"\xaa\x01\n" +
 	"\x06Worker\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tsucceeded\x18\x03 \x01(\x04R\tsucceeded\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x1c\n" +
-	"\tcancelled\x18\x05 \x01(\x04R\tcancelled\"\x9d\x01\n" +
+	"\tcancelled\x18\x05 \x01(\x04R\tcancelled\x12!\n" +
+	"\fbusy_seconds\x18\x06 \x01(\x01R\vbusySeconds\"\x9d\x01\n" +
 	"\tLoadedKey\x12\x18\n" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\x12\x15\n" +
@@ -1694,7 +2048,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"QueueDepth\x12-\n" +
 	"\bpriority\x18\x01 \x01(\x0e2\x11.cuzk.v1.PriorityR\bpriority\x12\x14\n" +
-	"\x05depth\x18\x02 \x01(\rR\x05depth\"\xe5\x02\n" +
+	"\x05depth\x18\x02 \x01(\rR\x05depth\"\x85\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
@@ -1707,7 +2061,23 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\btrace_id\x18\b \x01(\tR\atraceId\x12.\n" +
 	"\x13submitted_unix_nano\x18\t \x01(\x03R\x11submittedUnixNano\x12*\n" +
 	"\x11started_unix_nano\x18\n" +
-	" \x01(\x03R\x0fstartedUnixNano\"\xc0\x03\n" +
+	" \x01(\x03R\x0fstartedUnixNano\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\v \x01(\rR\n" +
+	"partitions\"\xd6\x01\n" +
+	"\x06Stages\x12+\n" +
+	"\x11synthesis_workers\x18\x01 \x01(\rR\x10synthesisWorkers\x12%\n" +
+	"\x0ewaiting_memory\x18\x02 \x01(\rR\rwaitingMemory\x12\"\n" +
+	"\fsynthesizing\x18\x03 \x01(\rR\fsynthesizing\x12:\n" +
+	"\x0ewaiting_device\x18\x04 \x03(\v2\x13.cuzk.v1.QueueDepthR\rwaitingDevice\x12\x18\n" +
+	"\aproving\x18\x05 \x01(\rR\aproving\"\x90\x01\n" +
+	"\x06Memory\x12!\n" +
+	"\fbudget_bytes\x18\x01 \x01(\x04R\vbudgetBytes\x12%\n" +
+	"\x0ereserved_bytes\x18\x02 \x01(\x04R\rreservedBytes\x12\x1d\n" +
+	"\n" +
+	"keys_bytes\x18\x03 \x01(\x04R\tkeysBytes\x12\x1d\n" +
+	"\n" +
+	"peak_bytes\x18\x04 \x01(\x04R\tpeakBytes\"\xd2\x04\n" +
 	"\x11GetStatusResponse\x12)\n" +
 	"\adevices\x18\x01 \x03(\v2\x0f.cuzk.v1.DeviceR\adevices\x12)\n" +
 	"\aworkers\x18\x02 \x03(\v2\x0f.cuzk.v1.WorkerR\aworkers\x12&\n" +
@@ -1721,7 +2091,11 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x0euptime_seconds\x18\n" +
 	" \x01(\x01R\ruptimeSeconds\x12\x18\n" +
 	"\aclosing\x18\v \x01(\bR\aclosing\x12\x18\n" +
-	"\aversion\x18\f \x01(\tR\aversion\"P\n" +
+	"\aversion\x18\f \x01(\tR\aversion\x12'\n" +
+	"\x06stages\x18\r \x01(\v2\x0f.cuzk.v1.StagesR\x06stages\x12'\n" +
+	"\x06memory\x18\x0e \x01(\v2\x0f.cuzk.v1.MemoryR\x06memory\x12\x14\n" +
+	"\x05ready\x18\x0f \x01(\bR\x05ready\x12(\n" +
+	"\x10not_ready_reason\x18\x10 \x01(\tR\x0enotReadyReason\"P\n" +
 	"\x12PreloadKeysRequest\x12\x18\n" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\"q\n" +
@@ -1739,14 +2113,17 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\fPRIORITY_LOW\x10\x01\x12\x13\n" +
 	"\x0fPRIORITY_NORMAL\x10\x02\x12\x11\n" +
 	"\rPRIORITY_HIGH\x10\x03\x12\x15\n" +
-	"\x11PRIORITY_CRITICAL\x10\x04*\xa1\x01\n" +
+	"\x11PRIORITY_CRITICAL\x10\x04*\xf5\x01\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n" +
 	"\x12JOB_STATUS_RUNNING\x10\x02\x12\x18\n" +
 	"\x14JOB_STATUS_SUCCEEDED\x10\x03\x12\x15\n" +
 	"\x11JOB_STATUS_FAILED\x10\x04\x12\x18\n" +
-	"\x14JOB_STATUS_CANCELLED\x10\x052\xeb\x03\n" +
+	"\x14JOB_STATUS_CANCELLED\x10\x05\x12\x1b\n" +
+	"\x17JOB_STATUS_SYNTHESIZING\x10\x06\x12\x1d\n" +
+	"\x19JOB_STATUS_WAITING_DEVICE\x10\a\x12\x16\n" +
+	"\x12JOB_STATUS_PROVING\x10\b2\xeb\x03\n" +
 	"\rProvingEngine\x12H\n" +
 	"\vSubmitProof\x12\x1b.cuzk.v1.SubmitProofRequest\x1a\x1c.cuzk.v1.SubmitProofResponse\x12>\n" +
 	"\n" +
@@ -1770,7 +2147,7 @@ func file_cuzk_v1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_cuzk_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_cuzk_v1_engine_proto_goTypes = []any{
 	(Priority)(0),               // 0: cuzk.v1.Priority
 	(JobStatus)(0),              // 1: cuzk.v1.JobStatus
@@ -1780,57 +2157,65 @@ var file_cuzk_v1_engine_proto_goTypes = []any{
 	(*AwaitProofRequest)(nil),   // 5: cuzk.v1.AwaitProofRequest
 	(*ProveRequest)(nil),        // 6: cuzk.v1.ProveRequest
 	(*Timings)(nil),             // 7: cuzk.v1.Timings
-	(*ProofResult)(nil),         // 8: cuzk.v1.ProofResult
-	(*CancelProofRequest)(nil),  // 9: cuzk.v1.CancelProofRequest
-	(*CancelProofResponse)(nil), // 10: cuzk.v1.CancelProofResponse
-	(*GetStatusRequest)(nil),    // 11: cuzk.v1.GetStatusRequest
-	(*Device)(nil),              // 12: cuzk.v1.Device
-	(*Worker)(nil),              // 13: cuzk.v1.Worker
-	(*LoadedKey)(nil),           // 14: cuzk.v1.LoadedKey
-	(*QueueDepth)(nil),          // 15: cuzk.v1.QueueDepth
-	(*JobInfo)(nil),             // 16: cuzk.v1.JobInfo
-	(*GetStatusResponse)(nil),   // 17: cuzk.v1.GetStatusResponse
-	(*PreloadKeysRequest)(nil),  // 18: cuzk.v1.PreloadKeysRequest
-	(*PreloadKeysResponse)(nil), // 19: cuzk.v1.PreloadKeysResponse
-	(*EvictKeysRequest)(nil),    // 20: cuzk.v1.EvictKeysRequest
-	(*EvictKeysResponse)(nil),   // 21: cuzk.v1.EvictKeysResponse
+	(*PartitionProof)(nil),      // 8: cuzk.v1.PartitionProof
+	(*ProofResult)(nil),         // 9: cuzk.v1.ProofResult
+	(*CancelProofRequest)(nil),  // 10: cuzk.v1.CancelProofRequest
+	(*CancelProofResponse)(nil), // 11: cuzk.v1.CancelProofResponse
+	(*GetStatusRequest)(nil),    // 12: cuzk.v1.GetStatusRequest
+	(*Device)(nil),              // 13: cuzk.v1.Device
+	(*Worker)(nil),              // 14: cuzk.v1.Worker
+	(*LoadedKey)(nil),           // 15: cuzk.v1.LoadedKey
+	(*QueueDepth)(nil),          // 16: cuzk.v1.QueueDepth
+	(*JobInfo)(nil),             // 17: cuzk.v1.JobInfo
+	(*Stages)(nil),              // 18: cuzk.v1.Stages
+	(*Memory)(nil),              // 19: cuzk.v1.Memory
+	(*GetStatusResponse)(nil),   // 20: cuzk.v1.GetStatusResponse
+	(*PreloadKeysRequest)(nil),  // 21: cuzk.v1.PreloadKeysRequest
+	(*PreloadKeysResponse)(nil), // 22: cuzk.v1.PreloadKeysResponse
+	(*EvictKeysRequest)(nil),    // 23: cuzk.v1.EvictKeysRequest
+	(*EvictKeysResponse)(nil),   // 24: cuzk.v1.EvictKeysResponse
 }
 var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	0,  // 0: cuzk.v1.ProofRequest.priority:type_name -> cuzk.v1.Priority
 	2,  // 1: cuzk.v1.SubmitProofRequest.request:type_name -> cuzk.v1.ProofRequest
 	1,  // 2: cuzk.v1.SubmitProofResponse.status:type_name -> cuzk.v1.JobStatus
 	2,  // 3: cuzk.v1.ProveRequest.request:type_name -> cuzk.v1.ProofRequest
-	1,  // 4: cuzk.v1.ProofResult.status:type_name -> cuzk.v1.JobStatus
-	7,  // 5: cuzk.v1.ProofResult.timings:type_name -> cuzk.v1.Timings
-	1,  // 6: cuzk.v1.CancelProofResponse.status:type_name -> cuzk.v1.JobStatus
-	0,  // 7: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
-	0,  // 8: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
-	1,  // 9: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
-	12, // 10: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
-	13, // 11: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
-	14, // 12: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
-	15, // 13: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueDepth
-	16, // 14: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
-	14, // 15: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
-	3,  // 16: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
-	5,  // 17: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
-	6,  // 18: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
-	9,  // 19: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
-	11, // 20: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
-	18, // 21: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
-	20, // 22: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
-	4,  // 23: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
-	8,  // 24: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.ProofResult
-	8,  // 25: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProofResult
-	10, // 26: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
-	17, // 27: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
-	19, // 28: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
-	21, // 29: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
-	23, // [23:30] is the sub-list for method output_type
-	16, // [16:23] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	7,  // 4: cuzk.v1.PartitionProof.timings:type_name -> cuzk.v1.Timings
+	1,  // 5: cuzk.v1.ProofResult.status:type_name -> cuzk.v1.JobStatus
+	7,  // 6: cuzk.v1.ProofResult.timings:type_name -> cuzk.v1.Timings
+	8,  // 7: cuzk.v1.ProofResult.partitions:type_name -> cuzk.v1.PartitionProof
+	1,  // 8: cuzk.v1.CancelProofResponse.status:type_name -> cuzk.v1.JobStatus
+	0,  // 9: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
+	0,  // 10: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
+	1,  // 11: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
+	16, // 12: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
+	13, // 13: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
+	14, // 14: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
+	15, // 15: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
+	16, // 16: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueDepth
+	17, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
+	18, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
+	19, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
+	15, // 20: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
+	3,  // 21: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
+	5,  // 22: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
+	6,  // 23: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
+	10, // 24: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
+	12, // 25: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
+	21, // 26: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
+	23, // 27: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
+	4,  // 28: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
+	9,  // 29: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.ProofResult
+	9,  // 30: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProofResult
+	11, // 31: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
+	20, // 32: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
+	22, // 33: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
+	24, // 34: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_cuzk_v1_engine_proto_init() }
@@ -1844,7 +2229,7 @@ func file_cuzk_v1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cuzk_v1_engine_proto_rawDesc), len(file_cuzk_v1_engine_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,7 +48,10 @@ type ProvingEngineClient interface {
 	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
 	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
 	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
-	// (shutting down).
+	// (shutting down). RESOURCE_EXHAUSTED also for a proof whose estimated
+	// host memory exceeds the daemon's memory budget (the message names the
+	// estimate and the budget). A request with several partitions is one
+	// job that returns one proof per partition.
 	SubmitProof(ctx context.Context, in *SubmitProofRequest, opts ...grpc.CallOption) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
 	// deadline). A proof that did not succeed is an error status (CANCELLED
@@ -67,7 +70,8 @@ type ProvingEngineClient interface {
 	// FAILED_PRECONDITION for one that already ended.
 	CancelProof(ctx context.Context, in *CancelProofRequest, opts ...grpc.CallOption) (*CancelProofResponse, error)
 	// GetStatus reports devices with their memory, loaded proving keys,
-	// queue depths, running jobs, totals and uptime.
+	// the depth of each stage's queue, the memory budget, readiness, running
+	// jobs, totals and uptime.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*GetStatusResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
 	// so that the first proof does not pay for it.
@@ -165,7 +169,10 @@ type ProvingEngineServer interface {
 	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
 	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
 	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
-	// (shutting down).
+	// (shutting down). RESOURCE_EXHAUSTED also for a proof whose estimated
+	// host memory exceeds the daemon's memory budget (the message names the
+	// estimate and the budget). A request with several partitions is one
+	// job that returns one proof per partition.
 	SubmitProof(context.Context, *SubmitProofRequest) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
 	// deadline). A proof that did not succeed is an error status (CANCELLED
@@ -184,7 +191,8 @@ type ProvingEngineServer interface {
 	// FAILED_PRECONDITION for one that already ended.
 	CancelProof(context.Context, *CancelProofRequest) (*CancelProofResponse, error)
 	// GetStatus reports devices with their memory, loaded proving keys,
-	// queue depths, running jobs, totals and uptime.
+	// the depth of each stage's queue, the memory budget, readiness, running
+	// jobs, totals and uptime.
 	GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
 	// so that the first proof does not pay for it.

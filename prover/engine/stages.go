@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+// popLocked takes the first task of the highest non-empty priority of qs;
+// e.mu must be held and qs not empty.
+func popLocked(qs *[NumPriorities]*list.List) *task {
+	for p := NumPriorities - 1; p >= 0; p-- {
+		if el := qs[p].Front(); el != nil {
+			t := el.Value.(*task)
+			qs[p].Remove(el)
+			t.elem = nil
+			return t
+		}
+	}
+	return nil
+}
+
+// startLocked marks t's job started at now; e.mu must be held.
+func (e *Engine) startLocked(t *task, now time.Time) {
+	j := t.job
+	if j.started.IsZero() {
+		j.started = now
+		e.running[j.id] = j
+	}
+}
+
+// synthesisWork is one synthesis worker's loop (pipelined engine): take
+// the first queued task of the highest priority, wait for the memory
+// budget, synthesize, hand the result to the device queue; return once
+// Shutdown began and the queue is empty.
+func (e *Engine) synthesisWork() {
+	defer e.wg.Done()
+	for {
+		e.mu.Lock()
+		for e.queued == 0 && !e.closing {
+			e.cond.Wait()
+		}
+		if e.queued == 0 {
+			e.mu.Unlock()
+			return
+		}
+		t := popLocked(&e.queues)
+		e.queued--
+		e.synthesizing++
+		now := e.cfg.now()
+		runCtx, cancel := context.WithCancel(t.ctx)
+		t.cancelRun = cancel
+		t.job.refresh()
+		e.mu.Unlock()
+		t.queueSpan.End(trace.WithTimestamp(now))
+
+		ok := e.admit(t)
+		if !ok {
+			cancel()
+			e.mu.Lock()
+			e.synthesizing--
+			cause := t.job.cause
+			e.cond.Broadcast()
+			e.mu.Unlock()
+			e.endTask(t, -1, nil, cause)
+			continue
+		}
+		e.mu.Lock()
+		now = e.cfg.now()
+		t.synthStart = now
+		t.state = StateSynthesizing
+		t.job.refresh()
+		e.startLocked(t, now)
+		e.mu.Unlock()
+		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(runCtx, &t.req) })
+		e.mu.Lock()
+		e.synthesizing--
+		t.synthEnd = e.cfg.now()
+		stop := t.job.cancelled || t.job.failed != nil
+		if err != nil || syn == nil || stop {
+			t.cancelRun = nil
+			e.cond.Broadcast()
+			e.mu.Unlock()
+			cancel()
+			if syn != nil {
+				_ = syn.Release(t.ctx)
+				e.unreserveWhenFreed(t, syn)
+			} else {
+				e.unreserve(t)
+			}
+			if err == nil && syn == nil {
+				err = errors.New("runner returned no synthesized proof")
+			}
+			e.endTask(t, -1, nil, err)
+			continue
+		}
+		cancel()
+		t.cancelRun = nil
+		t.syn = syn
+		t.state = StateWaitingDevice
+		_, t.gpuSpan = e.tracer.Start(t.ctx, otelcuzk.SpanGPUQueue, trace.WithTimestamp(t.synthEnd),
+			trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(e.devQueued)))
+		if !e.ready {
+			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(t.synthEnd))
+		}
+		t.elem = e.devQueues[t.job.req.Priority].PushBack(t)
+		e.devQueued++
+		t.job.refresh()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	}
+}
+
+// fitsLocked reports whether need more bytes fit in the budget beside
+// what is reserved and held; a task also fits when nothing is reserved,
+// since waiting could not make room (Submit refused what can never fit).
+func (e *Engine) fitsLocked(need, held uint64) bool {
+	return e.cfg.budget == 0 || e.reserved == 0 || e.reserved+need+held <= e.cfg.budget
+}
+
+// admit waits until t fits in the memory budget and reserves its estimate;
+// the wait is an engine.budget span. It returns false, reserving nothing,
+// when t's job was cancelled or failed meanwhile.
+func (e *Engine) admit(t *task) bool {
+	if e.cfg.budget == 0 {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return !t.job.cancelled && t.job.failed == nil
+	}
+	need := t.job.memory
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	stopped := func() bool { return t.job.cancelled || t.job.failed != nil }
+	held := e.held()
+	if !stopped() && !e.fitsLocked(need, held) {
+		start := e.cfg.now()
+		_, span := e.tracer.Start(t.ctx, otelcuzk.SpanEngineBudget, trace.WithTimestamp(start), trace.WithAttributes(
+			otelcuzk.KeyMemoryBytes.Int64(int64(need)), otelcuzk.KeyMemoryBudget.Int64(int64(e.cfg.budget))))
+		t.budgetSpan = span
+		e.budgetWaiting++
+		for !stopped() && !e.fitsLocked(need, held) {
+			e.cond.Wait()
+			held = e.held()
+		}
+		e.budgetWaiting--
+		end := e.cfg.now()
+		t.memoryWait = end.Sub(start)
+		span.End(trace.WithTimestamp(end))
+	}
+	if stopped() {
+		return false
+	}
+	e.reserved += need
+	t.reserved = need
+	e.peak = max(e.peak, e.reserved+held)
+	return true
+}
+
+// unreserve gives t's reservation back to the budget.
+func (e *Engine) unreserve(t *task) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reserved -= t.reserved
+	t.reserved = 0
+	e.cond.Broadcast()
+}
+
+// unreserveWhenFreed gives t's reservation back once syn's buffers are
+// freed (an async releaser frees them after the prove returned).
+func (e *Engine) unreserveWhenFreed(t *task, syn prover.Synthesized) {
+	if t.reserved == 0 {
+		return
+	}
+	select {
+	case <-syn.Freed():
+		e.unreserve(t)
+	default:
+		go func() { <-syn.Freed(); e.unreserve(t) }()
+	}
+}
+
+// awaitReady marks the engine ready once ready is closed, ending the
+// engine.warmup spans of the tasks that waited for it.
+func (e *Engine) awaitReady(ready <-chan struct{}) {
+	<-ready
+	e.mu.Lock()
+	e.ready = true
+	now := e.cfg.now()
+	var spans []trace.Span
+	for _, j := range e.jobs {
+		for _, t := range j.tasks {
+			if t.warmSpan != nil {
+				spans = append(spans, t.warmSpan)
+				t.warmSpan = nil
+			}
+		}
+	}
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	for _, s := range spans {
+		s.End(trace.WithTimestamp(now))
+	}
+}
+
+// deviceWork is device worker i's loop. Serial engine: take the first
+// queued task of the highest priority and run it whole. Pipelined: take
+// the first synthesized task of the highest priority and prove it. It
+// waits for readiness (WithReady) before taking work and returns once
+// Shutdown began and no work is left for it.
+func (e *Engine) deviceWork(i int) {
+	defer e.wg.Done()
+	w := e.workers[i]
+	staged, _ := w.Runner.(prover.StagedRunner)
+	for {
+		e.mu.Lock()
+		for {
+			if e.ready && (e.synth == nil && e.queued > 0 || e.synth != nil && e.devQueued > 0) {
+				break
+			}
+			if e.closing && e.queued == 0 && e.devQueued == 0 && e.synthesizing == 0 {
+				e.mu.Unlock()
+				return
+			}
+			e.cond.Wait()
+		}
+		var t *task
+		now := e.cfg.now()
+		if e.synth == nil {
+			t = popLocked(&e.queues)
+			e.queued--
+			t.state = StateRunning
+			e.mu.Unlock()
+			t.queueSpan.End(trace.WithTimestamp(now))
+			if !e.admit(t) {
+				e.mu.Lock()
+				cause := t.job.cause
+				e.mu.Unlock()
+				e.endTask(t, -1, nil, cause)
+				continue
+			}
+			e.mu.Lock()
+			now = e.cfg.now()
+			t.synthStart = now
+			e.startLocked(t, now)
+		} else {
+			t = popLocked(&e.devQueues)
+			e.devQueued--
+			t.state = StateProving
+			t.gpuSpan.End(trace.WithTimestamp(now))
+		}
+		t.proveStart = now
+		t.worker = w.Name
+		t.job.worker = w.Name
+		runCtx, cancel := context.WithCancel(t.ctx)
+		t.cancelRun = cancel
+		e.proving++
+		e.wstats[i].JobID = t.job.id
+		e.busySince[i] = now
+		t.job.refresh()
+		warm := t.warmSpan
+		t.warmSpan = nil
+		e.mu.Unlock()
+		if warm != nil {
+			warm.End(trace.WithTimestamp(now))
+		}
+		attrSpan := t.job.span
+		if t.span != nil {
+			attrSpan = t.span
+		}
+		if len(w.Attributes) > 0 {
+			attrSpan.SetAttributes(w.Attributes...)
+		}
+
+		var res *prover.Result
+		var err error
+		if e.synth == nil {
+			req := t.req
+			res, err = runSafely(func() (*prover.Result, error) { return w.Runner.Run(runCtx, &req) })
+			cancel()
+			e.unreserve(t)
+		} else {
+			syn := t.syn
+			res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
+			cancel()
+			// A runner that panicked or failed early may not have released.
+			_ = syn.Release(t.ctx)
+			e.unreserveWhenFreed(t, syn)
+		}
+		e.mu.Lock()
+		e.proving--
+		e.wstats[i].JobID = ""
+		e.wstats[i].Busy += e.cfg.now().Sub(e.busySince[i])
+		e.busySince[i] = time.Time{}
+		t.cancelRun = nil
+		e.cond.Broadcast()
+		e.mu.Unlock()
+		e.endTask(t, i, res, err)
+	}
+}
+
+// endTask records how task t ended (worker is the device worker's index,
+// or -1) and finishes its job when it was the last. A cancelled job's
+// tasks end Cancelled whatever their runner returned; the first failure of
+// a task fails the job and stops its other tasks.
+func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
+	now := e.cfg.now()
+	e.mu.Lock()
+	j := t.job
+	state := StateSucceeded
+	var acts []action
+	switch {
+	case j.cancelled:
+		state, res, err = StateCancelled, nil, j.cause
+	case j.failed != nil:
+		// Stopped because another partition failed.
+		state, res, err = StateCancelled, nil, fmt.Errorf("%w: partition %d failed", ErrCancelled, firstFailed(j))
+	case err != nil:
+		state, res = StateFailed, nil
+	case res == nil:
+		state, err = StateFailed, errors.New("runner returned no result")
+	}
+	if state == StateFailed {
+		if t.index >= 0 {
+			j.failed = fmt.Errorf("engine: job %s: partition %d: %w", j.id, t.index, err)
+		} else {
+			j.failed = fmt.Errorf("engine: job %s: %w", j.id, err)
+		}
+		j.failedIndex = t.index
+		acts = e.stopTasksLocked(j, j.failed)
+	}
+	if res != nil {
+		res.Timings.QueueWait = t.synthStart.Sub(t.queued) - t.memoryWait
+		res.Timings.MemoryWait = t.memoryWait
+		if e.synth != nil {
+			res.Timings.DeviceWait = t.proveStart.Sub(t.synthEnd)
+		}
+		res.Timings.Total = now.Sub(t.queued)
+		res.TraceID = j.traceID
+	}
+	t.ended, t.state, t.result, t.err = true, state, res, err
+	if worker >= 0 {
+		switch state {
+		case StateSucceeded:
+			e.wstats[worker].Succeeded++
+		case StateFailed:
+			e.wstats[worker].Failed++
+		case StateCancelled:
+			e.wstats[worker].Cancelled++
+		}
+	}
+	j.pending--
+	last := j.pending == 0
+	spans := []trace.Span{t.queueSpan, t.gpuSpan, t.warmSpan}
+	t.warmSpan = nil
+	j.refresh()
+	e.mu.Unlock()
+	for _, s := range spans {
+		if s != nil && s.IsRecording() {
+			s.End(trace.WithTimestamp(now))
+		}
+	}
+	if t.span != nil {
+		if err != nil {
+			recordError(t.span, err)
+		}
+		t.span.End(trace.WithTimestamp(now))
+	}
+	e.run(acts)
+	if last {
+		e.finishJob(j, now)
+	}
+}
+
+func firstFailed(j *job) int { return j.failedIndex }
+
+// finishJob ends job j once every task ended: its result (the partitions'
+// merged), error, span, counters and waiters.
+func (e *Engine) finishJob(j *job, now time.Time) {
+	e.mu.Lock()
+	var res *prover.Result
+	var err error
+	state := StateSucceeded
+	switch {
+	case j.failed != nil:
+		state, err = StateFailed, j.failed
+	case j.cancelled:
+		state, err = StateCancelled, j.cause
+	default:
+		res = merge(j, now)
+	}
+	e.mu.Unlock()
+
+	if res != nil {
+		if res.Backend != "" {
+			j.span.SetAttributes(otelcuzk.KeyBackend.String(res.Backend))
+		}
+		if j.req.Verify {
+			j.span.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
+		}
+	}
+	if err != nil {
+		recordError(j.span, err)
+	}
+	j.span.End(trace.WithTimestamp(now))
+
+	e.mu.Lock()
+	j.state, j.result, j.err, j.finished = state, res, err, now
+	delete(e.running, j.id)
+	switch state {
+	case StateSucceeded:
+		e.succeeded++
+	case StateFailed:
+		e.failed++
+	case StateCancelled:
+		e.cancelled++
+	}
+	e.keep(j, now)
+	info := j.info()
+	e.mu.Unlock()
+	if e.cfg.onFinish != nil {
+		e.cfg.onFinish(info)
+	}
+	close(j.done)
+}
+
+// merge is the Result of a succeeded job; e.mu must be held. One task: its
+// result. Several: partition 0's proof on top, every partition's in
+// Partitions, the step timings summed, the queue wait the first
+// partition's and Total the job's.
+func merge(j *job, now time.Time) *prover.Result {
+	if len(j.tasks) == 1 {
+		return j.tasks[0].result
+	}
+	first := j.tasks[0].result
+	res := &prover.Result{
+		Proof: first.Proof, PublicWitness: first.PublicWitness, Verified: true,
+		TraceID: j.traceID, Backend: first.Backend,
+	}
+	for _, t := range j.tasks {
+		r := t.result
+		res.Partitions = append(res.Partitions, *r)
+		res.Verified = res.Verified && r.Verified
+		res.Timings.KeyLoad += r.Timings.KeyLoad
+		res.Timings.Synthesis += r.Timings.Synthesis
+		res.Timings.Prove += r.Timings.Prove
+		res.Timings.Serialize += r.Timings.Serialize
+		res.Timings.Verify += r.Timings.Verify
+		res.Timings.MemoryWait += r.Timings.MemoryWait
+		res.Timings.DeviceWait += r.Timings.DeviceWait
+	}
+	res.Timings.QueueWait = first.Timings.QueueWait
+	res.Timings.Total = now.Sub(j.submitted)
+	return res
+}

@@ -1,0 +1,269 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// Synthesized is a proof whose CPU stage (keys.load, pipeline.synthesize)
+// is done: its wires and a, b, c evaluations sit in host buffers, waiting
+// for a device. It is consumed by StagedRunner.ProveSynthesized or given
+// back by Release; either once.
+type Synthesized interface {
+	// Release gives back the buffers without proving, as buffer.release
+	// spans under the span in ctx. Safe to call after ProveSynthesized
+	// (then a no-op).
+	Release(ctx context.Context) error
+	// Freed is closed once the releaser has actually freed every host
+	// buffer of this proof (an async release frees after the prove
+	// returned): a memory budget counts the proof until then.
+	Freed() <-chan struct{}
+}
+
+// StagedRunner is a Runner whose Run splits into the two stages an engine
+// schedules apart: Synthesize on the CPU (several at once), then
+// ProveSynthesized on a device worker. Run(ctx, req) is the same as
+// ProveSynthesized(ctx, Synthesize(ctx, req)).
+type StagedRunner interface {
+	Runner
+	// Synthesize loads the circuit's keys and synthesizes req (keys.load,
+	// pipeline.synthesize under the span in ctx). Errors as Run's.
+	Synthesize(ctx context.Context, req *Request) (Synthesized, error)
+	// ProveSynthesized proves s on this runner's backend (pipeline.prove,
+	// pipeline.serialize, proof.verify under the span in ctx) and releases
+	// its buffers, on success and on error. s may come from another
+	// StagedRunner of the same kind (one Pipeline per GPU, one
+	// synthesizing for all). Errors as Run's.
+	ProveSynthesized(ctx context.Context, s Synthesized) (*Result, error)
+}
+
+// MemoryEstimator estimates, before synthesis, the host memory one proof
+// of req takes at its peak, in bytes (see ProofMemory). Errors: what
+// makes req unprovable (an unknown circuit, a bad size).
+type MemoryEstimator interface {
+	EstimateMemory(req *Request) (uint64, error)
+}
+
+// Warmer is an optional interface of a Backend that has work to do before
+// its first proof (the CUDA backend compiles or loads its kernel modules).
+// Warmup does it and returns when the backend is ready; a daemon reports
+// NOT_SERVING until then. Safe to call more than once (later calls return
+// at once); ctx ends the wait, not necessarily the work.
+type Warmer interface {
+	Warmup(ctx context.Context) error
+}
+
+// ProofMemory estimates the peak host memory, in bytes, of one proof of an
+// R1CS with constraints constraints and wires wires: gnark's solver holds
+// the wires and the a, b, c evaluations (constraints each) on the heap
+// while they are copied to the mmap'd buffers (wires, and a, b, c padded
+// to the domain, the next power of two of constraints); the prove adds the
+// two filtered copies of the wires for the MSMs of A and B (at most wires
+// each; H reuses a). Each value is a 32-byte BLS12-381 scalar.
+func ProofMemory(constraints, wires int) uint64 {
+	if constraints < 1 {
+		constraints = 1
+	}
+	if wires < 1 {
+		wires = 1
+	}
+	domain := ecc.NextPowerOfTwo(uint64(constraints))
+	elems := 2*uint64(wires) + 3*uint64(constraints) + // solver heap
+		uint64(wires) + 3*domain + // mmap'd assignment
+		2*uint64(wires) // wires.a, wires.b
+	return elems * fr.Bytes
+}
+
+// KeyMemory estimates the host memory of one Groth16 proving key of
+// BLS12-381 for wires wires and a domain of domain points, bytes: the G1
+// bases of A, B and K (at most wires each, 96-byte affine points), of Z
+// (domain), and the G2 bases of B (192-byte points).
+func KeyMemory(domain, wires int) uint64 {
+	return 96*(3*uint64(max(wires, 0))+uint64(max(domain, 0))) + 192*uint64(max(wires, 0))
+}
+
+// synthesis is a Pipeline's Synthesized.
+type synthesis struct {
+	p     *Pipeline
+	req   Request
+	lc    *loadedCircuit
+	w     witness.Witness
+	asg   *Assignment
+	res   *Result
+	start time.Time
+	freed chan struct{}
+	done  bool
+}
+
+func (s *synthesis) Freed() <-chan struct{} { return s.freed }
+
+func (s *synthesis) Release(ctx context.Context) error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	err := s.asg.Release(ctx, s.p.rel)
+	s.p.afterReleases(s.freed)
+	return err
+}
+
+// afterReleases closes freed once the releases queued so far are freed.
+func (p *Pipeline) afterReleases(freed chan struct{}) {
+	p.rel.AfterQueued(func() { close(freed) })
+}
+
+var _ StagedRunner = (*Pipeline)(nil)
+
+// EstimateMemory implements MemoryEstimator: ProofMemory from the
+// compiled circuit's counts once the circuit is loaded, else from the
+// requested constraints (the wires counted as twice the constraints plus
+// the witness's values: a bound for the built-in circuits, whose
+// constraints make about one wire each). Errors: ErrUnknownCircuit,
+// circuits.ErrBadConstraints.
+func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
+	if req == nil {
+		return 0, fmt.Errorf("%w: nil request", ErrBadWitness)
+	}
+	p.mu.Lock()
+	lc, ok := p.loaded[circuitKey(req.Circuit, req.Constraints)]
+	p.mu.Unlock()
+	if ok {
+		select {
+		case <-lc.ready:
+			if lc.err == nil && lc.ccs != nil {
+				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
+				return ProofMemory(lc.ccs.GetNbConstraints(), wires), nil
+			}
+		default:
+		}
+	}
+	if _, isFile := lookupFiles(req.Circuit); isFile {
+		// Not loaded yet: the witness is the only size at hand; the
+		// estimate is made again from the circuit once it is loaded.
+		n := max(len(req.Witness)/fr.Bytes, 1)
+		return ProofMemory(n, n), nil
+	}
+	if err := checkBuiltin(req.Circuit, req.Constraints); err != nil {
+		return 0, err
+	}
+	return ProofMemory(req.Constraints, 2*req.Constraints+len(req.Witness)/fr.Bytes+1), nil
+}
+
+// KeyMemory returns the estimated host memory of the proving keys this
+// Pipeline holds, bytes (KeyMemory of each loaded circuit).
+func (p *Pipeline) KeyMemory() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n uint64
+	for _, lc := range p.loaded {
+		select {
+		case <-lc.ready:
+			if lc.err == nil && lc.ccs != nil {
+				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
+				n += KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+			}
+		default:
+		}
+	}
+	return n
+}
+
+// Warmup readies the backend for its first proof when it implements
+// Warmer (the CUDA backend's kernels); nil at once otherwise.
+func (p *Pipeline) Warmup(ctx context.Context) error {
+	if w, ok := p.backend.(Warmer); ok {
+		return w.Warmup(ctx)
+	}
+	return nil
+}
+
+// Synthesize implements StagedRunner: keys.load (and circuit.compile on
+// first use), then pipeline.synthesize, which covers the witness too
+// (parsing the request's, or computing a built-in's sample).
+func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, error) {
+	s := &synthesis{p: p, req: *req, start: time.Now(), freed: make(chan struct{})}
+	s.res = &Result{Backend: p.backend.Name()}
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		s.res.TraceID = sc.TraceID().String()
+	}
+	t0 := time.Now()
+	lc, err := p.load(ctx, req.Circuit, req.Constraints)
+	s.res.Timings.KeyLoad = time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lc = lc
+	t0 = time.Now()
+	synCtx, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	w, err := p.witness(lc, req)
+	var asg *Assignment
+	if err == nil {
+		asg, err = synthesize(synCtx, lc.ccs, w, p.rel, commitKeysOf(lc.keys.PK, &p.cfg))
+	}
+	endSynthesize(synSpan, asg, err)
+	s.res.Timings.Synthesis = time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	s.w, s.asg = w, asg
+	if err := ctx.Err(); err != nil {
+		s.Release(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrForeignSynthesis is returned by ProveSynthesized for a Synthesized
+// that no Pipeline made.
+var ErrForeignSynthesis = errors.New("synthesized proof not made by a Pipeline")
+
+// ProveSynthesized implements StagedRunner: pipeline.prove on this
+// Pipeline's backend with the keys of the Pipeline that synthesized s,
+// then pipeline.serialize and proof.verify (when asked). The buffers go
+// back through the synthesizing Pipeline's releaser.
+func (p *Pipeline) ProveSynthesized(ctx context.Context, sz Synthesized) (*Result, error) {
+	s, ok := sz.(*synthesis)
+	if !ok || s.p == nil {
+		return nil, fmt.Errorf("%w: %T", ErrForeignSynthesis, sz)
+	}
+	if s.done {
+		return nil, errors.New("prove: synthesized proof already proved or released")
+	}
+	if err := ctx.Err(); err != nil {
+		s.Release(ctx)
+		return nil, err
+	}
+	s.done = true
+	res, err := p.proveAssignment(ctx, s)
+	s.p.afterReleases(s.freed)
+	if err != nil {
+		return nil, err
+	}
+	res.Backend = p.backend.Name()
+	return res, nil
+}
+
+// checkBuiltin checks that name is a built-in circuit and constraints is
+// positive. Errors wrap ErrUnknownCircuit or circuits.ErrBadConstraints.
+func checkBuiltin(name string, constraints int) error {
+	if _, err := circuits.Lookup(name); err != nil {
+		return err
+	}
+	if constraints <= 0 {
+		return fmt.Errorf("%w: %d (must be positive)", circuits.ErrBadConstraints, constraints)
+	}
+	return nil
+}
