@@ -17,6 +17,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/constraint"
@@ -401,5 +402,48 @@ func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 	}
 	if n := len(proof.(*groth16_bls12381.Proof).Commitments); n != f.Commitments {
 		t.Errorf("proof carries %d commitments, want %d", n, f.Commitments)
+	}
+}
+
+// TestCommitmentsAndTheirPokAreGnarks: with the commitments' masks fixed
+// alike (gnark's Randomize hint overridden in gnark's prover too), our
+// commitments and folded proof of knowledge are exactly gnark's for every
+// circuit: they depend only on the committed values and the key, not on
+// r, s.
+func TestCommitmentsAndTheirPokAreGnarks(t *testing.T) {
+	var r, s fr.Element
+	r.SetUint64(3)
+	s.SetUint64(5)
+	cfg := newConfig([]Option{WithRandomness(r, s)})
+	mask := commitKeysOf(nil, &cfg).mask
+	if mask == nil {
+		t.Fatal("no mask under WithRandomness")
+	}
+	fixed := fixedMaskOption(*mask)
+	if fixed == nil {
+		t.Fatalf("gnark's %s hint is not registered", randomizeHintName)
+	}
+	for _, name := range commitmenttest.Names {
+		f := commitmenttest.Setup(t, name)
+		ours := proveCommit(t, f, WithRandomness(r, s))
+		theirs, err := groth16.Prove(f.CCS, f.PK, f.Witness, backend.WithSolverOptions(fixed))
+		if err != nil {
+			t.Fatalf("%s: gnark: %v", name, err)
+		}
+		g := theirs.(*groth16_bls12381.Proof)
+		if err := groth16.Verify(g, f.VK, f.Public); err != nil {
+			t.Fatalf("%s: gnark's own proof with the fixed mask: %v", name, err)
+		}
+		if len(g.Commitments) != len(ours.Commitments) {
+			t.Fatalf("%s: %d commitments, gnark %d", name, len(ours.Commitments), len(g.Commitments))
+		}
+		for i := range g.Commitments {
+			if !g.Commitments[i].Equal(&ours.Commitments[i]) {
+				t.Errorf("%s: commitment %d differs from gnark's", name, i)
+			}
+		}
+		if !g.CommitmentPok.Equal(&ours.CommitmentPok) {
+			t.Errorf("%s: folded proof of knowledge differs from gnark's", name)
+		}
 	}
 }
