@@ -55,6 +55,9 @@ func checkEnv(c config) error {
 			}
 		}
 	}
+	if err := checkResourceAttributesEnv(); err != nil {
+		return err
+	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"} {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 			if _, err := os.ReadFile(v); err != nil {
@@ -89,4 +92,25 @@ func checkSamplerEnv() error {
 	default:
 		return fmt.Errorf("otelcuzk: OTEL_TRACES_SAMPLER=%q is not supported (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", name)
 	}
+}
+
+// checkResourceAttributesEnv refuses an OTEL_RESOURCE_ATTRIBUTES entry that
+// is not key=value with a URL-decodable value (specification, "Resource SDK",
+// W3C Baggage octets percent-encoded). The SDK would log a bad escape through
+// otel.Handle, a stray line before any error, and keep the raw text.
+func checkResourceAttributesEnv() error {
+	v := strings.TrimSpace(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	if v == "" {
+		return nil
+	}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("otelcuzk: OTEL_RESOURCE_ATTRIBUTES: %q is not key=value (comma-separated, values URL-encoded)", kv)
+		}
+		if _, err := url.PathUnescape(strings.TrimSpace(val)); err != nil {
+			return fmt.Errorf("otelcuzk: OTEL_RESOURCE_ATTRIBUTES: %q: the value is not URL-encoded (%v)", kv, err)
+		}
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -17,21 +19,36 @@ import (
 type FileExporter struct {
 	mu     sync.Mutex
 	path   string
-	f      *os.File
+	f      *os.File // nil until the first export when the file was missing
 	closed bool
 }
 
-// NewFileExporter opens the file at path for appending, creating it when
-// missing, as the Collector's file exporter does: earlier traces stay, and
-// several processes (a daemon and a local prove) may write the same file,
-// each line whole (O_APPEND). It fails, naming the path, when the file
-// cannot be opened for writing.
+// NewFileExporter opens the file at path for appending, as the Collector's
+// file exporter does: earlier traces stay, and several processes (a daemon
+// and a local prove) may write the same file, each line whole (O_APPEND). A
+// missing file is created on the first export, so a run that fails before
+// any span ends leaves no empty file behind; NewFileExporter checks that it
+// could be created. It fails, naming the path, when the file cannot be
+// opened or created for writing.
 func NewFileExporter(path string) (*FileExporter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		return &FileExporter{path: path, f: f}, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("otelcuzk: trace file %q: %w", path, err)
 	}
-	return &FileExporter{path: path, f: f}, nil
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("otelcuzk: trace file %q cannot be created: %w", path, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return &FileExporter{path: path}, nil
 }
 
 // Path is the file the exporter writes.
@@ -55,6 +72,13 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if e.closed {
 		return errors.New("otelcuzk: trace file exporter is shut down")
 	}
+	if e.f == nil {
+		f, err := os.OpenFile(e.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
+		}
+		e.f = f
+	}
 	// One write per line keeps lines whole for a concurrent reader.
 	if _, err := e.f.Write(line); err != nil {
 		return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
@@ -70,6 +94,9 @@ func (e *FileExporter) Shutdown(context.Context) error {
 		return nil
 	}
 	e.closed = true
+	if e.f == nil {
+		return nil
+	}
 	if err := e.f.Close(); err != nil {
 		return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
 	}

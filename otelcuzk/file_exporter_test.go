@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -415,5 +416,31 @@ func TestFileExporterAppendsSoEarlierTracesAndOtherWritersSurvive(t *testing.T) 
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		t.Error("the file holds NUL bytes (a writer wrote at a stale offset)")
+	}
+}
+
+// A run that fails before any span ends (cuzk prove --backend nosuch)
+// leaves no empty trace file; the first export creates it.
+func TestMissingTraceFileIsCreatedByTheFirstExportOnly(t *testing.T) {
+	clearEnv(t)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	tel, err := New(context.Background(), WithoutGlobal(), WithTraceFile(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("trace file exists after a run with no spans (stat: %v)", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 0 {
+		t.Fatalf("files left in the directory: %v", entries)
+	}
+	tel = newTel(t, WithTraceFile(path))
+	emit(tel, 1)
+	shutdown(t, tel)
+	if b, err := os.ReadFile(path); err != nil || !json.Valid(bytes.TrimSpace(b)) {
+		t.Fatalf("after one span: %q, %v", b, err)
 	}
 }

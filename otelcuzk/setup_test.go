@@ -1,8 +1,11 @@
 package otelcuzk
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -418,6 +421,25 @@ func TestMalformedResourceAttributesVarIsAnError(t *testing.T) {
 	_, err := New(context.Background(), WithoutGlobal(), WithExporter(tracetest.NewNoopExporter()))
 	if err == nil || !strings.Contains(err.Error(), "OTEL_RESOURCE_ATTRIBUTES") {
 		t.Fatalf("err = %v, want one naming OTEL_RESOURCE_ATTRIBUTES", err)
+	}
+}
+
+// A malformed entry is New's one error, with no line logged before it (the
+// SDK logs a bad escape through otel.Handle and carries on).
+func TestMalformedResourceAttributesVarIsOneErrorAndNoLogLine(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	for _, v := range []string{"a=%zz", "a=1,b", "=v", "a=1,,b=2"} {
+		clearEnv(t)
+		t.Setenv("OTEL_RESOURCE_ATTRIBUTES", v)
+		_, err := New(context.Background(), WithoutGlobal(), WithExporter(tracetest.NewNoopExporter()))
+		if err == nil || !strings.Contains(err.Error(), "OTEL_RESOURCE_ATTRIBUTES") {
+			t.Errorf("%q: err = %v, want one naming OTEL_RESOURCE_ATTRIBUTES", v, err)
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("logged before the error: %q", logged.String())
 	}
 }
 
