@@ -50,10 +50,11 @@ func RegisterMetrics(meter metric.Meter) error {
 // the export timeout, and with a simple (synchronous) processor that would
 // be on every span's End. It doubles with each consecutive failure, up to
 // maxCooldownShift doublings (5 s to 80 s), and resets on success. When the
-// failed endpoint refused TCP connections, it is dialled again at most every
-// probeEvery during the cooldown, and the cooldown ends as soon as it
-// accepts: a collector that comes back gets the next batch, not one 80 s
-// later.
+// failed endpoint refused TCP connections, it is dialled again before each
+// batch of the cooldown (at most every probeEvery if dials hang), and the
+// cooldown ends as soon as it accepts: a collector that comes back gets the
+// next batch, not one 80 s later. An endpoint that accepts connections and
+// fails otherwise (a blackhole, an error status) waits out the cooldown.
 const (
 	exportCooldown   = 5 * time.Second
 	maxCooldownShift = 4
@@ -97,6 +98,7 @@ type countingExporter struct {
 	lastErr   error
 	refused   bool // the endpoint refused TCP at the last failure
 	lastProbe time.Time
+	probeSlow bool // the last dial took half its timeout or more
 }
 
 func newCountingExporter(next sdktrace.SpanExporter, log io.Writer) *countingExporter {
@@ -142,7 +144,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	wait := e.cooldown << min(e.failures-1, maxCooldownShift)
 	e.retryAt.Store(e.now().Add(wait).UnixNano())
 	if e.probe != nil {
-		e.refused, e.lastProbe = !e.probe(), e.now()
+		e.refused = !e.runProbe()
 	}
 	e.mu.Unlock()
 	if !e.failing.Swap(true) && e.log != nil {
@@ -159,14 +161,24 @@ func (e *countingExporter) coolingDown() bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.refused && e.probe != nil && now.Sub(e.lastProbe) >= probeEvery {
-		e.lastProbe = now
-		if e.probe() {
+	// A refusal comes back at once (a round trip): dial before each batch.
+	// A dial that hung to its timeout (a host that drops packets) is tried
+	// at most every probeEvery, so a span's End never waits on it often.
+	if e.refused && e.probe != nil && (!e.probeSlow || now.Sub(e.lastProbe) >= probeEvery) {
+		if e.runProbe() {
 			e.retryAt.Store(0)
 			return false
 		}
 	}
 	return true
+}
+
+// runProbe dials the endpoint and notes when and how slowly; e.mu held.
+func (e *countingExporter) runProbe() bool {
+	start := time.Now()
+	ok := e.probe()
+	e.lastProbe, e.probeSlow = e.now(), time.Since(start) >= probeTimeout/2
+	return ok
 }
 
 func (e *countingExporter) drop(n int64) {

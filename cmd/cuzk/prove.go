@@ -107,9 +107,6 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("proof file %s: %w", proofPath, err)
 	}
-	if err := probeOTLPEndpoint(); err != nil {
-		return err
-	}
 
 	traceFrom := traceFileEnd(c.String("trace-file")) // read back only what this run appends
 	recorder := tracetest.NewSpanRecorder()
@@ -126,6 +123,11 @@ func proveAction(c *cli.Context) (err error) {
 			tel.Shutdown(context.Background())
 		}
 	}()
+	// After New, which refuses a misconfiguration (protocol, timeout, a
+	// URL without scheme) as itself, before this dial could mask it.
+	if err := probeOTLPEndpoint(); err != nil {
+		return err
+	}
 	tp := tel.TracerProvider
 
 	pipe, err := prover.NewPipeline(ctx, c.String("backend"), mode,

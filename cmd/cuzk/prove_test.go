@@ -133,8 +133,11 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 func TestProveWithUnreachableOTLPEndpointFailsFast(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
-	for _, ep := range []string{"http://127.0.0.1:1", "127.0.0.1:1"} {
+	// host:port is an endpoint for gRPC only; over http/protobuf it is a
+	// misconfiguration (TestOTLPConfigErrorsAreReportedBeforeAnyProbe).
+	for ep, protocol := range map[string]string{"http://127.0.0.1:1": "http/protobuf", "127.0.0.1:1": "grpc"} {
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", ep)
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
 		proof := filepath.Join(dir, "p.bin")
 		start := time.Now()
@@ -151,8 +154,9 @@ func TestProveWithUnreachableOTLPEndpointFailsFast(t *testing.T) {
 		noTempFiles(t, dir)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "notaurl")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
 	if _, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
-		"--proof", filepath.Join(dir, "p.bin")); err == nil || !strings.Contains(err.Error(), "neither a URL nor host:port") {
+		"--proof", filepath.Join(dir, "p.bin")); err == nil || !strings.Contains(err.Error(), "needs a URL") {
 		t.Errorf("endpoint notaurl: %v, want it called malformed, not unreachable", err)
 	}
 }

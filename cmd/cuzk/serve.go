@@ -40,8 +40,7 @@ func init() {
 		Description: "Serves cuzk.v1.ProvingEngine on --listen and Prometheus metrics on\n" +
 			"--metrics-listen (/metrics). One worker per GPU plus --cpu-workers on the CPU.\n" +
 			"Spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set,\n" +
-			"else to --trace-file. SIGTERM or SIGINT: stop accepting, let running proofs\n" +
-			"finish for --shutdown-timeout, cancel the rest, flush spans, exit 0.",
+			"else to --trace-file.\n" + shutdownHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "gRPC address (host:port)"},
 			&cli.StringFlag{Name: "metrics-listen", Value: defaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
@@ -138,9 +137,14 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := probeOTLPEndpoint(); err != nil {
-		return err
-	}
+	// No reachability probe: under systemd the trace backend may come up
+	// after the daemon; spans dropped meanwhile are counted and warned of.
+	var summary string // printed last, after the span flush
+	defer func() {
+		if summary != "" {
+			fmt.Fprintln(cfg.log, summary)
+		}
+	}()
 	shutdownTel, err := otelcuzk.Setup(ctx, append(deviceOptions(cfg.backend),
 		otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log))...)
 	if err != nil {
@@ -189,7 +193,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	// cannot stop (a key setup) gets one more second, not the engine's
 	// default grace, so SIGTERM ends the daemon near its deadline.
 	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
-		engine.WithValidator(validate), engine.WithCancelGrace(time.Second))
+		engine.WithValidator(validate), engine.WithCancelGrace(cancelGrace))
 	if err != nil {
 		return err
 	}
@@ -263,8 +267,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		httpSrv.Shutdown(hctx)
 		hcancel()
 	}
-	st := eng.Status()
-	fmt.Fprintf(cfg.log, "cuzk serve: stopped: %d proofs succeeded, %d failed, %d cancelled\n", st.Succeeded, st.Failed, st.Cancelled)
+	summary = shutdownSummary(eng.Status())
 	return nil
 }
 

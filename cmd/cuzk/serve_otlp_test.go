@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+// daemon is a `cuzk serve` run in-process by startDaemon.
+type daemon struct {
+	addr   string
+	log    *lockedBuffer
+	cancel context.CancelFunc
+	served chan error
+}
+
+// startDaemon runs serve on the CPU backend with cfg's zero fields filled
+// and waits until it listens.
+func startDaemon(t *testing.T, cfg serveConfig) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &daemon{log: &lockedBuffer{}, served: make(chan error, 1)}
+	if cfg.backend == "" {
+		cfg.backend, cfg.cpuWorkers = "cpu", 1
+	}
+	if cfg.release == "" {
+		cfg.release = "sync"
+	}
+	if cfg.queueSize == 0 {
+		cfg.queueSize = 16
+	}
+	if cfg.maxMessage == 0 {
+		cfg.maxMessage = 1 << 20
+	}
+	if cfg.shutdownTimeout == 0 {
+		cfg.shutdownTimeout = 5 * time.Second
+	}
+	cfg.listen, cfg.log = "127.0.0.1:0", d.log
+	cfg.traceFile, cfg.cacheDir = filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "cache")
+	addrCh := make(chan string, 1)
+	cfg.ready = func(a, _ string) { addrCh <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() { d.served <- serve(ctx, cfg) }()
+	select {
+	case d.addr = <-addrCh:
+	case err := <-d.served:
+		cancel()
+		t.Fatalf("serve did not start: %v\n%s", err, d.log.String())
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("serve did not start in 30 s:\n%s", d.log.String())
+	}
+	t.Cleanup(func() { d.stop() })
+	return d
+}
+
+// stop cancels serve (SIGTERM's path) and returns its result; later calls
+// return nil.
+func (d *daemon) stop() error {
+	if d.cancel == nil {
+		return nil
+	}
+	d.cancel()
+	d.cancel = nil
+	return <-d.served
+}
+
+func (d *daemon) client(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.Dial(d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+	}
+}
+
+// Under systemd the daemon must not depend on its trace backend being up
+// first: it starts with the OTLP receiver down, warns once, counts the
+// dropped spans, and the trace of a proof made after the receiver came up
+// arrives whole.
+func TestServeStartsWithTheOTLPEndpointDownAndTracesArriveOnceItIsUp(t *testing.T) {
+	clearOTLPEnv(t)
+	addr, err := otlptest.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := otlptest.NewReceiver(addr)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	dropped0 := otelcuzk.DroppedSpans()
+	d := startDaemon(t, serveConfig{})
+	c := d.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Prove(ctx, client.Request{RequestID: "down-1", Circuit: "mulchain", Constraints: 256}); err != nil {
+		t.Fatalf("prove with the receiver down: %v", err)
+	}
+	waitFor(t, "no warning about the failed export:\n"+d.log.String(), 10*time.Second, func() bool {
+		return strings.Contains(d.log.String(), "span export failed") && otelcuzk.DroppedSpans() > dropped0
+	})
+
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Stop()
+	res, err := c.Prove(ctx, client.Request{RequestID: "up-2", Circuit: "mulchain", Constraints: 256})
+	if err != nil {
+		t.Fatalf("prove with the receiver up: %v", err)
+	}
+	waitFor(t, fmt.Sprintf("the second proof's trace %s did not arrive (%d spans received):\n%s", res.TraceID, len(recv.Spans()), d.log.String()), 10*time.Second, func() bool {
+		for _, s := range recv.Trace(res.TraceID) {
+			if s.Name == otelcuzk.SpanEngineJob {
+				return true
+			}
+		}
+		return false
+	})
+	if err := d.stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if n := strings.Count(d.log.String(), "span export failed"); n != 1 {
+		t.Errorf("%d warnings for one outage, want 1:\n%s", n, d.log.String())
+	}
+}
+
+// A misconfigured OTLP exporter is reported as itself, before any dial
+// (cuzk prove's reachability check) could report "unreachable" instead.
+func TestOTLPConfigErrorsAreReportedBeforeAnyProbe(t *testing.T) {
+	addr, err := otlptest.FreeAddr() // nothing listens: a probe would fail
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, endpoint, protocol, timeout, want string
+	}{
+		{"unknown protocol", "http://" + addr, "bogus", "", "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"negative timeout", "http://" + addr, "", "-5", "OTEL_EXPORTER_OTLP_TIMEOUT"},
+		{"missing scheme", addr, "", "", "needs a URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearOTLPEnv(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tc.protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", tc.timeout)
+			for _, args := range [][]string{
+				{"prove", "--backend", "cpu", "--circuit", "mulchain", "--constraints", "64",
+					"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")},
+				{"serve", "--backend", "cpu", "--listen", "127.0.0.1:0", "--metrics-listen", "",
+					"--trace-file", filepath.Join(dir, "t.jsonl")},
+			} {
+				_, _, err := runCuzk(t, args...)
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "unreachable") {
+					t.Errorf("%s: err = %v, want one naming %s", args[0], err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A run refused before any span ends leaves no empty trace file behind.
+func TestUnknownBackendLeavesNoTraceFile(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "cuzk-trace.jsonl")
+	for _, args := range [][]string{
+		{"prove", "--backend", "nosuch", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", trace},
+		{"serve", "--backend", "nosuch", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--trace-file", trace},
+	} {
+		if _, _, err := runCuzk(t, args...); err == nil || !strings.Contains(err.Error(), "nosuch") {
+			t.Errorf("%s --backend nosuch: err = %v", args[0], err)
+		}
+		if _, err := os.Stat(trace); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s --backend nosuch left %s (stat: %v)", args[0], trace, err)
+		}
+	}
+}
+
+// stuckGPU is the CPU backend under the name "cuda" whose ComputeH ignores
+// its context and blocks until release is closed: a runner the engine must
+// abandon at shutdown.
+type stuckGPU struct {
+	*prover.CPU
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (stuckGPU) Name() string { return "cuda" }
+
+func (g stuckGPU) ComputeH(context.Context, *fft.Domain, []fr.Element, []fr.Element, []fr.Element) error {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.release
+	return errors.New("released")
+}
+
+var (
+	stuckGPUOnce    sync.Once
+	stuckEntered    = make(chan struct{}, 1)
+	stuckRelease    = make(chan struct{})
+	stuckGPUFactory = "stuckcuda-test"
+)
+
+// Shutdown against an OTLP endpoint that accepts connections and never
+// answers, with a proof whose runner ignores cancellation: serve returns
+// within the bound `cuzk serve --help` states, and its last line counts the
+// abandoned job.
+func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
+	clearOTLPEnv(t)
+	stuckGPUOnce.Do(func() {
+		prover.RegisterBackend(stuckGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+			return stuckGPU{CPU: prover.NewCPU(o.TracerProvider), entered: stuckEntered, release: stuckRelease}, nil
+		})
+	})
+	bh, err := otlptest.NewBlackhole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bh.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", bh.URL())
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	const shutdownTimeout = 500 * time.Millisecond
+	d := startDaemon(t, serveConfig{backend: "cuda", cpuWorkers: 0, gpuFactory: stuckGPUFactory, shutdownTimeout: shutdownTimeout,
+		gpus: func() ([]cudaspans.DeviceInfo, error) {
+			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "stuck GPU", TotalMemory: 1 << 30}}, nil
+		}})
+	defer close(stuckRelease)
+	c := d.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go c.Prove(ctx, client.Request{RequestID: "stuck-1", Circuit: "mulchain", Constraints: 256})
+	select {
+	case <-stuckEntered:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the proof never reached the GPU:\n%s", d.log.String())
+	}
+	start := time.Now()
+	if err := d.stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	took := time.Since(start)
+	bound := shutdownBound(shutdownTimeout, time.Second)
+	t.Logf("shutdown took %v (bound %v)", took, bound)
+	if took > bound+500*time.Millisecond {
+		t.Errorf("shutdown took %v, over the stated bound %v:\n%s", took, bound, d.log.String())
+	}
+	lines := strings.Split(strings.TrimSpace(d.log.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "stopped:") || !strings.Contains(last, "1 abandoned at shutdown") {
+		t.Errorf("last line %q does not count the abandoned job:\n%s", last, d.log.String())
+	}
+}

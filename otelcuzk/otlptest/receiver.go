@@ -1,0 +1,191 @@
+// Package otlptest is a fake OTLP/HTTP trace receiver for tests: it records
+// the spans it is sent, can be stopped and started again on the same
+// address (a collector going down and coming back), and Blackhole is an
+// endpoint that accepts connections and never answers.
+package otlptest
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Span is what the receiver keeps of one span: hex ids and the name.
+type Span struct {
+	TraceID, SpanID, ParentID string
+	Name                      string
+}
+
+// Receiver serves OTLP/HTTP with binary protobuf bodies on /v1/traces (any
+// path is accepted) and records the spans. Its methods are safe for
+// concurrent use.
+type Receiver struct {
+	addr string
+
+	mu    sync.Mutex
+	spans []Span
+	srv   *http.Server
+	lis   net.Listener
+}
+
+// NewReceiver returns a stopped receiver that will listen on addr
+// (host:port; "127.0.0.1:0" picks a free port on the first Start).
+func NewReceiver(addr string) *Receiver { return &Receiver{addr: addr} }
+
+// FreeAddr returns a 127.0.0.1 address nothing listens on now, for a
+// receiver that starts later.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Start listens and serves; it retries for up to a second while the
+// address is still held (a restart on the same port). Starting a started
+// receiver is an error.
+func (r *Receiver) Start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv != nil {
+		return errors.New("otlptest: receiver already started")
+	}
+	var lis net.Listener
+	var err error
+	for deadline := time.Now().Add(time.Second); ; {
+		if lis, err = net.Listen("tcp", r.addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("otlptest: listen %s: %w", r.addr, err)
+	}
+	r.addr = lis.Addr().String()
+	r.lis = lis
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.serveHTTP), ReadHeaderTimeout: 5 * time.Second}
+	go r.srv.Serve(lis)
+	return nil
+}
+
+// Stop closes the listener and every connection: exports fail with
+// connection refused until the next Start. Stopping a stopped receiver does
+// nothing.
+func (r *Receiver) Stop() {
+	r.mu.Lock()
+	srv := r.srv
+	r.srv, r.lis = nil, nil
+	r.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// Addr is the host:port the receiver listens on (or will).
+func (r *Receiver) Addr() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addr
+}
+
+// URL is the endpoint for OTEL_EXPORTER_OTLP_ENDPOINT: "http://" + Addr.
+func (r *Receiver) URL() string { return "http://" + r.Addr() }
+
+// Spans returns a copy of the spans received so far, in arrival order.
+func (r *Receiver) Spans() []Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Span(nil), r.spans...)
+}
+
+// Trace returns the spans received of the trace with hex id traceID.
+func (r *Receiver) Trace(traceID string) []Span {
+	var out []Span
+	for _, s := range r.Spans() {
+		if s.TraceID == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m := &collectortrace.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(body, m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var got []Span
+	for _, rs := range m.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				got = append(got, Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name})
+			}
+		}
+	}
+	r.mu.Lock()
+	r.spans = append(r.spans, got...)
+	r.mu.Unlock()
+	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+// Blackhole accepts TCP connections on 127.0.0.1 and never reads or
+// answers: an OTLP export to it runs until its timeout.
+type Blackhole struct {
+	lis   net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// NewBlackhole starts a Blackhole on a free 127.0.0.1 port.
+func NewBlackhole() (*Blackhole, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b := &Blackhole{lis: lis}
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+		}
+	}()
+	return b, nil
+}
+
+// URL is the endpoint for OTEL_EXPORTER_OTLP_ENDPOINT.
+func (b *Blackhole) URL() string { return "http://" + b.lis.Addr().String() }
+
+// Close stops accepting and closes the held connections.
+func (b *Blackhole) Close() {
+	b.lis.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		c.Close()
+	}
+	b.conns = nil
+}

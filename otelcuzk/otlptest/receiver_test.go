@@ -1,0 +1,67 @@
+package otlptest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+func send(t *testing.T, url, name string) (traceID string, err error) {
+	t.Helper()
+	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithEndpoint(url),
+		otelcuzk.WithSyncExport(), otelcuzk.WithTimeout(500*time.Millisecond), otelcuzk.WithLogWriter(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := tel.TracerProvider.Tracer("t").Start(context.Background(), name)
+	s.End()
+	return s.SpanContext().TraceID().String(), tel.Shutdown(context.Background())
+}
+
+func TestReceiverRecordsStopsAndComesBackOnTheSameAddress(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReceiver(addr)
+	if _, err := send(t, r.URL(), "while down"); err == nil {
+		t.Fatal("export to a receiver not started succeeded")
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := send(t, r.URL(), "up")
+	if err != nil || len(r.Trace(id)) != 1 || r.Trace(id)[0].Name != "up" {
+		t.Fatalf("send while up: %v, trace %v", err, r.Trace(id))
+	}
+	r.Stop()
+	if _, err := send(t, r.URL(), "down again"); err == nil {
+		t.Fatal("export to a stopped receiver succeeded")
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	if r.Addr() != addr {
+		t.Fatalf("restarted on %s, want %s", r.Addr(), addr)
+	}
+	id, err = send(t, r.URL(), "back")
+	if err != nil || len(r.Trace(id)) != 1 || len(r.Spans()) != 2 {
+		t.Fatalf("send after restart: %v, %d spans in all", err, len(r.Spans()))
+	}
+}
+
+func TestBlackholeHoldsAnExportUntilItsTimeout(t *testing.T) {
+	b, err := NewBlackhole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	_, err = send(t, b.URL(), "lost")
+	if took := time.Since(start); err == nil || took < 400*time.Millisecond {
+		t.Fatalf("export to a blackhole: %v after %v, want a failure after the 500 ms timeout", err, took)
+	}
+}
