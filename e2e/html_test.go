@@ -118,3 +118,100 @@ func TestTraceHTMLRendersEverySpanInChromium(t *testing.T) {
 		}
 	}
 }
+
+// otlpLine writes spans (name, id, parent id, start and end in ms, string
+// attributes) of one trace as one OTLP JSON line, as otelcuzk's file
+// exporter writes it.
+func otlpLine(trace string, spans ...[]string) string {
+	const t0 = 1764400000000000000
+	var parts []string
+	for _, s := range spans {
+		var start, end float64
+		fmt.Sscan(s[3], &start)
+		fmt.Sscan(s[4], &end)
+		p := fmt.Sprintf(`{"traceId":"%s","spanId":"%s","name":"%s","kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d"`, trace, s[1], s[0], t0+int64(start*1e6), t0+int64(end*1e6))
+		if s[2] != "" {
+			p += fmt.Sprintf(`,"parentSpanId":"%s"`, s[2])
+		}
+		var attrs []string
+		for i := 5; i+1 < len(s); i += 2 {
+			attrs = append(attrs, fmt.Sprintf(`{"key":"%s","value":{"stringValue":"%s"}}`, s[i], s[i+1]))
+		}
+		if len(attrs) > 0 {
+			p += `,"attributes":[` + strings.Join(attrs, ",") + `]`
+		}
+		parts = append(parts, p+"}")
+	}
+	return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"cuzk"}}]},"scopeSpans":[{"spans":[` + strings.Join(parts, ",") + `]}]}]}`
+}
+
+// TestTraceDiffHTMLMarksMovedSpansInChromium: `cuzk trace diff A B --html
+// FILE` on the seed's story (synthesis 3.5 s faster; the release inside
+// the prove on B only, 2 s) writes a page that headless Chromium renders
+// with no network: both waterfalls drawn, on one axis (B's shorter root
+// ends before A's), B's prove and its release marked slower, the release
+// marked one-side-only, the verdicts listed.
+func TestTraceDiffHTMLMarksMovedSpansInChromium(t *testing.T) {
+	browser := chromiumBinary(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(otlpLine("0af7651916cd43dd8448eb211c80319c",
+		[]string{"engine.job", "0000000000000001", "", "0", "19300", "cuzk.circuit.id", "merkle"},
+		[]string{"pipeline.synthesize", "0000000000000002", "0000000000000001", "100", "10100"},
+		[]string{"pipeline.prove", "0000000000000003", "0000000000000001", "10100", "15100"},
+		[]string{"groth16.prove", "0000000000000004", "0000000000000003", "10150", "15050"},
+		[]string{"buffer.release", "0000000000000005", "0000000000000001", "15200", "19200", "cuzk.release.mode", "async"},
+	)+"\n"), 0o644)
+	os.WriteFile(b, []byte(otlpLine("4bf92f3577b34da6a3ce929d0e0e4736",
+		[]string{"engine.job", "0000000000000001", "", "0", "13650", "cuzk.circuit.id", "merkle"},
+		[]string{"pipeline.synthesize", "0000000000000002", "0000000000000001", "100", "6600"},
+		[]string{"pipeline.prove", "0000000000000003", "0000000000000001", "6600", "13600"},
+		[]string{"groth16.prove", "0000000000000004", "0000000000000003", "6650", "11550"},
+		[]string{"buffer.release", "0000000000000005", "0000000000000003", "11600", "13600", "cuzk.release.mode", "sync"},
+	)+"\n"), 0o644)
+	page := filepath.Join(dir, "diff.html")
+	stdout, _ := runProgram(t, time.Minute, nil, cuzkBin(t), "trace", "diff", a, b, "--threshold-ms", "100", "--html", page)
+	if !strings.Contains(stdout, "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B)") {
+		t.Errorf("no verdict naming the release:\n%s", stdout)
+	}
+
+	dom := chromium(t, browser, []string{"--dump-dom"}, page)
+	if !strings.Contains(dom, `data-rendered="a:5 b:5"`) {
+		t.Fatalf("the script did not draw 5 rows a side:\n%s", tail([]byte(dom), 3000))
+	}
+	row := func(side, path string) string {
+		m := regexp.MustCompile(`<tr class="([^"]*)" data-side="` + side + `" data-path="` + regexp.QuoteMeta(path) + `" data-bar-end="([0-9.]+)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("no row for %s %s", side, path)
+		}
+		return m[1] + " end=" + m[2]
+	}
+	for _, c := range []struct{ side, path, want string }{
+		{"a", "engine.job", "span-row moved faster end=100.0"},
+		{"b", "engine.job", "span-row moved faster end=70.7"}, // one axis: 13650 of 19300 ms
+		{"b", "engine.job/pipeline.prove", "span-row moved slower end=70.5"},
+		{"b", "engine.job/pipeline.prove/buffer.release", "span-row moved slower only end=70.5"},
+		{"a", "engine.job/buffer.release", "span-row moved faster only end=99.5"},
+		{"b", "engine.job/pipeline.prove/groth16.prove", "span-row end=59.8"},
+	} {
+		if got := row(c.side, c.path); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.side, c.path, got, c.want)
+		}
+	}
+	if !strings.Contains(dom, "<li>pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms</li>") {
+		t.Error("the verdict is not listed")
+	}
+	shot := filepath.Join(dir, "diff.png")
+	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=1600,500", "--hide-scrollbars"}, page)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	if keep := os.Getenv("OTELCUZK_E2E_KEEP"); keep != "" {
+		os.MkdirAll(keep, 0o755)
+		for _, f := range []string{page, shot} {
+			if b, err := os.ReadFile(f); err == nil {
+				os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
+			}
+		}
+	}
+}

@@ -63,6 +63,9 @@ func noArgs(c *cli.Context) error {
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "cuzk:", err)
+		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() > 1 {
+			os.Exit(ec.ExitCode()) // cuzk trace diff --fail-over: 2
+		}
 		os.Exit(1)
 	}
 }

@@ -29,6 +29,7 @@ summary of where the time went by layer.
    cuzk trace TRACE_ID --jaeger http://localhost:16686   Jaeger's query API
    cuzk trace TRACE_ID --tempo http://localhost:3200     Tempo's /api/traces/<id>
    cuzk trace ./cuzk-trace.jsonl                         local OTLP JSON lines
+   cuzk trace diff A B                                   where the time moved between two runs
 
 A FILE is read streaming, in bounded memory whatever its size: without
 --trace-id the trace that starts last is shown and the others are listed
@@ -47,7 +48,8 @@ to open in a browser.`,
 			&cli.BoolFlag{Name: "ascii", Usage: "draw bars with ASCII characters"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "limit for reading from Jaeger or Tempo"},
 		},
-		Action: runTrace,
+		Subcommands: []*cli.Command{traceDiffCommand()},
+		Action:      runTrace,
 	})
 }
 
@@ -182,7 +184,7 @@ func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, 
 	default:
 		col, err := readTraceFile(warn, arg, 0, traceID, tracefile.CollectOptions{})
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, fmt.Errorf("trace: %w", err)
 		}
 		if traceID == "" {
 			latest, _ := col.Latest()
@@ -209,9 +211,9 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && looksLikeTraceID(path) {
-			return nil, fmt.Errorf("trace: %s is not a file; for a trace id give --jaeger URL or --tempo URL", path)
+			return nil, fmt.Errorf("%s is not a file; for a trace id give --jaeger URL or --tempo URL", path)
 		}
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("%w", err)
 	}
 	defer f.Close()
 	// The exporter writes each line whole with O_APPEND, so where the file
@@ -220,7 +222,7 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	var r io.Reader = f
 	if st, err := f.Stat(); err == nil && offset > 0 && offset <= st.Size() {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			return nil, fmt.Errorf("trace: %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	col := tracefile.NewCollector(opts)
@@ -231,19 +233,19 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	}, skips.skip)
 	skips.done()
 	if err != nil {
-		return nil, fmt.Errorf("trace: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c := col.Collection()
 	if len(c.Summaries) == 0 {
 		switch {
 		case traceID != "" && skips.n > 0:
-			return nil, fmt.Errorf("trace: trace %s: not found in %s (%d unreadable lines skipped)", traceID, path, skips.n)
+			return nil, fmt.Errorf("trace %s: not found in %s (%d unreadable lines skipped)", traceID, path, skips.n)
 		case traceID != "":
-			return nil, fmt.Errorf("trace: trace %s: not found in %s", traceID, path)
+			return nil, fmt.Errorf("trace %s: not found in %s", traceID, path)
 		case skips.n > 0:
-			return nil, fmt.Errorf("trace: %s holds no readable spans (%d lines skipped): %w", path, skips.n, skips.first)
+			return nil, fmt.Errorf("%s holds no readable spans (%d lines skipped): %w", path, skips.n, skips.first)
 		default:
-			return nil, fmt.Errorf("trace: %s holds no spans", path)
+			return nil, fmt.Errorf("%s holds no spans", path)
 		}
 	}
 	for _, s := range c.Summaries {

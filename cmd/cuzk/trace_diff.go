@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+	"github.com/urfave/cli/v2"
+)
+
+// exitRegressed is cuzk trace diff's exit status when --fail-over trips
+// (1 stays for errors: bad input, unreadable files).
+const exitRegressed = 2
+
+func traceDiffCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "compare two runs layer by layer: where did the time move",
+		ArgsUsage: "A B",
+		Description: `Compares two traces, or two sets of traces, span path by span path, and says
+which layers moved. A and B are each:
+
+   FILE                    an OTLP JSON lines trace file: its last trace, or
+                           --trace-id-a/--trace-id-b ID, or a set: --last N
+                           (the N traces that start last) or --all (every
+                           engine.job trace of the file)
+   TRACE_ID                with --jaeger URL or --tempo URL
+
+Spans are matched by their path of names from the root (engine.job/
+pipeline.prove/groth16.prove/msm.g1.a, kernel spans included). Spans that
+repeat a name under one parent are summed (their count is shown as ×A/B):
+numbering them would pair unrelated launches when the counts differ. For a
+set, each path's time is the median over the set's traces (a trace without
+the path counts 0).
+
+The output is the tree of paths with A, B, the change in ms and % and the
+untraced time of each side, the largest moves first at every level, paths
+on one side only marked; then one verdict line per layer (a span with
+children) that moved by --threshold-ms and --threshold-pct or more, e.g.
+"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms".
+
+--fail-over PCT exits with status 2 when the layer --fail-layer names (a
+path or a span name, its shallowest occurrence; default: the root span, i.e.
+the whole job) is more than PCT % slower on B than on A. Errors exit 1.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL`; A and B that are not files are trace ids"},
+			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; A and B that are not files are trace ids"},
+			&cli.StringFlag{Name: "trace-id-a", Usage: "with a FILE as A, its trace of this `ID`"},
+			&cli.StringFlag{Name: "trace-id-b", Usage: "with a FILE as B, its trace of this `ID`"},
+			&cli.IntFlag{Name: "last", Usage: "compare the medians of the last `N` traces of each FILE"},
+			&cli.BoolFlag{Name: "all", Usage: "compare the medians of every engine.job trace of each FILE"},
+			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a layer moved when it changed by at least `MS` ms ..."},
+			&cli.Float64Flag{Name: "threshold-pct", Value: 5, Usage: "... and by at least `PCT` % of A"},
+			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
+			&cli.Float64Flag{Name: "fail-over", Value: -1, Usage: "exit 2 when --fail-layer is more than `PCT` % slower on B"},
+			&cli.StringFlag{Name: "fail-layer", Usage: "the layer --fail-over checks: a path or span `NAME` (default: the root)"},
+			&cli.StringFlag{Name: "html", Usage: "also write both waterfalls on one time axis, moved spans marked, to `FILE`"},
+			&cli.IntFlag{Name: "depth", Usage: "print tree levels down to `N` (0: all)"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "limit for reading from Jaeger or Tempo"},
+		},
+		OnUsageError: usageError,
+		Action:       runTraceDiff,
+	}
+}
+
+func runTraceDiff(c *cli.Context) error {
+	defer limitMemory()()
+	flags, args, err := interspersed(c, "trace diff")
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return fmt.Errorf("trace diff: want two arguments, A and B (files, or trace ids with --jaeger/--tempo), got %d", len(args))
+	}
+	if flags.String("jaeger") != "" && flags.String("tempo") != "" {
+		return errors.New("trace diff: give --jaeger or --tempo, not both")
+	}
+	if flags.Int("last") < 0 {
+		return fmt.Errorf("trace diff: --last %d: want a positive count", flags.Int("last"))
+	}
+	if flags.Int("last") > 0 && flags.Bool("all") {
+		return errors.New("trace diff: give --last N or --all, not both")
+	}
+	if flags.Float64("threshold-ms") < 0 || flags.Float64("threshold-pct") < 0 {
+		return errors.New("trace diff: thresholds must not be negative")
+	}
+	errOut := c.App.ErrWriter
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	out := c.App.Writer
+	if out == nil {
+		out = os.Stdout
+	}
+	src := diffSource{
+		warn: errOut, jaeger: flags.String("jaeger"), tempo: flags.String("tempo"),
+		last: flags.Int("last"), all: flags.Bool("all"), timeout: flags.Duration("timeout"),
+	}
+	a, err := src.load(c.Context, "A", args[0], flags.String("trace-id-a"))
+	if err != nil {
+		return err
+	}
+	b, err := src.load(c.Context, "B", args[1], flags.String("trace-id-b"))
+	if err != nil {
+		return err
+	}
+	d, err := tracefile.DiffProfiles(a.profiles, b.profiles, tracefile.DiffOptions{
+		ThresholdMS: flags.Float64("threshold-ms"), ThresholdPct: flags.Float64("threshold-pct"),
+	})
+	if err != nil {
+		return fmt.Errorf("trace diff: %w", err)
+	}
+	if flags.Bool("json") {
+		err = tracefile.WriteDiffJSON(out, d)
+	} else {
+		fmt.Fprintf(out, "A: %s\nB: %s\n", a.source, b.source)
+		err = tracefile.WriteDiff(out, d, flags.Int("depth"))
+	}
+	if err != nil {
+		return fmt.Errorf("trace diff: %w", err)
+	}
+	if path := flags.String("html"); path != "" {
+		if err := writeFileAtomic(path, func(w io.Writer) error { return tracefile.WriteDiffHTML(w, d, a.spans, b.spans) }); err != nil {
+			return fmt.Errorf("trace diff: --html: %w", err)
+		}
+		if !flags.Bool("json") {
+			fmt.Fprintf(out, "\nHTML diff: %s\n", path)
+		}
+	}
+	if pct := flags.Float64("fail-over"); pct >= 0 {
+		return checkRegression(d, flags.String("fail-layer"), pct)
+	}
+	return nil
+}
+
+// checkRegression returns an exit status 2 error when the layer named
+// (default: the first root on both sides) is more than pct % slower on B.
+func checkRegression(d *tracefile.Diff, layer string, pct float64) error {
+	var n *tracefile.DiffNode
+	if layer != "" {
+		if n = d.Find(layer); n == nil {
+			return fmt.Errorf("trace diff: --fail-layer %s: no such span path or name in either side", layer)
+		}
+	} else {
+		for _, r := range d.Roots {
+			if !r.OnlyA() && !r.OnlyB() {
+				n = r
+				break
+			}
+		}
+	}
+	if p := n.Pct(); p > pct {
+		by := fmt.Sprintf("%.1f %%", p)
+		if math.IsInf(p, 1) {
+			by = "new on B"
+		}
+		return cli.Exit(fmt.Sprintf("trace diff: %s regressed: %s (%s), over --fail-over %g %%", n.Path, tracefile.FormatDelta(n.Delta()), by, pct), exitRegressed)
+	}
+	return nil
+}
+
+// diffSource reads one side of a diff.
+type diffSource struct {
+	warn          io.Writer
+	jaeger, tempo string
+	last          int
+	all           bool
+	timeout       time.Duration
+}
+
+// diffSide is one side, reduced: a profile per trace and the spans of the
+// trace whose duration is the median (for the HTML).
+type diffSide struct {
+	source   string
+	profiles []tracefile.Profile
+	spans    []tracefile.Span
+}
+
+func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diffSide, error) {
+	if traceID != "" {
+		id, err := tracefile.NormalizeTraceID(traceID)
+		if err != nil {
+			return nil, fmt.Errorf("trace diff: --trace-id-%c %s: not a trace id (want up to 32 hex digits)", label[0]+'a'-'A', traceID)
+		}
+		traceID = id
+	}
+	if st, err := os.Stat(arg); (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "") {
+		return s.loadRemote(ctx, label, arg, traceID)
+	}
+	opts := tracefile.CollectOptions{MaxKeptBytes: tracefile.DefaultMaxKeptBytes / 2}
+	if s.last > 0 && traceID == "" {
+		opts.MaxTraces = s.last
+	}
+	col, err := readTraceFile(s.warn, arg, 0, traceID, opts)
+	if err != nil {
+		return nil, fmt.Errorf("trace diff: %s: %w", label, err)
+	}
+	kept := col.Kept()
+	var chosen []tracefile.TraceSummary
+	switch {
+	case traceID != "":
+		chosen = kept
+		if len(chosen) == 0 {
+			return nil, fmt.Errorf("trace diff: %s: trace %s: not found in %s", label, traceID, arg)
+		}
+	case s.all || s.last > 0:
+		if s.all && col.Evicted > 0 {
+			return nil, fmt.Errorf("trace diff: %s: %s holds more traces than fit in memory (%d kept of %d); use --last N", label, arg, len(kept), len(col.Summaries))
+		}
+		for _, t := range kept {
+			if t.Root == otelcuzk.SpanEngineJob {
+				chosen = append(chosen, t)
+			}
+		}
+		if len(chosen) == 0 { // not a daemon's file: every trace is a run
+			chosen = kept
+		}
+	default:
+		latest, _ := col.Latest()
+		chosen = []tracefile.TraceSummary{latest}
+		if n := len(col.Summaries); n > 1 {
+			fmt.Fprintf(s.warn, "cuzk: %s: %s holds %d traces; comparing the last (%s); --trace-id-%c, --last N or --all for others\n", label, arg, n, latest.ID, label[0]+'a'-'A')
+		}
+	}
+	side := &diffSide{}
+	var reps []tracefile.Trace
+	for _, sum := range chosen {
+		for _, t := range tracefile.BuildTraces(col.Spans[sum.ID]) {
+			if t.ID == sum.ID {
+				side.profiles = append(side.profiles, tracefile.ProfileOf(t))
+				reps = append(reps, t)
+			}
+		}
+	}
+	med := medianTrace(reps)
+	side.spans = col.Spans[med]
+	if len(side.profiles) == 1 {
+		side.source = fmt.Sprintf("%s, trace %s", arg, side.profiles[0].TraceID)
+	} else {
+		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, len(side.profiles), med)
+	}
+	return side, nil
+}
+
+// medianTrace returns the id of the trace whose duration is the median.
+func medianTrace(ts []tracefile.Trace) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	s := slices.Clone(ts)
+	slices.SortFunc(s, func(a, b tracefile.Trace) int { return int(a.Duration() - b.Duration()) })
+	return s[(len(s)-1)/2].ID
+}
+
+func (s diffSource) loadRemote(ctx context.Context, label, arg, traceID string) (*diffSide, error) {
+	if s.last > 0 || s.all || traceID != "" {
+		return nil, fmt.Errorf("trace diff: %s: --last, --all and --trace-id-* take a FILE; with --jaeger or --tempo, A and B are trace ids", label)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	client := &http.Client{Timeout: s.timeout}
+	var spans []tracefile.Span
+	var err error
+	if s.jaeger != "" {
+		spans, err = tracefile.FetchJaeger(ctx, client, s.jaeger, arg)
+	} else {
+		spans, err = tracefile.FetchTempo(ctx, client, s.tempo, arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace diff: %s: %w", label, err)
+	}
+	traces := tracefile.BuildTraces(spans)
+	if len(traces) == 0 {
+		return nil, fmt.Errorf("trace diff: %s: trace %s has no spans", label, arg)
+	}
+	return &diffSide{source: "trace " + traces[0].ID, profiles: []tracefile.Profile{tracefile.ProfileOf(traces[0])}, spans: spans}, nil
+}
+
+// interspersed parses c's arguments with flags allowed between and after
+// them (urfave/cli stops at the first argument; `cuzk trace diff A B
+// --json` is the natural order). Flags given before the arguments are
+// applied first, so those after them win.
+func interspersed(c *cli.Context, name string) (*cli.Context, []string, error) {
+	set := flag.NewFlagSet(name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(set); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	var setErr error
+	set.VisitAll(func(f *flag.Flag) {
+		if c.IsSet(f.Name) && setErr == nil {
+			setErr = set.Set(f.Name, fmt.Sprint(c.Value(f.Name)))
+		}
+	})
+	if setErr != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, setErr)
+	}
+	rest := c.Args().Slice()
+	var args []string
+	for len(rest) > 0 {
+		if err := set.Parse(rest); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rest = set.Args()
+		if len(rest) > 0 {
+			args = append(args, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return cli.NewContext(c.App, set, c), args, nil
+}
+
+// writeFileAtomic writes path through write: the file appears whole or not
+// at all.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// otlpSpan is one span of a constructed trace file line.
+type otlpSpan struct {
+	id, parent, name string
+	start, end       float64 // ms after t0
+	attrs            map[string]string
+}
+
+// otlpLine writes spans of trace as one OTLP JSON line, as the exporter does.
+func otlpLine(trace string, spans []otlpSpan) string {
+	const t0 = 1764400000000000000
+	var parts []string
+	for _, s := range spans {
+		m := map[string]any{
+			"traceId": trace, "spanId": s.id, "name": s.name, "kind": 1,
+			"startTimeUnixNano": fmt.Sprint(t0 + int64(s.start*1e6)), "endTimeUnixNano": fmt.Sprint(t0 + int64(s.end*1e6)),
+		}
+		if s.parent != "" {
+			m["parentSpanId"] = s.parent
+		}
+		var attrs []any
+		for k, v := range s.attrs {
+			attrs = append(attrs, map[string]any{"key": k, "value": map[string]any{"stringValue": v}})
+		}
+		if attrs != nil {
+			m["attributes"] = attrs
+		}
+		b, _ := json.Marshal(m)
+		parts = append(parts, string(b))
+	}
+	return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"cuzk"}}]},"scopeSpans":[{"spans":[` + strings.Join(parts, ",") + `]}]}]}`
+}
+
+// seedRun is one proof of the seed's story: release "async" frees the
+// buffers after the prove, "sync" inside it; synth is the synthesis in ms.
+func seedRun(trace, release, circuit string, synth float64) string {
+	p := 100 + synth
+	job := map[string]string{"cuzk.circuit.id": circuit}
+	rel := map[string]string{"cuzk.release.mode": release}
+	spans := []otlpSpan{
+		{"0000000000000001", "", "engine.job", 0, 0, job},
+		{"0000000000000002", "0000000000000001", "engine.queue", 0, 100, nil},
+		{"0000000000000003", "0000000000000001", "pipeline.synthesize", 100, p, nil},
+		{"0000000000000004", "0000000000000001", "pipeline.prove", p, 0, nil},
+		{"0000000000000005", "0000000000000004", "groth16.prove", p + 50, p + 4950, nil},
+		{"0000000000000006", "0000000000000005", "msm.g1.a", p + 100, p + 2100, nil},
+	}
+	if release == "sync" {
+		spans = append(spans, otlpSpan{"0000000000000007", "0000000000000004", "buffer.release", p + 5000, p + 7000, rel})
+		spans[3].end, spans[0].end = p+7000, p+7050
+	} else {
+		spans = append(spans, otlpSpan{"0000000000000007", "0000000000000001", "buffer.release", p + 5100, p + 9100, rel})
+		spans[3].end, spans[0].end = p+5000, p+9200
+	}
+	return otlpLine(trace, spans)
+}
+
+const (
+	idA = "0af7651916cd43dd8448eb211c80319c"
+	idB = "4bf92f3577b34da6a3ce929d0e0e4736"
+)
+
+func writeLines(t *testing.T, name string, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The seed's story from two trace files: the verdict names the release
+// inside the prove on B; --json and --html; --fail-over exits 2 only when
+// the chosen layer regressed by more.
+func TestTraceDiffFilesNamesTheCause(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "merkle", 6500))
+	page := filepath.Join(t.TempDir(), "diff.html")
+	out, err := runTraceCmd(t, "trace", "diff", a, b, "--threshold-ms", "100", "--html", page)
+	if err != nil {
+		t.Fatalf("trace diff: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms",
+		"[only A]", "[only B]", "trace " + idA, "trace " + idB, "HTML diff: " + page,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(html), `"path":"engine.job/pipeline.prove/buffer.release"`) || !strings.Contains(string(html), "<!DOCTYPE html>") {
+		t.Errorf("HTML page: %v", err)
+	}
+
+	out, err = runTraceCmd(t, "trace", "diff", "--json", a, b)
+	var doc struct{ Verdicts []string }
+	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Verdicts) == 0 {
+		t.Errorf("--json: %v\n%s", err, out)
+	}
+
+	// B is faster overall (−5.7 s): the root did not regress ...
+	if _, err := runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "5"); err != nil {
+		t.Errorf("--fail-over on a faster run: %v", err)
+	}
+	// ... but pipeline.prove did, by 40 %.
+	_, err = runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "5", "--fail-layer", "pipeline.prove")
+	ec, ok := err.(cli.ExitCoder)
+	if !ok || ec.ExitCode() != exitRegressed || !strings.Contains(err.Error(), "engine.job/pipeline.prove regressed: +2.0 s (40.0 %)") {
+		t.Errorf("--fail-layer pipeline.prove: %v, want exit %d naming the regression", err, exitRegressed)
+	}
+	if _, err := runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "50", "--fail-layer", "pipeline.prove"); err != nil {
+		t.Errorf("a 40 %% regression under --fail-over 50: %v", err)
+	}
+}
+
+// Sets: --all and --last N compare medians per path over the jobs of each
+// file; without them a file of several traces gives its last, with a note.
+func TestTraceDiffSetsOfTraces(t *testing.T) {
+	var la, lb []string
+	for i, synth := range []float64{10000, 30000, 11000} {
+		la = append(la, seedRun(fmt.Sprintf("%032x", i+1), "sync", "merkle", synth))
+	}
+	for i, synth := range []float64{6000, 7000, 90000} {
+		lb = append(lb, seedRun(fmt.Sprintf("%032x", i+11), "sync", "merkle", synth))
+	}
+	a, b := writeLines(t, "a.jsonl", la...), writeLines(t, "b.jsonl", lb...)
+	out, err := runTraceCmd(t, "trace", "diff", a, b, "--all", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synth := func(out string) (float64, float64) {
+		var doc struct {
+			Nodes []struct {
+				Children []struct {
+					Path string
+					AMS  float64 `json:"a_ms"`
+					BMS  float64 `json:"b_ms"`
+				}
+			}
+		}
+		json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &doc)
+		for _, c := range doc.Nodes[0].Children {
+			if c.Path == "engine.job/pipeline.synthesize" {
+				return c.AMS, c.BMS
+			}
+		}
+		t.Fatalf("no synthesis in %s", out)
+		return 0, 0
+	}
+	if sa, sb := synth(out); sa != 11000 || sb != 7000 {
+		t.Errorf("--all: synthesis medians %v, %v; want 11000, 7000", sa, sb)
+	}
+	out, err = runTraceCmd(t, "trace", "diff", a, b, "--last", "2", "--json")
+	if sa, sb := synth(out); err != nil || sa != 20500 || sb != 48500 {
+		t.Errorf("--last 2: synthesis medians %v, %v (%v); want 20500, 48500 (ties in start broken by trace id)", sa, sb, err)
+	}
+	out, err = runTraceCmd(t, "trace", "diff", a, b)
+	if err != nil || !strings.Contains(out, "holds 3 traces; comparing the last") {
+		t.Errorf("several traces without a choice: %v\n%s", err, out)
+	}
+}
+
+// Malformed and mismatched inputs: one clear line, non-zero exit.
+func TestTraceDiffBadInput(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "mulchain", 6500))
+	garbage := writeLines(t, "g.jsonl", "{not json")
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"one argument":      {[]string{a}, "want two arguments"},
+		"different circuit": {[]string{a, b}, "A is of circuit merkle, B of mulchain"},
+		"missing trace id":  {[]string{a, a, "--trace-id-b", idB}, "B: trace " + idB + ": not found"},
+		"not a trace id":    {[]string{a, a, "--trace-id-a", "xyz"}, "--trace-id-a xyz: not a trace id"},
+		"malformed file":    {[]string{a, garbage}, "holds no readable spans"},
+		"missing file":      {[]string{a, filepath.Join(t.TempDir(), "nope")}, "no such file"},
+		"unknown layer":     {[]string{a, a, "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
+		"last and all":      {[]string{a, a, "--last", "2", "--all"}, "not both"},
+		"remote with last":  {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1", "--last", "2"}, "take a FILE"},
+		"unreachable":       {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1"}, "127.0.0.1:1"},
+	} {
+		out, err := runTraceCmd(t, append([]string{"trace", "diff"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want one line containing %q (output %q)", name, err, c.want, out)
+		}
+		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() == exitRegressed {
+			t.Errorf("%s: an input error exits %d, the regression status", name, exitRegressed)
+		}
+	}
+}
+
+// A large input streams: a side whose file begins with a 100 MiB line of
+// zero bytes (over the 64 MiB cap) is read past it, with a note, and
+// compared.
+func TestTraceDiffStreamsLargeInput(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := filepath.Join(t.TempDir(), "b.jsonl")
+	f, _ := os.Create(b)
+	f.Truncate(100 << 20)
+	f.Seek(0, 2)
+	f.WriteString("\n" + seedRun(idB, "sync", "merkle", 6500) + "\n")
+	f.Close()
+	out, err := runTraceCmd(t, "trace", "diff", a, b, "--threshold-ms", "100")
+	if err != nil || !strings.Contains(out, "longer than 67108864 bytes, skipped") || !strings.Contains(out, "buffer.release +2.0 s (sync on B)") {
+		t.Errorf("diff past a 100 MiB line: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,723 @@
+package tracefile
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// ErrMismatch is wrapped by DiffProfiles' errors for inputs that cannot be
+// compared: traces of different circuits or with no root span in common.
+var ErrMismatch = errors.New("traces cannot be compared")
+
+// PathSep joins span names into a DiffNode.Path for display.
+const PathSep = "/"
+
+// keySep joins names in path keys: span names may hold PathSep (a gRPC
+// server span is "cuzk.v1.ProvingEngine/Prove"), never a unit separator.
+const keySep = "\x1f"
+
+// PathStat is the time of every span on one path of one trace. Spans that
+// repeat a name under the same parent (the MSM's kernel launches, the
+// release of each buffer) are summed, not numbered: their count may differ
+// from run to run (one more window, one more buffer) and numbering would
+// then pair unrelated spans.
+type PathStat struct {
+	Duration time.Duration // summed; overlapping spans each count in full
+	Untraced time.Duration // summed Node.Untraced
+	Count    int           // spans on the path
+	// Attrs holds the string and bool attributes with one value over all
+	// the spans of the path (values as text), to name what changed.
+	Attrs map[string]string
+}
+
+// Profile is one trace reduced to its paths: what DiffProfiles compares.
+// It is small (one PathStat per distinct path), so many traces can be
+// profiled while only one trace's spans are held.
+type Profile struct {
+	TraceID string
+	Root    string        // name of the first root span
+	Circuit string        // "<cuzk.circuit.id> <cuzk.circuit.constraints>" of the first span that has them, "" if none
+	Total   time.Duration // the trace's duration
+	paths   map[string]*PathStat
+}
+
+// Path returns the stats of the path of names from the root, or nil.
+func (p Profile) Path(names ...string) *PathStat { return p.paths[strings.Join(names, keySep)] }
+
+// ProfileOf reduces t to its paths: each span's path is the names from its
+// root down to it joined by PathSep (`engine.job/pipeline.prove/
+// groth16.prove/msm.g1.a`), kernel spans included; the processor's own
+// `untraced` spans are left out (their time is the parent's Untraced).
+func ProfileOf(t Trace) Profile {
+	p := Profile{TraceID: t.ID, Total: t.Duration(), paths: map[string]*PathStat{}}
+	if len(t.Roots) > 0 {
+		p.Root = t.Roots[0].Name
+	}
+	var walk func(n *Node, prefix string)
+	walk = func(n *Node, prefix string) {
+		if n.Name == otelcuzk.SpanUntraced {
+			return
+		}
+		path := n.Name
+		if prefix != "" {
+			path = prefix + keySep + n.Name
+		}
+		st := p.paths[path]
+		if st == nil {
+			st = &PathStat{Attrs: map[string]string{}}
+			for k, v := range n.Attrs {
+				if s, ok := attrText(v); ok {
+					st.Attrs[k] = s
+				}
+			}
+			p.paths[path] = st
+		} else {
+			for k, v := range st.Attrs {
+				if s, ok := attrText(n.Attrs[k]); !ok || s != v {
+					delete(st.Attrs, k)
+				}
+			}
+		}
+		st.Duration += n.Duration()
+		st.Untraced += n.Untraced
+		st.Count++
+		if p.Circuit == "" {
+			if id, ok := n.Attrs[string(otelcuzk.KeyCircuitID)].(string); ok {
+				p.Circuit = strings.TrimSpace(fmt.Sprintf("%s %v", id, n.Attrs[string(otelcuzk.KeyCircuitConstraints)]))
+				p.Circuit = strings.TrimSuffix(p.Circuit, " <nil>")
+			}
+		}
+		for _, c := range n.Children {
+			walk(c, path)
+		}
+	}
+	for _, r := range t.Roots {
+		walk(r, "")
+	}
+	return p
+}
+
+func attrText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+// DiffOptions sets what counts as a move. Zero values mean the defaults.
+type DiffOptions struct {
+	ThresholdMS  float64 // a layer moved when |B − A| ≥ ThresholdMS ms (default 1) ...
+	ThresholdPct float64 // ... and |B − A| ≥ ThresholdPct % of A (default 5)
+}
+
+// DiffNode is one path in both sides: the medians over each side's traces
+// of the path's PathStat (a trace without the path counts as 0, so a span
+// present in half the runs shows half its time).
+type DiffNode struct {
+	Path                 string
+	Name                 string
+	Depth                int // 0 for a root
+	A, B                 time.Duration
+	UntracedA, UntracedB time.Duration
+	CountA, CountB       float64 // median span counts
+	TracesA, TracesB     int     // traces of each side that have the path
+	// AttrsA and AttrsB: attributes with one value over every span of the
+	// path on that side (see PathStat.Attrs).
+	AttrsA, AttrsB map[string]string
+	Children       []*DiffNode // largest |B − A| first
+}
+
+// Delta is B − A.
+func (n *DiffNode) Delta() time.Duration { return n.B - n.A }
+
+// Pct is (B − A) / A in percent; +Inf for a path that is new on B, 0 when
+// both are 0.
+func (n *DiffNode) Pct() float64 {
+	if n.A == 0 {
+		if n.B == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return 100 * float64(n.B-n.A) / float64(n.A)
+}
+
+// OnlyA and OnlyB say the path is on one side only.
+func (n *DiffNode) OnlyA() bool { return n.TracesB == 0 }
+func (n *DiffNode) OnlyB() bool { return n.TracesA == 0 }
+
+// Diff compares two sets of traces path by path.
+type Diff struct {
+	TracesA, TracesB     int
+	TotalA, TotalB       time.Duration // median trace durations
+	UntracedA, UntracedB time.Duration // median untraced time over all spans of a trace
+	Roots                []*DiffNode   // largest |B − A| first
+	// Verdicts: one line per layer (a path with children) that moved
+	// beyond the thresholds, in tree order, naming the children that moved
+	// and the layer's own untraced change, e.g.
+	// "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced −0.1 s".
+	Verdicts []string
+	opts     DiffOptions
+	byKey    map[string]*DiffNode // by the path key (names joined by keySep)
+}
+
+// Walk calls f on every node, depth first in the order of Children.
+func (d *Diff) Walk(f func(n *DiffNode)) {
+	var walk func(ns []*DiffNode)
+	walk = func(ns []*DiffNode) {
+		for _, n := range ns {
+			f(n)
+			walk(n.Children)
+		}
+	}
+	walk(d.Roots)
+}
+
+// Find returns the node whose path is name, else the shallowest node
+// named name (first in walk order), or nil.
+func (d *Diff) Find(name string) *DiffNode {
+	var byPath, byName *DiffNode
+	d.Walk(func(n *DiffNode) {
+		if n.Path == name && byPath == nil {
+			byPath = n
+		}
+		if n.Name == name && (byName == nil || n.Depth < byName.Depth) {
+			byName = n
+		}
+	})
+	if byPath != nil {
+		return byPath
+	}
+	return byName
+}
+
+// Moved says whether n moved beyond the thresholds (a path on one side
+// only moved when its time passes ThresholdMS).
+func (d *Diff) Moved(n *DiffNode) bool {
+	delta := math.Abs(ms(n.Delta()))
+	if delta < d.opts.ThresholdMS {
+		return false
+	}
+	return n.A == 0 || math.Abs(n.Pct()) >= d.opts.ThresholdPct
+}
+
+// DiffProfiles compares side A's traces with side B's (one or more each):
+// paths matched by name, medians per path on each side, the tree sorted by
+// the size of each move, verdict lines for the layers that moved. It
+// returns an error wrapping ErrMismatch when the sides (or the traces of
+// one side) are of different circuits, or when the sides share no root
+// span name; and an error when a side is empty.
+func DiffProfiles(a, b []Profile, opts DiffOptions) (*Diff, error) {
+	if opts.ThresholdMS <= 0 {
+		opts.ThresholdMS = 1
+	}
+	if opts.ThresholdPct <= 0 {
+		opts.ThresholdPct = 5
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return nil, errors.New("tracefile: diff: a side has no trace")
+	}
+	ca, err := sideCircuit("A", a)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := sideCircuit("B", b)
+	if err != nil {
+		return nil, err
+	}
+	if ca != cb && ca != "" && cb != "" {
+		return nil, fmt.Errorf("tracefile: diff: %w: A is of circuit %s, B of %s", ErrMismatch, ca, cb)
+	}
+	rootsA, rootsB := rootNames(a), rootNames(b)
+	if !slices.ContainsFunc(rootsA, func(r string) bool { return slices.Contains(rootsB, r) }) {
+		return nil, fmt.Errorf("tracefile: diff: %w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(rootsA, ", "), strings.Join(rootsB, ", "))
+	}
+
+	d := &Diff{TracesA: len(a), TracesB: len(b), opts: opts}
+	d.TotalA, d.TotalB = medianOf(a, func(p Profile) time.Duration { return p.Total }), medianOf(b, func(p Profile) time.Duration { return p.Total })
+	untracedSum := func(p Profile) time.Duration {
+		var s time.Duration
+		for _, st := range p.paths {
+			s += st.Untraced
+		}
+		return s
+	}
+	d.UntracedA, d.UntracedB = medianOf(a, untracedSum), medianOf(b, untracedSum)
+
+	paths := map[string]bool{}
+	for _, side := range [][]Profile{a, b} {
+		for _, p := range side {
+			for path := range p.paths {
+				paths[path] = true
+			}
+		}
+	}
+	nodes := make(map[string]*DiffNode, len(paths))
+	d.byKey = nodes
+	sorted := make([]string, 0, len(paths))
+	for path := range paths {
+		sorted = append(sorted, path)
+	}
+	sort.Strings(sorted) // parents before children
+	for _, path := range sorted {
+		n := &DiffNode{Path: strings.ReplaceAll(path, keySep, PathSep), Name: path[strings.LastIndex(path, keySep)+1:], Depth: strings.Count(path, keySep)}
+		n.A, n.UntracedA, n.CountA, n.TracesA, n.AttrsA = sideStats(a, path)
+		n.B, n.UntracedB, n.CountB, n.TracesB, n.AttrsB = sideStats(b, path)
+		nodes[path] = n
+		if i := strings.LastIndex(path, keySep); i >= 0 {
+			if parent := nodes[path[:i]]; parent != nil {
+				parent.Children = append(parent.Children, n)
+				continue
+			}
+		}
+		d.Roots = append(d.Roots, n)
+	}
+	bySize := func(x, y *DiffNode) int {
+		dx, dy := absDur(x.Delta()), absDur(y.Delta())
+		if dx != dy {
+			if dx > dy {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.Name, y.Name)
+	}
+	slices.SortFunc(d.Roots, bySize)
+	for _, n := range nodes {
+		slices.SortFunc(n.Children, bySize)
+	}
+	d.Walk(func(n *DiffNode) {
+		if len(n.Children) > 0 && d.Moved(n) {
+			d.Verdicts = append(d.Verdicts, d.verdict(n))
+		}
+	})
+	return d, nil
+}
+
+func (d *Diff) verdict(n *DiffNode) string {
+	var parts []string
+	for _, c := range n.Children {
+		if len(parts) == 4 {
+			break
+		}
+		if d.Moved(c) {
+			parts = append(parts, c.Name+" "+FormatDelta(c.Delta())+changeNote(c))
+		}
+	}
+	parts = append(parts, "untraced "+FormatDelta(n.UntracedB-n.UntracedA))
+	return n.Name + " " + FormatDelta(n.Delta()) + changeNote(n) + ": " + strings.Join(parts, ", ")
+}
+
+// changeNote says what else tells the sides apart at n: present on one side
+// only, and the attributes whose one value differs between the sides
+// (for a span on one side only, its *.mode attributes): " (sync on B)",
+// " (async on A, sync on B)", " (only on B)".
+func changeNote(n *DiffNode) string {
+	var notes []string
+	keys := func(m map[string]string) []string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		return ks
+	}
+	switch {
+	case n.OnlyB() || n.OnlyA():
+		side, attrs := "B", n.AttrsB
+		if n.OnlyA() {
+			side, attrs = "A", n.AttrsA
+		}
+		for _, k := range keys(attrs) {
+			if strings.HasSuffix(k, ".mode") {
+				notes = append(notes, attrs[k]+" on "+side)
+			}
+		}
+		if len(notes) == 0 {
+			notes = append(notes, "only on "+side)
+		}
+	default:
+		for _, k := range keys(n.AttrsB) {
+			va, ok := n.AttrsA[k]
+			if !ok || va == n.AttrsB[k] || strings.HasSuffix(k, ".id") {
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("%s on A, %s on B", va, n.AttrsB[k]))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	if len(notes) > 2 {
+		notes = notes[:2]
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
+}
+
+// FormatDelta writes a signed duration for people: "+2.0 s", "−350.0 ms",
+// "+0.0 ms" (U+2212 for minus).
+func FormatDelta(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "−", -d
+	}
+	if d >= time.Second {
+		return fmt.Sprintf("%s%.1f s", sign, d.Seconds())
+	}
+	return fmt.Sprintf("%s%.1f ms", sign, ms(d))
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func sideCircuit(side string, ps []Profile) (string, error) {
+	c := ""
+	for _, p := range ps {
+		if p.Circuit == "" {
+			continue
+		}
+		if c != "" && p.Circuit != c {
+			return "", fmt.Errorf("tracefile: diff: %w: side %s mixes circuits %s and %s", ErrMismatch, side, c, p.Circuit)
+		}
+		c = p.Circuit
+	}
+	return c, nil
+}
+
+func rootNames(ps []Profile) []string {
+	var out []string
+	for _, p := range ps {
+		if !slices.Contains(out, p.Root) {
+			out = append(out, p.Root)
+		}
+	}
+	return out
+}
+
+func sideStats(ps []Profile, path string) (dur, untraced time.Duration, count float64, traces int, attrs map[string]string) {
+	durs := make([]time.Duration, len(ps))
+	unts := make([]time.Duration, len(ps))
+	counts := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		st := p.paths[path]
+		if st == nil {
+			continue
+		}
+		traces++
+		durs[i], unts[i], counts[i] = st.Duration, st.Untraced, time.Duration(st.Count)
+		if attrs == nil {
+			attrs = maps2(st.Attrs)
+		} else {
+			for k, v := range attrs {
+				if st.Attrs[k] != v {
+					delete(attrs, k)
+				}
+			}
+		}
+	}
+	return median(durs), median(unts), float64(medianHalf(counts)) / 2, traces, attrs
+}
+
+func maps2(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func medianOf(ps []Profile, f func(Profile) time.Duration) time.Duration {
+	v := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		v[i] = f(p)
+	}
+	return median(v)
+}
+
+// median of v (v is reordered); the mean of the middle two for an even
+// count.
+func median(v []time.Duration) time.Duration {
+	return medianHalf(v) / 2
+}
+
+// medianHalf returns twice the median, exact for integers.
+func medianHalf(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return 2 * v[len(v)/2]
+	}
+	return v[len(v)/2-1] + v[len(v)/2]
+}
+
+// WriteDiff prints d for a terminal: the totals of each side, the tree of
+// paths with A, B, the change in ms and %, the untraced time of each side
+// (largest moves first at every level; a path on one side only is marked),
+// then the verdict lines. maxDepth > 0 limits the tree to that many levels
+// below the roots. It returns the first write error.
+func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
+	ew := &errWriter{w: w}
+	ew.printf("A: %d trace%s, median %.3f ms, untraced %.3f ms\n", d.TracesA, plural(d.TracesA), ms(d.TotalA), ms(d.UntracedA))
+	ew.printf("B: %d trace%s, median %.3f ms, untraced %.3f ms\n", d.TracesB, plural(d.TracesB), ms(d.TotalB), ms(d.UntracedB))
+	ew.printf("\n%12s %12s %12s %8s %10s %10s  %s\n", "A ms", "B ms", "Δ ms", "Δ %", "untr A", "untr B", "span (largest moves first)")
+	d.walkDepth(maxDepth, func(n *DiffNode) {
+		name := strings.Repeat("  ", n.Depth) + n.Name
+		if n.CountA > 1 || n.CountB > 1 {
+			name += fmt.Sprintf(" ×%s/%s", countText(n.CountA), countText(n.CountB))
+		}
+		switch {
+		case n.OnlyA():
+			name += "  [only A]"
+		case n.OnlyB():
+			name += "  [only B]"
+		}
+		if d.Moved(n) {
+			name += "  *"
+		}
+		ew.printf("%12.3f %12.3f %12s %8s %10s %10s  %s\n", ms(n.A), ms(n.B), signedMS(n.Delta()), pctText(n), untrText(n, n.UntracedA), untrText(n, n.UntracedB), name)
+	})
+	ew.printf("\n")
+	if len(d.Verdicts) == 0 {
+		ew.printf("no layer moved by %g ms and %g %% or more\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
+	} else {
+		ew.printf("moved (by %g ms and %g %% or more; * above):\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
+		for _, v := range d.Verdicts {
+			ew.printf("  %s\n", v)
+		}
+	}
+	if ew.err != nil {
+		return fmt.Errorf("tracefile: write diff: %w", ew.err)
+	}
+	return nil
+}
+
+func (d *Diff) walkDepth(maxDepth int, f func(n *DiffNode)) {
+	var walk func(ns []*DiffNode)
+	walk = func(ns []*DiffNode) {
+		for _, n := range ns {
+			if maxDepth > 0 && n.Depth > maxDepth {
+				continue
+			}
+			f(n)
+			walk(n.Children)
+		}
+	}
+	walk(d.Roots)
+}
+
+func countText(c float64) string {
+	if c == math.Trunc(c) {
+		return fmt.Sprint(int(c))
+	}
+	return fmt.Sprintf("%.1f", c)
+}
+
+func signedMS(d time.Duration) string { return fmt.Sprintf("%+.3f", ms(d)) }
+
+func pctText(n *DiffNode) string {
+	p := n.Pct()
+	switch {
+	case math.IsInf(p, 1):
+		return "new"
+	case n.OnlyA():
+		return "gone"
+	}
+	return fmt.Sprintf("%+.1f%%", p)
+}
+
+func untrText(n *DiffNode, d time.Duration) string {
+	if d == 0 && (n.UntracedA == 0 && n.UntracedB == 0) {
+		return ""
+	}
+	return fmt.Sprintf("%.3f", ms(d))
+}
+
+// diffJSON is WriteDiffJSON's document.
+type diffJSON struct {
+	TracesA      int            `json:"traces_a"`
+	TracesB      int            `json:"traces_b"`
+	TotalAMS     float64        `json:"total_a_ms"`
+	TotalBMS     float64        `json:"total_b_ms"`
+	UntracedAMS  float64        `json:"untraced_a_ms"`
+	UntracedBMS  float64        `json:"untraced_b_ms"`
+	ThresholdMS  float64        `json:"threshold_ms"`
+	ThresholdPct float64        `json:"threshold_pct"`
+	Nodes        []diffNodeJSON `json:"nodes"`
+	Verdicts     []string       `json:"verdicts"`
+}
+
+type diffNodeJSON struct {
+	Path        string         `json:"path"` // names from the root joined by "/"
+	Name        string         `json:"name"`
+	Depth       int            `json:"depth"`
+	AMS         float64        `json:"a_ms"`
+	BMS         float64        `json:"b_ms"`
+	DeltaMS     float64        `json:"delta_ms"`
+	Pct         *float64       `json:"delta_pct"` // null for a path new on B
+	UntracedAMS float64        `json:"untraced_a_ms"`
+	UntracedBMS float64        `json:"untraced_b_ms"`
+	CountA      float64        `json:"count_a"`
+	CountB      float64        `json:"count_b"`
+	TracesA     int            `json:"traces_a"`
+	TracesB     int            `json:"traces_b"`
+	Only        string         `json:"only,omitempty"` // "A" or "B" for a path on one side only
+	Moved       bool           `json:"moved"`
+	Children    []diffNodeJSON `json:"children,omitempty"`
+}
+
+// WriteDiffJSON writes d as one JSON document (ms as numbers; the tree in
+// the same order as WriteDiff), for scripts.
+func WriteDiffJSON(w io.Writer, d *Diff) error {
+	var conv func(ns []*DiffNode) []diffNodeJSON
+	conv = func(ns []*DiffNode) []diffNodeJSON {
+		var out []diffNodeJSON
+		for _, n := range ns {
+			j := diffNodeJSON{
+				Path: n.Path, Name: n.Name, Depth: n.Depth, AMS: ms(n.A), BMS: ms(n.B), DeltaMS: ms(n.Delta()),
+				UntracedAMS: ms(n.UntracedA), UntracedBMS: ms(n.UntracedB), CountA: n.CountA, CountB: n.CountB,
+				TracesA: n.TracesA, TracesB: n.TracesB, Moved: d.Moved(n), Children: conv(n.Children),
+			}
+			if p := n.Pct(); !math.IsInf(p, 0) {
+				j.Pct = &p
+			}
+			switch {
+			case n.OnlyA():
+				j.Only = "A"
+			case n.OnlyB():
+				j.Only = "B"
+			}
+			out = append(out, j)
+		}
+		return out
+	}
+	doc := diffJSON{
+		TracesA: d.TracesA, TracesB: d.TracesB, TotalAMS: ms(d.TotalA), TotalBMS: ms(d.TotalB),
+		UntracedAMS: ms(d.UntracedA), UntracedBMS: ms(d.UntracedB),
+		ThresholdMS: d.opts.ThresholdMS, ThresholdPct: d.opts.ThresholdPct,
+		Nodes: conv(d.Roots), Verdicts: append([]string{}, d.Verdicts...),
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("tracefile: write diff JSON: %w", err)
+	}
+	return nil
+}
+
+// diffHTML is the page of WriteDiffHTML: two waterfalls and the script
+// that draws them from the embedded JSON; no external assets.
+//
+//go:embed diff.html
+var diffHTML string
+
+type diffHTMLDoc struct {
+	TracesA      int          `json:"traces_a"`
+	TracesB      int          `json:"traces_b"`
+	AxisMS       float64      `json:"axis_ms"`
+	ThresholdMS  float64      `json:"threshold_ms"`
+	ThresholdPct float64      `json:"threshold_pct"`
+	Verdicts     []string     `json:"verdicts"`
+	A            diffHTMLSide `json:"a"`
+	B            diffHTMLSide `json:"b"`
+}
+
+type diffHTMLSide struct {
+	TraceID    string         `json:"trace_id"`
+	DurationMS float64        `json:"duration_ms"`
+	Spans      []diffHTMLSpan `json:"spans"`
+}
+
+type diffHTMLSpan struct {
+	Path         string  `json:"path"`
+	Name         string  `json:"name"`
+	Depth        int     `json:"depth"`
+	StartMS      float64 `json:"start_ms"` // from the side's trace start
+	DurationMS   float64 `json:"duration_ms"`
+	UntracedSpan bool    `json:"untraced_span,omitempty"`
+	Moved        bool    `json:"moved,omitempty"` // its path moved beyond the thresholds
+	DeltaMS      float64 `json:"delta_ms"`        // of its path (medians for sets)
+	Only         bool    `json:"only,omitempty"`  // its path is on this side only
+}
+
+// WriteDiffHTML writes d as one self-contained HTML page: the waterfall of
+// a trace of side A (spansA) and one of side B (spansB) side by side on
+// one time axis (the longer trace's duration), each span's row marked when
+// its path moved beyond d's thresholds (slower red, faster green, with the
+// path's change in ms) or is on one side only, and the verdict lines
+// above. For sets, pass the spans of one representative trace per side;
+// the marks are the sets' medians. It returns an error when a side has no
+// span or w fails.
+func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
+	doc := diffHTMLDoc{
+		TracesA: d.TracesA, TracesB: d.TracesB, ThresholdMS: d.opts.ThresholdMS, ThresholdPct: d.opts.ThresholdPct,
+		Verdicts: append([]string{}, d.Verdicts...),
+	}
+	for i, spans := range [][]Span{spansA, spansB} {
+		if len(spans) == 0 {
+			return fmt.Errorf("tracefile: diff HTML: side %c has no spans", 'A'+i)
+		}
+		traces := BuildTraces(spans)
+		t := traces[len(traces)-1]
+		side := diffHTMLSide{TraceID: t.ID, DurationMS: ms(t.Duration())}
+		var walk func(n *Node, prefix string)
+		walk = func(n *Node, prefix string) {
+			key := n.Name
+			if prefix != "" {
+				key = prefix + keySep + n.Name
+			}
+			row := diffHTMLSpan{
+				Path: strings.ReplaceAll(key, keySep, PathSep), Name: n.Name, Depth: n.Depth,
+				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == otelcuzk.SpanUntraced,
+			}
+			if dn := d.byKey[key]; dn != nil && !row.UntracedSpan {
+				row.Moved, row.DeltaMS = d.Moved(dn), ms(dn.Delta())
+				row.Only = dn.OnlyA() || dn.OnlyB()
+			}
+			side.Spans = append(side.Spans, row)
+			for _, c := range n.Children {
+				walk(c, key)
+			}
+		}
+		for _, r := range t.Roots {
+			walk(r, "")
+		}
+		if i == 0 {
+			doc.A = side
+		} else {
+			doc.B = side
+		}
+		doc.AxisMS = max(doc.AxisMS, side.DurationMS)
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("tracefile: diff HTML: %w", err)
+	}
+	page := strings.NewReplacer(
+		"{{TITLE}}", html.EscapeString("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID),
+		"{{JSON}}", string(data),
+	).Replace(diffHTML)
+	if _, err := io.WriteString(w, page); err != nil {
+		return fmt.Errorf("tracefile: write diff HTML: %w", err)
+	}
+	return nil
+}
