@@ -134,6 +134,25 @@ const (
 	SpanCircuitCompile = "circuit.compile" // gnark frontend compile of a built-in circuit to R1CS
 )
 
+// Span names and keys of the circuit and key caches (prover/keys): the
+// steps of circuit.compile and keys.load.
+const (
+	SpanCircuitFrontend    = "circuit.frontend"     // gnark frontend.Compile itself (a cache miss)
+	SpanCircuitCacheRead   = "circuit.cache.read"   // cached circuit mapped and its checksums verified
+	SpanCircuitCacheDecode = "circuit.cache.decode" // gnark's ReadFrom of the cached constraint system
+	SpanCircuitCacheStore  = "circuit.cache.store"  // compiled circuit and its hash written to the cache
+	SpanKeysHash           = "keys.hash"            // SHA-256 of the serialized constraint system (no cached hash)
+	SpanKeysRead           = "keys.read"            // key file mapped and its checksums verified
+	SpanKeysDecode         = "keys.decode"          // verifying and proving key decoded from the file
+	SpanKeysStore          = "keys.store"           // keys written to the cache after a setup
+	SpanKeysSetup          = "keys.setup"           // gnark groth16.Setup (a key cache miss)
+
+	KeyCircuitCache  = attribute.Key("cuzk.circuit.cache")   // string: hit, miss, stale, corrupt, off
+	KeyFileBytes     = attribute.Key("cuzk.file.bytes")      // int, bytes of a cache file read
+	KeyKeyHashSource = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored) or computed
+	KeyKeyChecked    = attribute.Key("cuzk.key.checked")     // bool, the key file's checksums were verified
+)
+
 // Span names and keys of host-side staging for device copies (prover/gpu).
 const (
 	// SpanHostStage is one host vector moved between pageable memory and

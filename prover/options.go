@@ -35,6 +35,7 @@ type config struct {
 	notice   io.Writer
 	seed     int64
 	progress bool
+	revision *string // nil: the binary's own (keys.BuildRevision)
 }
 
 func newConfig(opts []Option) config {
@@ -134,4 +135,12 @@ func WithSeed(seed int64) Option {
 // is not a terminal. Read by NewPipeline.
 func WithProgress(on bool) Option {
 	return optionFunc(func(c *config) { c.progress = on })
+}
+
+// WithBuildRevision keys the compiled-circuit cache by rev instead of the
+// binary's VCS revision (keys.BuildRevision); "" turns the circuit cache
+// off. For tests, whose binaries carry no VCS information, and for builds
+// stamped another way. Read by NewPipeline.
+func WithBuildRevision(rev string) Option {
+	return optionFunc(func(c *config) { c.revision = &rev })
 }

@@ -87,7 +87,8 @@ var _ Runner = (*Pipeline)(nil)
 //
 // Options read: WithReleaser (used instead of a Releaser of mode, and not
 // closed by Close), WithTracerProvider, WithKeyCacheDir, WithNotice,
-// WithSeed, WithProgress, WithRandomness (tests only). Errors wrap
+// WithSeed, WithProgress, WithBuildRevision, WithRandomness (tests only).
+// Errors wrap
 // ErrUnknownBackend, ErrBackendUnavailable or
 // cudaspans.ErrUnknownReleaseMode.
 func NewPipeline(ctx context.Context, backend string, mode cudaspans.ReleaseMode, opts ...Option) (*Pipeline, error) {
@@ -100,7 +101,11 @@ func NewPipeline(ctx context.Context, backend string, mode cudaspans.ReleaseMode
 		}
 		p.rel, p.ownRel = rel, true
 	}
-	cache, err := keys.New(cfg.cacheDir, keys.WithTracerProvider(cfg.tp), keys.WithProgress(cfg.notice, cfg.progress))
+	kopts := []keys.Option{keys.WithTracerProvider(cfg.tp), keys.WithProgress(cfg.notice, cfg.progress)}
+	if cfg.revision != nil {
+		kopts = append(kopts, keys.WithRevision(*cfg.revision))
+	}
+	cache, err := keys.New(cfg.cacheDir, kopts...)
 	if err != nil {
 		p.closeReleaser(ctx)
 		return nil, err
@@ -323,19 +328,15 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 	if err != nil {
 		return err
 	}
-	_, span := p.tracer.Start(ctx, otelcuzk.SpanCircuitCompile, trace.WithAttributes(
-		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyCircuitConstraints.Int(constraints)))
-	ccs, err := in.Compile()
+	comp, err := p.cache.Compile(ctx, name, constraints, in.Compile)
 	if err != nil {
-		endWithError(span, err, "compile")
 		return err
 	}
-	span.End()
-	kk, err := p.cache.Load(ctx, ccs)
+	kk, err := p.cache.LoadHashed(ctx, comp.CCS, comp.Hash)
 	if err != nil {
 		return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
 	}
-	lc.ccs, lc.keys, lc.instance = ccs, kk, in
+	lc.ccs, lc.keys, lc.instance = comp.CCS, kk, in
 	return nil
 }
 

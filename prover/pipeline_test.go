@@ -441,3 +441,35 @@ func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.T) {
+	dir := t.TempDir()
+	outcome := func() (string, map[string]bool) {
+		exp, tp := newRecorder()
+		p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp), WithBuildRevision("test-rev"))
+		if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
+			t.Fatal(err)
+		}
+		var cache string
+		names := map[string]bool{}
+		for _, s := range exp.GetSpans() {
+			names[s.Name] = true
+			for _, a := range s.Attributes {
+				if a.Key == otelcuzk.KeyCircuitCache || a.Key == otelcuzk.KeyKeyHashSource {
+					cache += a.Value.AsString() + " "
+				}
+			}
+		}
+		return strings.TrimSpace(cache), names
+	}
+	if got, _ := outcome(); got != "miss circuit_cache" {
+		t.Errorf("first pipeline: %q, want a miss whose hash is stored", got)
+	}
+	got, names := outcome()
+	if got != "hit circuit_cache" {
+		t.Errorf("second pipeline: %q, want a hit with the stored hash", got)
+	}
+	if names[otelcuzk.SpanCircuitFrontend] || names[otelcuzk.SpanKeysHash] {
+		t.Errorf("second pipeline compiled or hashed again: %v", names)
+	}
+}

@@ -20,7 +20,9 @@ func init() {
 		Usage: "build and cache the Groth16 proving key of a built-in circuit",
 		Description: "Compiles the circuit and runs gnark's groth16.Setup once, storing the keys\n" +
 			"in the key cache (keyed by the SHA-256 of the constraint system), so that\n" +
-			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.",
+			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.\n" +
+			"The compiled circuit is cached beside the keys, for builds with a clean VCS\n" +
+			"revision (keyed by circuit, size, gnark version and revision).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
 			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
@@ -51,11 +53,12 @@ func setupAction(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	ccs, err := in.Compile()
+	comp, err := cache.Compile(c.Context, name, n, in.Compile)
 	if err != nil {
 		return err
 	}
-	k, err := cache.Load(c.Context, ccs)
+	ccs := comp.CCS
+	k, err := cache.LoadHashed(c.Context, ccs, comp.Hash)
 	if err != nil {
 		return err
 	}

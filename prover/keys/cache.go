@@ -23,12 +23,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/constraint"
+	cs_bls12381 "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/schollz/progressbar/v3"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
@@ -72,6 +74,9 @@ type Keys struct {
 // Cache is a directory of keys. Safe for concurrent use.
 type Cache struct {
 	dir           string
+	revision      string // keys the circuit cache; "" turns it off
+	revisionWhy   string // why revision is ""
+	offOnce       sync.Once
 	tracer        trace.Tracer
 	progress      io.Writer
 	forceProgress bool
@@ -118,6 +123,7 @@ func New(dir string, opts ...Option) (*Cache, error) {
 		progress:      os.Stderr,
 		progressAfter: 2 * time.Second,
 	}
+	c.revision, c.revisionWhy = BuildRevision()
 	for _, o := range opts {
 		o.apply(c)
 	}
@@ -141,32 +147,60 @@ func Hash(ccs constraint.ConstraintSystem) (string, error) {
 }
 
 // Load returns the keys of ccs, from the cache when present and readable,
-// else from groth16.Setup, then stored. It records a keys.load span under
-// the span in ctx with cuzk.key.cache_hit. A cached file that cannot be
-// read (truncated, older format) is replaced by a fresh setup.
-func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (k *Keys, err error) {
-	_, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
+// else from groth16.Setup, then stored; it is LoadHashed with the hash
+// computed here.
+func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Keys, error) {
+	return c.LoadHashed(ctx, ccs, "")
+}
+
+// LoadHashed returns the keys of ccs, whose Hash is hash when known (the
+// Compiled.Hash of a cached circuit; "" computes it in a keys.hash span),
+// from the cache when present and readable, else from groth16.Setup, then
+// stored. It records a keys.load span under the span in ctx with
+// cuzk.key.cache_hit and cuzk.key.hash_source, and below it keys.read (the
+// file mapped and its CRC-32C checksums verified on all cores, with
+// cuzk.key.checked), keys.decode, or keys.setup and keys.store.
+//
+// A cached file that cannot be read (truncated, damaged, older format) is
+// replaced by a fresh setup, saying so in one line on the progress writer;
+// a file of the format before the checksums is read unchecked once and
+// rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
+// ctx's error (before a setup), or setup's and the store's.
+func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (k *Keys, err error) {
+	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
 		otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
 	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String("keys"))
-		} else {
+		if err == nil {
 			span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(k.CacheHit))
 		}
-		span.End()
+		endSpan(span, err, "keys")
 	}()
 	if ccs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
 		return nil, fmt.Errorf("%w (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
 	}
-	hash, err := Hash(ccs)
-	if err != nil {
-		return nil, err
+	if r, ok := ccs.(*cs_bls12381.R1CS); !ok || r.Type != constraint.SystemR1CS {
+		return nil, fmt.Errorf("%w (a PLONK SparseR1CS or another constraint system: %T)", ErrUnsupported, ccs)
 	}
+	source := "circuit_cache"
+	if hash == "" {
+		source = "computed"
+		_, hspan := c.tracer.Start(ctx, otelcuzk.SpanKeysHash)
+		hash, err = Hash(ccs)
+		endSpan(hspan, err, "hash")
+		if err != nil {
+			return nil, err
+		}
+	}
+	span.SetAttributes(otelcuzk.KeyKeyHashSource.String(source))
 	path := c.path(hash)
-	pk, vk, rerr := readKeys(path)
+	pk, vk, checked, rerr := c.readKeys(ctx, path)
 	if rerr == nil {
+		if !checked {
+			// Once per file: later loads verify it at memory speed.
+			if err := c.addChecksums(ctx, path); err != nil && c.progress != nil {
+				fmt.Fprintf(c.progress, "keys: could not add checksums to %s (%v); it stays readable\n", path, err)
+			}
+		}
 		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
 	}
 	if !errors.Is(rerr, fs.ErrNotExist) {
@@ -179,14 +213,74 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (k *K
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanKeysSetup)
 	pk, vk, err = c.setup(ccs)
+	endSpan(sspan, err, "setup")
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
-	if err := writeAtomic(path, func(w io.Writer) error { return writeKeys(w, pk, vk) }); err != nil {
+	_, wspan := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
+	err = writeChecked(path, func(w io.Writer) error { return writeKeys(w, pk, vk) })
+	endSpan(wspan, err, "store")
+	if err != nil {
 		return nil, fmt.Errorf("store keys: %w", err)
 	}
 	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
+}
+
+// endSpan records err (as kind) on span, then ends it.
+func endSpan(span trace.Span, err error, kind string) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(otelcuzk.KeyErrorType.String(kind))
+	}
+	span.End()
+}
+
+// readKeys maps the key file at path, verifies its checksums (keys.read)
+// and decodes it (keys.decode). checked is false for a file of the older
+// format without checksums, read as it is.
+func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKey, vk groth16.VerifyingKey, checked bool, err error) {
+	_, rspan := c.tracer.Start(ctx, otelcuzk.SpanKeysRead)
+	m, err := mapFile(path)
+	var payload []byte
+	if err == nil {
+		defer m.Close()
+		payload, err = checkedPayload(m.data)
+		checked = err == nil
+		if errors.Is(err, errNoTrailer) {
+			payload, err = m.data, nil
+		}
+		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(m.data)), otelcuzk.KeyKeyChecked.Bool(checked))
+	}
+	endSpan(rspan, ignoreNotExist(err), "read")
+	if err != nil {
+		return nil, nil, false, err
+	}
+	_, dspan := c.tracer.Start(ctx, otelcuzk.SpanKeysDecode)
+	pk, vk, err = decodeKeys(bytesReader(payload))
+	endSpan(dspan, err, "decode")
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return pk, vk, checked, nil
+}
+
+// addChecksums rewrites the key file at path, of the older format, as a
+// checked file with the same payload.
+func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
+	_, span := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
+	defer func() { endSpan(span, err, "store") }()
+	m, err := mapFile(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := checkedPayload(m.data); !errors.Is(err, errNoTrailer) {
+		return err // another process did it meanwhile
+	}
+	return writeChecked(path, func(w io.Writer) error { _, err := w.Write(m.data); return err })
 }
 
 func (c *Cache) path(hash string) string { return filepath.Join(c.dir, hash+".keys") }
@@ -250,23 +344,19 @@ func writeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.VerifyingKey) erro
 	return nil
 }
 
-func readKeys(path string) (groth16.ProvingKey, groth16.VerifyingKey, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+// decodeKeys reads the verifying key (gnark's ReadFrom) and the proving
+// key (gnark's ReadDump) from r, which must then be at its end.
+func decodeKeys(r *parallelReader) (groth16.ProvingKey, groth16.VerifyingKey, error) {
 	vk := groth16.NewVerifyingKey(ecc.BLS12_381)
 	if _, err := vk.ReadFrom(r); err != nil {
-		return nil, nil, fmt.Errorf("read verifying key %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read verifying key: %w", err)
 	}
 	pk := new(groth16_bls12381.ProvingKey)
 	if err := pk.ReadDump(r); err != nil {
-		return nil, nil, fmt.Errorf("read proving key %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read proving key: %w", err)
 	}
-	if _, err := r.ReadByte(); err != io.EOF {
-		return nil, nil, fmt.Errorf("read %s: trailing bytes", path)
+	if n := r.remaining(); n != 0 {
+		return nil, nil, fmt.Errorf("%d trailing bytes", n)
 	}
 	return pk, vk, nil
 }

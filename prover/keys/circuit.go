@@ -1,0 +1,321 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/consensys/gnark"
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/constraint"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Compiled is a built-in circuit's constraint system with the hash its
+// keys are filed under.
+type Compiled struct {
+	// CCS is the compiled R1CS.
+	CCS constraint.ConstraintSystem
+	// Hash is the hex SHA-256 of CCS's WriteTo, as Hash returns, stored
+	// with the cached circuit so that loading the keys need not serialize
+	// the constraint system again; "" when the circuit cache is off.
+	Hash string
+	// CacheHit is true when CCS was read from the circuit cache.
+	CacheHit bool
+}
+
+// circuitMeta is what a cached circuit was compiled from, stored after its
+// constraint system; a cached circuit is used only when all of it equals
+// the running binary's.
+type circuitMeta struct {
+	Circuit     string `json:"circuit"`
+	Constraints int    `json:"constraints"`
+	Gnark       string `json:"gnark"`
+	GnarkCrypto string `json:"gnark_crypto"`
+	Revision    string `json:"revision"`
+	// Hash is the hex SHA-256 of the constraint system bytes before the
+	// metadata (gnark's WriteTo), and NbConstraints its constraint count:
+	// what the compile produced, not part of the cache key.
+	Hash          string `json:"hash"`
+	NbConstraints int    `json:"nb_constraints"`
+}
+
+// Cache outcomes of circuit.compile (cuzk.circuit.cache).
+const (
+	CircuitCacheHit     = "hit"     // read from the cache
+	CircuitCacheMiss    = "miss"    // no cached file: compiled and stored
+	CircuitCacheStale   = "stale"   // cached by another build or gnark: compiled and replaced
+	CircuitCacheCorrupt = "corrupt" // cached file damaged: compiled and replaced, with a warning
+	CircuitCacheOff     = "off"     // no usable build revision: compiled, not stored
+)
+
+// BuildRevision returns the VCS revision the running binary was built from
+// (runtime/debug.ReadBuildInfo's vcs.revision), or "" with the reason it
+// cannot key a cache: no build information, no VCS information (go run,
+// go test, -buildvcs=false, a build outside a repository), or a build from
+// a modified tree (vcs.modified=true), whose code the revision does not
+// describe.
+func BuildRevision() (rev, why string) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", "the binary carries no build information"
+	}
+	return revisionOf(bi)
+}
+
+func revisionOf(bi *debug.BuildInfo) (rev, why string) {
+	modified := ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	switch {
+	case rev == "":
+		return "", "the binary carries no VCS revision (go run, go test or -buildvcs=false)"
+	case modified == "true":
+		return "", fmt.Sprintf("the binary was built from a modified tree (revision %.12s, vcs.modified=true)", rev)
+	}
+	return rev, ""
+}
+
+// WithRevision keys the circuit cache by rev instead of BuildRevision's
+// answer; "" turns the circuit cache off. For tests and for builds whose
+// revision is stamped another way.
+func WithRevision(rev string) Option {
+	return optionFunc(func(c *Cache) {
+		c.revision, c.revisionWhy = rev, ""
+		if rev == "" {
+			c.revisionWhy = "turned off (empty revision)"
+		}
+	})
+}
+
+// gnarkCryptoVersion is the module version of gnark-crypto in the build,
+// "" when unknown (test binaries know it too).
+func gnarkCryptoVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/consensys/gnark-crypto" {
+			if d.Replace != nil {
+				return d.Replace.Path + "@" + d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return ""
+}
+
+// circuitPath is the cache file of circuit at constraints: one file per
+// circuit and size, replaced when the build changes, so old builds leave
+// no files behind.
+func (c *Cache) circuitPath(circuit string, constraints int) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, circuit)
+	return filepath.Join(c.dir, "circuit-"+safe+"-"+strconv.Itoa(constraints)+".ccs")
+}
+
+// Compile returns the constraint system of the built-in circuit named
+// circuit at constraints: read from the circuit cache beside the keys when
+// a file compiled from the same circuit, size, gnark and gnark-crypto
+// versions and build revision is there, else from compile, then stored
+// (checked file, written atomically). It records a circuit.compile span
+// under the span in ctx with cuzk.circuit.cache (hit, miss, stale, corrupt,
+// off) and child spans circuit.cache.read and circuit.cache.decode (a hit),
+// or circuit.frontend and circuit.cache.store (a compile).
+//
+// With no usable revision (BuildRevision) the cache is neither read nor
+// written, and the reason is written once, one line, to the progress
+// writer; a damaged cached file is compiled again with a one-line warning.
+// compile must return a BLS12-381 constraint system. Errors: compile's, or
+// the store's. Safe for concurrent use.
+func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) (comp *Compiled, err error) {
+	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitCompile, trace.WithAttributes(
+		otelcuzk.KeyCircuitID.String(circuit), otelcuzk.KeyCircuitConstraints.Int(constraints)))
+	outcome := CircuitCacheMiss
+	defer func() {
+		span.SetAttributes(otelcuzk.KeyCircuitCache.String(outcome))
+		endSpan(span, err, "compile")
+	}()
+	if c.revision == "" {
+		outcome = CircuitCacheOff
+		c.offOnce.Do(func() {
+			if c.progress != nil {
+				fmt.Fprintf(c.progress, "circuit cache: off, %s; compiling each circuit\n", c.revisionWhy)
+			}
+		})
+		ccs, err := frontendCompile(ctx, c.tracer, compile)
+		if err != nil {
+			return nil, err
+		}
+		return &Compiled{CCS: ccs}, nil
+	}
+	want := circuitMeta{
+		Circuit: circuit, Constraints: constraints, Gnark: gnark.Version.String(),
+		GnarkCrypto: gnarkCryptoVersion(), Revision: c.revision,
+	}
+	path := c.circuitPath(circuit, constraints)
+	comp, rerr := c.readCircuit(ctx, path, want)
+	switch {
+	case rerr == nil:
+		outcome = CircuitCacheHit
+		return comp, nil
+	case errors.Is(rerr, fs.ErrNotExist):
+	case errors.Is(rerr, errStale):
+		outcome = CircuitCacheStale
+	default:
+		outcome = CircuitCacheCorrupt
+		span.AddEvent("cached circuit unreadable, compiling again", trace.WithAttributes(attribute.String("error", rerr.Error())))
+		if c.progress != nil {
+			fmt.Fprintf(c.progress, "circuit cache: %s unreadable (%v); compiling again\n", path, rerr)
+		}
+	}
+	ccs, err := frontendCompile(ctx, c.tracer, compile)
+	if err != nil {
+		return nil, err
+	}
+	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheStore)
+	want.Hash, err = storeCircuit(path, ccs, want)
+	endSpan(sspan, err, "store")
+	if err != nil {
+		return nil, fmt.Errorf("store compiled circuit: %w", err)
+	}
+	return &Compiled{CCS: ccs, Hash: want.Hash}, nil
+}
+
+// errStale marks a cached circuit compiled by another build or gnark.
+var errStale = errors.New("compiled by another build")
+
+func frontendCompile(ctx context.Context, tracer trace.Tracer, compile func() (constraint.ConstraintSystem, error)) (constraint.ConstraintSystem, error) {
+	_, span := tracer.Start(ctx, otelcuzk.SpanCircuitFrontend)
+	ccs, err := compile()
+	endSpan(span, err, "compile")
+	return ccs, err
+}
+
+// storeCircuit writes ccs and meta to path as a checked file and returns
+// the hash of ccs, computed on the bytes written.
+func storeCircuit(path string, ccs constraint.ConstraintSystem, meta circuitMeta) (string, error) {
+	var hash string
+	err := writeChecked(path, func(w io.Writer) error {
+		h := sha256.New()
+		if _, err := ccs.WriteTo(io.MultiWriter(w, h)); err != nil {
+			return fmt.Errorf("write constraint system: %w", err)
+		}
+		hash = hex.EncodeToString(h.Sum(nil))
+		meta.Hash, meta.NbConstraints = hash, ccs.GetNbConstraints()
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(m); err != nil {
+			return err
+		}
+		return binary.Write(w, binary.LittleEndian, uint32(len(m)))
+	})
+	return hash, err
+}
+
+// readCircuit reads the cached circuit at path and checks it was compiled
+// as want says. Errors wrap fs.ErrNotExist, errStale, or say what is damaged.
+func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) (*Compiled, error) {
+	_, rspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheRead)
+	body, meta, closeFile, err := readCircuitFile(path)
+	if err == nil {
+		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(body)))
+	}
+	endSpan(rspan, ignoreNotExist(err), "read")
+	if err != nil {
+		return nil, err
+	}
+	defer closeFile()
+	got := meta
+	got.Hash, got.NbConstraints = "", 0
+	if got != want {
+		return nil, fmt.Errorf("%w (%s)", errStale, describeMeta(meta))
+	}
+	_, dspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheDecode)
+	ccs := groth16.NewCS(ecc.BLS12_381)
+	r := bytesReader(body)
+	_, err = ccs.ReadFrom(r)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("decode constraint system: %w", err)
+	case r.remaining() != 0:
+		err = fmt.Errorf("decode constraint system: %d trailing bytes", r.remaining())
+	case ccs.GetNbConstraints() != meta.NbConstraints:
+		err = fmt.Errorf("decode constraint system: %d constraints, stored with %d", ccs.GetNbConstraints(), meta.NbConstraints)
+	}
+	endSpan(dspan, err, "decode")
+	if err != nil {
+		return nil, err
+	}
+	return &Compiled{CCS: ccs, Hash: meta.Hash, CacheHit: true}, nil
+}
+
+// readCircuitFile maps path, verifies its checksums and splits the payload
+// into the constraint system's bytes and the metadata. closeFile unmaps it.
+func readCircuitFile(path string) (body []byte, meta circuitMeta, closeFile func(), err error) {
+	m, err := mapFile(path)
+	if err != nil {
+		return nil, meta, nil, err
+	}
+	fail := func(err error) ([]byte, circuitMeta, func(), error) {
+		m.Close()
+		return nil, circuitMeta{}, nil, err
+	}
+	payload, err := checkedPayload(m.data)
+	if err != nil {
+		return fail(err)
+	}
+	if len(payload) < 4 {
+		return fail(errors.New("no metadata"))
+	}
+	n := int(binary.LittleEndian.Uint32(payload[len(payload)-4:]))
+	if n > len(payload)-4 {
+		return fail(fmt.Errorf("metadata of %d bytes in a payload of %d", n, len(payload)))
+	}
+	mb := payload[len(payload)-4-n : len(payload)-4]
+	dec := json.NewDecoder(bytes.NewReader(mb))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&meta); err != nil {
+		return fail(fmt.Errorf("metadata: %w", err))
+	}
+	return payload[:len(payload)-4-n], meta, func() { m.Close() }, nil
+}
+
+func describeMeta(m circuitMeta) string {
+	return fmt.Sprintf("%s/%d, gnark %s, gnark-crypto %s, revision %.12s", m.Circuit, m.Constraints, m.Gnark, m.GnarkCrypto, m.Revision)
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

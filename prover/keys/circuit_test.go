@@ -1,0 +1,253 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/consensys/gnark/constraint"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+func TestBuildRevisionIsRefusedForAModifiedTreeOrNoVCSInfo(t *testing.T) {
+	setting := func(kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{}
+		for i := 0; i < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	for _, c := range []struct {
+		bi       *debug.BuildInfo
+		rev, why string
+	}{
+		{setting("vcs.revision", "abc123", "vcs.modified", "false"), "abc123", ""},
+		{setting("vcs.revision", "abc123", "vcs.modified", "true"), "", "modified tree"},
+		{setting("vcs", "git"), "", "no VCS revision"},
+		{setting(), "", "no VCS revision"},
+	} {
+		rev, why := revisionOf(c.bi)
+		if rev != c.rev || (c.why == "") != (why == "") || !strings.Contains(why, c.why) || strings.Contains(why, "\n") {
+			t.Errorf("revisionOf(%v) = %q, %q; want %q and a reason with %q", c.bi.Settings, rev, why, c.rev, c.why)
+		}
+	}
+	// This test binary has no VCS information: the cache is off unless a
+	// revision is given.
+	if rev, why := BuildRevision(); rev != "" || why == "" {
+		t.Errorf("BuildRevision in a test binary = %q, %q", rev, why)
+	}
+}
+
+// compiler compiles mulchain at n and counts its calls.
+type compiler struct {
+	n     int
+	calls atomic.Int32
+}
+
+func (c *compiler) compile() (constraint.ConstraintSystem, error) {
+	c.calls.Add(1)
+	in, err := circuits.Build("mulchain", c.n)
+	if err != nil {
+		return nil, err
+	}
+	return in.Compile()
+}
+
+func ccsBytes(t *testing.T, ccs constraint.ConstraintSystem) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := ccs.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func compileOutcome(t *testing.T, rec *tracetest.SpanRecorder) (outcome string, children []string) {
+	t.Helper()
+	var compile sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == otelcuzk.SpanCircuitCompile {
+			compile = s
+		}
+	}
+	if compile == nil {
+		t.Fatal("no circuit.compile span")
+	}
+	for _, a := range compile.Attributes() {
+		if a.Key == otelcuzk.KeyCircuitCache {
+			outcome = a.Value.AsString()
+		}
+	}
+	for _, s := range rec.Ended() {
+		if s.Parent().SpanID() == compile.SpanContext().SpanID() {
+			children = append(children, s.Name())
+		}
+	}
+	rec.Reset()
+	return outcome, children
+}
+
+func TestCompiledCircuitIsCachedBesideTheKeysAndReadBack(t *testing.T) {
+	dir := t.TempDir()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	comp := &compiler{n: 1 << 10}
+	var notice bytes.Buffer
+	c, _ := New(dir, WithRevision("rev1"), WithTracerProvider(tp), WithProgress(&notice, false))
+	first, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CacheHit || comp.calls.Load() != 1 {
+		t.Fatalf("first compile: hit %v, %d compiles", first.CacheHit, comp.calls.Load())
+	}
+	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheMiss ||
+		strings.Join(children, ",") != "circuit.cache.read,circuit.frontend,circuit.cache.store" {
+		t.Errorf("first compile: %s with %v", outcome, children)
+	}
+	want, err := Hash(first.CCS)
+	if err != nil || first.Hash != want {
+		t.Fatalf("stored hash %s, Hash says %s", first.Hash, want)
+	}
+
+	c2, _ := New(dir, WithRevision("rev1"), WithTracerProvider(tp), WithProgress(&notice, false))
+	second, err := c2.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.CacheHit || comp.calls.Load() != 1 {
+		t.Fatalf("second compile: hit %v, %d compiles; want a hit without compiling", second.CacheHit, comp.calls.Load())
+	}
+	if second.Hash != want || !bytes.Equal(ccsBytes(t, second.CCS), ccsBytes(t, first.CCS)) {
+		t.Fatal("cached circuit differs from the compiled one")
+	}
+	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheHit ||
+		strings.Join(children, ",") != "circuit.cache.read,circuit.cache.decode" {
+		t.Errorf("second compile: %s with %v", outcome, children)
+	}
+	// The cached circuit's keys are the compiled circuit's.
+	k, err := c2.LoadHashed(context.Background(), second.CCS, second.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, err := c2.Load(context.Background(), first.CCS); err != nil || !k2.CacheHit || k2.Hash != k.Hash {
+		t.Fatalf("keys of the compiled circuit: %v, %v", k2, err)
+	}
+	if notice.Len() != 0 {
+		t.Errorf("notices on a clean hit: %q", notice.String())
+	}
+}
+
+func TestCircuitCacheIsInvalidatedByBuildSizeAndGnarkVersion(t *testing.T) {
+	dir := t.TempDir()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	comp := &compiler{n: 1 << 10}
+	open := func(rev string) *Cache {
+		c, _ := New(dir, WithRevision(rev), WithTracerProvider(tp))
+		return c
+	}
+	if _, err := open("rev1").Compile(context.Background(), "mulchain", 1<<10, comp.compile); err != nil {
+		t.Fatal(err)
+	}
+	rec.Reset()
+	// Another build: compiled again, and the file replaced.
+	if got, err := open("rev2").Compile(context.Background(), "mulchain", 1<<10, comp.compile); err != nil || got.CacheHit {
+		t.Fatalf("another revision: hit %v, %v", got.CacheHit, err)
+	}
+	if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
+		t.Errorf("another revision: %s, want stale", outcome)
+	}
+	if got, _ := open("rev2").Compile(context.Background(), "mulchain", 1<<10, comp.compile); !got.CacheHit {
+		t.Error("replaced file not used by its build")
+	}
+	// Another size is another file.
+	other := &compiler{n: 1 << 9}
+	if got, _ := open("rev2").Compile(context.Background(), "mulchain", 1<<9, other.compile); got.CacheHit {
+		t.Error("another size hit the cache")
+	}
+	if got, _ := open("rev2").Compile(context.Background(), "mulchain", 1<<10, comp.compile); !got.CacheHit {
+		t.Error("one size's file replaced by another's")
+	}
+	// Another gnark version: the stored metadata differs.
+	c := open("rev2")
+	path := c.circuitPath("mulchain", 1<<10)
+	ccs, _ := comp.compile()
+	old := circuitMeta{Circuit: "mulchain", Constraints: 1 << 10, Gnark: "0.9.0", GnarkCrypto: gnarkCryptoVersion(), Revision: "rev2"}
+	if _, err := storeCircuit(path, ccs, old); err != nil {
+		t.Fatal(err)
+	}
+	rec.Reset()
+	if got, _ := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile); got.CacheHit {
+		t.Error("a circuit compiled by gnark 0.9.0 was used")
+	}
+	if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
+		t.Errorf("other gnark: %s, want stale", outcome)
+	}
+}
+
+func TestCircuitCacheIsOffWithoutARevisionAndSaysSoOnce(t *testing.T) {
+	dir := t.TempDir()
+	var notice bytes.Buffer
+	c, _ := New(dir, WithProgress(&notice, false)) // a test binary: no VCS revision
+	comp := &compiler{n: 1 << 9}
+	for i := 0; i < 2; i++ {
+		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+		if err != nil || got.CacheHit || got.Hash != "" {
+			t.Fatalf("compile %d: %+v, %v", i, got, err)
+		}
+	}
+	if comp.calls.Load() != 2 {
+		t.Errorf("%d compiles, want 2 (nothing reused)", comp.calls.Load())
+	}
+	if _, err := os.Stat(c.circuitPath("mulchain", 1<<9)); !os.IsNotExist(err) {
+		t.Error("a circuit was stored with the cache off")
+	}
+	if lines := strings.Split(strings.TrimSpace(notice.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "circuit cache: off") || !strings.Contains(lines[0], "no VCS revision") {
+		t.Errorf("notice %q, want one line saying why the cache is off", notice.String())
+	}
+}
+
+func TestCorruptCachedCircuitIsRebuiltWithAOneLineWarning(t *testing.T) {
+	dir := t.TempDir()
+	comp := &compiler{n: 1 << 10}
+	c, _ := New(dir, WithRevision("rev1"))
+	first, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := c.circuitPath("mulchain", 1<<10)
+	data, _ := os.ReadFile(path)
+	for _, damage := range []func([]byte) []byte{
+		func(b []byte) []byte { b[len(b)/3] ^= 0x40; return b },       // a flipped bit
+		func(b []byte) []byte { return b[:len(b)/2] },                 // cut short
+		func(b []byte) []byte { return []byte("not a circuit file") }, // something else
+	} {
+		os.WriteFile(path, damage(bytes.Clone(data)), 0o644)
+		var notice bytes.Buffer
+		c2, _ := New(dir, WithRevision("rev1"), WithProgress(&notice, false))
+		got, err := c2.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CacheHit || got.Hash != first.Hash {
+			t.Fatalf("damaged file: hit %v, hash %s", got.CacheHit, got.Hash)
+		}
+		if lines := strings.Split(strings.TrimSpace(notice.String()), "\n"); len(lines) != 1 ||
+			!strings.Contains(lines[0], "unreadable") || !strings.Contains(lines[0], "compiling again") {
+			t.Errorf("notice %q, want one line", notice.String())
+		}
+		if again, _ := c2.Compile(context.Background(), "mulchain", 1<<10, comp.compile); !again.CacheHit {
+			t.Error("damaged file not rebuilt")
+		}
+	}
+}
