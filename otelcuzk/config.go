@@ -65,6 +65,7 @@ type config struct {
 	untracedOff   bool
 	withoutGlobal bool
 	logOut        io.Writer
+	unsampledLink bool
 }
 
 func newConfig(opts []Option) config {
@@ -194,4 +195,17 @@ func WithoutGlobal() Option {
 // os.Stderr).
 func WithLogWriter(w io.Writer) Option {
 	return optionFunc(func(c config) config { c.logOut = w; return c })
+}
+
+// WithUnsampledCallerAsLink makes a span whose parent is a remote span
+// context that is not sampled (W3C trace-flags 00, a caller that does not
+// record) the root of a new, sampled trace with a span link to the caller's
+// span context, instead of an unrecorded child: the daemon's default, so
+// that every proof has a trace. It applies only while no sampler is
+// configured: with WithSampler or OTEL_TRACES_SAMPLER set, that sampler
+// decides exactly as it says (parentbased_* then follows the caller's flag).
+// The spans are started through Telemetry.Provider (the global one after
+// Setup), not through the TracerProvider field.
+func WithUnsampledCallerAsLink() Option {
+	return optionFunc(func(c config) config { c.unsampledLink = true; return c })
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Telemetry is the tracing set up by New: the provider, where its spans go,
@@ -26,6 +27,7 @@ type Telemetry struct {
 	// Propagator is W3C TraceContext plus Baggage.
 	Propagator propagation.TextMapPropagator
 
+	provider trace.TracerProvider // TracerProvider, or its wrapper of WithUnsampledCallerAsLink
 	exporter *countingExporter
 	queue    *queueCounter
 	protocol string // "file", ProtocolGRPC, ProtocolHTTPProtobuf or "custom"
@@ -37,7 +39,7 @@ type Telemetry struct {
 }
 
 // Setup builds tracing with New and, unless WithoutGlobal is given, installs
-// the TracerProvider and the W3C TraceContext+Baggage propagator as the otel
+// its Provider and the W3C TraceContext+Baggage propagator as the otel
 // globals. It returns the Telemetry's Shutdown. The error names what is wrong
 // (an unwritable trace file, an unknown protocol, malformed OTEL_* values).
 func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) error, err error) {
@@ -122,8 +124,12 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		popts = append(popts, sdktrace.WithSpanProcessor(p))
 	}
 	t.TracerProvider = sdktrace.NewTracerProvider(popts...)
+	t.provider = t.TracerProvider
+	if c.unsampledLink && c.sampler == nil && firstEnv("OTEL_TRACES_SAMPLER") == "" {
+		t.provider = &rootOnUnsampledProvider{tp: t.TracerProvider}
+	}
 	if !c.withoutGlobal {
-		otel.SetTracerProvider(t.TracerProvider)
+		otel.SetTracerProvider(t.provider)
 		otel.SetTextMapPropagator(t.Propagator)
 	}
 	return t, nil
@@ -253,6 +259,12 @@ func joinLine(errs []error) error {
 	}
 	return fmt.Errorf(format, args...)
 }
+
+// Provider is the TracerProvider to start spans from, the one Setup
+// installs as the global: TracerProvider itself, or with
+// WithUnsampledCallerAsLink (and no sampler configured) a wrapper of it that
+// turns a span under an unsampled remote parent into a linked new root.
+func (t *Telemetry) Provider() trace.TracerProvider { return t.provider }
 
 // Destination says where spans go: protocol is "file", ProtocolGRPC,
 // ProtocolHTTPProtobuf or "custom" (WithExporter); target is the file path

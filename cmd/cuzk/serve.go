@@ -146,7 +146,10 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		}
 	}()
 	shutdownTel, err := otelcuzk.Setup(ctx, append(deviceOptions(cfg.backend),
-		otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log))...)
+		otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log),
+		// A caller that does not sample still gets its proof recorded, as
+		// a new trace linked to the caller's span (unless a sampler is set).
+		otelcuzk.WithUnsampledCallerAsLink())...)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}

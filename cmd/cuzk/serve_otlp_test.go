@@ -13,6 +13,8 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -277,5 +279,90 @@ func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(d.log.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.Contains(last, "stopped:") || !strings.Contains(last, "1 abandoned at shutdown") {
 		t.Errorf("last line %q does not count the abandoned job:\n%s", last, d.log.String())
+	}
+}
+
+// unsampledCaller is a context carrying the span context of a caller that
+// does not sample (W3C trace-flags 00), as Curio with a ratio sampler sends.
+func unsampledCaller(t *testing.T) (context.Context, trace.SpanContext) {
+	t.Helper()
+	tid, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true})
+	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
+}
+
+// proveAsUnsampledCaller runs a daemon with OTEL_TRACES_SAMPLER=sampler
+// ("" for none), proves once as an unsampled caller, stops the daemon (its
+// spans flushed) and returns the result, what the receiver got, and the
+// caller's span context.
+func proveAsUnsampledCaller(t *testing.T, sampler string) (*client.Result, *otlptest.Receiver, trace.SpanContext) {
+	t.Helper()
+	clearOTLPEnv(t)
+	recv := otlptest.NewReceiver("127.0.0.1:0")
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(recv.Stop)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	t.Setenv("OTEL_TRACES_SAMPLER", sampler)
+	d := startDaemon(t, serveConfig{})
+	// The client records nothing of its own: the traceparent it sends is the
+	// caller's, flags 00.
+	c, err := client.Dial(d.addr, client.WithTracerProvider(tracenoop.NewTracerProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, caller := unsampledCaller(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	res, err := c.Prove(ctx, client.Request{RequestID: "unsampled-" + sampler, Circuit: "mulchain", Constraints: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return res, recv, caller
+}
+
+// The daemon's default: the job of an unsampled caller is recorded as a new
+// root trace linked to the caller's span, and its trace id is the one the
+// result names.
+func TestServeRecordsAnUnsampledCallersJobAsALinkedRoot(t *testing.T) {
+	res, recv, caller := proveAsUnsampledCaller(t, "")
+	if res.TraceID == caller.TraceID().String() {
+		t.Fatalf("result trace id %s is the unsampled caller's", res.TraceID)
+	}
+	spans := recv.Trace(res.TraceID)
+	var job, linked bool
+	for _, s := range spans {
+		job = job || s.Name == otelcuzk.SpanEngineJob
+		for _, l := range s.Links {
+			linked = linked || (s.ParentID == "" && l.TraceID == caller.TraceID().String() && l.SpanID == caller.SpanID().String())
+		}
+	}
+	if !job || !linked {
+		t.Fatalf("trace %s: engine.job recorded %v, root linked to the caller %v (%d spans)", res.TraceID, job, linked, len(spans))
+	}
+	if n := len(recv.Trace(caller.TraceID().String())); n != 0 {
+		t.Errorf("%d spans recorded in the unsampled caller's trace", n)
+	}
+}
+
+// An operator's sampler is honoured exactly: parentbased follows the
+// caller's 00 and records nothing; always_off records nothing.
+func TestServeHonoursAnExplicitSamplerForUnsampledCallers(t *testing.T) {
+	for _, sampler := range []string{"parentbased_always_on", "always_off"} {
+		t.Run(sampler, func(t *testing.T) {
+			res, recv, caller := proveAsUnsampledCaller(t, sampler)
+			if n := len(recv.Spans()); n != 0 {
+				t.Errorf("%d spans recorded, want none", n)
+			}
+			if sampler == "parentbased_always_on" && res.TraceID != caller.TraceID().String() {
+				t.Errorf("result trace id %s, want the caller's %s (the job is its unrecorded child)", res.TraceID, caller.TraceID())
+			}
+		})
 	}
 }

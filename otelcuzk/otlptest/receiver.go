@@ -18,11 +18,16 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Span is what the receiver keeps of one span: hex ids and the name.
+// Span is what the receiver keeps of one span: hex ids, the name, and the
+// span contexts its links point to.
 type Span struct {
 	TraceID, SpanID, ParentID string
 	Name                      string
+	Links                     []Link
 }
+
+// Link is one span link: the hex ids of the span it points to.
+type Link struct{ TraceID, SpanID string }
 
 // Receiver serves OTLP/HTTP with binary protobuf bodies on /v1/traces (any
 // path is accepted) and records the spans. Its methods are safe for
@@ -134,8 +139,12 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	for _, rs := range m.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				got = append(got, Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
-					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name})
+				sp := Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name}
+				for _, l := range s.Links {
+					sp.Links = append(sp.Links, Link{TraceID: hex.EncodeToString(l.TraceId), SpanID: hex.EncodeToString(l.SpanId)})
+				}
+				got = append(got, sp)
 			}
 		}
 	}
