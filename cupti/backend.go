@@ -77,8 +77,33 @@ func (cBackend) open(paths []string) (string, uint32, error) {
 		openPath, openVer = C.GoString(C.cz_loaded_path()), uint32(C.cz_version())
 		return openPath, openVer, nil
 	}
-	// One line: the paths tried, and the most telling reason (a library
-	// that is there but is not CUPTI beats "cannot open shared object").
+	return "", 0, noLibrary(paths, reasons)
+}
+
+// probe is Locate's look at the libraries of paths, without loading one
+// for capture.
+func probe(paths []string) (string, uint32, error) {
+	var reasons []string
+	for _, p := range paths {
+		cp := C.CString(p)
+		var out [4096]C.char
+		var errb [512]C.char
+		var v C.uint32_t
+		r := C.cz_probe(cp, &out[0], C.size_t(len(out)), &v, &errb[0], C.size_t(len(errb)))
+		C.free(unsafe.Pointer(cp))
+		if r != 0 {
+			reasons = append(reasons, C.GoString(&errb[0]))
+			continue
+		}
+		return C.GoString(&out[0]), uint32(v), nil
+	}
+	return "", 0, noLibrary(paths, reasons)
+}
+
+// noLibrary is ErrNoCUPTI in one line: the paths tried and the most
+// telling reason (a library that is there but is not CUPTI beats "cannot
+// open shared object").
+func noLibrary(paths, reasons []string) error {
 	why := ""
 	for _, r := range reasons {
 		if why == "" || !strings.Contains(r, "No such file") {
@@ -88,7 +113,7 @@ func (cBackend) open(paths []string) (string, uint32, error) {
 			break
 		}
 	}
-	return "", 0, fmt.Errorf("%w: none of %s loads (%s)", ErrNoCUPTI, strings.Join(paths, ", "), why)
+	return fmt.Errorf("%w: none of %s loads (%s)", ErrNoCUPTI, strings.Join(paths, ", "), why)
 }
 
 func (cBackend) start(flags uint32) (int, error) {

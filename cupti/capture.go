@@ -298,3 +298,21 @@ func Call(ctx context.Context, fn, arg unsafe.Pointer) {
 	defer release()
 	callC(id, fn, arg)
 }
+
+// Locate finds the first CUPTI library of paths that loads (default
+// DefaultLibraryPaths), and returns the file it came from and its API
+// version: what `cuzk gpu-trace` hands the traced program. The library is
+// unloaded again. Errors wrap ErrNoCUPTI or ErrVersion.
+func Locate(paths ...string) (path string, version uint32, err error) {
+	if len(paths) == 0 {
+		paths = DefaultLibraryPaths()
+	}
+	path, version, err = probe(paths)
+	if err != nil {
+		return "", 0, err
+	}
+	if version < MinVersion {
+		return path, version, fmt.Errorf("%w: %s reports CUPTI API version %d, older than %d (CUDA 11.8)", ErrVersion, path, version, MinVersion)
+	}
+	return path, version, nil
+}

@@ -378,3 +378,10 @@ func TestNoticesForDroppedRecordsAndNotes(t *testing.T) {
 		t.Fatalf("notices %q", joined)
 	}
 }
+
+func TestLocateRefusesWhatIsNotCUPTI(t *testing.T) {
+	_, _, err := Locate("/nonexistent/libcupti.so.13", "libc.so.6")
+	if !errors.Is(err, ErrNoCUPTI) || !strings.Contains(err.Error(), "libc.so.6 has no cuptiGetVersion") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -182,6 +182,31 @@ fail:
 	return -1;
 }
 
+int cz_probe(const char *path, char *out, size_t outlen, uint32_t *version, char *err, size_t errlen) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		const char *e = dlerror();
+		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
+		return -1;
+	}
+	CUptiResult (*gv)(uint32_t *);
+	*(void **)&gv = dlsym(h, "cuptiGetVersion");
+	if (gv == NULL || dlsym(h, "cuptiSubscribe") == NULL) {
+		snprintf(err, errlen, "%s has no cuptiGetVersion (not a CUPTI library, or too old)", path);
+		dlclose(h);
+		return -1;
+	}
+	*version = 0;
+	gv(version);
+	Dl_info info;
+	if (dladdr(*(void **)&gv, &info) && info.dli_fname)
+		snprintf(out, outlen, "%s", info.dli_fname);
+	else
+		snprintf(out, outlen, "%s", path);
+	dlclose(h);
+	return 0;
+}
+
 uint32_t cz_version(void) {
 	uint32_t v = 0;
 	if (L.lib && L.GetVersion(&v) != 0) v = 0;
@@ -236,19 +261,16 @@ static void frame_record(const uint8_t *rec, size_t reclen) {
 static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
 	if (buffer == NULL) return;
 	void *rec = NULL;
+	uint8_t *prev = NULL;
 	pthread_mutex_lock(&Q.mu);
-	if (L.ActivityGetNextRecord(buffer, valid, &rec) == 0) {
-		for (;;) {
-			void *next = NULL;
-			int r = L.ActivityGetNextRecord(buffer, valid, &next);
-			// A record's size is the distance to the next one (or the
-			// buffer's end): CUPTI writes them back to back.
-			size_t len = (r == 0 ? (uint8_t *)next : buffer + valid) - (uint8_t *)rec;
-			frame_record(rec, len);
-			if (r != 0) break;
-			rec = next;
-		}
+	// cuptiActivityGetNextRecord advances rec in place. A record's size is
+	// the distance to the next one (or to the end of the valid bytes):
+	// CUPTI writes them back to back.
+	while (L.ActivityGetNextRecord(buffer, valid, &rec) == 0 && rec != NULL) {
+		if (prev) frame_record(prev, (size_t)((uint8_t *)rec - prev));
+		prev = rec;
 	}
+	if (prev) frame_record(prev, (size_t)(buffer + valid - prev));
 	size_t dropped = 0;
 	if (L.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == 0 && dropped > 0) {
 		uint8_t *p = frame_begin(CZ_FRAME_DROPPED, 12);

@@ -60,6 +60,9 @@ enum {
 
 /* cz_open loads libcupti at path. 0 on success; else a one-line reason in err. */
 int cz_open(const char *path, char *err, size_t errlen);
+/* cz_probe loads path, reads its version and file (dladdr) and unloads it
+ * again, leaving the capture's library alone. 0 on success. */
+int cz_probe(const char *path, char *out, size_t outlen, uint32_t *version, char *err, size_t errlen);
 /* cz_version: cuptiGetVersion; 0 when not loaded. */
 uint32_t cz_version(void);
 /* cz_loaded_path: the file the library was loaded from (dladdr), or "". */

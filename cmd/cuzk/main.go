@@ -6,9 +6,11 @@
 //	cuzk submit   send a proof request to a daemon
 //	cuzk trace    read a trace back (file, Jaeger or Tempo) and explain it
 //	cuzk setup    build and cache the proving key of a circuit
+//	cuzk gpu-trace run a CUDA program with its kernels and NVTX ranges traced (CUPTI)
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -62,6 +64,10 @@ func noArgs(c *cli.Context) error {
 
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
+		var code exitCode // gpu-trace: the traced program's status
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "cuzk:", err)
 		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() > 1 {
 			os.Exit(ec.ExitCode()) // cuzk trace diff --fail-over: 2

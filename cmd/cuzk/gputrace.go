@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcuzk/otelcuzk/cupti"
+	"github.com/otelcuzk/otelcuzk/cupti/inject"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// Environment of the traced program.
+const (
+	envInjection   = "CUDA_INJECTION64_PATH" // the CUDA driver loads this library at cuInit
+	envNVTX        = "NVTX_INJECTION64_PATH" // NVTX loads this one (CUPTI) at the first NVTX call
+	envGPUTraceSck = "CUZK_GPUTRACE_SOCK"    // where libcuzkinject.so sends its frames
+	envCUPTIPath   = "CUZK_CUPTI_PATH"       // the CUPTI library libcuzkinject.so loads
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:      "gpu-trace",
+		Usage:     "run a CUDA program unchanged, its kernels, copies and NVTX ranges traced as OTLP spans (CUPTI)",
+		ArgsUsage: "[--] COMMAND [ARGS...]",
+		Description: `Runs COMMAND with CUDA's injection mechanism (CUDA_INJECTION64_PATH) loading
+libcuzkinject.so, a C library embedded in cuzk, which starts CUPTI activity
+capture in the program and sends the records to this process over a Unix
+socket; here they become spans, exported by the standard OTEL_* variables
+(default: the file cuzk-traces.jsonl).
+
+   cuzk gpu-trace -- ./my-cuda-program --its-flags
+   TRACEPARENT=00-<trace>-<span>-01 cuzk gpu-trace ./task   # a task's kernels in its trace
+
+With TRACEPARENT set (a per-task program), every span goes under that
+parent: one trace. Without it (a long-running program), each top-level NVTX
+range and each --window of other GPU work is its own trace, exported as it
+ends, with a resource naming the process. An NVTX range whose message
+carries "traceparent=00-..." joins that trace, with its kernels.
+
+The program is never stopped by tracing: if anything fails (no CUPTI, CUPTI
+in use by another tool, this process gone) the library detaches and says so
+once. cuzk gpu-trace exits with the program's exit code.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cupti", Usage: "CUPTI library `PATH` (default: $CUZK_CUPTI, libcupti.so.13, .so.12, /usr/local/cuda)"},
+			&cli.DurationFlag{Name: "window", Value: cupti.DefaultWindow, Usage: "length of a device window span for work outside NVTX ranges"},
+			&cli.IntFlag{Name: "max-kernel-spans", Value: 256, Usage: "kernel spans per parent before further ones are aggregated per name"},
+			&cli.StringFlag{Name: "trace-file", Usage: "OTLP JSON lines `FILE` when no OTLP endpoint is set (default cuzk-trace.jsonl)"},
+			&cli.DurationFlag{Name: "drain", Value: 5 * time.Second, Usage: "how long to wait for the last records after the program exits"},
+		},
+		Action: runGPUTrace,
+	})
+}
+
+func runGPUTrace(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return errors.New("gpu-trace: want a COMMAND to run (cuzk gpu-trace [--] COMMAND ARGS...)")
+	}
+	bin, err := exec.LookPath(args[0])
+	if err != nil {
+		return fmt.Errorf("gpu-trace: %w", err)
+	}
+	ctx := context.Background()
+	warn := func(msg string) { fmt.Fprintln(os.Stderr, "cuzk gpu-trace:", msg) }
+	cmd := exec.Command(bin, args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+
+	tr, terr := prepareTrace(c)
+	if terr != nil {
+		// Tracing cannot start: the program runs untraced, as it would
+		// have without gpu-trace, and its exit code is ours.
+		warn(terr.Error() + "; running the program untraced")
+		cmd.Env = os.Environ()
+		return exitLike(runForwarding(cmd))
+	}
+	cmd.Env = tr.env(os.Environ())
+	if err := cmd.Start(); err != nil {
+		tr.cleanup()
+		return fmt.Errorf("gpu-trace: %w", err)
+	}
+	name := filepath.Base(bin)
+	topts := []otelcuzk.Option{otelcuzk.WithResourceAttributes(
+		attribute.String("process.executable.name", name),
+		attribute.String("process.executable.path", bin),
+		attribute.Int("process.pid", cmd.Process.Pid),
+		attribute.String("process.command", args[0]),
+	)}
+	if os.Getenv("OTEL_SERVICE_NAME") == "" {
+		topts = append(topts, otelcuzk.WithServiceName(name))
+	}
+	if f := c.String("trace-file"); f != "" {
+		topts = append(topts, otelcuzk.WithTraceFile(f))
+	}
+	tel, err := otelcuzk.New(ctx, topts...)
+	if err != nil {
+		warn(err.Error() + "; the program runs untraced")
+		tr.cleanup()
+		return exitLike(waitForwarding(cmd))
+	}
+	root := otelcuzk.ContextWithEnvTraceparent(ctx)
+	ropts := []cupti.Option{
+		cupti.WithTracerProvider(tel.TracerProvider),
+		cupti.WithWindow(c.Duration("window")),
+		cupti.WithMaxKernelSpans(c.Int("max-kernel-spans")),
+		cupti.WithLogger(func(s string) { warn(s) }),
+	}
+	var wg sync.WaitGroup
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			conn, err := tr.ln.Accept()
+			if err != nil {
+				close(conns)
+				return
+			}
+			conns <- conn
+		}
+	}()
+	var open []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for conn := range conns {
+			mu.Lock()
+			open = append(open, conn)
+			mu.Unlock()
+			wg.Add(1)
+			go func(conn net.Conn) {
+				defer wg.Done()
+				defer conn.Close()
+				if _, err := cupti.ReadFrames(root, conn, ropts...); err != nil {
+					warn(err.Error())
+				}
+			}(conn)
+		}
+	}()
+	werr := waitForwarding(cmd)
+	// The program (and what it forked) exited: its library sent goodbye
+	// or its connection broke. Give the last records --drain to arrive.
+	tr.ln.Close()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.Duration("drain")):
+		warn(fmt.Sprintf("records still arriving %v after the program exited; exporting what came", c.Duration("drain")))
+		mu.Lock()
+		for _, conn := range open {
+			conn.Close()
+		}
+		mu.Unlock()
+		<-done
+	}
+	if err := tel.Shutdown(ctx); err != nil {
+		warn(err.Error())
+	}
+	tr.cleanup()
+	return exitLike(werr)
+}
+
+// gpuTrace is what tracing one program needs: the injection library on
+// disk, CUPTI's path and the socket the library connects to.
+type gpuTrace struct {
+	lib, cuptiPath, sock, dir string
+	ln                        net.Listener
+}
+
+func prepareTrace(c *cli.Context) (*gpuTrace, error) {
+	if v := os.Getenv(envInjection); v != "" {
+		return nil, fmt.Errorf("%s is already set (%s: another tool injects into CUDA)", envInjection, v)
+	}
+	var paths []string
+	if p := c.String("cupti"); p != "" {
+		paths = []string{p}
+	}
+	cuptiPath, _, err := cupti.Locate(paths...)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	lib, err := inject.WriteTo(filepath.Join(cache, "otelcuzk", "gpu-trace"))
+	if err != nil {
+		if lib, err = inject.WriteTo(filepath.Join(os.TempDir(), "otelcuzk-gpu-trace")); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "cuzk-gpu-trace-")
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("listening on %s: %w", sock, err)
+	}
+	return &gpuTrace{lib: lib, cuptiPath: cuptiPath, sock: sock, dir: dir, ln: ln}, nil
+}
+
+func (t *gpuTrace) env(base []string) []string {
+	env := make([]string, 0, len(base)+4)
+	nvtxSet := false
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case envGPUTraceSck, envCUPTIPath, envInjection:
+			continue
+		case envNVTX:
+			nvtxSet = true
+		}
+		env = append(env, kv)
+	}
+	env = append(env, envInjection+"="+t.lib, envGPUTraceSck+"="+t.sock, envCUPTIPath+"="+t.cuptiPath)
+	if !nvtxSet {
+		env = append(env, envNVTX+"="+t.cuptiPath)
+	}
+	return env
+}
+
+func (t *gpuTrace) cleanup() {
+	t.ln.Close()
+	os.RemoveAll(t.dir)
+}
+
+// runForwarding starts cmd and waits for it, passing on the signals that
+// would stop us.
+func runForwarding(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("gpu-trace: %w", err)
+	}
+	return waitForwarding(cmd)
+}
+
+func waitForwarding(cmd *exec.Cmd) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case s := <-sigs:
+			cmd.Process.Signal(s)
+		case err := <-done:
+			return err
+		}
+	}
+}
+
+// exitCode is an exit status to end cuzk with, silently (main).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// exitLike turns the program's exit status into cuzk's: its code, or 128
+// + the signal that killed it, as a shell reports.
+func exitLike(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return exitCode(code)
+	}
+	return err
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/cupti"
+	"github.com/otelcuzk/otelcuzk/cupti/inject"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+)
+
+// The gpu-trace tests run without a GPU: testdata/gputrace/fakecupti.c
+// stands in for libcupti and fakeprog.c for a CUDA program that loads the
+// injection library as the driver does at cuInit. What runs is the real
+// libcuzkinject.so (its C, cz_core.c, the socket) and this command.
+
+var fakeBuild struct {
+	once      sync.Once
+	dir, err  string
+	cupti     string
+	prog, lib string
+}
+
+func buildFakes(t *testing.T) (cuptiLib, prog string) {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	fakeBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gputrace-fakes-")
+		if err != nil {
+			fakeBuild.err = err.Error()
+			return
+		}
+		fakeBuild.dir = dir
+		fakeBuild.cupti = filepath.Join(dir, "libcupti-fake.so")
+		fakeBuild.prog = filepath.Join(dir, "fakeprog")
+		for _, args := range [][]string{
+			{"-shared", "-fPIC", "-o", fakeBuild.cupti, "testdata/gputrace/fakecupti.c", "-lpthread"},
+			{"-o", fakeBuild.prog, "testdata/gputrace/fakeprog.c", "-ldl"},
+		} {
+			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+				fakeBuild.err = err.Error() + ": " + string(out)
+				return
+			}
+		}
+	})
+	if fakeBuild.err != "" {
+		t.Fatal(fakeBuild.err)
+	}
+	return fakeBuild.cupti, fakeBuild.prog
+}
+
+func runGPUTraceCmd(t *testing.T, env map[string]string, args ...string) ([]tracefile.Span, error) {
+	t.Helper()
+	lib, _ := buildFakes(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for _, k := range []string{"TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	file := filepath.Join(t.TempDir(), "trace.jsonl")
+	argv := append([]string{"cuzk", "gpu-trace", "--cupti", lib, "--window", "200ms", "--trace-file", file, "--"}, args...)
+	err := newApp().Run(argv)
+	f, ferr := os.Open(file)
+	if ferr != nil {
+		return nil, errors.Join(err, ferr)
+	}
+	defer f.Close()
+	spans, rerr := tracefile.ReadOTLPJSONLines(f)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return spans, err
+}
+
+func byName(t *testing.T, spans []tracefile.Span, name string) tracefile.Span {
+	t.Helper()
+	var found []tracefile.Span
+	for _, s := range spans {
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		var names []string
+		for _, s := range spans {
+			names = append(names, s.Name)
+		}
+		t.Fatalf("%d spans named %q, want 1 (have %v)", len(found), name, names)
+	}
+	return found[0]
+}
+
+func TestGPUTraceTurnsAForeignProgramsRecordsIntoSpans(t *testing.T) {
+	_, prog := buildFakes(t)
+	before := time.Now()
+	spans, err := runGPUTraceCmd(t, nil, prog, "basic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase, inner := byName(t, spans, "phase"), byName(t, spans, "inner")
+	k1, k2, orphan := byName(t, spans, "kern_in_phase"), byName(t, spans, "kern_in_inner"), byName(t, spans, "orphan")
+	window := byName(t, spans, cupti.SpanWindow)
+	if phase.ParentID != "" {
+		t.Fatal("a top-level NVTX range without TRACEPARENT is not the root of its own trace")
+	}
+	for _, c := range []struct{ child, parent tracefile.Span }{{inner, phase}, {k1, phase}, {k2, inner}, {orphan, window}} {
+		if c.child.ParentID != c.parent.SpanID || c.child.TraceID != c.parent.TraceID {
+			t.Errorf("%s is not a child of %s", c.child.Name, c.parent.Name)
+		}
+	}
+	if window.TraceID == phase.TraceID {
+		t.Error("the device window shares the range's trace; want a trace per window")
+	}
+	if got := k1.Attrs["cuda.cupti_ms"]; got != 2.0 {
+		t.Errorf("kernel duration %v ms, want 2", got)
+	}
+	if k1.Duration() != 2*time.Millisecond {
+		t.Errorf("kernel span lasts %v, want 2ms", k1.Duration())
+	}
+	// CUPTI's clock here is CLOCK_MONOTONIC: only the calibration puts the
+	// spans at the time they ran.
+	if k1.Start.Before(before.Add(-time.Second)) || k1.Start.After(time.Now().Add(time.Second)) {
+		t.Errorf("kernel at %v, the test ran from %v: calibration is off", k1.Start, before)
+	}
+	if _, ok := k1.Attrs["cuda.clock.uncertainty_ns"]; !ok {
+		t.Error("no calibration uncertainty on the kernel span")
+	}
+	if phase.Service != "fakeprog" {
+		t.Errorf("service.name %q, want the program's name", phase.Service)
+	}
+}
+
+func TestGPUTraceUnderTRACEPARENTIsOneTrace(t *testing.T) {
+	_, prog := buildFakes(t)
+	const tid, sid = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	spans, err := runGPUTraceCmd(t, map[string]string{"TRACEPARENT": "00-" + tid + "-" + sid + "-01"}, prog, "basic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range spans {
+		if s.TraceID != tid {
+			t.Errorf("%s in trace %s, want the TRACEPARENT's", s.Name, s.TraceID)
+		}
+	}
+	if p := byName(t, spans, "phase"); p.ParentID != sid {
+		t.Errorf("phase under %q, want the TRACEPARENT span", p.ParentID)
+	}
+	if w := byName(t, spans, cupti.SpanWindow); w.ParentID != sid {
+		t.Errorf("window under %q, want the TRACEPARENT span", w.ParentID)
+	}
+}
+
+func TestGPUTraceRangeWithTraceparentJoinsThatTrace(t *testing.T) {
+	_, prog := buildFakes(t)
+	const tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	spans, err := runGPUTraceCmd(t, nil, prog, "traceparent", "00-"+tid+"-"+sid+"-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, k := byName(t, spans, "request"), byName(t, spans, "kern_request")
+	if r.TraceID != tid || r.ParentID != sid {
+		t.Fatalf("range in %s under %s, want %s under %s", r.TraceID, r.ParentID, tid, sid)
+	}
+	if k.TraceID != tid || k.ParentID != r.SpanID {
+		t.Fatal("the range's kernel is not its child in that trace")
+	}
+}
+
+func TestGPUTraceUnbalancedRanges(t *testing.T) {
+	_, prog := buildFakes(t)
+	spans, err := runGPUTraceCmd(t, nil, prog, "unbalanced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := byName(t, spans, "left open")
+	if open.Attrs["nvtx.unclosed"] != true {
+		t.Fatalf("range open at exit: attrs %v, want nvtx.unclosed", open.Attrs)
+	}
+	if k := byName(t, spans, "kern_open"); k.ParentID != open.SpanID {
+		t.Fatal("kernel of the open range is not its child")
+	}
+}
+
+func TestGPUTraceExitsWithTheProgramsCode(t *testing.T) {
+	_, prog := buildFakes(t)
+	spans, err := runGPUTraceCmd(t, nil, prog, "exit", "3")
+	var code exitCode
+	if !errors.As(err, &code) || code != 3 {
+		t.Fatalf("err %v, want exit status 3", err)
+	}
+	byName(t, spans, "before_exit")
+}
+
+func TestGPUTraceWithoutCUPTIRunsTheProgramUntraced(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	err := newApp().Run([]string{"cuzk", "gpu-trace", "--cupti", "/nonexistent/libcupti.so", "--", "sh", "-c", "exit 4"})
+	var code exitCode
+	if !errors.As(err, &code) || code != 4 {
+		t.Fatalf("err %v, want the program run with its exit status 4", err)
+	}
+	if err := newApp().Run([]string{"cuzk", "gpu-trace"}); err == nil || !strings.Contains(err.Error(), "want a COMMAND") {
+		t.Fatalf("no command: %v", err)
+	}
+}
+
+// runInjected runs fakeprog with the injection library pointed at sock,
+// as gpu-trace would, and returns its stderr.
+func runInjected(t *testing.T, sock string, env ...string) (string, error) {
+	t.Helper()
+	lib, prog := buildFakes(t)
+	so, err := inject.WriteTo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prog, "basic")
+	cmd.Env = append(os.Environ(), "CUDA_INJECTION64_PATH="+so, "CUZK_CUPTI_PATH="+lib, "CUZK_GPUTRACE_SOCK="+sock)
+	cmd.Env = append(cmd.Env, env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	return stderr.String(), err
+}
+
+func TestInjectionFailuresDetachAndSaySoOnce(t *testing.T) {
+	listen := func(t *testing.T, serve func(net.Conn)) string {
+		sock := filepath.Join(t.TempDir(), "s")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go serve(c)
+			}
+		}()
+		return sock
+	}
+	drain := func(c net.Conn) {
+		defer c.Close()
+		cupti.ReadFrames(context.Background(), c, cupti.WithLogger(func(string) {}))
+	}
+	cases := []struct {
+		name, want string
+		sock       func(t *testing.T) string
+		env        []string
+	}{
+		{"no reader", "cannot reach cuzk gpu-trace", func(t *testing.T) string { return filepath.Join(t.TempDir(), "none") }, nil},
+		{"CUPTI in use", "MULTIPLE_SUBSCRIBERS", func(t *testing.T) string { return listen(t, drain) }, []string{"FAKE_CUPTI_BUSY=1"}},
+		{"wrong version", "CUPTI API version 12 is older than 18", func(t *testing.T) string { return listen(t, drain) }, []string{"FAKE_CUPTI_VERSION=12"}},
+		{"reader gone", "lost the connection", func(t *testing.T) string { return listen(t, func(c net.Conn) { c.Close() }) }, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr, err := runInjected(t, tc.sock(t), tc.env...)
+			if err != nil {
+				t.Fatalf("the traced program failed: %v (%s)", err, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasSuffix(lines[0], "the program runs on untraced") {
+				t.Fatalf("stderr %q, want one line naming %q", stderr, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,150 @@
+// A stand-in for libcupti, for testing `cuzk gpu-trace` and its injection
+// library without a GPU: the entry points libcuzkinject.so uses, with
+// records made up by the test program through fake_launch and NVTX
+// callbacks raised by fake_nvtx. Record layouts are CUDA 11.8's.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void (*buf_request)(uint8_t **, size_t *, size_t *);
+typedef void (*buf_complete)(void *, uint32_t, uint8_t *, size_t, size_t);
+typedef void (*callback)(void *, int, uint32_t, const void *);
+
+static callback sub_cb;
+static buf_request req;
+static buf_complete comp;
+static int nvtx_on;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t pending[1 << 16];
+static size_t npending;
+static uint32_t next_corr = 100;
+static __thread uint64_t ext_stack[8][16];
+static __thread int ext_depth[8];
+
+static uint64_t mono(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cuptiGetVersion(uint32_t *v) {
+	const char *e = getenv("FAKE_CUPTI_VERSION");
+	*v = e ? (uint32_t)atoi(e) : 18;
+	return 0;
+}
+int cuptiGetResultString(int r, const char **s) {
+	*s = r == 39 ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" : "CUPTI_ERROR_UNKNOWN";
+	return 0;
+}
+int cuptiSubscribe(void **sub, callback cb, void *ud) {
+	(void)ud;
+	if (getenv("FAKE_CUPTI_BUSY")) return 39;
+	*sub = (void *)1;
+	sub_cb = cb;
+	return 0;
+}
+int cuptiUnsubscribe(void *sub) { (void)sub; sub_cb = NULL; return 0; }
+int cuptiEnableDomain(uint32_t en, void *sub, int dom) { (void)sub; if (dom == 5) nvtx_on = (int)en; return 0; }
+int cuptiActivityEnable(int k) { (void)k; return 0; }
+int cuptiActivityDisable(int k) { (void)k; return 0; }
+int cuptiActivityRegisterCallbacks(buf_request r, buf_complete c) { req = r; comp = c; return 0; }
+int cuptiActivityGetNumDroppedRecords(void *c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 0; return 0; }
+int cuptiGetTimestamp(uint64_t *t) { *t = mono(); return 0; }
+
+static size_t rec_size(const uint8_t *r) {
+	uint32_t kind;
+	memcpy(&kind, r, 4);
+	switch (kind) {
+	case 10: return 200; // CUpti_ActivityKernel8
+	case 39: return 24;  // CUpti_ActivityExternalCorrelation
+	case 4: return 40;   // CUpti_ActivityAPI
+	}
+	return 8;
+}
+
+int cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, void **rec) {
+	uint8_t *next = *rec ? (uint8_t *)*rec + rec_size(*rec) : buf;
+	if (next >= buf + valid) return 3; // CUPTI_ERROR_MAX_LIMIT_REACHED
+	*rec = next;
+	return 0;
+}
+
+int cuptiActivityFlushAll(uint32_t flag) {
+	(void)flag;
+	pthread_mutex_lock(&mu);
+	if (npending == 0 || !req || !comp) {
+		pthread_mutex_unlock(&mu);
+		return 0;
+	}
+	uint8_t *b = NULL;
+	size_t size = 0, max = 0;
+	req(&b, &size, &max);
+	size_t n = npending < size ? npending : size;
+	memcpy(b, pending, n);
+	npending = 0;
+	pthread_mutex_unlock(&mu);
+	comp(NULL, 0, b, size, n);
+	return 0;
+}
+
+int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
+	if (kind < 0 || kind > 7 || ext_depth[kind] >= 16) return 1;
+	ext_stack[kind][ext_depth[kind]++] = id;
+	return 0;
+}
+int cuptiActivityPopExternalCorrelationId(int kind, uint64_t *last) {
+	if (kind < 0 || kind > 7 || ext_depth[kind] == 0) return 1;
+	*last = ext_stack[kind][--ext_depth[kind]];
+	return 0;
+}
+
+static void put(const void *r, size_t n) {
+	if (npending + n <= sizeof pending) {
+		memcpy(pending + npending, r, n);
+		npending += n;
+	}
+}
+
+// fake_launch records a kernel of dur ns launched now by this thread, with
+// an external correlation record for each id pushed, and an API record.
+void fake_launch(const char *name, uint64_t dur) {
+	pthread_mutex_lock(&mu);
+	uint32_t corr = next_corr++;
+	for (int k = 0; k < 8; k++)
+		if (ext_depth[k] > 0) {
+			uint8_t e[24] = {0};
+			uint32_t kind = 39, ek = (uint32_t)k;
+			memcpy(e, &kind, 4);
+			memcpy(e + 4, &ek, 4);
+			memcpy(e + 8, &ext_stack[k][ext_depth[k] - 1], 8);
+			memcpy(e + 16, &corr, 4);
+			put(e, sizeof e);
+		}
+	uint8_t api[40] = {0};
+	uint32_t akind = 4;
+	memcpy(api, &akind, 4);
+	memcpy(api + 32, &corr, 4);
+	put(api, sizeof api);
+	uint8_t k[200] = {0};
+	uint32_t kind = 10, one = 1, blk = 128, stream = 7;
+	uint64_t start = mono() + 1000, end = start + dur;
+	memcpy(k, &kind, 4);
+	memcpy(k + 16, &start, 8);
+	memcpy(k + 24, &end, 8);
+	memcpy(k + 48, &stream, 4);
+	memcpy(k + 52, &one, 4); memcpy(k + 56, &one, 4); memcpy(k + 60, &one, 4);
+	memcpy(k + 64, &blk, 4); memcpy(k + 68, &one, 4); memcpy(k + 72, &one, 4);
+	memcpy(k + 92, &corr, 4);
+	memcpy(k + 104, &name, sizeof name);
+	put(k, sizeof k);
+	pthread_mutex_unlock(&mu);
+}
+
+// fake_nvtx raises the NVTX callback cbid with params (CUpti_NvtxData).
+void fake_nvtx(uint32_t cbid, const void *params, const void *ret) {
+	struct { const char *fn; const void *params; const void *ret; } d = {"nvtx", params, ret};
+	if (sub_cb && nvtx_on) sub_cb(NULL, 5, cbid, &d);
+}

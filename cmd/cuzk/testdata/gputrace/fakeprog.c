@@ -1,0 +1,60 @@
+// A "CUDA program" for the gpu-trace tests: it loads the injection library
+// as the CUDA driver would at cuInit, then launches fake kernels and NVTX
+// ranges through fakecupti.so.
+//
+//   fakeprog basic|unbalanced|traceparent TP|exit N
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void (*launch)(const char *, uint64_t);
+static void (*nvtx)(uint32_t, const void *, const void *);
+
+static void push(const char *msg) { const void *p[1] = {msg}; nvtx(8, p, NULL); }
+static void pop(void) { const void *p[1] = {NULL}; nvtx(11, p, NULL); }
+
+int main(int argc, char **argv) {
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	if (inj) {
+		void *h = dlopen(inj, RTLD_NOW);
+		int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+		if (!init) { fprintf(stderr, "fakeprog: cannot load %s: %s\n", inj, dlerror()); return 90; }
+		init();
+	}
+	const char *cupti = getenv("CUZK_CUPTI_PATH");
+	void *c = cupti ? dlopen(cupti, RTLD_NOW) : NULL;
+	if (c) {
+		launch = (void (*)(const char *, uint64_t))dlsym(c, "fake_launch");
+		nvtx = (void (*)(uint32_t, const void *, const void *))dlsym(c, "fake_nvtx");
+	}
+	if (!launch || !nvtx) { fprintf(stderr, "fakeprog: no fake CUPTI\n"); return 91; }
+	const char *mode = argc > 1 ? argv[1] : "basic";
+	if (!strcmp(mode, "basic")) {
+		push("phase");
+		launch("kern_in_phase", 2000000);
+		push("inner");
+		launch("kern_in_inner", 1000000);
+		pop();
+		pop();
+		launch("orphan", 500000);
+	} else if (!strcmp(mode, "unbalanced")) {
+		pop();
+		push("left open");
+		launch("kern_open", 1000);
+	} else if (!strcmp(mode, "traceparent") && argc > 2) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "request traceparent=%s", argv[2]);
+		push(msg);
+		launch("kern_request", 1000);
+		pop();
+	} else if (!strcmp(mode, "exit") && argc > 2) {
+		launch("before_exit", 1000);
+		return atoi(argv[2]);
+	}
+	usleep(300000); // a writer flush
+	printf("fakeprog: %s done\n", mode);
+	return 0;
+}
