@@ -215,3 +215,57 @@ func TestTraceDiffHTMLMarksMovedSpansInChromium(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceTimelineHTMLDrawsEveryJobInChromium: `cuzk trace FILE
+// --timeline --html FILE` on three overlapping jobs writes a page that
+// headless Chromium renders offline: a row per job, each stage a segment
+// at its place on the one axis, the stage table with the overlap.
+func TestTraceTimelineHTMLDrawsEveryJobInChromium(t *testing.T) {
+	browser := chromiumBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobs.jsonl")
+	var lines []string
+	for i := range 3 {
+		off := float64(i) * 500
+		at := func(ms float64) string { return fmt.Sprint(off + ms) }
+		lines = append(lines, otlpLine(fmt.Sprintf("%032x", i+1),
+			[]string{"engine.job", "0000000000000001", "", at(0), at(1500), "cuzk.job.id", fmt.Sprintf("job-%d", i+1)},
+			[]string{"engine.queue", "0000000000000002", "0000000000000001", at(0), at(100)},
+			[]string{"pipeline.synthesize", "0000000000000003", "0000000000000001", at(100), at(1000)},
+			[]string{"pipeline.prove", "0000000000000004", "0000000000000001", at(1000), at(1500)},
+		))
+	}
+	os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	page := filepath.Join(dir, "timeline.html")
+	runProgram(t, time.Minute, nil, cuzkBin(t), "trace", file, "--timeline", "--html", page)
+
+	dom := chromium(t, browser, []string{"--dump-dom"}, page)
+	if !strings.Contains(dom, `data-rendered="jobs:3 segments:9"`) {
+		t.Fatalf("the script did not draw 3 jobs of 3 stages:\n%s", tail([]byte(dom), 3000))
+	}
+	starts := regexp.MustCompile(`data-stage="pipeline.prove" data-start="([0-9.]+)"`).FindAllStringSubmatch(dom, -1)
+	var got []string
+	for _, m := range starts {
+		got = append(got, m[1])
+	}
+	// 1000, 1500 and 2000 ms of a 2500 ms axis.
+	if strings.Join(got, " ") != "40.0 60.0 80.0" {
+		t.Errorf("prove segments start at %v %% of the axis, want 40.0 60.0 80.0", got)
+	}
+	if !regexp.MustCompile(`<tr data-stage="pipeline.synthesize">.*?<td class="num max">2</td>`).MatchString(dom) {
+		t.Error("the stage table does not show two syntheses at once")
+	}
+	shot := filepath.Join(dir, "timeline.png")
+	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=1400,400", "--hide-scrollbars"}, page)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	if keep := os.Getenv("OTELCUZK_E2E_KEEP"); keep != "" {
+		os.MkdirAll(keep, 0o755)
+		for _, f := range []string{page, shot} {
+			if b, err := os.ReadFile(f); err == nil {
+				os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
+			}
+		}
+	}
+}

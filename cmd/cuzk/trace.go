@@ -37,7 +37,14 @@ A FILE is read streaming, in bounded memory whatever its size: without
 parse (a write cut short) or are longer than 64 MiB are skipped with a note.
 
 --html FILE also writes the shown trace as a self-contained HTML waterfall
-to open in a browser.`,
+to open in a browser.
+
+--timeline draws all the jobs of a FILE (each its own trace) on one time
+axis instead: a row per job (engine.job, or a trace's root), its stages
+(the direct children of its span: engine.queue, pipeline.synthesize,
+gpu.queue, pipeline.prove, buffer.release, ...) as letters on the row, then
+per stage the busy time and the most jobs in it at once, so the overlap of
+concurrent jobs can be seen. With --html the same as an HTML page.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL` (the UI's address); the argument is a trace id"},
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; the argument is a trace id"},
@@ -47,6 +54,7 @@ to open in a browser.`,
 			&cli.IntFlag{Name: "width", Value: 40, Usage: "bar width in characters"},
 			&cli.BoolFlag{Name: "ascii", Usage: "draw bars with ASCII characters"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "limit for reading from Jaeger or Tempo"},
+			&cli.BoolFlag{Name: "timeline", Usage: "draw every job of the FILE on one time axis, a row per job, its stages as segments (with --html: as HTML)"},
 		},
 		Subcommands: []*cli.Command{traceDiffCommand()},
 		Action:      runTrace,
@@ -95,6 +103,12 @@ func runTrace(c *cli.Context) error {
 	errOut := c.App.ErrWriter
 	if errOut == nil {
 		errOut = os.Stderr
+	}
+	if flags.Bool("timeline") {
+		if jaegerURL != "" || tempoURL != "" || flags.String("trace-id") != "" {
+			return errors.New("trace: --timeline draws every job of a FILE; it takes no --jaeger, --tempo or --trace-id")
+		}
+		return runTimeline(flags, errOut, arg)
 	}
 	spans, traceID, col, err := loadTrace(c.Context, errOut, flags.Duration("timeout"), arg, jaegerURL, tempoURL, flags.String("trace-id"))
 	if err != nil {

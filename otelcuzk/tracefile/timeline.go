@@ -1,0 +1,355 @@
+package tracefile
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// TimelineJob is one job on the timeline: an engine.job span (or, in a
+// trace without one, a root span) and its direct children as stages.
+type TimelineJob struct {
+	TraceID string
+	Label   string // the job's cuzk.job.id, else cuzk.request.id, else the first 8 digits of the trace id
+	Name    string // the job span's name
+	Start   time.Time
+	End     time.Time
+	Error   bool
+	Stages  []TimelineStage // by start
+}
+
+// TimelineStage is one direct child of a job's span: engine.queue, a
+// budget wait, pipeline.synthesize, gpu.queue, pipeline.prove,
+// buffer.release, whatever the engine emits; repeated names stay separate
+// segments.
+type TimelineStage struct {
+	Name  string
+	Start time.Time
+	End   time.Time
+}
+
+// TimelineJobs finds the jobs of traces: in each trace the engine.job
+// spans (the shallowest, wherever they are: the root of a cuzk prove
+// trace, under the server span in a daemon's), else the trace's roots.
+// The stages of a job are its span's direct children, the processor's
+// `untraced` spans left out. Jobs come back by start.
+func TimelineJobs(traces []Trace) []TimelineJob {
+	var jobs []TimelineJob
+	for _, t := range traces {
+		var found []*Node
+		t.Walk(func(n *Node) bool {
+			if n.Name == otelcuzk.SpanEngineJob {
+				found = append(found, n)
+				return false
+			}
+			return true
+		})
+		if len(found) == 0 {
+			found = t.Roots
+		}
+		for _, n := range found {
+			j := TimelineJob{TraceID: t.ID, Name: n.Name, Start: n.Start, End: n.End, Error: n.Status.Code == StatusError, Label: jobLabel(t.ID, n)}
+			for _, c := range n.Children {
+				if c.Name != otelcuzk.SpanUntraced {
+					j.Stages = append(j.Stages, TimelineStage{Name: c.Name, Start: c.Start, End: c.End})
+				}
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b TimelineJob) int { return a.Start.Compare(b.Start) })
+	return jobs
+}
+
+func jobLabel(traceID string, n *Node) string {
+	for _, k := range []string{string(otelcuzk.KeyJobID), string(otelcuzk.KeyRequestID)} {
+		if v, ok := n.Attrs[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return traceID[:min(8, len(traceID))]
+}
+
+// StageStats sums one stage name over the jobs of a timeline.
+type StageStats struct {
+	Name          string
+	Spans         int           // segments of this name
+	Total         time.Duration // summed
+	Busy          time.Duration // the union of the segments: time at least one job was in the stage
+	MaxConcurrent int           // most jobs in the stage at one instant
+}
+
+// TimelineStats returns the stats of every stage name, in order of first
+// start. Busy over the timeline's extent is how much of the time the
+// stage's resource (the device, for pipeline.prove) was in use.
+func TimelineStats(jobs []TimelineJob) []StageStats {
+	type ev struct {
+		at    time.Time
+		delta int
+	}
+	idx := map[string]int{}
+	var out []StageStats
+	var segs [][]TimelineStage
+	for _, j := range jobs {
+		for _, s := range j.Stages {
+			i, ok := idx[s.Name]
+			if !ok {
+				i = len(out)
+				idx[s.Name] = i
+				out = append(out, StageStats{Name: s.Name})
+				segs = append(segs, nil)
+			}
+			out[i].Spans++
+			out[i].Total += s.End.Sub(s.Start)
+			segs[i] = append(segs[i], s)
+		}
+	}
+	for i, ss := range segs {
+		var evs []ev
+		var ivs []otelcuzk.Interval
+		for _, s := range ss {
+			evs = append(evs, ev{s.Start, 1}, ev{s.End, -1})
+			ivs = append(ivs, otelcuzk.Interval{Start: s.Start, End: s.End})
+		}
+		// Ends before starts at the same instant: back-to-back jobs are
+		// not concurrent.
+		slices.SortFunc(evs, func(a, b ev) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return a.delta - b.delta
+		})
+		cur := 0
+		for _, e := range evs {
+			cur += e.delta
+			out[i].MaxConcurrent = max(out[i].MaxConcurrent, cur)
+		}
+		out[i].Busy = coveredBy(ivs)
+	}
+	return out
+}
+
+// coveredBy is the length of the union of ivs.
+func coveredBy(ivs []otelcuzk.Interval) time.Duration {
+	if len(ivs) == 0 {
+		return 0
+	}
+	lo, hi := ivs[0].Start, ivs[0].End
+	for _, iv := range ivs {
+		if iv.Start.Before(lo) {
+			lo = iv.Start
+		}
+		if iv.End.After(hi) {
+			hi = iv.End
+		}
+	}
+	gap, _ := otelcuzk.Uncovered(otelcuzk.Interval{Start: lo, End: hi}, ivs)
+	return hi.Sub(lo) - gap
+}
+
+// TimelineOptions controls WriteTimeline. The zero value draws 60 cells.
+type TimelineOptions struct {
+	Width int  // cells of the time axis; 0 means 60
+	ASCII bool // '-' for a job's time outside its stages instead of '·'
+}
+
+// stageLetters gives each stage name a letter for the text timeline: the
+// first free one of its last dotted part (queue → q, synthesize → s,
+// prove → p, release → r), then of the whole name, then any free one.
+func stageLetters(stats []StageStats) map[string]byte {
+	used := map[byte]bool{}
+	out := map[string]byte{}
+	for _, s := range stats {
+		last := s.Name[strings.LastIndex(s.Name, ".")+1:]
+		cands := strings.ToLower(last+s.Name+"abcdefghijklmnopqrstuvwxyz") + strings.ToUpper(last+s.Name+"abcdefghijklmnopqrstuvwxyz") + "0123456789"
+		for i := 0; i < len(cands); i++ {
+			c := cands[i]
+			if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') && !used[c] {
+				used[c], out[s.Name] = true, c
+				break
+			}
+		}
+		if _, ok := out[s.Name]; !ok {
+			out[s.Name] = '#'
+		}
+	}
+	return out
+}
+
+// WriteTimeline draws jobs on one time axis, one row per job: its start
+// and duration in ms from the first job's start, then a bar of
+// opts.Width cells where each cell shows the letter of the stage the job
+// is in (a legend names them; a later stage over an earlier one in the same
+// cell wins, '·' is the job's own time between stages). Below, per stage:
+// segments, summed ms, busy ms and % of the timeline (the union over jobs)
+// and the most jobs in it at once, which is where N concurrent jobs show
+// their overlap (pipeline.synthesize at 3 at once while pipeline.prove
+// stays at 1 is a pipelined engine). It returns the first write error, or
+// an error for no jobs.
+func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error {
+	if len(jobs) == 0 {
+		return fmt.Errorf("tracefile: timeline: no jobs")
+	}
+	if opts.Width <= 0 {
+		opts.Width = 60
+	}
+	gapMark := "·"
+	if opts.ASCII {
+		gapMark = "-"
+	}
+	t0, t1 := jobs[0].Start, jobs[0].End
+	for _, j := range jobs {
+		t1 = later(t1, j.End)
+		for _, s := range j.Stages {
+			t1 = later(t1, s.End)
+		}
+	}
+	span := t1.Sub(t0)
+	stats := TimelineStats(jobs)
+	letters := stageLetters(stats)
+	ew := &errWriter{w: w}
+	ew.printf("timeline  %d job%s  %.3f ms  (%d cells of %.3f ms)\n", len(jobs), plural(len(jobs)), ms(span), opts.Width, ms(span)/float64(opts.Width))
+	var legend []string
+	for _, s := range stats {
+		legend = append(legend, fmt.Sprintf("%c %s", letters[s.Name], s.Name))
+	}
+	ew.printf("stages: %s  %s between stages\n", strings.Join(legend, "  "), gapMark)
+	labelW := 8
+	for _, j := range jobs {
+		labelW = max(labelW, min(len(j.Label), 24))
+	}
+	ew.printf("%-*s %10s %10s  %s\n", labelW, "job", "start ms", "dur ms", "timeline")
+	cell := func(at time.Time) int {
+		if span <= 0 {
+			return 0
+		}
+		return int(float64(opts.Width) * float64(at.Sub(t0)) / float64(span))
+	}
+	for _, j := range jobs {
+		cells := make([]string, opts.Width)
+		for i := range cells {
+			cells[i] = " "
+		}
+		paint := func(from, to time.Time, mark string) {
+			a, b := cell(from), cell(to)
+			a = min(max(a, 0), opts.Width-1)
+			b = min(max(b, a+1), opts.Width)
+			for i := a; i < b; i++ {
+				cells[i] = mark
+			}
+		}
+		paint(j.Start, j.End, gapMark)
+		for _, s := range j.Stages {
+			paint(s.Start, s.End, string(letters[s.Name]))
+		}
+		label := j.Label
+		if len(label) > labelW {
+			label = label[:labelW]
+		}
+		suffix := ""
+		if j.Error {
+			suffix = "  ERROR"
+		}
+		ew.printf("%-*s %10.3f %10.3f  |%s|%s\n", labelW, label, ms(j.Start.Sub(t0)), ms(j.End.Sub(j.Start)), strings.Join(cells, ""), suffix)
+	}
+	ew.printf("%-24s %6s %12s %12s %7s %s\n", "stage", "spans", "total ms", "busy ms", "busy %", "max at once")
+	for _, s := range stats {
+		share := 0.0
+		if span > 0 {
+			share = 100 * float64(s.Busy) / float64(span)
+		}
+		ew.printf("%-24s %6d %12.3f %12.3f %6.1f%% %d\n", fmt.Sprintf("%c %s", letters[s.Name], s.Name), s.Spans, ms(s.Total), ms(s.Busy), share, s.MaxConcurrent)
+	}
+	if ew.err != nil {
+		return fmt.Errorf("tracefile: write timeline: %w", ew.err)
+	}
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+//go:embed timeline.html
+var timelineHTML string
+
+type timelineDoc struct {
+	DurationMS float64            `json:"duration_ms"`
+	Jobs       []timelineJobJSON  `json:"jobs"`
+	Stages     []timelineStatJSON `json:"stages"`
+}
+
+type timelineJobJSON struct {
+	TraceID    string              `json:"trace_id"`
+	Label      string              `json:"label"`
+	Name       string              `json:"name"`
+	StartMS    float64             `json:"start_ms"`
+	DurationMS float64             `json:"duration_ms"`
+	Error      bool                `json:"error,omitempty"`
+	Stages     []timelineStageJSON `json:"stages"`
+}
+
+type timelineStageJSON struct {
+	Name       string  `json:"name"`
+	StartMS    float64 `json:"start_ms"` // from the first job's start
+	DurationMS float64 `json:"duration_ms"`
+}
+
+type timelineStatJSON struct {
+	Name          string  `json:"name"`
+	Spans         int     `json:"spans"`
+	TotalMS       float64 `json:"total_ms"`
+	BusyMS        float64 `json:"busy_ms"`
+	MaxConcurrent int     `json:"max_concurrent"`
+}
+
+// WriteTimelineHTML writes jobs as one self-contained HTML page: the time
+// axis of WriteTimeline with one row per job and its stages as coloured
+// segments (one colour per stage name, a legend, the name and times on
+// hover), and the per-stage table. The data travels as JSON in the page;
+// it needs no network. It returns an error for no jobs or when w fails.
+func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
+	if len(jobs) == 0 {
+		return fmt.Errorf("tracefile: timeline HTML: no jobs")
+	}
+	t0, t1 := jobs[0].Start, jobs[0].End
+	for _, j := range jobs {
+		t1 = later(t1, j.End)
+		for _, s := range j.Stages {
+			t1 = later(t1, s.End)
+		}
+	}
+	doc := timelineDoc{DurationMS: ms(t1.Sub(t0))}
+	for _, j := range jobs {
+		jj := timelineJobJSON{TraceID: j.TraceID, Label: j.Label, Name: j.Name, StartMS: ms(j.Start.Sub(t0)), DurationMS: ms(j.End.Sub(j.Start)), Error: j.Error, Stages: []timelineStageJSON{}}
+		for _, s := range j.Stages {
+			jj.Stages = append(jj.Stages, timelineStageJSON{Name: s.Name, StartMS: ms(s.Start.Sub(t0)), DurationMS: ms(s.End.Sub(s.Start))})
+		}
+		doc.Jobs = append(doc.Jobs, jj)
+	}
+	for _, s := range TimelineStats(jobs) {
+		doc.Stages = append(doc.Stages, timelineStatJSON{Name: s.Name, Spans: s.Spans, TotalMS: ms(s.Total), BusyMS: ms(s.Busy), MaxConcurrent: s.MaxConcurrent})
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("tracefile: timeline HTML: %w", err)
+	}
+	page := strings.NewReplacer(
+		"{{TITLE}}", html.EscapeString(fmt.Sprintf("timeline of %d jobs", len(jobs))),
+		"{{JSON}}", string(data),
+	).Replace(timelineHTML)
+	if _, err := io.WriteString(w, page); err != nil {
+		return fmt.Errorf("tracefile: write timeline HTML: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package tracefile_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+)
+
+// pipelinedJobs are three jobs of a pipelined engine with two synthesis
+// slots and one device: jobs 1 and 2 synthesize together, job 3 waits for
+// a slot; job 2 waits for the device (gpu.queue) while job 1 proves; the
+// proves run back to back. Job 2's engine.job is under a server span.
+func pipelinedJobs() []tracefile.Trace {
+	job := func(trace string, server bool, stages [][3]any, end float64) []tracefile.Span {
+		specs := []spanSpec{{-1, "engine.job", stages[0][1].(float64), end, map[string]any{"cuzk.job.id": "job-" + trace[31:]}}}
+		if server {
+			specs = []spanSpec{{-1, "cuzk.v1.ProvingEngine/Prove", 0, end + 1, nil}, {0, "engine.job", stages[0][1].(float64), end, map[string]any{"cuzk.job.id": "job-" + trace[31:]}}}
+		}
+		root := len(specs) - 1
+		for _, s := range stages {
+			specs = append(specs, spanSpec{root, s[0].(string), s[1].(float64), s[2].(float64), nil})
+		}
+		specs = append(specs, spanSpec{root, "untraced", 0, 1, nil})
+		return buildSpans(trace, specs)
+	}
+	var spans []tracefile.Span
+	spans = append(spans, job(tid32(0), false, [][3]any{{"engine.queue", 0.0, 10.0}, {"pipeline.synthesize", 10.0, 1010.0}, {"gpu.queue", 1010.0, 1010.0}, {"pipeline.prove", 1010.0, 1510.0}, {"buffer.release", 1510.0, 1600.0}}, 1600)...)
+	spans = append(spans, job(tid32(1), true, [][3]any{{"engine.queue", 5.0, 15.0}, {"pipeline.synthesize", 15.0, 1015.0}, {"gpu.queue", 1015.0, 1510.0}, {"pipeline.prove", 1510.0, 2010.0}}, 2010)...)
+	spans = append(spans, job(tid32(2), false, [][3]any{{"engine.queue", 8.0, 1010.0}, {"pipeline.synthesize", 1010.0, 2010.0}, {"pipeline.prove", 2010.0, 2510.0}, {"buffer.release", 2510.0, 2600.0}}, 2600)...)
+	return tracefile.BuildTraces(spans)
+}
+
+// Each job is a row with its direct children as stages, wherever its
+// engine.job is; the stats show the overlap: two synthesizing at once, the
+// device never shared, busy 1.5 s of 2.6.
+func TestTimelineJobsAndStageOverlap(t *testing.T) {
+	jobs := tracefile.TimelineJobs(pipelinedJobs())
+	if len(jobs) != 3 || jobs[1].Label != "job-2" || jobs[1].Name != "engine.job" || len(jobs[1].Stages) != 4 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	for _, j := range jobs {
+		for _, s := range j.Stages {
+			if s.Name == "untraced" {
+				t.Error("an untraced span became a stage")
+			}
+		}
+	}
+	stats := map[string]tracefile.StageStats{}
+	for _, s := range tracefile.TimelineStats(jobs) {
+		stats[s.Name] = s
+	}
+	if s := stats["pipeline.synthesize"]; s.MaxConcurrent != 2 || s.Spans != 3 || s.Total != 3000*time.Millisecond || s.Busy != 2000*time.Millisecond {
+		t.Errorf("synthesize %+v, want 3 spans, 3 s, busy 2 s, 2 at once", s)
+	}
+	if s := stats["pipeline.prove"]; s.MaxConcurrent != 1 || s.Busy != 1500*time.Millisecond {
+		t.Errorf("prove %+v, want 1 at once (back to back), busy 1.5 s", s)
+	}
+	if s := stats["engine.queue"]; s.MaxConcurrent != 3 {
+		t.Errorf("queue %+v, want 3 at once", s)
+	}
+
+	var out bytes.Buffer
+	if err := tracefile.WriteTimeline(&out, jobs, tracefile.TimelineOptions{Width: 26, ASCII: true}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"timeline  3 jobs  2600.000 ms  (26 cells of 100.000 ms)",
+		"stages: q engine.queue  s pipeline.synthesize  u gpu.queue  p pipeline.prove  r buffer.release  - between stages",
+		// 100 ms a cell: synthesis over the queue's first cell, the
+		// zero-length gpu.queue under the prove that starts with it.
+		"job-1         0.000   1600.000  |sssssssssspppppr          |",
+		"job-2         5.000   2005.000  |ssssssssssuuuuuppppp      |",
+		"job-3         8.000   2592.000  |qqqqqqqqqqsssssssssspppppr|",
+		"p pipeline.prove              3     1500.000     1500.000   57.7% 1",
+		"s pipeline.synthesize         3     3000.000     2000.000   76.9% 2",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, text)
+		}
+	}
+	if err := tracefile.WriteTimeline(&out, nil, tracefile.TimelineOptions{}); err == nil {
+		t.Error("no jobs gave no error")
+	}
+
+	var page bytes.Buffer
+	if err := tracefile.WriteTimelineHTML(&page, jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"label":"job-2"`, `"name":"gpu.queue","start_ms":1015,"duration_ms":495`, `"max_concurrent":2`, "<!DOCTYPE html>"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("HTML lacks %s", want)
+		}
+	}
+}
+
+// A trace without engine.job is drawn by its roots' children.
+func TestTimelineWithoutEngineJobUsesRoots(t *testing.T) {
+	traces := tracefile.BuildTraces(buildSpans(traceA, []spanSpec{{-1, "e2e.gap", 0, 100, nil}, {0, "e2e.before", 0, 10, nil}, {0, "e2e.after", 90, 100, nil}}))
+	jobs := tracefile.TimelineJobs(traces)
+	if len(jobs) != 1 || jobs[0].Name != "e2e.gap" || len(jobs[0].Stages) != 2 || jobs[0].Label != traceA[:8] {
+		t.Errorf("jobs %+v", jobs)
+	}
+}
