@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,5 +219,34 @@ func TestTraceDiffStreamsLargeInput(t *testing.T) {
 	out, err := runTraceCmd(t, "trace", "diff", a, b, "--threshold-ms", "100")
 	if err != nil || !strings.Contains(out, "longer than 67108864 bytes, skipped") || !strings.Contains(out, "buffer.release +2.0 s (sync on B)") {
 		t.Errorf("diff past a 100 MiB line: %v\n%s", err, out)
+	}
+}
+
+// A and B as trace ids in Jaeger: both fetched, compared as files are.
+func TestTraceDiffFromJaeger(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		job := func(trace, prove string) string {
+			return `{"data":[{"traceID":"` + trace + `","spans":[
+{"traceID":"` + trace + `","spanID":"00000000000000a1","operationName":"engine.job","references":[],"startTime":1764400000000000,"duration":100000,"tags":[],"processID":"p1"},
+{"traceID":"` + trace + `","spanID":"00000000000000a2","operationName":"pipeline.prove","references":[{"refType":"CHILD_OF","traceID":"` + trace + `","spanID":"00000000000000a1"}],"startTime":1764400000010000,"duration":` + prove + `,"tags":[],"processID":"p1"}],
+"processes":{"p1":{"serviceName":"cuzk","tags":[]}}}],"errors":null}`
+		}
+		switch r.URL.Path {
+		case "/api/traces/" + idA:
+			w.Write([]byte(job(idA, "50000")))
+		case "/api/traces/" + idB:
+			w.Write([]byte(job(idB, "80000")))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"data":null,"errors":[{"code":404,"msg":"trace not found"}]}`))
+		}
+	}))
+	defer srv.Close()
+	out, err := runTraceCmd(t, "trace", "diff", idA, idB, "--jaeger", srv.URL, "--json")
+	if err != nil || !strings.Contains(out, `"path": "engine.job/pipeline.prove"`) || !strings.Contains(out, `"delta_ms": 30`) {
+		t.Errorf("diff from Jaeger: %v\n%s", err, out)
+	}
+	if _, err := runTraceCmd(t, "trace", "diff", idA, "1111111111111111111111111111111a", "--jaeger", srv.URL); err == nil || !strings.Contains(err.Error(), "B:") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing B: %v", err)
 	}
 }

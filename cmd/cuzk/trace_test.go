@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -214,5 +215,35 @@ func TestTraceSparseFileIsSkippedWithANote(t *testing.T) {
 	out, err := runTraceCmd(t, "trace", file)
 	if err == nil || !strings.Contains(err.Error(), "holds no readable spans") || !strings.Contains(out, "longer than") {
 		t.Errorf("err %v, output %q", err, out)
+	}
+}
+
+// A trace of more spans than the cap (100,000) is shown with the first
+// 100,000 and a note saying how many were left out.
+func TestTraceOverTheSpanCapSaysSo(t *testing.T) {
+	const n = 100_005
+	var b strings.Builder
+	for i := 0; i < n; i += 1000 {
+		b.WriteString(`{"resourceSpans":[{"scopeSpans":[{"spans":[`)
+		for k := i; k < min(i+1000, n); k++ {
+			if k > i {
+				b.WriteByte(',')
+			}
+			parent := ""
+			if k > 0 {
+				parent = `,"parentSpanId":"0000000000000001"`
+			}
+			fmt.Fprintf(&b, `{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"%016x"%s,"name":"s","startTimeUnixNano":"%d","endTimeUnixNano":"%d"}`, k+1, parent, 1000+k, 2000000+k)
+		}
+		b.WriteString("]}]}]}\n")
+	}
+	file := filepath.Join(t.TempDir(), "big.jsonl")
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	out, err := runTraceCmd(t, "trace", file, "--depth", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "5 spans past the cap of 100000 spans a trace left out") || !strings.Contains(out, "100000 spans") {
+		t.Errorf("no note on the 5 spans over the cap:\n%s", out[:min(len(out), 2000)])
 	}
 }
