@@ -365,7 +365,7 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 	case hasScheme && rest == "":
 		return fmt.Errorf("otelcuzk: %s=%q: no host", name, endpoint)
 	case !hasScheme && protocol == ProtocolHTTPProtobuf:
-		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. http://%s", name, endpoint, protocol, endpoint)
+		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. %q", name, endpoint, protocol, "http://"+endpoint)
 	}
 	return nil
 }
