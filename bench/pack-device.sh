@@ -26,7 +26,7 @@ export GOOS=linux GOARCH=amd64 CGO_ENABLED=1
 strip=(-trimpath -ldflags='-s -w')
 go build "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
-for p in gpuprove nttbench msmbench; do
+for p in gpuprove nttbench msmbench cuptibench; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
 {
@@ -42,6 +42,6 @@ done
 echo 'exit $rc' >> .dev/run-tests
 chmod +x .dev/run-tests
 cp bench/device-session.sh .dev/device-session.sh
-cp bench/cupti-layout.sh .dev/cupti-layout.sh
+cp bench/cupti-layout.sh bench/gpu-trace-check.sh .dev/
 tar -czf .devpack.tgz .dev
 ls -la .devpack.tgz

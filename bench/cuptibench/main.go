@@ -1,0 +1,211 @@
+// Command cuptibench measures, on a GPU host, what CUPTI activity capture
+// (package cupti) costs a full CUDA prove and how well CUPTI's kernel
+// durations agree with cudaspans' CUDA-event durations, in one run:
+//
+//	cuptibench -circuit merkle -log2 20 -reps 5
+//
+// Proofs alternate capture off and on (one warm-up of each first), on one
+// CUDA backend, so drift of clocks and caches falls on both sides; the
+// prove time (synthesis excluded) is compared by median. Every kernel span
+// of the proofs with capture on carries cuda.gpu_ms (events) and
+// cuda.cupti_ms (CUPTI); agreement is counted against max(1 %, 2 µs).
+// Results go to stdout and -out. bench/cupti.md says how to read them.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/consensys/gnark/backend/groth16"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/cupti"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/keys"
+)
+
+var out io.Writer = os.Stdout
+
+func say(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+
+func main() {
+	circuit := flag.String("circuit", "merkle", "built-in circuit")
+	lg := flag.Int("log2", 20, "log2 of the constraint count")
+	reps := flag.Int("reps", 5, "timed proofs with capture off, and as many with it on")
+	cacheDir := flag.String("cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
+	outPath := flag.String("out", "", "results file (default $OUT/cuptibench.txt when $OUT is set, else stdout only)")
+	flag.Parse()
+	if *outPath == "" && os.Getenv("OUT") != "" {
+		*outPath = os.Getenv("OUT") + "/cuptibench.txt"
+	}
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cuptibench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		out = io.MultiWriter(os.Stdout, f)
+	}
+	if err := run(context.Background(), *circuit, *lg, *reps, *cacheDir); err != nil {
+		say("cuptibench: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, circuit string, lg, reps int, cacheDir string) error {
+	if path, v, err := cupti.Locate(); err != nil {
+		return err
+	} else {
+		say("CUPTI %s, API version %d", path, v)
+	}
+	cache, err := keys.New(cacheDir)
+	if err != nil {
+		return err
+	}
+	in, err := circuits.Build(circuit, 1<<lg)
+	if err != nil {
+		return err
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	k, err := cache.Load(ctx, ccs)
+	if err != nil {
+		return err
+	}
+	say("%s 2^%d: %d constraints, keys in %.1f s (cache hit %v)", circuit, lg, ccs.GetNbConstraints(), time.Since(t0).Seconds(), k.CacheHit)
+	w, err := in.Witness(1)
+	if err != nil {
+		return err
+	}
+	pub, err := w.Public()
+	if err != nil {
+		return err
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(ctx)
+	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	defer rel.Close(ctx)
+	open, _ := prover.LookupBackend("cuda")
+	b, err := open(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	var off, on []time.Duration
+	var stats cupti.Stats
+	for i := -2; i < 2*reps; i++ {
+		capture := i%2 != 0 // -2 off warm-up, -1 on warm-up, then off, on, ...
+		var c *cupti.Capture
+		if capture {
+			if c, err = cupti.Start(ctx, cupti.WithTracerProvider(tp)); err != nil {
+				return err
+			}
+		}
+		runtime.GC()
+		asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
+		if err != nil {
+			return err
+		}
+		t1 := time.Now()
+		proof, err := prover.ProveAssignment(ctx, k.PK, asg, prover.WithBackend(b), prover.WithReleaser(rel),
+			prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp))
+		d := time.Since(t1)
+		if c != nil {
+			c.Close(ctx)
+			if i >= 0 {
+				s := c.Stats()
+				stats.Kernels += s.Kernels
+				stats.Memcpys += s.Memcpys
+				stats.Memsets += s.Memsets
+				stats.Syncs += s.Syncs
+				stats.Deduplicated += s.Deduplicated
+				stats.Dropped += s.Dropped
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if err := groth16.Verify(proof, k.VK, pub); err != nil {
+			return fmt.Errorf("proof does not verify: %w", err)
+		}
+		label := map[bool]string{false: "off", true: "on"}[capture]
+		if i < 0 {
+			say("warm-up, capture %s: prove %.1f ms", label, benchutil.Ms(d))
+			rec.Reset()
+			continue
+		}
+		say("proof %d, capture %s: prove %.1f ms", i/2, label, benchutil.Ms(d))
+		if capture {
+			on = append(on, d)
+		} else {
+			off = append(off, d)
+		}
+	}
+	mOff, mOn := benchutil.Median(off), benchutil.Median(on)
+	say("\nprove, median of %d: capture off %.1f ms, on %.1f ms: overhead %+.2f %% (target <= 2 %%)",
+		reps, benchutil.Ms(mOff), benchutil.Ms(mOn), 100*(float64(mOn)/float64(mOff)-1))
+	say("records with capture on (timed proofs): %d kernel, %d memcpy, %d memset, %d sync spans of CUPTI's own; %d deduplicated (cudaspans' work); %d dropped",
+		stats.Kernels, stats.Memcpys, stats.Memsets, stats.Syncs, stats.Deduplicated, stats.Dropped)
+	agreement(rec.Ended())
+	return nil
+}
+
+// agreement compares cuda.cupti_ms with cuda.gpu_ms on every kernel span
+// that has both.
+func agreement(spans []sdktrace.ReadOnlySpan) {
+	var diffs []float64 // ms, CUPTI − events
+	within := 0
+	for _, s := range spans {
+		var cu, ev float64
+		var hasCu, hasEv bool
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case "cuda.cupti_ms":
+				cu, hasCu = kv.Value.AsFloat64(), true
+			case "cuda.gpu_ms":
+				ev, hasEv = kv.Value.AsFloat64(), true
+			}
+		}
+		if !hasCu || !hasEv {
+			continue
+		}
+		d := cu - ev
+		diffs = append(diffs, d)
+		if math.Abs(d) <= math.Max(0.01*ev, 0.002) {
+			within++
+		}
+	}
+	if len(diffs) == 0 {
+		say("agreement: no kernel span carried both durations (was the cudaspans hook installed?)")
+		return
+	}
+	abs := make([]float64, len(diffs))
+	for i, d := range diffs {
+		abs[i] = math.Abs(d)
+	}
+	sort.Float64s(abs)
+	sort.Float64s(diffs)
+	q := func(x []float64, p float64) float64 { return x[int(p*float64(len(x)-1))] }
+	say("agreement over %d kernels: %d (%.1f %%) within max(1 %%, 2 µs); CUPTI − events: median %+.4f ms, |diff| p50 %.4f, p99 %.4f, max %.4f ms",
+		len(diffs), within, 100*float64(within)/float64(len(diffs)), q(diffs, 0.5), q(abs, 0.5), q(abs, 0.99), abs[len(abs)-1])
+}
