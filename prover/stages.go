@@ -267,3 +267,10 @@ func checkBuiltin(name string, constraints int) error {
 	}
 	return nil
 }
+
+// HasWarmup reports whether the backend has a warm-up (implements
+// Warmer), so a daemon knows whether to wait for Warmup before serving.
+func (p *Pipeline) HasWarmup() bool {
+	_, ok := p.backend.(Warmer)
+	return ok
+}

@@ -48,6 +48,8 @@ func init() {
 			&cli.StringFlag{Name: "release", Value: string(cudaspans.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "queued jobs before RESOURCE_EXHAUSTED"},
+			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default: cores/4, 1 to 8, and 1 per 8 GiB of memory, beside GPUs; 0 without a GPU); 0: the serial engine, each worker proves its jobs whole"},
+			&cli.StringFlag{Name: "memory-budget", Usage: "host memory the proofs in flight may hold: bytes, with KiB/MiB/GiB/TiB, or a share of physical memory (70%); 0: none (default: 70% of physical memory)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate (PEM); with --tls-key"},
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},
@@ -68,6 +70,7 @@ func init() {
 				listen: c.String("listen"), metricsListen: c.String("metrics-listen"),
 				backend: c.String("backend"), release: c.String("release"),
 				cpuWorkers: c.Int("cpu-workers"), queueSize: c.Int("queue-size"),
+				synthesisWorkers: c.Int("synthesis-workers"), memoryBudget: c.String("memory-budget"),
 				tlsCert: c.String("tls-cert"), tlsKey: c.String("tls-key"), token: c.String("token"),
 				shutdownTimeout: c.Duration("shutdown-timeout"), maxMessage: c.Int("max-message-bytes"),
 				traceFile: c.String("trace-file"), cacheDir: c.String("cache-dir"),
@@ -85,12 +88,16 @@ type serveConfig struct {
 	listen, metricsListen string
 	backend, release      string
 	cpuWorkers, queueSize int
-	tlsCert, tlsKey       string
-	token                 string
-	shutdownTimeout       time.Duration
-	maxMessage            int
-	traceFile, cacheDir   string
-	log                   io.Writer
+	// synthesisWorkers is --synthesis-workers (-1: the default);
+	// memoryBudget is --memory-budget ("": the default).
+	synthesisWorkers    int
+	memoryBudget        string
+	tlsCert, tlsKey     string
+	token               string
+	shutdownTimeout     time.Duration
+	maxMessage          int
+	traceFile, cacheDir string
+	log                 io.Writer
 	// ready, when set, is called with the bound addresses once serving.
 	ready func(grpcAddr, metricsAddr string)
 	// gpuFactory is the backend registered by prover/gpu ("cuda"); gpus
@@ -123,6 +130,13 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	}
 	if cfg.cpuWorkers < -1 {
 		return fmt.Errorf("serve: --cpu-workers %d: want 0 or more (-1: the default)", cfg.cpuWorkers)
+	}
+	if cfg.synthesisWorkers < -1 {
+		return fmt.Errorf("serve: --synthesis-workers %d: want 0 or more (-1: the default)", cfg.synthesisWorkers)
+	}
+	budget, err := parseMemoryBudget(cfg.memoryBudget)
+	if err != nil {
+		return fmt.Errorf("serve: --memory-budget: %w", err)
 	}
 	if cfg.shutdownTimeout < 0 {
 		return fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.shutdownTimeout)
@@ -192,11 +206,12 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		}
 		return nil
 	}
+	stages := stageOptions(cfg, pipes, devices, budget)
 	// After --shutdown-timeout the running jobs are cancelled; a step that
 	// cannot stop (a key setup) gets one more second, not the engine's
 	// default grace, so SIGTERM ends the daemon near its deadline.
-	eng, err = engine.New(workers, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
-		engine.WithValidator(validate), engine.WithCancelGrace(cancelGrace))
+	eng, err = engine.New(workers, append(stages.opts, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
+		engine.WithValidator(validate), engine.WithCancelGrace(cancelGrace))...)
 	if err != nil {
 		return err
 	}
@@ -244,11 +259,12 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		go httpSrv.Serve(mlis)
 		metricsAddr = mlis.Addr().String()
 	}
+	stages.warmup(ctx, srv, cfg.log) // NOT_SERVING before the first health check can come
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	names := eng.Workers()
-	fmt.Fprintf(cfg.log, "cuzk serve: listening on %s (metrics %s), workers %s, queue %d\n",
-		lis.Addr(), orNone(metricsAddr), strings.Join(names, ","), cfg.queueSize)
+	fmt.Fprintf(cfg.log, "cuzk serve: listening on %s (metrics %s), workers %s, queue %d, %s\n",
+		lis.Addr(), orNone(metricsAddr), strings.Join(names, ","), cfg.queueSize, stages.describe())
 	if cfg.ready != nil {
 		cfg.ready(lis.Addr().String(), metricsAddr)
 	}

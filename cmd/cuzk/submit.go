@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -22,16 +22,21 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "submit",
 		Usage: "send a proof request to a daemon and wait for the proof",
-		Description: "Calls Prove on the daemon at --addr and prints the job id, the trace id,\n" +
-			"the timings and the verifier's verdict. With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT\n" +
-			"set, the call itself is traced and the daemon's spans join its trace.",
+		Description: "Submits the proof to the daemon at --addr, prints the job id, the trace id\n" +
+			"and each stage the job enters (QUEUED, SYNTHESIZING, WAITING_DEVICE, PROVING),\n" +
+			"then the timings and the verifier's verdict. A request id the daemon knows\n" +
+			"returns that earlier job (submit says so). --witness more than once, or\n" +
+			"--partitions N, asks for a multi-partition proof: one proof per partition.\n" +
+			"With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and\n" +
+			"the daemon's spans join its trace.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
 			&cli.Uint64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
 			&cli.StringFlag{Name: "priority", Value: "NORMAL", Usage: "LOW|NORMAL|HIGH|CRITICAL"},
 			&cli.StringFlag{Name: "request-id", Usage: "idempotency key (default: a fresh one)"},
-			&cli.StringFlag{Name: "witness", Usage: "file with a full witness in gnark's binary format (default: the circuit's sample)"},
+			&cli.StringSliceFlag{Name: "witness", Usage: "file with a full witness in gnark's binary format (default: the circuit's sample); repeated: one partition each"},
+			&cli.IntFlag{Name: "partitions", Usage: "partitions of the built-in sample witness (a multi-partition proof); with --witness: must match their number"},
 			&cli.BoolFlag{Name: "verify", Value: true, Usage: "have the daemon verify the proof with gnark's verifier"},
 			&cli.StringFlag{Name: "proof", Usage: "write the proof here"},
 			&cli.StringFlag{Name: "miner", Usage: "filecoin.miner.id to record"},
@@ -69,25 +74,12 @@ func submitAction(c *cli.Context) error {
 			return fmt.Errorf("proof file %s: %w", path, err)
 		}
 	}
-	if path := c.String("witness"); path != "" {
-		if req.Witness, err = os.ReadFile(path); err != nil {
-			return fmt.Errorf("witness: %w", err)
-		}
+	if err := readPartitions(&req, c.StringSlice("witness"), c.Int("partitions")); err != nil {
+		return err
 	}
-	var opts []client.Option
-	if tok := c.String("token"); tok != "" {
-		opts = append(opts, client.WithBearerToken(tok))
-	}
-	if ca := c.String("tls-ca"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return fmt.Errorf("tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("tls-ca %s: no PEM certificate", ca)
-		}
-		opts = append(opts, client.WithTLS(&tls.Config{RootCAs: pool}))
+	opts, err := clientOptions(c)
+	if err != nil {
+		return err
 	}
 
 	ctx := c.Context
@@ -115,8 +107,8 @@ func submitAction(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
 	defer cancel()
 
-	res, err := cl.Prove(ctx, req)
 	out := c.App.Writer
+	res, err := submitAndAwait(ctx, cl, req, out)
 	if err != nil {
 		st, _ := status.FromError(err)
 		msg := fmt.Sprintf("submit %s: %s: %s", req.RequestID, st.Code(), st.Message())
@@ -128,11 +120,15 @@ func submitAction(c *cli.Context) error {
 		}
 		return errors.New(msg)
 	}
-	fmt.Fprintf(out, "job       %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
-	fmt.Fprintf(out, "trace     %s\n", res.TraceID)
+	fmt.Fprintf(out, "proved    job %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
 	t := res.Timings
-	fmt.Fprintf(out, "timings   queue %s  keys %s  synthesis %s  prove %s  serialize %s  verify %s  total %s\n",
-		msStr(t.QueueWait), msStr(t.KeyLoad), msStr(t.Synthesis), msStr(t.Prove), msStr(t.Serialize), msStr(t.Verify), msStr(t.Total))
+	fmt.Fprintf(out, "timings   queue %s  memory %s  keys %s  synthesis %s  device wait %s  prove %s  serialize %s  verify %s  total %s\n",
+		msStr(t.QueueWait), msStr(t.MemoryWait), msStr(t.KeyLoad), msStr(t.Synthesis), msStr(t.DeviceWait),
+		msStr(t.Prove), msStr(t.Serialize), msStr(t.Verify), msStr(t.Total))
+	for _, p := range res.Partitions {
+		fmt.Fprintf(out, "partition %d  proof %d bytes  synthesis %s  device wait %s  prove %s\n",
+			p.Index, len(p.Proof), msStr(p.Timings.Synthesis), msStr(p.Timings.DeviceWait), msStr(p.Timings.Prove))
+	}
 	switch {
 	case !req.Verify:
 		fmt.Fprintln(out, "verified  not asked (--verify=false)")
@@ -142,12 +138,93 @@ func submitAction(c *cli.Context) error {
 		return fmt.Errorf("submit %s: the daemon's verifier rejected the proof (job %s, trace %s)", req.RequestID, res.JobID, res.TraceID)
 	}
 	if proofOut != nil {
-		if err := proofOut.commit(res.Proof); err != nil {
+		proof := res.Proof
+		if len(res.Partitions) > 1 {
+			// One file of the partitions' proofs in order, each with its
+			// length first (4 bytes, big endian).
+			proof = nil
+			for _, p := range res.Partitions {
+				proof = binary.BigEndian.AppendUint32(proof, uint32(len(p.Proof)))
+				proof = append(proof, p.Proof...)
+			}
+		}
+		if err := proofOut.commit(proof); err != nil {
 			return fmt.Errorf("proof file %s: %w", proofOut.path, err)
 		}
-		fmt.Fprintf(out, "proof     %s (%d bytes)\n", proofOut.path, len(res.Proof))
+		fmt.Fprintf(out, "proof     %s (%d bytes)\n", proofOut.path, len(proof))
 	}
 	return nil
+}
+
+// readPartitions sets req's witness from the --witness files: one file is
+// the witness, several are the partitions; --partitions N without files
+// asks for N partitions of the built-in sample.
+func readPartitions(req *client.Request, paths []string, n int) error {
+	if n < 0 || n > 256 {
+		return fmt.Errorf("--partitions %d: want 0 to 256", n)
+	}
+	if n > 0 && len(paths) > 0 && n != len(paths) {
+		return fmt.Errorf("--partitions %d with %d --witness files: give one witness per partition", n, len(paths))
+	}
+	var ws [][]byte
+	for _, path := range paths {
+		w, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("witness: %w", err)
+		}
+		ws = append(ws, w)
+	}
+	switch {
+	case len(ws) == 1 && n <= 1:
+		req.Witness = ws[0]
+	case len(ws) > 1:
+		req.Partitions = ws
+	case n > 1:
+		req.Partitions = make([][]byte, n)
+	}
+	return nil
+}
+
+// awaitPoll is how long one AwaitProof waits before submit looks at the
+// job's state again.
+var awaitPoll = time.Second
+
+// submitAndAwait submits req, prints the job, whether the request id named
+// an earlier job, and each state the job enters, and returns its result.
+// The job's state is read from GetStatus between waits. Errors are the RPCs' (a failed job's
+// carries its result, see client.ResultOf).
+func submitAndAwait(ctx context.Context, cl *client.Client, req client.Request, out io.Writer) (*client.Result, error) {
+	job, err := cl.Submit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "job       %s (request %s)\n", job.ID, req.RequestID)
+	fmt.Fprintf(out, "trace     %s\n", job.TraceID)
+	if job.Existing {
+		fmt.Fprintf(out, "note      request id %s was submitted before: this is the earlier job (now %s), not a new proof; use another --request-id for a new one\n",
+			req.RequestID, job.Status)
+	}
+	state := job.Status
+	fmt.Fprintf(out, "state     %s\n", state)
+	for {
+		res, err := cl.Await(ctx, job.ID, awaitPoll)
+		if status.Code(err) != codes.DeadlineExceeded || ctx.Err() != nil {
+			if res != nil && res.TraceID == "" {
+				res.TraceID = job.TraceID
+			}
+			return res, err
+		}
+		st, err := cl.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range st.Running {
+			if r.ID == job.ID && r.Status != state && r.Status != "" {
+				state = r.Status
+				fmt.Fprintf(out, "state     %s\n", state)
+			}
+		}
+	}
 }
 
 func msStr(d time.Duration) string {

@@ -101,6 +101,11 @@ const (
 	Succeeded JobStatus = "SUCCEEDED"
 	Failed    JobStatus = "FAILED"
 	Cancelled JobStatus = "CANCELLED"
+	// The stages of a pipelined daemon: Synthesizing on the CPU,
+	// WaitingDevice (synthesized, waiting for a device worker), Proving.
+	Synthesizing  JobStatus = "SYNTHESIZING"
+	WaitingDevice JobStatus = "WAITING_DEVICE"
+	Proving       JobStatus = "PROVING"
 )
 
 func statusFrom(s cuzkv1.JobStatus) JobStatus {
@@ -115,6 +120,12 @@ func statusFrom(s cuzkv1.JobStatus) JobStatus {
 		return Failed
 	case cuzkv1.JobStatus_JOB_STATUS_CANCELLED:
 		return Cancelled
+	case cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING:
+		return Synthesizing
+	case cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE:
+		return WaitingDevice
+	case cuzkv1.JobStatus_JOB_STATUS_PROVING:
+		return Proving
 	}
 	return ""
 }
@@ -139,6 +150,11 @@ type Request struct {
 	TaskName     string
 	// Verify asks the daemon to check the proof with gnark's verifier.
 	Verify bool
+	// Partitions, with two or more witnesses, asks for a multi-partition
+	// proof (a PoRep C2 has 10): one proof per witness, in
+	// Result.Partitions; Witness must then be nil. A nil entry asks for
+	// the built-in sample.
+	Partitions [][]byte
 }
 
 func (r Request) proto() (*cuzkv1.ProofRequest, error) {
@@ -149,13 +165,17 @@ func (r Request) proto() (*cuzkv1.ProofRequest, error) {
 	return &cuzkv1.ProofRequest{
 		RequestId: r.RequestID, Circuit: r.Circuit, Constraints: r.Constraints, Witness: r.Witness,
 		Priority: p, MinerId: r.MinerID, SectorNumber: r.SectorNumber, TaskId: r.TaskID,
-		TaskName: r.TaskName, Verify: r.Verify,
+		TaskName: r.TaskName, Verify: r.Verify, Partitions: r.Partitions,
 	}, nil
 }
 
 // Timings are the daemon's durations for one proof.
+//
+// MemoryWait is the wait for the daemon's memory budget, DeviceWait the
+// wait of the synthesized proof for a device worker.
 type Timings struct {
 	QueueWait, KeyLoad, Synthesis, Prove, Serialize, Verify, Total time.Duration
+	MemoryWait, DeviceWait                                         time.Duration
 }
 
 // Result is the outcome of a job.
@@ -174,21 +194,42 @@ type Result struct {
 	Verified bool
 	Backend  string
 	Worker   string
+	// Partitions are a multi-partition job's proofs, in partition order
+	// (Proof and PublicWitness are partition 0's).
+	Partitions []PartitionProof
+}
+
+// PartitionProof is the proof of one partition of a multi-partition job.
+type PartitionProof struct {
+	Index         int
+	Proof         []byte
+	PublicWitness []byte
+	Timings       Timings
+	Verified      bool
 }
 
 func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func resultFrom(r *cuzkv1.ProofResult) *Result {
-	t := r.GetTimings()
-	return &Result{
+	res := &Result{
 		JobID: r.GetJobId(), RequestID: r.GetRequestId(), Status: statusFrom(r.GetStatus()),
 		Error: r.GetError(), Proof: r.GetProof(), PublicWitness: r.GetPublicWitness(),
 		TraceID: r.GetTraceId(), Verified: r.GetVerified(), Backend: r.GetBackend(), Worker: r.GetWorker(),
-		Timings: Timings{
-			QueueWait: fromMS(t.GetQueueWaitMs()), KeyLoad: fromMS(t.GetKeyLoadMs()),
-			Synthesis: fromMS(t.GetSynthesisMs()), Prove: fromMS(t.GetProveMs()),
-			Serialize: fromMS(t.GetSerializeMs()), Verify: fromMS(t.GetVerifyMs()), Total: fromMS(t.GetTotalMs()),
-		},
+		Timings: timingsFrom(r.GetTimings()),
+	}
+	for _, p := range r.GetPartitions() {
+		res.Partitions = append(res.Partitions, PartitionProof{Index: int(p.GetIndex()), Proof: p.GetProof(),
+			PublicWitness: p.GetPublicWitness(), Timings: timingsFrom(p.GetTimings()), Verified: p.GetVerified()})
+	}
+	return res
+}
+
+func timingsFrom(t *cuzkv1.Timings) Timings {
+	return Timings{
+		QueueWait: fromMS(t.GetQueueWaitMs()), KeyLoad: fromMS(t.GetKeyLoadMs()),
+		Synthesis: fromMS(t.GetSynthesisMs()), Prove: fromMS(t.GetProveMs()),
+		Serialize: fromMS(t.GetSerializeMs()), Verify: fromMS(t.GetVerifyMs()), Total: fromMS(t.GetTotalMs()),
+		MemoryWait: fromMS(t.GetMemoryWaitMs()), DeviceWait: fromMS(t.GetDeviceWaitMs()),
 	}
 }
 
@@ -355,6 +396,8 @@ type Device struct {
 type Worker struct {
 	Name, JobID                  string
 	Succeeded, Failed, Cancelled uint64
+	// Busy is the time it spent proving since the daemon started.
+	Busy time.Duration
 }
 
 // Key is a proving key the daemon holds.
@@ -369,6 +412,11 @@ type RunningJob struct {
 	ID, RequestID, Circuit, Worker, TraceID string
 	Priority                                Priority
 	Started                                 time.Time
+	// Status is the job's stage (Synthesizing, WaitingDevice, Proving,
+	// or Running in a serial daemon).
+	Status JobStatus
+	// Partitions is the number of partitions (1 for one witness).
+	Partitions int
 }
 
 // Status is the daemon's state.
@@ -384,6 +432,30 @@ type Status struct {
 	Uptime                       time.Duration
 	Closing                      bool
 	Version                      string
+	// Stages are the depths of the daemon's pipeline.
+	Stages Stages
+	// Memory is the daemon's host memory budget and what is in flight.
+	Memory Memory
+	// Ready is true when the daemon answers SERVING on grpc.health.v1;
+	// NotReadyReason says why not.
+	Ready          bool
+	NotReadyReason string
+}
+
+// Stages are the depths of a daemon's pipeline, in partitions.
+type Stages struct {
+	// SynthesisWorkers is 0 for a serial daemon.
+	SynthesisWorkers            int
+	WaitingMemory, Synthesizing int
+	// WaitingDevice is the number of synthesized proofs waiting for a
+	// device worker, per priority.
+	WaitingDevice map[Priority]int
+	Proving       int
+}
+
+// Memory is a daemon's host memory budget, in bytes (Budget 0: none).
+type Memory struct {
+	Budget, Reserved, Keys, Peak uint64
 }
 
 func priorityFrom(p cuzkv1.Priority) Priority {
@@ -418,14 +490,24 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 		Succeeded: r.GetSucceeded(), Failed: r.GetFailed(), Cancelled: r.GetCancelled(),
 		Uptime:  time.Duration(r.GetUptimeSeconds() * float64(time.Second)),
 		Closing: r.GetClosing(), Version: r.GetVersion(),
+		Ready: r.GetReady(), NotReadyReason: r.GetNotReadyReason(),
 	}
+	st := r.GetStages()
+	s.Stages = Stages{SynthesisWorkers: int(st.GetSynthesisWorkers()), WaitingMemory: int(st.GetWaitingMemory()),
+		Synthesizing: int(st.GetSynthesizing()), Proving: int(st.GetProving()), WaitingDevice: map[Priority]int{}}
+	for _, q := range st.GetWaitingDevice() {
+		s.Stages.WaitingDevice[priorityFrom(q.GetPriority())] = int(q.GetDepth())
+	}
+	m := r.GetMemory()
+	s.Memory = Memory{Budget: m.GetBudgetBytes(), Reserved: m.GetReservedBytes(), Keys: m.GetKeysBytes(), Peak: m.GetPeakBytes()}
 	for _, d := range r.GetDevices() {
 		s.Devices = append(s.Devices, Device{Ordinal: int(d.GetOrdinal()), Name: d.GetName(), Backend: d.GetBackend(),
 			MemoryTotal: d.GetMemoryTotalBytes(), MemoryUsed: d.GetMemoryUsedBytes()})
 	}
 	for _, w := range r.GetWorkers() {
 		s.Workers = append(s.Workers, Worker{Name: w.GetName(), JobID: w.GetJobId(),
-			Succeeded: w.GetSucceeded(), Failed: w.GetFailed(), Cancelled: w.GetCancelled()})
+			Succeeded: w.GetSucceeded(), Failed: w.GetFailed(), Cancelled: w.GetCancelled(),
+			Busy: time.Duration(w.GetBusySeconds() * float64(time.Second))})
 	}
 	for _, k := range r.GetKeys() {
 		s.Keys = append(s.Keys, Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()})
@@ -436,7 +518,8 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	for _, j := range r.GetRunning() {
 		s.Running = append(s.Running, RunningJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),
 			Worker: j.GetWorker(), TraceID: j.GetTraceId(), Priority: priorityFrom(j.GetPriority()),
-			Started: time.Unix(0, j.GetStartedUnixNano())})
+			Started: time.Unix(0, j.GetStartedUnixNano()), Status: statusFrom(j.GetStatus()),
+			Partitions: int(j.GetPartitions())})
 	}
 	return s, nil
 }

@@ -10,7 +10,8 @@
 // Status codes: INVALID_ARGUMENT for an empty request id, a malformed or
 // out-of-field witness, a witness of the wrong size or one the circuit
 // rejects, a bad constraint count; NOT_FOUND for an unknown circuit or job;
-// RESOURCE_EXHAUSTED for a full queue (and, from grpc itself, a message
+// RESOURCE_EXHAUSTED for a full queue, a proof whose estimated memory
+// exceeds the engine's memory budget (and, from grpc itself, a message
 // over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED
 // when AwaitProof's wait ends first; UNAVAILABLE while shutting down;
 // UNAUTHENTICATED without the bearer token when one is configured.

@@ -27,7 +27,12 @@ const (
 	MetricJobsRunning      = "cuzk.jobs.running"           // gauge {job}
 	MetricDeviceMemoryUsed = "cuzk.device.memory.used"     // gauge By, by cuda.device.ordinal
 	MetricDeviceMemory     = "cuzk.device.memory.total"    // gauge By, by cuda.device.ordinal
-	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total
+	MetricStageDepth       = "cuzk.stage.depth"            // gauge {job}, by cuzk.stage (queue, memory, synthesis, device_queue, proving)
+	MetricDeviceBusy       = "cuzk.device.busy"            // counter s, by cuzk.worker: time each device worker spent proving
+	MetricMemoryBudget     = "cuzk.memory.budget"          // gauge By: the engine's memory budget (0: none)
+	MetricMemoryInFlight   = "cuzk.memory.in_flight"       // gauge By: reserved estimates plus keys held
+	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total; for cuzk.stage.depth the stages
+	attrWorker             = attribute.Key("cuzk.worker")  // a device worker's name (cuda:0, cpu:1)
 	attrOutcome            = attribute.Key("cuzk.outcome") // failed, cancelled
 )
 
@@ -79,6 +84,9 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 			})); err != nil {
 			return nil, err
 		}
+		if err := stageMetrics(meter, status); err != nil {
+			return nil, err
+		}
 		if _, err = meter.Int64ObservableGauge(MetricJobsRunning, metric.WithUnit("{job}"),
 			metric.WithDescription("Jobs being proved."),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -117,6 +125,48 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 		return nil, err
 	}
 	return m, nil
+}
+
+// stageMetrics registers the depth of each stage, the device workers'
+// busy time and the memory budget, all read from one Status per collection.
+func stageMetrics(meter metric.Meter, status func() engine.Status) error {
+	depth, err := meter.Int64ObservableGauge(MetricStageDepth, metric.WithUnit("{job}"),
+		metric.WithDescription("Partitions in each stage: queue (waiting for a synthesis slot), memory (waiting for the budget), synthesis, device_queue (synthesized, waiting for a device), proving."))
+	if err != nil {
+		return err
+	}
+	busy, err := meter.Float64ObservableCounter(MetricDeviceBusy, metric.WithUnit("s"),
+		metric.WithDescription("Time each device worker spent proving."))
+	if err != nil {
+		return err
+	}
+	budget, err := meter.Int64ObservableGauge(MetricMemoryBudget, metric.WithUnit("By"),
+		metric.WithDescription("Host memory budget of the proofs in flight (0: none)."))
+	if err != nil {
+		return err
+	}
+	inFlight, err := meter.Int64ObservableGauge(MetricMemoryInFlight, metric.WithUnit("By"),
+		metric.WithDescription("Host memory reserved by the proofs in flight plus the proving keys held."))
+	if err != nil {
+		return err
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := status()
+		for _, d := range []struct {
+			stage string
+			n     int
+		}{{"queue", st.QueueDepth()}, {"memory", st.WaitingMemory}, {"synthesis", st.Synthesizing},
+			{"device_queue", st.DeviceQueueDepth()}, {"proving", st.Proving}} {
+			o.ObserveInt64(depth, int64(d.n), metric.WithAttributes(attrStage.String(d.stage)))
+		}
+		for _, w := range st.Workers {
+			o.ObserveFloat64(busy, w.Busy.Seconds(), metric.WithAttributes(attrWorker.String(w.Name)))
+		}
+		o.ObserveInt64(budget, int64(st.MemoryBudget))
+		o.ObserveInt64(inFlight, int64(st.MemoryReserved+st.MemoryHeld))
+		return nil
+	}, depth, busy, budget, inFlight)
+	return err
 }
 
 func priorityName(p int) string {

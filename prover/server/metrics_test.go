@@ -53,6 +53,10 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		`cuzk_device_memory_used_bytes\{[^}]*cuda_device_ordinal="0"[^}]*\} 250`,
 		`cuzk_device_memory_total_bytes\{[^}]*\} 1000`,
 		`cuzk_spans_dropped`,
+		`cuzk_stage_depth\{[^}]*cuzk_stage="device_queue"[^}]*\} 0`,
+		`cuzk_stage_depth\{[^}]*cuzk_stage="queue"[^}]*\} 0`,
+		`cuzk_device_busy_seconds_total\{[^}]*cuzk_worker="w"[^}]*\} [0-9.e-]+`,
+		`cuzk_memory_budget_bytes\{[^}]*\} 0`,
 	} {
 		if !regexp.MustCompile(re).Match(body) {
 			t.Errorf("metrics lack %s", re)

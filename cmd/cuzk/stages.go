@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// defaultBudgetShare is the share of physical memory the proofs in flight
+// may hold when --memory-budget is not given: the rest is for the Go heap
+// of the daemon, the page cache of the key files and the other processes.
+const defaultBudgetShare = 0.7
+
+// memoryBudget is a parsed --memory-budget: bytes, or a share of physical
+// memory.
+type memoryBudget struct {
+	bytes uint64
+	share float64 // used when > 0
+}
+
+// parseMemoryBudget reads "" (the default share), "0" (none), a number of
+// bytes with an optional KiB, MiB, GiB or TiB suffix (KB, MB, GB, TB and
+// K, M, G, T mean the same powers of 1024), or a percentage of physical
+// memory ("70%"). Errors name the value.
+func parseMemoryBudget(s string) (memoryBudget, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return memoryBudget{share: defaultBudgetShare}, nil
+	}
+	if pct, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		if err != nil || v <= 0 || v > 100 || math.IsNaN(v) {
+			return memoryBudget{}, fmt.Errorf("%q: want a share above 0%% and at most 100%%", s)
+		}
+		return memoryBudget{share: v / 100}, nil
+	}
+	num := strings.TrimRight(s, "KMGTiBkmgtib")
+	unit := strings.ToUpper(strings.TrimSpace(s[len(num):]))
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20,
+		"G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+	sh, ok := shift[unit]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*float64(uint64(1)<<sh) >= 1<<63 {
+		return memoryBudget{}, fmt.Errorf("%q: want bytes (64GiB, 512MiB, 1073741824), a share (70%%) or 0", s)
+	}
+	return memoryBudget{bytes: uint64(v * float64(uint64(1)<<sh))}, nil
+}
+
+// resolve returns the budget in bytes on a host with total bytes of
+// physical memory (0 when unknown: no budget from a share).
+func (b memoryBudget) resolve(total uint64) uint64 {
+	if b.share > 0 {
+		return uint64(float64(total) * b.share)
+	}
+	return b.bytes
+}
+
+// physicalMemory returns MemTotal of /proc/meminfo in bytes, 0 where it
+// cannot be read.
+func physicalMemory() uint64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseUint(fields[1], 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// defaultSynthesisWorkers is the number of synthesis slots beside GPUs:
+// a quarter of the cores (one synthesis leaves most of a large host's
+// cores idle; four at once share them), 1 to 8, and no more than one per
+// 8 GiB of physical memory.
+func defaultSynthesisWorkers(cores int, memory uint64) int {
+	n := min(max(cores/4, 1), 8)
+	if memory > 0 {
+		n = min(n, max(int(memory>>33), 1))
+	}
+	return n
+}
+
+// serveStages is how serve runs the engine's stages: its options, and the
+// warm-up of the backends that have one.
+type serveStages struct {
+	opts      []engine.Option
+	synthesis int
+	budget    uint64
+	pipes     []*prover.Pipeline
+	ready     chan struct{} // nil when no backend warms up
+}
+
+// stageOptions makes the engine's stage options for serve: the synthesis
+// workers (pipelined beside GPUs by default, serial on the CPU alone), the
+// memory budget (estimates of the first pipeline, which synthesizes for
+// all; the keys held by every pipeline), and readiness when a backend has
+// a warm-up (the CUDA backend's kernels).
+func stageOptions(cfg serveConfig, pipes []*prover.Pipeline, devices []server.Device, budget memoryBudget) *serveStages {
+	st := &serveStages{pipes: pipes}
+	gpus := 0
+	for _, d := range devices {
+		if d.Ordinal >= 0 {
+			gpus++
+		}
+	}
+	mem := physicalMemory()
+	st.synthesis = cfg.synthesisWorkers
+	if st.synthesis < 0 {
+		st.synthesis = 0
+		if gpus > 0 {
+			st.synthesis = defaultSynthesisWorkers(runtime.NumCPU(), mem)
+		}
+	}
+	if st.synthesis > 0 && len(pipes) > 0 {
+		st.opts = append(st.opts, engine.WithSynthesisWorkers(st.synthesis), engine.WithSynthesizer(pipes[0]))
+	}
+	st.budget = budget.resolve(mem)
+	if st.budget > 0 && len(pipes) > 0 {
+		st.opts = append(st.opts, engine.WithMemoryBudget(st.budget, pipes[0].EstimateMemory, func() uint64 {
+			var n uint64
+			for _, p := range pipes {
+				n += p.KeyMemory()
+			}
+			return n
+		}))
+	}
+	for _, p := range pipes {
+		if p.HasWarmup() {
+			st.ready = make(chan struct{})
+			st.opts = append(st.opts, engine.WithReady(st.ready))
+			break
+		}
+	}
+	return st
+}
+
+// warmup reports NOT_SERVING and warms every backend up in the
+// background, then SERVING; proofs submitted meanwhile queue (and are
+// synthesized) and wait for it in engine.warmup spans. A warm-up that
+// fails leaves the daemon NOT_SERVING with the reason in GetStatus; the
+// devices are then handed their jobs anyway, which fail or compile on use.
+func (st *serveStages) warmup(ctx context.Context, srv *server.Server, log io.Writer) {
+	if st.ready == nil {
+		return
+	}
+	srv.SetNotReady("warming up: compiling or loading the kernel modules")
+	go func() {
+		defer close(st.ready)
+		for _, p := range st.pipes {
+			if !p.HasWarmup() {
+				continue
+			}
+			if err := p.Warmup(ctx); err != nil {
+				reason := fmt.Sprintf("warm-up of the %s backend failed: %v", p.Backend(), err)
+				srv.SetNotReady(reason)
+				fmt.Fprintf(log, "cuzk serve: %s\n", oneLine(fmt.Errorf("%s", reason)))
+				return
+			}
+		}
+		srv.SetReady()
+		fmt.Fprintln(log, "cuzk serve: ready (kernels compiled or loaded)")
+	}()
+}
+
+// describe is the stages part of serve's start line.
+func (st *serveStages) describe() string {
+	s := "serial engine"
+	if st.synthesis > 0 {
+		s = fmt.Sprintf("%d synthesis workers", st.synthesis)
+	}
+	if st.budget > 0 {
+		return s + fmt.Sprintf(", memory budget %.1f GiB", float64(st.budget)/(1<<30))
+	}
+	return s + ", no memory budget"
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+func TestParseMemoryBudget(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"0": 0, "1073741824": 1 << 30, "64GiB": 64 << 30, "512 MiB": 512 << 20, "1.5g": 3 << 29, "2TB": 2 << 40, "10k": 10 << 10,
+	} {
+		b, err := parseMemoryBudget(in)
+		if err != nil || b.share != 0 || b.bytes != want {
+			t.Errorf("parseMemoryBudget(%q) = %+v, %v; want %d bytes", in, b, err, want)
+		}
+	}
+	for in, want := range map[string]float64{"": defaultBudgetShare, "50%": 0.5, "100%": 1} {
+		if b, err := parseMemoryBudget(in); err != nil || b.share != want {
+			t.Errorf("parseMemoryBudget(%q) = %+v, %v; want a share of %v", in, b, err, want)
+		}
+	}
+	if got := (memoryBudget{share: 0.5}).resolve(10 << 30); got != 5<<30 {
+		t.Errorf("50%% of 10 GiB = %d", got)
+	}
+	for _, bad := range []string{"-1", "lots", "12XB", "0%", "101%", "NaN", "1e30GiB", "%"} {
+		if _, err := parseMemoryBudget(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("parseMemoryBudget(%q): %v, want an error naming it", bad, err)
+		}
+	}
+}
+
+func TestDefaultSynthesisWorkers(t *testing.T) {
+	for _, c := range []struct {
+		cores  int
+		memory uint64
+		want   int
+	}{{2, 24 << 30, 1}, {16, 128 << 30, 4}, {64, 512 << 30, 8}, {128, 16 << 30, 2}, {16, 4 << 30, 1}, {16, 0, 4}} {
+		if got := defaultSynthesisWorkers(c.cores, c.memory); got != c.want {
+			t.Errorf("%d cores, %d GiB: %d synthesis workers, want %d", c.cores, c.memory>>30, got, c.want)
+		}
+	}
+}
+
+// warmGPU is the CPU backend posing as a GPU whose kernels are ready only
+// once warm is closed (prover.Warmer).
+type warmGPU struct{ *prover.CPU }
+
+func (warmGPU) Name() string { return "cuda" }
+
+func (warmGPU) Warmup(ctx context.Context) error {
+	select {
+	case <-warmGate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var (
+	warmOnce    sync.Once
+	warmGate    chan struct{}
+	warmFactory = "fakewarm-test"
+)
+
+func health(t *testing.T, addr string) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatalf("health: %v", err)
+	}
+	return r.GetStatus()
+}
+
+// TestServeWarmsUpPipelinedWithABudget runs serve on a fake GPU whose
+// backend warms up: the daemon listens at once, NOT_SERVING with the reason
+// in cuzk status; a proof submitted meanwhile is synthesized and waits for
+// the device; once warm it is proved and the daemon is SERVING. Then
+// cuzk submit with a reused request id says it returns the earlier job,
+// a multi-partition submit returns a proof per partition, and a size
+// beyond the memory budget is RESOURCE_EXHAUSTED naming both numbers.
+func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
+	clearOTLPEnv(t)
+	warmOnce.Do(func() {
+		prover.RegisterBackend(warmFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+			return warmGPU{prover.NewCPU(o.TracerProvider)}, nil
+		})
+	})
+	warmGate = make(chan struct{})
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrCh := make(chan string, 1)
+	var logBuf lockedBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfig{
+			listen: "127.0.0.1:0", backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
+			synthesisWorkers: 2, memoryBudget: "4GiB",
+			shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
+			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
+			ready:      func(a, _ string) { addrCh <- a },
+			gpuFactory: warmFactory,
+			gpus: func() ([]cudaspans.DeviceInfo, error) {
+				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
+			},
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-served:
+		t.Fatalf("serve: %v\n%s", err, logBuf.String())
+	}
+	if !strings.Contains(logBuf.String(), "2 synthesis workers, memory budget 4.0 GiB") {
+		t.Errorf("start line does not name the stages:\n%s", logBuf.String())
+	}
+	if h := health(t, addr); h != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health while warming up: %v, want NOT_SERVING", h)
+	}
+	out, _, err := runCuzk(t, "status", "--addr", addr)
+	if err != nil || !strings.Contains(out, "NOT READY: warming up") || !strings.Contains(out, "budget 4.0 GiB") || !strings.Contains(out, "2 synthesis workers") {
+		t.Errorf("cuzk status while warming up: %v\n%s", err, out)
+	}
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer pcancel()
+	job, err := c.Submit(pctx, client.Request{RequestID: "early", Circuit: "mulchain", Constraints: 256, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state client.JobStatus
+	for deadline := time.Now().Add(30 * time.Second); state != client.WaitingDevice && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, err := c.Status(pctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range st.Running {
+			if r.ID == job.ID {
+				state = r.Status
+			}
+		}
+	}
+	if state != client.WaitingDevice {
+		t.Fatalf("a proof submitted while warming up is %q, want it synthesized and WAITING_DEVICE", state)
+	}
+	close(warmGate)
+	res, err := c.Await(pctx, job.ID, 0)
+	if err != nil || !res.Verified {
+		t.Fatalf("the early proof after the warm-up: %+v %v", res, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); health(t, addr) != healthpb.HealthCheckResponse_SERVING; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not SERVING after the warm-up")
+		}
+	}
+
+	out, errOut, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256", "--request-id", "early")
+	if err != nil || !strings.Contains(out, "submitted before: this is the earlier job") || !strings.Contains(out, job.ID) || !strings.Contains(out, "state     SUCCEEDED") {
+		t.Errorf("cuzk submit with a reused request id: %v\n%s%s", err, out, errOut)
+	}
+	out, errOut, err = runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256", "--partitions", "3", "--request-id", "parts",
+		"--proof", filepath.Join(dir, "parts.bin"))
+	if err != nil || !strings.Contains(out, "partition 2") || strings.Contains(out, "partition 3") || !strings.Contains(out, "verified  true") {
+		t.Errorf("cuzk submit --partitions 3: %v\n%s%s", err, out, errOut)
+	}
+	_, err = c.Submit(pctx, client.Request{RequestID: "huge", Circuit: "mulchain", Constraints: 1 << 28})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "budget is 4.0 GiB") {
+		t.Errorf("a proof beyond the budget: %v, want RESOURCE_EXHAUSTED naming the budget", err)
+	}
+	out, _, err = runCuzk(t, "status", "--addr", addr)
+	if err != nil || !strings.Contains(out, "  ready") || !strings.Contains(out, "worker    cuda:0") || !strings.Contains(out, "succeeded 2") {
+		t.Errorf("cuzk status after the proofs: %v\n%s", err, out)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve after cancel: %v", err)
+	}
+}
+
+func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrCh := make(chan string, 1)
+	var logBuf lockedBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfig{
+			listen: "127.0.0.1:0", backend: "cpu", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: -1,
+			shutdownTimeout: time.Second, maxMessage: 1 << 20,
+			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
+			ready: func(a, _ string) { addrCh <- a },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-served:
+		t.Fatalf("serve: %v\n%s", err, logBuf.String())
+	}
+	if h := health(t, addr); h != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health of a CPU daemon: %v, want SERVING at once (nothing to warm up)", h)
+	}
+	out, _, err := runCuzk(t, "status", "--addr", addr)
+	if err != nil || !strings.Contains(out, "serial engine") || !strings.Contains(out, "  ready") || !strings.Contains(out, "device    host (cpu backend)") {
+		t.Errorf("cuzk status of a CPU daemon: %v\n%s", err, out)
+	}
+	if _, _, err := runCuzk(t, "status", "--addr", "127.0.0.1:1", "--timeout", "2s"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("status of no daemon: %v, want a one-line error", err)
+	}
+	cancel()
+	<-served
+	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
+		memoryBudget: "lots", log: &logBuf}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
+		t.Errorf("serve --memory-budget lots: %v", err)
+	}
+	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
+		synthesisWorkers: -2, log: &logBuf}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
+		t.Errorf("serve --synthesis-workers -2: %v", err)
+	}
+}

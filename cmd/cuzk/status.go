@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "status",
+		Usage: "print a daemon's state: readiness, stages, memory budget, devices, workers, keys, jobs",
+		Description: "Calls GetStatus on the daemon at --addr and prints whether it is ready (its\n" +
+			"grpc.health.v1 answer, and why not), the depth of each stage (queue, memory\n" +
+			"wait, synthesis, device queue, proving), the memory budget and what is in\n" +
+			"flight, devices, workers with their busy time, the keys held and the jobs past\n" +
+			"the queue.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "longest wait for the answer"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
+			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
+		},
+		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
+	})
+}
+
+// clientOptions are the client options of --token and --tls-ca.
+func clientOptions(c *cli.Context) ([]client.Option, error) {
+	var opts []client.Option
+	if tok := c.String("token"); tok != "" {
+		opts = append(opts, client.WithBearerToken(tok))
+	}
+	if ca := c.String("tls-ca"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca %s: no PEM certificate", ca)
+		}
+		opts = append(opts, client.WithTLS(&tls.Config{RootCAs: pool}))
+	}
+	return opts, nil
+}
+
+func statusAction(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("status takes no arguments (got %q)", c.Args().First())
+	}
+	if d := c.Duration("timeout"); d <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", d)
+	}
+	opts, err := clientOptions(c)
+	if err != nil {
+		return err
+	}
+	cl, err := client.Dial(c.String("addr"), opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", c.String("addr"), err)
+	}
+	printStatus(c.App.Writer, c.String("addr"), st)
+	return nil
+}
+
+var priorities = []client.Priority{client.Critical, client.High, client.Normal, client.Low}
+
+// byPriority is "3 (CRITICAL 1, NORMAL 2)", or "0".
+func byPriority(m map[client.Priority]int) string {
+	total := 0
+	var parts []string
+	for _, p := range priorities {
+		if n := m[p]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%s %d", p, n))
+		}
+	}
+	if total == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+func gibStr(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// printStatus writes st as cuzk status prints it, one line per fact.
+func printStatus(out io.Writer, addr string, st *client.Status) {
+	ready := "ready"
+	if !st.Ready {
+		ready = "NOT READY: " + st.NotReadyReason
+	}
+	if st.Closing {
+		ready += ", shutting down"
+	}
+	fmt.Fprintf(out, "daemon    %s  version %s  up %s  %s\n", addr, st.Version, st.Uptime.Round(time.Second), ready)
+	s := st.Stages
+	engine := "serial engine"
+	if s.SynthesisWorkers > 0 {
+		engine = fmt.Sprintf("%d synthesis workers", s.SynthesisWorkers)
+	}
+	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, proving %d\n",
+		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), s.Proving)
+	if m := st.Memory; m.Budget > 0 {
+		fmt.Fprintf(out, "memory    budget %s, in flight %s (proofs %s, keys %s), peak %s\n",
+			gibStr(m.Budget), gibStr(m.Reserved+m.Keys), gibStr(m.Reserved), gibStr(m.Keys), gibStr(m.Peak))
+	} else {
+		fmt.Fprintln(out, "memory    no budget")
+	}
+	for _, d := range st.Devices {
+		if d.Ordinal < 0 {
+			fmt.Fprintf(out, "device    host (%s backend)\n", d.Backend)
+			continue
+		}
+		fmt.Fprintf(out, "device    %d %s (%s)  memory %s used of %s\n", d.Ordinal, d.Name, d.Backend, gibStr(d.MemoryUsed), gibStr(d.MemoryTotal))
+	}
+	up := st.Uptime.Seconds()
+	for _, w := range st.Workers {
+		job := "idle"
+		if w.JobID != "" {
+			job = "proving " + w.JobID
+		}
+		share := ""
+		if up > 0 {
+			share = fmt.Sprintf(" (%.0f%% of uptime)", 100*w.Busy.Seconds()/up)
+		}
+		fmt.Fprintf(out, "worker    %s  %s  busy %.1fs%s  succeeded %d failed %d cancelled %d\n",
+			w.Name, job, w.Busy.Seconds(), share, w.Succeeded, w.Failed, w.Cancelled)
+	}
+	for _, k := range st.Keys {
+		fmt.Fprintf(out, "key       %s/%d  %s\n", k.Circuit, k.Constraints, k.ID)
+	}
+	for _, j := range st.Running {
+		parts := ""
+		if j.Partitions > 1 {
+			parts = fmt.Sprintf("  %d partitions", j.Partitions)
+		}
+		where := ""
+		if j.Worker != "" {
+			where = " on " + j.Worker
+		}
+		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, j.Status, where, parts, j.TraceID)
+	}
+	fmt.Fprintf(out, "totals    succeeded %d  failed %d  cancelled %d\n", st.Succeeded, st.Failed, st.Cancelled)
+}

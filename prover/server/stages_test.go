@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+)
+
+// stagedRunner is a prover.StagedRunner whose device stage waits for gate
+// (when set); its proof names the request and the witness's last byte.
+type stagedRunner struct{ gate chan struct{} }
+
+type synthesized struct {
+	req   prover.Request
+	freed chan struct{}
+}
+
+func (s *synthesized) Release(context.Context) error {
+	select {
+	case <-s.freed:
+	default:
+		close(s.freed)
+	}
+	return nil
+}
+func (s *synthesized) Freed() <-chan struct{} { return s.freed }
+
+func (r *stagedRunner) Synthesize(_ context.Context, req *prover.Request) (prover.Synthesized, error) {
+	return &synthesized{req: *req, freed: make(chan struct{})}, nil
+}
+
+func (r *stagedRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+	s := sz.(*synthesized)
+	defer s.Release(ctx)
+	if r.gate != nil {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	last := byte(0)
+	if w := s.req.Witness; len(w) > 0 {
+		last = w[len(w)-1]
+	}
+	return &prover.Result{Proof: []byte(fmt.Sprintf("proof:%s:%d", s.req.RequestID, last)), Backend: "fake"}, nil
+}
+
+func (r *stagedRunner) Run(ctx context.Context, req *prover.Request) (*prover.Result, error) {
+	s, _ := r.Synthesize(ctx, req)
+	return r.ProveSynthesized(ctx, s)
+}
+
+// startStaged starts a pipelined daemon (2 synthesis workers, one device)
+// over run.
+func startStaged(t *testing.T, run *stagedRunner, engOpts ...engine.Option) (*Server, *client.Client) {
+	t.Helper()
+	tp := sdktrace.NewTracerProvider()
+	eng, err := engine.New([]engine.Worker{{Name: "dev0", Runner: run}},
+		append([]engine.Option{engine.WithTracerProvider(tp), engine.WithSynthesisWorkers(2)}, engOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(eng, WithTracerProvider(tp), WithKnownCircuit(func(c string) bool { return testCircuits[c] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	c, err := client.Dial(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv, c
+}
+
+func TestMultiPartitionRequestReturnsOneProofPerPartition(t *testing.T) {
+	_, c := startStaged(t, &stagedRunner{})
+	ctx := ctx5(t)
+	parts := [][]byte{witness(1, 1, []byte{1}, []byte{10}), witness(1, 1, []byte{1}, []byte{11}), witness(1, 1, []byte{1}, []byte{12})}
+	res, err := c.Prove(ctx, client.Request{RequestID: "porep", Circuit: "mulchain", Constraints: 16, Partitions: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 3 {
+		t.Fatalf("%d partition proofs, want 3", len(res.Partitions))
+	}
+	for k, p := range res.Partitions {
+		if want := fmt.Sprintf("proof:porep:%d", 10+k); p.Index != k || string(p.Proof) != want {
+			t.Errorf("partition %d: index %d proof %q, want %q", k, p.Index, p.Proof, want)
+		}
+	}
+	if string(res.Proof) != "proof:porep:10" {
+		t.Errorf("top-level proof %q, want partition 0's", res.Proof)
+	}
+
+	bad := [][]byte{parts[0], []byte("junk"), parts[2]}
+	_, err = c.Submit(ctx, client.Request{RequestID: "porep-bad", Circuit: "mulchain", Constraints: 16, Partitions: bad})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "partition 1") {
+		t.Errorf("a malformed partition: %v, want INVALID_ARGUMENT naming partition 1", err)
+	}
+	_, err = c.Submit(ctx, client.Request{RequestID: "porep-both", Circuit: "mulchain", Constraints: 16, Partitions: parts, Witness: parts[0]})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("witness beside partitions: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestStatusShowsStagesMemoryAndReadiness(t *testing.T) {
+	run := &stagedRunner{gate: make(chan struct{})}
+	est := func(*prover.Request) (uint64, error) { return 1 << 20, nil }
+	srv, c := startStaged(t, run, engine.WithMemoryBudget(8<<20, est, func() uint64 { return 2 << 20 }))
+	ctx := ctx5(t)
+	var jobs []client.Job
+	for i := range 3 {
+		j, err := c.Submit(ctx, client.Request{RequestID: fmt.Sprint("s", i), Circuit: "mulchain", Constraints: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	var st *client.Status
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var err error
+		if st, err = c.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st.Stages.Proving == 1 && st.Stages.WaitingDevice[client.Normal] == 2 {
+			break
+		}
+	}
+	if st.Stages.SynthesisWorkers != 2 || st.Stages.Proving != 1 || st.Stages.WaitingDevice[client.Normal] != 2 {
+		t.Fatalf("stages %+v, want 2 synthesis workers, 1 proving, 2 waiting for the device", st.Stages)
+	}
+	if st.Memory.Budget != 8<<20 || st.Memory.Reserved != 3<<20 || st.Memory.Keys != 2<<20 || st.Memory.Peak != 5<<20 {
+		t.Errorf("memory %+v, want budget 8 MiB, 3 MiB reserved, 2 MiB of keys, peak 5 MiB", st.Memory)
+	}
+	if !st.Ready || st.NotReadyReason != "" {
+		t.Errorf("ready %v %q at start", st.Ready, st.NotReadyReason)
+	}
+	srv.SetNotReady("compiling msm_g2")
+	if st, _ = c.Status(ctx); st.Ready || st.NotReadyReason != "compiling msm_g2" {
+		t.Errorf("after SetNotReady: ready %v %q", st.Ready, st.NotReadyReason)
+	}
+	close(run.gate)
+	for _, j := range jobs {
+		if res, err := c.Await(ctx, j.ID, 0); err != nil || res.Timings.DeviceWait < 0 {
+			t.Errorf("job %s: %+v %v", j.ID, res, err)
+		}
+	}
+	if st, _ = c.Status(ctx); st.Workers[0].Busy <= 0 {
+		t.Errorf("device worker busy %v after proving", st.Workers[0].Busy)
+	}
+}
+
+func TestJobStatesThroughTheAPI(t *testing.T) {
+	run := &stagedRunner{gate: make(chan struct{})}
+	_, c := startStaged(t, run)
+	ctx := ctx5(t)
+	a, _ := c.Submit(ctx, client.Request{RequestID: "a", Circuit: "mulchain", Constraints: 16})
+	b, _ := c.Submit(ctx, client.Request{RequestID: "b", Circuit: "mulchain", Constraints: 16})
+	want := map[string]client.JobStatus{a.ID: client.Proving, b.ID: client.WaitingDevice}
+	got := map[string]client.JobStatus{}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for id := range want {
+			// Submitting the same request again reports the job's state now.
+			j, err := c.Submit(ctx, client.Request{RequestID: map[string]string{a.ID: "a", b.ID: "b"}[id], Circuit: "mulchain", Constraints: 16})
+			if err != nil || !j.Existing {
+				t.Fatalf("resubmit: %+v %v", j, err)
+			}
+			got[j.ID] = j.Status
+		}
+		if got[a.ID] == want[a.ID] && got[b.ID] == want[b.ID] {
+			break
+		}
+	}
+	if got[a.ID] != client.Proving || got[b.ID] != client.WaitingDevice {
+		t.Errorf("states %v, want a PROVING and b WAITING_DEVICE", got)
+	}
+	if st, err := c.Cancel(ctx, b.ID); err != nil || st != client.Cancelled {
+		t.Errorf("cancel of a job waiting for the device: %v %v, want CANCELLED at once", st, err)
+	}
+	close(run.gate)
+}
+
+func TestOverBudgetIsResourceExhaustedNamingBothNumbers(t *testing.T) {
+	est := func(*prover.Request) (uint64, error) { return 3 << 30, nil }
+	_, c := startStaged(t, &stagedRunner{}, engine.WithMemoryBudget(2<<30, est, nil))
+	_, err := c.Submit(ctx5(t), client.Request{RequestID: "big", Circuit: "merkle", Constraints: 1 << 22})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "3.0 GiB") || !strings.Contains(err.Error(), "2.0 GiB") {
+		t.Errorf("over the budget: %v, want RESOURCE_EXHAUSTED naming 3.0 GiB and 2.0 GiB", err)
+	}
+}
