@@ -5,7 +5,8 @@
 # /tmp/out) as it goes, so a run cut short still returns what it did.
 #
 #   STEPS="keys tests twogpu ntt msm prove"   which parts, in order (default: these;
-#                                             also "variants": msmbench/nttbench macro sets)
+#                                             also "variants": msmbench/nttbench macro sets,
+#                                             "daemon": daemonbench, serial vs pipelined serve)
 #   SIZES="20,22"                             log2 sizes of the full prove
 #
 # On a host with 32 or more cores (the 2-GPU H200 machine) the key setup
@@ -81,6 +82,13 @@ for s in $steps; do
 		wait "$spid"
 		log "serve exit $? ; $(tail -n 3 "$out/serve.log")"
 		log "engine.job per device: $(grep -o '"name":"engine.job"[^}]*' "$out/serve-trace.jsonl" | wc -l) jobs; $(grep -c . "$out/serve-trace.jsonl") lines"
+		;;
+	daemon)
+		# bench/daemon.md: cuzk serve on one GPU, $DAEMON_RUNS (LOG2:JOBS)
+		# proofs at once, the serial engine against the pipelined one.
+		for _ in $(seq 600); do [ -e "$keys_done" ] && break; sleep 1; done
+		run env CUDA_VISIBLE_DEVICES=0 "${pin[@]}" ./.dev/bin/daemonbench -cuzk ./.dev/bin/cuzk -backend cuda -circuit merkle \
+			-runs "${DAEMON_RUNS:-20:16,22:8}" -dir "$out/daemonbench" -out "$out/daemonbench.txt"
 		;;
 	ntt) run "${pin[@]}" ./.dev/bin/nttbench -sizes 20,24,27 ;;
 	variants)

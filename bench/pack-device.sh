@@ -26,7 +26,7 @@ export GOOS=linux GOARCH=amd64 CGO_ENABLED=1
 strip=(-trimpath -ldflags='-s -w')
 go build "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
-for p in gpuprove nttbench msmbench cuptibench; do
+for p in gpuprove nttbench msmbench cuptibench daemonbench; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
 {
