@@ -7,6 +7,7 @@
 # here needs editing when a package gains one.
 #
 #   FUZZTIME=30s scripts/fuzz.sh           every fuzz test, 30 s each
+#   FUZZMINIMIZETIME=30s ...               longer minimization of new inputs (default 2s)
 #   scripts/fuzz.sh FuzzReadOTLPJSONLines  only the fuzz tests whose name matches
 #
 # A failing input is written by `go test` under the package's
@@ -16,6 +17,10 @@
 set -uo pipefail
 
 fuzztime=${FUZZTIME:-10s}
+# go test minimizes each new interesting input for up to 60 s by default,
+# during which the fuzzer runs nothing new (seen: 6,500 executions in 90 s
+# against 100,000 in 20 s with 2 s); crashers are minimized as long.
+minimize=${FUZZMINIMIZETIME:-2s}
 filter=${1:-.}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -45,7 +50,7 @@ failed=()
 for t in "${targets[@]}"; do
 	IFS='|' read -r mod pkg name <<<"$t"
 	echo "== $name ($mod: $pkg)"
-	if ! (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"); then
+	if ! (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg"); then
 		failed+=("$name ($mod: $pkg)")
 	fi
 done

@@ -114,7 +114,7 @@ func runTraceDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := tracefile.DiffProfiles(a.profiles, b.profiles, tracefile.DiffOptions{
+	d, err := tracefile.DiffSets(a.set, b.set, tracefile.DiffOptions{
 		ThresholdMS: flags.Float64("threshold-ms"), ThresholdPct: flags.Float64("threshold-pct"),
 	})
 	if err != nil {
@@ -178,13 +178,17 @@ type diffSource struct {
 	timeout       time.Duration
 }
 
-// diffSide is one side, reduced: a profile per trace and the spans of the
-// trace whose duration is the median (for the HTML).
+// diffSide is one side, reduced: the profiles of its traces and the
+// spans of one kept trace whose duration is the median (for the HTML).
 type diffSide struct {
-	source   string
-	profiles []tracefile.Profile
-	spans    []tracefile.Span
+	source string
+	set    *tracefile.ProfileSet
+	spans  []tracefile.Span
 }
+
+// maxSetValues bounds the memory of one side's ProfileSet (about 24 bytes
+// a value): 2,000,000 is 10,000 traces of 200 distinct span paths.
+const maxSetValues = 2_000_000
 
 func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diffSide, error) {
 	if traceID != "" {
@@ -197,34 +201,46 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 	if st, err := os.Stat(arg); (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "") {
 		return s.loadRemote(ctx, label, arg, traceID)
 	}
+	jobs, others := &tracefile.ProfileSet{}, &tracefile.ProfileSet{}
+	tooMany := false
+	add := func(t tracefile.Trace) {
+		if jobs.Values()+others.Values() >= maxSetValues {
+			tooMany = true
+			return
+		}
+		p := tracefile.ProfileOf(t)
+		if p.Root == otelcuzk.SpanEngineJob {
+			jobs.Add(p)
+		} else {
+			others.Add(p)
+		}
+	}
 	opts := tracefile.CollectOptions{MaxKeptBytes: tracefile.DefaultMaxKeptBytes / 2}
-	if s.last > 0 && traceID == "" {
+	set := s.all || s.last > 0
+	switch {
+	case traceID != "":
+	case s.last > 0:
 		opts.MaxTraces = s.last
+	case s.all:
+		// Traces let go to bound memory are profiled first: --all reads
+		// a file of any number of jobs.
+		opts.OnEvict = func(spans []tracefile.Span) {
+			for _, t := range tracefile.BuildTraces(spans) {
+				add(t)
+			}
+		}
 	}
 	col, err := readTraceFile(s.warn, arg, 0, traceID, opts)
 	if err != nil {
 		return nil, fmt.Errorf("trace diff: %s: %w", label, err)
 	}
-	kept := col.Kept()
-	var chosen []tracefile.TraceSummary
+	chosen := col.Kept()
 	switch {
 	case traceID != "":
-		chosen = kept
 		if len(chosen) == 0 {
 			return nil, fmt.Errorf("trace diff: %s: trace %s: not found in %s", label, traceID, arg)
 		}
-	case s.all || s.last > 0:
-		if s.all && col.Evicted > 0 {
-			return nil, fmt.Errorf("trace diff: %s: %s holds more traces than fit in memory (%d kept of %d); use --last N", label, arg, len(kept), len(col.Summaries))
-		}
-		for _, t := range kept {
-			if t.Root == otelcuzk.SpanEngineJob {
-				chosen = append(chosen, t)
-			}
-		}
-		if len(chosen) == 0 { // not a daemon's file: every trace is a run
-			chosen = kept
-		}
+	case set:
 	default:
 		latest, _ := col.Latest()
 		chosen = []tracefile.TraceSummary{latest}
@@ -232,22 +248,40 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 			fmt.Fprintf(s.warn, "cuzk: %s: %s holds %d traces; comparing the last (%s); --trace-id-%c, --last N or --all for others\n", label, arg, n, latest.ID, label[0]+'a'-'A')
 		}
 	}
-	side := &diffSide{}
-	var reps []tracefile.Trace
+	var reps []tracefile.Trace // the kept ones, for the HTML waterfall
 	for _, sum := range chosen {
 		for _, t := range tracefile.BuildTraces(col.Spans[sum.ID]) {
 			if t.ID == sum.ID {
-				side.profiles = append(side.profiles, tracefile.ProfileOf(t))
+				add(t)
 				reps = append(reps, t)
 			}
 		}
 	}
+	if tooMany {
+		return nil, fmt.Errorf("trace diff: %s: %s holds more than %d span path values (%d traces read); use --last N", label, arg, maxSetValues, jobs.Len()+others.Len())
+	}
+	late := 0
+	for _, sum := range col.Summaries {
+		late += sum.Late
+	}
+	if late > 0 {
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d spans arrived after their trace was compared (its spans were let go to bound memory) and are left out\n", label, arg, late)
+	}
+	// A set is the file's jobs (engine.job roots); a file without any
+	// is a set of whatever runs it holds.
+	side := &diffSide{set: jobs}
+	if jobs.Len() == 0 {
+		side.set = others
+	}
+	reps = slices.DeleteFunc(reps, func(t tracefile.Trace) bool {
+		return (len(t.Roots) > 0 && t.Roots[0].Name == otelcuzk.SpanEngineJob) != (side.set == jobs)
+	})
 	med := medianTrace(reps)
 	side.spans = col.Spans[med]
-	if len(side.profiles) == 1 {
-		side.source = fmt.Sprintf("%s, trace %s", arg, side.profiles[0].TraceID)
+	if !set {
+		side.source = fmt.Sprintf("%s, trace %s", arg, med)
 	} else {
-		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, len(side.profiles), med)
+		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, side.set.Len(), med)
 	}
 	return side, nil
 }
@@ -283,7 +317,9 @@ func (s diffSource) loadRemote(ctx context.Context, label, arg, traceID string) 
 	if len(traces) == 0 {
 		return nil, fmt.Errorf("trace diff: %s: trace %s has no spans", label, arg)
 	}
-	return &diffSide{source: "trace " + traces[0].ID, profiles: []tracefile.Profile{tracefile.ProfileOf(traces[0])}, spans: spans}, nil
+	set := &tracefile.ProfileSet{}
+	set.Add(tracefile.ProfileOf(traces[0]))
+	return &diffSide{source: "trace " + traces[0].ID, set: set, spans: spans}, nil
 }
 
 // interspersed parses c's arguments with flags allowed between and after

@@ -250,3 +250,26 @@ func TestTraceDiffFromJaeger(t *testing.T) {
 		t.Errorf("missing B: %v", err)
 	}
 }
+
+// --all reads a file of more jobs than the reader keeps spans of: the
+// traces let go are profiled first, so every job is in the medians.
+func TestTraceDiffAllPastTheMemoryBudget(t *testing.T) {
+	const n = 16_000 // 7 spans, about 2.4 KB estimated each: 38 MB, past the 24 MiB a side keeps
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(seedRun(fmt.Sprintf("%032x", i+1), "sync", "merkle", float64(1000+i%7)))
+		b.WriteByte('\n')
+	}
+	file := filepath.Join(t.TempDir(), "many.jsonl")
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	out, err := runTraceCmd(t, "trace", "diff", file, file, "--all", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, fmt.Sprintf(`"traces_a": %d`, n)) || !strings.Contains(out, fmt.Sprintf(`"traces_b": %d`, n)) {
+		t.Errorf("want all %d traces on each side:\n%s", n, out[:min(len(out), 600)])
+	}
+	if strings.Contains(out, "left out") {
+		t.Errorf("spans left out:\n%s", out[:min(len(out), 600)])
+	}
+}

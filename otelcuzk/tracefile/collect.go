@@ -36,6 +36,11 @@ type CollectOptions struct {
 	// MaxSummaries caps the traces listed; later new trace ids are only
 	// counted (Collection.Unlisted). 0 means DefaultMaxSummaries.
 	MaxSummaries int
+	// OnEvict, when set, receives the spans of each trace as it is let go,
+	// so a caller can reduce it (to a Profile, say) instead of losing it.
+	// Spans of the trace that arrive afterwards are only counted
+	// (TraceSummary.Late). It must not keep spans it is not meant to.
+	OnEvict func(spans []Span)
 }
 
 // TraceSummary is what a Collector knows of every trace it saw, kept or
@@ -48,6 +53,7 @@ type TraceSummary struct {
 	Root    string    // name of the first span without a parent, else of the span that starts first
 	Kept    bool      // the trace's spans are in Collection.Spans
 	Dropped int       // spans past MaxSpansPerTrace, not kept
+	Late    int       // spans that arrived after the trace was let go (evicted)
 }
 
 // Duration is End − Start.
@@ -170,6 +176,7 @@ func (c *Collector) Add(s Span) {
 		t.sum.End = s.End
 	}
 	if !t.sum.Kept {
+		t.sum.Late++
 		return
 	}
 	if len(t.spans) >= c.opts.MaxSpansPerTrace {
@@ -187,6 +194,9 @@ func (c *Collector) Add(s Span) {
 }
 
 func (c *Collector) evict(t *collected) {
+	if c.opts.OnEvict != nil {
+		c.opts.OnEvict(t.spans)
+	}
 	c.bytes -= t.bytes
 	t.spans, t.ids, t.bytes, t.index = nil, nil, 0, -1
 	t.sum.Kept = false

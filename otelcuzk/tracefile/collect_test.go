@@ -72,3 +72,23 @@ func TestCollectorCapsSpansAndBytes(t *testing.T) {
 		t.Errorf("%d listed, %d unlisted; want 3 and 2", len(col.Summaries), col.Unlisted)
 	}
 }
+
+// OnEvict receives each trace's spans as they are let go; spans that
+// arrive for an evicted trace are counted as late.
+func TestCollectorOnEvictAndLateSpans(t *testing.T) {
+	var evicted []string
+	c := tracefile.NewCollector(tracefile.CollectOptions{MaxTraces: 1, OnEvict: func(spans []tracefile.Span) {
+		evicted = append(evicted, fmt.Sprintf("%s:%d", spans[0].TraceID[31:], len(spans)))
+	}})
+	c.Add(mk(tid32(0), "r", "", "engine.job", 0, 10))
+	c.Add(mk(tid32(0), "c", "r", "child", 1, 2))
+	c.Add(mk(tid32(1), "r", "", "engine.job", 20, 30)) // evicts trace 0
+	c.Add(mk(tid32(0), "d", "r", "late", 3, 4))
+	col := c.Collection()
+	if fmt.Sprint(evicted) != "[1:2]" {
+		t.Errorf("evicted %v, want trace 1 (tid32(0)) with its 2 spans", evicted)
+	}
+	if s := col.Summaries[0]; s.Kept || s.Late != 1 || s.Spans != 3 {
+		t.Errorf("summary %+v, want evicted with 1 late span of 3", s)
+	}
+}

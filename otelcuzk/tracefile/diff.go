@@ -215,6 +215,70 @@ func (d *Diff) Moved(n *DiffNode) bool {
 	return n.A == 0 || math.Abs(n.Pct()) >= d.opts.ThresholdPct
 }
 
+// ProfileSet gathers the profiles of one side of a diff as they are read:
+// per path, the values of the traces that have it (24 bytes a path a
+// trace), so a set of many traces costs far less than their profiles. The
+// zero value is an empty set; it is not safe for concurrent use.
+type ProfileSet struct {
+	n                int
+	roots            []string
+	circuit          string
+	mixed            error
+	totals, untraced []time.Duration
+	paths            map[string]*pathValues
+	values           int
+}
+
+type pathValues struct {
+	durs, unts []time.Duration
+	counts     []int32
+	attrs      map[string]string // one value over every span of the path, all traces so far
+}
+
+// Add puts one trace's profile into the set.
+func (s *ProfileSet) Add(p Profile) {
+	if s.paths == nil {
+		s.paths = map[string]*pathValues{}
+	}
+	s.n++
+	if !slices.Contains(s.roots, p.Root) {
+		s.roots = append(s.roots, p.Root)
+	}
+	if p.Circuit != "" {
+		if s.circuit == "" {
+			s.circuit = p.Circuit
+		} else if p.Circuit != s.circuit && s.mixed == nil {
+			s.mixed = fmt.Errorf("mixes circuits %s and %s", s.circuit, p.Circuit)
+		}
+	}
+	s.totals = append(s.totals, p.Total)
+	var unt time.Duration
+	for path, st := range p.paths {
+		unt += st.Untraced
+		v := s.paths[path]
+		if v == nil {
+			v = &pathValues{attrs: maps2(st.Attrs)}
+			s.paths[path] = v
+		} else {
+			for k, val := range v.attrs {
+				if st.Attrs[k] != val {
+					delete(v.attrs, k)
+				}
+			}
+		}
+		v.durs = append(v.durs, st.Duration)
+		v.unts = append(v.unts, st.Untraced)
+		v.counts = append(v.counts, int32(st.Count))
+		s.values++
+	}
+	s.untraced = append(s.untraced, unt)
+}
+
+// Len is the number of traces in the set; Values the number of (trace,
+// path) values it holds, the measure of its memory.
+func (s *ProfileSet) Len() int    { return s.n }
+func (s *ProfileSet) Values() int { return s.values }
+
 // DiffProfiles compares side A's traces with side B's (one or more each):
 // paths matched by name, medians per path on each side, the tree sorted by
 // the size of each move, verdict lines for the layers that moved. It
@@ -222,48 +286,50 @@ func (d *Diff) Moved(n *DiffNode) bool {
 // one side) are of different circuits, or when the sides share no root
 // span name; and an error when a side is empty.
 func DiffProfiles(a, b []Profile, opts DiffOptions) (*Diff, error) {
+	var sa, sb ProfileSet
+	for _, p := range a {
+		sa.Add(p)
+	}
+	for _, p := range b {
+		sb.Add(p)
+	}
+	return DiffSets(&sa, &sb, opts)
+}
+
+// DiffSets is DiffProfiles over two ProfileSets.
+func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 	if opts.ThresholdMS <= 0 {
 		opts.ThresholdMS = 1
 	}
 	if opts.ThresholdPct <= 0 {
 		opts.ThresholdPct = 5
 	}
-	if len(a) == 0 || len(b) == 0 {
+	if a.n == 0 || b.n == 0 {
 		return nil, errors.New("tracefile: diff: a side has no trace")
 	}
-	ca, err := sideCircuit("A", a)
-	if err != nil {
-		return nil, err
+	for _, side := range []struct {
+		name string
+		s    *ProfileSet
+	}{{"A", a}, {"B", b}} {
+		if side.s.mixed != nil {
+			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v", ErrMismatch, side.name, side.s.mixed)
+		}
 	}
-	cb, err := sideCircuit("B", b)
-	if err != nil {
-		return nil, err
+	if a.circuit != b.circuit && a.circuit != "" && b.circuit != "" {
+		return nil, fmt.Errorf("tracefile: diff: %w: A is of circuit %s, B of %s", ErrMismatch, a.circuit, b.circuit)
 	}
-	if ca != cb && ca != "" && cb != "" {
-		return nil, fmt.Errorf("tracefile: diff: %w: A is of circuit %s, B of %s", ErrMismatch, ca, cb)
-	}
-	rootsA, rootsB := rootNames(a), rootNames(b)
-	if !slices.ContainsFunc(rootsA, func(r string) bool { return slices.Contains(rootsB, r) }) {
-		return nil, fmt.Errorf("tracefile: diff: %w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(rootsA, ", "), strings.Join(rootsB, ", "))
+	if !slices.ContainsFunc(a.roots, func(r string) bool { return slices.Contains(b.roots, r) }) {
+		return nil, fmt.Errorf("tracefile: diff: %w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(a.roots, ", "), strings.Join(b.roots, ", "))
 	}
 
-	d := &Diff{TracesA: len(a), TracesB: len(b), opts: opts}
-	d.TotalA, d.TotalB = medianOf(a, func(p Profile) time.Duration { return p.Total }), medianOf(b, func(p Profile) time.Duration { return p.Total })
-	untracedSum := func(p Profile) time.Duration {
-		var s time.Duration
-		for _, st := range p.paths {
-			s += st.Untraced
-		}
-		return s
-	}
-	d.UntracedA, d.UntracedB = medianOf(a, untracedSum), medianOf(b, untracedSum)
+	d := &Diff{TracesA: a.n, TracesB: b.n, opts: opts}
+	d.TotalA, d.TotalB = median(slices.Clone(a.totals)), median(slices.Clone(b.totals))
+	d.UntracedA, d.UntracedB = median(slices.Clone(a.untraced)), median(slices.Clone(b.untraced))
 
 	paths := map[string]bool{}
-	for _, side := range [][]Profile{a, b} {
-		for _, p := range side {
-			for path := range p.paths {
-				paths[path] = true
-			}
+	for _, side := range []*ProfileSet{a, b} {
+		for path := range side.paths {
+			paths[path] = true
 		}
 	}
 	nodes := make(map[string]*DiffNode, len(paths))
@@ -388,52 +454,22 @@ func absDur(d time.Duration) time.Duration {
 	return d
 }
 
-func sideCircuit(side string, ps []Profile) (string, error) {
-	c := ""
-	for _, p := range ps {
-		if p.Circuit == "" {
-			continue
-		}
-		if c != "" && p.Circuit != c {
-			return "", fmt.Errorf("tracefile: diff: %w: side %s mixes circuits %s and %s", ErrMismatch, side, c, p.Circuit)
-		}
-		c = p.Circuit
+func sideStats(s *ProfileSet, path string) (dur, untraced time.Duration, count float64, traces int, attrs map[string]string) {
+	v := s.paths[path]
+	if v == nil {
+		return 0, 0, 0, 0, nil
 	}
-	return c, nil
-}
-
-func rootNames(ps []Profile) []string {
-	var out []string
-	for _, p := range ps {
-		if !slices.Contains(out, p.Root) {
-			out = append(out, p.Root)
-		}
+	// The traces without the path count 0.
+	pad := func(x []time.Duration) []time.Duration {
+		out := make([]time.Duration, s.n)
+		copy(out, x)
+		return out
 	}
-	return out
-}
-
-func sideStats(ps []Profile, path string) (dur, untraced time.Duration, count float64, traces int, attrs map[string]string) {
-	durs := make([]time.Duration, len(ps))
-	unts := make([]time.Duration, len(ps))
-	counts := make([]time.Duration, len(ps))
-	for i, p := range ps {
-		st := p.paths[path]
-		if st == nil {
-			continue
-		}
-		traces++
-		durs[i], unts[i], counts[i] = st.Duration, st.Untraced, time.Duration(st.Count)
-		if attrs == nil {
-			attrs = maps2(st.Attrs)
-		} else {
-			for k, v := range attrs {
-				if st.Attrs[k] != v {
-					delete(attrs, k)
-				}
-			}
-		}
+	counts := make([]time.Duration, s.n)
+	for i, c := range v.counts {
+		counts[i] = time.Duration(c)
 	}
-	return median(durs), median(unts), float64(medianHalf(counts)) / 2, traces, attrs
+	return median(pad(v.durs)), median(pad(v.unts)), float64(medianHalf(counts)) / 2, len(v.durs), maps2(v.attrs)
 }
 
 func maps2(m map[string]string) map[string]string {
@@ -442,14 +478,6 @@ func maps2(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func medianOf(ps []Profile, f func(Profile) time.Duration) time.Duration {
-	v := make([]time.Duration, len(ps))
-	for i, p := range ps {
-		v[i] = f(p)
-	}
-	return median(v)
 }
 
 // median of v (v is reordered); the mean of the middle two for an even
