@@ -49,8 +49,8 @@ func TestCollectorConfigValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.Replace(string(cfg), "processors: [memory_limiter, tail_sampling, batch]",
-		"processors: [memory_limiter, tail_sampling, batch, groupbytrace]", 1)
+	broken := strings.Replace(string(cfg), "processors: [memory_limiter, tail_sampling, resource/sampler, batch]",
+		"processors: [memory_limiter, tail_sampling, resource/sampler, batch, groupbytrace]", 1)
 	if broken == string(cfg) {
 		t.Fatal("pipeline line not found in the config; update the test")
 	}
@@ -62,41 +62,41 @@ func TestCollectorConfigValidates(t *testing.T) {
 	}
 }
 
-// TestCollectorTailSamplingToJaegerAndTempo runs deploy/otel-collector.yaml
-// for real between a program and two Jaegers (the second standing in for
-// Tempo: both take OTLP gRPC). With the "rest" fraction at 0, a failed
-// trace and a slow one reach both backends; a fast successful one reaches
-// neither.
-func TestCollectorTailSamplingToJaegerAndTempo(t *testing.T) {
+// collectorInstance is an otelcol-custom process on loopback.
+type collectorInstance struct {
+	OTLPGRPC, OTLPHTTP, Metrics string // host:port
+}
+
+// startCollector runs the Collector built from the manifest with config
+// (a path) and env (its OTELCOL_* and endpoint variables); the OTLP and
+// metrics listen addresses are picked here. It waits until OTLP gRPC
+// accepts connections and stops the process at the end of the test,
+// logging its output when the test failed.
+func startCollector(t *testing.T, name, config string, env ...string) *collectorInstance {
+	t.Helper()
 	bin := collectorBinary(t)
-	jaeger, tempo := startJaeger(t), startJaeger(t)
 	addrs := freeLoopbackAddrs(t, 3)
-	cmd := exec.Command(bin, "--config", collectorConfig)
-	logPath := filepath.Join(t.TempDir(), "otelcol.log")
+	c := &collectorInstance{OTLPGRPC: addrs[0], OTLPHTTP: addrs[1], Metrics: addrs[2]}
+	cmd := exec.Command(bin, "--config", config)
+	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
-	metricsHost, metricsPort, _ := net.SplitHostPort(addrs[2])
-	cmd.Env = append(os.Environ(),
-		"OTELCOL_OTLP_GRPC_LISTEN="+addrs[0],
-		"OTELCOL_OTLP_HTTP_LISTEN="+addrs[1],
+	metricsHost, metricsPort, _ := net.SplitHostPort(c.Metrics)
+	cmd.Env = append(append(os.Environ(),
+		"OTELCOL_OTLP_GRPC_LISTEN="+c.OTLPGRPC,
+		"OTELCOL_OTLP_HTTP_LISTEN="+c.OTLPHTTP,
 		"OTELCOL_METRICS_HOST="+metricsHost,
 		"OTELCOL_METRICS_PORT="+metricsPort,
-		"JAEGER_OTLP_ENDPOINT="+jaeger.OTLPGRPC,
-		"TEMPO_OTLP_ENDPOINT="+tempo.OTLPGRPC,
-		"OTELCOL_DECISION_WAIT=1s",
-		"OTELCOL_SLOW_PROOF_MS=250",
-		"OTELCOL_SAMPLE_PERCENT=0",
-	)
+	), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -106,14 +106,15 @@ func TestCollectorTailSamplingToJaegerAndTempo(t *testing.T) {
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			t.Logf("collector log:\n%s", tail(b, 4096))
+			t.Logf("collector %s log:\n%s", name, tail(b, 4096))
 		}
-	}()
+	})
 	err = waitFor(context.Background(), 30*time.Second, func() error {
 		select {
 		case err := <-done:
 			done <- err
-			return fmt.Errorf("collector exited: %v", err)
+			b, _ := os.ReadFile(logPath)
+			return fmt.Errorf("collector %s exited: %v\n%s", name, err, tail(b, 2048))
 		default:
 		}
 		c, err := net.DialTimeout("tcp", addrs[0], 200*time.Millisecond)
@@ -125,15 +126,38 @@ func TestCollectorTailSamplingToJaegerAndTempo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
 
+// otlpEnv points an OTel SDK program at this Collector's OTLP gRPC port.
+func (c *collectorInstance) otlpEnv(service string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=",
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + c.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_EXPORTER_OTLP_INSECURE=true",
+		"OTEL_SERVICE_NAME=" + service,
+		"OTEL_BSP_SCHEDULE_DELAY=200",
+	}
+}
+
+// TestCollectorTailSamplingToJaegerAndTempo runs deploy/otel-collector.yaml
+// for real between a program and two Jaegers (the second standing in for
+// Tempo: both take OTLP gRPC). With the "rest" fraction at 0, a failed
+// trace and a slow one reach both backends; a fast successful one reaches
+// neither.
+func TestCollectorTailSamplingToJaegerAndTempo(t *testing.T) {
+	jaeger, tempo := startJaeger(t), startJaeger(t)
+	col := startCollector(t, "otelcol", collectorConfig,
+		"JAEGER_OTLP_ENDPOINT="+jaeger.OTLPGRPC,
+		"TEMPO_OTLP_ENDPOINT="+tempo.OTLPGRPC,
+		"OTELCOL_DECISION_WAIT=1s",
+		"OTELCOL_SLOW_PROOF_MS=250",
+		"OTELCOL_SAMPLE_PERCENT=0",
+	)
 	send := func(name string, args ...string) string {
-		env := []string{
-			"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addrs[0],
-			"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-			"OTEL_EXPORTER_OTLP_INSECURE=true",
-			"OTEL_SERVICE_NAME=e2e-collector-" + name,
-		}
-		out, _ := runProgram(t, time.Minute, env, gapspanBin(t), args...)
+		out, _ := runProgram(t, time.Minute, col.otlpEnv("e2e-collector-"+name), gapspanBin(t), args...)
 		return strings.TrimSpace(out)
 	}
 	// The fast one first: the Collector decides traces in the order their
