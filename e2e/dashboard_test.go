@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
 // dashboardMetrics returns the Prometheus metric names the Grafana
@@ -70,4 +75,43 @@ func assertDashboardMetrics(t *testing.T, d *daemon) {
 		}
 		t.Errorf("the dashboard queries %s, which cuzk serve does not serve", name)
 	}
+}
+
+// TestDashboardJSONStructure loads the dashboard with the Grafana
+// Foundation SDK (Apache-2.0; Grafana itself is AGPL and not used here),
+// strictly: an unknown or mistyped field, a panel or query type it does not
+// know, or a value its schema forbids fails the test.
+func TestDashboardJSONStructure(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	b, err := os.ReadFile("../deploy/grafana/dashboards/cuzk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard.Dashboard
+	if err := sdkErr(d.UnmarshalJSONStrict(b)); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	if err := sdkErr(d.Validate()); err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	if d.Uid == nil || *d.Uid != "cuzk-proving" || len(d.Panels) < 10 {
+		t.Errorf("uid %v, %d panels: not the dashboard the provisioning expects", d.Uid, len(d.Panels))
+	}
+	var broken map[string]any
+	json.Unmarshal(b, &broken)
+	broken["refresh"] = 30 // a string in the schema
+	bb, _ := json.Marshal(broken)
+	if err := sdkErr(new(dashboard.Dashboard).UnmarshalJSONStrict(bb)); err == nil {
+		t.Error("a dashboard with a numeric refresh loaded")
+	}
+}
+
+// sdkErr turns the SDK's empty cog.BuildErrors, returned as a non-nil
+// error interface, into nil.
+func sdkErr(err error) error {
+	var be cog.BuildErrors
+	if errors.As(err, &be) && len(be) == 0 {
+		return nil
+	}
+	return err
 }

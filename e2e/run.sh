@@ -5,11 +5,14 @@
 #
 # 1. builds cuzk and examples/curio-task into a temporary directory;
 # 2. builds Jaeger v2 (Go module github.com/jaegertracing/jaeger v1.76.0,
-#    from e2e/tools/jaeger) and a Collector (builder v0.161.0,
+#    from e2e/tools/jaeger), Prometheus and promtool (Go module
+#    github.com/prometheus/prometheus v0.307.3, Prometheus v3.7.3, from
+#    e2e/tools/prometheus, stripped) and a Collector (builder v0.161.0,
 #    deploy/otelcol-builder.yaml), or reuses them from the cache directory
 #    ($OTELCUZK_CACHE, default ~/.cache/otelcuzk), keyed by version and by
 #    the builder manifest's hash;
-# 3. validates deploy/otel-collector.yaml with that Collector;
+# 3. validates deploy/otel-collector.yaml and deploy/otelcol-gateway.yaml
+#    with that Collector;
 # 4. runs `go test -count=1 -v ./...` in e2e/.
 # Exits non-zero when any step fails. Heavy builds run niced with -p 2.
 set -euo pipefail
@@ -41,6 +44,23 @@ else
 	step "Jaeger built in $((SECONDS - s))s"
 fi
 
+prometheus_version=v0.307.3
+prometheus=$cache/prometheus-$prometheus_version
+if [[ -x $prometheus/prometheus && -x $prometheus/promtool ]]; then
+	step "reuse $prometheus"
+else
+	step "build Prometheus $prometheus_version (cold cache: several minutes)"
+	s=$SECONDS
+	# A module of its own: `go install` refuses Prometheus's go.mod (it has
+	# exclude directives), a dependency's go.mod builds.
+	rm -rf "$prometheus.tmp.$$"
+	(cd "$here/tools/prometheus" &&
+		nice -n 10 go build -p 2 -trimpath -ldflags='-s -w' -o "$prometheus.tmp.$$/" \
+			github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+	rm -rf "$prometheus" && mv "$prometheus.tmp.$$" "$prometheus"
+	step "Prometheus built in $((SECONDS - s))s"
+fi
+
 collector_version=v0.161.0
 manifest=$root/deploy/otelcol-builder.yaml
 manifest_hash=$(sha256sum "$manifest" | cut -c1-12)
@@ -60,8 +80,10 @@ else
 	step "Collector built in $((SECONDS - s))s"
 fi
 
-step "validate deploy/otel-collector.yaml"
-"$otelcol" validate --config "$root/deploy/otel-collector.yaml"
+for cfg in otel-collector.yaml otelcol-gateway.yaml; do
+	step "validate deploy/$cfg"
+	"$otelcol" validate --config "$root/deploy/$cfg"
+done
 
 # The HTML waterfall is checked in headless Chromium, Debian's package.
 if ! command -v chromium >/dev/null 2>&1 && [[ -z ${OTELCUZK_CHROMIUM:-} ]]; then
@@ -78,6 +100,8 @@ export CUZK_BIN=$work/cuzk
 export OTELCUZK_CURIO_TASK_BIN=$work/curio-task
 export OTELCUZK_JAEGER_BIN=$jaeger
 export OTELCUZK_OTELCOL_BIN=$otelcol
+export OTELCUZK_PROMETHEUS_BIN=$prometheus/prometheus
+export OTELCUZK_PROMTOOL_BIN=$prometheus/promtool
 cd "$here"
 status=0
 # -mod=mod: the root module may gain a dependency before e2e/go.sum lists it.
