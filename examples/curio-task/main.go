@@ -1,14 +1,19 @@
 // Command curio-task plays Curio calling the proving daemon, to show one
 // trace across both services.
 //
-// It sets up tracing the way Lotus (and so Curio) does: an OTLP over HTTP
-// exporter behind a batch processor, a resource naming the service, and the
-// W3C trace context propagator as the globals. Then it runs a harmonytask
+// It sets up tracing the way Lotus (and so Curio) does, lib/tracing/setup.go:
+// an OTLP over HTTP exporter behind a batch processor, a resource naming
+// the service, and no globals: the tracer provider is returned, not
+// installed, and no global propagator is set. Then it runs a harmonytask
 // style Do inside otelcuzk.RunTask (a curio.task span with the task id,
-// name, miner and sector), does a bit of its own traced work, and asks the
-// daemon for a proof through prover/client. The client's otelgrpc handler
-// puts the task's trace context into the call's metadata, so the daemon's
-// engine.job and every proving span below it land in the task's trace.
+// name, miner and sector) on that provider, does a bit of its own traced
+// work, and asks the daemon for a proof through prover/client, given the
+// same provider (client.WithTracerProvider; its propagator defaults to W3C
+// trace context when the global one is unset). The client's otelgrpc
+// handler puts the task's trace context into the call's metadata, so the
+// daemon's engine.job and every proving span below it land in the task's
+// trace. docs/curio.md shows these lines, and the other way: Curio's own
+// gRPC client with otelgrpc's handler (e2e/cmd/lotustask).
 //
 // Lotus also installs the OpenCensus bridge
 // (go.opentelemetry.io/otel/bridge/opencensus) so that the spans of its
@@ -34,10 +39,8 @@ import (
 	"os/signal"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -90,8 +93,9 @@ func envOr(k, def string) string {
 }
 
 // setupTracing is Lotus's tracing setup reduced to its parts: OTLP over
-// HTTP, batch processor, service resource, W3C propagation, as globals.
-func setupTracing(ctx context.Context, endpoint, service string) (func(context.Context) error, error) {
+// HTTP, batch processor, service resource, the OpenCensus bridge; it
+// returns the provider and sets no global.
+func setupTracing(ctx context.Context, endpoint, service string) (*sdktrace.TracerProvider, error) {
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(endpoint), otlptracehttp.WithInsecure())
 	if err != nil {
 		return nil, fmt.Errorf("otlp http exporter: %w", err)
@@ -102,11 +106,9 @@ func setupTracing(ctx context.Context, endpoint, service string) (func(context.C
 		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	// OpenCensus spans (octrace.StartSpan) become spans of tp.
 	opencensus.InstallTraceBridge(opencensus.WithTracerProvider(tp))
-	return tp.Shutdown, nil
+	return tp, nil
 }
 
 // run proves once as a Curio task would, printing the trace id both sides
@@ -116,17 +118,18 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	shutdown, err := setupTracing(ctx, cfg.otlpEndpoint, cfg.service)
+	tp, err := setupTracing(ctx, cfg.otlpEndpoint, cfg.service)
 	if err != nil {
 		return err
 	}
+	shutdown := tp.Shutdown
 	defer func() {
 		// Flush before exit, or the task's spans are lost.
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err = errors.Join(err, shutdown(sctx))
 	}()
-	c, err := client.Dial(cfg.addr)
+	c, err := client.Dial(cfg.addr, client.WithTracerProvider(tp))
 	if err != nil {
 		return err
 	}
@@ -160,7 +163,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 			Verify:       true,
 		})
 		return perr == nil, perr
-	})
+	}, otelcuzk.WithTaskTracerProvider(tp))
 	if err != nil {
 		return fmt.Errorf("task %s %d: %w", cfg.task.Name, cfg.task.ID, err)
 	}

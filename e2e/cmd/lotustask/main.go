@@ -1,0 +1,117 @@
+// Command lotustask plays Curio keeping its own gRPC client, for the e2e
+// suite: tracing set up exactly as Lotus's lib/tracing/setup.go sets it up
+// (an OTLP over HTTP exporter behind a batch processor, a service.name
+// resource, always sample, and the OpenCensus bridge installed with that
+// tracer provider; no global tracer provider and no global propagator), a
+// task span started with the OpenCensus API as Curio's harmonytask code
+// does, and the daemon called through a plain grpc.NewClient with the two
+// lines docs/curio.md documents: otelgrpc's client handler given the
+// tracer provider Lotus's setup returned and an explicit W3C propagator.
+//
+// With -plain-otelgrpc it adds otelgrpc's handler with its defaults
+// instead (the globals, which Lotus leaves unset): the call then carries
+// no trace context and the daemon's proof is a trace of its own.
+//
+// It prints "task trace ID" and "daemon trace ID" lines.
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	octrace "go.opencensus.io/trace"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/bridge/opencensus"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:9820", "cuzk daemon address")
+	endpoint := flag.String("otlp-endpoint", "localhost:4318", "OTLP HTTP receiver, host:port (LOTUS_OTEL_EXPORTER_ENDPOINT)")
+	service := flag.String("service", "curio", "service.name")
+	requestID := flag.String("request-id", "", "request id of the proof (required)")
+	constraints := flag.Uint64("constraints", 1024, "constraints of the mulchain circuit")
+	plain := flag.Bool("plain-otelgrpc", false, "use otelgrpc.NewClientHandler() with its defaults (the unset globals)")
+	flag.Parse()
+	if err := run(*addr, *endpoint, *service, *requestID, *constraints, *plain); err != nil {
+		fmt.Fprintln(os.Stderr, "lotustask:", err)
+		os.Exit(1)
+	}
+}
+
+// setupTracing is Lotus's setup: it returns the provider and sets no
+// global.
+func setupTracing(ctx context.Context, endpoint, service string) (*sdktrace.TracerProvider, error) {
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(endpoint), otlptracehttp.WithInsecure())
+	if err != nil {
+		return nil, err
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+	)
+	opencensus.InstallTraceBridge(opencensus.WithTracerProvider(tp))
+	return tp, nil
+}
+
+func run(addr, endpoint, service, requestID string, constraints uint64, plain bool) (err error) {
+	if requestID == "" {
+		return errors.New("-request-id is required")
+	}
+	ctx := context.Background()
+	tp, err := setupTracing(ctx, endpoint, service)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, tp.Shutdown(sctx))
+	}()
+
+	// The documented lines (docs/curio.md, "Keep Curio's own client").
+	handler := otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(tp),
+		otelgrpc.WithPropagators(propagation.TraceContext{}),
+	)
+	if plain {
+		handler = otelgrpc.NewClientHandler()
+	}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStatsHandler(handler),
+	)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	api := cuzkv1.NewProvingEngineClient(conn)
+
+	ctx, task := octrace.StartSpan(ctx, "harmonytask.WdPost")
+	res, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+		RequestId: requestID, Circuit: "mulchain", Constraints: constraints,
+		Priority: cuzkv1.Priority_PRIORITY_NORMAL, Verify: true,
+	}})
+	task.End()
+	if err != nil {
+		return fmt.Errorf("prove: %w", err)
+	}
+	tid := task.SpanContext().TraceID
+	fmt.Printf("task trace %s\n", hex.EncodeToString(tid[:]))
+	fmt.Printf("daemon trace %s\n", res.GetTraceId())
+	return nil
+}
