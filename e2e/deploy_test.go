@@ -166,6 +166,29 @@ func TestDeployFilesAgree(t *testing.T) {
 	if !strings.Contains(string(prom), ":"+port+`"`) {
 		t.Errorf("prometheus.yml does not scrape the daemon's default metrics port %s", port)
 	}
+	// The Collector's own metrics: Prometheus scrapes the port compose
+	// tells the Collector to serve them on.
+	var scrape struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, "prometheus.yml", &scrape)
+	collectorMetrics := "otel-collector:" + env["OTELCOL_METRICS_PORT"]
+	found := false
+	for _, sc := range scrape.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			for _, target := range st.Targets {
+				found = found || (sc.JobName == "otel-collector" && target == collectorMetrics)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("prometheus.yml has no otel-collector job scraping %s, where compose serves the Collector's metrics", collectorMetrics)
+	}
 	unit, err := os.ReadFile(filepath.Join(deployDir, "cuzk.service"))
 	if err != nil {
 		t.Fatal(err)
