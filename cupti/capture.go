@@ -124,14 +124,15 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 }
 
 // DefaultLibraryPaths are the libraries Start tries, in order:
-// $CUZK_CUPTI when set, then libcupti.so.13 and .so.12 by the dynamic
-// loader's search, then the same under /usr/local/cuda's CUPTI folders.
+// $CUZK_CUPTI when set, then libcupti.so.13, .so.12 and .so by the
+// dynamic loader's search, then the same under /usr/local/cuda's CUPTI
+// folders.
 func DefaultLibraryPaths() []string {
 	var p []string
 	if v := os.Getenv("CUZK_CUPTI"); v != "" {
 		p = append(p, v)
 	}
-	names := []string{"libcupti.so.13", "libcupti.so.12"}
+	names := []string{"libcupti.so.13", "libcupti.so.12", "libcupti.so"}
 	p = append(p, names...)
 	for _, dir := range []string{"/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"} {
 		for _, n := range names {

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,7 +235,59 @@ static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max) {
 	*max = 0; // as many records as fit
 }
 
+// Kernel names: CUPTI shares one string per kernel across its records, so
+// names are cached by pointer. A new pointer is read with
+// process_vm_readv on this process, which fails with EFAULT instead of
+// faulting when the pointer is not one: a CUPTI whose record layout moved
+// the name must not crash the traced program. Called with Q.mu held.
+#define NAME_CACHE 1024
+static struct {
+	const char *p;
+	char *s;
+} names[NAME_CACHE];
+
+static int plausible_kernel(const uint8_t *rec, size_t reclen) {
+	uint32_t g[3], b[3];
+	memcpy(g, rec + 52, 12);
+	memcpy(b, rec + 64, 12);
+	return reclen >= CZ_KERNEL_NAME_OFFSET + 8 && g[0] && g[1] && g[2] && b[0] && b[1] && b[2] &&
+	       b[0] * (uint64_t)b[1] * b[2] <= 1024;
+}
+
+static const char *kernel_name(const uint8_t *rec, size_t reclen) {
+	const char *p;
+	memcpy(&p, rec + CZ_KERNEL_NAME_OFFSET, sizeof p);
+	if (p == NULL) return NULL;
+	size_t h = ((uintptr_t)p >> 4) % NAME_CACHE;
+	if (names[h].p == p) return names[h].s;
+	char buf[1024];
+	struct iovec local = {buf, sizeof buf - 1}, remote = {(void *)p, sizeof buf - 1};
+	ssize_t n = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL);
+	if (n < 0 && errno == EFAULT) {
+		// The read may cross into an unmapped page after a short name:
+		// retry up to the end of the pointer's page.
+		size_t left = 4096 - ((uintptr_t)p & 4095);
+		local.iov_len = remote.iov_len = left < sizeof buf - 1 ? left : sizeof buf - 1;
+		n = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL);
+		if (n < 0) return NULL;
+	} else if (n < 0) {
+		// No process_vm_readv (a sandbox without it): read directly only
+		// from a record that looks like the layout we know.
+		if (!plausible_kernel(rec, reclen)) return NULL;
+		n = (ssize_t)strnlen(p, sizeof buf - 1);
+		memcpy(buf, p, (size_t)n);
+	}
+	buf[n] = 0;
+	char *copy = strdup(buf);
+	if (copy == NULL) return NULL;
+	free(names[h].s);
+	names[h].p = p;
+	names[h].s = copy;
+	return copy;
+}
+
 // frame_record queues one record; a kernel record's name follows it.
+// Called with Q.mu held.
 static void frame_record(const uint8_t *rec, size_t reclen) {
 	uint32_t kind;
 	if (reclen < 4) return;
@@ -242,8 +296,8 @@ static void frame_record(const uint8_t *rec, size_t reclen) {
 	const char *name = NULL;
 	size_t namelen = 0;
 	if ((kind == CZ_KIND_KERNEL || kind == CZ_KIND_CONCURRENT_KERNEL) && reclen >= CZ_KERNEL_NAME_OFFSET + 8) {
-		memcpy(&name, rec + CZ_KERNEL_NAME_OFFSET, sizeof name);
-		if (name) namelen = strnlen(name, 4096);
+		name = kernel_name(rec, reclen);
+		if (name) namelen = strlen(name);
 	}
 	if (reclen > 0xffff) return;
 	size_t n = 4 + reclen + (name ? 2 + namelen : 0);

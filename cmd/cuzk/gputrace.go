@@ -120,39 +120,43 @@ func runGPUTrace(c *cli.Context) error {
 		cupti.WithMaxKernelSpans(c.Int("max-kernel-spans")),
 		cupti.WithLogger(func(s string) { warn(s) }),
 	}
-	var wg sync.WaitGroup
-	conns := make(chan net.Conn, 16)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		open     []net.Conn
+		accepted = make(chan struct{})
+	)
 	go func() {
+		defer close(accepted)
 		for {
 			conn, err := tr.ln.Accept()
 			if err != nil {
-				close(conns)
 				return
 			}
-			conns <- conn
-		}
-	}()
-	var open []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for conn := range conns {
 			mu.Lock()
 			open = append(open, conn)
 			mu.Unlock()
 			wg.Add(1)
-			go func(conn net.Conn) {
+			go func() {
 				defer wg.Done()
 				defer conn.Close()
 				if _, err := cupti.ReadFrames(root, conn, ropts...); err != nil {
 					warn(err.Error())
 				}
-			}(conn)
+			}()
 		}
 	}()
 	werr := waitForwarding(cmd)
-	// The program (and what it forked) exited: its library sent goodbye
-	// or its connection broke. Give the last records --drain to arrive.
-	tr.ln.Close()
+	// The program exited. A process that connected just before may still
+	// be in the listener's backlog: accept for a moment more, then stop.
+	if ul, ok := tr.ln.(*net.UnixListener); ok {
+		ul.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	} else {
+		tr.ln.Close()
+	}
+	<-accepted
+	// Each library sent goodbye or its connection broke; give the last
+	// records --drain to arrive.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

@@ -280,3 +280,13 @@ func TestInjectionFailuresDetachAndSaySoOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestGPUTraceSurvivesAKernelNameThatIsNoPointer(t *testing.T) {
+	_, prog := buildFakes(t)
+	spans, err := runGPUTraceCmd(t, nil, prog, "badname")
+	if err != nil {
+		t.Fatalf("the traced program failed: %v", err)
+	}
+	byName(t, spans, cupti.SpanUnknown)
+	byName(t, spans, "good_after_bad")
+}

@@ -2,7 +2,7 @@
 // as the CUDA driver would at cuInit, then launches fake kernels and NVTX
 // ranges through fakecupti.so.
 //
-//   fakeprog basic|unbalanced|traceparent TP|exit N
+//   fakeprog basic|unbalanced|badname|traceparent TP|exit N
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
 		push(msg);
 		launch("kern_request", 1000);
 		pop();
+	} else if (!strcmp(mode, "badname")) {
+		// A record whose name pointer points nowhere (a CUPTI whose layout
+		// moved the field): the program must not notice.
+		launch((const char *)16, 1000);
+		launch("good_after_bad", 1000);
 	} else if (!strcmp(mode, "exit") && argc > 2) {
 		launch("before_exit", 1000);
 		return atoi(argv[2]);
