@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -55,7 +56,11 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 	gopts := []grpc.ServerOption{
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(s.cfg.tp),
-			otelgrpc.WithPropagators(s.cfg.propagators))),
+			otelgrpc.WithPropagators(s.cfg.propagators),
+			// A client's grpc.health.v1 watch lasts as long as its
+			// connection (prover/client.DialAddrs holds one per daemon):
+			// as a span it would be a trace of its own, of that length.
+			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
 		grpc.MaxRecvMsgSize(s.cfg.maxMsg),
 		grpc.MaxSendMsgSize(s.cfg.maxMsg),
 	}
