@@ -270,27 +270,52 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	return c, nil
 }
 
-// listOthers prints the traces of col other than shown, the latest first
-// (at most 20, then how many more), so a file's earlier proofs can be
-// picked with --trace-id.
+// listOthers prints the traces of col other than shown, the latest first:
+// those of proofs (with an engine.job span; at most 20, then how many more),
+// then the others (a daemon's status polls and waits) counted by root name,
+// so a file's earlier proofs can be picked with --trace-id.
 func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
-	var others []tracefile.TraceSummary
+	var jobs []tracefile.TraceSummary
+	var others []string
+	count := map[string]int{}
+	anyJob := false
 	for _, s := range col.Summaries {
-		if s.ID != shown {
-			others = append(others, s)
+		anyJob = anyJob || s.Jobs > 0
+	}
+	for _, s := range col.Summaries {
+		switch {
+		case s.ID == shown:
+		case s.Jobs > 0 || !anyJob:
+			jobs = append(jobs, s)
+		default:
+			if count[s.Root] == 0 {
+				others = append(others, s.Root)
+			}
+			count[s.Root]++
 		}
 	}
-	if len(others) == 0 && col.Unlisted == 0 {
+	total := len(jobs) + len(col.Summaries) - len(jobs) - 1 + col.Unlisted
+	if total <= 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%d other trace%s in the file (cuzk trace FILE --trace-id ID shows one), latest first:\n", len(others)+col.Unlisted, plural(len(others)+col.Unlisted))
+	fmt.Fprintf(w, "\n%d other trace%s in the file (cuzk trace FILE --trace-id ID shows one), latest first:\n", total, plural(total))
 	const maxListed = 20
-	for i := len(others) - 1; i >= 0 && i >= len(others)-maxListed; i-- {
-		s := others[i]
+	for i := len(jobs) - 1; i >= 0 && i >= len(jobs)-maxListed; i-- {
+		s := jobs[i]
 		fmt.Fprintf(w, "  %s  %s  %-20s %10.3f ms  %d span%s\n", s.ID, s.Start.Format("2006-01-02T15:04:05.000Z07:00"), s.Root, float64(s.Duration())/1e6, s.Spans, plural(s.Spans))
 	}
-	if more := len(others) - maxListed + col.Unlisted; more > 0 {
+	if more := len(jobs) - maxListed; more > 0 {
 		fmt.Fprintf(w, "  ... and %d earlier\n", more)
+	}
+	if len(others) > 0 {
+		var parts []string
+		for _, r := range others {
+			parts = append(parts, fmt.Sprintf("%s ×%d", r, count[r]))
+		}
+		fmt.Fprintf(w, "  and %d traces without a proof (engine.job): %s\n", len(col.Summaries)-len(jobs)-1, strings.Join(parts, ", "))
+	}
+	if col.Unlisted > 0 {
+		fmt.Fprintf(w, "  and %d traces past the %d listed\n", col.Unlisted, tracefile.DefaultMaxSummaries)
 	}
 }
 

@@ -247,3 +247,20 @@ func TestTraceOverTheSpanCapSaysSo(t *testing.T) {
 		t.Errorf("no note on the 5 spans over the cap:\n%s", out[:min(len(out), 2000)])
 	}
 }
+
+// A daemon's file: the proof's trace is shown though status polls came
+// after it, and the polls are counted by name, not listed one by one.
+func TestTraceDaemonFileShowsTheLastProof(t *testing.T) {
+	poll := func(id string, at int) string {
+		return fmt.Sprintf(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"00000000000000c1","name":"cuzk.v1.ProvingEngine/GetStatus","startTimeUnixNano":"%d","endTimeUnixNano":"%d"}]}]}]}`, id, 1764400001000000000+at, 1764400001000000100+at)
+	}
+	file := filepath.Join(t.TempDir(), "daemon.jsonl")
+	os.WriteFile(file, []byte(traceFileLine+"\n"+poll("1111111111111111111111111111111a", 0)+"\n"+poll("1111111111111111111111111111111b", 5)+"\n"), 0o644)
+	out, err := runTraceCmd(t, "trace", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "trace 0af7651916cd43dd8448eb211c80319c") || !strings.Contains(out, "2 traces without a proof (engine.job): cuzk.v1.ProvingEngine/GetStatus ×2") || strings.Contains(out, "1111111111111111111111111111111a") {
+		t.Errorf("output:\n%s", out)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // Defaults of CollectOptions.
@@ -54,6 +56,7 @@ type TraceSummary struct {
 	Kept    bool      // the trace's spans are in Collection.Spans
 	Dropped int       // spans past MaxSpansPerTrace, not kept
 	Late    int       // spans that arrived after the trace was let go (evicted)
+	Jobs    int       // engine.job spans seen: a proof's trace has one, a status poll's none
 }
 
 // Duration is End − Start.
@@ -81,10 +84,17 @@ func (c *Collection) Kept() []TraceSummary {
 	return out
 }
 
-// Latest returns the kept trace that starts last (a file's most recent
-// proof), and false when none is kept.
+// Latest returns the kept trace that starts last among those with an
+// engine.job span (a file's most recent proof: a daemon's file also holds
+// the traces of status polls and waits), else among all; false when none
+// is kept.
 func (c *Collection) Latest() (TraceSummary, bool) {
 	k := c.Kept()
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i].Jobs > 0 {
+			return k[i], true
+		}
+	}
 	if len(k) == 0 {
 		return TraceSummary{}, false
 	}
@@ -160,6 +170,9 @@ func (c *Collector) Add(s Span) {
 		}
 	}
 	t.sum.Spans++
+	if s.Name == otelcuzk.SpanEngineJob {
+		t.sum.Jobs++
+	}
 	if s.Start.Before(t.sum.Start) {
 		t.sum.Start = s.Start
 		if t.index >= 0 {

@@ -92,3 +92,22 @@ func TestCollectorOnEvictAndLateSpans(t *testing.T) {
 		t.Errorf("summary %+v, want evicted with 1 late span of 3", s)
 	}
 }
+
+// A daemon's file ends with status polls: the latest trace is the latest
+// proof (one with engine.job), not the latest poll.
+func TestCollectionLatestIsTheLatestProof(t *testing.T) {
+	c := tracefile.NewCollector(tracefile.CollectOptions{})
+	c.Add(mk(tid32(0), "s", "", "cuzk.v1.ProvingEngine/SubmitProof", 0, 100))
+	c.Add(mk(tid32(0), "j", "s", "engine.job", 1, 99))
+	c.Add(mk(tid32(1), "p", "", "cuzk.v1.ProvingEngine/GetStatus", 150, 151))
+	col := c.Collection()
+	if l, _ := col.Latest(); l.ID != tid32(0) || l.Jobs != 1 || l.Root != "cuzk.v1.ProvingEngine/SubmitProof" {
+		t.Errorf("latest %+v, want the proof's trace", l)
+	}
+	c = tracefile.NewCollector(tracefile.CollectOptions{})
+	c.Add(mk(tid32(0), "a", "", "e2e.gap", 0, 1))
+	c.Add(mk(tid32(1), "b", "", "e2e.gap", 5, 6))
+	if l, _ := c.Collection().Latest(); l.ID != tid32(1) {
+		t.Errorf("without any engine.job: latest %+v, want the last trace", l)
+	}
+}

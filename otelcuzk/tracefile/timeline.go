@@ -37,10 +37,19 @@ type TimelineStage struct {
 
 // TimelineJobs finds the jobs of traces: in each trace the engine.job
 // spans (the shallowest, wherever they are: the root of a cuzk prove
-// trace, under the server span in a daemon's), else the trace's roots.
-// The stages of a job are its span's direct children, the processor's
-// `untraced` spans left out. Jobs come back by start.
+// trace, under the server span in a daemon's). When no trace has one, each
+// trace's roots are its jobs; when some do, the traces without one (a
+// daemon's status polls and waits) are left out. The stages of a job are
+// its span's direct children, the processor's `untraced` spans left out.
+// Jobs come back by start.
 func TimelineJobs(traces []Trace) []TimelineJob {
+	anyJob := false
+	for _, t := range traces {
+		t.Walk(func(n *Node) bool {
+			anyJob = anyJob || n.Name == otelcuzk.SpanEngineJob
+			return !anyJob
+		})
+	}
 	var jobs []TimelineJob
 	for _, t := range traces {
 		var found []*Node
@@ -51,7 +60,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 			}
 			return true
 		})
-		if len(found) == 0 {
+		if len(found) == 0 && !anyJob {
 			found = t.Roots
 		}
 		for _, n := range found {

@@ -105,3 +105,12 @@ func TestTimelineWithoutEngineJobUsesRoots(t *testing.T) {
 		t.Errorf("jobs %+v", jobs)
 	}
 }
+
+// Beside jobs, a daemon's file holds its status polls: they are no rows.
+func TestTimelineLeavesOutTracesWithoutAJob(t *testing.T) {
+	traces := pipelinedJobs()
+	traces = append(traces, tracefile.BuildTraces(buildSpans(traceB, []spanSpec{{-1, "cuzk.v1.ProvingEngine/GetStatus", 5, 6, nil}}))...)
+	if jobs := tracefile.TimelineJobs(traces); len(jobs) != 3 {
+		t.Errorf("%d jobs, want the 3 with engine.job", len(jobs))
+	}
+}
