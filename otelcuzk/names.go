@@ -151,6 +151,15 @@ const (
 	KeyFileBytes     = attribute.Key("cuzk.file.bytes")      // int, bytes of a cache file read
 	KeyKeyHashSource = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored) or computed
 	KeyKeyChecked    = attribute.Key("cuzk.key.checked")     // bool, the key file's checksums were verified
+
+	// The steps of pipeline.synthesize.
+	SpanSynthesizeWitness = "synthesize.witness" // the request's witness parsed, or a built-in's sample computed
+	SpanSynthesizeSolve   = "synthesize.solve"   // gnark's R1CS solver (hints included): wires and a, b, c
+	SpanSynthesizeCopy    = "synthesize.copy"    // wires and a, b, c copied into the mmap'd buffers
+
+	KeyWitnessSource = attribute.Key("cuzk.witness.source") // string: request or sample
+	KeySolverTasks   = attribute.Key("cuzk.solver.tasks")   // int, goroutines gnark's solver splits a level into
+	KeySolverLevels  = attribute.Key("cuzk.solver.levels")  // int, levels of independent constraints of the R1CS
 )
 
 // Span names and keys of host-side staging for device copies (prover/gpu).
@@ -169,7 +178,7 @@ const (
 const (
 	// SpanMSMG1Commitment is Σ vⱼ·[Basisⱼ]₁ of one commitment over its
 	// private committed wires, on the CPU inside the solver's commitment
-	// hint (a child of pipeline.synthesize).
+	// hint (a child of synthesize.solve, under pipeline.synthesize).
 	SpanMSMG1Commitment = "msm.g1.commitment"
 	// SpanMSMG1CommitmentPok is Σ vⱼ·[σ·Basisⱼ]₁, the proof of knowledge of
 	// one commitment, on the backend (a child of groth16.prove).

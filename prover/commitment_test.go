@@ -230,7 +230,7 @@ func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {
 	root.End()
 	tree := newSpanTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
-		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanPipelineSynthesize},
+		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
 		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
 	} {
 		spans := tree.named(c.span)
@@ -348,7 +348,7 @@ func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
 	}
 	tree := newSpanTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
-		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanPipelineSynthesize},
+		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
 		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
 	} {
 		spans := tree.named(c.span)

@@ -488,7 +488,21 @@ func parseWitness(b []byte) (witness.Witness, error) {
 }
 
 // witness parses req.Witness, or makes the built-in sample witness.
-func (p *Pipeline) witness(lc *loadedCircuit, req *Request) (witness.Witness, error) {
+// It records a synthesize.witness span under the span in ctx, with
+// cuzk.witness.source request or sample.
+func (p *Pipeline) witness(ctx context.Context, lc *loadedCircuit, req *Request) (w witness.Witness, err error) {
+	source := "request"
+	if req.Witness == nil {
+		source = "sample"
+	}
+	_, span := p.tracer.Start(ctx, otelcuzk.SpanSynthesizeWitness, trace.WithAttributes(otelcuzk.KeyWitnessSource.String(source)))
+	defer func() {
+		if err != nil {
+			endWithError(span, err, errorType(err))
+			return
+		}
+		span.End()
+	}()
 	if req.Witness == nil {
 		if lc.instance == nil {
 			return nil, fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", ErrBadWitness, req.Circuit)

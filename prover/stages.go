@@ -208,7 +208,7 @@ func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, e
 	s.lc = lc
 	t0 = time.Now()
 	synCtx, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
-	w, err := p.witness(lc, req)
+	w, err := p.witness(synCtx, lc, req)
 	var asg *Assignment
 	if err == nil {
 		asg, err = synthesize(synCtx, lc.ccs, w, p.rel, commitKeysOf(lc.keys.PK, &p.cfg))

@@ -190,13 +190,28 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	if err := checkWitnessShape(fullWitness, r1cs); err != nil {
 		return nil, err
 	}
-	var solveOpts []solver.Option
+	// The solve's span first: the commitments' MSMs run inside the solver
+	// (a hint) and are its children.
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(otelcuzk.ScopeName)
+	tasks := solverTasks(r1cs)
+	sctx, sspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeSolve, trace.WithAttributes(
+		otelcuzk.KeySolverTasks.Int(tasks), otelcuzk.KeySolverLevels.Int(len(r1cs.Levels))))
+	endSolve := func(err error) {
+		if err != nil {
+			sspan.RecordError(err)
+			sspan.SetStatus(codes.Error, err.Error())
+			sspan.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		}
+		sspan.End()
+	}
+	solveOpts := []solver.Option{solver.WithNbTasks(tasks)}
 	var com *commitState
 	if info := r1cs.CommitmentInfo.(constraint.Groth16Commitments); len(info) > 0 {
 		if com, err = newCommitState(info, ck); err != nil {
+			endSolve(err)
 			return nil, err
 		}
-		solveOpts = append(solveOpts, com.solverOption(ctx, ck))
+		solveOpts = append(solveOpts, com.solverOption(sctx, ck))
 		if ck.mask != nil {
 			if o := fixedMaskOption(*ck.mask); o != nil {
 				solveOpts = append(solveOpts, o)
@@ -205,10 +220,13 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	}
 	sol, err := r1cs.Solve(fullWitness, solveOpts...)
 	if com != nil && com.err != nil {
-		return nil, com.err
+		err = com.err
+	} else if err != nil {
+		err = fmt.Errorf("%w: %s", ErrUnsatisfied, solveErrorText(err))
 	}
+	endSolve(err)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnsatisfied, solveErrorText(err))
+		return nil, err
 	}
 	s := sol.(*cs.R1CSSolution)
 	asg := &Assignment{
@@ -221,23 +239,30 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		asg.Release(context.Background(), nil)
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
+	_, cspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeCopy)
+	defer cspan.End()
 	if asg.wires, asg.Wires, err = newFrBuffer(rel, len(s.W)); err != nil {
 		return fail(err)
 	}
-	copy(asg.Wires, s.W)
-	s.W = nil
-	for _, x := range []struct {
+	bufs := []struct {
 		buf *(*cudaspans.HostBuffer)
 		dst *[]fr.Element
 		src *fr.Vector
-	}{{&asg.a, &asg.A, &s.A}, {&asg.b, &asg.B, &s.B}, {&asg.c, &asg.C, &s.C}} {
+	}{{&asg.a, &asg.A, &s.A}, {&asg.b, &asg.B, &s.B}, {&asg.c, &asg.C, &s.C}}
+	for _, x := range bufs {
 		if *x.buf, *x.dst, err = newFrBuffer(rel, asg.DomainSize); err != nil {
 			return fail(err)
 		}
-		n := copy(*x.dst, *x.src)
-		clear((*x.dst)[n:]) // a pooled buffer holds the last proof's values
+	}
+	// On all cores: a fresh mmap'd buffer page-faults on first write, and
+	// at 2^22 the four vectors are 512 MiB.
+	parallelCopy(asg.Wires, s.W)
+	s.W = nil
+	for _, x := range bufs {
+		parallelCopy(*x.dst, *x.src) // zeros past the source: a pooled buffer holds the last proof's values
 		*x.src = nil
 	}
+	cspan.SetAttributes(otelcuzk.KeyBufferBytes.Int((len(asg.Wires) + 3*asg.DomainSize) * fr.Bytes))
 	return asg, nil
 }
 
