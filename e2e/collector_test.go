@@ -38,12 +38,15 @@ func collectorBinary(t testing.TB) string {
 const collectorConfig = "../deploy/otel-collector.yaml"
 
 // TestCollectorConfigValidates: the Collector built from exactly the
-// components of deploy/otelcol-builder.yaml accepts deploy/otel-collector.yaml,
-// and rejects it with a component it does not have (so validation is real).
+// components of deploy/otelcol-builder.yaml accepts deploy/otel-collector.yaml
+// and deploy/otelcol-gateway.yaml, and rejects the first with a component it
+// does not have (so validation is real).
 func TestCollectorConfigValidates(t *testing.T) {
 	bin := collectorBinary(t)
-	if out, err := exec.Command(bin, "validate", "--config", collectorConfig).CombinedOutput(); err != nil {
-		t.Fatalf("validate %s: %v\n%s", collectorConfig, err, out)
+	for _, cfg := range []string{collectorConfig, gatewayConfig} {
+		if out, err := exec.Command(bin, "validate", "--config", cfg).CombinedOutput(); err != nil {
+			t.Fatalf("validate %s: %v\n%s", cfg, err, out)
+		}
 	}
 	cfg, err := os.ReadFile(collectorConfig)
 	if err != nil {

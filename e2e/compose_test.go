@@ -92,11 +92,16 @@ func TestComposeFileLoadsAndIsSafe(t *testing.T) {
 	if broken == string(b) {
 		t.Fatal("compose.yaml lines the test edits are gone; update the test")
 	}
-	bpath := filepath.Join(filepath.Dir(path), ".compose-test-broken.yaml")
+	// The edited copy goes into a copy of deploy/, so the relative mounts
+	// resolve as in the original and nothing is written into the tree.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Dir(path))); err != nil {
+		t.Fatal(err)
+	}
+	bpath := filepath.Join(dir, "compose.yaml")
 	if err := os.WriteFile(bpath, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(bpath)
 	bp, err := loadCompose(ctx, bpath)
 	if err != nil {
 		t.Fatalf("compose-go on the edited file: %v", err)

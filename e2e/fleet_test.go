@@ -79,8 +79,8 @@ func TestFleetLayoutKeepsTracesWhole(t *testing.T) {
 
 	used := map[string]int{}
 	// Trace ids are random: each run picks a sampler by its hash. Up to
-	// 10 runs until both were used (all on one: probability 2^-9).
-	for run := 0; run < 10 && len(used) < 2; run++ {
+	// 16 runs until both were used (all on one: probability 2^-15).
+	for run := 0; run < 16 && len(used) < 2; run++ {
 		out, _ := runProgram(t, 3*time.Minute, nil, curioTaskBin(t),
 			"--addr", d.Addr, "--otlp-endpoint", gwCurio.OTLPHTTP, "--service", curioService,
 			"--circuit", "mulchain", "--constraints", fmt.Sprint(e2eConstraints),
@@ -113,7 +113,7 @@ func TestFleetLayoutKeepsTracesWhole(t *testing.T) {
 		}
 	}
 	if len(used) != 2 {
-		t.Errorf("10 traces all went through %v: the gateways do not spread traces", used)
+		t.Errorf("16 traces all went through %v: the gateways do not spread traces", used)
 	}
 	t.Logf("traces per sampler: %v", used)
 }

@@ -31,6 +31,33 @@ step "build cuzk and examples/curio-task"
 (cd "$root" && go build -o "$work/cuzk" ./cmd/cuzk)
 (cd "$root" && go build -o "$work/curio-task" ./examples/curio-task)
 
+prometheus_version=v0.307.3
+prometheus=$cache/prometheus-$prometheus_version
+build_prometheus() {
+	local s=$SECONDS
+	# A module of its own: `go install` refuses Prometheus's go.mod (it has
+	# exclude directives), a dependency's go.mod builds.
+	rm -rf "$prometheus.tmp.$$"
+	(cd "$here/tools/prometheus" &&
+		nice -n 10 go build -p 2 -trimpath -ldflags='-s -w' -o "$prometheus.tmp.$$/" \
+			github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+	rm -rf "$prometheus" && mv "$prometheus.tmp.$$" "$prometheus"
+	step "Prometheus built in $((SECONDS - s))s"
+}
+prometheus_pid=
+if [[ -x $prometheus/prometheus && -x $prometheus/promtool ]]; then
+	step "reuse $prometheus"
+elif (($(nproc) >= 4)); then
+	# Enough cores for two -p 2 builds: Prometheus beside Jaeger and the
+	# Collector.
+	step "build Prometheus $prometheus_version in the background (cold cache: several minutes)"
+	build_prometheus &
+	prometheus_pid=$!
+else
+	step "build Prometheus $prometheus_version (cold cache: several minutes)"
+	build_prometheus
+fi
+
 jaeger_version=v1.76.0
 jaeger=$cache/jaeger-$jaeger_version
 if [[ -x $jaeger ]]; then
@@ -42,23 +69,6 @@ else
 		nice -n 10 go build -p 2 -o "$jaeger.tmp.$$" github.com/jaegertracing/jaeger/cmd/jaeger)
 	mv -f "$jaeger.tmp.$$" "$jaeger"
 	step "Jaeger built in $((SECONDS - s))s"
-fi
-
-prometheus_version=v0.307.3
-prometheus=$cache/prometheus-$prometheus_version
-if [[ -x $prometheus/prometheus && -x $prometheus/promtool ]]; then
-	step "reuse $prometheus"
-else
-	step "build Prometheus $prometheus_version (cold cache: several minutes)"
-	s=$SECONDS
-	# A module of its own: `go install` refuses Prometheus's go.mod (it has
-	# exclude directives), a dependency's go.mod builds.
-	rm -rf "$prometheus.tmp.$$"
-	(cd "$here/tools/prometheus" &&
-		nice -n 10 go build -p 2 -trimpath -ldflags='-s -w' -o "$prometheus.tmp.$$/" \
-			github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
-	rm -rf "$prometheus" && mv "$prometheus.tmp.$$" "$prometheus"
-	step "Prometheus built in $((SECONDS - s))s"
 fi
 
 collector_version=v0.161.0
@@ -78,6 +88,10 @@ else
 	GOFLAGS="-p=2" nice -n 10 "$builder" --config "$manifest" --output-path "$work/otelcol"
 	mv -f "$work/otelcol/otelcol-custom" "$otelcol"
 	step "Collector built in $((SECONDS - s))s"
+fi
+
+if [[ -n $prometheus_pid ]]; then
+	wait "$prometheus_pid" # its exit status stops this script (set -e) when the build failed
 fi
 
 for cfg in otel-collector.yaml otelcol-gateway.yaml; do
