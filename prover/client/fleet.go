@@ -33,7 +33,9 @@ import (
 //     those in TRANSIENT_FAILURE (down, or NOT_SERVING by grpc.health.v1).
 //     A daemon still connecting makes the call wait instead of being
 //     skipped, so a request id does not move because a client was just
-//     started. The ranking depends only on the id and the address list,
+//     started. When every daemon that is up is NOT_SERVING (warming up,
+//     as cuzk serve does until its kernels are ready, while it queues
+//     proofs), the first in rank among them takes the call. The ranking depends only on the id and the address list,
 //     so every client with the same list, in any process, sends a request
 //     id to the same daemon: a retry finds its job instead of proving it
 //     twice, unless the daemon that held it has failed meanwhile;
@@ -286,7 +288,7 @@ func (p *fleetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) 
 	if len(p.addrs) == 0 {
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "client: no daemon: %v", p.resolveErr)
 	}
-	var failed []string
+	var failed, notServing []string
 	for _, a := range rank(r.key, p.addrs) {
 		d := p.conns[a]
 		switch {
@@ -295,6 +297,7 @@ func (p *fleetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) 
 			continue
 		case d.state == connectivity.Ready && d.health == connectivity.TransientFailure:
 			failed = append(failed, fmt.Sprintf("%s: %v", a, d.healthErr))
+			notServing = append(notServing, a)
 			continue
 		case d.state == connectivity.Ready && d.health == connectivity.Idle:
 			// Connected, health not known yet: wait rather than move
@@ -302,6 +305,14 @@ func (p *fleetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) 
 			return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 		}
 		return p.pickOne(r, a, d)
+	}
+	if len(notServing) > 0 {
+		// Every daemon that is up says NOT_SERVING (a fleet warming up:
+		// the daemon queues proofs until it is ready). The first in rank
+		// is the one the request id goes to once all serve, so a retry
+		// then still finds its job.
+		a := notServing[0]
+		return p.pickOne(r, a, p.conns[a])
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "client: no daemon available (%s)", strings.Join(failed, "; "))
 }
@@ -355,8 +366,10 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 //   - Submit, Prove and AwaitRequest go to the daemon that rendezvous
 //     hashing of the request id ranks first among the daemons that are up
 //     and SERVING (grpc.health.v1; a daemon without the health service
-//     counts as serving). A retry with the same request id therefore finds
-//     the job the first call made, as long as that daemon stays up.
+//     counts as serving), or, when none is serving, among those up (they
+//     queue the proof until ready). A retry with the same request id
+//     therefore finds the job the first call made, as long as that daemon
+//     stays up and serving.
 //   - The job ids the client returns name their daemon: "ADDRESS/JOB"
 //     (Job.ID, Result.JobID). Await and Cancel of such an id go to that
 //     daemon, and fail with UNAVAILABLE while it is down; an id naming

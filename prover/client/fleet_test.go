@@ -408,3 +408,45 @@ func TestRendezvousMovesOnlyTheKeysOfARemovedDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetAllNotServingStillTakesJobs: while every daemon says
+// NOT_SERVING (a fleet warming up, which queues proofs), a request id goes
+// to its first-ranked daemon rather than failing; once one serves, new
+// requests skip the other.
+func TestFleetAllNotServingStillTakesJobs(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	a, b := startFakeDaemon(t, "a", tp), startFakeDaemon(t, "b", tp)
+	for _, d := range []*fakeDaemon{a, b} {
+		d.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	addrs := []string{a.addr, b.addr}
+	c, err := DialAddrs(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 8 {
+		rid := fmt.Sprintf("warm-%d", i)
+		j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"})
+		if err != nil || !strings.HasPrefix(j.ID, rank(rid, addrs)[0]+"/") {
+			t.Errorf("all NOT_SERVING: %s went to %q (%v), want its first-ranked daemon %s", rid, j.ID, err, rank(rid, addrs)[0])
+		}
+	}
+	b.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	probes := idsRankedFirst(a.addr, addrs, "probe", 400)
+	if err := waitUntil(ctx, func() bool {
+		rid := probes[0] // ranks a first: goes to b only once b serves
+		probes = probes[1:]
+		j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"})
+		return err == nil && strings.HasPrefix(j.ID, b.addr+"/")
+	}); err != nil {
+		t.Fatalf("b SERVING, a not: requests never moved to b: %v", err)
+	}
+	for _, rid := range idsRankedFirst(a.addr, addrs, "served", 5) {
+		if j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"}); err != nil || !strings.HasPrefix(j.ID, b.addr+"/") {
+			t.Errorf("b SERVING, a not: %s went to %q (%v), want b", rid, j.ID, err)
+		}
+	}
+}
