@@ -438,6 +438,9 @@ func changeNote(n *DiffNode) string {
 // "+0.0 ms" (U+2212 for minus).
 func FormatDelta(d time.Duration) string {
 	sign := "+"
+	if d > -50*time.Microsecond && d < 0 {
+		d = 0 // prints as 0.0: no "−0.0"
+	}
 	if d < 0 {
 		sign, d = "−", -d
 	}

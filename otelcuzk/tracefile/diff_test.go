@@ -300,3 +300,14 @@ func TestWriteDiffHTMLMarksMovedSpansOnOneAxis(t *testing.T) {
 		t.Error("a side without spans gave no error")
 	}
 }
+
+func TestFormatDelta(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		2 * time.Second: "+2.0 s", -9800 * time.Millisecond: "−9.8 s", 350 * time.Millisecond: "+350.0 ms",
+		-10 * time.Microsecond: "+0.0 ms", -60 * time.Microsecond: "−0.1 ms", 0: "+0.0 ms",
+	} {
+		if got := tracefile.FormatDelta(d); got != want {
+			t.Errorf("FormatDelta(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 // and Tempo's answers) arbitrary bytes. Whatever they accept must be spans
 // the rest of the package can rely on (ids of the right length in
 // lowercase hex, no span ending before it starts), and what they produce
-// must go through the tree, the waterfall and the HTML without a panic.
+// must go through the tree, the waterfall, the HTML, the diff (a trace
+// against itself moves nothing) and the timeline without a panic.
 // Seeds: testdata/fuzz/<name>/ (real files of each shape); scripts/fuzz.sh
 // runs each for $FUZZTIME.
 
@@ -34,8 +35,32 @@ func checkSpans(t *testing.T, spans []tracefile.Span) {
 			t.Fatalf("span ends before it starts: %+v", s)
 		}
 	}
-	for _, tr := range tracefile.BuildTraces(spans) {
+	traces := tracefile.BuildTraces(spans)
+	for _, tr := range traces {
 		tracefile.Layers(tr)
+		// A trace against itself: nothing moved.
+		p := tracefile.ProfileOf(tr)
+		d, err := tracefile.DiffProfiles([]tracefile.Profile{p}, []tracefile.Profile{p}, tracefile.DiffOptions{})
+		if err != nil {
+			t.Fatalf("diff of a trace with itself: %v", err)
+		}
+		if len(d.Verdicts) > 0 {
+			t.Fatalf("a trace moved against itself: %q", d.Verdicts)
+		}
+		if err := tracefile.WriteDiff(io.Discard, d, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := tracefile.WriteDiffHTML(io.Discard, d, spans, spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if jobs := tracefile.TimelineJobs(traces); len(jobs) > 0 {
+		if err := tracefile.WriteTimeline(io.Discard, jobs, tracefile.TimelineOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tracefile.WriteTimelineHTML(io.Discard, jobs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := tracefile.Waterfall(io.Discard, spans, tracefile.WaterfallOptions{}); err != nil {
 		t.Fatalf("waterfall: %v", err)

@@ -54,7 +54,8 @@ type ScanOptions struct {
 //
 // Spans are not deduplicated here (a trace's tree keeps a span id once, see
 // BuildTraces and Collector). It returns fn's first error, or an error
-// reading r; ids that are not ids in opts are an error before reading.
+// reading r; an opts.TraceID that is not a trace id is an error before
+// anything is read.
 func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip func(error)) error {
 	want := ""
 	if opts.TraceID != "" {
