@@ -29,6 +29,7 @@ strip=(-trimpath -ldflags='-s -w')
 # circuit each run, 18.7 s at 2^22 on the H200).
 go build -buildvcs=true "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
+sh examples/gorgonia-cu/build.sh .dev/bin/gorgonia-cu || echo "pack-device: examples/gorgonia-cu not built (see its README)"
 for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
