@@ -45,13 +45,21 @@ func run() error {
 	lateAfter := flag.Duration("late-after", 0, "send -fillers traces this long after a failed trace's root, then a late child span of it")
 	fillers := flag.Int("fillers", 0, "fast traces sent between a -late-after trace's root and its late span")
 	children := flag.Int("children", 0, "extra child spans per trace, each with 6 attributes as the prover's layer spans carry (for measuring the Collector's memory per span)")
+	batch := flag.Bool("batch", false, "export through a batch span processor instead of span by span")
 	flag.Parse()
 	ctx := context.Background()
 	exp, err := otlptracegrpc.New(ctx)
 	if err != nil {
 		return err
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	// Each span goes out as it ends, so the Collector sees the first span
+	// of a trace before its verdict; -batch sends them as the SDK's
+	// default batch processor does (for the memory measurement).
+	proc := sdktrace.WithSyncer(exp)
+	if *batch {
+		proc = sdktrace.WithBatcher(exp)
+	}
+	tp := sdktrace.NewTracerProvider(proc)
 	defer tp.Shutdown(ctx)
 	tr := tp.Tracer("github.com/otelcuzk/otelcuzk/e2e/cmd/tailtrace")
 
