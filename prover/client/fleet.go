@@ -378,10 +378,11 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 //
 // Traces are as with Dial: each call's client span is a child of the span
 // in its context, and the daemon's spans join that trace. The connections
-// are made at once, in the background. A daemon that stops or restarts is
-// noticed when its connection closes; a host that vanishes without closing
-// it only by TCP's own timeouts, or sooner with client keepalive
-// (WithDialOptions(grpc.WithKeepaliveParams(...))). Errors: an empty or duplicated
+// are made at the first call, to every daemon. A daemon that stops or
+// restarts is noticed when its connection closes; a host that vanishes
+// without closing it only by TCP's own timeouts, or sooner with client
+// keepalive (WithDialOptions(grpc.WithKeepaliveParams(...))). Errors: an
+// empty or duplicated
 // address, or options that grpc.NewClient refuses.
 func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
