@@ -382,8 +382,7 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 // restarts is noticed when its connection closes; a host that vanishes
 // without closing it only by TCP's own timeouts, or sooner with client
 // keepalive (WithDialOptions(grpc.WithKeepaliveParams(...))). Errors: an
-// empty or duplicated
-// address, or options that grpc.NewClient refuses.
+// empty or duplicated address, or options that grpc.NewClient refuses.
 func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("client: no daemon address")
