@@ -654,11 +654,17 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 		sub = NULL;
 		return r;
 	}
-	if ((r = L.ActivityRegisterCallbacks(buffer_requested, buffer_completed)) != 0) {
-		snprintf(err, errlen, "cuptiActivityRegisterCallbacks: %s (%d)", result_text(r), r);
-		L.Unsubscribe(sub);
-		sub = NULL;
-		return r;
+	// The buffer callbacks are registered once per process: a second
+	// capture reuses them (CUPTI may refuse a re-registration).
+	static int registered;
+	if (!registered) {
+		if ((r = L.ActivityRegisterCallbacks(buffer_requested, buffer_completed)) != 0) {
+			snprintf(err, errlen, "cuptiActivityRegisterCallbacks: %s (%d)", result_text(r), r);
+			L.Unsubscribe(sub);
+			sub = NULL;
+			return r;
+		}
+		registered = 1;
 	}
 	uint32_t kinds[10];
 	int n = 0;
