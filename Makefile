@@ -3,7 +3,7 @@
 # compiled for sm_90 without a GPU), the race detector on the concurrent
 # packages, then the end-to-end tests against a real Jaeger built from the
 # Go module proxy (e2e/run.sh).
-.PHONY: test unit race e2e
+.PHONY: test unit race e2e soak
 
 test: unit race e2e
 
@@ -29,3 +29,9 @@ fuzz:
 	FUZZTIME=$${FUZZTIME:-5m} scripts/fuzz.sh
 fuzz-short:
 	FUZZTIME=$${FUZZTIME:-10s} scripts/fuzz.sh
+
+# make soak: the daemon for 10 minutes under good and bad requests, cancels
+# and an OTLP receiver going down and up (cmd/cuzk TestSoak; make test runs
+# it for 40 s).
+soak:
+	CUZK_SOAK_DURATION=$${CUZK_SOAK_DURATION:-10m} go test -count=1 -run '^TestSoak$$' -v -timeout 30m ./cmd/cuzk

@@ -53,8 +53,9 @@ func RegisterMetrics(meter metric.Meter) error {
 // failed endpoint refused TCP connections, it is dialled again before each
 // batch of the cooldown (at most every probeEvery if dials hang), and the
 // cooldown ends as soon as it accepts: a collector that comes back gets the
-// next batch, not one 80 s later. An endpoint that accepts connections and
-// fails otherwise (a blackhole, an error status) waits out the cooldown.
+// next batch, not one 80 s later. An OTLP endpoint that accepts connections
+// and fails quickly (an error status) is tried on every batch; one that
+// hangs (a blackhole) waits out the cooldown.
 const (
 	exportCooldown   = 5 * time.Second
 	maxCooldownShift = 4
@@ -129,7 +130,25 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
+	began := time.Now()
 	err := e.next.ExportSpans(ctx, spans)
+	// A quick failure from an endpoint that still accepts connections is
+	// most often a pooled connection the collector closed as it restarted
+	// ("connection reset", "broken pipe", EOF): up to two more tries, after
+	// a pause that lets the HTTP transport notice its closed connections.
+	for _, pause := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond} {
+		if err == nil || e.probe == nil || time.Since(began)+pause >= e.timeout/2 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(pause)
+		e.mu.Lock()
+		reachable := e.runProbe()
+		e.mu.Unlock()
+		if !reachable {
+			break
+		}
+		err = e.next.ExportSpans(ctx, spans)
+	}
 	if err == nil {
 		e.failing.Store(false)
 		e.mu.Lock()
@@ -137,14 +156,24 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 		e.mu.Unlock()
 		return nil
 	}
+	elapsed := time.Since(began)
 	e.drop(n)
 	e.mu.Lock()
 	e.lastErr = err
 	e.failures++
-	wait := e.cooldown << min(e.failures-1, maxCooldownShift)
-	e.retryAt.Store(e.now().Add(wait).UnixNano())
+	cool := true
 	if e.probe != nil {
+		// The cooldown spares the exporter's caller a wait: after a try
+		// that hung (a blackhole, retries) or against a refusing endpoint
+		// (dialled before each batch meanwhile). A quick failure from a
+		// reachable endpoint (an error status) costs a round trip, so each
+		// batch is still tried.
 		e.refused = !e.runProbe()
+		cool = e.refused || elapsed >= e.timeout/2
+	}
+	if cool {
+		wait := e.cooldown << min(e.failures-1, maxCooldownShift)
+		e.retryAt.Store(e.now().Add(wait).UnixNano())
 	}
 	e.mu.Unlock()
 	if !e.failing.Swap(true) && e.log != nil {

@@ -186,3 +186,46 @@ func TestErrorLineFoldsAndCaps(t *testing.T) {
 		t.Errorf("errorLine(plain) = %q", got)
 	}
 }
+
+// An endpoint that fails a request quickly but is reachable (an error
+// status, a connection it closed) is no reason for a cooldown: the batch
+// is tried again on a new connection, and the next batch too.
+func TestQuickFailureFromAReachableEndpointIsRetriedNotCooledDown(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch n {
+		case 1: // a connection the collector closed as it restarted
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		case 3, 4, 5: // an error status, three times: the batch is lost
+			http.Error(w, "busy", http.StatusBadRequest)
+		default:
+			r.ServeHTTP(w, req)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tel := newTel(t, WithEndpoint(srv.URL), WithTimeout(2*time.Second), WithLogWriter(nil), WithoutUntraced())
+	emit(tel, 2)
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // closed, then delivered on the retry
+	if n := r.spanCount(); n != 2 || tel.DroppedSpans() != 0 {
+		t.Fatalf("after a closed connection: %d spans delivered, %d dropped; want 2 and 0", n, tel.DroppedSpans())
+	}
+	emit(tel, 3)
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // 400 on all three tries
+	emit(tel, 4)
+	if err := tel.Shutdown(context.Background()); !errors.Is(err, ErrSpansDropped) {
+		t.Fatalf("Shutdown: %v, want ErrSpansDropped", err)
+	}
+	if n, d := r.spanCount(), tel.DroppedSpans(); n != 6 || d != 3 {
+		t.Fatalf("delivered %d, dropped %d; want 6 delivered (the batch after the failure untouched by a cooldown), 3 dropped", n, d)
+	}
+}

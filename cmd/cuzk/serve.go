@@ -106,6 +106,9 @@ type serveConfig struct {
 	gpus       func() ([]cudaspans.DeviceInfo, error)
 	// circuitFiles are NAME:R1CS:PK[:VK] registrations (--circuit-file).
 	circuitFiles []string
+	// telemetry are extra otelcuzk options (tests: a span processor that
+	// counts what ended).
+	telemetry []otelcuzk.Option
 }
 
 // serve runs the daemon until ctx is done, then shuts it down: the gRPC
@@ -159,11 +162,12 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 			fmt.Fprintln(cfg.log, summary)
 		}
 	}()
-	shutdownTel, err := otelcuzk.Setup(ctx, append(deviceOptions(cfg.backend),
+	topts := append(deviceOptions(cfg.backend),
 		otelcuzk.WithTraceFile(cfg.traceFile), otelcuzk.WithLogWriter(cfg.log),
 		// A caller that does not sample still gets its proof recorded, as
 		// a new trace linked to the caller's span (unless a sampler is set).
-		otelcuzk.WithUnsampledCallerAsLink())...)
+		otelcuzk.WithUnsampledCallerAsLink())
+	shutdownTel, err := otelcuzk.Setup(ctx, append(topts, cfg.telemetry...)...)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}

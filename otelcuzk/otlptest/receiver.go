@@ -5,6 +5,7 @@
 package otlptest
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -83,15 +84,20 @@ func (r *Receiver) Start() error {
 	return nil
 }
 
-// Stop closes the listener and every connection: exports fail with
-// connection refused until the next Start. Stopping a stopped receiver does
-// nothing.
+// Stop closes the listener, lets the requests in progress be answered (up
+// to a second) and closes every connection: exports fail with connection
+// refused until the next Start, and a request the receiver recorded was
+// answered, as a collector shutting down does. Stopping a stopped receiver
+// does nothing.
 func (r *Receiver) Stop() {
 	r.mu.Lock()
 	srv := r.srv
 	r.srv, r.lis = nil, nil
 	r.mu.Unlock()
 	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
 		srv.Close()
 	}
 }
