@@ -32,8 +32,9 @@ summary of where the time went by layer.
    cuzk trace diff A B                                   where the time moved between two runs
 
 A FILE is read streaming, in bounded memory whatever its size: without
---trace-id the trace that starts last is shown and the others are listed
-(their ids, starts, roots); --trace-id ID shows that one. Lines that do not
+--trace-id its last proof (the last trace with an engine.job span, else the
+last trace) is shown and the other proofs are listed (ids, starts, roots;
+a daemon's status polls counted by name); --trace-id ID shows that one. Lines that do not
 parse (a write cut short) or are longer than 64 MiB are skipped with a note.
 
 --html FILE also writes the shown trace as a self-contained HTML waterfall

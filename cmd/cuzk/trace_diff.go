@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -30,10 +31,11 @@ func traceDiffCommand() *cli.Command {
 		Description: `Compares two traces, or two sets of traces, span path by span path, and says
 which layers moved. A and B are each:
 
-   FILE                    an OTLP JSON lines trace file: its last trace, or
-                           --trace-id-a/--trace-id-b ID, or a set: --last N
-                           (the N traces that start last) or --all (every
-                           engine.job trace of the file)
+   FILE                    an OTLP JSON lines trace file: its last proof (the
+                           last trace with an engine.job), or
+                           --trace-id-a/--trace-id-b ID, or a set of its jobs
+                           (engine.job traces; a file without any: its
+                           traces): --last N (the N that start last) or --all
    TRACE_ID                with --jaeger URL or --tempo URL
 
 Spans are matched by their path of names from the root (engine.job/
@@ -57,7 +59,7 @@ the whole job) is more than PCT % slower on B than on A. Errors exit 1.`,
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; A and B that are not files are trace ids"},
 			&cli.StringFlag{Name: "trace-id-a", Usage: "with a FILE as A, its trace of this `ID`"},
 			&cli.StringFlag{Name: "trace-id-b", Usage: "with a FILE as B, its trace of this `ID`"},
-			&cli.IntFlag{Name: "last", Usage: "compare the medians of the last `N` traces of each FILE"},
+			&cli.IntFlag{Name: "last", Usage: "compare the medians of the last `N` engine.job traces of each FILE"},
 			&cli.BoolFlag{Name: "all", Usage: "compare the medians of every engine.job trace of each FILE"},
 			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a layer moved when it changed by at least `MS` ms ..."},
 			&cli.Float64Flag{Name: "threshold-pct", Value: 5, Usage: "... and by at least `PCT` % of A"},
@@ -203,27 +205,37 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 	}
 	jobs, others := &tracefile.ProfileSet{}, &tracefile.ProfileSet{}
 	tooMany := false
-	add := func(t tracefile.Trace) {
-		if jobs.Values()+others.Values() >= maxSetValues {
-			tooMany = true
-			return
+	// For --last N: the latest N profiles of jobs and of other traces (at
+	// most 2N of each held), chosen when the file is read.
+	var recentJobs, recentOthers []tracefile.Profile
+	keepRecent := func(list *[]tracefile.Profile, p tracefile.Profile) {
+		*list = append(*list, p)
+		if len(*list) > 2*s.last {
+			*list = latestProfiles(*list, s.last)
 		}
+	}
+	add := func(t tracefile.Trace) {
 		p := tracefile.ProfileOf(t)
-		if p.Root == otelcuzk.SpanEngineJob {
+		isJob := p.Root == otelcuzk.SpanEngineJob
+		switch {
+		case s.last > 0 && traceID == "" && isJob:
+			keepRecent(&recentJobs, p)
+		case s.last > 0 && traceID == "":
+			keepRecent(&recentOthers, p)
+		case jobs.Values()+others.Values() >= maxSetValues:
+			tooMany = true
+		case isJob:
 			jobs.Add(p)
-		} else {
+		default:
 			others.Add(p)
 		}
 	}
 	opts := tracefile.CollectOptions{MaxKeptBytes: tracefile.DefaultMaxKeptBytes / 2}
 	set := s.all || s.last > 0
-	switch {
-	case traceID != "":
-	case s.last > 0:
-		opts.MaxTraces = s.last
-	case s.all:
-		// Traces let go to bound memory are profiled first: --all reads
-		// a file of any number of jobs.
+	if set && traceID == "" {
+		// Traces let go to bound memory are profiled first: --all and
+		// --last read a file of any number of traces (a daemon's holds
+		// status polls between its jobs).
 		opts.OnEvict = func(spans []tracefile.Span) {
 			for _, t := range tracefile.BuildTraces(spans) {
 				add(t)
@@ -257,6 +269,19 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 			}
 		}
 	}
+	if s.last > 0 && traceID == "" {
+		for _, p := range latestProfiles(recentJobs, s.last) {
+			jobs.Add(p)
+		}
+		for _, p := range latestProfiles(recentOthers, s.last) {
+			others.Add(p)
+		}
+		ids := map[string]bool{}
+		for _, p := range append(latestProfiles(recentJobs, s.last), latestProfiles(recentOthers, s.last)...) {
+			ids[p.TraceID] = true
+		}
+		reps = slices.DeleteFunc(reps, func(t tracefile.Trace) bool { return !ids[t.ID] })
+	}
 	if tooMany {
 		return nil, fmt.Errorf("trace diff: %s: %s holds more than %d span path values (%d traces read); use --last N", label, arg, maxSetValues, jobs.Len()+others.Len())
 	}
@@ -284,6 +309,18 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, side.set.Len(), med)
 	}
 	return side, nil
+}
+
+// latestProfiles returns the n profiles of ps that start last, by start.
+func latestProfiles(ps []tracefile.Profile, n int) []tracefile.Profile {
+	ps = slices.Clone(ps)
+	slices.SortStableFunc(ps, func(a, b tracefile.Profile) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TraceID, b.TraceID)
+	})
+	return ps[max(0, len(ps)-n):]
 }
 
 // medianTrace returns the id of the trace whose duration is the median.

@@ -273,3 +273,26 @@ func TestTraceDiffAllPastTheMemoryBudget(t *testing.T) {
 		t.Errorf("spans left out:\n%s", out[:min(len(out), 600)])
 	}
 }
+
+// --last N counts jobs, not the status polls a daemon's file holds
+// between them.
+func TestTraceDiffLastCountsJobsNotPolls(t *testing.T) {
+	var lines []string
+	for i, synth := range []float64{10000, 30000, 11000} {
+		lines = append(lines, seedRun(fmt.Sprintf("%032x", i+1), "sync", "merkle", synth))
+		for k := range 5 {
+			lines = append(lines, otlpLine(fmt.Sprintf("%030x%02x", i+1, k+1), []otlpSpan{{"00000000000000c1", "", "cuzk.v1.ProvingEngine/GetStatus", 20000 + float64(k), 20001 + float64(k), nil}}))
+		}
+	}
+	file := writeLines(t, "daemon.jsonl", lines...)
+	out, err := runTraceCmd(t, "trace", "diff", file, file, "--last", "2", "--json")
+	if err != nil || !strings.Contains(out, `"traces_a": 2`) {
+		t.Fatalf("--last 2 over polls: %v\n%s", err, out[:min(len(out), 400)])
+	}
+	if !strings.Contains(out, `"path": "engine.job/pipeline.synthesize",
+          "name": "pipeline.synthesize",
+          "depth": 1,
+          "a_ms": 20500`) {
+		t.Errorf("want the median synthesis of the last 2 jobs (30 s, 11 s):\n%s", out[:min(len(out), 1500)])
+	}
+}

@@ -48,6 +48,7 @@ type Profile struct {
 	TraceID string
 	Root    string        // name of the first root span
 	Circuit string        // "<cuzk.circuit.id> <cuzk.circuit.constraints>" of the first span that has them, "" if none
+	Start   time.Time     // the trace's first span start
 	Total   time.Duration // the trace's duration
 	paths   map[string]*PathStat
 }
@@ -60,7 +61,7 @@ func (p Profile) Path(names ...string) *PathStat { return p.paths[strings.Join(n
 // groth16.prove/msm.g1.a`), kernel spans included; the processor's own
 // `untraced` spans are left out (their time is the parent's Untraced).
 func ProfileOf(t Trace) Profile {
-	p := Profile{TraceID: t.ID, Total: t.Duration(), paths: map[string]*PathStat{}}
+	p := Profile{TraceID: t.ID, Start: t.Start, Total: t.Duration(), paths: map[string]*PathStat{}}
 	if len(t.Roots) > 0 {
 		p.Root = t.Roots[0].Name
 	}
