@@ -208,4 +208,7 @@ const (
 	KeyMemoryBudget = attribute.Key("cuzk.memory.budget")
 	// KeyPartitions is the number of partitions of a request (int).
 	KeyPartitions = attribute.Key("cuzk.partitions")
+	// KeyRequeuedFrom names the device worker whose fault sent a job back
+	// to the queue (on its new engine.queue span and the fault event).
+	KeyRequeuedFrom = attribute.Key("cuzk.requeued_from")
 )

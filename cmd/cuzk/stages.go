@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -106,6 +107,7 @@ type serveStages struct {
 	budget    uint64
 	pipes     []*prover.Pipeline
 	ready     chan struct{} // nil when no backend warms up
+	srv       atomic.Pointer[server.Server]
 }
 
 // stageOptions makes the engine's stage options for serve: the synthesis
@@ -142,6 +144,14 @@ func stageOptions(cfg serveConfig, pipes []*prover.Pipeline, devices []server.De
 			return n
 		}))
 	}
+	// A device that faults leaves the health service (the engine has
+	// already sent its job to another worker).
+	st.opts = append(st.opts, engine.WithFaultHook(func(worker string, err error) {
+		fmt.Fprintf(cfg.log, "cuzk serve: %s faulted, taking no more work: %s\n", worker, oneLine(err))
+		if srv := st.srv.Load(); srv != nil {
+			srv.DeviceFault(worker, err)
+		}
+	}))
 	for _, p := range pipes {
 		if p.HasWarmup() {
 			st.ready = make(chan struct{})
@@ -158,6 +168,7 @@ func stageOptions(cfg serveConfig, pipes []*prover.Pipeline, devices []server.De
 // fails leaves the daemon NOT_SERVING with the reason in GetStatus; the
 // devices are then handed their jobs anyway, which fail or compile on use.
 func (st *serveStages) warmup(ctx context.Context, srv *server.Server, log io.Writer) {
+	st.srv.Store(srv)
 	if st.ready == nil {
 		return
 	}

@@ -180,7 +180,7 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	}
 
 	out, errOut, err := runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256", "--request-id", "early")
-	if err != nil || !strings.Contains(out, "submitted before: this is the earlier job") || !strings.Contains(out, job.ID) || !strings.Contains(out, "state     SUCCEEDED") {
+	if err != nil || !strings.Contains(out, "submitted before: this returns the earlier job (now SUCCEEDED)") || !strings.Contains(out, job.ID) || !strings.Contains(out, "state     SUCCEEDED") {
 		t.Errorf("cuzk submit with a reused request id: %v\n%s%s", err, out, errOut)
 	}
 	out, errOut, err = runCuzk(t, "submit", "--addr", addr, "--circuit", "mulchain", "--constraints", "256", "--partitions", "3", "--request-id", "parts",

@@ -136,6 +136,9 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if w.JobID != "" {
 			job = "proving " + w.JobID
 		}
+		if w.Faulted {
+			job = "FAULTED (" + w.Fault + "), no more work"
+		}
 		share := ""
 		if up > 0 {
 			share = fmt.Sprintf(" (%.0f%% of uptime)", 100*w.Busy.Seconds()/up)

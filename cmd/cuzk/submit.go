@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,9 +23,9 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "submit",
 		Usage: "send a proof request to a daemon and wait for the proof",
-		Description: "Submits the proof to the daemon at --addr, prints the job id, the trace id\n" +
-			"and each stage the job enters (QUEUED, SYNTHESIZING, WAITING_DEVICE, PROVING),\n" +
-			"then the timings and the verifier's verdict. A request id the daemon knows\n" +
+		Description: "Calls Prove on the daemon at --addr, prints each stage the job enters\n" +
+			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon), then the\n" +
+			"job id, the trace id, the timings and the verifier's verdict. A request id the daemon knows\n" +
 			"returns that earlier job (submit says so). --witness more than once, or\n" +
 			"--partitions N, asks for a multi-partition proof: one proof per partition.\n" +
 			"With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and\n" +
@@ -108,7 +109,14 @@ func submitAction(c *cli.Context) error {
 	defer cancel()
 
 	out := c.App.Writer
-	res, err := submitAndAwait(ctx, cl, req, out)
+	// The stage polls are not part of the proof's trace: their own client,
+	// untraced, with a context that carries no span.
+	poll, err := client.Dial(c.String("addr"), append(opts, client.WithTracerProvider(noop.NewTracerProvider()))...)
+	if err != nil {
+		return err
+	}
+	defer poll.Close()
+	res, err := submitAndAwait(ctx, cl, poll, req, out)
 	if err != nil {
 		st, _ := status.FromError(err)
 		msg := fmt.Sprintf("submit %s: %s: %s", req.RequestID, st.Code(), st.Message())
@@ -120,7 +128,8 @@ func submitAction(c *cli.Context) error {
 		}
 		return errors.New(msg)
 	}
-	fmt.Fprintf(out, "proved    job %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
+	fmt.Fprintf(out, "job       %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
+	fmt.Fprintf(out, "trace     %s\n", res.TraceID)
 	t := res.Timings
 	fmt.Fprintf(out, "timings   queue %s  memory %s  keys %s  synthesis %s  device wait %s  prove %s  serialize %s  verify %s  total %s\n",
 		msStr(t.QueueWait), msStr(t.MemoryWait), msStr(t.KeyLoad), msStr(t.Synthesis), msStr(t.DeviceWait),
@@ -185,46 +194,62 @@ func readPartitions(req *client.Request, paths []string, n int) error {
 	return nil
 }
 
-// awaitPoll is how long one AwaitProof waits before submit looks at the
-// job's state again.
-var awaitPoll = time.Second
+// statePoll is how often submit reads the job's stage from GetStatus
+// while it waits.
+var statePoll = time.Second
 
-// submitAndAwait submits req, prints the job, whether the request id named
-// an earlier job, and each state the job enters, and returns its result.
-// The job's state is read from GetStatus between waits. Errors are the RPCs' (a failed job's
+// submitAndAwait proves req with one Prove call (whose span is the parent
+// of the daemon's engine.job, for the whole job) and prints whether the
+// request id named an earlier job (asked first with AwaitProof, which makes
+// no job) and each stage the job enters (read from GetStatus while Prove
+// waits), then its final state. Errors are the RPCs' (a failed job's
 // carries its result, see client.ResultOf).
-func submitAndAwait(ctx context.Context, cl *client.Client, req client.Request, out io.Writer) (*client.Result, error) {
-	job, err := cl.Submit(ctx, req)
-	if err != nil {
+func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Request, out io.Writer) (*client.Result, error) {
+	prev, err := cl.AwaitRequest(ctx, req.RequestID, time.Millisecond)
+	switch status.Code(err) {
+	case codes.NotFound:
+	case codes.Unavailable, codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
 		return nil, err
+	default:
+		now := "still running"
+		if prev != nil && prev.Status != "" {
+			now = "now " + string(prev.Status)
+		}
+		fmt.Fprintf(out, "note      request id %s was submitted before: this returns the earlier job (%s), not a new proof; use another --request-id for a new one\n",
+			req.RequestID, now)
 	}
-	fmt.Fprintf(out, "job       %s (request %s)\n", job.ID, req.RequestID)
-	fmt.Fprintf(out, "trace     %s\n", job.TraceID)
-	if job.Existing {
-		fmt.Fprintf(out, "note      request id %s was submitted before: this is the earlier job (now %s), not a new proof; use another --request-id for a new one\n",
-			req.RequestID, job.Status)
-	}
-	state := job.Status
-	fmt.Fprintf(out, "state     %s\n", state)
-	for {
-		res, err := cl.Await(ctx, job.ID, awaitPoll)
-		if status.Code(err) != codes.DeadlineExceeded || ctx.Err() != nil {
-			if res != nil && res.TraceID == "" {
-				res.TraceID = job.TraceID
+	pctx, stop := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		var state client.JobStatus
+		t := time.NewTicker(statePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-t.C:
 			}
-			return res, err
-		}
-		st, err := cl.Status(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range st.Running {
-			if r.ID == job.ID && r.Status != state && r.Status != "" {
-				state = r.Status
-				fmt.Fprintf(out, "state     %s\n", state)
+			st, err := poll.Status(pctx)
+			if err != nil {
+				continue
+			}
+			for _, r := range st.Running {
+				if r.RequestID == req.RequestID && r.Status != state && r.Status != "" && pctx.Err() == nil {
+					state = r.Status
+					fmt.Fprintf(out, "state     %s\n", state)
+				}
 			}
 		}
+	}()
+	res, err := cl.Prove(ctx, req)
+	stop()
+	<-polled
+	if res != nil && res.Status != "" {
+		fmt.Fprintf(out, "state     %s\n", res.Status)
 	}
+	return res, err
 }
 
 func msStr(d time.Duration) string {

@@ -398,6 +398,10 @@ type Worker struct {
 	Succeeded, Failed, Cancelled uint64
 	// Busy is the time it spent proving since the daemon started.
 	Busy time.Duration
+	// Faulted is true once its device faulted (it takes no more work);
+	// Fault is the error.
+	Faulted bool
+	Fault   string
 }
 
 // Key is a proving key the daemon holds.
@@ -507,7 +511,8 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	for _, w := range r.GetWorkers() {
 		s.Workers = append(s.Workers, Worker{Name: w.GetName(), JobID: w.GetJobId(),
 			Succeeded: w.GetSucceeded(), Failed: w.GetFailed(), Cancelled: w.GetCancelled(),
-			Busy: time.Duration(w.GetBusySeconds() * float64(time.Second))})
+			Busy:    time.Duration(w.GetBusySeconds() * float64(time.Second)),
+			Faulted: w.GetFaulted(), Fault: w.GetFault()})
 	}
 	for _, k := range r.GetKeys() {
 		s.Keys = append(s.Keys, Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()})

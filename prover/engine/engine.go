@@ -50,6 +50,11 @@ type WorkerStatus struct {
 	// ProveSynthesized in a pipelined one) since New, the current proof
 	// included.
 	Busy time.Duration
+	// Healthy is false once its runner reported a device fault
+	// (prover.ErrDeviceFault); Fault is that error. An unhealthy worker
+	// takes no more work.
+	Healthy bool
+	Fault   string
 }
 
 // Status is a snapshot of the engine. Counts of waiting and working count
@@ -152,6 +157,7 @@ type Engine struct {
 	busySince     []time.Time // when worker i began its current proof
 	closing       bool
 	ready         bool
+	healthy       int // device workers not faulted
 	reserved      uint64
 	peak          uint64
 	seq           uint64
@@ -200,6 +206,7 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 		wstats:      make([]WorkerStatus, len(workers)),
 		busySince:   make([]time.Time, len(workers)),
 		ready:       cfg.ready == nil,
+		healthy:     len(workers),
 	}
 	if cfg.synthesisWorkers > 0 {
 		e.synth = cfg.synthesizer
@@ -216,6 +223,7 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 	}
 	for i := range e.workers {
 		e.wstats[i].Name = e.workers[i].Name
+		e.wstats[i].Healthy = true
 		e.wg.Add(1)
 		go e.deviceWork(i)
 	}
@@ -305,6 +313,9 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	}
 	if e.closing {
 		return JobInfo{}, ErrClosed
+	}
+	if e.healthy == 0 {
+		return JobInfo{}, fmt.Errorf("%w: every device worker faulted", ErrNoDevice)
 	}
 	if e.queued > 0 && e.queued+len(parts) > e.cfg.queueSize {
 		return JobInfo{}, fmt.Errorf("%w (%d partitions queued, capacity %d)", ErrQueueFull, e.queued, e.cfg.queueSize)

@@ -16,6 +16,10 @@ var (
 	// budget (WithMemoryBudget): it could never be admitted (the daemon
 	// answers RESOURCE_EXHAUSTED, the message names both numbers).
 	ErrOverBudget = errors.New("engine: job larger than the memory budget")
+	// ErrNoDevice is the error of jobs that were waiting when the last
+	// healthy device worker faulted (prover.ErrDeviceFault), and of Submit
+	// from then on (the daemon answers UNAVAILABLE).
+	ErrNoDevice = errors.New("engine: no healthy device worker left")
 	// ErrEmptyRequestID is returned by Submit for a request without a
 	// request id: the id is the idempotency key and cannot be made up.
 	ErrEmptyRequestID = errors.New("engine: empty request id")

@@ -41,6 +41,7 @@ type config struct {
 	estimate         func(*prover.Request) (uint64, error)
 	held             func() uint64
 	ready            <-chan struct{}
+	onFault          func(worker string, err error)
 }
 
 func newConfig(opts []Option) config {
@@ -149,4 +150,14 @@ func WithMemoryBudget(bytes uint64, estimate func(*prover.Request) (uint64, erro
 // nil: ready at once.
 func WithReady(ready <-chan struct{}) Option {
 	return optionFunc(func(c *config) { c.ready = ready })
+}
+
+// WithFaultHook makes the engine call f when a device worker's runner
+// returns an error wrapping prover.ErrDeviceFault: the worker is then
+// unhealthy (WorkerStatus.Healthy false) and takes no more work, and the
+// job it held goes back to the queue for another worker. f runs on the
+// worker's goroutine and must not block; the daemon reports the device in
+// its health service.
+func WithFaultHook(f func(worker string, err error)) Option {
+	return optionFunc(func(c *config) { c.onFault = f })
 }

@@ -173,16 +173,28 @@ func (e *Engine) unreserve(t *task) {
 }
 
 // unreserveWhenFreed gives t's reservation back once syn's buffers are
-// freed (an async releaser frees them after the prove returned).
+// freed (an async releaser frees them after the prove returned). The
+// amount is taken from t at once, so a task sent back to the queue
+// reserves afresh without its old buffers' release undoing it.
 func (e *Engine) unreserveWhenFreed(t *task, syn prover.Synthesized) {
-	if t.reserved == 0 {
+	e.mu.Lock()
+	n := t.reserved
+	t.reserved = 0
+	e.mu.Unlock()
+	if n == 0 {
 		return
+	}
+	give := func() {
+		e.mu.Lock()
+		e.reserved -= n
+		e.cond.Broadcast()
+		e.mu.Unlock()
 	}
 	select {
 	case <-syn.Freed():
-		e.unreserve(t)
+		give()
 	default:
-		go func() { <-syn.Freed(); e.unreserve(t) }()
+		go func() { <-syn.Freed(); give() }()
 	}
 }
 
@@ -301,8 +313,63 @@ func (e *Engine) deviceWork(i int) {
 		t.cancelRun = nil
 		e.cond.Broadcast()
 		e.mu.Unlock()
+		if err != nil && errors.Is(err, prover.ErrDeviceFault) {
+			e.deviceFault(i, t, err)
+			return
+		}
 		e.endTask(t, i, res, err)
 	}
+}
+
+// deviceFault takes worker i out of service after its runner reported a
+// device fault on task t: t goes back to the head of its priority's queue
+// (to be synthesized again on a pipelined engine: the prove consumed its
+// buffers) for another worker; when no healthy worker is left, t and every
+// job still waiting fail with ErrNoDevice.
+func (e *Engine) deviceFault(i int, t *task, err error) {
+	w := e.workers[i].Name
+	now := e.cfg.now()
+	e.mu.Lock()
+	e.wstats[i].Healthy = false
+	e.wstats[i].Fault = err.Error()
+	e.healthy--
+	j := t.job
+	var acts []action
+	requeue := e.healthy > 0 && !j.cancelled && j.failed == nil && !e.closing
+	if requeue {
+		t.state, t.syn, t.worker = StateQueued, nil, ""
+		t.synthStart, t.synthEnd, t.proveStart = time.Time{}, time.Time{}, time.Time{}
+		_, t.queueSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineQueue, trace.WithTimestamp(now), trace.WithAttributes(
+			otelcuzk.KeyQueueDepth.Int(e.queued), otelcuzk.KeyRequeuedFrom.String(w)))
+		t.elem = e.queues[j.req.Priority].PushFront(t)
+		e.queued++
+		j.refresh()
+	} else if e.healthy == 0 {
+		cause := fmt.Errorf("%w: the last one, %s, faulted: %v", ErrNoDevice, w, err)
+		for _, other := range e.jobs {
+			if other != j && !other.state.Finished() && other.failed == nil && !other.cancelled {
+				other.failed = fmt.Errorf("engine: job %s: %w", other.id, cause)
+				other.failedIndex = -1
+				acts = append(acts, e.stopTasksLocked(other, other.failed)...)
+			}
+		}
+		err = cause
+	}
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	span := t.job.span
+	if t.span != nil {
+		span = t.span
+	}
+	span.AddEvent("device fault", trace.WithTimestamp(now), trace.WithAttributes(
+		otelcuzk.KeyRequeuedFrom.String(w), otelcuzk.KeyErrorType.String("device_fault")))
+	if e.cfg.onFault != nil {
+		e.cfg.onFault(w, err)
+	}
+	if !requeue {
+		e.endTask(t, i, nil, err)
+	}
+	e.run(acts)
 }
 
 // endTask records how task t ended (worker is the device worker's index,

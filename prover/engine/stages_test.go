@@ -820,3 +820,112 @@ func TestMultiPartitionOnASerialEngine(t *testing.T) {
 		t.Errorf("resubmit with another partition: %v, want ErrRequestConflict", err)
 	}
 }
+
+// faultyFake is a stagedFake whose device stage faults (prover.ErrDeviceFault)
+// on the workers named in faulty, once they have proved after proofs.
+type faultyFake struct {
+	*stagedFake
+	name string
+	mu   *sync.Mutex
+	bad  map[string]bool // worker names whose device faults
+}
+
+func (f *faultyFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+	f.mu.Lock()
+	bad := f.bad[f.name]
+	f.mu.Unlock()
+	if bad {
+		sz.Release(ctx)
+		return nil, fmt.Errorf("cuda: launch msm: %w: an illegal memory access was encountered", prover.ErrDeviceFault)
+	}
+	res, err := f.stagedFake.ProveSynthesized(ctx, sz)
+	if res != nil {
+		res.Backend = f.name
+	}
+	return res, err
+}
+
+func (f *faultyFake) Run(ctx context.Context, req *prover.Request) (*prover.Result, error) {
+	s, err := f.Synthesize(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return f.ProveSynthesized(ctx, s)
+}
+
+func faultyEngine(t *testing.T, synth int, bad map[string]bool, opts ...Option) (*Engine, *stagedFake) {
+	t.Helper()
+	f := newStagedFake()
+	f.proveDelay = 5 * time.Millisecond
+	mu := &sync.Mutex{}
+	var ws []Worker
+	for _, n := range []string{"gpu0", "gpu1"} {
+		ws = append(ws, Worker{Name: n, Runner: &faultyFake{stagedFake: f, name: n, mu: mu, bad: bad}})
+	}
+	e, err := New(ws, append([]Option{WithSynthesisWorkers(synth)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Shutdown(ctx)
+	})
+	return e, f
+}
+
+func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {
+	for _, synth := range []int{0, 2} {
+		t.Run(fmt.Sprintf("synthesis-workers=%d", synth), func(t *testing.T) {
+			noLeak(t)
+			var faults []string
+			var mu sync.Mutex
+			hook := WithFaultHook(func(w string, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				faults = append(faults, w+": "+err.Error())
+			})
+			e, _ := faultyEngine(t, synth, map[string]bool{"gpu0": true}, hook)
+			var ids []string
+			for i := range 6 {
+				ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+			}
+			for _, id := range ids {
+				info, err := await(t, e, id)
+				if err != nil || info.Result.Backend != "gpu1" {
+					t.Fatalf("%s: %v on %v, want proved on the healthy gpu1", info.RequestID, err, info.Result)
+				}
+			}
+			st := e.Status()
+			if st.Workers[0].Healthy || !strings.Contains(st.Workers[0].Fault, "illegal memory access") || !st.Workers[1].Healthy {
+				t.Errorf("workers %+v: want gpu0 unhealthy with its fault, gpu1 healthy", st.Workers)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(faults) != 1 || !strings.HasPrefix(faults[0], "gpu0: ") {
+				t.Errorf("fault hook calls %v, want one for gpu0", faults)
+			}
+		})
+	}
+}
+
+func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
+	noLeak(t)
+	e, _ := faultyEngine(t, 1, map[string]bool{"gpu0": true, "gpu1": true})
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+	}
+	for _, id := range ids {
+		info, err := await(t, e, id)
+		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "faulted") {
+			t.Errorf("%s with every device faulted: %v %v, want ErrNoDevice naming the fault", info.RequestID, info.State, err)
+		}
+		if info.State != StateFailed {
+			t.Errorf("%s is %v, want FAILED", info.RequestID, info.State)
+		}
+	}
+	if _, err := e.Submit(context.Background(), req("late", prover.PriorityNormal)); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("submit with no healthy device: %v, want ErrNoDevice", err)
+	}
+}

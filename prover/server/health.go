@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -72,3 +73,22 @@ func (s *Server) SetNotReady(reason string) {
 // Ready reports whether the health service answers SERVING, and if not,
 // why.
 func (s *Server) Ready() (bool, string) { return s.ready.get() }
+
+// WorkerService is the health service name of one device worker
+// ("cuzk.v1.ProvingEngine/cuda:0"): SERVING until its device faults.
+func WorkerService(worker string) string { return ServiceName + "/" + worker }
+
+// DeviceFault reports that worker's device faulted (pass it to
+// engine.WithFaultHook): its health service (WorkerService) answers
+// NOT_SERVING from now on, and when no worker is healthy any more the
+// daemon's too, with the fault as the reason. Safe for concurrent use.
+func (s *Server) DeviceFault(worker string, err error) {
+	s.ready.h.SetServingStatus(WorkerService(worker), healthpb.HealthCheckResponse_NOT_SERVING)
+	st := s.eng.Status()
+	for _, w := range st.Workers {
+		if w.Healthy {
+			return
+		}
+	}
+	s.SetNotReady(fmt.Sprintf("every device faulted; %s: %v", worker, err))
+}

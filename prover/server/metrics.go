@@ -30,6 +30,7 @@ const (
 	MetricStageDepth       = "cuzk.stage.depth"            // gauge {job}, by cuzk.stage (queue, memory, synthesis, device_queue, proving)
 	MetricDeviceBusy       = "cuzk.device.busy"            // counter s, by cuzk.worker: time each device worker spent proving
 	MetricMemoryBudget     = "cuzk.memory.budget"          // gauge By: the engine's memory budget (0: none)
+	MetricDeviceHealthy    = "cuzk.device.healthy"         // gauge 1 or 0, by cuzk.worker: 0 once its device faulted
 	MetricMemoryInFlight   = "cuzk.memory.in_flight"       // gauge By: reserved estimates plus keys held
 	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total; for cuzk.stage.depth the stages
 	attrWorker             = attribute.Key("cuzk.worker")  // a device worker's name (cuda:0, cpu:1)
@@ -145,6 +146,11 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 	if err != nil {
 		return err
 	}
+	healthy, err := meter.Int64ObservableGauge(MetricDeviceHealthy,
+		metric.WithDescription("1 while a device worker is healthy, 0 once its device faulted."))
+	if err != nil {
+		return err
+	}
 	inFlight, err := meter.Int64ObservableGauge(MetricMemoryInFlight, metric.WithUnit("By"),
 		metric.WithDescription("Host memory reserved by the proofs in flight plus the proving keys held."))
 	if err != nil {
@@ -161,11 +167,16 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 		}
 		for _, w := range st.Workers {
 			o.ObserveFloat64(busy, w.Busy.Seconds(), metric.WithAttributes(attrWorker.String(w.Name)))
+			ok := int64(0)
+			if w.Healthy {
+				ok = 1
+			}
+			o.ObserveInt64(healthy, ok, metric.WithAttributes(attrWorker.String(w.Name)))
 		}
 		o.ObserveInt64(budget, int64(st.MemoryBudget))
 		o.ObserveInt64(inFlight, int64(st.MemoryReserved+st.MemoryHeld))
 		return nil
-	}, depth, busy, budget, inFlight)
+	}, depth, busy, budget, inFlight, healthy)
 	return err
 }
 

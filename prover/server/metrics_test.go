@@ -57,6 +57,7 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		`cuzk_stage_depth\{[^}]*cuzk_stage="queue"[^}]*\} 0`,
 		`cuzk_device_busy_seconds_total\{[^}]*cuzk_worker="w"[^}]*\} [0-9.e-]+`,
 		`cuzk_memory_budget_bytes\{[^}]*\} 0`,
+		`cuzk_device_healthy\{[^}]*cuzk_worker="w"[^}]*\} 1`,
 	} {
 		if !regexp.MustCompile(re).Match(body) {
 			t.Errorf("metrics lack %s", re)

@@ -77,6 +77,9 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 	s.grpc = grpc.NewServer(gopts...)
 	cuzkv1.RegisterProvingEngineServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.ready.h)
+	for _, w := range eng.Workers() {
+		s.ready.h.SetServingStatus(WorkerService(w), healthpb.HealthCheckResponse_SERVING)
+	}
 	return s, nil
 }
 
@@ -258,7 +261,7 @@ func Code(err error) codes.Code {
 		return codes.DeadlineExceeded
 	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrOverBudget):
 		return codes.ResourceExhausted
-	case errors.Is(err, engine.ErrClosed):
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrNoDevice):
 		return codes.Unavailable
 	case errors.Is(err, engine.ErrUnknownJob), errors.Is(err, prover.ErrUnknownCircuit):
 		return codes.NotFound
@@ -462,7 +465,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 	for _, w := range st.Workers {
 		out.Workers = append(out.Workers, &cuzkv1.Worker{
 			Name: w.Name, JobId: w.JobID, Succeeded: w.Succeeded, Failed: w.Failed, Cancelled: w.Cancelled,
-			BusySeconds: w.Busy.Seconds(),
+			BusySeconds: w.Busy.Seconds(), Faulted: !w.Healthy, Fault: w.Fault,
 		})
 	}
 	if s.cfg.devices != nil {

@@ -10,6 +10,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -208,5 +209,60 @@ func TestOverBudgetIsResourceExhaustedNamingBothNumbers(t *testing.T) {
 	_, err := c.Submit(ctx5(t), client.Request{RequestID: "big", Circuit: "merkle", Constraints: 1 << 22})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "3.0 GiB") || !strings.Contains(err.Error(), "2.0 GiB") {
 		t.Errorf("over the budget: %v, want RESOURCE_EXHAUSTED naming 3.0 GiB and 2.0 GiB", err)
+	}
+}
+
+// faultingRunner's device always faults.
+type faultingRunner struct{ stagedRunner }
+
+func (r *faultingRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+	sz.Release(ctx)
+	return nil, fmt.Errorf("cuda: %w: device lost (Xid 79)", prover.ErrDeviceFault)
+}
+
+func TestDeviceFaultLeavesTheHealthService(t *testing.T) {
+	var srvp *Server
+	hook := engine.WithFaultHook(func(w string, err error) { srvp.DeviceFault(w, err) })
+	run := &faultingRunner{}
+	tp := sdktrace.NewTracerProvider()
+	eng, err := engine.New([]engine.Worker{{Name: "cuda:0", Runner: run}}, engine.WithTracerProvider(tp), engine.WithSynthesisWorkers(1), hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvp, err = New(eng, WithKnownCircuit(func(c string) bool { return testCircuits[c] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srvp.Serve(lis)
+	t.Cleanup(func() { _ = srvp.Shutdown(context.Background()) })
+	d := &daemon{srv: srvp, eng: eng, addr: lis.Addr().String()}
+	if got := healthOf(t, d, WorkerService("cuda:0")); got != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("worker health at start: %v", got)
+	}
+	c, err := client.Dial(d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctx5(t)
+	_, err = c.Prove(ctx, client.Request{RequestID: "x", Circuit: "mulchain", Constraints: 16})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "Xid 79") {
+		t.Errorf("proof on the only device, which faults: %v, want UNAVAILABLE naming the fault", err)
+	}
+	for _, svc := range []string{WorkerService("cuda:0"), ""} {
+		if got := healthOf(t, d, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("health of %q after the fault: %v, want NOT_SERVING", svc, got)
+		}
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Workers[0].Faulted || !strings.Contains(st.Workers[0].Fault, "Xid 79") || st.Ready || !strings.Contains(st.NotReadyReason, "every device faulted") {
+		t.Errorf("status after the fault: worker %+v, ready %v %q", st.Workers[0], st.Ready, st.NotReadyReason)
+	}
+	if _, err := c.Submit(ctx, client.Request{RequestID: "y", Circuit: "mulchain", Constraints: 16}); status.Code(err) != codes.Unavailable {
+		t.Errorf("submit with no healthy device: %v, want UNAVAILABLE", err)
 	}
 }

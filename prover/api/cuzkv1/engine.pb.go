@@ -1081,7 +1081,11 @@ type Worker struct {
 	Failed    uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
 	Cancelled uint64 `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	// Seconds spent proving since the daemon started (device busy time).
-	BusySeconds   float64 `protobuf:"fixed64,6,opt,name=busy_seconds,json=busySeconds,proto3" json:"busy_seconds,omitempty"`
+	BusySeconds float64 `protobuf:"fixed64,6,opt,name=busy_seconds,json=busySeconds,proto3" json:"busy_seconds,omitempty"`
+	// True once its device faulted (a sticky CUDA error): it takes no more
+	// work, its job went to another worker; fault is the error.
+	Faulted       bool   `protobuf:"varint,7,opt,name=faulted,proto3" json:"faulted,omitempty"`
+	Fault         string `protobuf:"bytes,8,opt,name=fault,proto3" json:"fault,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1156,6 +1160,20 @@ func (x *Worker) GetBusySeconds() float64 {
 		return x.BusySeconds
 	}
 	return 0
+}
+
+func (x *Worker) GetFaulted() bool {
+	if x != nil {
+		return x.Faulted
+	}
+	return false
+}
+
+func (x *Worker) GetFault() string {
+	if x != nil {
+		return x.Fault
+	}
+	return ""
 }
 
 // LoadedKey is a proving key held in memory.
@@ -2031,14 +2049,16 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
 	"\abackend\x18\x03 \x01(\tR\abackend\x12,\n" +
 	"\x12memory_total_bytes\x18\x04 \x01(\x04R\x10memoryTotalBytes\x12*\n" +
-	"\x11memory_used_bytes\x18\x05 \x01(\x04R\x0fmemoryUsedBytes\"\xaa\x01\n" +
+	"\x11memory_used_bytes\x18\x05 \x01(\x04R\x0fmemoryUsedBytes\"\xda\x01\n" +
 	"\x06Worker\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tsucceeded\x18\x03 \x01(\x04R\tsucceeded\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x1c\n" +
 	"\tcancelled\x18\x05 \x01(\x04R\tcancelled\x12!\n" +
-	"\fbusy_seconds\x18\x06 \x01(\x01R\vbusySeconds\"\x9d\x01\n" +
+	"\fbusy_seconds\x18\x06 \x01(\x01R\vbusySeconds\x12\x18\n" +
+	"\afaulted\x18\a \x01(\bR\afaulted\x12\x14\n" +
+	"\x05fault\x18\b \x01(\tR\x05fault\"\x9d\x01\n" +
 	"\tLoadedKey\x12\x18\n" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\x12\x15\n" +
