@@ -231,30 +231,51 @@ func (c *Context) compile(ctx context.Context, name, source string, headers map[
 			_ = os.Remove(file)
 		}
 	}
-	cc, err := c.compiler()
+	image, err := c.nvrtc(ctx, name, source, headers, options, key, file)
 	if err != nil {
-		return nil, false, fmt.Errorf("cudaspans: compile %s: %w", name, err)
-	}
-	compiles.Add(1)
-	image, _, err := cc.Compile(name, source, headers, options)
-	if err != nil {
-		var ce *CompileError
-		if errors.As(err, &ce) && ce.Module == "" {
-			ce.Module = name
-		}
 		return nil, false, err
-	}
-	if file != "" {
-		if err := writeAtomic(file, image); err != nil {
-			trace.SpanFromContext(ctx).AddEvent("kernel cache write failed",
-				trace.WithAttributes(attribute.String("error", err.Error())))
-		}
 	}
 	m, err := c.LoadModuleData(ctx, name, image)
 	if err != nil {
 		return nil, false, err
 	}
 	return m, false, nil
+}
+
+// nvrtc compiles with NVRTC and writes the image to the kernel cache file
+// (when not ""), as a cuda.nvrtc.compile span (module, options, cache key).
+func (c *Context) nvrtc(ctx context.Context, name, source string, headers map[string]string, options []string, key, file string) (image []byte, err error) {
+	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCUDANVRTC, trace.WithAttributes(
+		otelcuzk.KeyCUDAModuleName.String(name), otelcuzk.KeyCUDANVRTCOpts.StringSlice(options),
+		otelcuzk.KeyCUDACacheKey.String(key), otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		}
+		span.End()
+	}()
+	cc, err := c.compiler()
+	if err != nil {
+		return nil, fmt.Errorf("cudaspans: compile %s: %w", name, err)
+	}
+	compiles.Add(1)
+	image, _, err = cc.Compile(name, source, headers, options)
+	if err != nil {
+		var ce *CompileError
+		if errors.As(err, &ce) && ce.Module == "" {
+			ce.Module = name
+		}
+		return nil, err
+	}
+	if file != "" {
+		if err := writeAtomic(file, image); err != nil {
+			span.AddEvent("kernel cache write failed",
+				trace.WithAttributes(attribute.String("error", err.Error())))
+		}
+	}
+	return image, nil
 }
 
 // writeAtomic writes through a temporary file and a rename, so concurrent

@@ -347,3 +347,48 @@ func TestStreamOrdinalsAreNeverReusedAfterClose(t *testing.T) {
 		t.Errorf("stream ids %d, %d, then %d after closing the first: cuda.stream must name one stream", s0.ID(), s1.ID(), s2.ID())
 	}
 }
+
+// The NVRTC compile is a span of its own under cuda.compile (so its time is
+// not untraced beside the cuda.module.load child), with the module, the
+// options and the cache key; a cache hit has none.
+func TestCompileMissHasAnNVRTCSpanWithOptionsAndKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	src := `extern "C" __global__ void k() {}`
+	opts := CompileOptions{Defines: map[string]string{"W": "4"}}
+	if _, err := f.c.Compile(ctx, "knvrtc", src, opts); err != nil {
+		t.Fatal(err)
+	}
+	comp, nv := f.ended(otelcuzk.SpanCUDACompile), f.ended(otelcuzk.SpanCUDANVRTC)
+	if len(comp) != 1 || len(nv) != 1 {
+		t.Fatalf("%d cuda.compile, %d cuda.nvrtc.compile spans, want 1 and 1", len(comp), len(nv))
+	}
+	if nv[0].Parent().SpanID() != comp[0].SpanContext().SpanID() {
+		t.Error("cuda.nvrtc.compile is not a child of cuda.compile")
+	}
+	if got := mustAttr(t, nv[0], otelcuzk.KeyCUDAModuleName).AsString(); got != "knvrtc" {
+		t.Errorf("module %q", got)
+	}
+	if got := strings.Join(mustAttr(t, nv[0], otelcuzk.KeyCUDANVRTCOpts).AsStringSlice(), " "); got != "-arch=sm_90 -DW=4" {
+		t.Errorf("options %q", got)
+	}
+	_, options := f.c.compileOptions(opts)
+	if got, want := mustAttr(t, nv[0], otelcuzk.KeyCUDACacheKey).AsString(), cacheKey(src, nil, options, f.c.dev.DriverVersion); got != want || len(got) != 64 {
+		t.Errorf("cache key %q, want %q", got, want)
+	}
+	// The second compile hits the cache: no NVRTC span.
+	if _, err := f.c.Compile(ctx, "knvrtc", src, opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.ended(otelcuzk.SpanCUDANVRTC)); n != 1 {
+		t.Errorf("%d cuda.nvrtc.compile spans after a cache hit, want still 1", n)
+	}
+	// A failed compile marks the NVRTC span as the failure.
+	if _, err := f.c.Compile(ctx, "broken", "#error no\n", CompileOptions{}); err == nil {
+		t.Fatal("compile of #error succeeded")
+	}
+	nv = f.ended(otelcuzk.SpanCUDANVRTC)
+	if len(nv) != 2 || nv[1].Status().Code.String() != "Error" {
+		t.Fatalf("failed NVRTC span: %v", nv)
+	}
+}

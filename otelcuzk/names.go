@@ -105,6 +105,10 @@ const (
 	SpanCUDAHostUnregister = "cuda.host_unregister" // unpinning registered host memory
 	SpanCUDACompile        = "cuda.compile"         // NVRTC compile or kernel-cache hit
 	SpanCUDAModuleLoad     = "cuda.module.load"     // cubin or PTX module load
+	// SpanCUDANVRTC is the NVRTC compile itself (loading NVRTC, compiling,
+	// writing the kernel cache), a child of cuda.compile on a cache miss,
+	// so a minute of compile is not reported as untraced time.
+	SpanCUDANVRTC = "cuda.nvrtc.compile"
 )
 
 // Attribute keys of device operations recorded by cudaspans.
@@ -115,6 +119,8 @@ const (
 	KeyCUDACacheHit   = attribute.Key("cuda.kernel_cache.hit") // bool, compiled module came from the disk cache
 	KeyCUDAModuleName = attribute.Key("cuda.module.name")      // string, name given to Compile or the file loaded
 	KeyCUDAOpCount    = attribute.Key("cuda.op.count")         // int, device operations covered (gpu.total)
+	KeyCUDACacheKey   = attribute.Key("cuda.kernel_cache.key") // string, SHA-256 (hex) of the compile inputs
+	KeyCUDANVRTCOpts  = attribute.Key("cuda.nvrtc.options")    // string slice, NVRTC options in order
 )
 
 // Keys added for the resource's GPUs and the Curio task helper.
