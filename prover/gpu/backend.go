@@ -553,6 +553,8 @@ func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer
 // MSMG1 implements prover.Backend.MSMG1 on the GPU with the Pippenger MSM
 // of msm.go over bases kept resident on the device (uploaded on first use
 // of bases.ID, reused by later proofs); span names the span (msm.g1.a, ...).
+// A set without an ID is not kept resident: its points are copied to the
+// device with the scalars for this MSM only (MSM.G1Host).
 func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
 	if len(scalars) != len(bases.Points) {
 		return curve.G1Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))

@@ -192,28 +192,49 @@ func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.Compil
 // compileGroup compiles (or loads from the kernel cache) the G1 or G2
 // module and looks up its kernels.
 func (m *MSM) compileGroup(ctx context.Context, g2 bool) (*msmGroup, error) {
-	name, suffix := "msm", ""
-	g := &msmGroup{g2: g2, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
+	return compileMSMGroup(ctx, m.c, g2, m.compile)
+}
+
+// compileMSMGroup compiles the G1 or G2 module on c (extra adds NVRTC
+// options) and looks up its kernels; NewMSM and Backend.Warmup use it.
+func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra cudaspans.CompileOptions) (*msmGroup, error) {
+	name := "msm"
 	if g2 {
-		name, suffix = "msm_g2", "_g2"
-		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+		name = "msm_g2"
 	}
-	mod, err := m.c.Compile(ctx, name, msmSource, msmCompileOptions(g2, m.compile))
+	mod, err := c.Compile(ctx, name, msmSource, msmCompileOptions(g2, extra))
 	if err != nil {
 		return nil, fmt.Errorf("msm: compile %s kernels: %w", groupName(g2), err)
 	}
-	g.mod = mod
-	for _, k := range []struct {
-		f    **cudaspans.Function
-		name string
-	}{
-		{&g.fill, "msm_fill_u32"}, {&g.digits, "msm_digits_count"}, {&g.scan, "msm_bucket_scan"},
-		{&g.scatter, "msm_scatter"}, {&g.accumulate, "msm_bucket_accumulate" + suffix},
-		{&g.merge, "msm_segment_merge" + suffix}, {&g.reduce, "msm_bucket_reduce" + suffix},
-		{&g.windowSum, "msm_window_sum" + suffix},
-	} {
-		if *k.f, err = mod.Function(k.name); err != nil {
-			_ = mod.Close()
+	g, err := newMSMGroup(mod, g2)
+	if err != nil {
+		_ = mod.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// msmKernels are the kernel names of a group's module (G2 point kernels
+// carry the suffix _g2).
+func msmKernels(g2 bool) []string {
+	suffix := ""
+	if g2 {
+		suffix = "_g2"
+	}
+	return []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter",
+		"msm_bucket_accumulate" + suffix, "msm_segment_merge" + suffix, "msm_bucket_reduce" + suffix, "msm_window_sum" + suffix}
+}
+
+// newMSMGroup looks up the kernels of a loaded G1 or G2 module.
+func newMSMGroup(mod *cudaspans.Module, g2 bool) (*msmGroup, error) {
+	g := &msmGroup{g2: g2, mod: mod, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
+	if g2 {
+		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+	}
+	fs := []**cudaspans.Function{&g.fill, &g.digits, &g.scan, &g.scatter, &g.accumulate, &g.merge, &g.reduce, &g.windowSum}
+	for i, name := range msmKernels(g2) {
+		var err error
+		if *fs[i], err = mod.Function(name); err != nil {
 			return nil, fmt.Errorf("msm: %w", err)
 		}
 	}
@@ -435,8 +456,15 @@ func (m *MSM) overResident(ctx context.Context, name string, s *cudaspans.Stream
 // way the CUDA backend's MSMG1 should call it): the first call for set.ID
 // uploads the points (a keys.preload span under the MSM's span), later
 // calls reuse the device copy. len(scalars) ≤ len(set.Points).
+//
+// A set without an ID (prover.Prove without WithKeyID) is never kept
+// resident, as prover.BaseSet says: it is G1Host over set.Points, the
+// bases copied with each chunk and gone when the MSM ends.
 func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
 	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	if set.ID == "" {
+		return m.G1Host(ctx, name, s, set.Points, scalars)
+	}
 	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
 		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG1(ctx, s, set) },
 		func(ctx context.Context, rb *ResidentBases) (curve.G1Jac, error) {
@@ -447,6 +475,9 @@ func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, 
 // G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
 func (m *MSM) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
 	set prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	if set.ID == "" {
+		return m.G2Host(ctx, name, s, set.Points, scalars)
+	}
 	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
 		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG2(ctx, s, set) },
 		func(ctx context.Context, rb *ResidentBases) (curve.G2Jac, error) {
