@@ -109,6 +109,13 @@ const (
 	// writing the kernel cache), a child of cuda.compile on a cache miss,
 	// so a minute of compile is not reported as untraced time.
 	SpanCUDANVRTC = "cuda.nvrtc.compile"
+	// SpanGPUWarmup is a backend compiling or loading all its kernel
+	// modules (a cuda.compile child each, in parallel): at cuzk serve's
+	// start, or inside the first proof's groth16.prove, before gpu.lock.
+	SpanGPUWarmup = "gpu.warmup"
+	// KeyWarmupShared is true on a gpu.warmup span that waited for another
+	// caller's warm-up instead of compiling (bool).
+	KeyWarmupShared = attribute.Key("cuzk.warmup.shared")
 )
 
 // Attribute keys of device operations recorded by cudaspans.

@@ -473,3 +473,38 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 		t.Errorf("second pipeline compiled or hashed again: %v", names)
 	}
 }
+
+// warmCPU is the CPU backend with a warm-up that counts its calls and
+// fails while fail is set, standing in for the CUDA backend's Warmup.
+type warmCPU struct {
+	*CPU
+	calls *int
+	fail  *bool
+}
+
+func (w warmCPU) Warmup(context.Context) error {
+	*w.calls++
+	if *w.fail {
+		return errors.New("kernels: compile failed")
+	}
+	return nil
+}
+
+func TestPipelineWarmupCallsTheBackendsWarmupAndIsANoOpWithoutOne(t *testing.T) {
+	var calls int
+	fail := true
+	RegisterBackend("test-warm", func(_ context.Context, o BackendOptions) (Backend, error) {
+		return warmCPU{NewCPU(o.TracerProvider), &calls, &fail}, nil
+	})
+	p := newTestPipeline(t, "test-warm", cudaspans.ReleaseSync)
+	if err := p.Warmup(context.Background()); err == nil || err.Error() != "kernels: compile failed" || calls != 1 {
+		t.Errorf("Warmup = %v after %d calls, want the backend's error after 1", err, calls)
+	}
+	fail = false
+	if err := p.Warmup(context.Background()); err != nil || calls != 2 {
+		t.Errorf("Warmup = %v after %d calls, want nil after 2", err, calls)
+	}
+	if err := newTestPipeline(t, "cpu", cudaspans.ReleaseSync).Warmup(context.Background()); err != nil {
+		t.Errorf("CPU pipeline Warmup = %v, want nil", err)
+	}
+}

@@ -140,6 +140,7 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	warmed := warmupInBackground(ctx, pipe, errOut, time.Second)
 	req := &prover.Request{
 		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Circuit:     name,
@@ -148,6 +149,9 @@ func proveAction(c *cli.Context) (err error) {
 		Verify:      c.Bool("verify"),
 	}
 	res, runErr := runJob(ctx, tp, pipe, pipe.Backend()+":0", req)
+	if runErr == nil {
+		<-warmed // its progress line before the waterfall (the proof waited for it)
+	}
 	// Async releases finish (and end their spans) before the flush.
 	closeErr := pipe.Close(context.Background())
 	if runErr != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -37,12 +38,21 @@ func init() {
 type Backend struct {
 	c        *cudaspans.Context
 	s        *cudaspans.Stream
-	ntt      *NTT
-	msm      *MSM
 	keys     *ResidentKeys
 	cpu      *prover.CPU
 	releaser *cudaspans.Releaser
+	tp       trace.TracerProvider
 	tracer   trace.Tracer
+
+	warmMu sync.Mutex // held by the one Warmup that compiles
+	// ntt and msm are set once by Warmup (under warmMu) and read after
+	// ready, which Warmup sets last.
+	ntt   *NTT
+	msm   *MSM
+	ready atomic.Bool
+	// warm compiles what is not yet loaded (Backend.compileModules; tests
+	// replace it).
+	warm func(ctx context.Context) error
 
 	mu      sync.Mutex // the device: one operation at a time on s
 	proofMu sync.Mutex // the device for one whole proof (BeginProof)
@@ -164,9 +174,10 @@ func CheckEnv() error {
 var _ prover.Backend = (*Backend)(nil)
 
 // Open opens the CUDA backend on device o.DeviceOrdinal: the device's
-// primary context, one stream, and the NTT and MSM kernels (compiled by
-// NVRTC, or taken from the kernel cache). Without a driver or device it
-// returns an error wrapping prover.ErrBackendUnavailable and
+// primary context and one stream. It compiles nothing: the kernel modules
+// are compiled by NVRTC (or taken from the kernel cache) by Warmup, which
+// the first proof calls if nobody did before. Without a driver or device
+// it returns an error wrapping prover.ErrBackendUnavailable and
 // cudaspans.ErrNoDevice that says why in one line.
 func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 	tp := o.TracerProvider
@@ -190,24 +201,15 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		c.Close()
 		return nil, err
 	}
-	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tracer: tp.Tracer(otelcuzk.ScopeName),
+	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName),
 		hostCopy: hc, g2OnCPU: g2OnCPU}
+	b.warm = b.compileModules
 	fail := func(err error) (*Backend, error) {
 		b.Close()
 		return nil, err
 	}
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
-	}
-	if b.ntt, err = NewNTT(ctx, c, tp); err != nil {
-		return fail(err)
-	}
-	mopts := []MSMOption{WithMSMTracerProvider(tp)}
-	if o.Releaser != nil {
-		mopts = append(mopts, WithMSMReleaser(o.Releaser))
-	}
-	if b.msm, err = NewMSM(ctx, c, mopts...); err != nil {
-		return fail(err)
 	}
 	kopts := []KeysOption{WithKeysTracerProvider(tp)}
 	if o.Releaser != nil {
@@ -217,6 +219,108 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		return fail(err)
 	}
 	return b, nil
+}
+
+var _ prover.Warmer = (*Backend)(nil)
+
+// Warmup makes the backend ready to prove: it compiles with NVRTC, or
+// loads from the kernel cache (cudaspans.Context.KernelCacheDir), every
+// kernel module the backend uses (the NTT; the MSM's scalar part and the
+// four point parts of G1 and of G2, kernels/msm.cu) all at once on their
+// own goroutines, so the wall time is that of the slowest module rather
+// than the sum. It is recorded as a gpu.warmup span (child of the span in
+// ctx) with one cuda.compile child per module, and cuda.nvrtc.compile
+// below those that missed the cache.
+//
+// It returns nil once every module is loaded; later calls return nil at
+// once. On failure (a *cudaspans.CompileError with the log, no NVRTC and
+// no cached image: cudaspans.ErrNoCompiler, ctx already done) it returns
+// the error, keeps what did load, and the next call tries the rest again.
+// A compile in flight is not interrupted by ctx. Concurrent calls wait for
+// the one in flight and share its result.
+//
+// Calling it is optional: a proof warms the backend itself (BeginProof, before
+// the gpu.lock wait and before the device session, so neither gpu.lock nor
+// gpu.total ever covers a compile). Call it to be ready before the first
+// proof: cuzk serve reports NOT_SERVING until it returns nil; cuzk prove
+// prints a line while it runs. Cold on the H200 host it compiles for tens
+// of seconds; from the kernel cache it takes milliseconds.
+func (b *Backend) Warmup(ctx context.Context) (err error) {
+	if b.ready.Load() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cuda backend: warm-up: %w", err)
+	}
+	// The span starts before the wait for a warm-up in flight, so a proof
+	// that waits for the daemon's (or cuzk prove's) warm-up shows the wait.
+	ctx, span := b.tracer.Start(ctx, otelcuzk.SpanGPUWarmup,
+		trace.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(b.c.Device().Ordinal)))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+		}
+		span.End()
+	}()
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.ready.Load() {
+		span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(true))
+		return nil
+	}
+	span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(false))
+	if err := b.warm(ctx); err != nil {
+		return fmt.Errorf("cuda backend: warm-up: %w", err)
+	}
+	b.ready.Store(true)
+	return nil
+}
+
+// compileModules compiles the NTT and MSM modules not yet loaded, in
+// parallel. Called with warmMu held.
+func (b *Backend) compileModules(ctx context.Context) error {
+	var jobs []func() error
+	if b.ntt == nil {
+		jobs = append(jobs, func() (err error) {
+			b.ntt, err = NewNTT(ctx, b.c, b.tp)
+			return err
+		})
+	}
+	if b.msm == nil {
+		jobs = append(jobs, func() (err error) {
+			mopts := []MSMOption{WithMSMTracerProvider(b.tp)}
+			if b.releaser != nil {
+				mopts = append(mopts, WithMSMReleaser(b.releaser))
+			}
+			b.msm, err = newMSM(ctx, b.c, true, mopts...)
+			return err
+		})
+	}
+	return parallel(jobs...)
+}
+
+// proofState is what BeginProof puts in a proof's context: the backend
+// that owns the proof and the result of its warm-up, so a failed warm-up
+// fails the proof's first device call without compiling again.
+type proofState struct {
+	b       *Backend
+	warmErr error
+}
+
+// ensureReady returns nil when the kernels are loaded, warming the
+// backend when needed; inside a proof, the proof's own warm-up result.
+func (b *Backend) ensureReady(ctx context.Context) error {
+	if b.ready.Load() {
+		return nil
+	}
+	if st, ok := ctx.Value(proofKey{}).(proofState); ok && st.b == b {
+		if st.warmErr != nil {
+			return st.warmErr
+		}
+	}
+	return b.Warmup(ctx)
 }
 
 // Name returns "cuda".
@@ -250,12 +354,18 @@ type proofKey struct{}
 // emitting gpu.total (first to last device operation, GPU clock) as a
 // child of the span in ctx, and gives the device to the next proof; its
 // error is the session's synchronize error; a second call is a no-op.
+//
+// Before all that it warms the backend (Warmup: a gpu.warmup span when
+// modules are compiled or loaded), so the wait for a compile is neither
+// gpu.lock nor inside gpu.total; a failed warm-up is returned by the
+// proof's first device call.
 func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error) {
+	werr := b.Warmup(ctx)
 	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
 	b.proofMu.Lock()
 	span.End()
 	sctx, sess := b.c.BeginSession(ctx)
-	sctx = context.WithValue(sctx, proofKey{}, b)
+	sctx = context.WithValue(sctx, proofKey{}, proofState{b: b, warmErr: werr})
 	var once sync.Once
 	var err error
 	return sctx, func() error {
@@ -272,7 +382,7 @@ func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error
 // wait here is for another MSM of the same proof, so it has no span;
 // outside a proof the wait is a gpu.lock span.
 func (b *Backend) lock(ctx context.Context) func() {
-	if ctx.Value(proofKey{}) == b {
+	if st, ok := ctx.Value(proofKey{}).(proofState); ok && st.b == b {
 		b.mu.Lock()
 		return b.mu.Unlock
 	}
@@ -300,6 +410,9 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 	}
 	if _, err := log2Exact(n); err != nil {
 		return err
+	}
+	if err := b.ensureReady(ctx); err != nil {
+		return fmt.Errorf("cuda compute H: %w", err)
 	}
 	defer b.lock(ctx)()
 	bufs := make([]*cudaspans.DeviceBuffer, 0, 3)
@@ -593,6 +706,9 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 // copy mode wants them: copied into pinned staging memory, pinned in
 // place, or as they are.
 func (b *Backend) withScalars(ctx context.Context, span string, scalars []fr.Element, msm func([]fr.Element) error) error {
+	if err := b.ensureReady(ctx); err != nil {
+		return fmt.Errorf("cuda %s: %w", span, err)
+	}
 	defer b.lock(ctx)()
 	sc := scalars
 	if len(scalars)*frBytes >= minPinnedCopy {
@@ -634,9 +750,16 @@ func (b *Backend) Close() error {
 	if b.keys != nil {
 		errs = append(errs, b.keys.EvictAll(context.Background()))
 	}
+	b.warmMu.Lock() // no Warmup in flight
 	if b.ntt != nil {
 		errs = append(errs, b.ntt.Close())
 	}
+	if b.msm != nil {
+		errs = append(errs, b.msm.Close())
+	}
+	b.ntt, b.msm = nil, nil
+	b.ready.Store(false)
+	b.warmMu.Unlock()
 	if b.c != nil {
 		errs = append(errs, b.c.Close())
 	}

@@ -76,15 +76,24 @@ type MSM struct {
 
 	mu     sync.Mutex
 	closed bool
+	scalar *msmScalarKernels
 	g1     *msmGroup
-	g2     *msmGroup // compiled on the first G2 MSM
+	g2     *msmGroup // compiled on the first G2 MSM, or by CompileG2
 }
 
-// msmGroup is one compiled MSM module: msm.cu for G1, or msm.cu with
-// -DMSM_G2 for G2 (kernel names with the suffix _g2).
+// msmScalarKernels is the module of msm.cu's part 1 (MSM_PART_SCALAR):
+// the digit, scan and scatter kernels, the same for G1 and G2.
+type msmScalarKernels struct {
+	mod                         *cudaspans.Module
+	fill, digits, scan, scatter *cudaspans.Function
+}
+
+// msmGroup is the point kernels of one group, G1 or G2 (msm.cu with
+// MSM_G2, kernel names with the suffix _g2), each part its own module
+// (MSM_PART 2 to 5), with the shared scalar kernels.
 type msmGroup struct {
 	g2                                   bool
-	mod                                  *cudaspans.Module
+	mods                                 []*cudaspans.Module
 	affineBytes, xyzzBytes               int
 	fill, digits, scan, scatter          *cudaspans.Function
 	accumulate, merge, reduce, windowSum *cudaspans.Function
@@ -131,25 +140,22 @@ func WithWindowBits(c int) MSMOption {
 }
 
 // WithMSMCompileOptions adds NVRTC options (defines, flags) to the MSM
-// module's compile, e.g. for experiments with kernel variants.
+// modules' compiles, e.g. for experiments with kernel variants.
 func WithMSMCompileOptions(o cudaspans.CompileOptions) MSMOption {
 	return msmOptionFunc(func(c *msmConfig) { c.compile = o })
 }
 
-// NewMSM compiles the MSM kernels for c's device (NVRTC, cached on disk by
-// cudaspans) and returns an MSM. Errors: compile errors (a
-// *cudaspans.CompileError with the log), cudaspans.ErrNoCompiler, a bad
-// option.
-func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM, error) {
+// newMSMConfig applies opts and fills the defaults.
+func newMSMConfig(opts []MSMOption) (msmConfig, error) {
 	var cfg msmConfig
 	for _, o := range opts {
 		o.applyMSM(&cfg)
 	}
 	if cfg.window != 0 && (cfg.window < 2 || cfg.window > 20) {
-		return nil, fmt.Errorf("msm: window bits %d out of range [2, 20]", cfg.window)
+		return cfg, fmt.Errorf("msm: window bits %d out of range [2, 20]", cfg.window)
 	}
 	if cfg.maxChunk < 0 {
-		return nil, fmt.Errorf("msm: negative chunk size %d", cfg.maxChunk)
+		return cfg, fmt.Errorf("msm: negative chunk size %d", cfg.maxChunk)
 	}
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
@@ -157,21 +163,70 @@ func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM,
 	if cfg.releaser == nil {
 		r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
 		cfg.releaser = r
 	}
-	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
-	g1, err := m.compileGroup(ctx, false)
+	return cfg, nil
+}
+
+// NewMSM compiles the MSM kernels of G1 for c's device (NVRTC, cached on
+// disk by cudaspans; the modules of msm.cu's parts compile in parallel)
+// and returns an MSM; the G2 kernels compile on the first G2 MSM or at
+// CompileG2. Errors: compile errors (a *cudaspans.CompileError with the
+// log), cudaspans.ErrNoCompiler, a bad option.
+func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM, error) {
+	return newMSM(ctx, c, false, opts...)
+}
+
+// newMSM is NewMSM, with the G2 kernels too when withG2 (all modules in
+// parallel).
+func newMSM(ctx context.Context, c *cudaspans.Context, withG2 bool, opts ...MSMOption) (*MSM, error) {
+	cfg, err := newMSMConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	m.g1 = g1
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
+	var g2 *msmGroup
+	var sk *msmScalarKernels
+	var g1 *msmGroup
+	jobs := []func() error{
+		func() (err error) { sk, err = compileMSMScalar(ctx, c, cfg.compile); return err },
+		func() (err error) { g1, err = compileMSMGroup(ctx, c, false, cfg.compile); return err },
+	}
+	if withG2 {
+		jobs = append(jobs, func() (err error) { g2, err = compileMSMGroup(ctx, c, true, cfg.compile); return err })
+	}
+	if err := parallel(jobs...); err != nil {
+		for _, g := range []*msmGroup{g1, g2} {
+			g.close()
+		}
+		sk.close()
+		return nil, err
+	}
+	m.scalar = sk
+	m.g1, m.g2 = g1.with(sk), g2.with(sk)
 	return m, nil
 }
 
-// msmCompileOptions returns the NVRTC inputs of the G1 or G2 MSM module,
+// parallel runs the functions on their own goroutines and returns their
+// errors joined.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, f := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// msmCompileOptions returns the NVRTC inputs of a G1 or G2 MSM module,
 // with extra's defines, headers and flags added.
 func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.CompileOptions {
 	o := extra
@@ -189,56 +244,160 @@ func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.Compil
 	return o
 }
 
-// compileGroup compiles (or loads from the kernel cache) the G1 or G2
-// module and looks up its kernels.
-func (m *MSM) compileGroup(ctx context.Context, g2 bool) (*msmGroup, error) {
-	return compileMSMGroup(ctx, m.c, g2, m.compile)
+// msmPart is one module of msm.cu (MSM_PART), its kernel names for G1;
+// the point parts' G2 kernels carry the suffix _g2.
+type msmPart struct {
+	name    string
+	part    int // MSM_PART
+	kernels []string
 }
 
-// compileMSMGroup compiles the G1 or G2 module on c (extra adds NVRTC
-// options) and looks up its kernels; NewMSM and Backend.Warmup use it.
+// msmScalarPart and msmPointParts are msm.cu's modules (kernels/msm.cu,
+// "Parts"): ptxas compiles a module on one core, so the parts compile in
+// parallel; the scalar part is shared by G1 and G2.
+var (
+	msmScalarPart = msmPart{"msm_scalar", 1, []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter"}}
+	msmPointParts = []msmPart{
+		{"msm_accumulate", 2, []string{"msm_bucket_accumulate"}},
+		{"msm_merge", 3, []string{"msm_segment_merge"}},
+		{"msm_reduce", 4, []string{"msm_bucket_reduce"}},
+		{"msm_window_sum", 5, []string{"msm_window_sum"}},
+	}
+)
+
+// msmModules lists the module name, NVRTC options and kernel names of
+// every module of the MSM: the scalar part, then the point parts of G1
+// and of G2 (as NewMSM and Backend.Warmup compile them).
+func msmModules(extra cudaspans.CompileOptions) []kernelModule {
+	out := []kernelModule{msmScalarPart.module(false, extra)}
+	for _, g2 := range []bool{false, true} {
+		for _, p := range msmPointParts {
+			out = append(out, p.module(g2, extra))
+		}
+	}
+	return out
+}
+
+// kernelModule is one NVRTC compile: a module's name, source, options and
+// the kernels it must export.
+type kernelModule struct {
+	name, source string
+	opts         cudaspans.CompileOptions
+	kernels      []string
+}
+
+// module returns the compile of part p for G1 or G2.
+func (p msmPart) module(g2 bool, extra cudaspans.CompileOptions) kernelModule {
+	o := msmCompileOptions(g2 && p.part != 1, extra)
+	o.Defines["MSM_PART"] = fmt.Sprint(p.part)
+	km := kernelModule{name: p.name, source: msmSource, opts: o, kernels: p.kernels}
+	if g2 && p.part != 1 {
+		km.name += "_g2"
+		km.kernels = nil
+		for _, k := range p.kernels {
+			km.kernels = append(km.kernels, k+"_g2")
+		}
+	}
+	return km
+}
+
+// compile compiles km on c and looks up its kernels, in km.kernels' order.
+func (km kernelModule) compile(ctx context.Context, c *cudaspans.Context) (*cudaspans.Module, []*cudaspans.Function, error) {
+	mod, err := c.Compile(ctx, km.name, km.source, km.opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compile %s kernels: %w", km.name, err)
+	}
+	fs := make([]*cudaspans.Function, len(km.kernels))
+	for i, k := range km.kernels {
+		if fs[i], err = mod.Function(k); err != nil {
+			_ = mod.Close()
+			return nil, nil, err
+		}
+	}
+	return mod, fs, nil
+}
+
+// compileMSMScalar compiles the scalar part.
+func compileMSMScalar(ctx context.Context, c *cudaspans.Context, extra cudaspans.CompileOptions) (*msmScalarKernels, error) {
+	mod, fs, err := msmScalarPart.module(false, extra).compile(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("msm: %w", err)
+	}
+	return &msmScalarKernels{mod: mod, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3]}, nil
+}
+
+// compileMSMGroup compiles the point parts of G1 or G2 on c, in parallel
+// (extra adds NVRTC options). The group's scalar kernels are set by with.
 func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra cudaspans.CompileOptions) (*msmGroup, error) {
-	name := "msm"
+	g := &msmGroup{g2: g2, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
 	if g2 {
-		name = "msm_g2"
+		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
 	}
-	mod, err := c.Compile(ctx, name, msmSource, msmCompileOptions(g2, extra))
-	if err != nil {
-		return nil, fmt.Errorf("msm: compile %s kernels: %w", groupName(g2), err)
+	targets := []**cudaspans.Function{&g.accumulate, &g.merge, &g.reduce, &g.windowSum}
+	mods := make([]*cudaspans.Module, len(msmPointParts))
+	jobs := make([]func() error, len(msmPointParts))
+	for i, p := range msmPointParts {
+		jobs[i] = func() error {
+			mod, fs, err := p.module(g2, extra).compile(ctx, c)
+			if err != nil {
+				return fmt.Errorf("msm: %s: %w", groupName(g2), err)
+			}
+			mods[i], *targets[i] = mod, fs[0]
+			return nil
+		}
 	}
-	g, err := newMSMGroup(mod, g2)
+	err := parallel(jobs...)
+	for _, mod := range mods {
+		if mod != nil {
+			g.mods = append(g.mods, mod)
+		}
+	}
 	if err != nil {
-		_ = mod.Close()
+		g.close()
 		return nil, err
 	}
 	return g, nil
 }
 
-// msmKernels are the kernel names of a group's module (G2 point kernels
-// carry the suffix _g2).
-func msmKernels(g2 bool) []string {
-	suffix := ""
-	if g2 {
-		suffix = "_g2"
+// with returns g with the scalar kernels of sk (nil for a nil g).
+func (g *msmGroup) with(sk *msmScalarKernels) *msmGroup {
+	if g == nil {
+		return nil
 	}
-	return []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter",
-		"msm_bucket_accumulate" + suffix, "msm_segment_merge" + suffix, "msm_bucket_reduce" + suffix, "msm_window_sum" + suffix}
+	g.fill, g.digits, g.scan, g.scatter = sk.fill, sk.digits, sk.scan, sk.scatter
+	return g
 }
 
-// newMSMGroup looks up the kernels of a loaded G1 or G2 module.
-func newMSMGroup(mod *cudaspans.Module, g2 bool) (*msmGroup, error) {
-	g := &msmGroup{g2: g2, mod: mod, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
-	if g2 {
-		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+// close unloads the group's own modules (not the shared scalar one).
+func (g *msmGroup) close() error {
+	if g == nil {
+		return nil
 	}
-	fs := []**cudaspans.Function{&g.fill, &g.digits, &g.scan, &g.scatter, &g.accumulate, &g.merge, &g.reduce, &g.windowSum}
-	for i, name := range msmKernels(g2) {
-		var err error
-		if *fs[i], err = mod.Function(name); err != nil {
-			return nil, fmt.Errorf("msm: %w", err)
-		}
+	var errs []error
+	for _, m := range g.mods {
+		errs = append(errs, m.Close())
 	}
-	return g, nil
+	g.mods = nil
+	return errors.Join(errs...)
+}
+
+func (sk *msmScalarKernels) close() error {
+	if sk == nil || sk.mod == nil {
+		return nil
+	}
+	err := sk.mod.Close()
+	sk.mod = nil
+	return err
+}
+
+// CompileG2 compiles (or loads from the kernel cache) the G2 kernels now
+// rather than on the first G2 MSM; a no-op once they are loaded. Errors
+// as NewMSM's.
+func (m *MSM) CompileG2(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.group(ctx, true)
+	return err
 }
 
 // group returns the G1 module, or the G2 module, compiling it on first
@@ -251,11 +410,11 @@ func (m *MSM) group(ctx context.Context, g2 bool) (*msmGroup, error) {
 		return m.g1, nil
 	}
 	if m.g2 == nil {
-		g, err := m.compileGroup(ctx, true)
+		g, err := compileMSMGroup(ctx, m.c, true, m.compile)
 		if err != nil {
 			return nil, err
 		}
-		m.g2 = g
+		m.g2 = g.with(m.scalar)
 	}
 	return m.g2, nil
 }
@@ -272,14 +431,9 @@ func (m *MSM) Close() error {
 		return nil
 	}
 	m.closed = true
-	var errs []error
-	for _, g := range []*msmGroup{m.g1, m.g2} {
-		if g != nil {
-			errs = append(errs, g.mod.Close())
-		}
-	}
-	m.g1, m.g2 = nil, nil
-	if err := errors.Join(errs...); err != nil {
+	err := errors.Join(m.g1.close(), m.g2.close(), m.scalar.close())
+	m.g1, m.g2, m.scalar = nil, nil, nil
+	if err != nil {
 		return fmt.Errorf("msm: unload kernels: %w", err)
 	}
 	return nil

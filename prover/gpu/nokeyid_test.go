@@ -106,15 +106,28 @@ func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.Sp
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var groups [2]*msmGroup
-	for i, g2 := range []bool{false, true} {
-		mod, err := c.LoadModuleData(ctx, "msm", []byte("\x7fELF fake"))
+	mod, err := c.LoadModuleData(ctx, "msm", []byte("\x7fELF fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(name string) *cudaspans.Function {
+		f, err := mod.Function(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if groups[i], err = newMSMGroup(mod, g2); err != nil {
-			t.Fatal(err)
+		return f
+	}
+	sk := &msmScalarKernels{mod: mod, fill: fn("msm_fill_u32"), digits: fn("msm_digits_count"),
+		scan: fn("msm_bucket_scan"), scatter: fn("msm_scatter")}
+	var groups [2]*msmGroup
+	for i, suffix := range []string{"", "_g2"} {
+		g := &msmGroup{g2: i == 1, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes,
+			accumulate: fn("msm_bucket_accumulate" + suffix), merge: fn("msm_segment_merge" + suffix),
+			reduce: fn("msm_bucket_reduce" + suffix), windowSum: fn("msm_window_sum" + suffix)}
+		if i == 1 {
+			g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
 		}
+		groups[i] = g.with(sk)
 	}
 	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
 	if err != nil {
@@ -130,7 +143,9 @@ func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.Sp
 	}
 	b := &Backend{c: c, s: s, keys: keys, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
 		cpu: prover.NewCPU(tp),
-		msm: &MSM{c: c, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), g1: groups[0], g2: groups[1]}}
+		msm: &MSM{c: c, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), scalar: sk, g1: groups[0], g2: groups[1]}}
+	b.warm = func(context.Context) error { return nil } // the modules above are loaded
+	b.ready.Store(true)
 	return b, drv, rec
 }
 

@@ -94,6 +94,15 @@ func WithNTTDefines(d map[string]string) NTTOption {
 	})
 }
 
+// nttModule is the NVRTC compile of the NTT kernels with defines.
+func nttModule(defines map[string]string) kernelModule {
+	return kernelModule{name: "ntt", source: nttSource, opts: cudaspans.CompileOptions{
+		Headers: map[string]string{"ff.cuh": ffSource, "ntt.cuh": nttHeader},
+		Flags:   []string{"-std=c++17"},
+		Defines: defines,
+	}, kernels: []string{"ntt_pass", "ntt_powers", "groth16_pointwise"}}
+}
+
 // NewNTT compiles the NTT kernels for c's device (NVRTC, or the kernel cache
 // on a second start) and returns the engine. tp records the step spans
 // (nil: the global provider). Errors name the failing compile or lookup.
@@ -105,11 +114,7 @@ func NewNTT(ctx context.Context, c *cudaspans.Context, tp trace.TracerProvider, 
 	for _, o := range opts {
 		o.applyNTT(&cfg)
 	}
-	mod, err := c.Compile(ctx, "ntt", nttSource, cudaspans.CompileOptions{
-		Headers: map[string]string{"ff.cuh": ffSource, "ntt.cuh": nttHeader},
-		Flags:   []string{"-std=c++17"},
-		Defines: cfg.defines,
-	})
+	mod, err := c.Compile(ctx, "ntt", nttSource, nttModule(cfg.defines).opts)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)
 	}

@@ -21,6 +21,13 @@ type Rates struct {
 	FrMul, FpMul, IMADLo, IMADHi float64
 }
 
+// rateModule is the NVRTC compile of the rate probes with defines.
+func rateModule(defines map[string]string) kernelModule {
+	return kernelModule{name: "rate", source: rateSource, opts: cudaspans.CompileOptions{
+		Headers: map[string]string{"ff.cuh": ffSource}, Flags: []string{"-std=c++17"}, Defines: defines},
+		kernels: []string{"rate_fr_mul", "rate_fp_mul", "rate_imad"}}
+}
+
 // MeasureRates runs the probes of kernels/rate.cu on c's device: every
 // thread of a grid of 8 blocks of 256 threads per multiprocessor runs
 // independent chains of each operation; the rate is operations over the
@@ -30,8 +37,8 @@ type Rates struct {
 // FF_MUL_EVENODD; nil for the defaults).
 func MeasureRates(ctx context.Context, c *cudaspans.Context, defines map[string]string) (Rates, error) {
 	var r Rates
-	mod, err := c.Compile(ctx, "rate", rateSource, cudaspans.CompileOptions{
-		Headers: map[string]string{"ff.cuh": ffSource}, Flags: []string{"-std=c++17"}, Defines: defines})
+	km := rateModule(defines)
+	mod, err := c.Compile(ctx, km.name, km.source, km.opts)
 	if err != nil {
 		return r, fmt.Errorf("gpu: compile rate probes: %w", err)
 	}

@@ -25,6 +25,18 @@
 
 #include "ff.cuh"
 
+// FP2_MUL_CALL=1 makes mul and sqr calls rather than inlined copies on the
+// device: NVVM spends most of the G2 modules' compile on the inlined
+// Fp multiplications (the G2 window sum alone: 4.2 MB of PTX, 18 of its
+// 29 s of compile CPU time with NVRTC 11.8), a call per Fp2 product cuts
+// that at some cost in speed; off by default until measured on the H200
+// (msmbench -g2-log2 22 -variants 'default;FP2_MUL_CALL=1').
+#if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && defined(FP2_MUL_CALL) && FP2_MUL_CALL
+#define FP2_MUL_HD __host__ __device__ __noinline__
+#else
+#define FP2_MUL_HD FF_HD
+#endif
+
 namespace ff {
 
 struct fp2_t {
@@ -50,7 +62,7 @@ struct fp2_t {
 
   // (a0 + a1·u)(b0 + b1·u) = (a0·b0 − a1·b1) + ((a0 + a1)(b0 + b1) − a0·b0 − a1·b1)·u,
   // Karatsuba: three Fp multiplications instead of four.
-  static FF_HD fp2_t mul(const fp2_t &a, const fp2_t &b) {
+  static FP2_MUL_HD fp2_t mul(const fp2_t &a, const fp2_t &b) {
     fp_t t0 = fp_t::mul(a.a0, b.a0);
     fp_t t1 = fp_t::mul(a.a1, b.a1);
     fp_t s = fp_t::mul(fp_t::add(a.a0, a.a1), fp_t::add(b.a0, b.a1));
@@ -58,7 +70,7 @@ struct fp2_t {
   }
 
   // (a0 + a1·u)² = (a0 + a1)(a0 − a1) + 2·a0·a1·u: two Fp multiplications.
-  static FF_HD fp2_t sqr(const fp2_t &a) {
+  static FP2_MUL_HD fp2_t sqr(const fp2_t &a) {
     fp_t r0 = fp_t::mul(fp_t::add(a.a0, a.a1), fp_t::sub(a.a0, a.a1));
     fp_t r1 = fp_t::mul(a.a0, a.a1);
     return make(r0, fp_t::dbl(r1));

@@ -50,6 +50,25 @@ typedef ff::fp_t msm_field;
 typedef unsigned int msm_u32;
 typedef unsigned long long msm_u64;
 
+// Parts. Compiled with -DMSM_PART=k, the module holds only part k's
+// kernels, so the MSM compiles as several small modules in parallel
+// (ptxas works on one module on one core; the G2 module as a whole took
+// 71 s on the H200 host):
+//   1 the scalar kernels: fill, digits, scan, scatter (the same for G1
+//     and G2, compiled once)
+//   2 accumulate   3 segment merge   4 bucket reduce   5 window sum
+// Without MSM_PART every kernel is built (the devtest harness).
+#define MSM_PART_SCALAR 1
+#define MSM_PART_ACCUMULATE 2
+#define MSM_PART_MERGE 3
+#define MSM_PART_REDUCE 4
+#define MSM_PART_WINDOW_SUM 5
+#ifdef MSM_PART
+#define MSM_HAS(p) (MSM_PART == (p))
+#else
+#define MSM_HAS(p) 1
+#endif
+
 // The c-bit field of the canonical scalar s starting at bit lo (0 above
 // bit 255).
 __device__ __forceinline__ msm_u32 msm_bits(const msm_u64 s[4], msm_u32 lo, msm_u32 c) {
@@ -76,6 +95,7 @@ __device__ __forceinline__ msm_u32 msm_digit(const msm_u64 s[4], msm_u32 w, msm_
   return d;
 }
 
+#if MSM_HAS(MSM_PART_SCALAR)
 extern "C" __global__ void msm_fill_u32(msm_u32 *p, msm_u32 v, msm_u32 n) {
   msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) p[i] = v;
@@ -169,6 +189,7 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
     sorted[(msm_u64)w * n + pos] = i | (neg ? MSM_NEG_FLAG : 0u);
   }
 }
+#endif  // MSM_PART_SCALAR
 
 // Variants of the accumulation for experiments (devtest/msm_variants.sh);
 // the defaults are what bench/msm.md measured.
@@ -187,6 +208,7 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 #define MSM_ACCUM_BOUNDS __launch_bounds__(128)
 #endif
 
+#if MSM_HAS(MSM_PART_ACCUMULATE)
 // One thread per segment (blockIdx.y is the window): the sum of at most
 // MSM_SEGMENT points of one bucket, in XYZZ, written to partials.
 extern "C" __global__ void MSM_ACCUM_BOUNDS MSM_POINT_KERNEL(msm_bucket_accumulate)(
@@ -227,7 +249,9 @@ extern "C" __global__ void MSM_ACCUM_BOUNDS MSM_POINT_KERNEL(msm_bucket_accumula
   partials[(msm_u64)w * seg_cap + idx] = acc;
   seg_bucket[(msm_u64)w * seg_cap + idx] = b;
 }
+#endif  // MSM_PART_ACCUMULATE
 
+#if MSM_HAS(MSM_PART_MERGE)
 // One pass of the pairwise sum of each bucket's segments: segment r of a
 // bucket (counted from the bucket's first) with r ≡ 0 mod 2·stride takes
 // in segment r + stride. After passes with stride 1, 2, 4, ... up to the
@@ -247,7 +271,9 @@ extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_segment_m
   msm_xyzz *pw = partials + (msm_u64)w * seg_cap;
   pw[idx] = ec::xyzz_add(pw[idx], pw[idx + stride]);
 }
+#endif  // MSM_PART_MERGE
 
+#if MSM_HAS(MSM_PART_REDUCE)
 // Window reduction, one thread per slice of m buckets (blockIdx.y is the
 // window). With buckets j·m + t, t < m:
 //   Σ_t (j·m + t + 1)·B_t = [Σ_t (t+1)·B_t] + j·m·[Σ_t B_t],
@@ -272,7 +298,9 @@ extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_bucket_re
   if (j != 0) total = ec::xyzz_add(total, ec::xyzz_mul_u32(running, j * m));
   parts[(msm_u64)w * nslices + j] = total;
 }
+#endif  // MSM_PART_REDUCE
 
+#if MSM_HAS(MSM_PART_WINDOW_SUM)
 // Σ of a window's slice values: one block of MSM_WINDOW_SUM_THREADS per
 // window, strided sums then a tree in shared memory.
 extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
@@ -290,3 +318,4 @@ extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
   }
   if (t == 0) wsums[w] = sh[0];
 }
+#endif  // MSM_PART_WINDOW_SUM

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+type gateWarmer struct {
+	release chan struct{}
+	err     error
+}
+
+func (g gateWarmer) Warmup(context.Context) error {
+	<-g.release
+	return g.err
+}
+
+func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{{nil, "cuda: kernels ready after"}, {errors.New("no NVRTC"), "cuda: kernel warm-up failed after"}} {
+		var out bytes.Buffer
+		g := gateWarmer{make(chan struct{}), tc.err}
+		done := warmupInBackground(context.Background(), g, &out, 10*time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+		close(g.release)
+		<-done
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "cuda: compiling the kernel modules") || !strings.HasPrefix(lines[1], tc.want) {
+			t.Errorf("output %q, want the compiling line then %q", out.String(), tc.want)
+		}
+		if tc.err != nil && !strings.Contains(lines[1], "no NVRTC") {
+			t.Errorf("failure line %q lacks the error", lines[1])
+		}
+	}
+	// A quick warm-up (kernel cache hit, or the CPU backend) prints nothing.
+	var out bytes.Buffer
+	g := gateWarmer{make(chan struct{}), nil}
+	close(g.release)
+	<-warmupInBackground(context.Background(), g, &out, time.Second)
+	if out.Len() != 0 {
+		t.Errorf("a quick warm-up printed %q", out.String())
+	}
+}
