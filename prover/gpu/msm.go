@@ -22,7 +22,7 @@ import (
 )
 
 // The MSM kernels and the headers they include, compiled at run time with
-// NVRTC (the same files the host tests and the devtest harness compile).
+// NVRTC (the same files the host tests compile).
 var (
 	//go:embed kernels/msm.cu
 	msmSource string

@@ -200,6 +200,37 @@ FF_HD void addc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
   d = a + b + cf;
 #endif
 }
+// d = a − b, cf = borrow out (sub.cc: CC.CF is the borrow)
+FF_HD void sub_cc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  ff_u64 s = (ff_u64)a - b;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 63);
+#endif
+}
+// d = a − b − cf, cf = borrow out
+FF_HD void subc_cc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  ff_u64 s = (ff_u64)a - b - cf;
+  d = (unsigned)s;
+  cf = (unsigned)(s >> 63);
+#endif
+}
+// d = a − b − cf (mod 2^32), no borrow out
+FF_HD void subc(unsigned &d, unsigned a, unsigned b, unsigned &cf) {
+#ifdef __CUDA_ARCH__
+  (void)cf;
+  asm volatile("subc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  d = a - b - cf;
+#endif
+}
 }  // namespace ptx
 
 // BLS12-381 scalar field r (gnark-crypto ecc/bls12-381/fr, element.go).
@@ -473,30 +504,28 @@ struct Field {
     ptx::addc(o[n - 1], o[n - 1], 0, cf);
   }
 
-#ifdef __CUDA_ARCH__
-  // add and sub as 32-bit PTX carry chains (opt-in with -DFF_PTX_ADDSUB=1):
-  // a + b, then a − q on the sum, keeping the difference unless it borrowed
-  // past the sum's carry.
-  static __device__ __forceinline__ Field add_ptx(const Field &a, const Field &b) {
+  // add and sub as 32-bit PTX carry chains (the device's add and sub with
+  // FF_PTX_ADDSUB=1, the default of the NTT and MSM modules): a + b, then
+  // a − q on the sum, keeping the difference unless it borrowed past the
+  // sum's carry. Written with the ptx:: helpers, so the host runs the same
+  // chains through their emulation (hostarith tests them against
+  // gnark-crypto).
+  static FF_HD Field add_ptx(const Field &a, const Field &b) {
     const int n = 2 * N;
-    unsigned aw[n], bw[n], s[n], d[n], c = 0, mask = 0;
+    unsigned aw[n], bw[n], s[n], d[n], c = 0, mask = 0, cf = 0;
     FF_UNROLL for (int j = 0; j < N; j++) {
       aw[2 * j] = (unsigned)a.limb[j];
       aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
       bw[2 * j] = (unsigned)b.limb[j];
       bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
     }
-    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(aw[0]), "r"(bw[0]));
-    FF_UNROLL for (int j = 1; j < n; j++)
-      asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(aw[j]), "r"(bw[j]));
-    asm volatile("addc.u32 %0, 0, 0;" : "=r"(c));
-    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d[0]) : "r"(s[0]), "r"((unsigned)P::q(0)));
-    FF_UNROLL for (int j = 1; j < n; j++)
-      asm volatile("subc.cc.u32 %0, %1, %2;"
-                   : "=r"(d[j])
-                   : "r"(s[j]), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1)))));
+    ptx::add_cc(s[0], aw[0], bw[0], cf);
+    FF_UNROLL for (int j = 1; j < n; j++) ptx::addc_cc(s[j], aw[j], bw[j], cf);
+    ptx::addc(c, 0, 0, cf);
+    ptx::sub_cc(d[0], s[0], qword(0), cf);
+    FF_UNROLL for (int j = 1; j < n; j++) ptx::subc_cc(d[j], s[j], qword(j), cf);
     // mask = c − borrow: all ones exactly when the sum is below q.
-    asm volatile("subc.u32 %0, %1, 0;" : "=r"(mask) : "r"(c));
+    ptx::subc(mask, c, 0, cf);
     Field z;
     FF_UNROLL for (int j = 0; j < N; j++) {
       unsigned lo = (s[2 * j] & mask) | (d[2 * j] & ~mask);
@@ -506,29 +535,24 @@ struct Field {
     return z;
   }
 
-  static __device__ __forceinline__ Field sub_ptx(const Field &a, const Field &b) {
+  static FF_HD Field sub_ptx(const Field &a, const Field &b) {
     const int n = 2 * N;
-    unsigned aw[n], bw[n], d[n], r[n], mask = 0;
+    unsigned aw[n], bw[n], d[n], r[n], mask = 0, cf = 0;
     FF_UNROLL for (int j = 0; j < N; j++) {
       aw[2 * j] = (unsigned)a.limb[j];
       aw[2 * j + 1] = (unsigned)(a.limb[j] >> 32);
       bw[2 * j] = (unsigned)b.limb[j];
       bw[2 * j + 1] = (unsigned)(b.limb[j] >> 32);
     }
-    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d[0]) : "r"(aw[0]), "r"(bw[0]));
-    FF_UNROLL for (int j = 1; j < n; j++)
-      asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d[j]) : "r"(aw[j]), "r"(bw[j]));
-    asm volatile("subc.u32 %0, 0, 0;" : "=r"(mask));  // all ones when a < b
-    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r[0]) : "r"(d[0]), "r"((unsigned)P::q(0) & mask));
-    FF_UNROLL for (int j = 1; j < n; j++)
-      asm volatile("addc.cc.u32 %0, %1, %2;"
-                   : "=r"(r[j])
-                   : "r"(d[j]), "r"((unsigned)(P::q(j / 2) >> (32 * (j & 1))) & mask));
+    ptx::sub_cc(d[0], aw[0], bw[0], cf);
+    FF_UNROLL for (int j = 1; j < n; j++) ptx::subc_cc(d[j], aw[j], bw[j], cf);
+    ptx::subc(mask, 0, 0, cf);  // all ones when a < b
+    ptx::add_cc(r[0], d[0], qword(0) & mask, cf);
+    FF_UNROLL for (int j = 1; j < n; j++) ptx::addc_cc(r[j], d[j], qword(j) & mask, cf);
     Field z;
     FF_UNROLL for (int j = 0; j < N; j++) z.limb[j] = (ff_u64)r[2 * j] | ((ff_u64)r[2 * j + 1] << 32);
     return z;
   }
-#endif
 
   // CIOS over 2N 32-bit words: per word of b, one carry chain adds the low
   // halves of a·b_i, a second the high halves (one word up), then the same

@@ -1,7 +1,7 @@
 // msm.cu: Pippenger multi-scalar multiplication on G1 or G2 of BLS12-381
 // (msm.cuh gives the method and its parameters). Compiled at run time by
-// NVRTC through cudaspans (prover/gpu/msm.go) and by nvcc in the devtest
-// harness. Kernels are extern "C" so their names are stable for
+// NVRTC through cudaspans (prover/gpu/msm.go), as several modules (Parts
+// below). Kernels are extern "C" so their names are stable for
 // cuModuleGetFunction and for the kernel spans.
 //
 // One source, two modules: compiled as it is, the point kernels work on G1
@@ -57,7 +57,7 @@ typedef unsigned long long msm_u64;
 //   1 the scalar kernels: fill, digits, scan, scatter (the same for G1
 //     and G2, compiled once)
 //   2 accumulate   3 segment merge   4 bucket reduce   5 window sum
-// Without MSM_PART every kernel is built (the devtest harness).
+// Without MSM_PART every kernel is built (one module, for experiments).
 #define MSM_PART_SCALAR 1
 #define MSM_PART_ACCUMULATE 2
 #define MSM_PART_MERGE 3
@@ -191,7 +191,7 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 }
 #endif  // MSM_PART_SCALAR
 
-// Variants of the accumulation for experiments (devtest/msm_variants.sh);
+// Variants of the accumulation for experiments (bench/msmbench -variants);
 // the defaults are what bench/msm.md measured.
 //   MSM_ACCUM_MIN_BLOCKS  blocks of 128 threads per SM to ask ptxas for
 //                         (fewer registers, more warps in flight)

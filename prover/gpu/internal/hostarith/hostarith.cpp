@@ -31,6 +31,8 @@ void binop(int op, const ff_u64 *a, const ff_u64 *b, ff_u64 *z, long n) {
       case HA_ZERO: out[i] = F::zero(); break;
       case HA_MUL_EVENODD: out[i] = F::mul_evenodd(x[i], y[i]); break;
       case HA_MUL_PTX: out[i] = F::mul_ptx(x[i], y[i]); break;
+      case HA_ADD_PTX: out[i] = F::add_ptx(x[i], y[i]); break;
+      case HA_SUB_PTX: out[i] = F::sub_ptx(x[i], y[i]); break;
     }
   }
 }

@@ -25,7 +25,9 @@ type Op int
 // Montgomery form) into the low limb of z[i]; OpOne and OpZero ignore a and b.
 // OpMulEvenOdd and OpMulPTX are a·b by mul_evenodd (the device's
 // multiplication with FF_MUL_EVENODD=1) and mul_ptx (the default one), run
-// through the host emulation of their PTX carry chains.
+// through the host emulation of their PTX carry chains; OpAddPTX and
+// OpSubPTX likewise are the device's a+b and a−b (add_ptx and sub_ptx,
+// FF_PTX_ADDSUB=1, the default).
 const (
 	OpAdd Op = iota
 	OpSub
@@ -41,6 +43,8 @@ const (
 	OpZero
 	OpMulEvenOdd
 	OpMulPTX
+	OpAddPTX
+	OpSubPTX
 )
 
 func checkLens(n int, lens ...int) error {

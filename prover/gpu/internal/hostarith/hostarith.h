@@ -6,7 +6,7 @@ extern "C" {
 enum {
   HA_ADD = 0, HA_SUB, HA_MUL, HA_SQR, HA_NEG, HA_DBL,
   HA_TOMONT, HA_FROMMONT, HA_INV, HA_EQ, HA_ONE, HA_ZERO, HA_MUL_EVENODD,
-  HA_MUL_PTX
+  HA_MUL_PTX, HA_ADD_PTX, HA_SUB_PTX
 };
 void ha_fr(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);
 void ha_fp(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);

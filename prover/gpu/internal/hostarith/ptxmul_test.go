@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -46,11 +47,27 @@ func TestPTXMulsMatchGnarkCrypto(t *testing.T) {
 		name string
 		op   Op
 	}{{"mul_evenodd", OpMulEvenOdd}, {"mul_ptx", OpMulPTX}} {
-		t.Run(op.name, func(t *testing.T) { testPTXMul(t, op.name, op.op) })
+		t.Run(op.name, func(t *testing.T) {
+			testPTXOp(t, op.name, op.op, false, (*fr.Element).Mul, (*fp.Element).Mul)
+		})
 	}
 }
 
-func testPTXMul(t *testing.T, name string, op Op) {
+// TestPTXAddSubMatchGnarkCrypto is TestPTXMulsMatchGnarkCrypto for the
+// device's addition and subtraction (ff.cuh add_ptx and sub_ptx, on by
+// default with FF_PTX_ADDSUB=1): the same edge, near-q and random pairs
+// against gnark-crypto's Add and Sub.
+func TestPTXAddSubMatchGnarkCrypto(t *testing.T) {
+	t.Run("add_ptx", func(t *testing.T) { testPTXOp(t, "add_ptx", OpAddPTX, true, (*fr.Element).Add, (*fp.Element).Add) })
+	t.Run("sub_ptx", func(t *testing.T) { testPTXOp(t, "sub_ptx", OpSubPTX, true, (*fr.Element).Sub, (*fp.Element).Sub) })
+}
+
+// testPTXOp checks op against gnark-crypto's frOp and fpOp; reducedOnly
+// drops the pairs with an input at or above q (nearQ's 200-bit k are
+// drawn as four words and may exceed q): add and sub, on the device as in
+// gnark-crypto, take reduced inputs only.
+func testPTXOp(t *testing.T, name string, op Op, reducedOnly bool,
+	frOp func(z, a, b *fr.Element) *fr.Element, fpOp func(z, a, b *fp.Element) *fp.Element) {
 	r := rand.New(rand.NewPCG(3, 4))
 	t.Run("Fr", func(t *testing.T) {
 		a, b := frPairs(t, 20000)
@@ -65,18 +82,21 @@ func testPTXMul(t *testing.T, name string, op Op) {
 			x.MustSetRandom()
 			a, b = append(a, x), append(b, x)
 		}
+		if reducedOnly {
+			a, b = keepReduced(a, b, fr.Modulus())
+		}
 		got := make([]fr.Element, len(a))
 		if err := Fr(op, got, a, b); err != nil {
 			t.Fatal(err)
 		}
 		for i := range a {
 			var want fr.Element
-			want.Mul(&a[i], &b[i])
+			frOp(&want, &a[i], &b[i])
 			if got[i] != want {
 				t.Fatalf("%s(%v, %v) = %v, want %v", name, a[i], b[i], got[i], want)
 			}
 		}
-		t.Logf("%d Fr products match", len(a))
+		t.Logf("%s: %d Fr results match", name, len(a))
 	})
 	t.Run("Fp", func(t *testing.T) {
 		a, b := fpPairs(t, 10000)
@@ -94,17 +114,38 @@ func testPTXMul(t *testing.T, name string, op Op) {
 			x.MustSetRandom()
 			a, b = append(a, x), append(b, x)
 		}
+		if reducedOnly {
+			a, b = keepReduced(a, b, fp.Modulus())
+		}
 		got := make([]fp.Element, len(a))
 		if err := Fp(op, got, a, b); err != nil {
 			t.Fatal(err)
 		}
 		for i := range a {
 			var want fp.Element
-			want.Mul(&a[i], &b[i])
+			fpOp(&want, &a[i], &b[i])
 			if got[i] != want {
 				t.Fatalf("%s(%v, %v) = %v, want %v", name, a[i], b[i], got[i], want)
 			}
 		}
-		t.Logf("%d Fp products match", len(a))
+		t.Logf("%s: %d Fp results match", name, len(a))
 	})
+}
+
+// keepReduced returns the pairs whose both elements (raw limbs) are below q.
+func keepReduced[E fr.Element | fp.Element](a, b []E, q *big.Int) (ra, rb []E) {
+	below := func(e *E) bool {
+		limbs := unsafe.Slice((*uint64)(unsafe.Pointer(e)), unsafe.Sizeof(*e)/8)
+		v := new(big.Int)
+		for i := len(limbs) - 1; i >= 0; i-- {
+			v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(limbs[i]))
+		}
+		return v.Cmp(q) < 0
+	}
+	for i := range a {
+		if below(&a[i]) && below(&b[i]) {
+			ra, rb = append(ra, a[i]), append(rb, b[i])
+		}
+	}
+	return ra, rb
 }

@@ -1,6 +1,12 @@
 // C entry points over ec.cuh for the Go tests: the kernels' G1 arithmetic
 // compiled as plain C++ on the host.
-#include "ec.cuh"
+// The headers are included through links named *.h (kernels_*.h ->
+// ../../kernels/*.cuh): go hashes a package's .h files, so an edit to a
+// kernel header reruns these tests (prover/gpu's
+// TestHostPackagesLinkEveryKernelHeaderTheyInclude checks every include).
+#include "kernels_ff.h"
+#include "kernels_fp2.h"
+#include "kernels_ec.h"
 #include "hostec.h"
 
 using ec::g1_affine;
