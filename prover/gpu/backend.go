@@ -44,9 +44,10 @@ type Backend struct {
 	tp       trace.TracerProvider
 	tracer   trace.Tracer
 
-	warmMu sync.Mutex // held by the one Warmup that compiles
-	// ntt and msm are set once by Warmup (under warmMu) and read after
-	// ready, which Warmup sets last.
+	warmMu   sync.Mutex // guards inflight
+	inflight *warmRun   // the warm-up running now, nil when none
+	// ntt and msm are set by the warm-up goroutine before it sets ready,
+	// and read after ready.
 	ntt   *NTT
 	msm   *MSM
 	ready atomic.Bool
@@ -234,10 +235,12 @@ var _ prover.Warmer = (*Backend)(nil)
 //
 // It returns nil once every module is loaded; later calls return nil at
 // once. On failure (a *cudaspans.CompileError with the log, no NVRTC and
-// no cached image: cudaspans.ErrNoCompiler, ctx already done) it returns
-// the error, keeps what did load, and the next call tries the rest again.
-// A compile in flight is not interrupted by ctx. Concurrent calls wait for
-// the one in flight and share its result.
+// no cached image: cudaspans.ErrNoCompiler) it returns the error, keeps
+// what did load, and the next call tries the rest again. Concurrent calls
+// share the warm-up in flight (their gpu.warmup spans say
+// cuzk.warmup.shared). ctx ends the wait, not the work: a caller whose ctx
+// ends gets its error (wrapping ctx.Err()) at once while the compiles go
+// on, and a later call waits for them.
 //
 // Calling it is optional: a proof warms the backend itself (BeginProof, before
 // the gpu.lock wait and before the device session, so neither gpu.lock nor
@@ -265,21 +268,63 @@ func (b *Backend) Warmup(ctx context.Context) (err error) {
 		span.End()
 	}()
 	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
 	if b.ready.Load() {
+		b.warmMu.Unlock()
 		span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(true))
 		return nil
 	}
-	span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(false))
-	if err := b.warm(ctx); err != nil {
-		return fmt.Errorf("cuda backend: warm-up: %w", err)
+	run := b.inflight
+	span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(run != nil))
+	if run == nil {
+		// The compiles outlive a caller that stops waiting (NVRTC cannot
+		// be interrupted; what it compiles lands in the kernel cache).
+		run = &warmRun{done: make(chan struct{})}
+		b.inflight = run
+		go b.runWarm(context.WithoutCancel(ctx), run)
 	}
-	b.ready.Store(true)
-	return nil
+	b.warmMu.Unlock()
+	select {
+	case <-run.done:
+		if run.err != nil {
+			return fmt.Errorf("cuda backend: warm-up: %w", run.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cuda backend: warm-up: %w (the compile goes on)", ctx.Err())
+	}
+}
+
+// warmRun is one warm-up: done closes when it has ended, err its result.
+type warmRun struct {
+	done chan struct{}
+	err  error
+}
+
+// runWarm runs b.warm for run and publishes the result.
+func (b *Backend) runWarm(ctx context.Context, run *warmRun) {
+	err := b.warm(ctx)
+	b.warmMu.Lock()
+	if err == nil {
+		b.ready.Store(true)
+	}
+	run.err = err
+	b.inflight = nil
+	b.warmMu.Unlock()
+	close(run.done)
+}
+
+// waitWarm waits for a warm-up in flight, if any (Close).
+func (b *Backend) waitWarm() {
+	b.warmMu.Lock()
+	run := b.inflight
+	b.warmMu.Unlock()
+	if run != nil {
+		<-run.done
+	}
 }
 
 // compileModules compiles the NTT and MSM modules not yet loaded, in
-// parallel. Called with warmMu held.
+// parallel. One runs at a time (Warmup's inflight).
 func (b *Backend) compileModules(ctx context.Context) error {
 	var jobs []func() error
 	if b.ntt == nil {
@@ -750,7 +795,7 @@ func (b *Backend) Close() error {
 	if b.keys != nil {
 		errs = append(errs, b.keys.EvictAll(context.Background()))
 	}
-	b.warmMu.Lock() // no Warmup in flight
+	b.waitWarm() // its modules are loaded on this context
 	if b.ntt != nil {
 		errs = append(errs, b.ntt.Close())
 	}
@@ -759,7 +804,6 @@ func (b *Backend) Close() error {
 	}
 	b.ntt, b.msm = nil, nil
 	b.ready.Store(false)
-	b.warmMu.Unlock()
 	if b.c != nil {
 		errs = append(errs, b.c.Close())
 	}

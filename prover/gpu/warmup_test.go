@@ -166,3 +166,37 @@ func TestAFailedWarmupFailsTheProofOnceWithItsError(t *testing.T) {
 		t.Errorf("%d compiles in one proof, want 1 (BeginProof's)", n)
 	}
 }
+
+// A caller that stops waiting (its ctx ends) gets its ctx's error at once;
+// the compile goes on and the next Warmup shares it instead of starting
+// another; Close waits for it.
+func TestWarmupCallerWhoseContextEndsStopsWaitingNotTheCompile(t *testing.T) {
+	b, _, _ := fakeKernelBackend(t)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	b.ready.Store(false)
+	b.warm = func(context.Context) error {
+		calls.Add(1)
+		<-release
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() { errc <- b.Warmup(ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Warmup after its ctx ended = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Warmup kept waiting after its ctx ended")
+	}
+	go func() { errc <- b.Warmup(context.Background()) }()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	if err := <-errc; err != nil || calls.Load() != 1 {
+		t.Fatalf("second Warmup = %v after %d compiles, want nil after 1 (the first one's)", err, calls.Load())
+	}
+}
