@@ -6,7 +6,8 @@
 #
 #   STEPS="keys tests twogpu ntt msm prove"   which parts, in order (default: these;
 #                                             also "variants": msmbench/nttbench macro sets,
-#                                             "daemon": daemonbench, serial vs pipelined serve)
+#                                             "daemon": daemonbench, serial vs pipelined serve,
+#                                             "coldstart": cuzk prove on an empty kernel cache, then warm)
 #   SIZES="20,22"                             log2 sizes of the full prove
 #
 # On a host with 32 or more cores (the 2-GPU H200 machine) the key setup
@@ -105,6 +106,20 @@ for s in $steps; do
 		run "${pin[@]}" ./.dev/bin/gpuprove -circuit merkle -log2 "$sizes" -reps 3 -story-reps 2 \
 			-host-copy staged -msm-g2 gpu,cpu -out "$out/gpuprove.txt"
 		run "${pin[@]}" ./.dev/bin/cuzk prove --backend cuda --circuit merkle --constraints 1048576 --release async --trace-file "$out/cuzk-trace.jsonl"
+		;;
+	coldstart)
+		# Issue 10 item 6: the first proof on an empty kernel cache (keys
+		# cached) against the same proof warm, end to end; the kernel warm-up
+		# of the first is its gpu.warmup trace in cold-1.jsonl.
+		for _ in $(seq 600); do [ -e "$keys_done" ] && break; sleep 1; done
+		cold=$(mktemp -d)
+		for i in 1 2 3; do
+			t0=$(date +%s.%N)
+			run env XDG_CACHE_HOME="$cold" "${pin[@]}" ./.dev/bin/cuzk prove --backend cuda --circuit merkle \
+				--constraints "${COLD_CONSTRAINTS:-1048576}" --trace-file "$out/cold-$i.jsonl"
+			log "coldstart: run $i ($([ "$i" = 1 ] && echo "empty kernel cache" || echo "warm")) $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+		done
+		rm -rf "$cold"
 		;;
 	*) log "unknown step $s" ;;
 	esac
