@@ -39,7 +39,7 @@ strip=(-trimpath -ldflags=-s)
 go build -buildvcs=true "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
 sh examples/gorgonia-cu/build.sh .dev/bin/gorgonia-cu || echo "pack-device: examples/gorgonia-cu not built (see its README)"
-for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench; do
+for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench keyload; do
 	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
 done
 cp bench/device-session.sh .dev/device-session.sh
