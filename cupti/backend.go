@@ -62,7 +62,14 @@ func (cBackend) open(paths []string) (string, uint32, error) {
 	openMu.Lock()
 	defer openMu.Unlock()
 	if openPath != "" {
-		return openPath, openVer, nil
+		// One CUPTI per process: the loaded one serves a request that
+		// names it or a bare library name; another file cannot be loaded.
+		for _, p := range paths {
+			if p == openPath || !strings.Contains(p, "/") {
+				return openPath, openVer, nil
+			}
+		}
+		return "", 0, fmt.Errorf("%w: %s is already loaded in this process, so none of %s can be", ErrNoCUPTI, openPath, strings.Join(paths, ", "))
 	}
 	var reasons []string
 	for _, p := range paths {
@@ -155,4 +162,12 @@ func (cBackend) cudaspansHooks() (unsafe.Pointer, unsafe.Pointer) {
 // correlation id, in one cgo call.
 func callC(parent uint64, fn, arg unsafe.Pointer) {
 	C.cz_call_h(C.uint64_t(parent), C.uintptr_t(uintptr(fn)), C.uintptr_t(uintptr(arg)))
+}
+
+// loadedSymbol is a symbol of the loaded CUPTI library, nil when absent:
+// the tests reach the functions of their fake libcupti through it.
+func loadedSymbol(name string) unsafe.Pointer {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	return C.cz_sym(cn)
 }

@@ -217,6 +217,8 @@ uint32_t cz_version(void) {
 
 const char *cz_loaded_path(void) { return L.path; }
 
+void *cz_sym(const char *name) { return L.lib ? dlsym(L.lib, name) : NULL; }
+
 static const char *result_text(CUptiResult r) {
 	const char *s = NULL;
 	if (L.lib && L.GetResultString(r, &s) == 0 && s) return s;

@@ -67,6 +67,8 @@ int cz_probe(const char *path, char *out, size_t outlen, uint32_t *version, char
 uint32_t cz_version(void);
 /* cz_loaded_path: the file the library was loaded from (dladdr), or "". */
 const char *cz_loaded_path(void);
+/* cz_sym: a symbol of the loaded library (tests call a fake's functions). */
+void *cz_sym(const char *name);
 /* cz_start subscribes and enables the activity kinds of flags. Returns the
  * CUPTI result (0 = success) and a one-line reason in err. */
 int cz_start(uint32_t flags, char *err, size_t errlen);

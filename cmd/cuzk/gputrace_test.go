@@ -17,7 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
-// The gpu-trace tests run without a GPU: testdata/gputrace/fakecupti.c
+// The gpu-trace tests run without a GPU: ../../cupti/testdata/fakecupti.c
 // stands in for libcupti and fakeprog.c for a CUDA program that loads the
 // injection library as the driver does at cuInit. What runs is the real
 // libcuzkinject.so (its C, cz_core.c, the socket) and this command.
@@ -44,7 +44,7 @@ func buildFakes(t *testing.T) (cuptiLib, prog string) {
 		fakeBuild.cupti = filepath.Join(dir, "libcupti-fake.so")
 		fakeBuild.prog = filepath.Join(dir, "fakeprog")
 		for _, args := range [][]string{
-			{"-shared", "-fPIC", "-o", fakeBuild.cupti, "testdata/gputrace/fakecupti.c", "-lpthread"},
+			{"-shared", "-fPIC", "-o", fakeBuild.cupti, "../../cupti/testdata/fakecupti.c", "-lpthread"},
 			{"-o", fakeBuild.prog, "testdata/gputrace/fakeprog.c", "-ldl"},
 		} {
 			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {

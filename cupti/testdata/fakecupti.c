@@ -1,5 +1,6 @@
-// A stand-in for libcupti, for testing `cuzk gpu-trace` and its injection
-// library without a GPU: the entry points libcuzkinject.so uses, with
+// A stand-in for libcupti, for testing package cupti's C side in process
+// (cfake_test.go) and `cuzk gpu-trace` with its injection library
+// (cmd/cuzk/gputrace_test.go) without a GPU: the entry points libcuzkinject.so uses, with
 // records made up by the test program through fake_launch and NVTX
 // callbacks raised by fake_nvtx. Record layouts are CUDA 11.8's.
 #include <pthread.h>
@@ -147,4 +148,15 @@ void fake_launch(const char *name, uint64_t dur) {
 void fake_nvtx(uint32_t cbid, const void *params, const void *ret) {
 	struct { const char *fn; const void *params; const void *ret; } d = {"nvtx", params, ret};
 	if (sub_cb && nvtx_on) sub_cb(NULL, 5, cbid, &d);
+}
+
+// fake_job_cb is a "foreign C function" for cupti.Call: an NVTX range with
+// a kernel launched inside it, on the calling thread.
+void fake_job_cb(void *arg) {
+	(void)arg;
+	const void *push[1] = {"fake.phase"};
+	fake_nvtx(8, push, NULL); // nvtxRangePushA
+	fake_launch("fake_kernel", 1000000);
+	const void *pop[1] = {NULL};
+	fake_nvtx(11, pop, NULL); // nvtxRangePop
 }

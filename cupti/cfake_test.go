@@ -1,0 +1,86 @@
+package cupti
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+)
+
+// TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide runs the real C
+// side (cz_core.c: loading, subscription, buffers, NVTX callbacks,
+// external correlation pushed by Call) against testdata/fakecupti.c, a
+// libcupti stand-in, so the path a GPU host takes is covered in CI.
+func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	if _, err := cudaspans.LoadDriver(); err == nil {
+		// CUPTI is one per process: on a GPU host the *GPU tests need the
+		// real one, not this fake.
+		t.Skip("a CUDA driver is here: the GPU tests use the real CUPTI")
+	}
+	lib := filepath.Join(t.TempDir(), "libcupti-fake.so")
+	if out, err := exec.Command("cc", "-shared", "-fPIC", "-o", lib, "testdata/fakecupti.c", "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake: %v\n%s", err, out)
+	}
+	t.Setenv("NVTX_INJECTION64_PATH", "")
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c, err := Start(context.Background(), WithLibraryPaths(lib), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if c.Path() != lib {
+		t.Fatalf("loaded %q, want %q", c.Path(), lib)
+	}
+	job := loadedSymbol("fake_job_cb")
+	if job == nil {
+		t.Fatal("the fake has no fake_job_cb")
+	}
+	ctx, span := tp.Tracer("t").Start(context.Background(), "job")
+	Call(ctx, job, nil)
+	c.Flush(ctx)
+	span.End()
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var phase, kernel sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "fake.phase":
+			phase = s
+		case "fake_kernel":
+			kernel = s
+		}
+	}
+	if phase == nil || kernel == nil {
+		t.Fatalf("range %v, kernel %v (stats %+v)", phase != nil, kernel != nil, c.Stats())
+	}
+	if phase.Parent().SpanID() != span.SpanContext().SpanID() {
+		t.Error("the NVTX range is not under the Go span of Call")
+	}
+	if kernel.Parent().SpanID() != phase.SpanContext().SpanID() {
+		t.Error("the kernel is not under the range it was launched in")
+	}
+	if d := kernel.EndTime().Sub(kernel.StartTime()); d.Microseconds() != 1000 {
+		t.Errorf("kernel lasted %v, want 1ms", d)
+	}
+}
+
+func TestAnotherCUPTICannotBeLoadedOnceOneIs(t *testing.T) {
+	if openPath == "" {
+		t.Skip("no CUPTI loaded in this test process")
+	}
+	_, err := Start(context.Background(), WithLibraryPaths("/elsewhere/libcupti.so.13"))
+	if err == nil || !strings.Contains(err.Error(), "already loaded") {
+		t.Fatalf("err %v", err)
+	}
+}
