@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -38,8 +37,10 @@ which layers moved. A and B are each:
                            traces): --last N (the N that start last) or --all
    TRACE_ID                with --jaeger URL or --tempo URL
 
-Spans are matched by their path of names from the root (engine.job/
-pipeline.prove/groth16.prove/msm.g1.a, kernel spans included). Spans that
+Spans are matched by their path of names from the job's engine.job span
+(engine.job/pipeline.prove/groth16.prove/msm.g1.a, kernel spans included),
+so a daemon's job (under its server span) and a cuzk prove run compare path
+for path; a trace without engine.job is taken from its root. Spans that
 repeat a name under one parent are summed (their count is shown as ×A/B):
 numbering them would pair unrelated launches when the counts differ. For a
 set, each path's time is the median over the set's traces (a trace without
@@ -216,7 +217,7 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 	}
 	add := func(t tracefile.Trace) {
 		p := tracefile.ProfileOf(t)
-		isJob := p.Root == otelcuzk.SpanEngineJob
+		isJob := p.Jobs > 0
 		switch {
 		case s.last > 0 && traceID == "" && isJob:
 			keepRecent(&recentJobs, p)
@@ -299,7 +300,7 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 		side.set = others
 	}
 	reps = slices.DeleteFunc(reps, func(t tracefile.Trace) bool {
-		return (len(t.Roots) > 0 && t.Roots[0].Name == otelcuzk.SpanEngineJob) != (side.set == jobs)
+		return (tracefile.ProfileOf(t).Jobs > 0) != (side.set == jobs)
 	})
 	med := medianTrace(reps)
 	side.spans = col.Spans[med]

@@ -46,7 +46,8 @@ type PathStat struct {
 // profiled while only one trace's spans are held.
 type Profile struct {
 	TraceID string
-	Root    string        // name of the first root span
+	Root    string        // engine.job, or the first root's name in a trace without one
+	Jobs    int           // engine.job spans the paths start from (0: from the roots)
 	Circuit string        // "<cuzk.circuit.id> <cuzk.circuit.constraints>" of the first span that has them, "" if none
 	Start   time.Time     // the trace's first span start
 	Total   time.Duration // the trace's duration
@@ -56,14 +57,25 @@ type Profile struct {
 // Path returns the stats of the path of names from the root, or nil.
 func (p Profile) Path(names ...string) *PathStat { return p.paths[strings.Join(names, keySep)] }
 
-// ProfileOf reduces t to its paths: each span's path is the names from its
-// root down to it joined by PathSep (`engine.job/pipeline.prove/
-// groth16.prove/msm.g1.a`), kernel spans included; the processor's own
+// ProfileOf reduces t to its paths: each span's path is the names from
+// its job's engine.job span down to it joined by PathSep (`engine.job/
+// pipeline.prove/groth16.prove/msm.g1.a`), kernel spans included, so a
+// daemon's job (under its server span and the caller's) and a cuzk prove
+// run compare path for path; the spans outside engine.job are left out. A
+// trace without engine.job is taken from its roots. The processor's own
 // `untraced` spans are left out (their time is the parent's Untraced).
 func ProfileOf(t Trace) Profile {
 	p := Profile{TraceID: t.ID, Start: t.Start, Total: t.Duration(), paths: map[string]*PathStat{}}
-	if len(t.Roots) > 0 {
-		p.Root = t.Roots[0].Name
+	roots := jobRoots(t)
+	if len(roots) > 0 {
+		p.Root = roots[0].Name
+	}
+	if len(roots) > 0 && roots[0].Name == otelcuzk.SpanEngineJob {
+		p.Jobs = len(roots)
+		p.Total = 0
+		for _, r := range roots {
+			p.Total += r.Duration()
+		}
 	}
 	var walk func(n *Node, prefix string)
 	walk = func(n *Node, prefix string) {
@@ -103,10 +115,26 @@ func ProfileOf(t Trace) Profile {
 			walk(c, path)
 		}
 	}
-	for _, r := range t.Roots {
+	for _, r := range roots {
 		walk(r, "")
 	}
 	return p
+}
+
+// jobRoots returns the shallowest engine.job spans of t, else its roots.
+func jobRoots(t Trace) []*Node {
+	var jobs []*Node
+	t.Walk(func(n *Node) bool {
+		if n.Name == otelcuzk.SpanEngineJob {
+			jobs = append(jobs, n)
+			return false
+		}
+		return true
+	})
+	if len(jobs) == 0 {
+		return t.Roots
+	}
+	return jobs
 }
 
 func attrText(v any) (string, bool) {
@@ -711,27 +739,44 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 		traces := BuildTraces(spans)
 		t := traces[len(traces)-1]
 		side := diffHTMLSide{TraceID: t.ID, DurationMS: ms(t.Duration())}
-		var walk func(n *Node, prefix string)
-		walk = func(n *Node, prefix string) {
+		// Keys as ProfileOf makes them, from the job spans; the spans
+		// above a job (a server span) are drawn but match no path.
+		isJobRoot := map[*Node]bool{}
+		for _, r := range jobRoots(t) {
+			isJobRoot[r] = true
+		}
+		var walk func(n *Node, prefix, shown string, inJob bool)
+		walk = func(n *Node, prefix, shown string, inJob bool) {
 			key := n.Name
-			if prefix != "" {
+			switch {
+			case isJobRoot[n]:
+				inJob = true
+			case inJob:
 				key = prefix + keySep + n.Name
 			}
+			if shown != "" {
+				shown += PathSep
+			}
+			shown += n.Name
+			display := shown
+			if inJob {
+				display = strings.ReplaceAll(key, keySep, PathSep)
+			}
 			row := diffHTMLSpan{
-				Path: strings.ReplaceAll(key, keySep, PathSep), Name: n.Name, Depth: n.Depth,
+				Path: display, Name: n.Name, Depth: n.Depth,
 				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == otelcuzk.SpanUntraced,
 			}
-			if dn := d.byKey[key]; dn != nil && !row.UntracedSpan {
+			if dn := d.byKey[key]; dn != nil && inJob && !row.UntracedSpan {
 				row.Moved, row.DeltaMS = d.Moved(dn), ms(dn.Delta())
 				row.Only = dn.OnlyA() || dn.OnlyB()
 			}
 			side.Spans = append(side.Spans, row)
 			for _, c := range n.Children {
-				walk(c, key)
+				walk(c, key, shown, inJob)
 			}
 		}
 		for _, r := range t.Roots {
-			walk(r, "")
+			walk(r, "", "", false)
 		}
 		if i == 0 {
 			doc.A = side

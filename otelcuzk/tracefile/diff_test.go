@@ -311,3 +311,32 @@ func TestFormatDelta(t *testing.T) {
 		}
 	}
 }
+
+// A daemon's job sits under its server span (and the caller's): paths
+// start at engine.job, so it compares with a cuzk prove run path for
+// path, and the spans above the job match nothing.
+func TestDiffComparesFromEngineJob(t *testing.T) {
+	local := seedTrace(traceA, "sync", 5000)
+	daemon := seedTrace(traceB, "sync", 5000)
+	server := tracefile.Span{TraceID: traceB, SpanID: "00000000000000ee", Name: "cuzk.v1.ProvingEngine/SubmitProof", Start: at(-5), End: at(20000)}
+	daemon[0].ParentID = server.SpanID
+	daemon = append(daemon, server)
+	pa, pb := profile(t, local), profile(t, daemon)
+	if pb.Root != "engine.job" || pb.Jobs != 1 || pb.Path("engine.job", "pipeline.prove") == nil || pb.Path("cuzk.v1.ProvingEngine/SubmitProof") != nil {
+		t.Fatalf("daemon profile: root %q, %d jobs", pb.Root, pb.Jobs)
+	}
+	if pb.Total != pa.Total {
+		t.Errorf("totals %v and %v: want the job's duration, not the server span's", pa.Total, pb.Total)
+	}
+	d, err := tracefile.DiffProfiles([]tracefile.Profile{pa}, []tracefile.Profile{pb}, tracefile.DiffOptions{})
+	if err != nil || len(d.Verdicts) != 0 || len(d.Roots) != 1 {
+		t.Fatalf("diff %v, verdicts %q, roots %d", err, d.Verdicts, len(d.Roots))
+	}
+	var page bytes.Buffer
+	if err := tracefile.WriteDiffHTML(&page, d, local, daemon); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `"path":"cuzk.v1.ProvingEngine/SubmitProof","name"`) || !strings.Contains(page.String(), `"path":"engine.job/pipeline.prove","name"`) {
+		t.Error("the HTML rows do not carry the job's paths")
+	}
+}
