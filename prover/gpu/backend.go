@@ -714,15 +714,7 @@ func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer
 // A set without an ID is not kept resident: its points are copied to the
 // device with the scalars for this MSM only (MSM.G1Host).
 func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	if len(scalars) != len(bases.Points) {
-		return curve.G1Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
-	}
-	var res curve.G1Jac
-	err := b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
-		return err
-	})
-	return res, err
+	return backendMSM[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](b, ctx, span, false, bases, scalars)
 }
 
 // MSMG2 implements prover.Backend.MSMG2: on the GPU as MSMG1 does (the G2
@@ -736,12 +728,17 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 	if onCPU {
 		return b.cpu.MSMG2(ctx, span, bases, scalars)
 	}
+	return backendMSM[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](b, ctx, span, true, bases, scalars)
+}
+
+// backendMSM is MSMG1 and MSMG2 on the device.
+func backendMSM[A any, J any, PJ jacobian[J], X windowSum[J]](b *Backend, ctx context.Context, span string, g2 bool,
+	bases prover.BaseSet[A], scalars []fr.Element) (res J, err error) {
 	if len(scalars) != len(bases.Points) {
-		return curve.G2Jac{}, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
+		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
-	var res curve.G2Jac
-	err := b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G2Resident(ctx, span, b.s, b.keys, bases, sc)
+	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
+		res, err = overKeys[A, J, PJ, X](b.msm, ctx, span, b.s, g2, b.keys, bases, sc)
 		return err
 	})
 	return res, err

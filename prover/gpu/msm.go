@@ -500,7 +500,7 @@ type msmXYZZ struct {
 
 // jac returns p in gnark's Jacobian coordinates without an inversion:
 // Z = ZZ·ZZZ, X = X·ZZ·ZZZ², Y = Y·ZZ³·ZZZ² (ec.cuh xyzz_to_jac).
-func (p *msmXYZZ) jac() curve.G1Jac {
+func (p msmXYZZ) jac() curve.G1Jac {
 	var r curve.G1Jac
 	if p.ZZ.IsZero() {
 		r.X.SetOne()
@@ -523,7 +523,7 @@ type msmXYZZ2 struct {
 }
 
 // jac is msmXYZZ.jac over Fp2.
-func (p *msmXYZZ2) jac() curve.G2Jac {
+func (p msmXYZZ2) jac() curve.G2Jac {
 	var r curve.G2Jac
 	if p.ZZ.IsZero() {
 		r.X.SetOne()
@@ -553,6 +553,27 @@ func msmBytesOf[T any](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
 }
 
+// jacobian is gnark-crypto's G1Jac or G2Jac (through a pointer): the
+// result of an MSM, added and doubled on the host.
+type jacobian[J any] interface {
+	*J
+	AddAssign(*J) *J
+	DoubleAssign() *J
+}
+
+// windowSum is ec.cuh's g1_xyzz or g2_xyzz as the device writes a
+// window's sum (msmXYZZ, msmXYZZ2), turned into J without an inversion.
+// Its zero value is the point at infinity (ZZ = 0).
+type windowSum[J any] interface {
+	msmXYZZ | msmXYZZ2
+	jac() J
+}
+
+// The MSM methods below come in G1 and G2 pairs for callers; each pair is
+// one generic path over the curve types (A the affine bases, J the
+// Jacobian result, X the device's window sums), with g2 selecting the
+// kernels, as the kernels are one template over the coordinate field.
+
 // G1 returns Σ scalars[i]·bases[i] over the first len(scalars) points of a
 // resident G1 base set (len(scalars) ≤ bases.Len()), on stream s.
 //
@@ -567,43 +588,36 @@ func msmBytesOf[T any](v []T) []byte {
 // (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
 // operation.
 func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
-	total := msmInfG1()
-	err := m.overResident(ctx, name, s, false, bases, scalars, func(wsums []byte, c int) {
-		part := msmCombineWindows(msmBytesAs[msmXYZZ](wsums), c)
-		total.AddAssign(&part)
-	})
-	return total, err
+	return overResident[curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, bases, scalars)
 }
 
 // G2 is G1 on G2: Σ scalars[i]·bases[i] over a resident G2 base set
 // (PreloadG2), the same kernels compiled for Fp2 coordinates (msm.cu with
-// MSM_G2; compiled on the first call, a cuda.compile span).
+// MSM_G2; loaded by Backend.Warmup, else compiled on the first G2 call, a
+// cuda.compile span per module).
 func (m *MSM) G2(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
-	total := msmInfG2()
-	err := m.overResident(ctx, name, s, true, bases, scalars, func(wsums []byte, c int) {
-		part := msmCombineWindowsG2(msmBytesAs[msmXYZZ2](wsums), c)
-		total.AddAssign(&part)
-	})
-	return total, err
+	return overResident[curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, name, s, true, bases, scalars)
 }
 
-func (m *MSM) overResident(ctx context.Context, name string, s *cudaspans.Stream, g2 bool, bases *ResidentBases,
-	scalars []fr.Element, combine func([]byte, int)) error {
+// overResident is G1 and G2.
+func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
+	bases *ResidentBases, scalars []fr.Element) (J, error) {
+	total := infinity[J, X]()
 	if bases == nil {
-		return errors.New("msm: nil base set")
+		return total, errors.New("msm: nil base set")
 	}
 	if bases.g2 != g2 {
-		return fmt.Errorf("msm: %s MSM over base set %s of %s points", groupName(g2), bases.ID(), groupName(bases.g2))
+		return total, fmt.Errorf("msm: %s MSM over base set %s of %s points", groupName(g2), bases.ID(), groupName(bases.g2))
 	}
 	if len(scalars) > bases.Len() {
-		return fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
+		return total, fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
 	}
 	ptr, release, err := bases.acquire()
 	if err != nil {
-		return err
+		return total, err
 	}
 	defer release()
-	return m.run(ctx, name, s, g2, ptr, nil, scalars, combine)
+	return sum[J, PJ, X](m, ctx, name, s, g2, ptr, nil, scalars)
 }
 
 // G1Resident is G1 over a proving-key base set kept resident in keys (the
@@ -616,46 +630,36 @@ func (m *MSM) overResident(ctx context.Context, name string, s *cudaspans.Stream
 // bases copied with each chunk and gone when the MSM ends.
 func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
 	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	if set.ID == "" {
-		return m.G1Host(ctx, name, s, set.Points, scalars)
-	}
-	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
-		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG1(ctx, s, set) },
-		func(ctx context.Context, rb *ResidentBases) (curve.G1Jac, error) {
-			return m.G1(ctx, "", s, rb, scalars)
-		})
+	return overKeys[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, keys, set, scalars)
 }
 
 // G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
 func (m *MSM) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
 	set prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
-	if set.ID == "" {
-		return m.G2Host(ctx, name, s, set.Points, scalars)
-	}
-	return msmResident(m, ctx, name, set.ID, len(scalars), keys,
-		func(ctx context.Context) (*ResidentBases, error) { return keys.PreloadG2(ctx, s, set) },
-		func(ctx context.Context, rb *ResidentBases) (curve.G2Jac, error) {
-			return m.G2(ctx, "", s, rb, scalars)
-		})
+	return overKeys[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, name, s, true, keys, set, scalars)
 }
 
-func msmResident[J any](m *MSM, ctx context.Context, name, setID string, n int, keys *ResidentKeys,
-	preload func(context.Context) (*ResidentBases, error), msm func(context.Context, *ResidentBases) (J, error)) (res J, err error) {
+// overKeys is G1Resident and G2Resident.
+func overKeys[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
+	keys *ResidentKeys, set prover.BaseSet[A], scalars []fr.Element) (res J, err error) {
+	if set.ID == "" {
+		return overHost[A, J, PJ, X](m, ctx, name, s, g2, set.Points, scalars)
+	}
 	if name != "" {
 		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(setID)))
+		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)))
 		defer func() { msmEndSpan(span, err) }()
 	}
 	if keys == nil {
 		return res, errors.New("msm: nil resident key store")
 	}
 	for attempt := 0; ; attempt++ {
-		rb, err := preload(ctx)
+		rb, err := preloadSet(ctx, keys, s, set, g2)
 		if err != nil {
 			return res, err
 		}
-		res, err = msm(ctx, rb)
+		res, err = overResident[J, PJ, X](m, ctx, "", s, g2, rb, scalars)
 		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
 			// Evicted between the upload and the MSM taking hold of it
 			// (an EvictKeys call): upload it again, once.
@@ -669,42 +673,38 @@ func msmResident[J any](m *MSM, ctx context.Context, name, setID string, n int, 
 // the device with its scalars, so nothing stays resident. For proving-key
 // bases prefer a ResidentKeys set, uploaded once.
 func (m *MSM) G1Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
-	if len(scalars) > len(bases) {
-		return msmInfG1(), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
-	}
-	total := msmInfG1()
-	err := m.run(ctx, name, s, false, 0, msmBytesOf(bases[:len(scalars)]), scalars, func(wsums []byte, c int) {
-		part := msmCombineWindows(msmBytesAs[msmXYZZ](wsums), c)
-		total.AddAssign(&part)
-	})
-	return total, err
+	return overHost[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, bases, scalars)
 }
 
 // G2Host is G1Host on G2.
 func (m *MSM) G2Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
+	return overHost[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, name, s, true, bases, scalars)
+}
+
+// overHost is G1Host and G2Host.
+func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
+	bases []A, scalars []fr.Element) (J, error) {
 	if len(scalars) > len(bases) {
-		return msmInfG2(), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
+		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
 	}
-	total := msmInfG2()
-	err := m.run(ctx, name, s, true, 0, msmBytesOf(bases[:len(scalars)]), scalars, func(wsums []byte, c int) {
-		part := msmCombineWindowsG2(msmBytesAs[msmXYZZ2](wsums), c)
-		total.AddAssign(&part)
+	return sum[J, PJ, X](m, ctx, name, s, g2, 0, msmBytesOf(bases[:len(scalars)]), scalars)
+}
+
+// infinity is the point at infinity of J: the zero window sum's.
+func infinity[J any, X windowSum[J]]() J {
+	var zero X
+	return zero.jac()
+}
+
+// sum runs the MSM (run) and adds its chunks' combined window sums.
+func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
+	basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
+	total := infinity[J, X]()
+	err := m.run(ctx, name, s, g2, basesPtr, hostBases, scalars, func(wsums []byte, c int) {
+		part := combineWindows[J, PJ](msmBytesAs[X](wsums), c)
+		PJ(&total).AddAssign(&part)
 	})
 	return total, err
-}
-
-func msmInfG1() curve.G1Jac {
-	var r curve.G1Jac
-	r.X.SetOne()
-	r.Y.SetOne()
-	return r
-}
-
-func msmInfG2() curve.G2Jac {
-	var r curve.G2Jac
-	r.X.SetOne()
-	r.Y.SetOne()
-	return r
 }
 
 // run computes the MSM over device bases at basesPtr, or over hostBases
@@ -878,29 +878,16 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cud
 	return wsums, nil
 }
 
-// msmCombineWindows returns Σ_w 2^(c·w)·wsums[w] by Horner's rule, with
-// gnark-crypto on the host.
-func msmCombineWindows(wsums []msmXYZZ, c int) curve.G1Jac {
+// combineWindows returns Σ_w 2^(c·w)·wsums[w] by Horner's rule, with
+// gnark-crypto on the host (G1 or G2).
+func combineWindows[J any, PJ jacobian[J], X windowSum[J]](wsums []X, c int) J {
 	acc := wsums[len(wsums)-1].jac()
 	for w := len(wsums) - 2; w >= 0; w-- {
 		for range c {
-			acc.DoubleAssign()
+			PJ(&acc).DoubleAssign()
 		}
 		j := wsums[w].jac()
-		acc.AddAssign(&j)
-	}
-	return acc
-}
-
-// msmCombineWindowsG2 is msmCombineWindows on G2.
-func msmCombineWindowsG2(wsums []msmXYZZ2, c int) curve.G2Jac {
-	acc := wsums[len(wsums)-1].jac()
-	for w := len(wsums) - 2; w >= 0; w-- {
-		for range c {
-			acc.DoubleAssign()
-		}
-		j := wsums[w].jac()
-		acc.AddAssign(&j)
+		PJ(&acc).AddAssign(&j)
 	}
 	return acc
 }

@@ -46,7 +46,7 @@ func TestMSMWindowCombinationMatchesGnark(t *testing.T) {
 		term.ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
 		want.AddAssign(&term)
 	}
-	got := msmCombineWindows(ws, c)
+	got := combineWindows[curve.G1Jac, *curve.G1Jac](ws, c)
 	if !got.Equal(&want) {
 		t.Fatalf("combined windows = %s, want %s", got.String(), want.String())
 	}
@@ -56,14 +56,14 @@ func TestMSMWindowCombinationMatchesGnarkG2(t *testing.T) {
 	const c, nwin = 11, 24
 	_, g, _, _ := curve.Generators()
 	ws := make([]msmXYZZ2, nwin)
-	want := msmInfG2()
+	want := infinity[curve.G2Jac, msmXYZZ2]()
 	for w := range ws {
 		var s fr.Element
 		s.SetRandom()
 		var p curve.G2Jac
 		p.ScalarMultiplication(&g, s.BigInt(new(big.Int)))
 		if w == 5 { // one empty window
-			p = msmInfG2()
+			p = infinity[curve.G2Jac, msmXYZZ2]()
 		}
 		// XYZZ with a random rescaling λ ∈ Fp2: (X·λ², Y·λ³, (Zλ)², (Zλ)³).
 		var l, l2, l3, z curve.E2
@@ -79,7 +79,7 @@ func TestMSMWindowCombinationMatchesGnarkG2(t *testing.T) {
 		term.ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
 		want.AddAssign(&term)
 	}
-	got := msmCombineWindowsG2(ws, c)
+	got := combineWindows[curve.G2Jac, *curve.G2Jac](ws, c)
 	if !got.Equal(&want) {
 		t.Fatalf("combined windows = %s, want %s", got.String(), want.String())
 	}

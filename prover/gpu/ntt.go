@@ -1,8 +1,3 @@
-// Package gpu is the CUDA backend of the prover: the NTT and groth16's
-// compute_h (ntt.go), the Pippenger MSM on G1 (msm.go), the resident proving
-// keys (keys.go) and the prover.Backend registered as "cuda" (backend.go).
-// Kernels live in kernels/ and are compiled at run time by NVRTC through
-// cudaspans, so one binary runs with or without a GPU.
 package gpu
 
 import (
