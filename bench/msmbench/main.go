@@ -79,7 +79,7 @@ func run(list string, lg1, lg2, reps int) error {
 	if err != nil {
 		return err
 	}
-	keys, err := gpu.NewResidentKeys(c)
+	keys, err := gpu.NewResidentKeys(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func run(sizeList string, reps, hmax int) error {
 	}
 	defer c.Close()
 	dev := c.Device()
-	e, err := gpu.NewNTT(ctx, c, nil)
+	e, err := gpu.NewNTT(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func runVariants(list string) error {
 			k, v, _ := strings.Cut(kv, "=")
 			defs[k] = v
 		}
-		e, err := gpu.NewNTT(ctx, c, nil, gpu.WithNTTDefines(defs))
+		e, err := gpu.NewNTT(ctx, c, gpu.WithNTTDefines(defs))
 		if err != nil {
 			fmt.Printf("| %s | compile failed: %v | | |\n", vs, err)
 			continue

@@ -212,11 +212,11 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}
-	kopts := []KeysOption{WithKeysTracerProvider(tp)}
+	kopts := []KeysOption{WithTracerProvider(tp)}
 	if o.Releaser != nil {
-		kopts = append(kopts, WithKeysReleaser(o.Releaser))
+		kopts = append(kopts, WithReleaser(o.Releaser))
 	}
-	if b.keys, err = NewResidentKeys(c, kopts...); err != nil {
+	if b.keys, err = NewResidentKeys(ctx, c, kopts...); err != nil {
 		return fail(err)
 	}
 	return b, nil
@@ -329,15 +329,15 @@ func (b *Backend) compileModules(ctx context.Context) error {
 	var jobs []func() error
 	if b.ntt == nil {
 		jobs = append(jobs, func() (err error) {
-			b.ntt, err = NewNTT(ctx, b.c, b.tp)
+			b.ntt, err = NewNTT(ctx, b.c, WithTracerProvider(b.tp))
 			return err
 		})
 	}
 	if b.msm == nil {
 		jobs = append(jobs, func() (err error) {
-			mopts := []MSMOption{WithMSMTracerProvider(b.tp)}
+			mopts := []MSMOption{WithTracerProvider(b.tp)}
 			if b.releaser != nil {
-				mopts = append(mopts, WithMSMReleaser(b.releaser))
+				mopts = append(mopts, WithReleaser(b.releaser))
 			}
 			b.msm, err = newMSM(ctx, b.c, true, mopts...)
 			return err

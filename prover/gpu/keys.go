@@ -82,26 +82,17 @@ type keysOptionFunc func(*keysConfig)
 
 func (f keysOptionFunc) applyKeys(c *keysConfig) { f(c) }
 
-// WithKeysReleaser frees evicted sets through r (default: a synchronous
-// Releaser on the same TracerProvider).
-func WithKeysReleaser(r *cudaspans.Releaser) KeysOption {
-	return keysOptionFunc(func(c *keysConfig) { c.releaser = r })
-}
-
-// WithKeysTracerProvider records keys.preload spans with tp (default: the
-// global one).
-func WithKeysTracerProvider(tp trace.TracerProvider) KeysOption {
-	return keysOptionFunc(func(c *keysConfig) { c.tp = tp })
-}
-
 // WithKeyBudget caps the device bytes of resident sets (default 0: no cap
 // but the device's memory).
 func WithKeyBudget(bytes int64) KeysOption {
 	return keysOptionFunc(func(c *keysConfig) { c.budget = bytes })
 }
 
-// NewResidentKeys returns an empty resident key store on c's device.
-func NewResidentKeys(c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, error) {
+// NewResidentKeys returns an empty resident key store on c's device
+// (options: WithTracerProvider, WithReleaser, WithKeyBudget). It allocates
+// nothing; ctx is for the constructors' common shape. Errors: a negative
+// budget.
+func NewResidentKeys(ctx context.Context, c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, error) {
 	var cfg keysConfig
 	for _, o := range opts {
 		o.applyKeys(&cfg)

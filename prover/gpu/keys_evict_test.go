@@ -39,7 +39,7 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(c, WithKeysTracerProvider(tp))
+	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}

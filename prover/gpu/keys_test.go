@@ -149,8 +149,8 @@ func newKeysFixture(t *testing.T, capacity int, opts ...KeysOption) *keysFixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]KeysOption{WithKeysTracerProvider(tp), WithKeysReleaser(rel)}, opts...)
-	if f.keys, err = NewResidentKeys(c, opts...); err != nil {
+	opts = append([]KeysOption{WithTracerProvider(tp), WithReleaser(rel)}, opts...)
+	if f.keys, err = NewResidentKeys(context.Background(), c, opts...); err != nil {
 		t.Fatal(err)
 	}
 	if f.s, err = c.NewStream(); err != nil {
@@ -249,7 +249,7 @@ func TestResidentKeysRejectBadSets(t *testing.T) {
 	if _, err := f.keys.PreloadG1(ctx, f.s, keysSet("a", 11)); err == nil {
 		t.Error("same ID with another length accepted")
 	}
-	if _, err := NewResidentKeys(nil, WithKeyBudget(-1)); err == nil {
+	if _, err := NewResidentKeys(context.Background(), nil, WithKeyBudget(-1)); err == nil {
 		t.Error("negative budget accepted")
 	}
 }
@@ -441,7 +441,7 @@ func TestResidentKeysEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T)
 				t.Fatal(err)
 			}
 			defer rel.Close(context.Background())
-			k, err := NewResidentKeys(c, WithKeysReleaser(rel))
+			k, err := NewResidentKeys(context.Background(), c, WithReleaser(rel))
 			if err != nil {
 				t.Fatal(err)
 			}

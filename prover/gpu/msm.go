@@ -114,19 +114,6 @@ type msmOptionFunc func(*msmConfig)
 
 func (f msmOptionFunc) applyMSM(c *msmConfig) { f(c) }
 
-// WithMSMReleaser frees the MSM's device workspace through r (buffer.release
-// spans; in pool mode the workspace is reused by the next MSM). Default: a
-// synchronous Releaser on the global TracerProvider.
-func WithMSMReleaser(r *cudaspans.Releaser) MSMOption {
-	return msmOptionFunc(func(c *msmConfig) { c.releaser = r })
-}
-
-// WithMSMTracerProvider records the MSM spans with tp (default: the global
-// one). Kernel and copy spans follow the cudaspans.Context's own provider.
-func WithMSMTracerProvider(tp trace.TracerProvider) MSMOption {
-	return msmOptionFunc(func(c *msmConfig) { c.tp = tp })
-}
-
 // WithMaxChunk caps the points per device pass (default: as many as device
 // memory holds). Larger MSMs are split into chunks whose results are added.
 func WithMaxChunk(points int) MSMOption {

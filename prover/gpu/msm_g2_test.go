@@ -228,12 +228,12 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m, err := NewMSM(f.ctx, c, WithMSMTracerProvider(tp))
+	m, err := NewMSM(f.ctx, c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	keys, err := NewResidentKeys(c, WithKeysTracerProvider(tp))
+	keys, err := NewResidentKeys(f.ctx, c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func openMSMGPU(t testing.TB) *msmFixture {
 		if f.stream, f.err = f.c.NewStream(); f.err != nil {
 			return
 		}
-		f.keys, f.err = NewResidentKeys(f.c)
+		f.keys, f.err = NewResidentKeys(f.ctx, f.c)
 	})
 	if errors.Is(msmGPUFix.err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", msmGPUFix.err)
@@ -487,11 +487,11 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMSM(f.ctx, c, WithMSMTracerProvider(tp), WithMSMReleaser(rel))
+	m, err := NewMSM(f.ctx, c, WithTracerProvider(tp), WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(c, WithKeysTracerProvider(tp), WithKeysReleaser(rel))
+	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.Sp
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(c, WithKeysTracerProvider(tp), WithKeysReleaser(rel))
+	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}

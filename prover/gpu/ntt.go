@@ -68,6 +68,7 @@ type NTTOption interface{ applyNTT(*nttConfig) }
 
 type nttConfig struct {
 	defines map[string]string
+	tp      trace.TracerProvider
 }
 
 type nttOptionFunc func(*nttConfig)
@@ -99,15 +100,17 @@ func nttModule(defines map[string]string) kernelModule {
 }
 
 // NewNTT compiles the NTT kernels for c's device (NVRTC, or the kernel cache
-// on a second start) and returns the engine. tp records the step spans
-// (nil: the global provider). Errors name the failing compile or lookup.
-func NewNTT(ctx context.Context, c *cudaspans.Context, tp trace.TracerProvider, opts ...NTTOption) (*NTT, error) {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
+// on a second start) and returns the engine (options: WithTracerProvider
+// for the step spans, WithNTTDefines). Errors name the failing compile or
+// lookup.
+func NewNTT(ctx context.Context, c *cudaspans.Context, opts ...NTTOption) (*NTT, error) {
 	cfg := nttConfig{defines: map[string]string{}}
 	for _, o := range opts {
 		o.applyNTT(&cfg)
+	}
+	tp := cfg.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
 	}
 	mod, err := c.Compile(ctx, "ntt", nttSource, nttModule(cfg.defines).opts)
 	if err != nil {

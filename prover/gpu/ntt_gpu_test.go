@@ -32,7 +32,7 @@ func openGPU(t testing.TB) (*cudaspans.Context, *NTT, *cudaspans.Stream, *tracet
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewNTT(context.Background(), c, tp)
+	e, err := NewNTT(context.Background(), c, WithTracerProvider(tp))
 	if err != nil {
 		c.Close()
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func checkKernelSpansNested(t *testing.T, rec *tracetest.SpanRecorder) {
 func TestNTTGPUSecondStartUsesKernelCache(t *testing.T) {
 	c, _, _, _, _ := openGPU(t)
 	before := cudaspans.CompileCount()
-	e2, err := NewNTT(context.Background(), c, nil)
+	e2, err := NewNTT(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
