@@ -194,9 +194,9 @@ func stageLetters(stats []StageStats) map[string]byte {
 
 // WriteTimeline draws jobs on one time axis, one row per job: its start
 // and duration in ms from the first job's start, then a bar of
-// opts.Width cells where each cell shows the letter of the stage the job
-// is in (a legend names them; a later stage over an earlier one in the same
-// cell wins, '·' is the job's own time between stages). Below, per stage:
+// opts.Width cells where each cell shows the letter of the stage that
+// covers most of it (a legend names them; '·' is the job's own time between
+// stages; a stage shorter than half a cell may not show). Below, per stage:
 // segments, summed ms, busy ms and % of the timeline (the union over jobs)
 // and the most jobs in it at once, which is where N concurrent jobs show
 // their overlap (pipeline.synthesize at 3 at once while pipeline.prove
@@ -235,28 +235,16 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		labelW = max(labelW, min(len(j.Label), 24))
 	}
 	ew.printf("%-*s %10s %10s  %s\n", labelW, "job", "start ms", "dur ms", "timeline")
-	cell := func(at time.Time) int {
-		if span <= 0 {
-			return 0
-		}
-		return int(float64(opts.Width) * float64(at.Sub(t0)) / float64(span))
-	}
+	cellLen := span / time.Duration(opts.Width)
 	for _, j := range jobs {
 		cells := make([]string, opts.Width)
 		for i := range cells {
-			cells[i] = " "
-		}
-		paint := func(from, to time.Time, mark string) {
-			a, b := cell(from), cell(to)
-			a = min(max(a, 0), opts.Width-1)
-			b = min(max(b, a+1), opts.Width)
-			for i := a; i < b; i++ {
-				cells[i] = mark
+			c0 := t0.Add(time.Duration(i) * cellLen)
+			c1 := c0.Add(cellLen)
+			if i == opts.Width-1 {
+				c1 = t1
 			}
-		}
-		paint(j.Start, j.End, gapMark)
-		for _, s := range j.Stages {
-			paint(s.Start, s.End, string(letters[s.Name]))
+			cells[i] = cellMark(j, c0, c1, letters, gapMark)
 		}
 		label := j.Label
 		if len(label) > labelW {
@@ -280,6 +268,43 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		return fmt.Errorf("tracefile: write timeline: %w", ew.err)
 	}
 	return nil
+}
+
+// cellMark is what one cell [c0, c1) of job j's row shows: nothing when
+// the job covers less than half of it (unless the whole job is inside it),
+// else the letter of the stage that covers most of the job's part of the
+// cell when that is at least half of it, else gapMark (the job's own time
+// between stages).
+func cellMark(j TimelineJob, c0, c1 time.Time, letters map[string]byte, gapMark string) string {
+	overlap := func(a, b time.Time) time.Duration {
+		lo, hi := later(a, c0), earlier(b, c1)
+		if hi.Before(lo) {
+			return 0
+		}
+		return hi.Sub(lo)
+	}
+	jobCov := overlap(j.Start, j.End)
+	inside := !j.Start.Before(c0) && !j.End.After(c1)
+	if jobCov <= 0 && !(inside && !j.Start.Equal(c1)) || (2*jobCov < c1.Sub(c0) && !inside) {
+		return " "
+	}
+	best, bestCov := "", time.Duration(-1)
+	for _, s := range j.Stages {
+		if cov := overlap(s.Start, s.End); cov > bestCov && (cov > 0 || s.Start.Equal(s.End) && inside) {
+			best, bestCov = string(letters[s.Name]), cov
+		}
+	}
+	if best != "" && 2*bestCov >= jobCov {
+		return best
+	}
+	return gapMark
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func later(a, b time.Time) time.Time {
