@@ -65,6 +65,7 @@ func main() {
 	modes := flag.String("modes", "serial,pipelined", "engines to compare: serial (--synthesis-workers 0), pipelined (the daemon's default or -synthesis-workers)")
 	synth := flag.Int("synthesis-workers", -1, "synthesis workers of the pipelined daemon (-1: its default)")
 	release := flag.String("release", "async", "--release of the daemon")
+	budget := flag.String("memory-budget", "", "--memory-budget of the daemon (default: its own)")
 	dir := flag.String("dir", "", "folder for trace files and logs (default: a temporary one)")
 	outPath := flag.String("out", "", "also write the report here")
 	port := flag.Int("port", 9830, "first port to listen on (one per daemon)")
@@ -103,7 +104,7 @@ func main() {
 			default:
 				fatal(fmt.Errorf("-modes: unknown engine %q", mode))
 			}
-			res, err := bench(benchConfig{cuzk: *cuzk, backend: *backend, circuit: *circuit, release: *release,
+			res, err := bench(benchConfig{cuzk: *cuzk, backend: *backend, circuit: *circuit, release: *release, budget: *budget,
 				log2: r.log2, jobs: r.jobs, synthesisWorkers: workers, mode: mode, dir: *dir, port: p})
 			p++
 			if err != nil {
@@ -119,9 +120,29 @@ func main() {
 			fmt.Fprintf(w, "2^%-4d %-10s %5d %9.2f %9.3f %8.1f%% %8.1f%% %11.0f %11.0f%s\n", r.log2, mode, r.jobs, res.wall.Seconds(), res.rate,
 				100*res.gpuBusy, 100*res.proveBusy, ms(res.latency), ms(res.synth), ratio)
 			fmt.Fprintf(w, "       %s\n", res.daemonLine)
+			fmt.Fprintf(w, "       memory: daemon peak RSS %.1f GiB, engine peak admitted %.1f GiB, budget %.1f GiB\n",
+				gb(res.rssPeak), gb(res.enginePeak), gb(res.budget))
 		}
 	}
 	fmt.Fprintf(w, "gpu busy = Σ gpu.total of the batch's proofs / wall; prove busy = Σ pipeline.prove / wall (over 100%% with several devices); latency = median Total of 3 proofs sent alone; synth = median pipeline.synthesize in the batch. Traces and logs in %s\n", *dir)
+}
+
+func gb(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// vmHWM is the peak resident set of process pid in bytes (VmHWM of
+// /proc/PID/status), 0 where it cannot be read.
+func vmHWM(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -133,6 +154,7 @@ func fatal(err error) {
 
 type benchConfig struct {
 	cuzk, backend, circuit, release string
+	budget                          string
 	log2, jobs, synthesisWorkers    int
 	mode, dir                       string
 	port                            int
@@ -144,6 +166,10 @@ type result struct {
 	gpuBusy, proveBusy float64
 	latency, synth     time.Duration
 	daemonLine         string
+	// rssPeak is the daemon's VmHWM (pinned host memory included: it is
+	// resident), budget and enginePeak its memory budget and the largest
+	// reserved + keys it admitted, from GetStatus; bytes.
+	rssPeak, budget, enginePeak uint64
 }
 
 var listening = regexp.MustCompile(`listening on (\S+) .*`)
@@ -161,6 +187,9 @@ func bench(cfg benchConfig) (*result, error) {
 	args := []string{"serve", "--backend", cfg.backend, "--release", cfg.release, "--listen", fmt.Sprintf("127.0.0.1:%d", cfg.port),
 		"--metrics-listen", "", "--trace-file", traceFile, "--queue-size", strconv.Itoa(max(64, 2*cfg.jobs)),
 		"--synthesis-workers", strconv.Itoa(cfg.synthesisWorkers), "--shutdown-timeout", "10m"}
+	if cfg.budget != "" {
+		args = append(args, "--memory-budget", cfg.budget)
+	}
 	cmd := exec.Command(cfg.cuzk, args...)
 	cmd.Env = os.Environ()
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
@@ -208,6 +237,9 @@ func bench(cfg benchConfig) (*result, error) {
 		return nil, fmt.Errorf("daemon not listening after 5 min (log %s)", logFile)
 	}
 	res, err := drive(cfg, addr)
+	if res != nil {
+		res.rssPeak = vmHWM(cmd.Process.Pid)
+	}
 	if serr := stop(); serr != nil && err == nil {
 		err = fmt.Errorf("daemon exit: %v (log %s)", serr, logFile)
 	}
@@ -283,7 +315,11 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 		lat = append(lat, r.Timings.Total)
 	}
 	slices.Sort(lat)
-	return &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: lat[1]}, nil
+	res := &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: lat[1]}
+	if st, err := c.Status(ctx); err == nil {
+		res.budget, res.enginePeak = st.Memory.Budget, st.Memory.Peak
+	}
+	return res, nil
 }
 
 // fromTrace sums the device time of the batch's proofs from the daemon's
