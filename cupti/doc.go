@@ -66,7 +66,10 @@
 // thread, else the Go span of Call or cuzk_cupti_enter, else the root; a
 // message carrying "traceparent=00-…" (W3C Trace Context) makes the range
 // a child of that remote span. Payload, category, color and domain are
-// attributes. A pop with nothing open is said once and ignored; ranges
+// attributes. Kernels and copies are children of the innermost push range
+// open on the thread that launched them; start/end ranges, which belong to
+// no thread, have no such children. Ranges opened before Start (or, under
+// cuzk gpu-trace, before the program's cuInit) are not seen. A pop with nothing open is said once and ignored; ranges
 // still open at Close end there, marked nvtx.unclosed.
 //
 // # Volume
