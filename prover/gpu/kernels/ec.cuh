@@ -1,7 +1,7 @@
 // ec.cuh: the groups G1 (y² = x³ + 4 over Fp) and G2 (the twist
 // y² = x³ + 4(1 + u) over Fp2) of BLS12-381, for CUDA kernels (nvcc and
-// NVRTC) and for plain C++ on the host (the hostec and hostec2 packages
-// compile this same header with g++ and test it against gnark-crypto's
+// NVRTC) and for plain C++ on the host (the hostec package
+// compiles this same header with g++ and test it against gnark-crypto's
 // G1Jac and G2Jac).
 //
 // The point code is written once, as templates over the coordinate field F

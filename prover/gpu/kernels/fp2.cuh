@@ -1,6 +1,6 @@
 // fp2.cuh: the quadratic extension Fp2 = Fp[u]/(u² + 1) of the BLS12-381
 // base field, the field of G2's coordinates, for CUDA kernels (nvcc and
-// NVRTC) and for plain C++ on the host (the hostec2 package compiles this
+// NVRTC) and for plain C++ on the host (the hostec package compiles this
 // same header with g++ and tests it against gnark-crypto's E2).
 //
 // An element a0 + a1·u is two ff::fp_t in Montgomery form, a0 first:

@@ -3,15 +3,39 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-// Points are gnark-crypto's layouts: affine 12 limbs (x, y), Jacobian 18
-// (X, Y, Z), XYZZ 24 (X, Y, ZZ, ZZZ); all fp limbs in Montgomery form.
-// Every function maps n inputs to n outputs in gnark's G1Jac layout.
-void he_add_affine(const unsigned long long *p, const unsigned long long *a, unsigned long long *out, long n);
-void he_add(const unsigned long long *p, const unsigned long long *q, unsigned long long *out, long n);
-void he_dbl(const unsigned long long *p, unsigned long long *out, long n);
-void he_mul_u32(const unsigned long long *p, const unsigned int *k, unsigned long long *out, long n);
-void he_from_affine(const unsigned long long *a, unsigned long long *out, long n);
-void he_eq_affine(const unsigned long long *p, const unsigned long long *a, int *out, long n);
+
+// Point operations of ec.cuh: g2 = 0 for G1 (coordinates in Fp), 1 for
+// G2 (in Fp2); points laid out as gnark-crypto's types.
+void hec_add_affine(int g2, const unsigned long long *p, const unsigned long long *a, unsigned long long *out, long n);
+void hec_add(int g2, const unsigned long long *p, const unsigned long long *q, unsigned long long *out, long n);
+void hec_dbl(int g2, const unsigned long long *p, unsigned long long *out, long n);
+void hec_neg(int g2, const unsigned long long *p, unsigned long long *out, long n);
+void hec_mul_u32(int g2, const unsigned long long *p, const unsigned int *k, unsigned long long *out, long n);
+void hec_from_affine(int g2, const unsigned long long *a, unsigned long long *out, long n);
+void hec_eq_affine(int g2, const unsigned long long *p, const unsigned long long *a, int *out, long n);
+void hec_on_curve(int g2, const unsigned long long *a, int *out, long n);
+void hec_bucket_sum(int g2, const unsigned long long *a, const unsigned char *neg, unsigned long long *out, long n);
+// sizes of fp2_t, g2_affine, g2_jac, g2_xyzz, g1_affine, g1_jac, g1_xyzz
+void hec_sizes(long *out);
+
+// fp2.cuh
+enum {
+  H2_ADD = 0,
+  H2_SUB = 1,
+  H2_MUL = 2,
+  H2_SQR = 3,
+  H2_NEG = 4,
+  H2_DBL = 5,
+  H2_CONJ = 6,
+  H2_INV = 7,
+  H2_EQ = 8,
+  H2_ONE = 9,
+  H2_ZERO = 10,
+  H2_ISZERO = 11
+};
+int h2_fp2(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);
+void h2_fp2_mul_fp(const unsigned long long *a, const unsigned long long *f, unsigned long long *z, long n);
+void h2_fp2_norm(const unsigned long long *a, unsigned long long *z, long n);
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-package hostec2
+package hostec
 
 import (
 	"encoding/binary"
@@ -11,14 +11,17 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 )
 
-var rng = rand.New(rand.NewPCG(21, 22))
+var rng2 = rand.New(rand.NewPCG(21, 22))
 
 func TestSizesMatchGnark(t *testing.T) {
-	want := [4]int{
+	want := [7]int{
 		int(unsafe.Sizeof(curve.E2{})),
 		int(unsafe.Sizeof(curve.G2Affine{})),
 		int(unsafe.Sizeof(curve.G2Jac{})),
-		int(unsafe.Sizeof(XYZZ{})),
+		int(unsafe.Sizeof(G2XYZZ{})),
+		int(unsafe.Sizeof(curve.G1Affine{})),
+		int(unsafe.Sizeof(curve.G1Jac{})),
+		int(unsafe.Sizeof(G1XYZZ{})),
 	}
 	if got := Sizes(); got != want {
 		t.Fatalf("C++ sizes %v, gnark's %v", got, want)

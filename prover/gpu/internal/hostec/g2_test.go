@@ -1,4 +1,4 @@
-package hostec2
+package hostec
 
 import (
 	"math/big"
@@ -7,20 +7,20 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 )
 
-// randJac returns a random multiple of the G2 generator, rescaled to a
+// randJac2 returns a random multiple of the G2 generator, rescaled to a
 // random Z.
-func randJac(t *testing.T) curve.G2Jac {
+func randJac2(t *testing.T) curve.G2Jac {
 	t.Helper()
 	_, g, _, _ := curve.Generators()
 	var k big.Int
-	k.SetUint64(rng.Uint64() | 1)
+	k.SetUint64(rng2.Uint64() | 1)
 	var p curve.G2Jac
 	p.ScalarMultiplication(&g, &k)
-	return rescale(t, p)
+	return rescale2(t, p)
 }
 
-// rescale returns the same point with (X·λ², Y·λ³, Z·λ) for a random λ in Fp2.
-func rescale(t *testing.T, p curve.G2Jac) curve.G2Jac {
+// rescale2 returns the same point with (X·λ², Y·λ³, Z·λ) for a random λ in Fp2.
+func rescale2(t *testing.T, p curve.G2Jac) curve.G2Jac {
 	t.Helper()
 	l := randE2(t)
 	var l2, l3 curve.E2
@@ -32,25 +32,25 @@ func rescale(t *testing.T, p curve.G2Jac) curve.G2Jac {
 	return p
 }
 
-func infJac() curve.G2Jac {
+func infJac2() curve.G2Jac {
 	var p curve.G2Jac
 	p.X.SetOne()
 	p.Y.SetOne()
 	return p
 }
 
-func affine(p *curve.G2Jac) curve.G2Affine {
+func affine2(p *curve.G2Jac) curve.G2Affine {
 	var a curve.G2Affine
 	a.FromJacobian(p)
 	return a
 }
 
-func neg(p curve.G2Jac) curve.G2Jac {
+func neg2(p curve.G2Jac) curve.G2Jac {
 	p.Y.Neg(&p.Y)
 	return p
 }
 
-func requireEqual(t *testing.T, what string, got, want []curve.G2Jac) {
+func requireEqual2(t *testing.T, what string, got, want []curve.G2Jac) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
@@ -72,29 +72,29 @@ func TestG2AddMixedMatchesGnarkOnRandomAndEdgePoints(t *testing.T) {
 	var ps []curve.G2Jac
 	var as []curve.G2Affine
 	for i := 0; i < 32; i++ {
-		p, q := randJac(t), randJac(t)
+		p, q := randJac2(t), randJac2(t)
 		ps = append(ps, p)
-		as = append(as, affine(&q))
+		as = append(as, affine2(&q))
 	}
-	p := randJac(t)
-	inf := infJac()
+	p := randJac2(t)
+	inf := infJac2()
 	// P + P (doubling), P + (−P) (infinity), P + ∞, ∞ + Q, ∞ + ∞.
 	ps = append(ps, p, p, p, inf, inf)
-	pn := neg(p)
-	as = append(as, affine(&p), affine(&pn), curve.G2Affine{}, affine(&p), curve.G2Affine{})
+	pn := neg2(p)
+	as = append(as, affine2(&p), affine2(&pn), curve.G2Affine{}, affine2(&p), curve.G2Affine{})
 
-	xs := make([]XYZZ, len(ps))
+	xs := make([]G2XYZZ, len(ps))
 	want := make([]curve.G2Jac, len(ps))
 	for i := range ps {
-		xs[i] = FromJac(&ps[i])
+		xs[i] = G2.FromJac(&ps[i])
 		want[i] = ps[i]
 		want[i].AddMixed(&as[i])
 	}
-	got, err := AddMixed(xs, as)
+	got, err := G2.AddMixed(xs, as)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEqual(t, "AddMixed", got, want)
+	requireEqual2(t, "AddMixed", got, want)
 	if !got[len(got)-4].Z.IsZero() {
 		t.Error("P + (−P) is not infinity")
 	}
@@ -103,68 +103,68 @@ func TestG2AddMixedMatchesGnarkOnRandomAndEdgePoints(t *testing.T) {
 func TestG2AddMatchesGnarkOnRandomAndEdgePoints(t *testing.T) {
 	var ps, qs []curve.G2Jac
 	for i := 0; i < 32; i++ {
-		ps = append(ps, randJac(t))
-		qs = append(qs, randJac(t))
+		ps = append(ps, randJac2(t))
+		qs = append(qs, randJac2(t))
 	}
-	p := randJac(t)
-	inf := infJac()
+	p := randJac2(t)
+	inf := infJac2()
 	// P + P with different Z, P + (−P), P + ∞, ∞ + P, ∞ + ∞.
 	ps = append(ps, p, p, p, inf, inf)
-	qs = append(qs, rescale(t, p), rescale(t, neg(p)), inf, p, inf)
-	xp := make([]XYZZ, len(ps))
-	xq := make([]XYZZ, len(ps))
+	qs = append(qs, rescale2(t, p), rescale2(t, neg2(p)), inf, p, inf)
+	xp := make([]G2XYZZ, len(ps))
+	xq := make([]G2XYZZ, len(ps))
 	want := make([]curve.G2Jac, len(ps))
 	for i := range ps {
-		xp[i], xq[i] = FromJac(&ps[i]), FromJac(&qs[i])
+		xp[i], xq[i] = G2.FromJac(&ps[i]), G2.FromJac(&qs[i])
 		want[i] = ps[i]
 		want[i].AddAssign(&qs[i])
 	}
-	got, err := Add(xp, xq)
+	got, err := G2.Add(xp, xq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEqual(t, "Add", got, want)
+	requireEqual2(t, "Add", got, want)
 	if !got[len(got)-4].Z.IsZero() {
 		t.Error("P + (−P) is not infinity")
 	}
 }
 
 func TestG2DoubleAndNegMatchGnark(t *testing.T) {
-	ps := []curve.G2Jac{infJac()}
+	ps := []curve.G2Jac{infJac2()}
 	for i := 0; i < 16; i++ {
-		ps = append(ps, randJac(t))
+		ps = append(ps, randJac2(t))
 	}
-	xs := make([]XYZZ, len(ps))
+	xs := make([]G2XYZZ, len(ps))
 	wantDbl := make([]curve.G2Jac, len(ps))
 	wantNeg := make([]curve.G2Jac, len(ps))
 	for i := range ps {
-		xs[i] = FromJac(&ps[i])
+		xs[i] = G2.FromJac(&ps[i])
 		wantDbl[i].Double(&ps[i])
 		wantNeg[i].Neg(&ps[i])
 	}
-	requireEqual(t, "Double", Double(xs), wantDbl)
-	requireEqual(t, "Neg", Neg(xs), wantNeg)
+	requireEqual2(t, "Double", G2.Double(xs), wantDbl)
+	requireEqual2(t, "Neg", G2.Neg(xs), wantNeg)
 }
 
 func TestG2MulSmallMatchesGnark(t *testing.T) {
 	ks := []uint32{0, 1, 2, 3, 31, 32, 255, 1 << 15, 1<<31 + 5, ^uint32(0)}
 	for i := 0; i < 4; i++ {
-		ks = append(ks, rng.Uint32())
+		ks = append(ks, rng2.Uint32())
 	}
-	xs := make([]XYZZ, len(ks))
+	xs := make([]G2XYZZ, len(ks))
 	want := make([]curve.G2Jac, len(ks))
 	for i, k := range ks {
-		p := randJac(t)
-		xs[i] = FromJac(&p)
+		p := randJac2(t)
+		xs[i] = G2.FromJac(&p)
 		want[i].ScalarMultiplication(&p, new(big.Int).SetUint64(uint64(k)))
 	}
-	got, err := MulSmall(xs, ks)
+	got, err := G2.MulSmall(xs, ks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEqual(t, "MulSmall", got, want)
-	inf := infJac()
-	got, err = MulSmall([]XYZZ{FromJac(&inf)}, []uint32{12345})
+	requireEqual2(t, "MulSmall", got, want)
+	inf := infJac2()
+	got, err = G2.MulSmall([]G2XYZZ{G2.FromJac(&inf)}, []uint32{12345})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,16 +174,16 @@ func TestG2MulSmallMatchesGnark(t *testing.T) {
 }
 
 func TestG2FromAffineEqualAffineAndOnCurve(t *testing.T) {
-	p := randJac(t)
-	q := randJac(t)
-	as := []curve.G2Affine{affine(&p), {}}
-	requireEqual(t, "FromAffine", FromAffine(as), []curve.G2Jac{p, infJac()})
+	p := randJac2(t)
+	q := randJac2(t)
+	as := []curve.G2Affine{affine2(&p), {}}
+	requireEqual2(t, "FromAffine", G2.FromAffine(as), []curve.G2Jac{p, infJac2()})
 
-	inf := infJac()
-	xs := []XYZZ{FromJac(&p), FromJac(&p), FromJac(&inf), FromJac(&inf), FromJac(&p)}
-	pn := neg(p)
-	bs := []curve.G2Affine{affine(&p), affine(&q), {}, affine(&p), affine(&pn)}
-	eq, err := EqualAffine(xs, bs)
+	inf := infJac2()
+	xs := []G2XYZZ{G2.FromJac(&p), G2.FromJac(&p), G2.FromJac(&inf), G2.FromJac(&inf), G2.FromJac(&p)}
+	pn := neg2(p)
+	bs := []curve.G2Affine{affine2(&p), affine2(&q), {}, affine2(&p), affine2(&pn)}
+	eq, err := G2.EqualAffine(xs, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,14 +198,14 @@ func TestG2FromAffineEqualAffineAndOnCurve(t *testing.T) {
 	// point with y perturbed, x and y swapped, (1, 0), and (0, 0) read as
 	// a point would be (it is gnark's infinity, so it counts as on).
 	_, _, _, g := curve.Generators()
-	off := affine(&p)
+	off := affine2(&p)
 	off.Y.A0.SetUint64(7)
-	swapped := affine(&q)
+	swapped := affine2(&q)
 	swapped.X, swapped.Y = swapped.Y, swapped.X
 	var oneZero curve.G2Affine
 	oneZero.X.SetOne()
-	pts := []curve.G2Affine{affine(&p), affine(&q), g, {}, off, swapped, oneZero}
-	got := OnCurve(pts)
+	pts := []curve.G2Affine{affine2(&p), affine2(&q), g, {}, off, swapped, oneZero}
+	got := G2.OnCurve(pts)
 	for i := range pts {
 		if want := pts[i].IsOnCurve(); got[i] != want {
 			t.Errorf("OnCurve[%d] = %v, gnark says %v", i, got[i], want)
@@ -216,25 +216,25 @@ func TestG2FromAffineEqualAffineAndOnCurve(t *testing.T) {
 	}
 }
 
-// A bucket as the MSM accumulates one: many affine points, some negated,
+// A bucket as the MSM accumulates one: many affine2 points, some negated,
 // summed with the inlined mixed addition, against gnark's AddAssign chain.
 func TestG2BucketSumMatchesAddAssignChain(t *testing.T) {
 	const n = 200
 	as := make([]curve.G2Affine, 0, n+8)
 	negs := make([]bool, 0, n+8)
 	for i := 0; i < n; i++ {
-		p := randJac(t)
-		as = append(as, affine(&p))
-		negs = append(negs, rng.IntN(2) == 1)
+		p := randJac2(t)
+		as = append(as, affine2(&p))
+		negs = append(negs, rng2.IntN(2) == 1)
 	}
 	// Repeats, a point and its negation, and points at infinity in the
 	// middle, so the sum passes through the doubling and infinity cases.
-	p := randJac(t)
-	pa := affine(&p)
+	p := randJac2(t)
+	pa := affine2(&p)
 	as = append(as, curve.G2Affine{}, pa, pa, pa, curve.G2Affine{})
 	negs = append(negs, false, false, false, true, true)
 
-	want := infJac()
+	want := infJac2()
 	for i := range as {
 		var q curve.G2Jac
 		q.FromAffine(&as[i])
@@ -243,42 +243,42 @@ func TestG2BucketSumMatchesAddAssignChain(t *testing.T) {
 		}
 		want.AddAssign(&q)
 	}
-	got, err := BucketSum(as, negs)
+	got, err := G2.BucketSum(as, negs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEqual(t, "BucketSum", []curve.G2Jac{got}, []curve.G2Jac{want})
+	requireEqual2(t, "BucketSum", []curve.G2Jac{got}, []curve.G2Jac{want})
 
 	// P + P − P − P: back to infinity through a doubling.
-	got, err = BucketSum([]curve.G2Affine{pa, pa, pa, pa}, []bool{false, false, true, true})
+	got, err = G2.BucketSum([]curve.G2Affine{pa, pa, pa, pa}, []bool{false, false, true, true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.Z.IsZero() {
 		t.Errorf("P + P − P − P = %s, want infinity", got.String())
 	}
-	got, err = BucketSum(nil, nil)
+	got, err = G2.BucketSum(nil, nil)
 	if err != nil || !got.Z.IsZero() {
 		t.Errorf("empty bucket: %s, %v; want infinity", got.String(), err)
 	}
 }
 
 func TestG2MismatchedLengthsAreAnError(t *testing.T) {
-	p := randJac(t)
-	x := []XYZZ{FromJac(&p)}
-	if _, err := AddMixed(x, nil); err == nil {
+	p := randJac2(t)
+	x := []G2XYZZ{G2.FromJac(&p)}
+	if _, err := G2.AddMixed(x, nil); err == nil {
 		t.Error("AddMixed accepted slices of different lengths")
 	}
-	if _, err := Add(x, []XYZZ{}); err == nil {
+	if _, err := G2.Add(x, []G2XYZZ{}); err == nil {
 		t.Error("Add accepted slices of different lengths")
 	}
-	if _, err := MulSmall(x, []uint32{1, 2}); err == nil {
+	if _, err := G2.MulSmall(x, []uint32{1, 2}); err == nil {
 		t.Error("MulSmall accepted slices of different lengths")
 	}
-	if _, err := EqualAffine(x, nil); err == nil {
+	if _, err := G2.EqualAffine(x, nil); err == nil {
 		t.Error("EqualAffine accepted slices of different lengths")
 	}
-	if _, err := BucketSum([]curve.G2Affine{affine(&p)}, nil); err == nil {
+	if _, err := G2.BucketSum([]curve.G2Affine{affine2(&p)}, nil); err == nil {
 		t.Error("BucketSum accepted slices of different lengths")
 	}
 }

@@ -86,14 +86,14 @@ func TestAddMixedMatchesGnarkOnRandomAndEdgePoints(t *testing.T) {
 	pn := neg(p)
 	as = append(as, affine(&p), affine(&pn), curve.G1Affine{}, affine(&p), curve.G1Affine{})
 
-	xs := make([]XYZZ, len(ps))
+	xs := make([]G1XYZZ, len(ps))
 	want := make([]curve.G1Jac, len(ps))
 	for i := range ps {
-		xs[i] = FromJac(&ps[i])
+		xs[i] = G1.FromJac(&ps[i])
 		want[i] = ps[i]
 		want[i].AddMixed(&as[i])
 	}
-	got, err := AddMixed(xs, as)
+	got, err := G1.AddMixed(xs, as)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +114,15 @@ func TestAddMatchesGnarkOnRandomAndEdgePoints(t *testing.T) {
 	// P + P with different Z, P + (−P), P + ∞, ∞ + P, ∞ + ∞.
 	ps = append(ps, p, p, p, inf, inf)
 	qs = append(qs, rescale(t, p), rescale(t, neg(p)), inf, p, inf)
-	xp := make([]XYZZ, len(ps))
-	xq := make([]XYZZ, len(ps))
+	xp := make([]G1XYZZ, len(ps))
+	xq := make([]G1XYZZ, len(ps))
 	want := make([]curve.G1Jac, len(ps))
 	for i := range ps {
-		xp[i], xq[i] = FromJac(&ps[i]), FromJac(&qs[i])
+		xp[i], xq[i] = G1.FromJac(&ps[i]), G1.FromJac(&qs[i])
 		want[i] = ps[i]
 		want[i].AddAssign(&qs[i])
 	}
-	got, err := Add(xp, xq)
+	got, err := G1.Add(xp, xq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +137,13 @@ func TestDoubleMatchesGnark(t *testing.T) {
 	for i := 0; i < 32; i++ {
 		ps = append(ps, randJac(t))
 	}
-	xs := make([]XYZZ, len(ps))
+	xs := make([]G1XYZZ, len(ps))
 	want := make([]curve.G1Jac, len(ps))
 	for i := range ps {
-		xs[i] = FromJac(&ps[i])
+		xs[i] = G1.FromJac(&ps[i])
 		want[i].Double(&ps[i])
 	}
-	requireEqual(t, "Double", Double(xs), want)
+	requireEqual(t, "Double", G1.Double(xs), want)
 }
 
 func TestMulSmallMatchesGnark(t *testing.T) {
@@ -151,21 +151,21 @@ func TestMulSmallMatchesGnark(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		ks = append(ks, rng.Uint32())
 	}
-	xs := make([]XYZZ, len(ks))
+	xs := make([]G1XYZZ, len(ks))
 	want := make([]curve.G1Jac, len(ks))
 	for i, k := range ks {
 		p := randJac(t)
-		xs[i] = FromJac(&p)
+		xs[i] = G1.FromJac(&p)
 		want[i].ScalarMultiplication(&p, new(big.Int).SetUint64(uint64(k)))
 	}
-	got, err := MulSmall(xs, ks)
+	got, err := G1.MulSmall(xs, ks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	requireEqual(t, "MulSmall", got, want)
 	// k·∞ = ∞.
 	inf := infJac()
-	got, err = MulSmall([]XYZZ{FromJac(&inf)}, []uint32{12345})
+	got, err = G1.MulSmall([]G1XYZZ{G1.FromJac(&inf)}, []uint32{12345})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +178,14 @@ func TestFromAffineAndEqualAffineUseGnarksInfinity(t *testing.T) {
 	p := randJac(t)
 	q := randJac(t)
 	as := []curve.G1Affine{affine(&p), {}}
-	got := FromAffine(as)
+	got := G1.FromAffine(as)
 	want := []curve.G1Jac{p, infJac()}
 	requireEqual(t, "FromAffine", got, want)
 
 	inf := infJac()
-	xs := []XYZZ{FromJac(&p), FromJac(&p), FromJac(&inf), FromJac(&inf)}
+	xs := []G1XYZZ{G1.FromJac(&p), G1.FromJac(&p), G1.FromJac(&inf), G1.FromJac(&inf)}
 	bs := []curve.G1Affine{affine(&p), affine(&q), {}, affine(&p)}
-	eq, err := EqualAffine(xs, bs)
+	eq, err := G1.EqualAffine(xs, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +199,13 @@ func TestFromAffineAndEqualAffineUseGnarksInfinity(t *testing.T) {
 
 func TestMismatchedLengthsAreAnError(t *testing.T) {
 	p := randJac(t)
-	if _, err := AddMixed([]XYZZ{FromJac(&p)}, nil); err == nil {
+	if _, err := G1.AddMixed([]G1XYZZ{G1.FromJac(&p)}, nil); err == nil {
 		t.Error("AddMixed accepted slices of different lengths")
 	}
-	if _, err := Add([]XYZZ{FromJac(&p)}, []XYZZ{}); err == nil {
+	if _, err := G1.Add([]G1XYZZ{G1.FromJac(&p)}, []G1XYZZ{}); err == nil {
 		t.Error("Add accepted slices of different lengths")
 	}
-	if _, err := MulSmall([]XYZZ{FromJac(&p)}, []uint32{1, 2}); err == nil {
+	if _, err := G1.MulSmall([]G1XYZZ{G1.FromJac(&p)}, []uint32{1, 2}); err == nil {
 		t.Error("MulSmall accepted slices of different lengths")
 	}
 }

@@ -1,1 +1,0 @@
-../../kernels/fp2.cuh
