@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -175,16 +177,26 @@ func (st *serveStages) warmup(ctx context.Context, srv *server.Server, log io.Wr
 	srv.SetNotReady("warming up: compiling or loading the kernel modules")
 	go func() {
 		defer close(st.ready)
-		for _, p := range st.pipes {
+		// Every device warms up at once: the wait is the slowest one's.
+		errs := make([]error, len(st.pipes))
+		var wg sync.WaitGroup
+		for i, p := range st.pipes {
 			if !p.HasWarmup() {
 				continue
 			}
-			if err := p.Warmup(ctx); err != nil {
-				reason := fmt.Sprintf("warm-up of the %s backend failed: %v", p.Backend(), err)
-				srv.SetNotReady(reason)
-				fmt.Fprintf(log, "cuzk serve: %s\n", oneLine(fmt.Errorf("%s", reason)))
-				return
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Warmup(ctx); err != nil {
+					errs[i] = fmt.Errorf("warm-up of the %s backend failed: %v", p.Backend(), err)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			srv.SetNotReady(err.Error())
+			fmt.Fprintf(log, "cuzk serve: %s\n", oneLine(err))
+			return
 		}
 		srv.SetReady()
 		fmt.Fprintln(log, "cuzk serve: ready (kernels compiled or loaded)")
