@@ -113,11 +113,12 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		now:           cfg.now,
 	})
 	c.lastCal = cfg.now()
-	if push, pop := be.cudaspansHooks(); push != nil {
-		cudaspans.SetLaunchCorrelation(push, pop, c.cudaspansDurations)
-	} else {
-		cudaspans.SetLaunchCorrelation(nil, nil, c.cudaspansDurations)
+	durations := c.cudaspansDurations
+	if !cfg.csDurations {
+		durations = nil
 	}
+	push, pop := be.cudaspansHooks()
+	cudaspans.SetLaunchCorrelation(push, pop, durations)
 	active = c
 	go c.loop()
 	return c, nil

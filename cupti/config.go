@@ -40,6 +40,7 @@ type config struct {
 	flushEvery     time.Duration
 	calibrateEvery time.Duration
 	nvtx           bool
+	csDurations    bool
 	log            func(string)
 	backend        backend
 	now            func() time.Time
@@ -53,6 +54,7 @@ func newConfig(opts []Option) config {
 		flushEvery:     DefaultFlushInterval,
 		calibrateEvery: DefaultCalibrateInterval,
 		nvtx:           true,
+		csDurations:    true,
 		log:            func(s string) { fmt.Fprintln(os.Stderr, s) },
 		now:            time.Now,
 	}
@@ -111,6 +113,14 @@ func WithLogger(log func(string)) Option {
 			c.log = log
 		}
 	})
+}
+
+// WithoutCudaspansDurations leaves cuda.cupti_ms off cudaspans' kernel
+// spans: their work is still not traced twice, but cudaspans' Synchronize
+// no longer waits for a forced CUPTI flush (the cost cuptibench reports
+// separately).
+func WithoutCudaspansDurations() Option {
+	return optionFunc(func(c *config) { c.csDurations = false })
 }
 
 func withBackend(b backend) Option { return optionFunc(func(c *config) { c.backend = b }) }
