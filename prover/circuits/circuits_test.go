@@ -2,10 +2,13 @@ package circuits
 
 import (
 	"errors"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	nativemimc "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
 	"github.com/consensys/gnark/constraint"
 )
 
@@ -149,5 +152,50 @@ func TestMemAvailableParsesMeminfo(t *testing.T) {
 	}
 	if got, err := MemAvailable(); err != nil || got == 0 {
 		t.Errorf("MemAvailable() = %d, %v", got, err)
+	}
+}
+
+// TestMerkleSampleIsTheSequentialOneHashedConcurrently checks the sample
+// witness against the plain sequential construction: the same random
+// draws in the same order, each path hashed leaf to root.
+func TestMerkleSampleIsTheSequentialOneHashedConcurrently(t *testing.T) {
+	const seed, k, depth, filler = 7, 9, 5, 3
+	got, err := assignMerkle(seed, k, depth, filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	randFr := func() fr.Element {
+		var e fr.Element
+		e.SetUint64(rng.Uint64()).Mul(&e, new(fr.Element).SetUint64(rng.Uint64()))
+		return e
+	}
+	h := nativemimc.NewMiMC()
+	for i := 0; i < k; i++ {
+		leaf := randFr()
+		index := rng.Uint64() & (1<<depth - 1)
+		node := leaf
+		for d := 0; d < depth; d++ {
+			sib := randFr()
+			if got.Paths[i][d] != sib {
+				t.Fatalf("proof %d level %d: sibling differs", i, d)
+			}
+			left, right := node, sib
+			if index>>d&1 == 1 {
+				left, right = sib, node
+			}
+			h.Reset()
+			lb, rb := left.Bytes(), right.Bytes()
+			h.Write(lb[:])
+			h.Write(rb[:])
+			node.SetBytes(h.Sum(nil))
+		}
+		if got.Leaves[i] != leaf || got.Indexes[i] != index || got.Roots[i] != node {
+			t.Fatalf("proof %d differs from the sequential construction", i)
+		}
+	}
+	x := randFr()
+	if got.Filler[0] != x {
+		t.Fatal("filler input differs")
 	}
 }
