@@ -39,7 +39,7 @@ while IFS= read -r file; do
 	while IFS= read -r name; do
 		[[ $name =~ $filter ]] && targets+=("$mod|$rel|$name")
 	done < <(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\([a-zA-Z_][a-zA-Z0-9_]* \*testing\.F\).*/\1/p' "$file")
-done < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '/testdata/' | sort)
+done < <(grep -rlE --include='*_test.go' --exclude-dir=.git --exclude-dir=shared --exclude-dir=.dev --exclude-dir=node_modules --exclude-dir=testdata '^func Fuzz[A-Za-z0-9_]*\(' . | sort)
 
 if [[ ${#targets[@]} -eq 0 ]]; then
 	echo "fuzz.sh: no fuzz tests match $filter" >&2
