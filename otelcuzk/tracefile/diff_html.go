@@ -1,0 +1,127 @@
+package tracefile
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// diffHTML is the page of WriteDiffHTML: two waterfalls and the script
+// that draws them from the embedded JSON; no external assets.
+//
+//go:embed diff.html
+var diffHTML string
+
+type diffHTMLDoc struct {
+	TracesA      int          `json:"traces_a"`
+	TracesB      int          `json:"traces_b"`
+	AxisMS       float64      `json:"axis_ms"`
+	ThresholdMS  float64      `json:"threshold_ms"`
+	ThresholdPct float64      `json:"threshold_pct"`
+	Verdicts     []string     `json:"verdicts"`
+	A            diffHTMLSide `json:"a"`
+	B            diffHTMLSide `json:"b"`
+}
+
+type diffHTMLSide struct {
+	TraceID    string         `json:"trace_id"`
+	DurationMS float64        `json:"duration_ms"`
+	Spans      []diffHTMLSpan `json:"spans"`
+}
+
+type diffHTMLSpan struct {
+	Path         string  `json:"path"`
+	Name         string  `json:"name"`
+	Depth        int     `json:"depth"`
+	StartMS      float64 `json:"start_ms"` // from the side's trace start
+	DurationMS   float64 `json:"duration_ms"`
+	UntracedSpan bool    `json:"untraced_span,omitempty"`
+	Moved        bool    `json:"moved,omitempty"` // its path moved beyond the thresholds
+	DeltaMS      float64 `json:"delta_ms"`        // of its path (medians for sets)
+	Only         bool    `json:"only,omitempty"`  // its path is on this side only
+}
+
+// WriteDiffHTML writes d as one self-contained HTML page: the waterfall of
+// a trace of side A (spansA) and one of side B (spansB) side by side on
+// one time axis (the longer trace's duration), each span's row marked when
+// its path moved beyond d's thresholds (slower red, faster green, with the
+// path's change in ms) or is on one side only, and the verdict lines
+// above. For sets, pass the spans of one representative trace per side;
+// the marks are the sets' medians. It returns an error when a side has no
+// span or w fails.
+func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
+	doc := diffHTMLDoc{
+		TracesA: d.TracesA, TracesB: d.TracesB, ThresholdMS: d.opts.ThresholdMS, ThresholdPct: d.opts.ThresholdPct,
+		Verdicts: append([]string{}, d.Verdicts...),
+	}
+	for i, spans := range [][]Span{spansA, spansB} {
+		if len(spans) == 0 {
+			return fmt.Errorf("tracefile: diff HTML: side %c has no spans", 'A'+i)
+		}
+		traces := BuildTraces(spans)
+		t := traces[len(traces)-1]
+		side := diffHTMLSide{TraceID: t.ID, DurationMS: ms(t.Duration())}
+		// Keys as ProfileOf makes them, from the job spans; the spans
+		// above a job (a server span) are drawn but match no path.
+		isJobRoot := map[*Node]bool{}
+		for _, r := range jobRoots(t) {
+			isJobRoot[r] = true
+		}
+		var walk func(n *Node, prefix, shown string, inJob bool)
+		walk = func(n *Node, prefix, shown string, inJob bool) {
+			key := n.Name
+			switch {
+			case isJobRoot[n]:
+				inJob = true
+			case inJob:
+				key = prefix + keySep + n.Name
+			}
+			if shown != "" {
+				shown += PathSep
+			}
+			shown += n.Name
+			display := shown
+			if inJob {
+				display = strings.ReplaceAll(key, keySep, PathSep)
+			}
+			row := diffHTMLSpan{
+				Path: display, Name: n.Name, Depth: n.Depth,
+				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == otelcuzk.SpanUntraced,
+			}
+			if dn := d.byKey[key]; dn != nil && inJob && !row.UntracedSpan {
+				row.Moved, row.DeltaMS = d.Moved(dn), ms(dn.Delta())
+				row.Only = dn.OnlyA() || dn.OnlyB()
+			}
+			side.Spans = append(side.Spans, row)
+			for _, c := range n.Children {
+				walk(c, key, shown, inJob)
+			}
+		}
+		for _, r := range t.Roots {
+			walk(r, "", "", false)
+		}
+		if i == 0 {
+			doc.A = side
+		} else {
+			doc.B = side
+		}
+		doc.AxisMS = max(doc.AxisMS, side.DurationMS)
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("tracefile: diff HTML: %w", err)
+	}
+	page := strings.NewReplacer(
+		"{{TITLE}}", html.EscapeString("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID),
+		"{{JSON}}", string(data),
+	).Replace(diffHTML)
+	if _, err := io.WriteString(w, page); err != nil {
+		return fmt.Errorf("tracefile: write diff HTML: %w", err)
+	}
+	return nil
+}
