@@ -48,8 +48,13 @@ func TestReceiverRecordsStopsAndComesBackOnTheSameAddress(t *testing.T) {
 		t.Fatalf("restarted on %s, want %s", r.Addr(), addr)
 	}
 	id, err = send(t, r.URL(), "back")
-	if err != nil || len(r.Trace(id)) != 1 || len(r.Spans()) != 2 {
-		t.Fatalf("send after restart: %v, %d spans in all", err, len(r.Spans()))
+	if err != nil || len(r.Trace(id)) != 1 || len(r.Spans()) != 2 || r.Counts()[id] != 1 || len(r.Counts()) != 2 {
+		t.Fatalf("send after restart: %v, %d spans in all, counts %v", err, len(r.Spans()), r.Counts())
+	}
+	r.CountOnly()
+	id, err = send(t, r.URL(), "counted")
+	if err != nil || r.Counts()[id] != 1 || len(r.Spans()) != 2 {
+		t.Fatalf("count only: %v, counts %v, %d spans kept", err, r.Counts(), len(r.Spans()))
 	}
 }
 
