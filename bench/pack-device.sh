@@ -37,6 +37,9 @@ strip=(-trimpath -ldflags=-s)
 # circuit each run, 18.7 s at 2^22 on the H200). Built again over
 # device-pack's, which leaves -buildvcs to the default.
 go build -buildvcs=true "${strip[@]}" -o .dev/bin/cuzk ./cmd/cuzk
+if ! go version -m .dev/bin/cuzk | grep -q 'vcs.modified=false'; then
+	echo "pack-device: cuzk carries no clean VCS revision (packed from a git worktree or a modified tree): its circuit cache will be off on the device" >&2
+fi
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
 sh examples/gorgonia-cu/build.sh .dev/bin/gorgonia-cu || echo "pack-device: examples/gorgonia-cu not built (see its README)"
 for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench keyload; do
