@@ -168,19 +168,28 @@ func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
 
 // KeyMemory returns the estimated host memory of the proving keys this
 // Pipeline holds, bytes (KeyMemory of each loaded circuit).
-func (p *Pipeline) KeyMemory() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *Pipeline) KeyMemory() uint64 { return KeyMemoryOf(p) }
+
+// KeyMemoryOf returns the estimated host memory of the proving keys the
+// pipelines hold, bytes, counting once the keys that several share (one
+// Pipeline synthesizes for the others, which then hold its keys).
+func KeyMemoryOf(pipes ...*Pipeline) uint64 {
+	seen := map[*loadedCircuit]bool{}
 	var n uint64
-	for _, lc := range p.loaded {
-		select {
-		case <-lc.ready:
-			if lc.err == nil && lc.ccs != nil {
-				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-				n += KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+	for _, p := range pipes {
+		p.mu.Lock()
+		for _, lc := range p.loaded {
+			select {
+			case <-lc.ready:
+				if lc.err == nil && lc.ccs != nil && !seen[lc] {
+					seen[lc] = true
+					wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
+					n += KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+				}
+			default:
 			}
-		default:
 		}
+		p.mu.Unlock()
 	}
 	return n
 }
@@ -254,6 +263,16 @@ func (p *Pipeline) ProveSynthesized(ctx context.Context, sz Synthesized) (*Resul
 		return nil, err
 	}
 	s.done = true
+	if s.p != p {
+		// Proved here with another Pipeline's keys: hold them here too, so
+		// Loaded lists them and Evict drops them from this backend's
+		// device as well.
+		p.mu.Lock()
+		if _, ok := p.loaded[circuitKey(s.req.Circuit, s.req.Constraints)]; !ok {
+			p.loaded[circuitKey(s.req.Circuit, s.req.Constraints)] = s.lc
+		}
+		p.mu.Unlock()
+	}
 	res, err := p.proveAssignment(ctx, s)
 	s.p.afterReleases(s.freed)
 	if err != nil {

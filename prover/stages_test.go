@@ -93,6 +93,17 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 	if err := s.Release(context.Background()); err != nil {
 		t.Errorf("Release after the prove: %v, want a no-op", err)
 	}
+	// The proving pipeline now holds the synthesizing one's keys: listed,
+	// evictable, counted once between the two.
+	if got := device.Loaded(); len(got) != 1 || got[0] != "mulchain/256" {
+		t.Errorf("the proving pipeline holds %v, want mulchain/256", got)
+	}
+	if both, one := KeyMemoryOf(synth, device), synth.KeyMemory(); both != one || one == 0 {
+		t.Errorf("keys shared by two pipelines counted %d, one holds %d: want them counted once", both, one)
+	}
+	if !device.Evict("mulchain", 256) {
+		t.Error("Evict on the proving pipeline: not held")
+	}
 	names := map[string]int{}
 	for _, sp := range exp.GetSpans() {
 		names[sp.Name]++

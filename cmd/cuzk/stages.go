@@ -139,11 +139,7 @@ func stageOptions(cfg serveConfig, pipes []*prover.Pipeline, devices []server.De
 	st.budget = budget.resolve(mem)
 	if st.budget > 0 && len(pipes) > 0 {
 		st.opts = append(st.opts, engine.WithMemoryBudget(st.budget, pipes[0].EstimateMemory, func() uint64 {
-			var n uint64
-			for _, p := range pipes {
-				n += p.KeyMemory()
-			}
-			return n
+			return prover.KeyMemoryOf(pipes...)
 		}))
 	}
 	// A device that faults leaves the health service (the engine has
