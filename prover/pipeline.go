@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -589,10 +591,23 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 		}
 		return nil
 	}
+	// The key's ID is keys.Hash of the constraint system: the SHA-256 of
+	// its WriteTo, which is the file's bytes, hashed as they are read
+	// instead of serializing the R1CS again (seconds at 2^22). gnark's
+	// ReadFrom reads its header and then the body whole, so no buffering
+	// is needed and nothing past the constraint system is hashed.
 	ccs := groth16.NewCS(ecc.BLS12_381)
-	if err := read(f.cs, ccs); err != nil {
+	sum := sha256.New()
+	fh, err := os.Open(f.cs)
+	if err != nil {
 		return fmt.Errorf("circuit %s: %w", name, err)
 	}
+	_, err = ccs.ReadFrom(io.TeeReader(fh, sum))
+	fh.Close()
+	if err != nil {
+		return fmt.Errorf("circuit %s: read %s: %w", name, f.cs, err)
+	}
+	hash := hex.EncodeToString(sum.Sum(nil))
 	if _, err := asBLS12381(ccs); err != nil {
 		return fmt.Errorf("circuit %s: %w", name, err)
 	}
@@ -606,10 +621,6 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 		if err := read(f.vk, vk); err != nil {
 			return fmt.Errorf("circuit %s: %w", name, err)
 		}
-	}
-	hash, err := keys.Hash(ccs)
-	if err != nil {
-		return err
 	}
 	lc.ccs, lc.keys = ccs, &keys.Keys{Hash: hash, PK: pk, VK: vk}
 	span.SetAttributes(otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
