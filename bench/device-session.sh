@@ -98,7 +98,7 @@ for s in $steps; do
 		run "${pin[@]}" ./.dev/bin/msmbench -log2 24 -variants "${MSM_VARIANTS:-default;MSM_ACCUM_MIN_BLOCKS=4}"
 		[ -n "${NTT_VARIANTS:-}" ] && run "${pin[@]}" ./.dev/bin/nttbench -variants "$NTT_VARIANTS"
 		;;
-	msm) (cd prover/gpu && run "${pin[@]}" ../../.dev/test/prover_gpu.test -test.run '^$' -test.bench "${MSM_BENCH:-MSMG1|MSMG2}" -test.benchtime 3x) ;;
+	msm) (cd prover/gpu/msm && run "${pin[@]}" ../../../.dev/test/prover_gpu_msm.test -test.run '^$' -test.bench "${MSM_BENCH:-MSMG1|MSMG2}" -test.benchtime 3x) ;;
 	prove)
 		for _ in $(seq 600); do [ -e "$keys_done" ] && break; sleep 1; done
 		[ -e "$keys_done" ] || log "prove: keys not ready; gpuprove will make them"

@@ -27,7 +27,7 @@ grep -qx /.devpack.tgz "$ex" 2>/dev/null || echo /.devpack.tgz >> "$ex"
 keep=$(mktemp -d)
 [ -d .dev/cache ] && mv .dev/cache "$keep/"
 # The packages with GPU tests (bench/device-session.sh runs them all).
-GOFLAGS=-ldflags=-s "$pack" ./cudaspans ./cudaspans/internal/ctest ./prover/gpu ./cupti ./examples/foreign-cuda
+GOFLAGS=-ldflags=-s "$pack" ./cudaspans ./cudaspans/internal/ctest ./prover/gpu ./prover/gpu/msm ./prover/gpu/ntt ./cupti ./examples/foreign-cuda
 [ -d "$keep/cache" ] && mv "$keep/cache" .dev/
 rmdir "$keep" 2>/dev/null || rm -rf "$keep"
 export GOOS=linux GOARCH=amd64 CGO_ENABLED=1

@@ -27,7 +27,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
 func main() {
@@ -79,7 +79,7 @@ func run(list string, lg1, lg2, reps int) error {
 	if err != nil {
 		return err
 	}
-	keys, err := gpu.NewResidentKeys(ctx, c)
+	keys, err := msm.NewResidentKeys(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func run(list string, lg1, lg2, reps int) error {
 			return err
 		}
 		t0 := time.Now()
-		m, err := gpu.NewMSM(ctx, c, gpu.WithMSMCompileOptions(cudaspans.CompileOptions{Defines: defs}))
+		m, err := msm.New(ctx, c, msm.WithCompileOptions(cudaspans.CompileOptions{Defines: defs}))
 		if err != nil {
 			fmt.Printf("| %s | failed: %v |\n", v, err)
 			continue

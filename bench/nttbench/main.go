@@ -27,13 +27,14 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
 
 func main() {
 	sizes := flag.String("sizes", "20,24,27", "log2 sizes, comma-separated")
 	reps := flag.Int("reps", 10, "timed GPU repetitions (median reported)")
 	hmax := flag.Int("computeh-max", 24, "largest log2 size for the compute_h comparison")
-	variants := flag.String("variants", "", "kernel macro sets to compare, ';'-separated, each K=V,K=V (see gpu.WithNTTDefines)")
+	variants := flag.String("variants", "", "kernel macro sets to compare, ';'-separated, each K=V,K=V (see ntt.WithDefines)")
 	flag.Parse()
 	if *variants != "" {
 		if err := runVariants(*variants); err != nil {
@@ -55,7 +56,7 @@ func run(sizeList string, reps, hmax int) error {
 	}
 	defer c.Close()
 	dev := c.Device()
-	e, err := gpu.NewNTT(ctx, c)
+	e, err := ntt.New(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func run(sizeList string, reps, hmax int) error {
 		}
 		// The first call builds the domain's tables.
 		t0 := time.Now()
-		if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+		if err := e.Transform(ctx, s, d, buf.Ptr(), ntt.DIF, false, false); err != nil {
 			return err
 		}
 		if err := s.Synchronize(ctx); err != nil {
@@ -135,7 +136,7 @@ func run(sizeList string, reps, hmax int) error {
 		var gt []time.Duration
 		for i := 0; i < reps; i++ {
 			t0 := time.Now()
-			if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+			if err := e.Transform(ctx, s, d, buf.Ptr(), ntt.DIF, false, false); err != nil {
 				return err
 			}
 			if err := s.Synchronize(ctx); err != nil {
@@ -148,7 +149,7 @@ func run(sizeList string, reps, hmax int) error {
 		if err := cudaspans.HtoD(ctx, s, buf.Ptr(), v); err != nil {
 			return err
 		}
-		if err := e.Transform(ctx, s, d, buf.Ptr(), gpu.DIF, false, false); err != nil {
+		if err := e.Transform(ctx, s, d, buf.Ptr(), ntt.DIF, false, false); err != nil {
 			return err
 		}
 		got := make([]fr.Element, n)
@@ -200,7 +201,7 @@ func run(sizeList string, reps, hmax int) error {
 	return nil
 }
 
-func computeH(ctx context.Context, c *cudaspans.Context, e *gpu.NTT, s *cudaspans.Stream, d *fft.Domain, n int) (string, error) {
+func computeH(ctx context.Context, c *cudaspans.Context, e *ntt.Engine, s *cudaspans.Stream, d *fft.Domain, n int) (string, error) {
 	a, b, cc := benchutil.RandomScalars(n), benchutil.RandomScalars(n), benchutil.RandomScalars(n)
 	var bufs []*cudaspans.DeviceBuffer
 	defer func() {
@@ -348,7 +349,7 @@ func runVariants(list string) error {
 			k, v, _ := strings.Cut(kv, "=")
 			defs[k] = v
 		}
-		e, err := gpu.NewNTT(ctx, c, gpu.WithNTTDefines(defs))
+		e, err := ntt.New(ctx, c, ntt.WithDefines(defs))
 		if err != nil {
 			fmt.Printf("| %s | compile failed: %v | | |\n", vs, err)
 			continue
@@ -367,7 +368,7 @@ func runVariants(list string) error {
 						if err := cudaspans.HtoD(ctx, s, buf.Ptr(), r.in); err != nil {
 							return err
 						}
-						if err := e.Transform(ctx, s, r.d, buf.Ptr(), gpu.Decimation(dec), inv == 1, co == 1); err != nil {
+						if err := e.Transform(ctx, s, r.d, buf.Ptr(), ntt.Decimation(dec), inv == 1, co == 1); err != nil {
 							return err
 						}
 						if err := cudaspans.DtoH(ctx, s, got, buf.Ptr()); err != nil {
@@ -412,7 +413,7 @@ func runVariants(list string) error {
 		var ft, ht []time.Duration
 		for i := 0; i < 11; i++ {
 			t0 := time.Now()
-			if err := e.Transform(ctx, s, bd, bufs[i%3].Ptr(), gpu.DIF, false, false); err != nil {
+			if err := e.Transform(ctx, s, bd, bufs[i%3].Ptr(), ntt.DIF, false, false); err != nil {
 				return err
 			}
 			if err := s.Synchronize(ctx); err != nil {

@@ -21,7 +21,12 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
+
+var _ prover.KeyEvicter = (*Backend)(nil)
 
 func init() {
 	prover.RegisterBackend("cuda", func(ctx context.Context, o prover.BackendOptions) (prover.Backend, error) {
@@ -30,15 +35,15 @@ func init() {
 }
 
 // Backend is the prover.Backend on one CUDA device: ComputeH with the NTT
-// kernels of this package, MSMG1 and MSMG2 with the Pippenger MSM kernels
-// (msm.go) over bases kept resident on the device; MSMG2 can run on the
+// kernels of prover/gpu/ntt, MSMG1 and MSMG2 with the Pippenger MSM
+// kernels of prover/gpu/msm over bases kept resident on the device; MSMG2 can run on the
 // CPU with gnark-crypto instead (SetMSMG2, $CUZK_CUDA_MSM_G2), concurrently
 // with the GPU work. Device work is serialised on one stream; waiting for
 // it is a gpu.lock span. Safe for concurrent use.
 type Backend struct {
 	c        *cudaspans.Context
 	s        *cudaspans.Stream
-	keys     *ResidentKeys
+	keys     *msm.ResidentKeys
 	cpu      *prover.CPU
 	releaser *cudaspans.Releaser
 	tp       trace.TracerProvider
@@ -48,8 +53,8 @@ type Backend struct {
 	inflight *warmRun   // the warm-up running now, nil when none
 	// ntt and msm are set by the warm-up goroutine before it sets ready,
 	// and read after ready.
-	ntt   *NTT
-	msm   *MSM
+	ntt   *ntt.Engine
+	msm   *msm.MSM
 	ready atomic.Bool
 	// warm compiles what is not yet loaded (Backend.compileModules; tests
 	// replace it).
@@ -89,6 +94,9 @@ const (
 // StageChunk is the size of each of the two pinned staging buffers of
 // HostCopyStaged, in bytes.
 const StageChunk = 32 << 20
+
+// frBytes is the size of an fr.Element on the host and of fr_t on the device.
+const frBytes = 32
 
 // minPinnedCopy is the smallest vector (bytes) worth staging or pinning;
 // smaller ones go pageable, and small Go heap slices may share pages with
@@ -212,11 +220,11 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}
-	kopts := []KeysOption{WithTracerProvider(tp)}
+	kopts := []msm.KeysOption{msm.WithTracerProvider(tp)}
 	if o.Releaser != nil {
-		kopts = append(kopts, WithReleaser(o.Releaser))
+		kopts = append(kopts, msm.WithReleaser(o.Releaser))
 	}
-	if b.keys, err = NewResidentKeys(ctx, c, kopts...); err != nil {
+	if b.keys, err = msm.NewResidentKeys(ctx, c, kopts...); err != nil {
 		return fail(err)
 	}
 	return b, nil
@@ -263,7 +271,7 @@ func (b *Backend) Warmup(ctx context.Context) (err error) {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+			span.SetAttributes(otelcuzk.KeyErrorType.String(msm.ErrorType(err)))
 		}
 		span.End()
 	}()
@@ -329,21 +337,21 @@ func (b *Backend) compileModules(ctx context.Context) error {
 	var jobs []func() error
 	if b.ntt == nil {
 		jobs = append(jobs, func() (err error) {
-			b.ntt, err = NewNTT(ctx, b.c, WithTracerProvider(b.tp))
+			b.ntt, err = ntt.New(ctx, b.c, ntt.WithTracerProvider(b.tp))
 			return err
 		})
 	}
 	if b.msm == nil {
 		jobs = append(jobs, func() (err error) {
-			mopts := []MSMOption{WithTracerProvider(b.tp)}
+			mopts := []msm.Option{msm.WithTracerProvider(b.tp), msm.WithG2()}
 			if b.releaser != nil {
-				mopts = append(mopts, WithReleaser(b.releaser))
+				mopts = append(mopts, msm.WithReleaser(b.releaser))
 			}
-			b.msm, err = newMSM(ctx, b.c, true, mopts...)
+			b.msm, err = msm.New(ctx, b.c, mopts...)
 			return err
 		})
 	}
-	return parallel(jobs...)
+	return kernels.Parallel(jobs...)
 }
 
 // proofState is what BeginProof puts in a proof's context: the backend
@@ -379,8 +387,8 @@ func (b *Backend) Context() *cudaspans.Context { return b.c }
 func (b *Backend) MemInfo() (free, total uint64, err error) { return b.c.MemInfo() }
 
 // Keys returns the proving-key bases resident on the device (preload,
-// evict, accounting; keys.go).
-func (b *Backend) Keys() *ResidentKeys { return b.keys }
+// evict, accounting; msm.ResidentKeys).
+func (b *Backend) Keys() *msm.ResidentKeys { return b.keys }
 
 // EvictKey implements prover.KeyEvicter: the proving key's base sets leave
 // the device (ResidentKeys.EvictKey); sets in use by a running MSM are
@@ -453,7 +461,7 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 	if len(a) != n || len(bv) != n || len(c) != n {
 		return fmt.Errorf("cuda compute H: vectors of length %d, %d, %d, domain of %d", len(a), len(bv), len(c), n)
 	}
-	if _, err := log2Exact(n); err != nil {
+	if _, err := ntt.Log2(n); err != nil {
 		return err
 	}
 	if err := b.ensureReady(ctx); err != nil {
@@ -709,36 +717,37 @@ func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer
 }
 
 // MSMG1 implements prover.Backend.MSMG1 on the GPU with the Pippenger MSM
-// of msm.go over bases kept resident on the device (uploaded on first use
-// of bases.ID, reused by later proofs); span names the span (msm.g1.a, ...).
-// A set without an ID is not kept resident: its points are copied to the
-// device with the scalars for this MSM only (MSM.G1Host).
-func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	return backendMSM[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](b, ctx, span, false, bases, scalars)
+// of prover/gpu/msm over bases kept resident on the device (uploaded on
+// first use of bases.ID, reused by later proofs); span names the span
+// (msm.g1.a, ...). A set without an ID is not kept resident: its points
+// are copied to the device with the scalars for this MSM only.
+func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
+	if len(scalars) != len(bases.Points) {
+		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
+	}
+	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
+		res, err = b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
+		return err
+	})
+	return res, err
 }
 
 // MSMG2 implements prover.Backend.MSMG2: on the GPU as MSMG1 does (the G2
 // kernels, bases resident), or, after SetMSMG2(MSMG2CPU), on the CPU with
 // gnark-crypto's MultiExp (prover.CPU), taking no device lock, so it runs
 // while the GPU works on the G1 MSMs.
-func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[curve.G2Affine], scalars []fr.Element) (res curve.G2Jac, err error) {
 	b.mu.Lock()
 	onCPU := b.g2OnCPU
 	b.mu.Unlock()
 	if onCPU {
 		return b.cpu.MSMG2(ctx, span, bases, scalars)
 	}
-	return backendMSM[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](b, ctx, span, true, bases, scalars)
-}
-
-// backendMSM is MSMG1 and MSMG2 on the device.
-func backendMSM[A any, J any, PJ jacobian[J], X windowSum[J]](b *Backend, ctx context.Context, span string, g2 bool,
-	bases prover.BaseSet[A], scalars []fr.Element) (res J, err error) {
 	if len(scalars) != len(bases.Points) {
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
 	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = overKeys[A, J, PJ, X](b.msm, ctx, span, b.s, g2, b.keys, bases, sc)
+		res, err = b.msm.G2Resident(ctx, span, b.s, b.keys, bases, sc)
 		return err
 	})
 	return res, err

@@ -17,6 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 func openBackend(t *testing.T) (*Backend, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
@@ -49,7 +50,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 	for _, logn := range []int{0, 3, 12, 20} {
 		n := 1 << logn
 		d := fft.NewDomain(uint64(n))
-		a, bv, c := randomVector(n), randomVector(n), randomVector(n)
+		a, bv, c := gputest.RandomVector(n), gputest.RandomVector(n), gputest.RandomVector(n)
 		want := append([]fr.Element(nil), a...)
 		if err := cpu.ComputeH(ctx, d, want, append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)); err != nil {
 			t.Fatal(err)
@@ -62,9 +63,9 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 		}
 		el := time.Since(start)
 		span.End()
-		sameVectors(t, fmt.Sprintf("backend compute_h 2^%d", logn), a, want)
-		sameVectors(t, "b after compute_h", bv, b0)
-		sameVectors(t, "c after compute_h", c, c0)
+		gputest.SameVectors(t, fmt.Sprintf("backend compute_h 2^%d", logn), a, want)
+		gputest.SameVectors(t, "b after compute_h", bv, b0)
+		gputest.SameVectors(t, "c after compute_h", c, c0)
 		t.Logf("backend compute_h 2^%d equal to the CPU backend (%v with copies)", logn, el)
 	}
 	names := map[string]int{}
@@ -77,7 +78,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 			t.Errorf("no %s span (spans: %v)", want, names)
 		}
 	}
-	checkKernelSpansNested(t, rec)
+	gputest.CheckKernelSpansNested(t, rec)
 }
 
 func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
@@ -117,7 +118,7 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 		if err := b.SetMSMG2(placement); err != nil {
 			t.Fatal(err)
 		}
-		sc := randomVector(n)
+		sc := gputest.RandomVector(n)
 		got, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
 		if err != nil {
 			t.Fatal(err)

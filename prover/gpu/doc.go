@@ -1,30 +1,30 @@
 // Package gpu is the CUDA backend of the prover, registered with
-// prover.RegisterBackend as "cuda", and the GPU engines it is made of:
+// prover.RegisterBackend as "cuda": Backend (prover.Backend, ProofScoper,
+// Warmer) on one device, built from the engines of its sub-packages.
 //
-//   - backend.go: Backend (prover.Backend, ProofScoper, Warmer): Open,
-//     Warmup (every kernel module compiled or loaded at once), the proof's
-//     device scope (gpu.lock, gpu.total) and the host-copy staging of
-//     vectors through pinned memory (HostCopy);
-//   - ntt.go, nttplan.go: NTT, the number-theoretic transforms over Fr and
-//     groth16's compute_h on the device, and the plan of their passes;
-//   - msm.go: MSM, Pippenger's bucket method on G1 and on G2 (one generic
-//     Go path over the two groups, as the kernels are one template), its
-//     device plan, options and the C layouts of the points;
-//   - keys.go: ResidentKeys, proving-key base sets kept on the device
-//     across proofs (cuzk's hot tier of the SRS);
-//   - rate.go: the multiply-rate probes of the bench.
+//   - backend.go: Open, Warmup (every kernel module compiled or loaded at
+//     once), the proof's device scope (BeginProof: gpu.warmup, gpu.lock,
+//     gpu.total), ComputeH and the MSMs, and the host-copy staging of host
+//     vectors through pinned memory (HostCopy, cuda.host_stage spans);
+//   - rate.go: the multiply-rate probes of the bench (MeasureRates).
 //
-// The kernels are CUDA C++ in kernels/ (ff.cuh: the fields; fp2.cuh: Fp2;
-// ec.cuh: G1 and G2 as one template; ntt.cuh/ntt.cu; msm.cuh/msm.cu, one
-// source compiled as several modules), embedded in the binary and
-// compiled at run time by NVRTC through cudaspans, which caches the
-// images on disk; so one binary runs with or without a GPU (Open wraps
-// prover.ErrBackendUnavailable without one). The same headers are
-// compiled as plain C++ by the test packages under internal/ (hostarith,
-// hostec) and checked against gnark-crypto without a GPU.
+// The sub-packages, one concept each:
 //
-// Spans: every device operation is a cudaspans span (kernels by function
-// name, copies, allocations, cuda.compile); this package adds the step
-// spans (groth16.compute_h's ntt.*, msm.g1.*, msm.g2.b, keys.preload,
-// cuda.host_stage, gpu.warmup, gpu.lock). Names are in otelcuzk/names.go.
+//   - kernels: the CUDA C++ sources, embedded, and kernels.Module, one
+//     NVRTC compile;
+//   - ntt: the NTT engine over Fr and groth16's compute_h on the device;
+//   - msm: Pippenger's MSM on G1 and G2 (one generic Go path), its plan and
+//     point layouts, and ResidentKeys, the proving-key bases kept on the
+//     device across proofs;
+//   - internal/hostarith, internal/hostec: the kernel headers compiled as
+//     plain C++ and tested against gnark-crypto without a GPU;
+//     internal/fakedevice: a fake CUDA device for tests; internal/gputest:
+//     shared test helpers.
+//
+// Kernels are compiled at run time by NVRTC through cudaspans, which caches
+// the images on disk, so one binary runs with or without a GPU (Open wraps
+// prover.ErrBackendUnavailable without one). Every device operation is a
+// cudaspans span (kernels by function name, copies, allocations,
+// cuda.compile); the engines add their step spans (ntt.*, msm.*,
+// keys.preload). Names are in otelcuzk/names.go.
 package gpu

@@ -22,6 +22,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // needDevice skips the test on a host without a CUDA driver or device,
@@ -195,12 +196,12 @@ func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		el := time.Since(start)
-		sameVectors(t, "b after compute_h", b0, bv)
-		sameVectors(t, "c after compute_h", c0, c)
+		gputest.SameVectors(t, "b after compute_h", b0, bv)
+		gputest.SameVectors(t, "c after compute_h", c0, c)
 		if want == nil {
 			want = got
 		} else {
-			sameVectors(t, fmt.Sprintf("compute_h 2^%d with %s copies", logn, mode), got, want)
+			gputest.SameVectors(t, fmt.Sprintf("compute_h 2^%d with %s copies", logn, mode), got, want)
 		}
 		t.Logf("compute_h 2^%d, %s copies: %v", logn, mode, el.Round(time.Microsecond))
 	}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
 
 // TestKernelsCompileWithNVRTC compiles every kernel module this package
@@ -22,29 +25,29 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiling the MSM modules takes minutes on a small host; -short")
 	}
-	mods := append([]kernelModule{nttModule(nil)}, msmModules(cudaspans.CompileOptions{})...)
+	mods := append([]kernels.Module{ntt.Module(nil)}, msm.Modules(cudaspans.CompileOptions{})...)
 	mods = append(mods, rateModule(nil))
 	// In parallel, as Backend.Warmup compiles them (go test -parallel
 	// bounds how many at once: GOMAXPROCS by default).
 	for _, m := range mods {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			t.Parallel()
-			opts := m.opts
+			opts := m.Opts
 			opts.Arch = "sm_90"
 			start := time.Now()
-			image, _, err := cudaspans.CompileImage(nil, m.name, m.source, opts)
+			image, _, err := cudaspans.CompileImage(nil, m.Name, m.Source, opts)
 			if errors.Is(err, cudaspans.ErrNoCompiler) && os.Getenv("OTELCUZK_REQUIRE_NVRTC") != "1" {
 				t.Skipf("no NVRTC (set CUDASPANS_NVRTC; scripts/fetch-nvrtc.sh fetches one): %v", err)
 			}
 			if err != nil {
-				t.Fatalf("%s: %v", m.name, err)
+				t.Fatalf("%s: %v", m.Name, err)
 			}
-			for _, k := range m.kernels {
+			for _, k := range m.Kernels {
 				if !bytes.Contains(image, []byte(k+"\x00")) {
-					t.Errorf("%s: the sm_90 image does not export %s", m.name, k)
+					t.Errorf("%s: the sm_90 image does not export %s", m.Name, k)
 				}
 			}
-			t.Logf("%s: %d-byte sm_90 image in %v", m.name, len(image), time.Since(start).Round(time.Millisecond))
+			t.Logf("%s: %d-byte sm_90 image in %v", m.Name, len(image), time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

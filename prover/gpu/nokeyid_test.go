@@ -3,9 +3,7 @@ package gpu
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -17,88 +15,15 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
-// kernelFakeDriver is keysFakeDriver with modules and launches: kernels
-// do nothing, so device memory stays as copied (window sums read back as
-// zeros, the point at infinity). Copies may land anywhere inside an
-// allocation, and every host-to-device copy's bytes are kept.
-type kernelFakeDriver struct {
-	*keysFakeDriver
-	kmu      sync.Mutex
-	funcs    map[cudaspans.FunctionHandle]string
-	launches []string
-	htod     [][]byte
-}
-
-func newKernelFakeDriver(capacity int) *kernelFakeDriver {
-	return &kernelFakeDriver{keysFakeDriver: newKeysFakeDriver(capacity), funcs: map[cudaspans.FunctionHandle]string{}}
-}
-
-func (d *kernelFakeDriver) ModuleLoad(cudaspans.ContextHandle, []byte) (cudaspans.ModuleHandle, error) {
-	return cudaspans.ModuleHandle(d.handle()), nil
-}
-func (d *kernelFakeDriver) ModuleUnload(cudaspans.ContextHandle, cudaspans.ModuleHandle) error {
-	return nil
-}
-func (d *kernelFakeDriver) ModuleFunction(_ cudaspans.ContextHandle, _ cudaspans.ModuleHandle, name string) (cudaspans.FunctionHandle, error) {
-	h := cudaspans.FunctionHandle(d.handle())
-	d.kmu.Lock()
-	d.funcs[h] = name
-	d.kmu.Unlock()
-	return h, nil
-}
-func (d *kernelFakeDriver) FuncParams(cudaspans.ContextHandle, cudaspans.FunctionHandle) ([]cudaspans.ParamInfo, bool, error) {
-	return nil, false, nil
-}
-func (d *kernelFakeDriver) Launch(_ cudaspans.ContextHandle, f cudaspans.FunctionHandle, _, _ cudaspans.Dim3, _ int, _ cudaspans.StreamHandle, _ []byte, _ []int) error {
-	d.kmu.Lock()
-	defer d.kmu.Unlock()
-	d.launches = append(d.launches, d.funcs[f])
-	return nil
-}
-
-// at returns the device bytes [p, p+n) inside one allocation.
-func (d *kernelFakeDriver) at(p cudaspans.DevicePtr, n int) ([]byte, error) {
-	for base, b := range d.mem {
-		if p >= base && int(p-base)+n <= len(b) {
-			return b[p-base : int(p-base)+n], nil
-		}
-	}
-	return nil, fmt.Errorf("fake: %d bytes at %#x outside any allocation", n, p)
-}
-
-func (d *kernelFakeDriver) CopyHtoD(_ cudaspans.ContextHandle, dst cudaspans.DevicePtr, src unsafe.Pointer, n int, _ cudaspans.StreamHandle) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, err := d.at(dst, n)
-	if err != nil {
-		return err
-	}
-	copy(b, unsafe.Slice((*byte)(src), n))
-	d.copies++
-	d.kmu.Lock()
-	d.htod = append(d.htod, append([]byte(nil), b...))
-	d.kmu.Unlock()
-	return nil
-}
-
-func (d *kernelFakeDriver) CopyDtoH(_ cudaspans.ContextHandle, dst unsafe.Pointer, src cudaspans.DevicePtr, n int, _ cudaspans.StreamHandle) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, err := d.at(src, n)
-	if err != nil {
-		return err
-	}
-	copy(unsafe.Slice((*byte)(dst), n), b)
-	return nil
-}
-
-// fakeKernelBackend is a Backend on the kernel fake: the MSM modules are
-// loaded from dummy images (no NVRTC), the NTT is absent.
-func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.SpanRecorder) {
+// fakeKernelBackend is a Backend on the fake device (internal/fakedevice):
+// the MSM over two dummy modules (msm.FromModules), no NTT, ready.
+func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
 	t.Helper()
-	drv := newKernelFakeDriver(1 << 30)
+	drv := fakedevice.New(1 << 30)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(drv), cudaspans.WithTracerProvider(tp))
@@ -106,34 +31,21 @@ func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.Sp
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mod, err := c.LoadModuleData(ctx, "msm", []byte("\x7fELF fake"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := func(name string) *cudaspans.Function {
-		f, err := mod.Function(name)
-		if err != nil {
+	var mods [2]*cudaspans.Module
+	for i := range mods {
+		if mods[i], err = c.LoadModuleData(ctx, "msm", []byte("\x7fELF fake")); err != nil {
 			t.Fatal(err)
 		}
-		return f
-	}
-	sk := &msmScalarKernels{mod: mod, fill: fn("msm_fill_u32"), digits: fn("msm_digits_count"),
-		scan: fn("msm_bucket_scan"), scatter: fn("msm_scatter")}
-	var groups [2]*msmGroup
-	for i, suffix := range []string{"", "_g2"} {
-		g := &msmGroup{g2: i == 1, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes,
-			accumulate: fn("msm_bucket_accumulate" + suffix), merge: fn("msm_segment_merge" + suffix),
-			reduce: fn("msm_bucket_reduce" + suffix), windowSum: fn("msm_window_sum" + suffix)}
-		if i == 1 {
-			g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
-		}
-		groups[i] = g.with(sk)
 	}
 	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
+	m, err := msm.FromModules(c, mods[0], mods[1], msm.WithTracerProvider(tp), msm.WithReleaser(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := msm.NewResidentKeys(ctx, c, msm.WithTracerProvider(tp), msm.WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +54,28 @@ func fakeKernelBackend(t *testing.T) (*Backend, *kernelFakeDriver, *tracetest.Sp
 		t.Fatal(err)
 	}
 	b := &Backend{c: c, s: s, keys: keys, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
-		cpu: prover.NewCPU(tp),
-		msm: &MSM{c: c, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), scalar: sk, g1: groups[0], g2: groups[1]}}
+		cpu: prover.NewCPU(tp), msm: m}
 	b.warm = func(context.Context) error { return nil } // the modules above are loaded
 	b.ready.Store(true)
 	return b, drv, rec
+}
+
+// keysSet is a base set of n distinct points (small multiples of the
+// generator; the fake device never does arithmetic).
+func keysSet(id string, n int) prover.BaseSet[curve.G1Affine] {
+	_, _, g, _ := curve.Generators()
+	pts := make([]curve.G1Affine, n)
+	var acc curve.G1Affine
+	for i := range pts {
+		acc.Add(&acc, &g)
+		pts[i] = acc
+	}
+	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
+}
+
+// bytesOf views v as bytes.
+func bytesOf[T any](v []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
 }
 
 func spanNames(rec *tracetest.SpanRecorder) string {
@@ -164,7 +93,7 @@ func spanNames(rec *tracetest.SpanRecorder) string {
 func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	b, drv, rec := fakeKernelBackend(t)
 	ctx := context.Background()
-	used0, _, _ := drv.stats()
+	used0, _, _ := drv.Stats()
 	g1 := keysSet("", 100)
 	_, _, _, g2gen := curve.Generators()
 	g2 := prover.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 50)}
@@ -184,7 +113,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	if ids := b.Keys().IDs(); len(ids) != 0 || b.Keys().Bytes() != 0 {
 		t.Errorf("sets without an ID were kept resident: %v, %d bytes", ids, b.Keys().Bytes())
 	}
-	if used, _, _ := drv.stats(); used != used0 {
+	if used, _, _ := drv.Stats(); used != used0 {
 		t.Errorf("device memory in use %d after the MSMs, %d before: the bases stayed", used, used0)
 	}
 	if names := spanNames(rec); strings.Contains(names, otelcuzk.SpanKeysPreload) ||
@@ -193,15 +122,15 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	}
 	// The points themselves were copied (with each MSM), byte for byte.
 	var sawG1, sawG2 bool
-	for _, c := range drv.htod {
-		sawG1 = sawG1 || bytes.Equal(c, msmBytesOf(g1.Points))
-		sawG2 = sawG2 || bytes.Equal(c, msmBytesOf(g2.Points))
+	for _, c := range drv.HtoD() {
+		sawG1 = sawG1 || bytes.Equal(c, bytesOf(g1.Points))
+		sawG2 = sawG2 || bytes.Equal(c, bytesOf(g2.Points))
 	}
 	if !sawG1 || !sawG2 {
 		t.Errorf("bases copied to the device: G1 %v, G2 %v", sawG1, sawG2)
 	}
-	if len(drv.launches) == 0 || drv.launches[len(drv.launches)-1] != "msm_window_sum_g2" {
-		t.Errorf("kernels launched: %v", drv.launches)
+	if l := drv.Launches(); len(l) == 0 || l[len(l)-1] != "msm_window_sum_g2" {
+		t.Errorf("kernels launched: %v", l)
 	}
 	// The same sets with an ID are kept (the contrast the test rests on).
 	g1.ID = "k:g1.a"

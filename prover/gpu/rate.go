@@ -2,16 +2,13 @@ package gpu
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
-
-//go:embed kernels/rate.cu
-var rateSource string
 
 // Rates are the device's measured arithmetic throughputs, per second: the
 // compute floor of the NTT (Fr multiplications) and of the MSM (Fp
@@ -22,10 +19,10 @@ type Rates struct {
 }
 
 // rateModule is the NVRTC compile of the rate probes with defines.
-func rateModule(defines map[string]string) kernelModule {
-	return kernelModule{name: "rate", source: rateSource, opts: cudaspans.CompileOptions{
-		Headers: map[string]string{"ff.cuh": ffSource}, Flags: []string{"-std=c++17"}, Defines: defines},
-		kernels: []string{"rate_fr_mul", "rate_fp_mul", "rate_imad"}}
+func rateModule(defines map[string]string) kernels.Module {
+	return kernels.Module{Name: "rate", Source: kernels.Rate, Opts: cudaspans.CompileOptions{
+		Headers: map[string]string{"ff.cuh": kernels.FF}, Flags: []string{"-std=c++17"}, Defines: defines},
+		Kernels: []string{"rate_fr_mul", "rate_fp_mul", "rate_imad"}}
 }
 
 // MeasureRates runs the probes of kernels/rate.cu on c's device: every
@@ -38,7 +35,7 @@ func rateModule(defines map[string]string) kernelModule {
 func MeasureRates(ctx context.Context, c *cudaspans.Context, defines map[string]string) (Rates, error) {
 	var r Rates
 	km := rateModule(defines)
-	mod, err := c.Compile(ctx, km.name, km.source, km.opts)
+	mod, err := c.Compile(ctx, km.Name, km.Source, km.Opts)
 	if err != nil {
 		return r, fmt.Errorf("gpu: compile rate probes: %w", err)
 	}

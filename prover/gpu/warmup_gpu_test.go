@@ -12,6 +12,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
 func tracetestProvider() *sdktrace.TracerProvider {
@@ -35,8 +36,8 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	}
 	cold := time.Since(start)
 	want := map[string]bool{"ntt": true}
-	for _, m := range msmModules(cudaspans.CompileOptions{}) {
-		want[m.name] = true
+	for _, m := range msm.Modules(cudaspans.CompileOptions{}) {
+		want[m.Name] = true
 	}
 	var warmup string
 	for _, s := range rec.Ended() {

@@ -1,6 +1,6 @@
 // msm.cu: Pippenger multi-scalar multiplication on G1 or G2 of BLS12-381
 // (msm.cuh gives the method and its parameters). Compiled at run time by
-// NVRTC through cudaspans (prover/gpu/msm.go), as several modules (Parts
+// NVRTC through cudaspans (prover/gpu/msm), as several modules (Parts
 // below). Kernels are extern "C" so their names are stable for
 // cuModuleGetFunction and for the kernel spans.
 //

@@ -1,5 +1,5 @@
 // msm.cuh: the parameters shared by the Pippenger MSM kernels (msm.cu) and
-// their host (prover/gpu/msm.go). Plain C, no device
+// their host (prover/gpu/msm/msm.go). Plain C, no device
 // code, so both nvcc/NVRTC and a host compiler read it.
 //
 // Pippenger's bucket method (Pippenger 1976; Bernstein et al., "Faster batch

@@ -1,4 +1,4 @@
-package gpu
+package msm
 
 import (
 	"context"
@@ -184,7 +184,7 @@ func openMSMGPU(t testing.TB) *msmFixture {
 		if f.err != nil {
 			return
 		}
-		if f.msm, f.err = NewMSM(f.ctx, f.c); f.err != nil {
+		if f.msm, f.err = New(f.ctx, f.c); f.err != nil {
 			return
 		}
 		if f.stream, f.err = f.c.NewStream(); f.err != nil {
@@ -357,7 +357,7 @@ func TestMSMG1GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
 
 func TestMSMG1GPUChunkedAndHostBasesMatchGnark(t *testing.T) {
 	f := openMSMGPU(t)
-	chunked, err := NewMSM(f.ctx, f.c, WithMaxChunk(1<<12))
+	chunked, err := New(f.ctx, f.c, WithMaxChunk(1<<12))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestMSMG1GPUChunkedAndHostBasesMatchGnark(t *testing.T) {
 		t.Fatal("chunked MSM over host bases differs from gnark")
 	}
 	for _, c := range []int{8, 13, 16, 18} {
-		m, err := NewMSM(f.ctx, f.c, WithWindowBits(c))
+		m, err := New(f.ctx, f.c, WithWindowBits(c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,7 @@ func TestMSMG1GPUErrors(t *testing.T) {
 	if _, err := f.msm.G1(f.ctx, "", f.stream, rb, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("MSM over an evicted set: %v, want ErrBaseSetEvicted", err)
 	}
-	if _, err := NewMSM(f.ctx, f.c, WithWindowBits(30)); err == nil {
+	if _, err := New(f.ctx, f.c, WithWindowBits(30)); err == nil {
 		t.Error("window of 30 bits accepted")
 	}
 }
@@ -434,8 +434,8 @@ func TestMSMG1GPUSplitsIntoChunksWhenMemoryIsShortAndFailsClearlyWhenNone(t *tes
 	release = msmFillDevice(t, f, 0)
 	_, err = f.msm.G1Host(f.ctx, "", f.stream, bases, scalars)
 	release()
-	if !errors.Is(err, ErrMSMTooLarge) || !errors.Is(err, cudaspans.ErrOutOfMemory) {
-		t.Fatalf("MSM on a full device: %v, want ErrMSMTooLarge and ErrOutOfMemory", err)
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, cudaspans.ErrOutOfMemory) {
+		t.Fatalf("MSM on a full device: %v, want ErrTooLarge and ErrOutOfMemory", err)
 	}
 }
 
@@ -487,7 +487,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMSM(f.ctx, c, WithTracerProvider(tp), WithReleaser(rel))
+	m, err := New(f.ctx, c, WithTracerProvider(tp), WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gpu
+package ntt
 
 import (
 	"context"
@@ -17,11 +17,12 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // openGPU opens device 0 with spans recorded in memory, or skips the test
 // on a host without a CUDA driver or device.
-func openGPU(t testing.TB) (*cudaspans.Context, *NTT, *cudaspans.Stream, *tracetest.SpanRecorder, trace.TracerProvider) {
+func openGPU(t testing.TB) (*cudaspans.Context, *Engine, *cudaspans.Stream, *tracetest.SpanRecorder, trace.TracerProvider) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -32,7 +33,7 @@ func openGPU(t testing.TB) (*cudaspans.Context, *NTT, *cudaspans.Stream, *tracet
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewNTT(context.Background(), c, WithTracerProvider(tp))
+	e, err := New(context.Background(), c, WithTracerProvider(tp))
 	if err != nil {
 		c.Close()
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func openGPU(t testing.TB) (*cudaspans.Context, *NTT, *cudaspans.Stream, *tracet
 
 // gpuTransform uploads v, transforms it on the device, and returns the
 // result.
-func gpuTransform(t testing.TB, c *cudaspans.Context, e *NTT, s *cudaspans.Stream, d *fft.Domain, v []fr.Element, dec Decimation, inverse, coset bool) []fr.Element {
+func gpuTransform(t testing.TB, c *cudaspans.Context, e *Engine, s *cudaspans.Stream, d *fft.Domain, v []fr.Element, dec Decimation, inverse, coset bool) []fr.Element {
 	t.Helper()
 	ctx := context.Background()
 	buf, err := c.Alloc(ctx, len(v)*frBytes)
@@ -96,15 +97,6 @@ func gnarkTransform(d *fft.Domain, v []fr.Element, dec Decimation, inverse, cose
 	return out
 }
 
-func sameVectors(t testing.TB, name string, got, want []fr.Element) {
-	t.Helper()
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("%s: element %d: got %s, want %s", name, i, got[i].String(), want[i].String())
-		}
-	}
-}
-
 func edgeVector(kind string, n int) []fr.Element {
 	v := make([]fr.Element, n)
 	var x fr.Element
@@ -138,7 +130,7 @@ func TestNTTGPUMatchesGnarkCrypto(t *testing.T) {
 		}
 		n := 1 << logn
 		d := fft.NewDomain(uint64(n))
-		inputs := map[string][]fr.Element{"random": randomVector(n)}
+		inputs := map[string][]fr.Element{"random": gputest.RandomVector(n)}
 		if logn == 10 || logn == 16 {
 			for _, k := range []string{"zero", "one", "r-1"} {
 				inputs[k] = edgeVector(k, n)
@@ -149,13 +141,13 @@ func TestNTTGPUMatchesGnarkCrypto(t *testing.T) {
 				for _, inverse := range []bool{false, true} {
 					for _, coset := range []bool{false, true} {
 						if logn >= 20 && kind == "random" {
-							in = randomVector(n) // fresh for each transform
+							in = gputest.RandomVector(n) // fresh for each transform
 						}
 						name := fmt.Sprintf("2^%d/%s/%v/inverse=%v/coset=%v", logn, kind, dec, inverse, coset)
 						start := time.Now()
 						got := gpuTransform(t, c, e, s, d, in, dec, inverse, coset)
 						gpu := time.Since(start)
-						sameVectors(t, name, got, gnarkTransform(d, in, dec, inverse, coset))
+						gputest.SameVectors(t, name, got, gnarkTransform(d, in, dec, inverse, coset))
 						if logn >= 20 {
 							t.Logf("%s: equal to gnark-crypto (GPU with copies %v)", name, gpu)
 						}
@@ -176,7 +168,7 @@ func TestComputeHGPUMatchesCPUBackend(t *testing.T) {
 	for _, logn := range []int{1, 10, 16, 20, 24} {
 		n := 1 << logn
 		d := fft.NewDomain(uint64(n))
-		a, b, cc := randomVector(n), randomVector(n), randomVector(n)
+		a, b, cc := gputest.RandomVector(n), gputest.RandomVector(n), gputest.RandomVector(n)
 		want := append([]fr.Element(nil), a...)
 		if err := cpu.ComputeH(ctx, d, want, append([]fr.Element(nil), b...), append([]fr.Element(nil), cc...)); err != nil {
 			t.Fatal(err)
@@ -207,52 +199,18 @@ func TestComputeHGPUMatchesCPUBackend(t *testing.T) {
 		if err := s.Synchronize(ctx); err != nil {
 			t.Fatal(err)
 		}
-		sameVectors(t, fmt.Sprintf("compute_h 2^%d", logn), got, want)
+		gputest.SameVectors(t, fmt.Sprintf("compute_h 2^%d", logn), got, want)
 		t.Logf("compute_h 2^%d: equal to the CPU backend; GPU %v (data resident)", logn, elapsed)
 	}
-	checkKernelSpansNested(t, rec)
+	gputest.CheckKernelSpansNested(t, rec)
 }
 
-// checkKernelSpansNested checks that every ntt_pass and groth16_pointwise
-// span is a child of an NTT step span and lies inside it.
-func checkKernelSpansNested(t *testing.T, rec *tracetest.SpanRecorder) {
-	t.Helper()
-	spans := rec.Ended()
-	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
-	for _, sp := range spans {
-		byID[sp.SpanContext().SpanID()] = sp
-	}
-	steps := map[string]bool{otelcuzk.SpanNTTInverse: true, otelcuzk.SpanNTTCoset: true,
-		otelcuzk.SpanPointwise: true, otelcuzk.SpanNTTInverseCoset: true}
-	kernels := 0
-	for _, sp := range spans {
-		if sp.Name() != "ntt_pass" && sp.Name() != "groth16_pointwise" {
-			continue
-		}
-		parent, ok := byID[sp.Parent().SpanID()]
-		if !ok {
-			continue // launched outside compute_h (table builds, Transform calls)
-		}
-		if !steps[parent.Name()] {
-			continue
-		}
-		kernels++
-		if sp.StartTime().Before(parent.StartTime()) || sp.EndTime().After(parent.EndTime()) {
-			t.Errorf("kernel span %s [%v, %v] outside its parent %s [%v, %v]", sp.Name(),
-				sp.StartTime(), sp.EndTime(), parent.Name(), parent.StartTime(), parent.EndTime())
-		}
-	}
-	if kernels == 0 {
-		t.Fatal("no kernel span under a compute_h step span")
-	}
-}
-
-// TestNTTGPUSecondStartUsesKernelCache: a second NewNTT on the same kernel
+// TestNTTGPUSecondStartUsesKernelCache: a second New on the same kernel
 // cache compiles nothing.
 func TestNTTGPUSecondStartUsesKernelCache(t *testing.T) {
 	c, _, _, _, _ := openGPU(t)
 	before := cudaspans.CompileCount()
-	e2, err := NewNTT(context.Background(), c)
+	e2, err := New(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gpu
+package msm
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+			span.SetAttributes(otelcuzk.KeyErrorType.String(ErrorType(err)))
 		}
 		span.SetAttributes(otelcuzk.KeyResidentBytes.Int64(k.Bytes()))
 		span.End()

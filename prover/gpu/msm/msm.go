@@ -1,8 +1,7 @@
-package gpu
+package msm
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -19,21 +18,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-)
-
-// The MSM kernels and the headers they include, compiled at run time with
-// NVRTC (the same files the host tests compile).
-var (
-	//go:embed kernels/msm.cu
-	msmSource string
-	//go:embed kernels/msm.cuh
-	msmHeader string
-	//go:embed kernels/ec.cuh
-	ecHeader string
-	//go:embed kernels/ff.cuh
-	ffHeader string
-	//go:embed kernels/fp2.cuh
-	fp2Header string
+	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
 // Constants of kernels/msm.cuh, repeated for the host side of the plan.
@@ -52,9 +37,9 @@ const (
 	msmScalarBytes   = 32
 )
 
-// ErrMSMTooLarge is returned (wrapped, with cudaspans.ErrOutOfMemory) when
+// ErrTooLarge is returned (wrapped, with cudaspans.ErrOutOfMemory) when
 // an MSM does not fit in device memory even split into the smallest chunks.
-var ErrMSMTooLarge = errors.New("MSM does not fit in device memory")
+var ErrTooLarge = errors.New("MSM does not fit in device memory")
 
 // MSM computes multi-scalar multiplications on G1 and G2 of BLS12-381 on
 // one GPU with Pippenger's bucket method (kernels/msm.cuh describes the steps):
@@ -99,8 +84,8 @@ type msmGroup struct {
 	accumulate, merge, reduce, windowSum *cudaspans.Function
 }
 
-// MSMOption configures an MSM.
-type MSMOption interface{ applyMSM(*msmConfig) }
+// Option configures an MSM.
+type Option interface{ applyMSM(*msmConfig) }
 
 type msmConfig struct {
 	releaser *cudaspans.Releaser
@@ -108,6 +93,7 @@ type msmConfig struct {
 	maxChunk int
 	window   int
 	compile  cudaspans.CompileOptions
+	withG2   bool
 }
 
 type msmOptionFunc func(*msmConfig)
@@ -116,24 +102,30 @@ func (f msmOptionFunc) applyMSM(c *msmConfig) { f(c) }
 
 // WithMaxChunk caps the points per device pass (default: as many as device
 // memory holds). Larger MSMs are split into chunks whose results are added.
-func WithMaxChunk(points int) MSMOption {
+func WithMaxChunk(points int) Option {
 	return msmOptionFunc(func(c *msmConfig) { c.maxChunk = points })
 }
 
 // WithWindowBits fixes Pippenger's window size c (1 < c ≤ 20); the default
 // picks it from the chunk size (msmWindowBits).
-func WithWindowBits(c int) MSMOption {
+func WithWindowBits(c int) Option {
 	return msmOptionFunc(func(cfg *msmConfig) { cfg.window = c })
 }
 
-// WithMSMCompileOptions adds NVRTC options (defines, flags) to the MSM
+// WithCompileOptions adds NVRTC options (defines, flags) to the MSM
 // modules' compiles, e.g. for experiments with kernel variants.
-func WithMSMCompileOptions(o cudaspans.CompileOptions) MSMOption {
+func WithCompileOptions(o cudaspans.CompileOptions) Option {
 	return msmOptionFunc(func(c *msmConfig) { c.compile = o })
 }
 
+// WithG2 compiles the G2 kernels in New too, at once with G1's, rather
+// than on the first G2 MSM (Backend.Warmup uses it).
+func WithG2() Option {
+	return msmOptionFunc(func(c *msmConfig) { c.withG2 = true })
+}
+
 // newMSMConfig applies opts and fills the defaults.
-func newMSMConfig(opts []MSMOption) (msmConfig, error) {
+func newMSMConfig(opts []Option) (msmConfig, error) {
 	var cfg msmConfig
 	for _, o := range opts {
 		o.applyMSM(&cfg)
@@ -157,18 +149,14 @@ func newMSMConfig(opts []MSMOption) (msmConfig, error) {
 	return cfg, nil
 }
 
-// NewMSM compiles the MSM kernels of G1 for c's device (NVRTC, cached on
+// New compiles the MSM kernels of G1 for c's device (NVRTC, cached on
 // disk by cudaspans; the modules of msm.cu's parts compile in parallel)
-// and returns an MSM; the G2 kernels compile on the first G2 MSM or at
-// CompileG2. Errors: compile errors (a *cudaspans.CompileError with the
-// log), cudaspans.ErrNoCompiler, a bad option.
-func NewMSM(ctx context.Context, c *cudaspans.Context, opts ...MSMOption) (*MSM, error) {
-	return newMSM(ctx, c, false, opts...)
-}
-
-// newMSM is NewMSM, with the G2 kernels too when withG2 (all modules in
-// parallel).
-func newMSM(ctx context.Context, c *cudaspans.Context, withG2 bool, opts ...MSMOption) (*MSM, error) {
+// and returns an MSM; the G2 kernels compile on the first G2 MSM, at
+// CompileG2, or here with WithG2. Options: WithTracerProvider,
+// WithReleaser, WithMaxChunk, WithWindowBits, WithCompileOptions, WithG2.
+// Errors: compile errors (a *cudaspans.CompileError with the log),
+// cudaspans.ErrNoCompiler, a bad option.
+func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error) {
 	cfg, err := newMSMConfig(opts)
 	if err != nil {
 		return nil, err
@@ -182,10 +170,10 @@ func newMSM(ctx context.Context, c *cudaspans.Context, withG2 bool, opts ...MSMO
 		func() (err error) { sk, err = compileMSMScalar(ctx, c, cfg.compile); return err },
 		func() (err error) { g1, err = compileMSMGroup(ctx, c, false, cfg.compile); return err },
 	}
-	if withG2 {
+	if cfg.withG2 {
 		jobs = append(jobs, func() (err error) { g2, err = compileMSMGroup(ctx, c, true, cfg.compile); return err })
 	}
-	if err := parallel(jobs...); err != nil {
+	if err := kernels.Parallel(jobs...); err != nil {
 		for _, g := range []*msmGroup{g1, g2} {
 			g.close()
 		}
@@ -197,27 +185,68 @@ func newMSM(ctx context.Context, c *cudaspans.Context, withG2 bool, opts ...MSMO
 	return m, nil
 }
 
-// parallel runs the functions on their own goroutines and returns their
-// errors joined.
-func parallel(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, f := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = f()
-		}()
+// FromModules returns an MSM over modules already loaded on c, each
+// holding every kernel of its group: g1 is msm.cu compiled without
+// MSM_PART, g2 (nil: no G2 MSM) the same with MSM_G2, e.g. precompiled
+// images loaded with cudaspans.Context.LoadModuleData on a host without
+// NVRTC. The MSM's Close unloads them. Options as New's (compile options
+// have no effect). Errors: a bad option, a kernel missing from a module.
+func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option) (*MSM, error) {
+	cfg, err := newMSMConfig(opts)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	fn := func(mod *cudaspans.Module, names []string) ([]*cudaspans.Function, error) {
+		fs := make([]*cudaspans.Function, len(names))
+		for i, n := range names {
+			if fs[i], err = mod.Function(n); err != nil {
+				return nil, fmt.Errorf("msm: %w", err)
+			}
+		}
+		return fs, nil
+	}
+	fs, err := fn(g1, msmScalarPart.kernels)
+	if err != nil {
+		return nil, err
+	}
+	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3]}
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
+	for _, g := range []struct {
+		mod *cudaspans.Module
+		g2  bool
+	}{{g1, false}, {g2, true}} {
+		if g.mod == nil {
+			continue
+		}
+		grp := &msmGroup{g2: g.g2, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
+		if g.g2 {
+			grp.affineBytes, grp.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+			grp.mods = []*cudaspans.Module{g.mod} // g1's is the scalar module's
+		}
+		var names []string
+		for _, p := range msmPointParts {
+			names = append(names, p.module(g.g2, cudaspans.CompileOptions{}).Kernels...)
+		}
+		fs, err := fn(g.mod, names)
+		if err != nil {
+			return nil, err
+		}
+		grp.accumulate, grp.merge, grp.reduce, grp.windowSum = fs[0], fs[1], fs[2], fs[3]
+		if g.g2 {
+			m.g2 = grp.with(sk)
+		} else {
+			m.g1 = grp.with(sk)
+		}
+	}
+	return m, nil
 }
 
 // msmCompileOptions returns the NVRTC inputs of a G1 or G2 MSM module,
 // with extra's defines, headers and flags added.
 func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.CompileOptions {
 	o := extra
-	o.Headers = map[string]string{"msm.cuh": msmHeader, "ec.cuh": ecHeader, "ff.cuh": ffHeader, "fp2.cuh": fp2Header}
+	o.Headers = map[string]string{"msm.cuh": kernels.MSMHeader, "ec.cuh": kernels.EC, "ff.cuh": kernels.FF, "fp2.cuh": kernels.FP2}
 	for k, v := range extra.Headers {
 		o.Headers[k] = v
 	}
@@ -252,11 +281,10 @@ var (
 	}
 )
 
-// msmModules lists the module name, NVRTC options and kernel names of
-// every module of the MSM: the scalar part, then the point parts of G1
-// and of G2 (as NewMSM and Backend.Warmup compile them).
-func msmModules(extra cudaspans.CompileOptions) []kernelModule {
-	out := []kernelModule{msmScalarPart.module(false, extra)}
+// Modules lists every module of the MSM, as New compiles them (extra adds
+// NVRTC options): the scalar part, then the point parts of G1 and of G2.
+func Modules(extra cudaspans.CompileOptions) []kernels.Module {
+	out := []kernels.Module{msmScalarPart.module(false, extra)}
 	for _, g2 := range []bool{false, true} {
 		for _, p := range msmPointParts {
 			out = append(out, p.module(g2, extra))
@@ -265,48 +293,24 @@ func msmModules(extra cudaspans.CompileOptions) []kernelModule {
 	return out
 }
 
-// kernelModule is one NVRTC compile: a module's name, source, options and
-// the kernels it must export.
-type kernelModule struct {
-	name, source string
-	opts         cudaspans.CompileOptions
-	kernels      []string
-}
-
 // module returns the compile of part p for G1 or G2.
-func (p msmPart) module(g2 bool, extra cudaspans.CompileOptions) kernelModule {
+func (p msmPart) module(g2 bool, extra cudaspans.CompileOptions) kernels.Module {
 	o := msmCompileOptions(g2 && p.part != 1, extra)
 	o.Defines["MSM_PART"] = fmt.Sprint(p.part)
-	km := kernelModule{name: p.name, source: msmSource, opts: o, kernels: p.kernels}
+	km := kernels.Module{Name: p.name, Source: kernels.MSM, Opts: o, Kernels: p.kernels}
 	if g2 && p.part != 1 {
-		km.name += "_g2"
-		km.kernels = nil
+		km.Name += "_g2"
+		km.Kernels = nil
 		for _, k := range p.kernels {
-			km.kernels = append(km.kernels, k+"_g2")
+			km.Kernels = append(km.Kernels, k+"_g2")
 		}
 	}
 	return km
 }
 
-// compile compiles km on c and looks up its kernels, in km.kernels' order.
-func (km kernelModule) compile(ctx context.Context, c *cudaspans.Context) (*cudaspans.Module, []*cudaspans.Function, error) {
-	mod, err := c.Compile(ctx, km.name, km.source, km.opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("compile %s kernels: %w", km.name, err)
-	}
-	fs := make([]*cudaspans.Function, len(km.kernels))
-	for i, k := range km.kernels {
-		if fs[i], err = mod.Function(k); err != nil {
-			_ = mod.Close()
-			return nil, nil, err
-		}
-	}
-	return mod, fs, nil
-}
-
 // compileMSMScalar compiles the scalar part.
 func compileMSMScalar(ctx context.Context, c *cudaspans.Context, extra cudaspans.CompileOptions) (*msmScalarKernels, error) {
-	mod, fs, err := msmScalarPart.module(false, extra).compile(ctx, c)
+	mod, fs, err := msmScalarPart.module(false, extra).Compile(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("msm: %w", err)
 	}
@@ -325,7 +329,7 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 	jobs := make([]func() error, len(msmPointParts))
 	for i, p := range msmPointParts {
 		jobs[i] = func() error {
-			mod, fs, err := p.module(g2, extra).compile(ctx, c)
+			mod, fs, err := p.module(g2, extra).Compile(ctx, c)
 			if err != nil {
 				return fmt.Errorf("msm: %s: %w", groupName(g2), err)
 			}
@@ -333,7 +337,7 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 			return nil
 		}
 	}
-	err := parallel(jobs...)
+	err := kernels.Parallel(jobs...)
 	for _, mod := range mods {
 		if mod != nil {
 			g.mods = append(g.mods, mod)
@@ -379,7 +383,7 @@ func (sk *msmScalarKernels) close() error {
 
 // CompileG2 compiles (or loads from the kernel cache) the G2 kernels now
 // rather than on the first G2 MSM; a no-op once they are loaded. Errors
-// as NewMSM's.
+// as New's.
 func (m *MSM) CompileG2(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -571,7 +575,7 @@ type windowSum[J any] interface {
 // allocated per call (split into chunks when the MSM does not fit) and
 // given back through the MSM's Releaser.
 //
-// Errors: a length mismatch, a G2 set, an evicted base set, ErrMSMTooLarge
+// Errors: a length mismatch, a G2 set, an evicted base set, ErrTooLarge
 // (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
 // operation.
 func (m *MSM) G1(ctx context.Context, name string, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
@@ -738,7 +742,7 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 		}
 		if chunk <= msmMinChunk {
 			return fmt.Errorf("msm: %d points, workspace of %d bytes for a chunk of %d: %w: %w",
-				n, plan.bytes, chunk, ErrMSMTooLarge, err)
+				n, plan.bytes, chunk, ErrTooLarge, err)
 		}
 		chunk = max(msmMinChunk, chunk/2)
 	}
@@ -884,14 +888,16 @@ func msmEndSpan(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(msmErrorType(err)))
+		span.SetAttributes(otelcuzk.KeyErrorType.String(ErrorType(err)))
 	}
 	span.End()
 }
 
-func msmErrorType(err error) string {
+// ErrorType is the error.type of an MSM or keys.preload span that ended
+// with err: out_of_memory, key_budget, no_device, evicted, or cuda.
+func ErrorType(err error) string {
 	switch {
-	case errors.Is(err, ErrMSMTooLarge), errors.Is(err, cudaspans.ErrOutOfMemory):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, cudaspans.ErrOutOfMemory):
 		return "out_of_memory"
 	case errors.Is(err, ErrKeyBudget):
 		return "key_budget"

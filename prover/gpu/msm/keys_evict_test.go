@@ -1,4 +1,4 @@
-package gpu
+package msm
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	if _, resident := keys.Get("k:g1.a"); !resident {
 		t.Error("the set evicted before the MSM took hold of it was not uploaded again")
 	}
-	if _, _, copies := drv.stats(); copies != 2 {
+	if _, _, copies := drv.Stats(); copies != 2 {
 		t.Errorf("%d uploads, want 2 (the first, and the one after the eviction)", copies)
 	}
 }

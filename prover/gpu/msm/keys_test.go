@@ -1,4 +1,4 @@
-package gpu
+package msm
 
 import (
 	"context"
@@ -16,121 +16,14 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 )
 
-// keysFakeDriver is a device with a fixed amount of memory, held as Go
-// byte slices, behind cudaspans.Driver: enough for Open, streams, events,
-// allocation and host-to-device copies. Other calls panic (nil embedded
-// interface), so a test that reaches them fails loudly.
-type keysFakeDriver struct {
-	cudaspans.Driver
-
-	mu       sync.Mutex
-	capacity int
-	used     int
-	next     uint64
-	mem      map[cudaspans.DevicePtr][]byte
-	copies   int
-	onCopy   func() // called (without mu) before each host-to-device copy
-	handleID uintptr
-}
-
-func newKeysFakeDriver(capacity int) *keysFakeDriver {
-	return &keysFakeDriver{capacity: capacity, next: 1 << 20, mem: map[cudaspans.DevicePtr][]byte{}}
-}
-
-func (d *keysFakeDriver) handle() uintptr {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.handleID += 16
-	return d.handleID
-}
-
-func (d *keysFakeDriver) Version() (int, error)     { return 13000, nil }
-func (d *keysFakeDriver) DeviceCount() (int, error) { return 1, nil }
-func (d *keysFakeDriver) Device(o int) (cudaspans.DeviceInfo, error) {
-	return cudaspans.DeviceInfo{Ordinal: o, Name: "fake", TotalMemory: uint64(d.capacity), Major: 9, DriverVersion: 13000}, nil
-}
-func (d *keysFakeDriver) PrimaryContext(int) (cudaspans.ContextHandle, error) {
-	return cudaspans.ContextHandle(d.handle()), nil
-}
-func (d *keysFakeDriver) ReleasePrimaryContext(int) error { return nil }
-func (d *keysFakeDriver) MemInfo(cudaspans.ContextHandle) (uint64, uint64, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return uint64(d.capacity - d.used), uint64(d.capacity), nil
-}
-func (d *keysFakeDriver) Synchronize(cudaspans.ContextHandle) error { return nil }
-func (d *keysFakeDriver) StreamCreate(cudaspans.ContextHandle) (cudaspans.StreamHandle, error) {
-	return cudaspans.StreamHandle(d.handle()), nil
-}
-func (d *keysFakeDriver) StreamDestroy(cudaspans.ContextHandle, cudaspans.StreamHandle) error {
-	return nil
-}
-func (d *keysFakeDriver) StreamSynchronize(cudaspans.ContextHandle, cudaspans.StreamHandle) error {
-	return nil
-}
-func (d *keysFakeDriver) EventCreate(cudaspans.ContextHandle) (cudaspans.EventHandle, error) {
-	return cudaspans.EventHandle(d.handle()), nil
-}
-func (d *keysFakeDriver) EventDestroy(cudaspans.ContextHandle, cudaspans.EventHandle) error {
-	return nil
-}
-func (d *keysFakeDriver) EventRecord(cudaspans.ContextHandle, cudaspans.EventHandle, cudaspans.StreamHandle) error {
-	return nil
-}
-func (d *keysFakeDriver) EventSynchronize(cudaspans.ContextHandle, cudaspans.EventHandle) error {
-	return nil
-}
-func (d *keysFakeDriver) EventElapsed(_ cudaspans.ContextHandle, a, b cudaspans.EventHandle) (float32, error) {
-	return 0.001, nil
-}
-func (d *keysFakeDriver) MemAlloc(_ cudaspans.ContextHandle, n int) (cudaspans.DevicePtr, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.used+n > d.capacity {
-		return 0, &cudaspans.Error{Call: "cuMemAlloc", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Message: "out of memory"}
-	}
-	p := cudaspans.DevicePtr(d.next)
-	d.next += uint64(n+255) &^ 255
-	d.mem[p] = make([]byte, n)
-	d.used += n
-	return p, nil
-}
-func (d *keysFakeDriver) MemFree(_ cudaspans.ContextHandle, p cudaspans.DevicePtr) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, ok := d.mem[p]
-	if !ok {
-		return fmt.Errorf("fake: free of unknown pointer %#x", p)
-	}
-	d.used -= len(b)
-	delete(d.mem, p)
-	return nil
-}
-func (d *keysFakeDriver) CopyHtoD(_ cudaspans.ContextHandle, dst cudaspans.DevicePtr, src unsafe.Pointer, n int, _ cudaspans.StreamHandle) error {
-	if d.onCopy != nil {
-		d.onCopy()
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, ok := d.mem[dst]
-	if !ok || len(b) < n {
-		return fmt.Errorf("fake: copy of %d bytes to %#x outside any allocation", n, dst)
-	}
-	copy(b, unsafe.Slice((*byte)(src), n))
-	d.copies++
-	return nil
-}
-
-func (d *keysFakeDriver) stats() (used, allocations, copies int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.used, len(d.mem), d.copies
-}
+// newKeysFakeDriver is a fake device with room for capacity bytes.
+func newKeysFakeDriver(capacity int) *fakedevice.Driver { return fakedevice.New(capacity) }
 
 type keysFixture struct {
-	drv  *keysFakeDriver
+	drv  *fakedevice.Driver
 	keys *ResidentKeys
 	s    *cudaspans.Stream
 	rec  *tracetest.SpanRecorder
@@ -205,7 +98,7 @@ func TestResidentKeysUploadEachSetOnceAndKeepIt(t *testing.T) {
 	if rb != again {
 		t.Error("second preload returned a different resident set")
 	}
-	used, allocs, copies := f.drv.stats()
+	used, allocs, copies := f.drv.Stats()
 	if copies != 1 || allocs != 1 || used != 100*96 {
 		t.Fatalf("after two preloads: %d copies, %d allocations, %d bytes; want 1, 1, 9600", copies, allocs, used)
 	}
@@ -218,9 +111,7 @@ func TestResidentKeysUploadEachSetOnceAndKeepIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	f.drv.mu.Lock()
-	dev := f.drv.mem[ptr]
-	f.drv.mu.Unlock()
+	dev := f.drv.Memory(ptr)
 	host := unsafe.Slice((*byte)(unsafe.Pointer(&set.Points[0])), len(set.Points)*96)
 	if string(dev) != string(host) {
 		t.Error("device copy differs from the G1Affine bytes")
@@ -269,7 +160,7 @@ func TestResidentKeysEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
 	if rel := fmt.Sprint(f.releasedSets()); rel != "[keys.b]" {
 		t.Errorf("released %s, want [keys.b]", rel)
 	}
-	if used, allocs, _ := f.drv.stats(); used != 3*9600 || allocs != 3 || f.keys.Bytes() != 3*9600 {
+	if used, allocs, _ := f.drv.Stats(); used != 3*9600 || allocs != 3 || f.keys.Bytes() != 3*9600 {
 		t.Errorf("device holds %d bytes in %d allocations, keys count %d", used, allocs, f.keys.Bytes())
 	}
 }
@@ -316,14 +207,14 @@ func TestResidentKeysEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
 	if ok, err := f.keys.Evict(ctx, "a"); !ok || err != nil {
 		t.Fatalf("Evict = %v, %v", ok, err)
 	}
-	if used, _, _ := f.drv.stats(); used != 9600 || f.keys.Bytes() != 9600 {
+	if used, _, _ := f.drv.Stats(); used != 9600 || f.keys.Bytes() != 9600 {
 		t.Fatalf("set in use freed early: device %d bytes, keys %d", used, f.keys.Bytes())
 	}
 	if _, _, err := rb.acquire(); !errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("acquire after evict: %v, want ErrBaseSetEvicted", err)
 	}
 	release()
-	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
+	if used, allocs, _ := f.drv.Stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
 		t.Errorf("after the MSM ended: device %d bytes in %d allocations, keys %d", used, allocs, f.keys.Bytes())
 	}
 	if rel := fmt.Sprint(f.releasedSets()); rel != "[keys.a]" {
@@ -353,7 +244,7 @@ func TestResidentKeysConcurrentPreloadsUploadOnce(t *testing.T) {
 			t.Fatalf("preload %d: %v (set %p, first %p)", i, errs[i], got[i], got[0])
 		}
 	}
-	if _, allocs, copies := f.drv.stats(); allocs != 1 || copies != 1 {
+	if _, allocs, copies := f.drv.Stats(); allocs != 1 || copies != 1 {
 		t.Errorf("%d allocations and %d copies, want 1 and 1", allocs, copies)
 	}
 }
@@ -361,7 +252,7 @@ func TestResidentKeysConcurrentPreloadsUploadOnce(t *testing.T) {
 func TestResidentKeysEvictDuringUploadFreesTheUpload(t *testing.T) {
 	f := newKeysFixture(t, 1<<20)
 	started, proceed := make(chan struct{}), make(chan struct{})
-	f.drv.onCopy = func() {
+	f.drv.OnCopy = func() {
 		close(started)
 		<-proceed
 	}
@@ -378,7 +269,7 @@ func TestResidentKeysEvictDuringUploadFreesTheUpload(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("preload evicted during upload: %v, want ErrBaseSetEvicted", err)
 	}
-	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
+	if used, allocs, _ := f.drv.Stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 {
 		t.Errorf("after: device %d bytes in %d allocations, keys %d", used, allocs, f.keys.Bytes())
 	}
 }
@@ -391,7 +282,7 @@ func TestResidentKeysEvictAllFreesEverything(t *testing.T) {
 	if err := f.keys.EvictAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if used, allocs, _ := f.drv.stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 || len(f.keys.IDs()) != 0 {
+	if used, allocs, _ := f.drv.Stats(); used != 0 || allocs != 0 || f.keys.Bytes() != 0 || len(f.keys.IDs()) != 0 {
 		t.Errorf("after EvictAll: device %d bytes in %d allocations, keys %d, ids %v", used, allocs, f.keys.Bytes(), f.keys.IDs())
 	}
 	if n := len(f.releasedSets()); n != 3 {
@@ -421,8 +312,6 @@ func TestResidentKeysEvictKeyDropsOnlyThatKeysSets(t *testing.T) {
 		t.Errorf("second EvictKey(k1) = %d, %v; want 0, nil", n, err)
 	}
 }
-
-var _ prover.KeyEvicter = (*Backend)(nil)
 
 // TestResidentKeysEvictOnlyWhatTheUploadNeedsInEveryReleaseMode: two sets
 // fill the device and a third needs one evicted. Device frees are

@@ -1,4 +1,4 @@
-package gpu
+package msm
 
 import (
 	"errors"
@@ -147,7 +147,7 @@ func TestMSMG2GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
 
 func TestMSMG2GPUChunkedHostBasesAndWindowsMatchGnark(t *testing.T) {
 	f := openMSMGPU(t)
-	chunked, err := NewMSM(f.ctx, f.c, WithMaxChunk(1<<12))
+	chunked, err := New(f.ctx, f.c, WithMaxChunk(1<<12))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestMSMG2GPUChunkedHostBasesAndWindowsMatchGnark(t *testing.T) {
 		t.Fatal("chunked G2 MSM over host bases differs from gnark")
 	}
 	for _, c := range []int{8, 13, 16} {
-		m, err := NewMSM(f.ctx, f.c, WithWindowBits(c))
+		m, err := New(f.ctx, f.c, WithWindowBits(c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m, err := NewMSM(f.ctx, c, WithTracerProvider(tp))
+	m, err := New(f.ctx, c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}

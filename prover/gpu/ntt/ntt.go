@@ -1,8 +1,7 @@
-package gpu
+package ntt
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,15 +14,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-)
-
-var (
-	//go:embed kernels/ff.cuh
-	ffSource string
-	//go:embed kernels/ntt.cuh
-	nttHeader string
-	//go:embed kernels/ntt.cu
-	nttSource string
+	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
 // frBytes is the size of an fr.Element on the host and of fr_t on the device.
@@ -35,13 +26,13 @@ type passParams struct {
 	DIT, InMode, OutMode int32
 }
 
-// NTT runs NTTs over the BLS12-381 scalar field on one device: forward,
+// Engine runs NTTs over the BLS12-381 scalar field on one device: forward,
 // inverse and on a coset, sizes 2^0 to 2^MaxLogN (as device memory allows),
 // in gnark-crypto's element layout and orders (Decimation). Twiddle and
 // coset tables are built on the device once per domain and kept until
 // Close (4·n elements, 128·n bytes). Safe for concurrent use; launches go to
 // the stream the caller gives.
-type NTT struct {
+type Engine struct {
 	c      *cudaspans.Context
 	mod    *cudaspans.Module
 	fPass  *cudaspans.Function
@@ -63,60 +54,62 @@ type deviceTables struct {
 	bufs []*cudaspans.DeviceBuffer
 }
 
-// NTTOption configures NewNTT.
-type NTTOption interface{ applyNTT(*nttConfig) }
+// Option configures New.
+type Option interface{ apply(*config) }
 
-type nttConfig struct {
+type config struct {
 	defines map[string]string
 	tp      trace.TracerProvider
 }
 
-type nttOptionFunc func(*nttConfig)
+type optionFunc func(*config)
 
-func (f nttOptionFunc) applyNTT(c *nttConfig) { f(c) }
+func (f optionFunc) apply(c *config) { f(c) }
 
-// WithNTTDefines sets preprocessor macros of the NTT kernels, over the
+// WithDefines sets preprocessor macros of the NTT kernels, over the
 // defaults in kernels/ntt.cu and ntt.cuh (the fastest variant measured on
 // the H200, bench/ntt.md): NTT_MIN_BLOCKS (blocks of 256 threads per
 // multiprocessor the register budget must allow, default 4),
 // NTT_SKIP_UNIT_TWIDDLE (skip the multiply by w^0, default 1),
 // FF_PTX_ADDSUB (PTX carry chains for add and sub, default 1). For tuning
 // (bench/nttbench -variants); results do not change.
-func WithNTTDefines(d map[string]string) NTTOption {
-	return nttOptionFunc(func(c *nttConfig) {
+func WithDefines(d map[string]string) Option {
+	return optionFunc(func(c *config) {
 		for k, v := range d {
 			c.defines[k] = v
 		}
 	})
 }
 
-// nttModule is the NVRTC compile of the NTT kernels with defines.
-func nttModule(defines map[string]string) kernelModule {
-	return kernelModule{name: "ntt", source: nttSource, opts: cudaspans.CompileOptions{
-		Headers: map[string]string{"ff.cuh": ffSource, "ntt.cuh": nttHeader},
+// Module is the NVRTC compile of the NTT kernels with defines (nil: the
+// defaults), as New hands it to cudaspans.
+func Module(defines map[string]string) kernels.Module {
+	return kernels.Module{Name: "ntt", Source: kernels.NTT, Opts: cudaspans.CompileOptions{
+		Headers: map[string]string{"ff.cuh": kernels.FF, "ntt.cuh": kernels.NTTHeader},
 		Flags:   []string{"-std=c++17"},
 		Defines: defines,
-	}, kernels: []string{"ntt_pass", "ntt_powers", "groth16_pointwise"}}
+	}, Kernels: []string{"ntt_pass", "ntt_powers", "groth16_pointwise"}}
 }
 
-// NewNTT compiles the NTT kernels for c's device (NVRTC, or the kernel cache
+// New compiles the NTT kernels for c's device (NVRTC, or the kernel cache
 // on a second start) and returns the engine (options: WithTracerProvider
-// for the step spans, WithNTTDefines). Errors name the failing compile or
+// for the step spans, WithDefines). Errors name the failing compile or
 // lookup.
-func NewNTT(ctx context.Context, c *cudaspans.Context, opts ...NTTOption) (*NTT, error) {
-	cfg := nttConfig{defines: map[string]string{}}
+func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, error) {
+	cfg := config{defines: map[string]string{}}
 	for _, o := range opts {
-		o.applyNTT(&cfg)
+		o.apply(&cfg)
 	}
 	tp := cfg.tp
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	mod, err := c.Compile(ctx, "ntt", nttSource, nttModule(cfg.defines).opts)
+	km := Module(cfg.defines)
+	mod, err := c.Compile(ctx, km.Name, km.Source, km.Opts)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)
 	}
-	e := &NTT{c: c, mod: mod, tracer: tp.Tracer(otelcuzk.ScopeName), tables: map[tableKey]*deviceTables{}}
+	e := &Engine{c: c, mod: mod, tracer: tp.Tracer(otelcuzk.ScopeName), tables: map[tableKey]*deviceTables{}}
 	for name, f := range map[string]**cudaspans.Function{"ntt_pass": &e.fPass, "ntt_powers": &e.fPow, "groth16_pointwise": &e.fPoint} {
 		if *f, err = mod.Function(name); err != nil {
 			mod.Close()
@@ -128,7 +121,7 @@ func NewNTT(ctx context.Context, c *cudaspans.Context, opts ...NTTOption) (*NTT,
 
 // Close frees the tables and unloads the kernels. The engine is unusable
 // afterwards.
-func (e *NTT) Close() error {
+func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []error
@@ -147,8 +140,8 @@ func (e *NTT) Close() error {
 
 // Tables returns (building on first use, on stream s) the device tables of
 // domain. Building 2^24 takes a few ms on an H200.
-func (e *NTT) tablesFor(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain) (*deviceTables, error) {
-	logn, err := log2Exact(int(domain.Cardinality))
+func (e *Engine) tablesFor(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain) (*deviceTables, error) {
+	logn, err := Log2(int(domain.Cardinality))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +182,7 @@ func (e *NTT) tablesFor(ctx context.Context, s *cudaspans.Stream, domain *fft.Do
 // FrMultiplicativeGen·H when coset is set, with the orders of dec. The
 // result equals gnark-crypto's for the same arguments. The work is queued
 // on s; synchronize s before reading data.
-func (e *NTT) Transform(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, data cudaspans.DevicePtr, dec Decimation, inverse, coset bool) error {
+func (e *Engine) Transform(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, data cudaspans.DevicePtr, dec Decimation, inverse, coset bool) error {
 	t, err := e.tablesFor(ctx, s, domain)
 	if err != nil {
 		return err
@@ -204,7 +197,7 @@ func (e *NTT) Transform(ctx context.Context, s *cudaspans.Stream, domain *fft.Do
 // c are scratch. Each step is a span (ntt.inverse ×3, ntt.coset ×3,
 // groth16.pointwise, ntt.inverse_coset) with its kernels as children; s is
 // synchronized at the end of each step so the kernel spans nest in it.
-func (e *NTT) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, a, b, c cudaspans.DevicePtr) error {
+func (e *Engine) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain, a, b, c cudaspans.DevicePtr) error {
 	t, err := e.tablesFor(ctx, s, domain)
 	if err != nil {
 		return err
@@ -228,7 +221,7 @@ func (e *NTT) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.Dom
 
 // deviceKernels launches the kernels of ntt.cu on one stream.
 type deviceKernels struct {
-	e *NTT
+	e *Engine
 	s *cudaspans.Stream
 }
 
@@ -258,3 +251,12 @@ func (k *deviceKernels) pointwise(ctx context.Context, a, b, c cudaspans.DeviceP
 func (k *deviceKernels) slice(b cudaspans.DevicePtr, off, _ int) cudaspans.DevicePtr {
 	return b.Add(off * frBytes)
 }
+
+type tracerProviderOption struct{ tp trace.TracerProvider }
+
+func (o tracerProviderOption) apply(c *config) { c.tp = o.tp }
+
+// WithTracerProvider records the step spans (ntt.*, groth16.pointwise)
+// with tp (default: the global one). Kernel and copy spans follow the
+// cudaspans.Context's provider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return tracerProviderOption{tp} }

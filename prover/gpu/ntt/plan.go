@@ -1,4 +1,4 @@
-package gpu
+package ntt
 
 import (
 	"context"
@@ -208,8 +208,8 @@ func cosetDen(g fr.Element, n int) fr.Element {
 	return den
 }
 
-// log2Exact returns log2(n) for a power of two n ≥ 1, or an error.
-func log2Exact(n int) (uint, error) {
+// Log2 returns log2(n) for a power of two n ≥ 1, or an error.
+func Log2(n int) (uint, error) {
 	if n < 1 || n&(n-1) != 0 {
 		return 0, fmt.Errorf("gpu: NTT size %d is not a power of two", n)
 	}

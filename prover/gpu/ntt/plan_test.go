@@ -1,4 +1,4 @@
-package gpu
+package ntt
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/hostarith"
 )
 
@@ -37,7 +38,7 @@ func (h *hostKernels) slice(b []fr.Element, off, n int) []fr.Element { return b[
 
 func hostTables(t *testing.T, k *hostKernels, d *fft.Domain) *nttTables[[]fr.Element] {
 	t.Helper()
-	logn, err := log2Exact(int(d.Cardinality))
+	logn, err := Log2(int(d.Cardinality))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +51,6 @@ func hostTables(t *testing.T, k *hostKernels, d *fft.Domain) *nttTables[[]fr.Ele
 		t.Fatal(err)
 	}
 	return tab
-}
-
-func randomVector(n int) []fr.Element {
-	v := make([]fr.Element, n)
-	for i := range v {
-		v[i].MustSetRandom()
-	}
-	return v
 }
 
 func TestPlanCoversEveryStageOnce(t *testing.T) {
@@ -102,7 +95,7 @@ func TestHostNTTMatchesGnarkCrypto(t *testing.T) {
 			for _, inverse := range []bool{false, true} {
 				for _, coset := range []bool{false, true} {
 					name := fmt.Sprintf("2^%d/%v/inverse=%v/coset=%v", logn, dec, inverse, coset)
-					in := randomVector(n)
+					in := gputest.RandomVector(n)
 					want := append([]fr.Element(nil), in...)
 					got := append([]fr.Element(nil), in...)
 					var opts []fft.Option
@@ -156,7 +149,7 @@ func TestHostComputeHMatchesGnark(t *testing.T) {
 		d := fft.NewDomain(uint64(n))
 		k := &hostKernels{}
 		tab := hostTables(t, k, d)
-		a, b, c := randomVector(n), randomVector(n), randomVector(n)
+		a, b, c := gputest.RandomVector(n), gputest.RandomVector(n), gputest.RandomVector(n)
 		ga, gb, gc := append([]fr.Element(nil), a...), append([]fr.Element(nil), b...), append([]fr.Element(nil), c...)
 		want := gnarkComputeH(ga, gb, gc, d)
 		var steps []string
@@ -180,11 +173,11 @@ func TestHostComputeHMatchesGnark(t *testing.T) {
 
 func TestLog2ExactRejectsBadSizes(t *testing.T) {
 	for _, n := range []int{0, -4, 3, 6, 1 << 20 * 3} {
-		if _, err := log2Exact(n); err == nil {
-			t.Errorf("log2Exact(%d) accepted", n)
+		if _, err := Log2(n); err == nil {
+			t.Errorf("Log2(%d) accepted", n)
 		}
 	}
-	if l, err := log2Exact(1 << 20); err != nil || l != 20 {
-		t.Errorf("log2Exact(2^20) = %d, %v", l, err)
+	if l, err := Log2(1 << 20); err != nil || l != 20 {
+		t.Errorf("Log2(2^20) = %d, %v", l, err)
 	}
 }

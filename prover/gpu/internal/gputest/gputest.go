@@ -1,0 +1,94 @@
+// Package gputest holds the helpers the GPU tests of prover/gpu and its
+// packages share: vectors, their comparison, and the nesting check of the
+// NTT's kernel spans. For tests only.
+package gputest
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// RandomVector returns n random field elements (crypto/rand, through
+// gnark-crypto).
+func RandomVector(n int) []fr.Element {
+	v := make([]fr.Element, n)
+	for i := range v {
+		v[i].MustSetRandom()
+	}
+	return v
+}
+
+// SameVectors fails t at the first element where got differs from want.
+func SameVectors(t testing.TB, name string, got, want []fr.Element) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s: element %d: got %s, want %s", name, i, got[i].String(), want[i].String())
+		}
+	}
+}
+
+// CheckKernelSpansNested checks that every ntt_pass and groth16_pointwise
+// span under an NTT step span (ntt.inverse, ntt.coset, groth16.pointwise,
+// ntt.inverse_coset) lies inside it, and that there is at least one.
+func CheckKernelSpansNested(t *testing.T, rec *tracetest.SpanRecorder) {
+	t.Helper()
+	spans := rec.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, sp := range spans {
+		byID[sp.SpanContext().SpanID()] = sp
+	}
+	steps := map[string]bool{otelcuzk.SpanNTTInverse: true, otelcuzk.SpanNTTCoset: true,
+		otelcuzk.SpanPointwise: true, otelcuzk.SpanNTTInverseCoset: true}
+	kernels := 0
+	for _, sp := range spans {
+		if sp.Name() != "ntt_pass" && sp.Name() != "groth16_pointwise" {
+			continue
+		}
+		parent, ok := byID[sp.Parent().SpanID()]
+		if !ok {
+			continue // launched outside compute_h (table builds, Transform calls)
+		}
+		if !steps[parent.Name()] {
+			continue
+		}
+		kernels++
+		if sp.StartTime().Before(parent.StartTime()) || sp.EndTime().After(parent.EndTime()) {
+			t.Errorf("kernel span %s [%v, %v] outside its parent %s [%v, %v]", sp.Name(),
+				sp.StartTime(), sp.EndTime(), parent.Name(), parent.StartTime(), parent.EndTime())
+		}
+	}
+	if kernels == 0 {
+		t.Fatal("no kernel span under a compute_h step span")
+	}
+}
+
+// HeaderInt returns the integer value of a #define, a "NAME = v," enum
+// entry or a "static const unsigned NAME = v;" in a kernel source (decimal
+// or hex, with an optional u suffix); it fails the test when absent.
+func HeaderInt(t testing.TB, src, name string) int {
+	t.Helper()
+	for _, pat := range []string{
+		`(?m)^#define\s+` + name + `\s+(0x[0-9a-fA-F]+|\d+)u?\b`,
+		`(?m)^\s*` + name + `\s*=\s*(0x[0-9a-fA-F]+|\d+)u?\s*[,;]`,
+		`(?m)static\s+const\s+unsigned\s+` + name + `\s*=\s*(0x[0-9a-fA-F]+|\d+)u?\s*;`,
+	} {
+		if m := regexp.MustCompile(pat).FindStringSubmatch(src); m != nil {
+			v, err := strconv.ParseInt(m[1], 0, 64)
+			if err != nil {
+				t.Fatalf("%s = %q: %v", name, m[1], err)
+			}
+			return int(v)
+		}
+	}
+	t.Fatalf("%s not found in the kernel source", name)
+	return 0
+}
