@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -244,4 +245,67 @@ func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 		synthesisWorkers: -2, log: &logBuf}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
 		t.Errorf("serve --synthesis-workers -2: %v", err)
 	}
+}
+
+// failingWarmGPU is the CPU backend posing as a GPU whose warm-up fails.
+type failingWarmGPU struct{ *prover.CPU }
+
+func (failingWarmGPU) Name() string { return "cuda" }
+
+func (failingWarmGPU) Warmup(context.Context) error {
+	return errors.New("nvrtc: compile msm_g2: out of memory")
+}
+
+var failWarmOnce sync.Once
+
+func TestServeWarmupFailureStaysNotServing(t *testing.T) {
+	clearOTLPEnv(t)
+	const factory = "fakewarmfail-test"
+	failWarmOnce.Do(func() {
+		prover.RegisterBackend(factory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+			return failingWarmGPU{prover.NewCPU(o.TracerProvider)}, nil
+		})
+	})
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrCh := make(chan string, 1)
+	var logBuf lockedBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfig{
+			listen: "127.0.0.1:0", backend: "cuda", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: 1,
+			shutdownTimeout: time.Second, maxMessage: 1 << 20,
+			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
+			ready: func(a, _ string) { addrCh <- a }, gpuFactory: factory,
+			gpus: func() ([]cudaspans.DeviceInfo, error) { return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil },
+		})
+	}()
+	addr := <-addrCh
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer pcancel()
+	// The devices get their jobs anyway (a proof compiles what it needs).
+	if _, err := c.Prove(pctx, client.Request{RequestID: "after-failed-warmup", Circuit: "mulchain", Constraints: 256}); err != nil {
+		t.Errorf("proof after a failed warm-up: %v", err)
+	}
+	st, err := c.Status(pctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ready || !strings.Contains(st.NotReadyReason, "warm-up of the cuda backend failed: nvrtc: compile msm_g2: out of memory") {
+		t.Errorf("status after a failed warm-up: ready %v %q", st.Ready, st.NotReadyReason)
+	}
+	if h := health(t, addr); h != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health after a failed warm-up: %v, want NOT_SERVING", h)
+	}
+	if !strings.Contains(logBuf.String(), "warm-up of the cuda backend failed") {
+		t.Errorf("the log does not say the warm-up failed:\n%s", logBuf.String())
+	}
+	cancel()
+	<-served
 }
