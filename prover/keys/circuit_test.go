@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/consensys/gnark"
 	"github.com/consensys/gnark/constraint"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -181,16 +182,20 @@ func TestCircuitCacheIsInvalidatedByBuildSizeAndGnarkVersion(t *testing.T) {
 	c := open("rev2")
 	path := c.circuitPath("mulchain", 1<<10)
 	ccs, _ := comp.compile()
-	old := circuitMeta{Circuit: "mulchain", Constraints: 1 << 10, Gnark: "0.9.0", GnarkCrypto: gnarkCryptoVersion(), Revision: "rev2"}
-	if _, err := storeCircuit(path, ccs, old); err != nil {
-		t.Fatal(err)
-	}
-	rec.Reset()
-	if got, _ := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile); got.CacheHit {
-		t.Error("a circuit compiled by gnark 0.9.0 was used")
-	}
-	if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
-		t.Errorf("other gnark: %s, want stale", outcome)
+	for _, old := range []circuitMeta{
+		{Circuit: "mulchain", Constraints: 1 << 10, Gnark: "0.9.0", GnarkCrypto: gnarkCryptoVersion(), Revision: "rev2", Format: circuitFormat},
+		{Circuit: "mulchain", Constraints: 1 << 10, Gnark: gnark.Version.String(), GnarkCrypto: gnarkCryptoVersion(), Revision: "rev2", Format: 1},
+	} {
+		if _, err := storeCircuit(path, ccs, old); err != nil {
+			t.Fatal(err)
+		}
+		rec.Reset()
+		if got, _ := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile); got.CacheHit {
+			t.Errorf("a circuit stored by gnark %s in format %d was used", old.Gnark, old.Format)
+		}
+		if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
+			t.Errorf("gnark %s, format %d: %s, want stale", old.Gnark, old.Format, outcome)
+		}
 	}
 }
 
