@@ -2,6 +2,7 @@ package cudaspans
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ type Session struct {
 
 	mu          sync.Mutex
 	first, last time.Time
+	spans       [][2]time.Time // each operation's device interval
 	ops         int
 	clamped     int
 	ended       bool
@@ -68,6 +70,7 @@ func (s *Session) observe(d deviceSpan) {
 	if s.ops == 0 || d.end.After(s.last) {
 		s.last = d.end
 	}
+	s.spans = append(s.spans, [2]time.Time{d.start, d.end})
 	s.ops++
 }
 
@@ -94,8 +97,11 @@ func (s *Session) Ops() int {
 
 // End synchronizes the context's streams that have pending operations
 // (emitting their spans) and emits gpu.total, with cuda.gpu_ms,
-// cuda.op.count and cuzk.clamped_spans (device spans of the session moved
-// into their parents). A session without device operations emits nothing.
+// cuda.op.count, cuzk.clamped_spans (device spans of the session moved
+// into their parents), cuda.gpu_busy_ms (the time some operation of the
+// session ran, the union of their intervals) and cuda.gpu_idle_ms
+// (cuda.gpu_ms − cuda.gpu_busy_ms: inside gpu.total, the device waited for
+// the host). A session without device operations emits nothing.
 // A second End is a no-op. It returns the error of synchronizing.
 func (s *Session) End() error {
 	if s.closed() {
@@ -109,6 +115,8 @@ func (s *Session) End() error {
 	}
 	s.ended = true
 	first, last, ops, clamped := s.first, s.last, s.ops, s.clamped
+	busy := unionLength(s.spans)
+	s.spans = nil
 	s.mu.Unlock()
 	if ops == 0 {
 		return err
@@ -126,7 +134,33 @@ func (s *Session) End() error {
 		otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
 		otelcuzk.KeyCUDAClock.String("gpu"),
 		otelcuzk.KeyClampedSpans.Int(clamped),
+		otelcuzk.KeyCUDABusyMS.Float64(float64(busy)/1e6),
+		otelcuzk.KeyCUDAIdleMS.Float64(float64(last.Sub(first)-busy)/1e6),
 	)
 	span.End(trace.WithTimestamp(end))
 	return err
+}
+
+// unionLength is the length of the union of the intervals.
+func unionLength(iv [][2]time.Time) time.Duration {
+	sorted := append([][2]time.Time(nil), iv...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i][0].Before(sorted[j][0]) })
+	var total time.Duration
+	var cur [2]time.Time
+	for i, v := range sorted {
+		if i == 0 || v[0].After(cur[1]) {
+			if i > 0 {
+				total += cur[1].Sub(cur[0])
+			}
+			cur = v
+			continue
+		}
+		if v[1].After(cur[1]) {
+			cur[1] = v[1]
+		}
+	}
+	if len(sorted) > 0 {
+		total += cur[1].Sub(cur[0])
+	}
+	return total
 }

@@ -502,3 +502,49 @@ func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
 		t.Error("not a child of its parent")
 	}
 }
+
+// gpu.total says how much of it the device worked (the union of the
+// session's operations, overlaps counted once) and how much it waited for
+// the host between them: a host stall between two kernels is idle time.
+func TestSessionGPUTotalSplitsBusyAndIdleTime(t *testing.T) {
+	f := newFixture(t)
+	k := f.kernel(t, "ntt_pass", 2*time.Millisecond)
+	s1, _ := f.c.NewStream()
+	s2, _ := f.c.NewStream()
+	pctx, prove := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
+	ctx, sess := f.c.BeginSession(pctx)
+	// Two kernels at once on two streams (overlapping: 2 ms busy, not 4).
+	if err := s1.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.advance(30 * time.Millisecond) // the host works (or compiles), the device waits
+	if err := s1.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.End(); err != nil {
+		t.Fatal(err)
+	}
+	prove.End(trace.WithTimestamp(f.clock.now()))
+	g := f.ended(otelcuzk.SpanGPUTotal)
+	if len(g) != 1 {
+		t.Fatalf("%d gpu.total spans", len(g))
+	}
+	total := mustAttr(t, g[0], otelcuzk.KeyCUDAGPUMS).AsFloat64()
+	busy := mustAttr(t, g[0], otelcuzk.KeyCUDABusyMS).AsFloat64()
+	idle := mustAttr(t, g[0], otelcuzk.KeyCUDAIdleMS).AsFloat64()
+	if math.Abs(busy-4) > 0.05 { // the fake launches a few µs apart
+		t.Errorf("cuda.gpu_busy_ms = %v, want 4 (two overlapping 2 ms kernels, then one more)", busy)
+	}
+	if idle < 29 || math.Abs(total-busy-idle) > 1e-6 {
+		t.Errorf("cuda.gpu_idle_ms = %v of cuda.gpu_ms %v (busy %v), want the ~30 ms host stall", idle, total, busy)
+	}
+}

@@ -126,6 +126,8 @@ const (
 	KeyCUDACacheHit   = attribute.Key("cuda.kernel_cache.hit") // bool, compiled module came from the disk cache
 	KeyCUDAModuleName = attribute.Key("cuda.module.name")      // string, name given to Compile or the file loaded
 	KeyCUDAOpCount    = attribute.Key("cuda.op.count")         // int, device operations covered (gpu.total)
+	KeyCUDABusyMS     = attribute.Key("cuda.gpu_busy_ms")      // float, gpu.total: time some device operation ran, ms
+	KeyCUDAIdleMS     = attribute.Key("cuda.gpu_idle_ms")      // float, gpu.total: device idle inside it, waiting on the host, ms
 	KeyCUDACacheKey   = attribute.Key("cuda.kernel_cache.key") // string, SHA-256 (hex) of the compile inputs
 	KeyCUDANVRTCOpts  = attribute.Key("cuda.nvrtc.options")    // string slice, NVRTC options in order
 )
