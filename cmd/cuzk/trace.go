@@ -377,29 +377,7 @@ func writeTraceHTML(path string, spans []tracefile.Span, traceID string) error {
 	if len(sel) == 0 {
 		return fmt.Errorf("trace: --html: trace %s: %w", traceID, tracefile.ErrTraceNotFound)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("trace: --html: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := writeHTMLTo(tmp, sel); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("trace: --html: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("trace: --html: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("trace: --html: %w", err)
-	}
-	return nil
-}
-
-func writeHTMLTo(w io.Writer, spans []tracefile.Span) error {
-	if err := tracefile.WriteHTML(w, spans); err != nil {
+	if err := writeFileAtomic(path, func(w io.Writer) error { return tracefile.WriteHTML(w, sel) }); err != nil {
 		return fmt.Errorf("trace: --html: %w", err)
 	}
 	return nil
@@ -436,4 +414,25 @@ func printFileTrace(w, warn io.Writer, path, traceID string, from fileOffset) er
 		return err
 	}
 	return tracefile.Waterfall(w, col.Spans[strings.ToLower(traceID)], tracefile.WaterfallOptions{TraceID: traceID})
+}
+
+// writeFileAtomic writes path through write: the file appears whole or not
+// at all.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
