@@ -130,7 +130,9 @@ func WithSynthesizer(r prover.StagedRunner) Option {
 // prover.ProofMemory) before its synthesis starts, waiting in an
 // engine.budget span while the reserved estimates plus held() (the host
 // copies of the proving keys; nil: 0) would exceed bytes, and gives it
-// back when its buffers are freed (prover.Synthesized.Freed). Submit
+// back when its buffers are freed (prover.Synthesized.Freed; a serial
+// engine runs a StagedRunner's two stages itself for this, and counts a
+// plain Runner's job until Run returns). Submit
 // refuses with ErrOverBudget a job whose estimate plus held() exceeds
 // bytes. estimate and held must be safe for concurrent use and fast (held
 // runs under the engine's lock and must not call the engine). bytes 0 or

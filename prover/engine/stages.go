@@ -292,12 +292,28 @@ func (e *Engine) deviceWork(i int) {
 
 		var res *prover.Result
 		var err error
-		if e.synth == nil {
+		switch {
+		case e.synth == nil && staged != nil:
+			// Both stages here, one after the other, so the budget can
+			// count the buffers until they are freed, as pipelined.
+			req := t.req
+			var syn prover.Synthesized
+			syn, err = runSafely(func() (prover.Synthesized, error) { return staged.Synthesize(runCtx, &req) })
+			if err == nil && syn != nil {
+				res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
+				_ = syn.Release(t.ctx)
+				e.unreserveWhenFreed(t, syn)
+			} else if err == nil {
+				err = errors.New("runner returned no synthesized proof")
+			}
+			cancel()
+			e.unreserve(t)
+		case e.synth == nil:
 			req := t.req
 			res, err = runSafely(func() (*prover.Result, error) { return w.Runner.Run(runCtx, &req) })
 			cancel()
 			e.unreserve(t)
-		} else {
+		default:
 			syn := t.syn
 			res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
 			cancel()

@@ -929,3 +929,25 @@ func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 		t.Errorf("submit with no healthy device: %v, want ErrNoDevice", err)
 	}
 }
+
+func TestSerialEngineHoldsTheBudgetToo(t *testing.T) {
+	noLeak(t)
+	f := newStagedFake()
+	f.bytes, f.synthDelay, f.proveDelay = 10, 5*time.Millisecond, 5*time.Millisecond
+	// Two workers, room for one proof: they never run two at once.
+	e := newPipelined(t, f, 2, 0, budgetOf(15, 10, 0))
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+	}
+	for _, id := range ids {
+		if _, err := await(t, e, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peakLive > 10 {
+		t.Errorf("the runner held %d bytes at once under a budget of 15 (10 per proof)", f.peakLive)
+	}
+}
