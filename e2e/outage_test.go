@@ -76,27 +76,52 @@ func TestJaegerOutageNeverBlocksProofs(t *testing.T) {
 		t.Errorf("no log line about dropped spans in cuzk serve's output:\n%s", tail([]byte(d.stderr.String()), 2048))
 	}
 
-	// Back: same ports. The exporter retries after its cooldown (5 s after
-	// the first failure), so keep proving until one trace arrives whole.
+	// Back: same ports. The exporter finds the endpoint again (its probe,
+	// then gRPC's reconnect), so keep proving until one trace arrives
+	// whole: a proof that overlaps the reconnect may lose its first batch
+	// (counted as dropped), a later one must not.
 	if err := j.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(90 * time.Second)
+	want := layerNames()
 	for i := 5; ; i++ {
 		_, id := timed(i)
 		err := waitFor(context.Background(), 8*time.Second, func() error {
-			_, err := tracefile.FetchJaeger(context.Background(), nil, j.QueryURL(), id)
-			return err
+			spans, err := tracefile.FetchJaeger(context.Background(), nil, j.QueryURL(), id)
+			if err != nil {
+				return err
+			}
+			if missing := missingNames(spans, want); len(missing) > 0 {
+				return fmt.Errorf("trace %s lacks %v", id, missing)
+			}
+			return nil
 		})
 		if err == nil {
 			daemonLayers(t, j, id, service)
-			t.Logf("trace of proof %d arrived after Jaeger came back", i)
+			t.Logf("trace of proof %d arrived whole after Jaeger came back", i)
 			break
 		}
+		t.Logf("proof %d after Jaeger's return: %v", i, err)
 		if time.Now().After(deadline) {
-			t.Fatalf("no trace arrived within 90 s of Jaeger's return: %v", err)
+			t.Fatalf("no whole trace arrived within 90 s of Jaeger's return: %v", err)
 		}
 	}
+}
+
+// missingNames returns the names of want that no span of spans has.
+func missingNames(spans []tracefile.Span, want []string) []string {
+	have := map[string]bool{}
+	for _, s := range spans {
+		have[s.Name] = true
+	}
+	var missing []string
+	for _, w := range want {
+		if !have[w] {
+			missing = append(missing, w)
+		}
+	}
+	return missing
 }
 
 // droppedSpans reads cuzk_spans_dropped_total from the daemon's metrics.

@@ -17,7 +17,12 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
+
+// grpcMaxReconnectDelay caps the OTLP gRPC exporter's reconnect backoff.
+const grpcMaxReconnectDelay = time.Second
 
 // Telemetry is the tracing set up by New: the provider, where its spans go,
 // and the count of spans lost to failed exports.
@@ -183,6 +188,16 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 		if c.timeout > 0 {
 			o = append(o, otlptracegrpc.WithTimeout(c.timeout))
 		}
+		// gRPC's default reconnect backoff grows to 120 s: a Collector
+		// that restarts would be dialled again only minutes later, and every
+		// batch meanwhile fails at once with the cached dial error although
+		// the endpoint answers again (the cooldown's probe sees it). Capped
+		// at grpcMaxReconnectDelay, the spans of a proof that starts once the
+		// Collector is back arrive whole.
+		o = append(o, otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: grpcMaxReconnectDelay},
+			MinConnectTimeout: 5 * time.Second,
+		})))
 		exp, err := otlptracegrpc.New(ctx, o...)
 		if err != nil {
 			return nil, fmt.Errorf("otelcuzk: OTLP gRPC exporter for %q: %w", t.target, err)
