@@ -43,7 +43,7 @@ fi
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
 sh examples/gorgonia-cu/build.sh .dev/bin/gorgonia-cu || echo "pack-device: examples/gorgonia-cu not built (see its README)"
 for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench keyload; do
-	go build "${strip[@]}" -o ".dev/bin/$p" "./bench/$p"
+	go build -buildvcs=true "${strip[@]}" -o ".dev/bin/$p" "./bench/$p" # synthbench, keyload: the circuit cache of cuzk setup
 done
 cp bench/device-session.sh .dev/device-session.sh
 cp bench/cupti-layout.sh bench/gpu-trace-check.sh .dev/
