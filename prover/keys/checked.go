@@ -139,6 +139,16 @@ func mapFile(path string) (*mappedFile, error) {
 	return &mappedFile{data: data}, nil
 }
 
+// closeInBackground unmaps m on another goroutine; m must not be used,
+// nor any slice of it referenced, after the call.
+func (m *mappedFile) closeInBackground() {
+	data := m.data
+	m.data = nil
+	if data != nil {
+		go unix.Munmap(data)
+	}
+}
+
 func (m *mappedFile) Close() error {
 	if m.data == nil {
 		return nil

@@ -352,7 +352,8 @@ func readCircuitFile(path string) (body []byte, meta circuitMeta, closeFile func
 	if err := dec.Decode(&meta); err != nil {
 		return fail(fmt.Errorf("metadata: %w", err))
 	}
-	return payload[:len(payload)-4-n], meta, func() { m.Close() }, nil
+	// gnark's ReadFrom and the calldata copy leave nothing in the mapping.
+	return payload[:len(payload)-4-n], meta, m.closeInBackground, nil
 }
 
 func describeMeta(m circuitMeta) string {
