@@ -428,6 +428,7 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 		res.TraceID = j.traceID
 	}
 	t.ended, t.state, t.result, t.err = true, state, res, err
+	t.syn = nil // the witness and circuit it refers to need not outlive the job's proof
 	if worker >= 0 {
 		switch state {
 		case StateSucceeded:
