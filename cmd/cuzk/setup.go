@@ -57,6 +57,7 @@ func setupAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	compiled := time.Since(start)
 	ccs := comp.CCS
 	k, err := cache.LoadHashed(c.Context, ccs, comp.Hash)
 	if err != nil {
@@ -69,5 +70,13 @@ func setupAction(c *cli.Context) error {
 	dir, _ := filepath.Abs(cache.Dir())
 	fmt.Fprintf(c.App.Writer, "%s, %d constraints (%s): keys %s\n  %s\n",
 		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+".keys"))
+	switch circuit := cache.CircuitPath(name, n); {
+	case comp.CacheHit:
+		fmt.Fprintf(c.App.Writer, "  compiled circuit from the cache in %.2f s: %s\n", compiled.Seconds(), circuit)
+	case comp.Hash != "":
+		fmt.Fprintf(c.App.Writer, "  circuit compiled in %.1f s and cached: %s\n", compiled.Seconds(), circuit)
+	default:
+		fmt.Fprintf(c.App.Writer, "  circuit compiled in %.1f s, not cached (circuit cache off)\n", compiled.Seconds())
+	}
 	return nil
 }

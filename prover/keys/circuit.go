@@ -128,6 +128,11 @@ func gnarkCryptoVersion() string {
 	return ""
 }
 
+// CircuitPath returns the file Compile caches circuit at constraints in.
+func (c *Cache) CircuitPath(circuit string, constraints int) string {
+	return c.circuitPath(circuit, constraints)
+}
+
 // circuitPath is the cache file of circuit at constraints: one file per
 // circuit and size, replaced when the build changes, so old builds leave
 // no files behind.
