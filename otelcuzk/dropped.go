@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -132,12 +133,14 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	defer cancel()
 	began := time.Now()
 	err := e.next.ExportSpans(ctx, spans)
-	// A quick failure from an endpoint that still accepts connections is
-	// most often a pooled connection the collector closed as it restarted
-	// ("connection reset", "broken pipe", EOF): up to two more tries, after
-	// a pause that lets the HTTP transport notice its closed connections.
+	// A connection that broke under the request, from an endpoint that
+	// still accepts connections, is most often a pooled connection the
+	// collector closed as it restarted ("connection reset", "broken pipe",
+	// EOF): up to two more tries, after a pause that lets the HTTP
+	// transport notice its closed connections. An error status is not
+	// retried here (the exporter retries those it may).
 	for _, pause := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond} {
-		if err == nil || e.probe == nil || time.Since(began)+pause >= e.timeout/2 || ctx.Err() != nil {
+		if err == nil || e.probe == nil || !brokenConnection(err) || time.Since(began)+pause >= e.timeout/2 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(pause)
@@ -200,6 +203,13 @@ func (e *countingExporter) coolingDown() bool {
 		}
 	}
 	return true
+}
+
+// brokenConnection reports whether err is a connection that failed under
+// a request (reset, closed, cut short), not an answer.
+func brokenConnection(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
 // runProbe dials the endpoint and notes when and how slowly; e.mu held.

@@ -206,7 +206,7 @@ func TestQuickFailureFromAReachableEndpointIsRetriedNotCooledDown(t *testing.T) 
 			if err == nil {
 				conn.Close()
 			}
-		case 3, 4, 5: // an error status, three times: the batch is lost
+		case 3: // an error status: that batch is lost, not retried
 			http.Error(w, "busy", http.StatusBadRequest)
 		default:
 			r.ServeHTTP(w, req)
@@ -220,12 +220,17 @@ func TestQuickFailureFromAReachableEndpointIsRetriedNotCooledDown(t *testing.T) 
 		t.Fatalf("after a closed connection: %d spans delivered, %d dropped; want 2 and 0", n, tel.DroppedSpans())
 	}
 	emit(tel, 3)
-	_ = tel.TracerProvider.ForceFlush(context.Background()) // 400 on all three tries
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // 400
 	emit(tel, 4)
 	if err := tel.Shutdown(context.Background()); !errors.Is(err, ErrSpansDropped) {
 		t.Fatalf("Shutdown: %v, want ErrSpansDropped", err)
 	}
 	if n, d := r.spanCount(), tel.DroppedSpans(); n != 6 || d != 3 {
 		t.Fatalf("delivered %d, dropped %d; want 6 delivered (the batch after the failure untouched by a cooldown), 3 dropped", n, d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 4 {
+		t.Errorf("%d requests, want 4 (closed and retried, 400 once, the last batch)", calls)
 	}
 }
