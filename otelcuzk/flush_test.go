@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -232,5 +234,27 @@ func TestQuickFailureFromAReachableEndpointIsRetriedNotCooledDown(t *testing.T) 
 	defer mu.Unlock()
 	if calls != 4 {
 		t.Errorf("%d requests, want 4 (closed and retried, 400 once, the last batch)", calls)
+	}
+}
+
+// The file exporter in a loop of short flushes (the issue saw 68,088 spans
+// dropped): every span reaches the file.
+func TestLoopOfShortFlushesToTheFileLosesNothing(t *testing.T) {
+	clearEnv(t)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	tel := newTel(t, WithTraceFile(path), WithoutUntraced())
+	for i := 0; i < 50; i++ {
+		emit(tel, 10)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Microsecond)
+		_ = tel.TracerProvider.ForceFlush(ctx)
+		cancel()
+	}
+	shutdown(t, tel)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"spanId"`); n != 500 || tel.DroppedSpans() != 0 {
+		t.Fatalf("%d of 500 spans in the file, %d dropped", n, tel.DroppedSpans())
 	}
 }
