@@ -366,3 +366,23 @@ func TestServeHonoursAnExplicitSamplerForUnsampledCallers(t *testing.T) {
 		})
 	}
 }
+
+// `cuzk serve --help` states the shutdown bound the code holds, and the
+// README the same figure.
+func TestServeHelpAndREADMEStateTheShutdownBound(t *testing.T) {
+	out, _, err := runCuzk(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := shutdownBound(0, otelcuzk.DefaultExportTimeout)
+	if want := fmt.Sprintf("--shutdown-timeout + %v", extra); !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+		t.Errorf("serve --help lacks %q:\n%s", want, out)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d s beyond `--shutdown-timeout`", int(extra.Seconds())); !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), want) {
+		t.Errorf("README lacks %q", want)
+	}
+}
