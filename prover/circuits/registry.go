@@ -3,7 +3,9 @@
 // maps a circuit name to a builder sized by its R1CS constraint count.
 //
 // Built in: "mulchain" (a chain of N multiplications) and "merkle" (K Merkle
-// inclusion proofs of depth D with MiMC, the shape of a Filecoin PoSt).
+// inclusion proofs of depth D with MiMC, the shape of a Filecoin PoSt),
+// "porep" (bit-constrained SHA-256 leaves on MiMC paths, the shape of a
+// Filecoin PoRep: most wires 0 or 1) and "rangecheck".
 package circuits
 
 import (
@@ -44,12 +46,15 @@ type Instance struct {
 	Circuit frontend.Circuit
 	// Assignment returns a satisfying assignment, the same for the same seed.
 	Assignment func(seed int64) (frontend.Circuit, error)
+	// CompileOptions are passed to frontend.Compile (porep turns off
+	// gnark's compression of long linear combinations).
+	CompileOptions []frontend.CompileOption
 }
 
 // Compile compiles the instance to an R1CS over BLS12-381's scalar field
 // with gnark's frontend.
 func (in *Instance) Compile() (constraint.ConstraintSystem, error) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, in.Circuit)
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, in.Circuit, in.CompileOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s (%d constraints): %w", in.Name, in.Constraints, err)
 	}
