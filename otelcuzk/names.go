@@ -227,3 +227,16 @@ const (
 	// to the queue (on its new engine.queue span and the fault event).
 	KeyRequeuedFrom = attribute.Key("cuzk.requeued_from")
 )
+
+// The scalars of msm.g1.a, msm.g1.b, msm.g1.k and msm.g2.b by kind, as
+// counts out of cuzk.msm.size (ints, on the MSM span): exactly 0, exactly
+// 1, and small, from 2 to 2^64−1 (one 64-bit word once out of Montgomery
+// form); the rest are full-width. Filecoin's witnesses are mostly 0 and 1
+// (the porep circuit's too), which a bit path sums by batch addition
+// instead of Pippenger. The prover counts them in one parallel pass while
+// H is computed (prover.CountScalars).
+const (
+	KeyMSMScalarsZero  = attribute.Key("cuzk.msm.scalars.zero")  // int, scalars equal to 0
+	KeyMSMScalarsOne   = attribute.Key("cuzk.msm.scalars.one")   // int, scalars equal to 1
+	KeyMSMScalarsSmall = attribute.Key("cuzk.msm.scalars.small") // int, scalars in [2, 2^64)
+)

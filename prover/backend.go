@@ -56,7 +56,8 @@ type Backend interface {
 	ComputeH(ctx context.Context, domain *fft.Domain, a, b, c []fr.Element) error
 
 	// MSMG1 returns Σ scalars[i]·bases.Points[i] (len(scalars) ==
-	// len(bases.Points)); span is the span name to record (msm.g1.a, ...).
+	// len(bases.Points)); span is the span name to record (msm.g1.a, ...),
+	// with MSMScalarAttributes(ctx) among its attributes.
 	MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error)
 
 	// MSMG2 is MSMG1 on G2 (msm.g2.b).

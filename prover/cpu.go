@@ -118,7 +118,8 @@ func (c *CPU) MSMG2(ctx context.Context, span string, bases BaseSet[curve.G2Affi
 
 func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f func() error) error {
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
-		otelcuzk.KeyMSMSize.Int(nbScalars), otelcuzk.KeyBackend.String("cpu")))
+		otelcuzk.KeyMSMSize.Int(nbScalars), otelcuzk.KeyBackend.String("cpu")),
+		trace.WithAttributes(MSMScalarAttributes(ctx)...))
 	defer span.End()
 	err := f()
 	if err == nil && nbPoints != nbScalars {

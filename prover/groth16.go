@@ -208,6 +208,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	var filterErr error
 	filtered := make(chan struct{})
 	var wA, wB, wK []fr.Element
+	var countsA, countsB, countsK ScalarCounts
 	var deltas []curve.G1Affine // r[δ]₁, s[δ]₁, −rs[δ]₁, computed here as gnark does
 	go func() {
 		defer close(filtered)
@@ -220,7 +221,11 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		if p.wiresB, wB, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB)); filterErr != nil {
 			return
 		}
-		p.wiresK, wK, filterErr = kWires(p.rel, asg.Wires, asg.NbPublic, kOut)
+		if p.wiresK, wK, filterErr = kWires(p.rel, asg.Wires, asg.NbPublic, kOut); filterErr != nil {
+			return
+		}
+		// The scalar kinds for the MSM spans, hidden behind compute_h.
+		countsA, countsB, countsK = CountScalars(wA), CountScalars(wB), CountScalars(wK)
 	}()
 
 	hctx, hspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanComputeH, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(asg.DomainSize)))
@@ -261,13 +266,13 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	)
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() {
-		ar, errA = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
+		ar, errA = p.backend.MSMG1(withScalarCounts(ctx, countsA), otelcuzk.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
 	})
 	run(func() {
-		bs1, errB = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
+		bs1, errB = p.backend.MSMG1(withScalarCounts(ctx, countsB), otelcuzk.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
 	})
 	run(func() {
-		krs, errK = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
+		krs, errK = p.backend.MSMG1(withScalarCounts(ctx, countsK), otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
 	})
 	poks := make([]curve.G1Jac, len(info))
 	errPok := make([]error, len(info))
@@ -280,7 +285,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		krs2, errH = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
 	})
 	// [B]₂ on the calling goroutine, as gnark does.
-	bs2, errB2 = p.backend.MSMG2(ctx, otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
+	bs2, errB2 = p.backend.MSMG2(withScalarCounts(ctx, countsB), otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
 	wg.Wait()
 	if err := errors.Join(append(errPok, errA, errB, errK, errH, errB2, endDevice())...); err != nil {
 		return err
