@@ -143,3 +143,27 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCountScalars: full-width scalars (every one leaves Montgomery
+// form, the worst case) and bits.
+func BenchmarkCountScalars(b *testing.B) {
+	const n = 1 << 20
+	full, bits := make([]fr.Element, n), make([]fr.Element, n)
+	for i := range full {
+		full[i].SetRandom()
+		if i%2 == 1 {
+			bits[i].SetOne()
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    []fr.Element
+	}{{"full", full}, {"bits", bits}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.v)) * fr.Bytes)
+			for b.Loop() {
+				CountScalars(c.v)
+			}
+		})
+	}
+}

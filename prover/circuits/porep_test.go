@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand"
+	"sync"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
@@ -218,4 +220,41 @@ func TestFr32LeafIsTheTruncatedLittleEndianDigest(t *testing.T) {
 	if got := fr32LeafNative(pre); !got.Equal(&want) {
 		t.Errorf("fr32LeafNative = %s, want %s", got.String(), want.String())
 	}
+}
+
+var sha256Systems = sync.OnceValues(func() (map[int]constraint.ConstraintSystem, error) {
+	out := map[int]constraint.ConstraintSystem{}
+	for blocks := 1; blocks <= 2; blocks++ {
+		ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder,
+			&sha256Circuit{Words: make([]frontend.Variable, 16*blocks)})
+		if err != nil {
+			return nil, err
+		}
+		out[blocks] = ccs
+	}
+	return out, nil
+})
+
+// FuzzSHA256Gadget: for any message of up to 119 bytes (one or two
+// blocks), the gadget's R1CS is satisfied by crypto/sha256's digest.
+func FuzzSHA256Gadget(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("abc"))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if len(msg) > 119 {
+			msg = msg[:119]
+		}
+		systems, err := sha256Systems()
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := sha256Padded(msg)
+		w, err := witnessOf(sha256Assignment(words, sha256.Sum256(msg)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := systems[len(words)/16].Solve(w); err != nil {
+			t.Fatalf("%x: the crypto/sha256 digest does not satisfy the gadget: %v", msg, err)
+		}
+	})
 }
