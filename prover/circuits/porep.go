@@ -21,25 +21,27 @@ import (
 // each with a 192-byte secret preimage shaped like the input of an SDR
 // label (a 64-byte header of replica id and node, then four 32-byte parent
 // labels; Filecoin's have six or fourteen) hashed with SHA-256 (four
-// compressions, the last
-// over the constant padding block) into a leaf, the digest truncated to
-// 254 bits as Filecoin's Fr32 does, then a MiMC Merkle inclusion proof of
-// depth D of that leaf against a public root (as MerklePoSt, with the
-// public challenge index). A short multiplication chain (Filler) brings
-// the R1CS to the requested constraint count. It checks no Filecoin
-// semantics (the label's parents are not tied to other challenges): it
-// reproduces the witness and constraint shapes, not the proof.
+// compressions, the last over the constant padding block) into a leaf,
+// the digest truncated to 254 bits as Filecoin's Fr32 does, then a MiMC
+// Merkle inclusion proof of depth D of that leaf against a public root
+// (as MerklePoSt, with the public challenge index). A short multiplication
+// chain (Filler) brings the R1CS to the requested constraint count. It
+// checks no Filecoin semantics (the label's parents are not tied to other
+// challenges): it reproduces the witness and constraint shapes, not the
+// proof.
 //
 // The SHA-256 gadget follows bellperson's (bellperson/src/gadgets/sha256.rs
-// and uint32.rs): every bit is a wire constrained boolean, b·(1−b) = 0;
-// XOR and AND of two bits are one constraint each, Ch one and Maj two;
-// a 32-bit addition packs its operands' bits into one field element and
+// and uint32.rs): the input words and every sum are unpacked into wires
+// each constrained boolean, b·(1−b) = 0; an XOR of two bits is one
+// constraint, Ch and Maj two each (bellperson's Ch is one; see ch); a
+// 32-bit addition packs its operands' bits into one linear combination and
 // unpacks the sum into 32 + ⌈log₂ m⌉ boolean wires (m operands) with one
 // equality constraint, keeping the low 32; rotations and shifts are free.
 // Unlike bellperson it does not merge the equalities of several additions
-// into one constraint (its MultiEq), so each addition costs one more.
-// Nothing uses api.Commit or lookups, so the proof has no commitment and,
-// as in Filecoin, most witness wires hold 0 or 1.
+// into one constraint (its MultiEq), so each addition costs one more. A
+// compression costs 28,464 constraints (from the constant IV 448 fewer),
+// every new wire 0 or 1. Nothing uses api.Commit or lookups, so the proof
+// has no commitment and, as in Filecoin, most witness wires hold 0 or 1.
 type PoRep struct {
 	Roots     []frontend.Variable   `gnark:",public"` // K roots
 	Indexes   []frontend.Variable   `gnark:",public"` // K node indexes, each < 2^D
