@@ -443,8 +443,9 @@ func assignPoRep(seed int64, k, depth, filler int) (*PoRep, error) {
 }
 
 // poRepBytes: as mulChainBytes, about one wire per constraint as there
-// (measured: 352 MB peak RSS for `cuzk prove --backend cpu` with setup at
-// 2^17, against the 1 GiB estimated).
+// (measured at 2^17: 267 MB peak RSS for `cuzk setup`, 316 MB for `cuzk
+// prove --backend cpu` with the key cached, bench/README.md "Memory";
+// estimated 1 GiB).
 func poRepBytes(n int) uint64 { return linearBytes(256<<20, 6<<10, n) }
 
 func init() {
