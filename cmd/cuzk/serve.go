@@ -38,7 +38,10 @@ func init() {
 		Name:  "serve",
 		Usage: "run the gRPC proving daemon (cuzk.v1.ProvingEngine)",
 		Description: "Serves cuzk.v1.ProvingEngine on --listen and Prometheus metrics on\n" +
-			"--metrics-listen (/metrics). One worker per GPU plus --cpu-workers on the CPU.\n" +
+			"--metrics-listen (/metrics). One worker per GPU plus --cpu-workers on the CPU;\n" +
+			"beside GPUs --synthesis-workers proofs are synthesized on the CPU while the GPUs\n" +
+			"prove, within --memory-budget. grpc.health.v1 answers NOT_SERVING until the\n" +
+			"GPUs' kernels are compiled or loaded.\n" +
 			"Spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set,\n" +
 			"else to --trace-file.\n" + shutdownHelp,
 		Flags: []cli.Flag{
