@@ -8,25 +8,15 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 )
 
-// minConstraintsPerTask is the least work, in constraints, worth handing
-// to another goroutine of gnark's solver. The solver splits each level of
-// independent constraints into tasks and waits for all of them before the
-// next level (constraint/bls12-381/solver.go, run); a task must outlast the
-// wake-up of a parked worker and that barrier by a wide margin. gnark's own
-// threshold is 50 constraints, about 10 µs of work at the 0.2 µs per
-// constraint measured on the H200 host (a 999,021-constraint MiMC chain in
-// 0.2 s), the order of one wake-up: merkle's 20,012 levels of K ≈ 52
-// (2^20) to 208 (2^22) constraints then cost more in barriers than the
-// whole solve does on one core.
-const minConstraintsPerTask = 2000
-
 // solverTasks returns the number of goroutines for gnark's solver on r1cs:
-// one per minConstraintsPerTask constraints of an average level, at least 1
-// and at most GOMAXPROCS.
+// GOMAXPROCS, gnark's own choice (runtime.NumCPU) bounded by what the
+// process may use. Fewer tasks looked cheaper on 2 cores for merkle's
+// narrow levels (20,012 levels of 52-208 constraints, each a barrier), but
+// on the H200 host's 16 cores one task solved merkle 2^22 in 10.2 s against
+// 3.6 s with 16 (bench/caches.md), so the solver keeps every core.
 func solverTasks(r1cs *cs.R1CS) int {
-	levels := max(len(r1cs.Levels), 1)
-	perLevel := r1cs.GetNbConstraints() / levels
-	return max(1, min(runtime.GOMAXPROCS(0), perLevel/minConstraintsPerTask))
+	_ = r1cs
+	return max(1, runtime.GOMAXPROCS(0))
 }
 
 // copyPieceElems is the elements one goroutine copies at a time (2 MiB).

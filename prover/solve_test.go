@@ -27,18 +27,15 @@ func (c *wideCircuit) Define(api frontend.API) error {
 	return nil
 }
 
-func TestSolverTasksGiveEachTaskThousandsOfConstraints(t *testing.T) {
+func TestSolverTasksUseEveryCoreTheProcessMayUse(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
-	merkle := newFixture(t, "merkle", 1<<14) // a few chains of MiMC: narrow levels
-	if got := solverTasks(merkle.ccs.(*cs.R1CS)); got != 1 {
-		t.Errorf("merkle 2^14: %d solver tasks, want 1 (levels of a few constraints)", got)
+	merkle := newFixture(t, "merkle", 1<<14) // narrow levels: still every core
+	if got := solverTasks(merkle.ccs.(*cs.R1CS)); got != 16 {
+		t.Errorf("merkle 2^14, GOMAXPROCS 16: %d solver tasks, want 16", got)
 	}
-	wide, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &wideCircuit{X: make([]frontend.Variable, 5*minConstraintsPerTask)})
+	wide, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &wideCircuit{X: make([]frontend.Variable, 64)})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got := solverTasks(wide.(*cs.R1CS)); got != 5 {
-		t.Errorf("one level of %d constraints: %d tasks, want 5", 5*minConstraintsPerTask, got)
 	}
 	runtime.GOMAXPROCS(3)
 	if got := solverTasks(wide.(*cs.R1CS)); got != 3 {
@@ -91,7 +88,7 @@ func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
 	for _, a := range solve.Attributes {
 		attrs[string(a.Key)] = a.Value.AsInt64()
 	}
-	if attrs[string(otelcuzk.KeySolverTasks)] != 1 || attrs[string(otelcuzk.KeySolverLevels)] < 100 {
+	if attrs[string(otelcuzk.KeySolverTasks)] != int64(solverTasks(nil)) || attrs[string(otelcuzk.KeySolverLevels)] < 100 {
 		t.Errorf("synthesize.solve attributes %v", attrs)
 	}
 	// The steps cover the synthesis: nothing of it is untraced but the
