@@ -339,6 +339,16 @@ func TestFullProveGPUSpans(t *testing.T) {
 					if kernels == 0 {
 						t.Errorf("%s has no kernel span as a child", msm)
 					}
+					// The scalar counts of A, B, K (prover.MSMScalarAttributes):
+					// mulchain's wires are full-width but for the constant 1.
+					zero, okZ := spanAttr(m, string(otelcuzk.KeyMSMScalarsZero))
+					one, okO := spanAttr(m, string(otelcuzk.KeyMSMScalarsOne))
+					size, _ := spanAttr(m, string(otelcuzk.KeyMSMSize))
+					if wantCounts := msm != otelcuzk.SpanMSMG1H; okZ != wantCounts || okO != wantCounts {
+						t.Errorf("%s: scalar counts present %v/%v, want %v", msm, okZ, okO, wantCounts)
+					} else if wantCounts && (zero.(int64)+one.(int64) > size.(int64) || one.(int64) < 0) {
+						t.Errorf("%s: %v zero and %v one scalars of %v", msm, zero, one, size)
+					}
 				}
 			}
 			copies := 0

@@ -639,7 +639,8 @@ func overKeys[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 	if name != "" {
 		var span trace.Span
 		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)))
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
+			trace.WithAttributes(prover.MSMScalarAttributes(ctx)...))
 		defer func() { msmEndSpan(span, err) }()
 	}
 	if keys == nil {
@@ -707,7 +708,7 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 	if name != "" {
 		var span trace.Span
 		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
-			otelcuzk.KeyBackend.String("cuda")))
+			otelcuzk.KeyBackend.String("cuda")), trace.WithAttributes(prover.MSMScalarAttributes(ctx)...))
 		defer func() { msmEndSpan(span, err) }()
 	}
 	if n == 0 {
