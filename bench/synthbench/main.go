@@ -4,11 +4,11 @@
 // itself.
 //
 //	go build -buildvcs=true -o synthbench ./bench/synthbench
-//	./synthbench -circuit merkle -log2 20,22 -reps 5
+//	./synthbench -circuit merkle -log2 20,22 -reps 5 -tasks 1,4,8
 //
 // Per size it prints the medians (with min and max) of: gnark's Solve with
-// its default task count (runtime.NumCPU), with one task and with the
-// count prover picks; prover.Synthesize (the pipeline's synthesis: solve
+// its default task count (runtime.NumCPU) and with each count of -tasks
+// (default 1); prover.Synthesize (the pipeline's synthesis: solve
 // and copies into mmap'd buffers) and its synthesize.solve and
 // synthesize.copy spans; and the built-in's sample witness. The compiled
 // circuit comes from the circuit cache ($CUZK_CACHE_DIR or the user cache)
@@ -46,9 +46,19 @@ func main() {
 	sizes := flag.String("log2", "16,18", "comma-separated log2 of the constraint counts")
 	reps := flag.Int("reps", 5, "repetitions of each variant (after one warm-up)")
 	cacheDir := flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or the user cache)")
+	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU)")
 	flag.Parse()
 	logger.Disable()
-	if err := run(*circuit, *sizes, *reps, *cacheDir); err != nil {
+	var tasks []int
+	for _, f := range strings.Split(*taskList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "synthbench: bad -tasks %q: want positive integers\n", f)
+			os.Exit(2)
+		}
+		tasks = append(tasks, n)
+	}
+	if err := run(*circuit, *sizes, *reps, *cacheDir, tasks); err != nil {
 		fmt.Fprintln(os.Stderr, "synthbench:", err)
 		os.Exit(1)
 	}
@@ -65,7 +75,7 @@ func (s *series) String() string {
 	return fmt.Sprintf("%-34s %9.1f ms  [%.1f, %.1f]", s.name, benchutil.Ms(benchutil.Median(t)), benchutil.Ms(t[0]), benchutil.Ms(t[len(t)-1]))
 }
 
-func run(circuit, sizes string, reps int, cacheDir string) error {
+func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
 	cache, err := keys.New(cacheDir, keys.WithProgress(os.Stderr, false))
 	if err != nil {
@@ -96,7 +106,10 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 		picked := 0
 		witnessS := &series{name: "sample witness (native MiMC)"}
 		gnarkDefault := &series{name: fmt.Sprintf("gnark Solve, %d tasks (default)", runtime.NumCPU())}
-		gnarkOne := &series{name: "gnark Solve, 1 task"}
+		var gnarkTasks []*series
+		for _, k := range tasks {
+			gnarkTasks = append(gnarkTasks, &series{name: fmt.Sprintf("gnark Solve, %d tasks", k)})
+		}
 		synth := &series{name: "prover.Synthesize"}
 		solveS := &series{name: "  synthesize.solve"}
 		copyS := &series{name: "  synthesize.copy"}
@@ -108,10 +121,14 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 				return err
 			},
 			func() error {
-				t := time.Now()
-				_, err := r1cs.Solve(w, solver.WithNbTasks(1))
-				gnarkOne.times = append(gnarkOne.times, time.Since(t))
-				return err
+				for i, k := range tasks {
+					t := time.Now()
+					if _, err := r1cs.Solve(w, solver.WithNbTasks(k)); err != nil {
+						return err
+					}
+					gnarkTasks[i].times = append(gnarkTasks[i].times, time.Since(t))
+				}
+				return nil
 			},
 			func() error {
 				rec.Reset()
@@ -152,14 +169,14 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 				}
 			}
 			if rep == 0 { // warm-up
-				for _, s := range []*series{gnarkDefault, gnarkOne, synth, solveS, copyS} {
+				for _, s := range append([]*series{gnarkDefault, synth, solveS, copyS}, gnarkTasks...) {
 					s.times = nil
 				}
 			}
 			runtime.GC()
 		}
 		solveS.name = fmt.Sprintf("  synthesize.solve (%d tasks)", picked)
-		for _, s := range []*series{witnessS, gnarkDefault, gnarkOne, synth, solveS, copyS} {
+		for _, s := range append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), synth, solveS, copyS) {
 			fmt.Println("  " + s.String())
 		}
 	}
