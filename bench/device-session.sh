@@ -7,7 +7,8 @@
 #   STEPS="keys tests twogpu ntt msm prove"   which parts, in order (default: these;
 #                                             also "variants": msmbench/nttbench macro sets,
 #                                             "daemon": daemonbench, serial vs pipelined serve,
-#                                             "coldstart": cuzk prove on an empty kernel cache, then warm)
+#                                             "coldstart": cuzk prove on an empty kernel cache, then warm,
+#                                             "fault": a faulting kernel fences the device off)
 #   SIZES="20,22"                             log2 sizes of the full prove
 #
 # On a host with 32 or more cores (the 2-GPU H200 machine) the key setup
@@ -107,6 +108,10 @@ for s in $steps; do
 			-host-copy staged -msm-g2 gpu,cpu -out "$out/gpuprove.txt"
 		run "${pin[@]}" ./.dev/bin/cuzk prove --backend cuda --circuit merkle --constraints 1048576 --release async --trace-file "$out/cuzk-trace.jsonl"
 		;;
+	fault)
+		# Issue 11 item 11: a deliberately faulting kernel poisons its
+		# process's context, so this test runs in a process of its own.
+		run env CUZK_TEST_DEVICE_FAULT=1 bash -c 'cd prover/gpu && ../../.dev/test/prover_gpu.test -test.v -test.count=1 -test.run "^TestFaultingKernelFencesTheDeviceOffGPU$"' ;;
 	coldstart)
 		# Issue 10 item 6: the first proof on an empty kernel cache (keys
 		# cached) against the same proof warm, end to end; the kernel warm-up

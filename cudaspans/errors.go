@@ -19,6 +19,21 @@ var ErrOutOfMemory = errors.New("CUDA out of memory")
 // give a precompiled cubin or PTX file instead (LoadModule).
 var ErrNoCompiler = errors.New("NVRTC not available")
 
+// ErrSticky is matched (errors.Is) by an *Error whose result leaves the
+// context unusable for the life of the process: every later call on it
+// fails (cuda.h's documentation of each: "the process must be terminated
+// and relaunched", or a lost device). The results: CUDA_ERROR_ILLEGAL_ADDRESS
+// (700), LAUNCH_TIMEOUT (702), CONTEXT_IS_DESTROYED (709), ASSERT (710),
+// HARDWARE_STACK_ERROR (714), ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS
+// (716), INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719),
+// ECC_UNCORRECTABLE (214), NVLINK_UNCORRECTABLE (220), DEVICE_UNAVAILABLE
+// (46) and UNKNOWN (999), which an Xid or a fallen-off-the-bus GPU reports.
+var ErrSticky = errors.New("sticky CUDA error: the device context can no longer be used")
+
+// stickyResults are the CUresults of ErrSticky.
+var stickyResults = map[int]bool{46: true, 214: true, 220: true, 700: true, 702: true, 709: true, 710: true,
+	714: true, 715: true, 716: true, 717: true, 718: true, 719: true, 999: true}
+
 // CUDA_ERROR_* values of cuda.h that cudaspans branches on.
 const (
 	cudaSuccess            = 0
@@ -47,10 +62,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Code, e.Message)
 }
 
-// Is matches ErrOutOfMemory for CUDA_ERROR_OUT_OF_MEMORY and ErrNoDevice
-// for CUDA_ERROR_NO_DEVICE and the driver-mismatch results.
+// Is matches ErrOutOfMemory for CUDA_ERROR_OUT_OF_MEMORY, ErrNoDevice
+// for CUDA_ERROR_NO_DEVICE and the driver-mismatch results, and ErrSticky
+// for the results that poison the context.
 func (e *Error) Is(target error) bool {
 	switch target {
+	case ErrSticky:
+		return stickyResults[e.Code]
 	case ErrOutOfMemory:
 		return e.Code == cudaErrorOutOfMemory
 	case ErrNoDevice:

@@ -67,6 +67,38 @@ type Backend struct {
 	g2OnCPU  bool
 	stage    [2]*cudaspans.PinnedBuffer // ComputeH's double buffer (staged mode), under mu
 	scratch  *cudaspans.PinnedBuffer    // MSM scalars (staged mode), under mu
+
+	// fault is the first sticky CUDA error (cudaspans.ErrSticky) seen on
+	// this device, wrapped with prover.ErrDeviceFault; once set, every
+	// later call fails with it at once: the device is fenced off.
+	fault atomic.Pointer[error]
+}
+
+// Fault returns the error that fenced the device off (wrapping
+// prover.ErrDeviceFault and the sticky cudaspans.Error), or nil while the
+// device is healthy. Safe to call concurrently.
+func (b *Backend) Fault() error {
+	if e := b.fault.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// checkFault turns a sticky CUDA error into a device fault: the device is
+// fenced off (Fault) and the error wraps prover.ErrDeviceFault, so the
+// engine takes the worker out of service and hands its proof to another.
+// Other errors pass unchanged.
+func (b *Backend) checkFault(err error) error {
+	if err == nil || errors.Is(err, prover.ErrDeviceFault) || !errors.Is(err, cudaspans.ErrSticky) {
+		return err
+	}
+	ordinal := -1
+	if b.c != nil {
+		ordinal = b.c.Device().Ordinal
+	}
+	f := fmt.Errorf("%w on cuda:%d: %w", prover.ErrDeviceFault, ordinal, err)
+	b.fault.CompareAndSwap(nil, &f)
+	return *b.fault.Load()
 }
 
 // HostCopy is how the backend moves host vectors (a, b, c, H, the MSM
@@ -413,6 +445,9 @@ type proofKey struct{}
 // gpu.lock nor inside gpu.total; a failed warm-up is returned by the
 // proof's first device call.
 func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error) {
+	if f := b.Fault(); f != nil {
+		return ctx, func() error { return f }
+	}
 	werr := b.Warmup(ctx)
 	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
 	b.proofMu.Lock()
@@ -423,7 +458,7 @@ func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error
 	var err error
 	return sctx, func() error {
 		once.Do(func() {
-			err = sess.End()
+			err = b.checkFault(sess.End())
 			b.proofMu.Unlock()
 		})
 		return err
@@ -456,7 +491,11 @@ func (b *Backend) lock(ctx context.Context) func() {
 // released through the backend's Releaser (buffer.release spans). Errors:
 // lengths that differ from the domain, device memory, driver errors naming
 // the operation.
-func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []fr.Element) error {
+func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []fr.Element) (err error) {
+	if f := b.Fault(); f != nil {
+		return fmt.Errorf("cuda compute H: %w", f)
+	}
+	defer func() { err = b.checkFault(err) }()
 	n := int(domain.Cardinality)
 	if len(a) != n || len(bv) != n || len(c) != n {
 		return fmt.Errorf("cuda compute H: vectors of length %d, %d, %d, domain of %d", len(a), len(bv), len(c), n)
@@ -722,6 +761,10 @@ func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer
 // (msm.g1.a, ...). A set without an ID is not kept resident: its points
 // are copied to the device with the scalars for this MSM only.
 func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
+	if f := b.Fault(); f != nil {
+		return res, fmt.Errorf("cuda %s: %w", span, f)
+	}
+	defer func() { err = b.checkFault(err) }()
 	if len(scalars) != len(bases.Points) {
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
@@ -743,6 +786,10 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 	if onCPU {
 		return b.cpu.MSMG2(ctx, span, bases, scalars)
 	}
+	if f := b.Fault(); f != nil {
+		return res, fmt.Errorf("cuda %s: %w", span, f)
+	}
+	defer func() { err = b.checkFault(err) }()
 	if len(scalars) != len(bases.Points) {
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}

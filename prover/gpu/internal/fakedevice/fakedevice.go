@@ -33,6 +33,15 @@ type Driver struct {
 	funcs    map[cudaspans.FunctionHandle]string
 	launches []string
 	htod     [][]byte
+	fault    error // returned by every Launch and StreamSynchronize once set
+}
+
+// Fault makes every later Launch and StreamSynchronize fail with err, as a
+// device does after a sticky error (an illegal address, an Xid).
+func (d *Driver) Fault(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fault = err
 }
 
 // New returns a device with room for capacity bytes.
@@ -68,7 +77,9 @@ func (d *Driver) StreamCreate(cudaspans.ContextHandle) (cudaspans.StreamHandle, 
 }
 func (d *Driver) StreamDestroy(cudaspans.ContextHandle, cudaspans.StreamHandle) error { return nil }
 func (d *Driver) StreamSynchronize(cudaspans.ContextHandle, cudaspans.StreamHandle) error {
-	return nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fault
 }
 func (d *Driver) EventCreate(cudaspans.ContextHandle) (cudaspans.EventHandle, error) {
 	return cudaspans.EventHandle(d.handle()), nil
@@ -161,6 +172,9 @@ func (d *Driver) FuncParams(cudaspans.ContextHandle, cudaspans.FunctionHandle) (
 func (d *Driver) Launch(_ cudaspans.ContextHandle, f cudaspans.FunctionHandle, _, _ cudaspans.Dim3, _ int, _ cudaspans.StreamHandle, _ []byte, _ []int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.fault != nil {
+		return d.fault
+	}
 	d.launches = append(d.launches, d.funcs[f])
 	return nil
 }
