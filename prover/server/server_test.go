@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"slices"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -144,6 +145,16 @@ func TestProveJoinsTheCallersTrace(t *testing.T) {
 	if res.TraceID != task.SpanContext().TraceID().String() {
 		t.Errorf("trace id %s, want the caller's %s", res.TraceID, task.SpanContext().TraceID())
 	}
+	// The server's RPC span ends after its reply is sent, so it may end
+	// just after the client has the result: wait for it.
+	const rpc = "cuzk.v1.ProvingEngine/Prove"
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if slices.ContainsFunc(d.exp.GetSpans(), func(s tracetest.SpanStub) bool {
+			return s.Name == rpc && s.SpanKind == trace.SpanKindServer
+		}) {
+			break
+		}
+	}
 	spans := map[string]tracetest.SpanStub{}
 	for _, s := range d.exp.GetSpans() {
 		spans[s.Name] = s
@@ -152,7 +163,6 @@ func TestProveJoinsTheCallersTrace(t *testing.T) {
 		}
 	}
 	// curio.task → client RPC span → server RPC span → engine.job → engine.queue, pipeline.prove
-	const rpc = "cuzk.v1.ProvingEngine/Prove"
 	var clientSpan, serverSpan tracetest.SpanStub
 	for _, s := range d.exp.GetSpans() {
 		if s.Name == rpc && s.SpanKind == trace.SpanKindClient {
