@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -33,6 +35,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
 	"github.com/otelcuzk/otelcuzk/prover/keys"
 )
 
@@ -44,9 +47,11 @@ func main() {
 	circuit := flag.String("circuit", "merkle", "built-in circuit")
 	lg := flag.Int("log2", 20, "log2 of the constraint count")
 	reps := flag.Int("reps", 5, "timed proofs with capture off, and as many with it on")
+	backend := flag.String("backend", "cuda", "prover backend (cpu: a check of this program without a GPU)")
 	cacheDir := flag.String("cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
 	outPath := flag.String("out", "", "results file (default $OUT/cuptibench.txt when $OUT is set, else stdout only)")
 	flag.Parse()
+	logger.Disable()
 	if *outPath == "" && os.Getenv("OUT") != "" {
 		*outPath = os.Getenv("OUT") + "/cuptibench.txt"
 	}
@@ -59,13 +64,13 @@ func main() {
 		defer f.Close()
 		out = io.MultiWriter(os.Stdout, f)
 	}
-	if err := run(context.Background(), *circuit, *lg, *reps, *cacheDir); err != nil {
+	if err := run(context.Background(), *backend, *circuit, *lg, *reps, *cacheDir); err != nil {
 		say("cuptibench: %v", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, circuit string, lg, reps int, cacheDir string) error {
+func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir string) error {
 	if path, v, err := cupti.Locate(); err != nil {
 		return err
 	} else {
@@ -105,7 +110,10 @@ func run(ctx context.Context, circuit string, lg, reps int, cacheDir string) err
 		return err
 	}
 	defer rel.Close(ctx)
-	open, _ := prover.LookupBackend("cuda")
+	open, ok := prover.LookupBackend(backend)
+	if !ok {
+		return errors.New("no backend " + backend + " registered in this binary")
+	}
 	b, err := open(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})
 	if err != nil {
 		return err

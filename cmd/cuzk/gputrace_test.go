@@ -29,6 +29,15 @@ var fakeBuild struct {
 	prog, lib string
 }
 
+// TestMain removes the fakes built for the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fakeBuild.dir != "" {
+		os.RemoveAll(fakeBuild.dir)
+	}
+	os.Exit(code)
+}
+
 func buildFakes(t *testing.T) (cuptiLib, prog string) {
 	t.Helper()
 	if _, err := exec.LookPath("cc"); err != nil {
