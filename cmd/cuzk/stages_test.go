@@ -278,7 +278,9 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 			shutdownTimeout: time.Second, maxMessage: 1 << 20,
 			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
 			ready: func(a, _ string) { addrCh <- a }, gpuFactory: factory,
-			gpus: func() ([]cudaspans.DeviceInfo, error) { return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil },
+			gpus: func() ([]cudaspans.DeviceInfo, error) {
+				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil
+			},
 		})
 	}()
 	addr := <-addrCh

@@ -17,10 +17,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"slices"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
