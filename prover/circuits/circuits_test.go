@@ -42,7 +42,7 @@ func TestMulChainHasExactlyNConstraintsAndSatisfyingWitness(t *testing.T) {
 }
 
 func TestMerkleHitsRequestedSizeAndVerifiesInclusion(t *testing.T) {
-	for _, n := range []int{2000, 1 << 12, 30000} {
+	for _, n := range []int{2000, 1 << 12, 30000, 1 << 16} { // K = 1, 1, 2, 3 proofs
 		ccs, in := compileAndSolve(t, "merkle", n)
 		if got := ccs.GetNbConstraints(); got != n {
 			t.Errorf("merkle(%d) %s: %d constraints", n, in.Shape, got)
