@@ -25,12 +25,18 @@
 
 #include "ff.cuh"
 
-// FP2_MUL_CALL=1 makes mul and sqr calls rather than inlined copies on the
-// device: NVVM spends most of the G2 modules' compile on the inlined
-// Fp multiplications (the G2 window sum alone: 4.2 MB of PTX, 18 of its
-// 29 s of compile CPU time with NVRTC 11.8), a call per Fp2 product cuts
-// that at some cost in speed; off by default until measured on the H200
-// (msmbench -g2-log2 22 -variants 'default;FP2_MUL_CALL=1').
+// FP2_MUL_CALL=1 (the default) makes mul and sqr calls rather than inlined
+// copies on the device: NVVM spends most of the G2 modules' compile on the
+// inlined Fp multiplications (the G2 window sum alone: 4.2 MB of PTX, 18 of
+// its 29 s of compile CPU time with NVRTC 11.8). Measured on the H200 in
+// one run (msmbench -log2 22 -g2-log2 22 -variants 'default;FP2_MUL_CALL=1',
+// empty kernel cache): compile and checks 37.3 s inlined against 2.8 s with
+// calls, and the G2 MSM at 2^22 199.7 ms inlined against 172.3 ms with
+// calls (G1, which does not use Fp2, 73.5 against 69.4 ms), both equal to
+// gnark-crypto. FP2_MUL_CALL=0 inlines them again.
+#ifndef FP2_MUL_CALL
+#define FP2_MUL_CALL 1
+#endif
 #if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && defined(FP2_MUL_CALL) && FP2_MUL_CALL
 #define FP2_MUL_HD __host__ __device__ __noinline__
 #else
