@@ -142,7 +142,7 @@ func TestSoak(t *testing.T) {
 	deadline := start.Add(dur)
 	stop := make(chan struct{})
 
-	// The receiver: up 2.5 to 5 s, down 0.5 to 2 s, over and over.
+	// The receiver: up 4 to 6.5 s, down 0.5 to 2 s, over and over.
 	var omu sync.Mutex
 	var outages []outage
 	flapDone := make(chan struct{})
@@ -153,7 +153,7 @@ func TestSoak(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Duration(2500+rng.IntN(2500)) * time.Millisecond):
+			case <-time.After(time.Duration(4000+rng.IntN(2500)) * time.Millisecond):
 			}
 			recv.Stop()
 			omu.Lock()
@@ -311,14 +311,15 @@ func TestSoak(t *testing.T) {
 	if missing != dropped {
 		t.Errorf("%d spans missing at the receiver, the dropped-span counter says %d", missing, dropped)
 	}
-	// A job clear of every outage (1.2 s before it, for the batch delay and
-	// an export in flight; 1 s after, for pooled connections the restart
-	// closed and a loaded host) has its whole trace.
+	// A job clear of every outage (2 s before it, for the batch delay and
+	// an export in flight on a loaded 2-core host, where 1.2 s was seen to
+	// be too little; 1.5 s after, for pooled connections the restart closed)
+	// has its whole trace.
 	whole, checked := 0, 0
 	for _, j := range jobs {
 		clear := true
 		for _, o := range outages {
-			if j.submitted.Before(o.up.Add(time.Second)) && j.ended.After(o.down.Add(-1200*time.Millisecond)) {
+			if j.submitted.Before(o.up.Add(1500*time.Millisecond)) && j.ended.After(o.down.Add(-2*time.Second)) {
 				clear = false
 			}
 		}
