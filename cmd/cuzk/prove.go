@@ -91,11 +91,13 @@ func proveAction(c *cli.Context) (err error) {
 		return err
 	}
 	name, n := c.String("circuit"), c.Int("constraints")
-	inst, err := circuits.Build(name, n)
-	if err != nil {
+	// The memory check first: building the circuit of an absurd size
+	// would itself run out of memory.
+	if err := circuits.CheckMemory(name, n); err != nil {
 		return err
 	}
-	if err := circuits.CheckMemory(name, n); err != nil {
+	inst, err := circuits.Build(name, n)
+	if err != nil {
 		return err
 	}
 	mode, err := cudaspans.ParseReleaseMode(c.String("release"))

@@ -93,6 +93,11 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 		{"zero constraints", base("--constraints", "0"), "bad constraint count"},
 		{"negative constraints", base("--constraints", "-5"), "bad constraint count"},
 		{"too large for memory", base("--constraints", "1099511627776"), "too large for this machine's memory"},
+		// Refused before the circuit is built: building these at this size
+		// ran out of memory (merkle, rangecheck) or grew without bound (porep).
+		{"merkle too large for memory", base("--circuit", "merkle", "--constraints", "99999999999999"), "too large for this machine's memory"},
+		{"rangecheck too large for memory", base("--circuit", "rangecheck", "--constraints", "99999999999999"), "too large for this machine's memory"},
+		{"porep too large for memory", base("--circuit", "porep", "--constraints", "99999999999999"), "too large for this machine's memory"},
 		{"unwritable proof path", base("--proof", filepath.Join(dir, "no", "such", "dir", "p.bin")), "proof file"},
 		{"proof path is a directory", base("--proof", dir), "is a directory"},
 		{"unwritable trace path", base("--trace-file", filepath.Join(dir, "no", "such", "t.jsonl")), "trace"},

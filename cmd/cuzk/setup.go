@@ -41,11 +41,13 @@ func setupAction(c *cli.Context) error {
 		errOut = os.Stderr
 	}
 	name, n := c.String("circuit"), c.Int("constraints")
-	in, err := circuits.Build(name, n)
-	if err != nil {
+	// The memory check first: building the circuit of an absurd size
+	// would itself run out of memory.
+	if err := circuits.CheckMemory(name, n); err != nil {
 		return err
 	}
-	if err := circuits.CheckMemory(name, n); err != nil {
+	in, err := circuits.Build(name, n)
+	if err != nil {
 		return err
 	}
 	cache, err := keys.New(c.String("cache-dir"), keys.WithProgress(errOut, c.Bool("progress")))
