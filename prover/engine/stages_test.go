@@ -830,9 +830,13 @@ type faultyFake struct {
 	name string
 	mu   *sync.Mutex
 	bad  map[string]bool // worker names whose device faults
+	hold chan struct{}   // when not nil, a prove waits for it to close
 }
 
 func (f *faultyFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+	if f.hold != nil {
+		<-f.hold
+	}
 	f.mu.Lock()
 	bad := f.bad[f.name]
 	f.mu.Unlock()
@@ -855,14 +859,14 @@ func (f *faultyFake) Run(ctx context.Context, req *prover.Request) (*prover.Resu
 	return f.ProveSynthesized(ctx, s)
 }
 
-func faultyEngine(t *testing.T, synth int, bad map[string]bool, opts ...Option) (*Engine, *stagedFake) {
+func faultyEngine(t *testing.T, synth int, bad map[string]bool, hold chan struct{}, opts ...Option) (*Engine, *stagedFake) {
 	t.Helper()
 	f := newStagedFake()
 	f.proveDelay = 5 * time.Millisecond
 	mu := &sync.Mutex{}
 	var ws []Worker
 	for _, n := range []string{"gpu0", "gpu1"} {
-		ws = append(ws, Worker{Name: n, Runner: &faultyFake{stagedFake: f, name: n, mu: mu, bad: bad}})
+		ws = append(ws, Worker{Name: n, Runner: &faultyFake{stagedFake: f, name: n, mu: mu, bad: bad, hold: hold}})
 	}
 	e, err := New(ws, append([]Option{WithSynthesisWorkers(synth)}, opts...)...)
 	if err != nil {
@@ -887,7 +891,7 @@ func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {
 				defer mu.Unlock()
 				faults = append(faults, w+": "+err.Error())
 			})
-			e, _ := faultyEngine(t, synth, map[string]bool{"gpu0": true}, hook)
+			e, _ := faultyEngine(t, synth, map[string]bool{"gpu0": true}, nil, hook)
 			var ids []string
 			for i := range 6 {
 				ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
@@ -913,11 +917,18 @@ func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {
 
 func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 	noLeak(t)
-	e, _ := faultyEngine(t, 1, map[string]bool{"gpu0": true, "gpu1": true})
+	// The devices fault only once every job is queued: otherwise both can
+	// fault on j0 before j1 is submitted, and Submit refuses j1 (tested last).
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	defer release() // a failed submit still lets the workers stop
+	e, _ := faultyEngine(t, 1, map[string]bool{"gpu0": true, "gpu1": true}, hold)
 	var ids []string
 	for i := range 4 {
 		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
 	}
+	release()
 	for _, id := range ids {
 		info, err := await(t, e, id)
 		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "faulted") {
