@@ -149,7 +149,7 @@ const (
 	SpanCircuitCompile = "circuit.compile" // gnark frontend compile of a built-in circuit to R1CS
 )
 
-// Span names and keys of the circuit and key caches (prover/keys): the
+// Span names and keys of the circuit and key caches (prover/keycache): the
 // steps of circuit.compile and keys.load.
 const (
 	SpanCircuitFrontend    = "circuit.frontend"     // gnark frontend.Compile itself (a cache miss)

@@ -19,7 +19,7 @@
 //
 // Pipeline runs whole requests for registered circuits (the built-ins of
 // prover/circuits, or files registered with RegisterCircuitFiles): key
-// cache (prover/keys), synthesis, prove, serialization and verification,
+// cache (prover/keycache), synthesis, prove, serialization and verification,
 // and implements Runner for prover/engine.
 //
 // Backends register by name (RegisterBackend): "cpu" here, "cuda" from

@@ -24,7 +24,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // Errors of the Pipeline callers branch on (with ErrUnsupported,
@@ -59,7 +59,7 @@ type Pipeline struct {
 	backend Backend
 	rel     *cudaspans.Releaser
 	ownRel  bool
-	cache   *keys.Cache
+	cache   *keycache.Cache
 	tracer  trace.Tracer
 
 	mu     sync.Mutex
@@ -72,7 +72,7 @@ type loadedCircuit struct {
 	err   error
 
 	ccs      constraint.ConstraintSystem
-	keys     *keys.Keys
+	keys     *keycache.Keys
 	instance *circuits.Instance // nil for circuits from files
 }
 
@@ -103,11 +103,11 @@ func NewPipeline(ctx context.Context, backend string, mode cudaspans.ReleaseMode
 		}
 		p.rel, p.ownRel = rel, true
 	}
-	kopts := []keys.Option{keys.WithTracerProvider(cfg.tp), keys.WithProgress(cfg.notice, cfg.progress)}
+	kopts := []keycache.Option{keycache.WithTracerProvider(cfg.tp), keycache.WithProgress(cfg.notice, cfg.progress)}
 	if cfg.revision != nil {
-		kopts = append(kopts, keys.WithRevision(*cfg.revision))
+		kopts = append(kopts, keycache.WithRevision(*cfg.revision))
 	}
-	cache, err := keys.New(cfg.cacheDir, kopts...)
+	cache, err := keycache.New(cfg.cacheDir, kopts...)
 	if err != nil {
 		p.closeReleaser(ctx)
 		return nil, err
@@ -591,7 +591,7 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 		}
 		return nil
 	}
-	// The key's ID is keys.Hash of the constraint system: the SHA-256 of
+	// The key's ID is keycache.Hash of the constraint system: the SHA-256 of
 	// its WriteTo, which is the file's bytes, hashed as they are read
 	// instead of serializing the R1CS again (seconds at 2^22). gnark's
 	// ReadFrom reads its header and then the body whole, so no buffering
@@ -622,7 +622,7 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 			return fmt.Errorf("circuit %s: %w", name, err)
 		}
 	}
-	lc.ccs, lc.keys = ccs, &keys.Keys{Hash: hash, PK: pk, VK: vk}
+	lc.ccs, lc.keys = ccs, &keycache.Keys{Hash: hash, PK: pk, VK: vk}
 	span.SetAttributes(otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 func newTestPipeline(t *testing.T, backend string, mode cudaspans.ReleaseMode, opts ...Option) *Pipeline {
@@ -256,13 +256,13 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	if !res.Verified {
 		t.Error("not verified")
 	}
-	// The key ID hashed from the file's bytes is keys.Hash of the R1CS.
+	// The key ID hashed from the file's bytes is keycache.Hash of the R1CS.
 	lc, err := p.load(context.Background(), cube, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := keys.Hash(ccs); lc.keys.Hash != want {
-		t.Errorf("file circuit's key ID %s, keys.Hash says %s", lc.keys.Hash, want)
+	if want, _ := keycache.Hash(ccs); lc.keys.Hash != want {
+		t.Errorf("file circuit's key ID %s, keycache.Hash says %s", lc.keys.Hash, want)
 	}
 	if _, err := p.Run(context.Background(), &Request{Circuit: cube, Verify: true}); !errors.Is(err, ErrBadWitness) {
 		t.Errorf("file circuit without a witness: %v, want ErrBadWitness", err)

@@ -34,7 +34,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
@@ -73,7 +73,7 @@ func run(circuit, sizes string, reps int) error {
 	ctx := context.Background()
 	hostname, _ := os.Hostname()
 	fmt.Printf("host %s, %s/%s, %s\n", hostname, runtime.GOOS, runtime.GOARCH, host.String())
-	cache, err := keys.New("")
+	cache, err := keycache.New("")
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func run(circuit, sizes string, reps int) error {
 // spanCostPerProof counts the spans of one traced proof, then times
 // making that many spans (start, four attributes, end) through the file
 // exporter's provider, averaged over 200 proofs' worth, flush included.
-func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *keys.Keys, w witness.Witness, tel *otelcuzk.Telemetry) (time.Duration, int, error) {
+func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, tel *otelcuzk.Telemetry) (time.Duration, int, error) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	if _, err := prover.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(tp)); err != nil {

@@ -36,7 +36,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 var out io.Writer = os.Stdout
@@ -76,7 +76,7 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	} else {
 		say("CUPTI %s, API version %d", path, v)
 	}
-	cache, err := keys.New(cacheDir)
+	cache, err := keycache.New(cacheDir)
 	if err != nil {
 		return err
 	}

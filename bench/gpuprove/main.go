@@ -42,7 +42,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
@@ -189,7 +189,7 @@ func run(ctx context.Context, o *options) error {
 	} else {
 		say("gpu: %v", err)
 	}
-	cache, err := keys.New(o.cacheDir)
+	cache, err := keycache.New(o.cacheDir)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ type variant struct {
 
 // compareSize builds the circuit and keys at 2^lg constraints and times
 // each backend (and each host copy mode of cuda); it returns summary lines.
-func compareSize(ctx context.Context, o *options, cache *keys.Cache, lg int) ([]string, error) {
+func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int) ([]string, error) {
 	n := 1 << lg
 	say("\n== %s, 2^%d constraints ==", o.circuit, lg)
 	t0 := time.Now()
@@ -301,7 +301,7 @@ var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcu
 	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
 
-func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keys.Keys, w, pub witness.Witness) error {
+func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keycache.Keys, w, pub witness.Witness) error {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(ctx)

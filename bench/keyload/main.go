@@ -1,5 +1,5 @@
 // Command keyload times keys.load of a built-in circuit's cached keys the
-// way builds before the circuit cache did it (keys.Hash re-serializing the
+// way builds before the circuit cache did it (keycache.Hash re-serializing the
 // R1CS through SHA-256, then one buffered sequential read through gnark's
 // ReadDump) against today's (the hash stored with the compiled circuit,
 // the file mapped, its CRC-32C checksums verified and its slices copied on
@@ -37,7 +37,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 func main() {
@@ -95,7 +95,7 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	cache, err := keys.New(cacheDir, keys.WithProgress(os.Stderr, false), keys.WithTracerProvider(tp))
+	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false), keycache.WithTracerProvider(tp))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 		}
 		hash := comp.Hash
 		if hash == "" {
-			if hash, err = keys.Hash(comp.CCS); err != nil {
+			if hash, err = keycache.Hash(comp.CCS); err != nil {
 				return err
 			}
 		}
@@ -124,13 +124,13 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 			return fmt.Errorf("keys of %s 2^%d not cached (run cuzk setup first): %w", circuit, lg, err)
 		}
 		fmt.Printf("\n%s 2^%d: key file %.1f MB, circuit cache hit %v\n", circuit, lg, float64(st.Size())/1e6, comp.CacheHit)
-		beforeHash := &series{name: "before: keys.Hash of the R1CS"}
+		beforeHash := &series{name: "before: keycache.Hash of the R1CS"}
 		beforeRead := &series{name: "before: sequential ReadDump"}
 		beforeTotal := &series{name: "before: keys.load"}
 		after := &series{name: "after: keys.load (hash stored)"}
 		spans := map[string]*series{}
 		for rep := 0; rep <= reps; rep++ {
-			h, r, err := loadBefore(func() (string, error) { return keys.Hash(comp.CCS) }, cache.Dir())
+			h, r, err := loadBefore(func() (string, error) { return keycache.Hash(comp.CCS) }, cache.Dir())
 			if err != nil {
 				return err
 			}

@@ -38,7 +38,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 func main() {
@@ -77,7 +77,7 @@ func (s *series) String() string {
 
 func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
-	cache, err := keys.New(cacheDir, keys.WithProgress(os.Stderr, false))
+	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false))
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/keys"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 func init() {
@@ -50,7 +50,7 @@ func setupAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cache, err := keys.New(c.String("cache-dir"), keys.WithProgress(errOut, c.Bool("progress")))
+	cache, err := keycache.New(c.String("cache-dir"), keycache.WithProgress(errOut, c.Bool("progress")))
 	if err != nil {
 		return err
 	}

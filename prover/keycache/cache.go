@@ -1,6 +1,10 @@
-// Package keys caches Groth16 keys on disk: groth16.Setup of a constraint
-// system runs once per machine, keyed by the SHA-256 of the serialized
-// constraint system, and later runs read the keys back.
+// Package keycache is the disk cache of what a circuit needs before its
+// first proof: the Groth16 proving and verifying keys (groth16.Setup of a
+// constraint system runs once per machine, keyed by the SHA-256 of the
+// serialized constraint system, and later runs read the keys back) and the
+// compiled constraint systems of the built-in circuits (Cache.Compile).
+// The keys held in memory are prover.Pipeline's loaded circuits; those on
+// the device are prover/gpu/msm's DeviceBases.
 //
 // Files live in one directory (DefaultDir): <hash>.keys holds the
 // verifying key (gnark's WriteTo, compressed) followed by the proving key
@@ -9,7 +13,7 @@
 // written to a temporary name and renamed, so a setup killed half-way
 // leaves no partial key behind, and two processes setting up the same key
 // each write a whole file.
-package keys
+package keycache
 
 import (
 	"bufio"
@@ -45,7 +49,7 @@ const EnvCacheDir = "CUZK_CACHE_DIR"
 
 // ErrUnsupported is returned for a constraint system that is not over
 // BLS12-381.
-var ErrUnsupported = errors.New("keys: only BLS12-381 constraint systems are supported")
+var ErrUnsupported = errors.New("keycache: only BLS12-381 constraint systems are supported")
 
 // DefaultDir returns $CUZK_CACHE_DIR when set, else
 // <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
@@ -198,7 +202,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		if !checked {
 			// Once per file: later loads verify it at memory speed.
 			if err := c.addChecksums(ctx, path); err != nil && c.progress != nil {
-				fmt.Fprintf(c.progress, "keys: could not add checksums to %s (%v); it stays readable\n", path, err)
+				fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", path, err)
 			}
 		}
 		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
@@ -207,7 +211,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		// Say so: a setup the user expected to be cached costs minutes.
 		span.AddEvent("cached keys unreadable, running setup again", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "keys: cached %s unreadable (%v); running setup again\n", path, rerr)
+			fmt.Fprintf(c.progress, "keycache: cached %s unreadable (%v); running setup again\n", path, rerr)
 		}
 	}
 	if err := ctx.Err(); err != nil {
