@@ -90,8 +90,72 @@ const (
 	KeyTaskID       = attribute.Key("curio.task.id")          // int, harmonytask id
 	KeyTaskName     = attribute.Key("curio.task.name")        // string, e.g. "WdPost"
 
-	// error.type as the OTel semantic conventions define it.
+	// error.type as the OTel semantic conventions define it: one of the
+	// ErrorType* values below, set by SetError.
 	KeyErrorType = attribute.Key("error.type")
+)
+
+// Values of error.type (KeyErrorType) on a failed span: the one vocabulary
+// of the project, a fixed set of low-cardinality words as the OTel
+// semantic conventions ask of error.type (never a Go type name, a message
+// or an id). ErrorType picks one for an error: the first error in its tree
+// (the order errors.As walks) that is one of the standard errors named
+// below or declares its value (NewError, or an ErrorType() string method).
+// ErrorTypeOther is the conventions' fallback for the rest.
+const (
+	// The caller's context was canceled (context.Canceled), or the job was
+	// (engine.ErrCancelled: Cancel, Shutdown).
+	ErrorTypeCanceled = "canceled"
+	// A deadline passed (context.DeadlineExceeded).
+	ErrorTypeDeadlineExceeded = "deadline_exceeded"
+	// The request is malformed or names what does not exist: an unknown
+	// circuit or backend, a bad constraint count, an empty or reused
+	// request id (engine.ErrInvalidRequest, prover.ErrUnknownCircuit, ...).
+	ErrorTypeInvalidRequest = "invalid_request"
+	// The witness is not gnark's binary format over the scalar field, is
+	// missing, or has the wrong number of values (prover.ErrBadWitness,
+	// prover.ErrWitnessSize).
+	ErrorTypeBadWitness = "bad_witness"
+	// The witness does not satisfy the constraints (prover.ErrUnsatisfied).
+	ErrorTypeUnsatisfied = "unsatisfied"
+	// Not a BLS12-381 R1CS of gnark, or an operation this build or host
+	// does not support (prover.ErrUnsupported, errors.ErrUnsupported).
+	ErrorTypeUnsupported = "unsupported"
+	// The proving key does not belong to the constraint system
+	// (prover.ErrKeyMismatch).
+	ErrorTypeKeyMismatch = "key_mismatch"
+	// gnark's verifier rejected the proof just made (prover.ErrVerifyFailed).
+	ErrorTypeVerifyFailed = "verify_failed"
+	// The engine's queue is full (engine.ErrQueueFull).
+	ErrorTypeQueueFull = "queue_full"
+	// A configured budget cannot hold the work: the engine's host memory
+	// budget (engine.ErrOverBudget), the resident key budget
+	// (msm.ErrKeyBudget).
+	ErrorTypeOverBudget = "over_budget"
+	// Host or device memory cannot hold the work (cudaspans.ErrOutOfMemory,
+	// msm.ErrTooLarge, circuits.ErrTooLarge).
+	ErrorTypeOutOfMemory = "out_of_memory"
+	// No usable device or backend (cudaspans.ErrNoDevice,
+	// prover.ErrBackendUnavailable, engine.ErrNoDevice).
+	ErrorTypeNoDevice = "no_device"
+	// The device can no longer be trusted with work: a sticky CUDA error
+	// (cudaspans.ErrSticky, prover.ErrDeviceFault).
+	ErrorTypeDeviceFault = "device_fault"
+	// A resident base set was evicted from the device while in use
+	// (msm.ErrBaseSetEvicted).
+	ErrorTypeEvicted = "evicted"
+	// Any other failed CUDA driver or NVRTC call (cudaspans.Error,
+	// cudaspans.CompileError, cudaspans.ErrNoCompiler).
+	ErrorTypeCUDA = "cuda"
+	// A file or operating-system call failed (*fs.PathError, *os.LinkError,
+	// *os.SyscallError, syscall.Errno, io.ErrUnexpectedEOF).
+	ErrorTypeIO = "io"
+	// A cache file's bytes are not the ones written (failed checksums).
+	ErrorTypeCorrupt = "corrupt"
+	// The traced function panicked (RunTask).
+	ErrorTypePanic = "panic"
+	// None of the above: the OTel semantic conventions' fallback value.
+	ErrorTypeOther = "_OTHER"
 )
 
 // Span names of device operations recorded by cudaspans. Kernel spans are

@@ -2,12 +2,10 @@ package otelcuzk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -55,7 +53,8 @@ func WithTaskTracerProvider(tp trace.TracerProvider) TaskOption {
 // do receives the span's context (pass it to the prover client so the proof
 // joins the task's trace), and RunTask returns what do returned. The span
 // records done as curio.task.done; an error is recorded with SetError. A
-// panic in do is recorded and re-raised after the span ends. Safe for
+// panic in do is recorded (error.type panic) and re-raised after the span
+// ends. Safe for
 // concurrent use.
 func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done bool, err error), opts ...TaskOption) (done bool, err error) {
 	var c taskConfig
@@ -70,10 +69,8 @@ func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done boo
 	defer span.End()
 	defer func() {
 		if r := recover(); r != nil {
-			SetError(span, fmt.Errorf("panic: %v", r))
-			span.SetAttributes(KeyErrorType.String("panic"))
+			SetError(span, &typedError{typ: ErrorTypePanic, text: fmt.Sprintf("panic: %v", r)})
 			panic(r) // the deferred span.End still runs
-
 		}
 	}()
 	done, err = do(ctx)
@@ -82,29 +79,4 @@ func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done boo
 		SetError(span, err)
 	}
 	return done, err
-}
-
-// SetError marks span as failed the way otelhttp and otelgrpc do: the error
-// as an exception event, status codes.Error with the message, and error.type
-// (OpenTelemetry semantic conventions): "context.Canceled" or
-// "context.DeadlineExceeded" for those, else the error's Go type such as
-// "*fs.PathError". A nil err does nothing.
-func SetError(span trace.Span, err error) {
-	if err == nil {
-		return
-	}
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(KeyErrorType.String(ErrorType(err)))
-}
-
-// ErrorType is the error.type value SetError records for err.
-func ErrorType(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "context.Canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "context.DeadlineExceeded"
-	}
-	return fmt.Sprintf("%T", err)
 }
