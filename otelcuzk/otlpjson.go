@@ -152,40 +152,15 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.BYTESLICE:
 		av.Value = &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}
 	case attribute.BOOLSLICE:
-		vals := v.AsBoolSlice()
-		arr := make([]*commonpb.AnyValue, len(vals))
-		for i, x := range vals {
-			arr[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: x}}
-		}
-		av.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
+		av.Value = arrayValue(v.AsBoolSlice(), func(x bool) *commonpb.AnyValue { return anyValue(attribute.BoolValue(x)) })
 	case attribute.INT64SLICE:
-		vals := v.AsInt64Slice()
-		arr := make([]*commonpb.AnyValue, len(vals))
-		for i, x := range vals {
-			arr[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: x}}
-		}
-		av.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
+		av.Value = arrayValue(v.AsInt64Slice(), func(x int64) *commonpb.AnyValue { return anyValue(attribute.Int64Value(x)) })
 	case attribute.FLOAT64SLICE:
-		vals := v.AsFloat64Slice()
-		arr := make([]*commonpb.AnyValue, len(vals))
-		for i, x := range vals {
-			arr[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: x}}
-		}
-		av.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
+		av.Value = arrayValue(v.AsFloat64Slice(), func(x float64) *commonpb.AnyValue { return anyValue(attribute.Float64Value(x)) })
 	case attribute.STRINGSLICE:
-		vals := v.AsStringSlice()
-		arr := make([]*commonpb.AnyValue, len(vals))
-		for i, x := range vals {
-			arr[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: x}}
-		}
-		av.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
+		av.Value = arrayValue(v.AsStringSlice(), func(x string) *commonpb.AnyValue { return anyValue(attribute.StringValue(x)) })
 	case attribute.SLICE:
-		vals := v.AsSlice()
-		arr := make([]*commonpb.AnyValue, len(vals))
-		for i, x := range vals {
-			arr[i] = anyValue(x)
-		}
-		av.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
+		av.Value = arrayValue(v.AsSlice(), anyValue)
 	case attribute.MAP:
 		av.Value = &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap())}}
 	default:
@@ -193,6 +168,16 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 		// represents an empty value.
 	}
 	return av
+}
+
+// arrayValue converts each element of vals with one and wraps them as an
+// OTLP ArrayValue, in order.
+func arrayValue[T any](vals []T, one func(T) *commonpb.AnyValue) *commonpb.AnyValue_ArrayValue {
+	arr := make([]*commonpb.AnyValue, len(vals))
+	for i, x := range vals {
+		arr[i] = one(x)
+	}
+	return &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: arr}}
 }
 
 // MarshalOTLPJSON encodes td as one line of OTLP/JSON (OpenTelemetry
@@ -209,128 +194,104 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 // check the output against protojson.
 func MarshalOTLPJSON(td *tracepb.TracesData) ([]byte, error) {
 	b := make([]byte, 0, 1024)
-	b = append(b, `{"resourceSpans":[`...)
-	for i, rs := range td.GetResourceSpans() {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '{')
-		o := objWriter{b: b}
-		if r := rs.GetResource(); r != nil {
-			o.key("resource")
-			o.b = append(o.b, '{')
-			ro := objWriter{b: o.b}
-			ro.keyValues("attributes", r.GetAttributes())
-			ro.uint("droppedAttributesCount", uint64(r.GetDroppedAttributesCount()), false)
-			o.b = append(ro.b, '}')
-		}
-		if ss := rs.GetScopeSpans(); len(ss) > 0 {
-			o.key("scopeSpans")
-			o.b = append(o.b, '[')
-			for j, s := range ss {
-				if j > 0 {
-					o.b = append(o.b, ',')
-				}
-				o.b = appendScopeSpans(o.b, s)
+	b = append(b, `{"resourceSpans":`...)
+	rss := td.GetResourceSpans()
+	b = appendArray(b, len(rss), func(b []byte, i int) []byte {
+		rs := rss[i]
+		return appendObject(b, func(o *objWriter) {
+			if r := rs.GetResource(); r != nil {
+				o.object("resource", func(ro *objWriter) {
+					ro.keyValues("attributes", r.GetAttributes())
+					ro.uint("droppedAttributesCount", uint64(r.GetDroppedAttributesCount()), false)
+				})
 			}
-			o.b = append(o.b, ']')
-		}
-		o.str("schemaUrl", rs.GetSchemaUrl())
-		b = append(o.b, '}')
-	}
-	b = append(b, "]}"...)
-	return b, nil
+			ss := rs.GetScopeSpans()
+			o.array("scopeSpans", len(ss), func(b []byte, j int) []byte { return appendScopeSpans(b, ss[j]) })
+			o.str("schemaUrl", rs.GetSchemaUrl())
+		})
+	})
+	return append(b, '}'), nil
 }
 
 func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
-	b = append(b, '{')
-	o := objWriter{b: b}
-	if sc := ss.GetScope(); sc != nil {
-		o.key("scope")
-		o.b = append(o.b, '{')
-		so := objWriter{b: o.b}
-		so.str("name", sc.GetName())
-		so.str("version", sc.GetVersion())
-		so.keyValues("attributes", sc.GetAttributes())
-		so.uint("droppedAttributesCount", uint64(sc.GetDroppedAttributesCount()), false)
-		o.b = append(so.b, '}')
-	}
-	if spans := ss.GetSpans(); len(spans) > 0 {
-		o.key("spans")
-		o.b = append(o.b, '[')
-		for i, s := range spans {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			o.b = appendSpan(o.b, s)
+	return appendObject(b, func(o *objWriter) {
+		if sc := ss.GetScope(); sc != nil {
+			o.object("scope", func(so *objWriter) {
+				so.str("name", sc.GetName())
+				so.str("version", sc.GetVersion())
+				so.keyValues("attributes", sc.GetAttributes())
+				so.uint("droppedAttributesCount", uint64(sc.GetDroppedAttributesCount()), false)
+			})
 		}
-		o.b = append(o.b, ']')
-	}
-	o.str("schemaUrl", ss.GetSchemaUrl())
-	return append(o.b, '}')
+		spans := ss.GetSpans()
+		o.array("spans", len(spans), func(b []byte, i int) []byte { return appendSpan(b, spans[i]) })
+		o.str("schemaUrl", ss.GetSchemaUrl())
+	})
 }
 
 func appendSpan(b []byte, s *tracepb.Span) []byte {
-	b = append(b, '{')
-	o := objWriter{b: b}
-	o.hexID("traceId", s.GetTraceId())
-	o.hexID("spanId", s.GetSpanId())
-	o.str("traceState", s.GetTraceState())
-	o.hexID("parentSpanId", s.GetParentSpanId())
-	o.uint("flags", uint64(s.GetFlags()), false)
-	o.str("name", s.GetName())
-	o.uint("kind", uint64(s.GetKind()), false)
-	o.uint("startTimeUnixNano", s.GetStartTimeUnixNano(), true)
-	o.uint("endTimeUnixNano", s.GetEndTimeUnixNano(), true)
-	o.keyValues("attributes", s.GetAttributes())
-	o.uint("droppedAttributesCount", uint64(s.GetDroppedAttributesCount()), false)
-	if evs := s.GetEvents(); len(evs) > 0 {
-		o.key("events")
-		o.b = append(o.b, '[')
-		for i, e := range evs {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			o.b = append(o.b, '{')
-			eo := objWriter{b: o.b}
-			eo.uint("timeUnixNano", e.GetTimeUnixNano(), true)
-			eo.str("name", e.GetName())
-			eo.keyValues("attributes", e.GetAttributes())
-			eo.uint("droppedAttributesCount", uint64(e.GetDroppedAttributesCount()), false)
-			o.b = append(eo.b, '}')
+	return appendObject(b, func(o *objWriter) {
+		o.hexID("traceId", s.GetTraceId())
+		o.hexID("spanId", s.GetSpanId())
+		o.str("traceState", s.GetTraceState())
+		o.hexID("parentSpanId", s.GetParentSpanId())
+		o.uint("flags", uint64(s.GetFlags()), false)
+		o.str("name", s.GetName())
+		o.uint("kind", uint64(s.GetKind()), false)
+		o.uint("startTimeUnixNano", s.GetStartTimeUnixNano(), true)
+		o.uint("endTimeUnixNano", s.GetEndTimeUnixNano(), true)
+		o.keyValues("attributes", s.GetAttributes())
+		o.uint("droppedAttributesCount", uint64(s.GetDroppedAttributesCount()), false)
+		evs := s.GetEvents()
+		o.array("events", len(evs), func(b []byte, i int) []byte {
+			e := evs[i]
+			return appendObject(b, func(eo *objWriter) {
+				eo.uint("timeUnixNano", e.GetTimeUnixNano(), true)
+				eo.str("name", e.GetName())
+				eo.keyValues("attributes", e.GetAttributes())
+				eo.uint("droppedAttributesCount", uint64(e.GetDroppedAttributesCount()), false)
+			})
+		})
+		o.uint("droppedEventsCount", uint64(s.GetDroppedEventsCount()), false)
+		links := s.GetLinks()
+		o.array("links", len(links), func(b []byte, i int) []byte {
+			l := links[i]
+			return appendObject(b, func(lo *objWriter) {
+				lo.hexID("traceId", l.GetTraceId())
+				lo.hexID("spanId", l.GetSpanId())
+				lo.str("traceState", l.GetTraceState())
+				lo.keyValues("attributes", l.GetAttributes())
+				lo.uint("droppedAttributesCount", uint64(l.GetDroppedAttributesCount()), false)
+				lo.uint("flags", uint64(l.GetFlags()), false)
+			})
+		})
+		o.uint("droppedLinksCount", uint64(s.GetDroppedLinksCount()), false)
+		if st := s.GetStatus(); st != nil {
+			o.object("status", func(so *objWriter) {
+				so.str("message", st.GetMessage())
+				so.uint("code", uint64(st.GetCode()), false)
+			})
 		}
-		o.b = append(o.b, ']')
-	}
-	o.uint("droppedEventsCount", uint64(s.GetDroppedEventsCount()), false)
-	if links := s.GetLinks(); len(links) > 0 {
-		o.key("links")
-		o.b = append(o.b, '[')
-		for i, l := range links {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			o.b = append(o.b, '{')
-			lo := objWriter{b: o.b}
-			lo.hexID("traceId", l.GetTraceId())
-			lo.hexID("spanId", l.GetSpanId())
-			lo.str("traceState", l.GetTraceState())
-			lo.keyValues("attributes", l.GetAttributes())
-			lo.uint("droppedAttributesCount", uint64(l.GetDroppedAttributesCount()), false)
-			lo.uint("flags", uint64(l.GetFlags()), false)
-			o.b = append(lo.b, '}')
-		}
-		o.b = append(o.b, ']')
-	}
-	o.uint("droppedLinksCount", uint64(s.GetDroppedLinksCount()), false)
-	if st := s.GetStatus(); st != nil {
-		o.key("status")
-		o.b = append(o.b, '{')
-		so := objWriter{b: o.b}
-		so.str("message", st.GetMessage())
-		so.uint("code", uint64(st.GetCode()), false)
-		o.b = append(so.b, '}')
-	}
+	})
+}
+
+// appendObject appends one JSON object whose fields fill writes.
+func appendObject(b []byte, fill func(*objWriter)) []byte {
+	o := objWriter{b: append(b, '{')}
+	fill(&o)
 	return append(o.b, '}')
+}
+
+// appendArray appends a JSON array of n elements, element i appended by elem.
+func appendArray(b []byte, n int, elem func(b []byte, i int) []byte) []byte {
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, i)
+	}
+	return append(b, ']')
 }
 
 // objWriter appends the fields of one JSON object, leaving out zero values
@@ -392,22 +353,33 @@ func (o *objWriter) keyValues(k string, kvs []*commonpb.KeyValue) {
 	o.b = appendKeyValues(o.b, kvs)
 }
 
-func appendKeyValues(b []byte, kvs []*commonpb.KeyValue) []byte {
-	b = append(b, '[')
-	for i, kv := range kvs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '{')
-		o := objWriter{b: b}
-		o.str("key", kv.GetKey())
-		if v := kv.GetValue(); v != nil {
-			o.key("value")
-			o.b = appendAnyValue(o.b, v)
-		}
-		b = append(o.b, '}')
+// object writes the field k as a nested object whose fields fill writes.
+func (o *objWriter) object(k string, fill func(*objWriter)) {
+	o.key(k)
+	o.b = appendObject(o.b, fill)
+}
+
+// array writes the field k as an array of n elements (see appendArray);
+// nothing when n is 0, as protobuf JSON leaves out empty repeated fields.
+func (o *objWriter) array(k string, n int, elem func(b []byte, i int) []byte) {
+	if n == 0 {
+		return
 	}
-	return append(b, ']')
+	o.key(k)
+	o.b = appendArray(o.b, n, elem)
+}
+
+func appendKeyValues(b []byte, kvs []*commonpb.KeyValue) []byte {
+	return appendArray(b, len(kvs), func(b []byte, i int) []byte {
+		kv := kvs[i]
+		return appendObject(b, func(o *objWriter) {
+			o.str("key", kv.GetKey())
+			if v := kv.GetValue(); v != nil {
+				o.key("value")
+				o.b = appendAnyValue(o.b, v)
+			}
+		})
+	})
 }
 
 func appendAnyValue(b []byte, v *commonpb.AnyValue) []byte {
@@ -439,25 +411,14 @@ func appendAnyValue(b []byte, v *commonpb.AnyValue) []byte {
 		b = base64.StdEncoding.AppendEncode(b, x.BytesValue)
 		b = append(b, '"')
 	case *commonpb.AnyValue_ArrayValue:
-		b = append(b, `{"arrayValue":{`...)
-		if vals := x.ArrayValue.GetValues(); len(vals) > 0 {
-			b = append(b, `"values":[`...)
-			for i, e := range vals {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendAnyValue(b, e)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
+		b = append(b, `{"arrayValue":`...)
+		vals := x.ArrayValue.GetValues()
+		b = appendObject(b, func(o *objWriter) {
+			o.array("values", len(vals), func(b []byte, i int) []byte { return appendAnyValue(b, vals[i]) })
+		})
 	case *commonpb.AnyValue_KvlistValue:
-		b = append(b, `{"kvlistValue":{`...)
-		if kvs := x.KvlistValue.GetValues(); len(kvs) > 0 {
-			b = append(b, `"values":`...)
-			b = appendKeyValues(b, kvs)
-		}
-		b = append(b, '}')
+		b = append(b, `{"kvlistValue":`...)
+		b = appendObject(b, func(o *objWriter) { o.keyValues("values", x.KvlistValue.GetValues()) })
 	default:
 		b = append(b, '{')
 	}
