@@ -140,6 +140,24 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	return t, nil
 }
 
+// transportOptions gives the insecure, headers and timeout settings of c as
+// options of one OTLP exporter package (gRPC or HTTP), through that
+// package's own constructors; settings left unset give no option, so the
+// exporter's environment defaults apply.
+func transportOptions[O any](c config, insecure func() O, headers func(map[string]string) O, timeout func(time.Duration) O) []O {
+	var o []O
+	if c.insecure {
+		o = append(o, insecure())
+	}
+	if c.headers != nil {
+		o = append(o, headers(c.headers))
+	}
+	if c.timeout > 0 {
+		o = append(o, timeout(c.timeout))
+	}
+	return o
+}
+
 // newExporter chooses and builds the span exporter (see New).
 func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, error) {
 	if c.exporter != nil {
@@ -179,15 +197,7 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 				o = append(o, otlptracegrpc.WithEndpoint(c.endpoint))
 			}
 		}
-		if c.insecure {
-			o = append(o, otlptracegrpc.WithInsecure())
-		}
-		if c.headers != nil {
-			o = append(o, otlptracegrpc.WithHeaders(c.headers))
-		}
-		if c.timeout > 0 {
-			o = append(o, otlptracegrpc.WithTimeout(c.timeout))
-		}
+		o = append(o, transportOptions(c, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout)...)
 		// gRPC's default reconnect backoff grows to 120 s: a Collector
 		// that restarts would be dialled again only minutes later, and every
 		// batch meanwhile fails at once with the cached dial error although
@@ -219,15 +229,7 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 				o = append(o, otlptracehttp.WithEndpoint(c.endpoint))
 			}
 		}
-		if c.insecure {
-			o = append(o, otlptracehttp.WithInsecure())
-		}
-		if c.headers != nil {
-			o = append(o, otlptracehttp.WithHeaders(c.headers))
-		}
-		if c.timeout > 0 {
-			o = append(o, otlptracehttp.WithTimeout(c.timeout))
-		}
+		o = append(o, transportOptions(c, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout)...)
 		exp, err := otlptracehttp.New(ctx, o...)
 		if err != nil {
 			return nil, fmt.Errorf("otelcuzk: OTLP HTTP exporter for %q: %w", t.target, err)
