@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
 	"strings"
 
@@ -116,10 +115,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 	if err != nil {
 		return fmt.Errorf("tracefile: diff HTML: %w", err)
 	}
-	page := strings.NewReplacer(
-		"{{TITLE}}", html.EscapeString("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID),
-		"{{JSON}}", string(data),
-	).Replace(diffHTML)
+	page := htmlPage{diffHTML, "diff-data", "the waterfalls"}.render("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID, data)
 	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("tracefile: write diff HTML: %w", err)
 	}

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -79,10 +77,7 @@ func WriteHTML(w io.Writer, spans []Span) error {
 	if err != nil {
 		return fmt.Errorf("tracefile: HTML: %w", err)
 	}
-	out := strings.NewReplacer(
-		"{{TITLE}}", html.EscapeString("trace "+page.TraceID),
-		"{{JSON}}", string(data),
-	).Replace(waterfallHTML)
+	out := htmlPage{waterfallHTML, "trace-data", "the waterfall"}.render("trace "+page.TraceID, data)
 	if _, err := io.WriteString(w, out); err != nil {
 		return fmt.Errorf("tracefile: write HTML: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
 	"slices"
 	"strings"
@@ -378,10 +377,7 @@ func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
 	if err != nil {
 		return fmt.Errorf("tracefile: timeline HTML: %w", err)
 	}
-	page := strings.NewReplacer(
-		"{{TITLE}}", html.EscapeString(fmt.Sprintf("timeline of %d jobs", len(jobs))),
-		"{{JSON}}", string(data),
-	).Replace(timelineHTML)
+	page := htmlPage{timelineHTML, "timeline-data", "the timeline"}.render(fmt.Sprintf("timeline of %d jobs", len(jobs)), data)
 	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("tracefile: write timeline HTML: %w", err)
 	}
