@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -208,9 +207,7 @@ func (c *Context) Compile(ctx context.Context, name, source string, opts Compile
 	m, hit, err := c.compile(ctx, name, source, opts.Headers, options, key)
 	span.SetAttributes(otelcuzk.KeyCUDACacheHit.Bool(hit))
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		otelcuzk.SetError(span, err)
 		return nil, err
 	}
 	return m, nil
@@ -249,11 +246,7 @@ func (c *Context) nvrtc(ctx context.Context, name, source string, headers map[st
 		otelcuzk.KeyCUDAModuleName.String(name), otelcuzk.KeyCUDANVRTCOpts.StringSlice(options),
 		otelcuzk.KeyCUDACacheKey.String(key), otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
 	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
-		}
+		otelcuzk.SetError(span, err)
 		span.End()
 	}()
 	cc, err := c.compiler()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -219,21 +218,9 @@ func (c *Context) hostSpan(ctx context.Context, name string, attrs []attribute.K
 	attrs = append(attrs, otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal), otelcuzk.KeyCUDAClock.String("host"))
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(attrs...), trace.WithTimestamp(c.cfg.now()))
 	err := fn()
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
-	}
+	otelcuzk.SetError(span, err)
 	span.End(trace.WithTimestamp(c.cfg.now()))
 	return err
-}
-
-func errorType(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Name
-	}
-	return fmt.Sprintf("%T", err)
 }
 
 // hostBounds returns the start and, once ended, the end of the span in ctx

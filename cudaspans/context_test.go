@@ -82,7 +82,7 @@ func TestErrorNamesCallResultAndMessage(t *testing.T) {
 	if len(sp) != 1 || sp[0].Status().Code.String() != "Error" {
 		t.Fatalf("failed allocation span: %+v", sp)
 	}
-	if v := mustAttr(t, sp[0], otelcuzk.KeyErrorType).AsString(); v != "CUDA_ERROR_OUT_OF_MEMORY" {
+	if v := mustAttr(t, sp[0], otelcuzk.KeyErrorType).AsString(); v != otelcuzk.ErrorTypeOutOfMemory {
 		t.Errorf("error.type = %q", v)
 	}
 	if errors.Is(err, ErrNoDevice) {

@@ -1,23 +1,24 @@
 package cudaspans
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // ErrNoDevice means CUDA cannot be used on this host: libcuda.so.1 is
 // missing, the driver is older than CUDA 12, cuInit failed, or there is no
 // device. Errors wrapping it carry the one-line reason; the prover's
 // --backend auto falls back to the CPU on it.
-var ErrNoDevice = errors.New("no CUDA device")
+var ErrNoDevice = otelcuzk.NewError(otelcuzk.ErrorTypeNoDevice, "no CUDA device")
 
 // ErrOutOfMemory is matched (errors.Is) by an *Error whose result is
 // CUDA_ERROR_OUT_OF_MEMORY, so callers can split work into chunks.
-var ErrOutOfMemory = errors.New("CUDA out of memory")
+var ErrOutOfMemory = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "CUDA out of memory")
 
 // ErrNoCompiler means NVRTC (libnvrtc.so.13 or .12) could not be loaded;
 // give a precompiled cubin or PTX file instead (LoadModule).
-var ErrNoCompiler = errors.New("NVRTC not available")
+var ErrNoCompiler = otelcuzk.NewError(otelcuzk.ErrorTypeCUDA, "NVRTC not available")
 
 // ErrSticky is matched (errors.Is) by an *Error whose result leaves the
 // context unusable for the life of the process: every later call on it
@@ -28,7 +29,7 @@ var ErrNoCompiler = errors.New("NVRTC not available")
 // (716), INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719),
 // ECC_UNCORRECTABLE (214), NVLINK_UNCORRECTABLE (220), DEVICE_UNAVAILABLE
 // (46) and UNKNOWN (999), which an Xid or a fallen-off-the-bus GPU reports.
-var ErrSticky = errors.New("sticky CUDA error: the device context can no longer be used")
+var ErrSticky = otelcuzk.NewError(otelcuzk.ErrorTypeDeviceFault, "sticky CUDA error: the device context can no longer be used")
 
 // stickyResults are the CUresults of ErrSticky.
 var stickyResults = map[int]bool{46: true, 214: true, 220: true, 700: true, 702: true, 709: true, 710: true,
@@ -80,6 +81,21 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
+// ErrorType is e's error.type (otelcuzk.ErrorType): device_fault for the
+// results of ErrSticky, out_of_memory, no_device for the results ErrNoDevice
+// matches, else cuda. The CUresult's name stays in the message.
+func (e *Error) ErrorType() string {
+	switch {
+	case e.Is(ErrSticky):
+		return otelcuzk.ErrorTypeDeviceFault
+	case e.Is(ErrOutOfMemory):
+		return otelcuzk.ErrorTypeOutOfMemory
+	case e.Is(ErrNoDevice):
+		return otelcuzk.ErrorTypeNoDevice
+	}
+	return otelcuzk.ErrorTypeCUDA
+}
+
 // CompileError is a failed NVRTC compile: the nvrtcResult name and the
 // compiler's log (file:line: error ...).
 type CompileError struct {
@@ -95,3 +111,6 @@ func (e *CompileError) Error() string {
 	}
 	return fmt.Sprintf("compile %s: %s: %s:\n%s", e.Module, e.Call, e.Result, e.Log)
 }
+
+// ErrorType is cuda, e's error.type (otelcuzk.ErrorType).
+func (e *CompileError) ErrorType() string { return otelcuzk.ErrorTypeCUDA }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 func TestStickyResultsMatchErrSticky(t *testing.T) {
@@ -16,5 +18,27 @@ func TestStickyResultsMatchErrSticky(t *testing.T) {
 	}
 	if errors.Is(&Error{Code: 700}, ErrOutOfMemory) || errors.Is(&Error{Code: 2}, ErrSticky) {
 		t.Error("out of memory and sticky errors are told apart")
+	}
+}
+
+func TestCUDAErrorsHaveTheirErrorType(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&Error{Call: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, otelcuzk.ErrorTypeDeviceFault},
+		{&Error{Call: "cuMemAlloc", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}, otelcuzk.ErrorTypeOutOfMemory},
+		{&Error{Call: "cuInit", Code: 100, Name: "CUDA_ERROR_NO_DEVICE"}, otelcuzk.ErrorTypeNoDevice},
+		{&Error{Call: "cuInit", Code: 35, Name: "CUDA_ERROR_INSUFFICIENT_DRIVER"}, otelcuzk.ErrorTypeNoDevice},
+		{&Error{Call: "cuLaunchKernel", Code: 1, Name: "CUDA_ERROR_INVALID_VALUE"}, otelcuzk.ErrorTypeCUDA},
+		{&CompileError{Module: "msm", Call: "nvrtcCompileProgram", Result: "NVRTC_ERROR_COMPILATION"}, otelcuzk.ErrorTypeCUDA},
+		{fmt.Errorf("%w: libcuda.so.1: not found", ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
+		{fmt.Errorf("compile: %w", ErrNoCompiler), otelcuzk.ErrorTypeCUDA},
+		{fmt.Errorf("chunk: %w", ErrOutOfMemory), otelcuzk.ErrorTypeOutOfMemory},
+		{ErrSticky, otelcuzk.ErrorTypeDeviceFault},
+	} {
+		if got := otelcuzk.ErrorType(fmt.Errorf("msm: %w", tc.err)); got != tc.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
