@@ -63,7 +63,7 @@ type Backend interface {
 	// MSMG2 is MSMG1 on G2 (msm.g2.b).
 	MSMG2(ctx context.Context, span string, bases BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error)
 
-	// Close releases what the backend holds (device memory, resident keys).
+	// Close releases what the backend holds (device memory, resident bases).
 	Close() error
 }
 

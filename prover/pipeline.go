@@ -199,17 +199,17 @@ func (p *Pipeline) Preload(ctx context.Context, circuit string, constraints int)
 	return err
 }
 
-// KeyEvicter is implemented by backends that keep proving keys resident
-// (the CUDA backend's hot tier): Pipeline.Evict calls EvictKey with the
+// BaseEvicter is implemented by backends that keep proving keys resident
+// (the CUDA backend's hot tier): Pipeline.Evict calls EvictBases with the
 // key's ID, the hash of its constraint system, so that the base sets whose
 // BaseSet.ID starts with keyID + ":" leave the device.
-type KeyEvicter interface {
-	EvictKey(ctx context.Context, keyID string) error
+type BaseEvicter interface {
+	EvictBases(ctx context.Context, keyID string) error
 }
 
 // Evict forgets the compiled circuit and keys held for circuit at
 // constraints, and evicts them from the backend when it implements
-// KeyEvicter; it reports whether they were held. Proofs running with them
+// BaseEvicter; it reports whether they were held. Proofs running with them
 // finish normally.
 func (p *Pipeline) Evict(circuit string, constraints int) bool {
 	p.mu.Lock()
@@ -220,11 +220,11 @@ func (p *Pipeline) Evict(circuit string, constraints int) bool {
 	if !ok {
 		return false
 	}
-	if ev, isEvicter := p.backend.(KeyEvicter); isEvicter {
+	if ev, isEvicter := p.backend.(BaseEvicter); isEvicter {
 		select {
 		case <-lc.ready:
 			if lc.err == nil {
-				_ = ev.EvictKey(context.Background(), lc.keys.Hash)
+				_ = ev.EvictBases(context.Background(), lc.keys.Hash)
 			}
 		default:
 		}

@@ -329,7 +329,7 @@ type evictingCPU struct {
 	evicted []string
 }
 
-func (e *evictingCPU) EvictKey(_ context.Context, id string) error {
+func (e *evictingCPU) EvictBases(_ context.Context, id string) error {
 	e.evicted = append(e.evicted, id)
 	return nil
 }

@@ -79,7 +79,7 @@ func run(list string, lg1, lg2, reps int) error {
 	if err != nil {
 		return err
 	}
-	keys, err := msm.NewResidentKeys(ctx, c)
+	keys, err := msm.NewDeviceBases(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
 
-var _ prover.KeyEvicter = (*Backend)(nil)
+var _ prover.BaseEvicter = (*Backend)(nil)
 
 func init() {
 	prover.RegisterBackend("cuda", func(ctx context.Context, o prover.BackendOptions) (prover.Backend, error) {
@@ -43,7 +43,7 @@ func init() {
 type Backend struct {
 	c        *cudaspans.Context
 	s        *cudaspans.Stream
-	keys     *msm.ResidentKeys
+	bases    *msm.DeviceBases
 	cpu      *prover.CPU
 	releaser *cudaspans.Releaser
 	tp       trace.TracerProvider
@@ -252,11 +252,11 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}
-	kopts := []msm.KeysOption{msm.WithTracerProvider(tp)}
+	kopts := []msm.DeviceBasesOption{msm.WithTracerProvider(tp)}
 	if o.Releaser != nil {
 		kopts = append(kopts, msm.WithReleaser(o.Releaser))
 	}
-	if b.keys, err = msm.NewResidentKeys(ctx, c, kopts...); err != nil {
+	if b.bases, err = msm.NewDeviceBases(ctx, c, kopts...); err != nil {
 		return fail(err)
 	}
 	return b, nil
@@ -418,15 +418,15 @@ func (b *Backend) Context() *cudaspans.Context { return b.c }
 // (cuMemGetInfo), for the daemon's device memory metrics.
 func (b *Backend) MemInfo() (free, total uint64, err error) { return b.c.MemInfo() }
 
-// Keys returns the proving-key bases resident on the device (preload,
-// evict, accounting; msm.ResidentKeys).
-func (b *Backend) Keys() *msm.ResidentKeys { return b.keys }
+// Bases returns the proving-key bases resident on the device (preload,
+// evict, accounting; msm.DeviceBases).
+func (b *Backend) Bases() *msm.DeviceBases { return b.bases }
 
-// EvictKey implements prover.KeyEvicter: the proving key's base sets leave
-// the device (ResidentKeys.EvictKey); sets in use by a running MSM are
+// EvictBases implements prover.BaseEvicter: the proving key's base sets leave
+// the device (DeviceBases.EvictKeySets); sets in use by a running MSM are
 // freed when it ends.
-func (b *Backend) EvictKey(ctx context.Context, keyID string) error {
-	_, err := b.keys.EvictKey(ctx, keyID)
+func (b *Backend) EvictBases(ctx context.Context, keyID string) error {
+	_, err := b.bases.EvictKeySets(ctx, keyID)
 	return err
 }
 
@@ -769,7 +769,7 @@ func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[c
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
 	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G1Resident(ctx, span, b.s, b.keys, bases, sc)
+		res, err = b.msm.G1Resident(ctx, span, b.s, b.bases, bases, sc)
 		return err
 	})
 	return res, err
@@ -794,7 +794,7 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
 	}
 	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G2Resident(ctx, span, b.s, b.keys, bases, sc)
+		res, err = b.msm.G2Resident(ctx, span, b.s, b.bases, bases, sc)
 		return err
 	})
 	return res, err
@@ -829,7 +829,7 @@ func (b *Backend) withScalars(ctx context.Context, span string, scalars []fr.Ele
 	return msm(sc)
 }
 
-// Close evicts the resident keys, frees the kernels and tables and releases
+// Close evicts the resident bases, frees the kernels and tables and releases
 // the device context.
 func (b *Backend) Close() error {
 	var errs []error
@@ -845,8 +845,8 @@ func (b *Backend) Close() error {
 		}
 	}
 	b.stage, b.scratch = [2]*cudaspans.PinnedBuffer{}, nil
-	if b.keys != nil {
-		errs = append(errs, b.keys.EvictAll(context.Background()))
+	if b.bases != nil {
+		errs = append(errs, b.bases.EvictAll(context.Background()))
 	}
 	b.waitWarm() // its modules are loaded on this context
 	if b.ntt != nil {

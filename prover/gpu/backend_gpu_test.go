@@ -148,10 +148,10 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 	if err := b.SetMSMG2("fpga"); err == nil {
 		t.Error("SetMSMG2 accepted an unknown placement")
 	}
-	if _, ok := b.Keys().Get("test:g1"); !ok {
+	if _, ok := b.Bases().Get("test:g1"); !ok {
 		t.Error("the G1 base set is not resident after MSMG1")
 	}
-	if _, ok := b.Keys().Get("test:g2"); !ok {
+	if _, ok := b.Bases().Get("test:g2"); !ok {
 		t.Error("the G2 base set is not resident after MSMG2 on the GPU")
 	}
 }

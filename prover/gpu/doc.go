@@ -14,7 +14,7 @@
 //     NVRTC compile;
 //   - ntt: the NTT engine over Fr and groth16's compute_h on the device;
 //   - msm: Pippenger's MSM on G1 and G2 (one generic Go path), its plan and
-//     point layouts, and ResidentKeys, the proving-key bases kept on the
+//     point layouts, and DeviceBases, the proving-key bases kept on the
 //     device across proofs;
 //   - internal/hostarith, internal/hostec: the kernel headers compiled as
 //     plain C++ and tested against gnark-crypto without a GPU;

@@ -65,8 +65,8 @@ func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
 			if err := groth16.Verify(proof, vk, pub); err != nil {
 				t.Fatalf("%s (G2 on %s): the CUDA proof without a key ID does not verify: %v", c.name, g2, err)
 			}
-			if ids := b.Keys().IDs(); len(ids) != 0 || b.Keys().Bytes() != 0 {
-				t.Fatalf("%s: a proof without a key ID left base sets %v (%d bytes) resident", c.name, ids, b.Keys().Bytes())
+			if ids := b.Bases().IDs(); len(ids) != 0 || b.Bases().Bytes() != 0 {
+				t.Fatalf("%s: a proof without a key ID left base sets %v (%d bytes) resident", c.name, ids, b.Bases().Bytes())
 			}
 			t.Logf("%s (%d constraints, G2 on %s): CUDA proof without a key ID verifies", c.name, ccs.GetNbConstraints(), g2)
 		}

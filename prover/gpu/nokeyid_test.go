@@ -45,7 +45,7 @@ func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := msm.NewResidentKeys(ctx, c, msm.WithTracerProvider(tp), msm.WithReleaser(rel))
+	bases, err := msm.NewDeviceBases(ctx, c, msm.WithTracerProvider(tp), msm.WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +53,16 @@ func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{c: c, s: s, keys: keys, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
+	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
 		cpu: prover.NewCPU(tp), msm: m}
 	b.warm = func(context.Context) error { return nil } // the modules above are loaded
 	b.ready.Store(true)
 	return b, drv, rec
 }
 
-// keysSet is a base set of n distinct points (small multiples of the
+// basesSet is a base set of n distinct points (small multiples of the
 // generator; the fake device never does arithmetic).
-func keysSet(id string, n int) prover.BaseSet[curve.G1Affine] {
+func basesSet(id string, n int) prover.BaseSet[curve.G1Affine] {
 	_, _, g, _ := curve.Generators()
 	pts := make([]curve.G1Affine, n)
 	var acc curve.G1Affine
@@ -88,13 +88,13 @@ func spanNames(rec *tracetest.SpanRecorder) string {
 
 // A base set without an ID (prover.Prove without WithKeyID) is proved on
 // the device without being kept resident (issue 11 item 5): no
-// keys.preload, nothing left in ResidentKeys or in device memory, and the
+// keys.preload, nothing left in DeviceBases or in device memory, and the
 // set's points went to the device with the MSM's scalars.
 func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	b, drv, rec := fakeKernelBackend(t)
 	ctx := context.Background()
 	used0, _, _ := drv.Stats()
-	g1 := keysSet("", 100)
+	g1 := basesSet("", 100)
 	_, _, _, g2gen := curve.Generators()
 	g2 := prover.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 50)}
 	for i := range g2.Points {
@@ -110,8 +110,8 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	if _, err := b.MSMG2(ctx, otelcuzk.SpanMSMG2B, g2, scalars[:50]); err != nil {
 		t.Fatalf("MSMG2 over a set without an ID: %v", err)
 	}
-	if ids := b.Keys().IDs(); len(ids) != 0 || b.Keys().Bytes() != 0 {
-		t.Errorf("sets without an ID were kept resident: %v, %d bytes", ids, b.Keys().Bytes())
+	if ids := b.Bases().IDs(); len(ids) != 0 || b.Bases().Bytes() != 0 {
+		t.Errorf("sets without an ID were kept resident: %v, %d bytes", ids, b.Bases().Bytes())
 	}
 	if used, _, _ := drv.Stats(); used != used0 {
 		t.Errorf("device memory in use %d after the MSMs, %d before: the bases stayed", used, used0)
@@ -137,7 +137,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	if _, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, g1, scalars); err != nil {
 		t.Fatal(err)
 	}
-	if ids := b.Keys().IDs(); len(ids) != 1 || ids[0] != "k:g1.a" {
+	if ids := b.Bases().IDs(); len(ids) != 1 || ids[0] != "k:g1.a" {
 		t.Errorf("a set with an ID is not resident: %v", ids)
 	}
 }

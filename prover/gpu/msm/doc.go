@@ -1,16 +1,16 @@
 // Package msm computes multi-scalar multiplications on G1 and G2 of
 // BLS12-381 on one CUDA device with Pippenger's bucket method (MSM;
 // prover/gpu/kernels' msm.cuh describes the steps), and keeps proving-key
-// base sets resident on the device across proofs (ResidentKeys, cuzk's
+// base sets resident on the device across proofs (DeviceBases, cuzk's
 // hot tier of the SRS).
 //
 // msm.go: the MSM, its options (WithTracerProvider and WithReleaser are
-// shared with NewResidentKeys, options.go), the modules msm.cu is compiled
+// shared with NewDeviceBases, options.go), the modules msm.cu is compiled
 // as (Modules: a scalar part shared by both groups and four point parts
 // per group, compiled at once), the device plan of one pass, the C
 // layouts of the window sums, and G1 and G2 as one generic Go path over
 // the gnark-crypto types (the G1*/G2* methods are its instances).
-// keys.go: ResidentKeys and ResidentBases. Scalars and points are
+// devicebases.go: DeviceBases and ResidentBases. Scalars and points are
 // gnark-crypto values in Montgomery form, copied byte for byte.
 //
 // Spans: msm.g1.*, msm.g2.b (with cuzk.msm.size, window bits, chunks) and

@@ -414,7 +414,7 @@ func (m *MSM) group(ctx context.Context, g2 bool) (*msmGroup, error) {
 func (m *MSM) Context() *cudaspans.Context { return m.c }
 
 // Close unloads the MSM's kernels. The MSM must not be used afterwards;
-// resident base sets belong to their ResidentKeys (EvictAll frees them).
+// resident base sets belong to their DeviceBases (EvictAll frees them).
 func (m *MSM) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -611,7 +611,7 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 	return sum[J, PJ, X](m, ctx, name, s, g2, ptr, nil, scalars)
 }
 
-// G1Resident is G1 over a proving-key base set kept resident in keys (the
+// G1Resident is G1 over a proving-key base set kept in resident, a DeviceBases (the
 // way the CUDA backend's MSMG1 should call it): the first call for set.ID
 // uploads the points (a keys.preload span under the MSM's span), later
 // calls reuse the device copy. len(scalars) ≤ len(set.Points).
@@ -619,20 +619,20 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 // A set without an ID (prover.Prove without WithKeyID) is never kept
 // resident, as prover.BaseSet says: it is G1Host over set.Points, the
 // bases copied with each chunk and gone when the MSM ends.
-func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
+func (m *MSM) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, resident *DeviceBases,
 	set prover.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	return overKeys[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, keys, set, scalars)
+	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, resident, set, scalars)
 }
 
 // G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
-func (m *MSM) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, keys *ResidentKeys,
+func (m *MSM) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, resident *DeviceBases,
 	set prover.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
-	return overKeys[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, name, s, true, keys, set, scalars)
+	return overDeviceBases[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, name, s, true, resident, set, scalars)
 }
 
-// overKeys is G1Resident and G2Resident.
-func overKeys[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
-	keys *ResidentKeys, set prover.BaseSet[A], scalars []fr.Element) (res J, err error) {
+// overDeviceBases is G1Resident and G2Resident.
+func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
+	resident *DeviceBases, set prover.BaseSet[A], scalars []fr.Element) (res J, err error) {
 	if set.ID == "" {
 		return overHost[A, J, PJ, X](m, ctx, name, s, g2, set.Points, scalars)
 	}
@@ -643,11 +643,11 @@ func overKeys[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 			trace.WithAttributes(prover.MSMScalarAttributes(ctx)...))
 		defer func() { msmEndSpan(span, err) }()
 	}
-	if keys == nil {
-		return res, errors.New("msm: nil resident key store")
+	if resident == nil {
+		return res, errors.New("msm: nil DeviceBases")
 	}
 	for attempt := 0; ; attempt++ {
-		rb, err := preloadSet(ctx, keys, s, set, g2)
+		rb, err := preloadSet(ctx, resident, s, set, g2)
 		if err != nil {
 			return res, err
 		}
@@ -663,7 +663,7 @@ func overKeys[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 
 // G1Host is G1 over bases in host memory: each chunk's bases are copied to
 // the device with its scalars, so nothing stays resident. For proving-key
-// bases prefer a ResidentKeys set, uploaded once.
+// bases prefer a DeviceBases set, uploaded once.
 func (m *MSM) G1Host(ctx context.Context, name string, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
 	return overHost[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, name, s, false, bases, scalars)
 }
@@ -900,7 +900,7 @@ func ErrorType(err error) string {
 	switch {
 	case errors.Is(err, ErrTooLarge), errors.Is(err, cudaspans.ErrOutOfMemory):
 		return "out_of_memory"
-	case errors.Is(err, ErrKeyBudget):
+	case errors.Is(err, ErrBaseBudget):
 		return "key_budget"
 	case errors.Is(err, cudaspans.ErrNoDevice):
 		return "no_device"

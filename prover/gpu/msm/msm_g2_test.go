@@ -58,12 +58,12 @@ func gnarkMSMG2(t testing.TB, bases []curve.G2Affine, scalars []fr.Element) curv
 func msmPreloadG2(t testing.TB, f *msmFixture, bases []curve.G2Affine) *ResidentBases {
 	t.Helper()
 	msmSetSeq++
-	rb, err := f.keys.PreloadG2(f.ctx, f.stream, prover.BaseSet[curve.G2Affine]{ID: fmt.Sprintf("test-g2-%d", msmSetSeq), Points: bases})
+	rb, err := f.bases.PreloadG2(f.ctx, f.stream, prover.BaseSet[curve.G2Affine]{ID: fmt.Sprintf("test-g2-%d", msmSetSeq), Points: bases})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := f.keys.Evict(f.ctx, rb.ID()); err != nil {
+		if _, err := f.bases.Evict(f.ctx, rb.ID()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -202,13 +202,13 @@ func TestMSMG2GPURefusesTheOtherGroupsSetAndEvictedSets(t *testing.T) {
 	if _, err := f.msm.G1(f.ctx, "", f.stream, rb2, msmRandScalars(10)); err == nil {
 		t.Error("a G1 MSM over G2 bases gave no error")
 	}
-	if _, err := f.keys.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: rb2.ID(), Points: msmTestBases(t, 10)}); err == nil {
+	if _, err := f.bases.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: rb2.ID(), Points: msmTestBases(t, 10)}); err == nil {
 		t.Error("a G1 preload under a resident G2 set's ID gave no error")
 	}
 	if _, err := f.msm.G2(f.ctx, "", f.stream, rb2, msmRandScalars(11)); err == nil {
 		t.Error("more scalars than bases: no error")
 	}
-	if _, err := f.keys.Evict(f.ctx, rb2.ID()); err != nil {
+	if _, err := f.bases.Evict(f.ctx, rb2.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.msm.G2(f.ctx, "", f.stream, rb2, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
@@ -233,11 +233,11 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	keys, err := NewResidentKeys(f.ctx, c, WithTracerProvider(tp))
+	resident, err := NewDeviceBases(f.ctx, c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer keys.EvictAll(f.ctx)
+	defer resident.EvictAll(f.ctx)
 	stream, err := c.NewStream()
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 	set := prover.BaseSet[curve.G2Affine]{ID: "g2test:g2.b", Points: msmTestBasesG2(t, n)}
 	for round := range 2 {
 		scalars := msmRandScalars(n)
-		got, err := m.G2Resident(f.ctx, otelcuzk.SpanMSMG2B, stream, keys, set, scalars)
+		got, err := m.G2Resident(f.ctx, otelcuzk.SpanMSMG2B, stream, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,8 +285,8 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 			t.Errorf("msm.g2.b has no %s child (children: %v)", k, kernels)
 		}
 	}
-	if keys.Bytes() != int64(n*msmAffine2Bytes) {
-		t.Errorf("resident bytes %d, want %d", keys.Bytes(), n*msmAffine2Bytes)
+	if resident.Bytes() != int64(n*msmAffine2Bytes) {
+		t.Errorf("resident bytes %d, want %d", resident.Bytes(), n*msmAffine2Bytes)
 	}
 }
 

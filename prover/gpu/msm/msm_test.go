@@ -164,7 +164,7 @@ type msmFixture struct {
 	c      *cudaspans.Context
 	msm    *MSM
 	stream *cudaspans.Stream
-	keys   *ResidentKeys
+	bases  *DeviceBases
 	err    error
 }
 
@@ -190,7 +190,7 @@ func openMSMGPU(t testing.TB) *msmFixture {
 		if f.stream, f.err = f.c.NewStream(); f.err != nil {
 			return
 		}
-		f.keys, f.err = NewResidentKeys(f.ctx, f.c)
+		f.bases, f.err = NewDeviceBases(f.ctx, f.c)
 	})
 	if errors.Is(msmGPUFix.err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", msmGPUFix.err)
@@ -254,12 +254,12 @@ var msmSetSeq int
 func msmPreload(t testing.TB, f *msmFixture, bases []curve.G1Affine) *ResidentBases {
 	t.Helper()
 	msmSetSeq++
-	rb, err := f.keys.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: fmt.Sprintf("test-%d", msmSetSeq), Points: bases})
+	rb, err := f.bases.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: fmt.Sprintf("test-%d", msmSetSeq), Points: bases})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := f.keys.Evict(f.ctx, rb.ID()); err != nil {
+		if _, err := f.bases.Evict(f.ctx, rb.ID()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -404,7 +404,7 @@ func TestMSMG1GPUErrors(t *testing.T) {
 	if _, err := f.msm.G1(f.ctx, "", f.stream, nil, msmRandScalars(1)); err == nil {
 		t.Error("nil base set: no error")
 	}
-	if _, err := f.keys.Evict(f.ctx, rb.ID()); err != nil {
+	if _, err := f.bases.Evict(f.ctx, rb.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.msm.G1(f.ctx, "", f.stream, rb, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
@@ -491,7 +491,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
+	resident, err := NewDeviceBases(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	set := prover.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
 	want := gnarkMSM(t, bases, scalars)
 	for range 2 { // the first call uploads the set, the second reuses it
-		got, err := m.G1Resident(f.ctx, otelcuzk.SpanMSMG1A, s, keys, set, scalars)
+		got, err := m.G1Resident(f.ctx, otelcuzk.SpanMSMG1A, s, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,10 +511,10 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 			t.Fatal("MSM differs from gnark")
 		}
 	}
-	if keys.Bytes() != int64(len(bases))*96 {
-		t.Errorf("resident bytes %d, want %d", keys.Bytes(), len(bases)*96)
+	if resident.Bytes() != int64(len(bases))*96 {
+		t.Errorf("resident bytes %d, want %d", resident.Bytes(), len(bases)*96)
 	}
-	if _, err := keys.Evict(f.ctx, "spans"); err != nil {
+	if _, err := resident.Evict(f.ctx, "spans"); err != nil {
 		t.Fatal(err)
 	}
 	spans := rec.Ended()

@@ -7,20 +7,20 @@ import (
 )
 
 // The constructors of this package share one shape: New(ctx, c, ...) and
-// NewResidentKeys(ctx, c, ...), with the device context c first and
+// NewDeviceBases(ctx, c, ...), with the device context c first and
 // options after; an option is accepted only by the constructors it means
 // something to.
 
-// SharedOption configures both constructors: New and NewResidentKeys.
+// SharedOption configures both constructors: New and NewDeviceBases.
 type SharedOption interface {
 	Option
-	KeysOption
+	DeviceBasesOption
 }
 
 type tracerProviderOption struct{ tp trace.TracerProvider }
 
-func (o tracerProviderOption) applyMSM(c *msmConfig)   { c.tp = o.tp }
-func (o tracerProviderOption) applyKeys(c *keysConfig) { c.tp = o.tp }
+func (o tracerProviderOption) applyMSM(c *msmConfig)                 { c.tp = o.tp }
+func (o tracerProviderOption) applyDeviceBases(c *deviceBasesConfig) { c.tp = o.tp }
 
 // WithTracerProvider records the MSM spans (msm.*) or keys.preload with tp
 // (default: the global one). Kernel, copy and allocation spans follow the
@@ -29,11 +29,11 @@ func WithTracerProvider(tp trace.TracerProvider) SharedOption { return tracerPro
 
 type releaserOption struct{ r *cudaspans.Releaser }
 
-func (o releaserOption) applyMSM(c *msmConfig)   { c.releaser = o.r }
-func (o releaserOption) applyKeys(c *keysConfig) { c.releaser = o.r }
+func (o releaserOption) applyMSM(c *msmConfig)                 { c.releaser = o.r }
+func (o releaserOption) applyDeviceBases(c *deviceBasesConfig) { c.releaser = o.r }
 
 // WithReleaser frees device memory through r, as buffer.release spans: the
 // MSM's workspace (in pool mode reused by the next MSM), the evicted base
-// sets of ResidentKeys. Default: a synchronous Releaser on the same
+// sets of DeviceBases. Default: a synchronous Releaser on the same
 // TracerProvider.
 func WithReleaser(r *cudaspans.Releaser) SharedOption { return releaserOption{r} }

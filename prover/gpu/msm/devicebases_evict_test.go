@@ -16,16 +16,16 @@ import (
 // between PreloadG1's return and the MSM's acquire.
 type evictOnPreloadEnd struct {
 	sdktrace.SpanProcessor
-	keys *ResidentKeys
-	id   string
-	on   bool
+	bases *DeviceBases
+	id    string
+	on    bool
 }
 
 func (p *evictOnPreloadEnd) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (p *evictOnPreloadEnd) OnEnd(s sdktrace.ReadOnlySpan) {
 	if p.on && s.Name() == otelcuzk.SpanKeysPreload {
 		p.on = false
-		_, _ = p.keys.Evict(context.Background(), p.id)
+		_, _ = p.bases.Evict(context.Background(), p.id)
 	}
 }
 func (p *evictOnPreloadEnd) Shutdown(context.Context) error   { return nil }
@@ -39,23 +39,23 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewResidentKeys(context.Background(), c, WithTracerProvider(tp))
+	resident, err := NewDeviceBases(context.Background(), c, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc.keys = keys
+	proc.bases = resident
 	s, _ := c.NewStream()
-	set := keysSet("k:g1.a", 100)
-	if _, err := keys.PreloadG1(context.Background(), s, set); err != nil {
+	set := basesSet("k:g1.a", 100)
+	if _, err := resident.PreloadG1(context.Background(), s, set); err != nil {
 		t.Fatal(err)
 	}
 	proc.on = true
 	m := &MSM{} // no kernels: past a successful acquire it fails with "msm: closed"
-	_, err = m.G1Resident(context.Background(), "", s, keys, set, make([]fr.Element, 100))
+	_, err = m.G1Resident(context.Background(), "", s, resident, set, make([]fr.Element, 100))
 	if errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("an Evict during the MSM call failed it with %v instead of uploading the set again", err)
 	}
-	if _, resident := keys.Get("k:g1.a"); !resident {
+	if _, resident := resident.Get("k:g1.a"); !resident {
 		t.Error("the set evicted before the MSM took hold of it was not uploaded again")
 	}
 	if _, _, copies := drv.Stats(); copies != 2 {

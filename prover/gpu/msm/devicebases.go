@@ -23,12 +23,12 @@ var (
 	// ErrBaseSetEvicted is returned by an MSM over a base set that was
 	// evicted before the MSM started.
 	ErrBaseSetEvicted = errors.New("base set evicted from the device")
-	// ErrKeyBudget is returned by Preload when a base set does not fit in
-	// the device budget (WithKeyBudget) even after evicting every idle set.
-	ErrKeyBudget = errors.New("base set exceeds the resident key budget")
+	// ErrBaseBudget is returned by Preload when a base set does not fit in
+	// the device budget (WithBaseBudget) even after evicting every idle set.
+	ErrBaseBudget = errors.New("base set exceeds the device base budget")
 )
 
-// ResidentKeys keeps proving-key base sets (prover.BaseSet) in device
+// DeviceBases keeps proving-key base sets (prover.BaseSet) in device
 // memory across proofs, uploaded once per circuit: cuzk's hot tier of the
 // SRS. Sets are found by BaseSet.ID, evicted explicitly (Evict) or, when
 // the device or the budget is full, least recently used first. Device
@@ -36,7 +36,7 @@ var (
 //
 // All methods are safe for concurrent use. A set in use by an MSM is freed
 // when that MSM ends.
-type ResidentKeys struct {
+type DeviceBases struct {
 	c        *cudaspans.Context
 	releaser *cudaspans.Releaser
 	tracer   trace.Tracer
@@ -52,7 +52,7 @@ type ResidentKeys struct {
 // (96 bytes a point) or G2Affine layout (192 bytes a point), Montgomery
 // form, infinity as (0, 0).
 type ResidentBases struct {
-	keys  *ResidentKeys
+	owner *DeviceBases
 	id    string
 	n     int
 	g2    bool // G2Affine points
@@ -61,7 +61,7 @@ type ResidentBases struct {
 	ready chan struct{} // closed when the upload ended
 	err   error         // the upload's error, set before ready closes
 
-	// guarded by keys.mu
+	// guarded by owner.mu
 	buf      *cudaspans.DeviceBuffer
 	users    int
 	evicted  bool
@@ -69,36 +69,36 @@ type ResidentBases struct {
 	evictCtx context.Context
 }
 
-// KeysOption configures ResidentKeys.
-type KeysOption interface{ applyKeys(*keysConfig) }
+// DeviceBasesOption configures DeviceBases.
+type DeviceBasesOption interface{ applyDeviceBases(*deviceBasesConfig) }
 
-type keysConfig struct {
+type deviceBasesConfig struct {
 	releaser *cudaspans.Releaser
 	tp       trace.TracerProvider
 	budget   int64
 }
 
-type keysOptionFunc func(*keysConfig)
+type deviceBasesOptionFunc func(*deviceBasesConfig)
 
-func (f keysOptionFunc) applyKeys(c *keysConfig) { f(c) }
+func (f deviceBasesOptionFunc) applyDeviceBases(c *deviceBasesConfig) { f(c) }
 
-// WithKeyBudget caps the device bytes of resident sets (default 0: no cap
+// WithBaseBudget caps the device bytes of resident sets (default 0: no cap
 // but the device's memory).
-func WithKeyBudget(bytes int64) KeysOption {
-	return keysOptionFunc(func(c *keysConfig) { c.budget = bytes })
+func WithBaseBudget(bytes int64) DeviceBasesOption {
+	return deviceBasesOptionFunc(func(c *deviceBasesConfig) { c.budget = bytes })
 }
 
-// NewResidentKeys returns an empty resident key store on c's device
-// (options: WithTracerProvider, WithReleaser, WithKeyBudget). It allocates
+// NewDeviceBases returns an empty store of resident base sets on c's device
+// (options: WithTracerProvider, WithReleaser, WithBaseBudget). It allocates
 // nothing; ctx is for the constructors' common shape. Errors: a negative
 // budget.
-func NewResidentKeys(ctx context.Context, c *cudaspans.Context, opts ...KeysOption) (*ResidentKeys, error) {
-	var cfg keysConfig
+func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBasesOption) (*DeviceBases, error) {
+	var cfg deviceBasesConfig
 	for _, o := range opts {
-		o.applyKeys(&cfg)
+		o.applyDeviceBases(&cfg)
 	}
 	if cfg.budget < 0 {
-		return nil, fmt.Errorf("keys: negative budget %d", cfg.budget)
+		return nil, fmt.Errorf("msm: negative budget %d", cfg.budget)
 	}
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
@@ -110,7 +110,7 @@ func NewResidentKeys(ctx context.Context, c *cudaspans.Context, opts ...KeysOpti
 		}
 		cfg.releaser = r
 	}
-	return &ResidentKeys{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
 		budget: cfg.budget, sets: map[string]*ResidentBases{}}, nil
 }
 
@@ -121,24 +121,24 @@ func NewResidentKeys(ctx context.Context, c *cudaspans.Context, opts ...KeysOpti
 // ID upload once.
 //
 // Errors: an empty ID or point set, a resident set of the same ID with a
-// different length or of the other group (G1/G2), ErrKeyBudget, and cudaspans.ErrOutOfMemory (wrapped)
+// different length or of the other group (G1/G2), ErrBaseBudget, and cudaspans.ErrOutOfMemory (wrapped)
 // when the device has no room even after evicting every idle set.
-func (k *ResidentKeys) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
+func (k *DeviceBases) PreloadG1(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
 	return preloadSet(ctx, k, s, set, false)
 }
 
 // PreloadG2 is PreloadG1 for a set of G2 points (192 bytes each on the
 // device). A G1 set and a G2 set may not share an ID.
-func (k *ResidentKeys) PreloadG2(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
+func (k *DeviceBases) PreloadG2(ctx context.Context, s *cudaspans.Stream, set prover.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
 	return preloadSet(ctx, k, s, set, true)
 }
 
-func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream, set prover.BaseSet[P], g2 bool) (rb *ResidentBases, err error) {
+func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set prover.BaseSet[P], g2 bool) (rb *ResidentBases, err error) {
 	if set.ID == "" {
-		return nil, errors.New("keys: base set without an ID")
+		return nil, errors.New("msm: base set without an ID")
 	}
 	if len(set.Points) == 0 {
-		return nil, fmt.Errorf("keys: base set %s has no points", set.ID)
+		return nil, fmt.Errorf("msm: base set %s has no points", set.ID)
 	}
 	ctx, span := k.tracer.Start(ctx, otelcuzk.SpanKeysPreload, trace.WithAttributes(
 		otelcuzk.KeyBaseSetID.String(set.ID), otelcuzk.KeyMSMSize.Int(len(set.Points))))
@@ -164,10 +164,10 @@ func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream
 			return nil, rb.err
 		}
 		if rb.g2 != g2 {
-			return nil, fmt.Errorf("keys: base set %s is resident as %s points, preload has %s points", set.ID, groupName(rb.g2), groupName(g2))
+			return nil, fmt.Errorf("msm: base set %s is resident as %s points, preload has %s points", set.ID, groupName(rb.g2), groupName(g2))
 		}
 		if rb.n != len(set.Points) {
-			return nil, fmt.Errorf("keys: base set %s is resident with %d points, preload has %d", set.ID, rb.n, len(set.Points))
+			return nil, fmt.Errorf("msm: base set %s is resident with %d points, preload has %d", set.ID, rb.n, len(set.Points))
 		}
 		return rb, nil
 	}
@@ -175,17 +175,17 @@ func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream
 	if k.budget > 0 {
 		if bytes > k.budget {
 			k.mu.Unlock()
-			return nil, fmt.Errorf("keys: base set %s needs %d bytes, budget %d: %w", set.ID, bytes, k.budget, ErrKeyBudget)
+			return nil, fmt.Errorf("msm: base set %s needs %d bytes, budget %d: %w", set.ID, bytes, k.budget, ErrBaseBudget)
 		}
 		for k.bytes+bytes > k.budget {
 			if !k.evictOldestLocked(ctx) {
 				k.mu.Unlock()
-				return nil, fmt.Errorf("keys: base set %s needs %d bytes, %d of budget %d in use: %w",
-					set.ID, bytes, k.bytes, k.budget, ErrKeyBudget)
+				return nil, fmt.Errorf("msm: base set %s needs %d bytes, %d of budget %d in use: %w",
+					set.ID, bytes, k.bytes, k.budget, ErrBaseBudget)
 			}
 		}
 	}
-	rb = &ResidentBases{keys: k, id: set.ID, n: len(set.Points), g2: g2, bytes: bytes, ready: make(chan struct{})}
+	rb = &ResidentBases{owner: k, id: set.ID, n: len(set.Points), g2: g2, bytes: bytes, ready: make(chan struct{})}
 	k.clock++
 	rb.lastUse = k.clock
 	rb.users = 1 // the upload
@@ -206,7 +206,7 @@ func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream
 	case rb.evicted: // Evict ran during the upload
 		orphan = buf
 		k.bytes -= bytes
-		err = fmt.Errorf("keys: base set %s: %w during its upload", set.ID, ErrBaseSetEvicted)
+		err = fmt.Errorf("msm: base set %s: %w during its upload", set.ID, ErrBaseSetEvicted)
 	default:
 		rb.buf = buf
 	}
@@ -226,7 +226,7 @@ func preloadSet[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream
 
 // upload allocates the set's device memory, evicting idle sets while the
 // device is out of memory, and copies the points.
-func upload[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream, set prover.BaseSet[P]) (*cudaspans.DeviceBuffer, error) {
+func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set prover.BaseSet[P]) (*cudaspans.DeviceBuffer, error) {
 	bytes := len(set.Points) * int(unsafe.Sizeof(set.Points[0]))
 	var buf *cudaspans.DeviceBuffer
 	for {
@@ -236,30 +236,30 @@ func upload[P any](ctx context.Context, k *ResidentKeys, s *cudaspans.Stream, se
 			break
 		}
 		if !errors.Is(err, cudaspans.ErrOutOfMemory) {
-			return nil, fmt.Errorf("keys: base set %s: %w", set.ID, err)
+			return nil, fmt.Errorf("msm: base set %s: %w", set.ID, err)
 		}
 		k.mu.Lock()
 		evicted := k.evictOldestLocked(ctx)
 		k.mu.Unlock()
 		if !evicted {
-			return nil, fmt.Errorf("keys: base set %s (%d points, %d bytes) does not fit in device memory: %w",
+			return nil, fmt.Errorf("msm: base set %s (%d points, %d bytes) does not fit in device memory: %w",
 				set.ID, len(set.Points), bytes, err)
 		}
 	}
 	if err := cudaspans.HtoD(ctx, s, buf.Ptr(), set.Points); err != nil {
 		_ = k.releaser.Release(ctx, "keys."+set.ID, buf)
-		return nil, fmt.Errorf("keys: upload base set %s: %w", set.ID, err)
+		return nil, fmt.Errorf("msm: upload base set %s: %w", set.ID, err)
 	}
 	if err := s.Synchronize(ctx); err != nil {
 		_ = k.releaser.Release(ctx, "keys."+set.ID, buf)
-		return nil, fmt.Errorf("keys: upload base set %s: %w", set.ID, err)
+		return nil, fmt.Errorf("msm: upload base set %s: %w", set.ID, err)
 	}
 	return buf, nil
 }
 
 // evictOldestLocked evicts the least recently used set that is loaded and
 // idle; false when there is none. k.mu is held.
-func (k *ResidentKeys) evictOldestLocked(ctx context.Context) bool {
+func (k *DeviceBases) evictOldestLocked(ctx context.Context) bool {
 	var oldest *ResidentBases
 	for _, rb := range k.sets {
 		if rb.buf == nil || rb.users > 0 {
@@ -284,7 +284,7 @@ func (k *ResidentKeys) evictOldestLocked(ctx context.Context) bool {
 }
 
 // Get returns the resident set id, if loaded, and marks it used.
-func (k *ResidentKeys) Get(id string) (*ResidentBases, bool) {
+func (k *DeviceBases) Get(id string) (*ResidentBases, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rb, ok := k.sets[id]
@@ -299,7 +299,7 @@ func (k *ResidentKeys) Get(id string) (*ResidentBases, bool) {
 // Evict removes set id from the device: its memory is released now
 // (buffer.release span, a child of the span in ctx), or when the MSMs
 // using it end. It reports whether the set was resident.
-func (k *ResidentKeys) Evict(ctx context.Context, id string) (bool, error) {
+func (k *DeviceBases) Evict(ctx context.Context, id string) (bool, error) {
 	k.mu.Lock()
 	rb, ok := k.sets[id]
 	if !ok {
@@ -321,10 +321,10 @@ func (k *ResidentKeys) Evict(ctx context.Context, id string) (bool, error) {
 	return true, k.releaser.Release(ctx, "keys."+id, buf)
 }
 
-// EvictKey evicts the base sets of one proving key: those whose ID is
+// EvictKeySets evicts the base sets of one proving key: those whose ID is
 // keyID + ":" + part (prover.BaseSet's naming, e.g. "3f2a…:g1.a"). It
 // returns how many were resident and the joined errors of Evict.
-func (k *ResidentKeys) EvictKey(ctx context.Context, keyID string) (int, error) {
+func (k *DeviceBases) EvictKeySets(ctx context.Context, keyID string) (int, error) {
 	var errs []error
 	n := 0
 	for _, id := range k.IDs() {
@@ -343,7 +343,7 @@ func (k *ResidentKeys) EvictKey(ctx context.Context, keyID string) (int, error) 
 }
 
 // EvictAll evicts every set (Evict for each) and returns the joined errors.
-func (k *ResidentKeys) EvictAll(ctx context.Context) error {
+func (k *DeviceBases) EvictAll(ctx context.Context) error {
 	var errs []error
 	for _, id := range k.IDs() {
 		if _, err := k.Evict(ctx, id); err != nil {
@@ -355,14 +355,14 @@ func (k *ResidentKeys) EvictAll(ctx context.Context) error {
 
 // Bytes returns the device memory held by resident sets (loaded, loading,
 // or evicted but still in use), in bytes.
-func (k *ResidentKeys) Bytes() int64 {
+func (k *DeviceBases) Bytes() int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.bytes
 }
 
 // IDs returns the IDs of the resident sets, sorted.
-func (k *ResidentKeys) IDs() []string {
+func (k *DeviceBases) IDs() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ids := make([]string, 0, len(k.sets))
@@ -400,7 +400,7 @@ func (b *ResidentBases) acquire() (cudaspans.DevicePtr, func(), error) {
 	if b.err != nil {
 		return 0, nil, b.err
 	}
-	k := b.keys
+	k := b.owner
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if b.evicted || b.buf == nil {
