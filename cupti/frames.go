@@ -122,30 +122,18 @@ func (r *reader) need(n int) bool {
 	return true
 }
 
-func (r *reader) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(r.b)
-	r.b = r.b[2:]
-	return v
-}
+func (r *reader) u16() uint16 { return binary.LittleEndian.Uint16(r.take(2)) }
+func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.take(4)) }
+func (r *reader) u64() uint64 { return binary.LittleEndian.Uint64(r.take(8)) }
 
-func (r *reader) u32() uint32 {
-	if !r.need(4) {
-		return 0
+// take consumes n bytes; past the end it records the shortfall and gives n
+// zero bytes, so a field read after an error reads as zero.
+func (r *reader) take(n int) []byte {
+	if !r.need(n) {
+		return make([]byte, n)
 	}
-	v := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
+	v := r.b[:n]
+	r.b = r.b[n:]
 	return v
 }
 
