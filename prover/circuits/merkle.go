@@ -179,46 +179,58 @@ func buildMerkle(n int) (*Instance, error) {
 
 func assignMerkle(seed int64, k, depth, filler int) (*MerklePoSt, error) {
 	rng := rand.New(rand.NewSource(seed))
-	randFr := func() fr.Element {
-		var e fr.Element
-		e.SetUint64(rng.Uint64()).Mul(&e, new(fr.Element).SetUint64(rng.Uint64()))
-		return e
-	}
 	a := newMerkleCircuit(k, depth, filler)
 	// The random values first, in the order of one proof after another,
 	// then the K paths hashed concurrently: at 2^22 they are 6,240 MiMC
 	// hashes, the sample witness's whole cost.
 	for i := 0; i < k; i++ {
-		a.Leaves[i] = randFr()
+		a.Leaves[i] = randFr(rng)
 		a.Indexes[i] = rng.Uint64() & (1<<depth - 1)
 		for d := 0; d < depth; d++ {
-			a.Paths[i][d] = randFr()
+			a.Paths[i][d] = randFr(rng)
 		}
 	}
-	errs := make([]error, k)
+	if err := merkleRoots(a.Roots, a.Indexes, a.Paths, func(i int) fr.Element { return a.Leaves[i].(fr.Element) }); err != nil {
+		return nil, err
+	}
+	assignFiller(a.Filler, rng, filler)
+	return a, nil
+}
+
+// randFr is a random element of Fr drawn from rng (the product of two
+// random 64-bit values, so the seed fixes it).
+func randFr(rng *rand.Rand) fr.Element {
+	var e fr.Element
+	e.SetUint64(rng.Uint64()).Mul(&e, new(fr.Element).SetUint64(rng.Uint64()))
+	return e
+}
+
+// merkleRoots sets roots[i] to the root of leaf(i) hashed up paths[i] at
+// indexes[i] (uint64), for every i, on up to GOMAXPROCS goroutines; the
+// errors of all are joined.
+func merkleRoots(roots, indexes []frontend.Variable, paths [][]frontend.Variable, leaf func(i int) fr.Element) error {
+	errs := make([]error, len(roots))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := 0; i < k; i++ {
+	for i := range roots {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			a.Roots[i], errs[i] = merkleRoot(a.Leaves[i].(fr.Element), a.Indexes[i].(uint64), a.Paths[i])
+			roots[i], errs[i] = merkleRoot(leaf(i), indexes[i].(uint64), paths[i])
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	return errors.Join(errs...)
+}
+
+// assignFiller sets filler, when it is {X, Out} (n > 0), to a random X from
+// rng and the output of the mulchain of n constraints from it.
+func assignFiller(filler []frontend.Variable, rng *rand.Rand, n int) {
+	if n > 0 {
+		x := randFr(rng)
+		filler[0], filler[1] = x, mulChainOut(x, n)
 	}
-	if filler > 0 {
-		x := randFr()
-		v, one := x, fr.One()
-		for i := 1; i < filler; i++ {
-			v.Square(&v).Add(&v, &one)
-		}
-		a.Filler[0], a.Filler[1] = x, v
-	}
-	return a, nil
 }
 
 // merkleRoot hashes leaf up its path with native MiMC; bit d of index set

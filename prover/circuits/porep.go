@@ -3,12 +3,10 @@ package circuits
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/big"
 	"math/bits"
 	"math/rand"
-	"runtime"
 	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -398,11 +396,6 @@ func buildPoRep(n int) (*Instance, error) {
 
 func assignPoRep(seed int64, k, depth, filler int) (*PoRep, error) {
 	rng := rand.New(rand.NewSource(seed))
-	randFr := func() fr.Element {
-		var e fr.Element
-		e.SetUint64(rng.Uint64()).Mul(&e, new(fr.Element).SetUint64(rng.Uint64()))
-		return e
-	}
 	a := newPoRepCircuit(k, depth, filler)
 	pre := make([][]byte, k)
 	for i := 0; i < k; i++ {
@@ -413,32 +406,13 @@ func assignPoRep(seed int64, k, depth, filler int) (*PoRep, error) {
 		}
 		a.Indexes[i] = rng.Uint64() & (1<<depth - 1)
 		for d := 0; d < depth; d++ {
-			a.Paths[i][d] = randFr()
+			a.Paths[i][d] = randFr(rng)
 		}
 	}
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := 0; i < k; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			a.Roots[i], errs[i] = merkleRoot(fr32LeafNative(pre[i]), a.Indexes[i].(uint64), a.Paths[i])
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := merkleRoots(a.Roots, a.Indexes, a.Paths, func(i int) fr.Element { return fr32LeafNative(pre[i]) }); err != nil {
 		return nil, err
 	}
-	if filler > 0 {
-		x := randFr()
-		v, one := x, fr.One()
-		for i := 1; i < filler; i++ {
-			v.Square(&v).Add(&v, &one)
-		}
-		a.Filler[0], a.Filler[1] = x, v
-	}
+	assignFiller(a.Filler, rng, filler)
 	return a, nil
 }
 
