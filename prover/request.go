@@ -2,46 +2,10 @@ package prover
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
-
-// Priority orders queued work: a higher priority overtakes lower ones.
-type Priority int
-
-// Priorities, as cuzk offers them to Curio.
-const (
-	PriorityLow Priority = iota
-	PriorityNormal
-	PriorityHigh
-	PriorityCritical
-)
-
-// String returns LOW, NORMAL, HIGH or CRITICAL.
-func (p Priority) String() string {
-	switch p {
-	case PriorityLow:
-		return "LOW"
-	case PriorityNormal:
-		return "NORMAL"
-	case PriorityHigh:
-		return "HIGH"
-	case PriorityCritical:
-		return "CRITICAL"
-	}
-	return fmt.Sprintf("Priority(%d)", int(p))
-}
-
-// ParsePriority maps LOW, NORMAL, HIGH or CRITICAL (any case) to a Priority.
-func ParsePriority(s string) (Priority, error) {
-	for p := PriorityLow; p <= PriorityCritical; p++ {
-		if strings.EqualFold(s, p.String()) {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown priority %q (want LOW, NORMAL, HIGH or CRITICAL)", s)
-}
 
 // Correlation carries the caller's ids, recorded on engine.job as
 // filecoin.miner.id, filecoin.sector.number, curio.task.id, curio.task.name.
@@ -72,7 +36,8 @@ type Request struct {
 	// built-in sample witness, as a nil Witness does. One entry is the same
 	// as Witness.
 	Partitions [][]byte
-	Priority   Priority
+	// Priority orders the request in the engine's queues (zero: Normal).
+	Priority priority.Priority
 	Correlation
 	// Verify runs gnark's verifier on the proof (proof.verify span).
 	Verify bool

@@ -147,7 +147,6 @@ func proveAction(c *cli.Context) (err error) {
 		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Circuit:     name,
 		Constraints: n,
-		Priority:    prover.PriorityNormal,
 		Verify:      c.Bool("verify"),
 	}
 	res, runErr := runJob(ctx, tp, pipe, pipe.Backend()+":0", req)

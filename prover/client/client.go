@@ -28,68 +28,25 @@ import (
 	"google.golang.org/grpc/status"
 
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
-// Priority orders queued work; CRITICAL overtakes everything queued.
-type Priority int
+// Priority orders queued work; CRITICAL overtakes everything queued. It
+// is the one priority type of cuzk (package prover/priority), shared with
+// the daemon's engine.
+type Priority = priority.Priority
 
 // Priorities. The zero value is Normal.
 const (
-	Normal Priority = iota
-	Low
-	High
-	Critical
+	Normal   = priority.Normal
+	Low      = priority.Low
+	High     = priority.High
+	Critical = priority.Critical
 )
 
-// String returns LOW, NORMAL, HIGH or CRITICAL.
-func (p Priority) String() string {
-	switch p {
-	case Low:
-		return "LOW"
-	case Normal:
-		return "NORMAL"
-	case High:
-		return "HIGH"
-	case Critical:
-		return "CRITICAL"
-	}
-	return fmt.Sprintf("Priority(%d)", int(p))
-}
-
-// ParsePriority maps LOW, NORMAL, HIGH or CRITICAL (upper or lower case)
-// to a Priority.
-func ParsePriority(s string) (Priority, error) {
-	for _, p := range []Priority{Low, Normal, High, Critical} {
-		if s == p.String() || s == lower(p.String()) {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown priority %q (want LOW, NORMAL, HIGH or CRITICAL)", s)
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-func (p Priority) proto() (cuzkv1.Priority, error) {
-	switch p {
-	case Low:
-		return cuzkv1.Priority_PRIORITY_LOW, nil
-	case Normal:
-		return cuzkv1.Priority_PRIORITY_NORMAL, nil
-	case High:
-		return cuzkv1.Priority_PRIORITY_HIGH, nil
-	case Critical:
-		return cuzkv1.Priority_PRIORITY_CRITICAL, nil
-	}
-	return 0, fmt.Errorf("client: unknown priority %d", int(p))
-}
+// ParsePriority maps LOW, NORMAL, HIGH or CRITICAL (any case) to a
+// Priority (priority.Parse).
+func ParsePriority(s string) (Priority, error) { return priority.Parse(s) }
 
 // JobStatus is where a job is in its life.
 type JobStatus string
@@ -158,9 +115,9 @@ type Request struct {
 }
 
 func (r Request) proto() (*cuzkv1.ProofRequest, error) {
-	p, err := r.Priority.proto()
+	p, err := r.Priority.Proto()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	return &cuzkv1.ProofRequest{
 		RequestId: r.RequestID, Circuit: r.Circuit, Constraints: r.Constraints, Witness: r.Witness,
@@ -462,16 +419,11 @@ type Memory struct {
 	Budget, Reserved, Keys, Peak uint64
 }
 
+// priorityFrom reads a priority the daemon reported; a value a newer
+// daemon added is shown as Normal.
 func priorityFrom(p cuzkv1.Priority) Priority {
-	switch p {
-	case cuzkv1.Priority_PRIORITY_LOW:
-		return Low
-	case cuzkv1.Priority_PRIORITY_HIGH:
-		return High
-	case cuzkv1.Priority_PRIORITY_CRITICAL:
-		return Critical
-	}
-	return Normal
+	v, _ := priority.FromProto(p)
+	return v
 }
 
 // Status returns the daemon's devices, workers, keys, queues and totals.

@@ -99,6 +99,10 @@ func TestClientSendsFieldsTokenAndTraceContext(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument || res == nil || res.JobID != "job-1" || res.Status != Failed || res.Error != "unsatisfied" {
 		t.Errorf("failed proof: %+v %v, want the status and the job's result", res, err)
 	}
+	// A request that sets no priority is Normal on the wire.
+	if got := <-echo.req; got.GetPriority() != cuzkv1.Priority_PRIORITY_NORMAL {
+		t.Errorf("zero priority went out as %v, want PRIORITY_NORMAL", got.GetPriority())
+	}
 	if _, err := c.Prove(ctx, Request{RequestID: "p", Circuit: "x", Priority: Priority(7)}); err == nil {
 		t.Error("priority 7: want error")
 	}
@@ -112,5 +116,9 @@ func TestParsePriority(t *testing.T) {
 	}
 	if _, err := ParsePriority("urgent"); err == nil {
 		t.Error("urgent: want error")
+	}
+	var zero Request
+	if zero.Priority != Normal {
+		t.Errorf("a zero Request has priority %v, want Normal (Curio relies on it)", zero.Priority)
 	}
 }

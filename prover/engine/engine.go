@@ -18,11 +18,16 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
-// NumPriorities is the number of priorities (LOW..CRITICAL); Status.Queued
-// is indexed by prover.Priority.
-const NumPriorities = int(prover.PriorityCritical) + 1
+// levels is the number of priorities; the engine's queues of one stage
+// are an array indexed by slot.
+const levels = int(priority.Critical-priority.Low) + 1
+
+// slot is p's index in an array of queues: 0 for Low up to levels-1 for
+// Critical, so a walk down the indices serves the highest first.
+func slot(p priority.Priority) int { return int(p - priority.Low) }
 
 // Worker is one device slot that proves: one per GPU (its Runner bound to
 // the device) and any number on the CPU. In a pipelined engine its Runner
@@ -61,9 +66,9 @@ type WorkerStatus struct {
 // partitions (a one-witness job is one).
 type Status struct {
 	// Queued is the number of partitions waiting for a synthesis slot (in
-	// a serial engine: for a worker), per priority, indexed by
-	// prover.Priority.
-	Queued [NumPriorities]int
+	// a serial engine: for a worker), per priority; every priority has an
+	// entry.
+	Queued map[priority.Priority]int
 	// QueueCapacity is the bound set by WithQueueSize.
 	QueueCapacity int
 	// WaitingMemory is the number of partitions holding a synthesis slot
@@ -71,8 +76,8 @@ type Status struct {
 	// synthesized (WaitingMemory not included).
 	WaitingMemory, Synthesizing int
 	// WaitingDevice is the number of synthesized partitions waiting for a
-	// device worker, per priority.
-	WaitingDevice [NumPriorities]int
+	// device worker, per priority; every priority has an entry.
+	WaitingDevice map[priority.Priority]int
 	// Proving is the number of partitions on a device worker.
 	Proving int
 	// SynthesisWorkers is the number of synthesis slots; 0 for a serial
@@ -141,10 +146,10 @@ type Engine struct {
 	workersDone chan struct{}
 
 	mu            sync.Mutex
-	cond          *sync.Cond // broadcast on every change a waiter may need
-	queues        [NumPriorities]*list.List
+	cond          *sync.Cond         // broadcast on every change a waiter may need
+	queues        [levels]*list.List // by slot
 	queued        int
-	devQueues     [NumPriorities]*list.List
+	devQueues     [levels]*list.List // by slot
 	devQueued     int
 	synthesizing  int // tasks held by synthesis workers (budget wait included)
 	budgetWaiting int
@@ -266,7 +271,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if req.RequestID == "" {
 		return JobInfo{}, ErrEmptyRequestID
 	}
-	if req.Priority < prover.PriorityLow || req.Priority > prover.PriorityCritical {
+	if !req.Priority.Valid() {
 		return JobInfo{}, fmt.Errorf("%w: unknown priority %d", ErrInvalidRequest, int(req.Priority))
 	}
 	if info, ok, err := e.existing(req); ok {
@@ -332,8 +337,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		pending:   len(parts),
 	}
 	ahead := 0
-	for p := req.Priority; p <= prover.PriorityCritical; p++ {
-		ahead += e.queues[p].Len()
+	for p := req.Priority; p <= priority.Critical; p++ {
+		ahead += e.queues[slot(p)].Len()
 	}
 	attrs := []attribute.KeyValue{
 		otelcuzk.KeyRequestID.String(req.RequestID),
@@ -375,7 +380,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(now))
 		}
 		j.tasks = append(j.tasks, t)
-		t.elem = e.queues[req.Priority].PushBack(t)
+		t.elem = e.queues[slot(req.Priority)].PushBack(t)
 		e.queued++
 	}
 	e.jobs[j.id] = j
@@ -572,13 +577,13 @@ func (e *Engine) stopTasksLocked(j *job, cause error) []action {
 		}
 		switch {
 		case t.state == StateQueued && t.elem != nil:
-			e.queues[j.req.Priority].Remove(t.elem)
+			e.queues[slot(j.req.Priority)].Remove(t.elem)
 			t.elem = nil
 			e.queued--
 			t.state = StateCancelled // no worker takes it meanwhile
 			acts = append(acts, func() { e.endTask(t, -1, nil, cause) })
 		case t.state == StateWaitingDevice && t.elem != nil:
-			e.devQueues[j.req.Priority].Remove(t.elem)
+			e.devQueues[slot(j.req.Priority)].Remove(t.elem)
 			t.elem = nil
 			e.devQueued--
 			t.state = StateCancelled
@@ -631,9 +636,11 @@ func (e *Engine) Status() Status {
 			s.Workers[i].Busy += now.Sub(e.busySince[i])
 		}
 	}
-	for p := range e.queues {
-		s.Queued[p] = e.queues[p].Len()
-		s.WaitingDevice[p] = e.devQueues[p].Len()
+	s.Queued = make(map[priority.Priority]int, levels)
+	s.WaitingDevice = make(map[priority.Priority]int, levels)
+	for _, p := range priority.All {
+		s.Queued[p] = e.queues[slot(p)].Len()
+		s.WaitingDevice[p] = e.devQueues[slot(p)].Len()
 	}
 	for _, j := range e.running {
 		s.Running = append(s.Running, j.info())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 // fakeRunner records the requests it runs, in order, and behaves as its
@@ -115,7 +117,7 @@ func newEngine(t *testing.T, runners []prover.Runner, opts ...Option) *Engine {
 	return e
 }
 
-func req(id string, p prover.Priority) *prover.Request {
+func req(id string, p priority.Priority) *prover.Request {
 	return &prover.Request{RequestID: id, Circuit: "mulchain", Constraints: 256, Priority: p}
 }
 
@@ -152,20 +154,20 @@ func TestCriticalOvertakesAndFIFOWithinPriority(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 16)}
 	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("first", prover.PriorityNormal))
+	mustSubmit(t, e, req("first", priority.Normal))
 	<-r.started // the worker is busy; everything else queues
 	var last JobInfo
 	for _, s := range []struct {
 		id string
-		p  prover.Priority
+		p  priority.Priority
 	}{
-		{"low", prover.PriorityLow}, {"n1", prover.PriorityNormal}, {"h1", prover.PriorityHigh},
-		{"c1", prover.PriorityCritical}, {"n2", prover.PriorityNormal}, {"c2", prover.PriorityCritical},
+		{"low", priority.Low}, {"n1", priority.Normal}, {"h1", priority.High},
+		{"c1", priority.Critical}, {"n2", priority.Normal}, {"c2", priority.Critical},
 	} {
 		last = mustSubmit(t, e, req(s.id, s.p))
 	}
 	st := e.Status()
-	if want := [NumPriorities]int{1, 2, 1, 2}; st.Queued != want {
+	if want := map[priority.Priority]int{priority.Low: 1, priority.Normal: 2, priority.High: 1, priority.Critical: 2}; !maps.Equal(st.Queued, want) {
 		t.Errorf("queued per priority %v, want %v", st.Queued, want)
 	}
 	if len(st.Running) != 1 || st.Running[0].RequestID != "first" {
@@ -193,8 +195,8 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{}
 	e := newEngine(t, []prover.Runner{r})
-	a := mustSubmit(t, e, req("same", prover.PriorityNormal))
-	b := mustSubmit(t, e, req("same", prover.PriorityCritical))
+	a := mustSubmit(t, e, req("same", priority.Normal))
+	b := mustSubmit(t, e, req("same", priority.Critical))
 	if a.ID != b.ID || a.Existing || !b.Existing {
 		t.Fatalf("first %+v second %+v: want one job, second marked existing", a, b)
 	}
@@ -202,7 +204,7 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Finished and kept: still the same job, not proved again.
-	c, err := e.Prove(context.Background(), req("same", prover.PriorityNormal))
+	c, err := e.Prove(context.Background(), req("same", priority.Normal))
 	if err != nil || c.ID != a.ID || c.Result == nil || string(c.Result.Proof) != "proof:same" {
 		t.Fatalf("prove after finish: %+v, %v", c, err)
 	}
@@ -215,7 +217,7 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 		func(r *prover.Request) { r.Circuit = "merkle" },
 		func(r *prover.Request) { r.Witness = []byte{1} },
 	} {
-		other := req("same", prover.PriorityNormal)
+		other := req("same", priority.Normal)
 		change(other)
 		if info, err := e.Submit(context.Background(), other); !errors.Is(err, ErrRequestConflict) || info.ID != a.ID {
 			t.Errorf("same id, other proof %+v: %v (job %s), want ErrRequestConflict naming job %s", other, err, info.ID, a.ID)
@@ -224,13 +226,13 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 	if n := len(r.order()); n != 1 {
 		t.Errorf("runner ran %d times after conflicting submits, want 1", n)
 	}
-	if _, err := e.Submit(context.Background(), req("", prover.PriorityNormal)); !errors.Is(err, ErrEmptyRequestID) {
+	if _, err := e.Submit(context.Background(), req("", priority.Normal)); !errors.Is(err, ErrEmptyRequestID) {
 		t.Errorf("empty id: %v, want ErrEmptyRequestID", err)
 	}
 	if _, err := e.Submit(context.Background(), nil); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("nil request: %v, want ErrInvalidRequest", err)
 	}
-	if _, err := e.Submit(context.Background(), req("p", prover.Priority(9))); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := e.Submit(context.Background(), req("p", priority.Priority(9))); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("priority 9: %v, want ErrInvalidRequest", err)
 	}
 }
@@ -245,7 +247,7 @@ func TestValidatorRefusesBeforeQueueing(t *testing.T) {
 		}
 		return nil
 	}))
-	q := req("v", prover.PriorityNormal)
+	q := req("v", priority.Normal)
 	q.Circuit = "bad"
 	if _, err := e.Submit(context.Background(), q); !errors.Is(err, bad) || !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("got %v, want the validator's error wrapped with ErrInvalidRequest", err)
@@ -253,7 +255,7 @@ func TestValidatorRefusesBeforeQueueing(t *testing.T) {
 	if _, ok := e.JobByRequest("v"); ok {
 		t.Error("a refused request made a job")
 	}
-	if _, err := e.Prove(context.Background(), req("v", prover.PriorityNormal)); err != nil {
+	if _, err := e.Prove(context.Background(), req("v", priority.Normal)); err != nil {
 		t.Errorf("same id after refusal: %v", err)
 	}
 }
@@ -262,9 +264,9 @@ func TestCancelQueuedJobNeverRuns(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
 	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("busy", prover.PriorityNormal))
+	mustSubmit(t, e, req("busy", priority.Normal))
 	<-r.started
-	q := mustSubmit(t, e, req("queued", prover.PriorityNormal))
+	q := mustSubmit(t, e, req("queued", priority.Normal))
 	if err := e.Cancel(q.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func TestCancelRunningJobCancelsItsContext(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
 	e := newEngine(t, []prover.Runner{r})
-	j := mustSubmit(t, e, req("run", prover.PriorityNormal))
+	j := mustSubmit(t, e, req("run", priority.Normal))
 	<-r.started
 	if err := e.Cancel(j.ID); err != nil {
 		t.Fatal(err)
@@ -312,7 +314,7 @@ func TestCancelRunningJobCancelsItsContext(t *testing.T) {
 	}
 	// The worker is free again.
 	close(r.gate)
-	if info, err := e.Prove(context.Background(), req("next", prover.PriorityNormal)); err != nil || info.Worker != "w0" {
+	if info, err := e.Prove(context.Background(), req("next", priority.Normal)); err != nil || info.Worker != "w0" {
 		t.Errorf("next job after a cancel: %+v %v", info, err)
 	}
 }
@@ -321,15 +323,15 @@ func TestFullQueueIsRefused(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 8)}
 	e := newEngine(t, []prover.Runner{r}, WithQueueSize(2))
-	mustSubmit(t, e, req("run", prover.PriorityNormal))
+	mustSubmit(t, e, req("run", priority.Normal))
 	<-r.started
-	mustSubmit(t, e, req("q1", prover.PriorityNormal))
-	mustSubmit(t, e, req("q2", prover.PriorityLow))
-	if _, err := e.Submit(context.Background(), req("q3", prover.PriorityCritical)); !errors.Is(err, ErrQueueFull) {
+	mustSubmit(t, e, req("q1", priority.Normal))
+	mustSubmit(t, e, req("q2", priority.Low))
+	if _, err := e.Submit(context.Background(), req("q3", priority.Critical)); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("third queued: %v, want ErrQueueFull", err)
 	}
 	// A duplicate of a queued request is not new work: still answered.
-	if info, err := e.Submit(context.Background(), req("q1", prover.PriorityNormal)); err != nil || !info.Existing {
+	if info, err := e.Submit(context.Background(), req("q1", priority.Normal)); err != nil || !info.Existing {
 		t.Errorf("duplicate while full: %+v %v", info, err)
 	}
 	close(r.gate)
@@ -337,7 +339,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 	if _, err := await(t, e, q2.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Prove(context.Background(), req("q3", prover.PriorityCritical)); err != nil {
+	if _, err := e.Prove(context.Background(), req("q3", priority.Critical)); err != nil {
 		t.Errorf("after the queue drained: %v", err)
 	}
 }
@@ -346,7 +348,7 @@ func TestAwaitTimeoutLeavesJobRunning(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1)}
 	e := newEngine(t, []prover.Runner{r})
-	j := mustSubmit(t, e, req("slow", prover.PriorityNormal))
+	j := mustSubmit(t, e, req("slow", priority.Normal))
 	<-r.started
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -367,12 +369,12 @@ func TestFailedAndPanickingRunsFail(t *testing.T) {
 	noLeak(t)
 	boom := errors.New("synthesis: unsatisfied constraint")
 	e := newEngine(t, []prover.Runner{&fakeRunner{err: boom}})
-	info, err := e.Prove(context.Background(), req("f", prover.PriorityNormal))
+	info, err := e.Prove(context.Background(), req("f", priority.Normal))
 	if !errors.Is(err, boom) || info.State != StateFailed {
 		t.Fatalf("failed run: %v %v", info.State, err)
 	}
 	p := newEngine(t, []prover.Runner{panicRunner{}})
-	info, err = p.Prove(context.Background(), req("p", prover.PriorityNormal))
+	info, err = p.Prove(context.Background(), req("p", priority.Normal))
 	if err == nil || !strings.Contains(err.Error(), "panicked") || info.State != StateFailed {
 		t.Fatalf("panicking run: %v %v", info.State, err)
 	}
@@ -380,7 +382,7 @@ func TestFailedAndPanickingRunsFail(t *testing.T) {
 		t.Errorf("failed total %d, want 1", st.Failed)
 	}
 	// The worker survived the panic.
-	p2, err := p.Prove(context.Background(), req("p2", prover.PriorityNormal))
+	p2, err := p.Prove(context.Background(), req("p2", priority.Normal))
 	if err == nil || p2.Worker != "w0" {
 		t.Errorf("worker after panic: %+v %v", p2, err)
 	}
@@ -394,9 +396,9 @@ func TestTimingsAndResult(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 2)}
 	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("a", prover.PriorityNormal))
+	mustSubmit(t, e, req("a", priority.Normal))
 	<-r.started
-	b := mustSubmit(t, e, req("b", prover.PriorityNormal))
+	b := mustSubmit(t, e, req("b", priority.Normal))
 	time.Sleep(30 * time.Millisecond)
 	close(r.gate)
 	info, err := await(t, e, b.ID)
@@ -430,8 +432,8 @@ func TestWorkersSpreadJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Shutdown(context.Background())
-	a := mustSubmit(t, e, req("a", prover.PriorityNormal))
-	b := mustSubmit(t, e, req("b", prover.PriorityNormal))
+	a := mustSubmit(t, e, req("a", priority.Normal))
+	b := mustSubmit(t, e, req("b", priority.Normal))
 	ia, err := await(t, e, a.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -469,19 +471,19 @@ func TestKeptResultsAreBounded(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{}
 	e := newEngine(t, []prover.Runner{r}, WithMaxResults(2))
-	first, err := e.Prove(context.Background(), req("r1", prover.PriorityNormal))
+	first, err := e.Prove(context.Background(), req("r1", priority.Normal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"r2", "r3"} {
-		if _, err := e.Prove(context.Background(), req(id, prover.PriorityNormal)); err != nil {
+		if _, err := e.Prove(context.Background(), req(id, priority.Normal)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := e.Await(context.Background(), first.ID); !errors.Is(err, ErrUnknownJob) {
 		t.Errorf("oldest result: %v, want ErrUnknownJob after the bound", err)
 	}
-	again, err := e.Prove(context.Background(), req("r1", prover.PriorityNormal))
+	again, err := e.Prove(context.Background(), req("r1", priority.Normal))
 	if err != nil || again.ID == first.ID || again.Existing {
 		t.Errorf("resubmitted after expiry: %+v %v, want a new job", again, err)
 	}
@@ -491,7 +493,7 @@ func TestKeptResultsAreBounded(t *testing.T) {
 	now.Store(time.Now().UnixNano())
 	clock := optionFunc(func(c *config) { c.now = func() time.Time { return time.Unix(0, now.Load()) } })
 	e2 := newEngine(t, []prover.Runner{r}, WithResultTTL(time.Minute), clock)
-	j, err := e2.Prove(context.Background(), req("t", prover.PriorityNormal))
+	j, err := e2.Prove(context.Background(), req("t", priority.Normal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,9 +513,9 @@ func TestShutdownLetsRunningFinishAndCancelsQueued(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
 	e := newEngine(t, []prover.Runner{r})
-	run := mustSubmit(t, e, req("run", prover.PriorityNormal))
+	run := mustSubmit(t, e, req("run", priority.Normal))
 	<-r.started
-	queued := mustSubmit(t, e, req("queued", prover.PriorityNormal))
+	queued := mustSubmit(t, e, req("queued", priority.Normal))
 
 	done := make(chan error, 1)
 	go func() { done <- e.Shutdown(context.Background()) }()
@@ -521,7 +523,7 @@ func TestShutdownLetsRunningFinishAndCancelsQueued(t *testing.T) {
 	if !errors.Is(err, ErrCancelled) || !errors.Is(err, ErrClosed) || info.State != StateCancelled {
 		t.Fatalf("queued at shutdown: %v %v", info.State, err)
 	}
-	if _, err := e.Submit(context.Background(), req("late", prover.PriorityNormal)); !errors.Is(err, ErrClosed) {
+	if _, err := e.Submit(context.Background(), req("late", priority.Normal)); !errors.Is(err, ErrClosed) {
 		t.Errorf("submit during shutdown: %v, want ErrClosed", err)
 	}
 	select {
@@ -545,7 +547,7 @@ func TestShutdownDeadlineCancelsRunning(t *testing.T) {
 	noLeak(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1)}
 	e := newEngine(t, []prover.Runner{r})
-	run := mustSubmit(t, e, req("run", prover.PriorityNormal))
+	run := mustSubmit(t, e, req("run", priority.Normal))
 	<-r.started
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -568,7 +570,7 @@ func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustSubmit(t, e, req("stuck", prover.PriorityNormal))
+	mustSubmit(t, e, req("stuck", priority.Normal))
 	<-r.started
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -604,7 +606,7 @@ func TestSpanTree(t *testing.T) {
 	e := newEngine(t, []prover.Runner{r}, WithTracerProvider(tp))
 
 	ctx, rpc := tp.Tracer("test").Start(context.Background(), "cuzk.v1.ProvingEngine/Prove")
-	q := req("span-req", prover.PriorityHigh)
+	q := req("span-req", priority.High)
 	q.Correlation = prover.Correlation{MinerID: "f01234", SectorNumber: 7, TaskID: 42, TaskName: "WdPost"}
 	q.Verify = true
 	info, err := e.Prove(ctx, q)
@@ -666,7 +668,7 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	e := newEngine(t, []prover.Runner{&fakeRunner{err: &os_PathError{}}}, WithTracerProvider(tp))
-	if _, err := e.Prove(context.Background(), req("bad", prover.PriorityNormal)); err == nil {
+	if _, err := e.Prove(context.Background(), req("bad", priority.Normal)); err == nil {
 		t.Fatal("want error")
 	}
 	// A job without a caller span is a root (a new trace).
@@ -721,7 +723,7 @@ func TestManyConcurrentSubmitsNoneLostOrDoubled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("load-%d", i)
-			info, err := e.Prove(context.Background(), req(id, prover.Priority(i%NumPriorities)))
+			info, err := e.Prove(context.Background(), req(id, priority.All[i%len(priority.All)]))
 			switch {
 			case errors.Is(err, ErrQueueFull):
 				full.Add(1)
@@ -761,9 +763,9 @@ func TestFinishHookSeesEveryEnd(t *testing.T) {
 		seen[i.State]++
 		mu.Unlock()
 	}))
-	a := mustSubmit(t, e, req("a", prover.PriorityNormal))
+	a := mustSubmit(t, e, req("a", priority.Normal))
 	<-r.started
-	b := mustSubmit(t, e, req("b", prover.PriorityNormal))
+	b := mustSubmit(t, e, req("b", priority.Normal))
 	if err := e.Cancel(b.ID); err != nil {
 		t.Fatal(err)
 	}

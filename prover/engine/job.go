@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 // State is where a job is in its life.
@@ -68,7 +69,7 @@ type JobInfo struct {
 	Circuit   string
 	// Constraints is the requested size (prover.Request.Constraints).
 	Constraints int
-	Priority    prover.Priority
+	Priority    priority.Priority
 	prover.Correlation
 	State State
 	// Worker names the device worker that proved the job, or its last

@@ -15,8 +15,8 @@ import (
 
 // popLocked takes the first task of the highest non-empty priority of qs;
 // e.mu must be held and qs not empty.
-func popLocked(qs *[NumPriorities]*list.List) *task {
-	for p := NumPriorities - 1; p >= 0; p-- {
+func popLocked(qs *[levels]*list.List) *task {
+	for p := levels - 1; p >= 0; p-- {
 		if el := qs[p].Front(); el != nil {
 			t := el.Value.(*task)
 			qs[p].Remove(el)
@@ -110,7 +110,7 @@ func (e *Engine) synthesisWork() {
 		if !e.ready {
 			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(t.synthEnd))
 		}
-		t.elem = e.devQueues[t.job.req.Priority].PushBack(t)
+		t.elem = e.devQueues[slot(t.job.req.Priority)].PushBack(t)
 		e.devQueued++
 		t.job.refresh()
 		e.cond.Broadcast()
@@ -357,7 +357,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 		t.synthStart, t.synthEnd, t.proveStart = time.Time{}, time.Time{}, time.Time{}
 		_, t.queueSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineQueue, trace.WithTimestamp(now), trace.WithAttributes(
 			otelcuzk.KeyQueueDepth.Int(e.queued), otelcuzk.KeyRequeuedFrom.String(w)))
-		t.elem = e.queues[j.req.Priority].PushFront(t)
+		t.elem = e.queues[slot(j.req.Priority)].PushFront(t)
 		e.queued++
 		j.refresh()
 	} else if e.healthy == 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 // interval is when one stage of one request ran, by the fake's clock.
@@ -206,7 +207,7 @@ func TestSynthesisOverlapsTheDevice(t *testing.T) {
 	start := time.Now()
 	var ids []string
 	for i := range 6 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
 	}
 	for _, id := range ids {
 		if _, err := await(t, e, id); err != nil {
@@ -251,7 +252,7 @@ func TestSerialEngineDoesNotOverlap(t *testing.T) {
 	e := newPipelined(t, f, 1, 0)
 	var ids []string
 	for i := range 4 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
 	}
 	for _, id := range ids {
 		if _, err := await(t, e, id); err != nil {
@@ -276,14 +277,14 @@ func TestPrioritiesHoldAtBothStages(t *testing.T) {
 	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
 	e := newPipelined(t, f, 1, 1)
 	var ids []string
-	ids = append(ids, mustSubmit(t, e, req("first", prover.PriorityNormal)).ID)
+	ids = append(ids, mustSubmit(t, e, req("first", priority.Normal)).ID)
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
 	<-f.proveStarted // first holds the device until proveGate closes
-	ids = append(ids, mustSubmit(t, e, req("low1", prover.PriorityLow)).ID)
+	ids = append(ids, mustSubmit(t, e, req("low1", priority.Low)).ID)
 	<-f.synthStarted
-	ids = append(ids, mustSubmit(t, e, req("low2", prover.PriorityLow)).ID)
-	ids = append(ids, mustSubmit(t, e, req("crit", prover.PriorityCritical)).ID)
+	ids = append(ids, mustSubmit(t, e, req("low2", priority.Low)).ID)
+	ids = append(ids, mustSubmit(t, e, req("crit", priority.Critical)).ID)
 	for range 3 {
 		f.synthGate <- struct{}{}
 	}
@@ -292,7 +293,7 @@ func TestPrioritiesHoldAtBothStages(t *testing.T) {
 	for e.Status().DeviceQueueDepth() != 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if st := e.Status(); st.WaitingDevice[prover.PriorityLow] != 2 || st.WaitingDevice[prover.PriorityCritical] != 1 {
+	if st := e.Status(); st.WaitingDevice[priority.Low] != 2 || st.WaitingDevice[priority.Critical] != 1 {
 		t.Fatalf("device queue %v, want 2 LOW and 1 CRITICAL", st.WaitingDevice)
 	}
 	if got := e.Job(ids[3]).State; got != StateWaitingDevice {
@@ -333,7 +334,7 @@ func TestBudgetNeverExceededUnderHundredConcurrentJobs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			info, err := e.Prove(context.Background(), req(fmt.Sprintf("j%d", i), prover.Priority(i%4)))
+			info, err := e.Prove(context.Background(), req(fmt.Sprintf("j%d", i), priority.All[i%len(priority.All)]))
 			if err != nil {
 				failures.Add(1)
 				t.Error(err)
@@ -374,11 +375,11 @@ func TestBudgetCountsBuffersUntilFreed(t *testing.T) {
 	f.releaseDelay = 150 * time.Millisecond
 	f.bytes = 10
 	e := newPipelined(t, f, 1, 2, budgetOf(15, 10, 0))
-	a := mustSubmit(t, e, req("a", prover.PriorityNormal))
+	a := mustSubmit(t, e, req("a", priority.Normal))
 	if _, err := await(t, e, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	b := mustSubmit(t, e, req("b", prover.PriorityNormal))
+	b := mustSubmit(t, e, req("b", priority.Normal))
 	if _, err := await(t, e, b.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +404,7 @@ func TestJobLargerThanTheBudgetIsRefusedAtSubmit(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
 	e := newPipelined(t, f, 1, 1, budgetOf(3<<30, 2<<30, 1536<<20))
-	_, err := e.Submit(context.Background(), req("big", prover.PriorityNormal))
+	_, err := e.Submit(context.Background(), req("big", priority.Normal))
 	if !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("job over the budget: %v, want ErrOverBudget", err)
 	}
@@ -431,17 +432,17 @@ func TestCancelInEveryStage(t *testing.T) {
 	// synthesizing; the fourth waits for memory, the fifth in the queue
 	// (two synthesis slots).
 	e := newPipelined(t, f, 1, 2, budgetOf(30, 10, 0), WithTracerProvider(tp))
-	proving := mustSubmit(t, e, req("proving", prover.PriorityNormal))
+	proving := mustSubmit(t, e, req("proving", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
 	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", prover.PriorityNormal))
+	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", prover.PriorityNormal))
+	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
 	<-f.synthStarted
-	memory := mustSubmit(t, e, req("memory", prover.PriorityNormal))
-	queued := mustSubmit(t, e, req("queued", prover.PriorityNormal))
+	memory := mustSubmit(t, e, req("memory", priority.Normal))
+	queued := mustSubmit(t, e, req("queued", priority.Normal))
 	deadline := time.Now().Add(5 * time.Second)
 	for st := e.Status(); (st.WaitingMemory != 1 || st.DeviceQueueDepth() != 1) && time.Now().Before(deadline); st = e.Status() {
 		time.Sleep(time.Millisecond)
@@ -507,11 +508,11 @@ func TestFailingWitnessFailsOnlyItsJob(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
 	e := newPipelined(t, f, 1, 2)
-	bad := req("bad", prover.PriorityNormal)
+	bad := req("bad", priority.Normal)
 	bad.Witness = []byte("unsat")
 	var ids []string
 	for i := range 3 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("good%d", i), prover.PriorityNormal)).ID)
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("good%d", i), priority.Normal)).ID)
 	}
 	badInfo := mustSubmit(t, e, bad)
 	if _, err := await(t, e, badInfo.ID); !errors.Is(err, prover.ErrUnsatisfied) {
@@ -530,12 +531,12 @@ func TestFullStageNeverBlocksSubmit(t *testing.T) {
 	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
 	f.synthStarted = make(chan string, 8)
 	e := newPipelined(t, f, 1, 1, WithQueueSize(2))
-	mustSubmit(t, e, req("s", prover.PriorityNormal))
+	mustSubmit(t, e, req("s", priority.Normal))
 	<-f.synthStarted
-	mustSubmit(t, e, req("q1", prover.PriorityNormal))
-	mustSubmit(t, e, req("q2", prover.PriorityNormal))
+	mustSubmit(t, e, req("q1", priority.Normal))
+	mustSubmit(t, e, req("q2", priority.Normal))
 	start := time.Now()
-	_, err := e.Submit(context.Background(), req("q3", prover.PriorityNormal))
+	_, err := e.Submit(context.Background(), req("q3", priority.Normal))
 	if !errors.Is(err, ErrQueueFull) || time.Since(start) > 100*time.Millisecond {
 		t.Errorf("submit to a full engine: %v after %v, want ErrQueueFull at once", err, time.Since(start))
 	}
@@ -549,16 +550,16 @@ func TestShutdownFinishesStartedStagesAndCancelsTheRest(t *testing.T) {
 	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
 	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
 	e := newPipelined(t, f, 1, 1)
-	proving := mustSubmit(t, e, req("proving", prover.PriorityNormal))
+	proving := mustSubmit(t, e, req("proving", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
 	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", prover.PriorityNormal))
+	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", prover.PriorityNormal))
+	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
 	<-f.synthStarted
-	queued := mustSubmit(t, e, req("queued", prover.PriorityNormal))
+	queued := mustSubmit(t, e, req("queued", priority.Normal))
 
 	done := make(chan error, 1)
 	go func() { done <- e.Shutdown(context.Background()) }()
@@ -584,14 +585,14 @@ func TestShutdownDeadlineCancelsEveryStage(t *testing.T) {
 	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
 	f.bytes = 1
 	e := newPipelined(t, f, 1, 1, budgetOf(10, 1, 0))
-	proving := mustSubmit(t, e, req("proving", prover.PriorityNormal))
+	proving := mustSubmit(t, e, req("proving", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
 	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", prover.PriorityNormal))
+	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
 	<-f.synthStarted
 	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", prover.PriorityNormal))
+	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
 	<-f.synthStarted
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -618,7 +619,7 @@ func TestWarmupHoldsTheDeviceNotSynthesis(t *testing.T) {
 	f := newStagedFake()
 	ready := make(chan struct{})
 	e := newPipelined(t, f, 1, 2, WithReady(ready), WithTracerProvider(tp))
-	a := mustSubmit(t, e, req("a", prover.PriorityNormal))
+	a := mustSubmit(t, e, req("a", priority.Normal))
 	deadline := time.Now().Add(5 * time.Second)
 	for e.Job(a.ID).State != StateWaitingDevice && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -668,8 +669,8 @@ func TestPipelineSpanTree(t *testing.T) {
 	f.tp, f.bytes, f.releaseDelay = tp, 10, 30*time.Millisecond
 	f.proveDelay = 20 * time.Millisecond
 	e := newPipelined(t, f, 1, 2, budgetOf(10, 10, 0), WithTracerProvider(tp))
-	a := mustSubmit(t, e, req("a", prover.PriorityNormal))
-	b := mustSubmit(t, e, req("b", prover.PriorityNormal))
+	a := mustSubmit(t, e, req("a", priority.Normal))
+	b := mustSubmit(t, e, req("b", priority.Normal))
 	for _, id := range []string{a.ID, b.ID} {
 		if _, err := await(t, e, id); err != nil {
 			t.Fatal(err)
@@ -711,7 +712,7 @@ func TestPipelineSpanTree(t *testing.T) {
 }
 
 func partReq(id string, witnesses ...string) *prover.Request {
-	r := req(id, prover.PriorityNormal)
+	r := req(id, priority.Normal)
 	for _, w := range witnesses {
 		r.Partitions = append(r.Partitions, []byte(w))
 	}
@@ -894,7 +895,7 @@ func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {
 			e, _ := faultyEngine(t, synth, map[string]bool{"gpu0": true}, nil, hook)
 			var ids []string
 			for i := range 6 {
-				ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+				ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
 			}
 			for _, id := range ids {
 				info, err := await(t, e, id)
@@ -926,7 +927,7 @@ func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 	e, _ := faultyEngine(t, 1, map[string]bool{"gpu0": true, "gpu1": true}, hold)
 	var ids []string
 	for i := range 4 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
 	}
 	release()
 	for _, id := range ids {
@@ -938,7 +939,7 @@ func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 			t.Errorf("%s is %v, want FAILED", info.RequestID, info.State)
 		}
 	}
-	if _, err := e.Submit(context.Background(), req("late", prover.PriorityNormal)); !errors.Is(err, ErrNoDevice) {
+	if _, err := e.Submit(context.Background(), req("late", priority.Normal)); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("submit with no healthy device: %v, want ErrNoDevice", err)
 	}
 }
@@ -951,7 +952,7 @@ func TestSerialEngineHoldsTheBudgetToo(t *testing.T) {
 	e := newPipelined(t, f, 2, 0, budgetOf(15, 10, 0))
 	var ids []string
 	for i := range 6 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), prover.PriorityNormal)).ID)
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
 	}
 	for _, id := range ids {
 		if _, err := await(t, e, id); err != nil {

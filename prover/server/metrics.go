@@ -79,7 +79,7 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				st := status()
 				for p, n := range st.Queued {
-					o.Observe(int64(n), metric.WithAttributes(otelcuzk.KeyPriority.String(priorityName(p))))
+					o.Observe(int64(n), metric.WithAttributes(otelcuzk.KeyPriority.String(p.String())))
 				}
 				return nil
 			})); err != nil {
@@ -178,10 +178,6 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 		return nil
 	}, depth, busy, budget, inFlight, healthy)
 	return err
-}
-
-func priorityName(p int) string {
-	return [...]string{"LOW", "NORMAL", "HIGH", "CRITICAL"}[p]
 }
 
 // JobFinished records one ended job; pass it to engine.WithFinishHook.

@@ -23,6 +23,7 @@ import (
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 // Device is one device GetStatus reports: a GPU, or the host for the CPU
@@ -145,7 +146,7 @@ func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
 	if r.GetConstraints() > math.MaxInt32 {
 		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range", r.GetConstraints())
 	}
-	p, err := priorityFrom(r.GetPriority())
+	p, err := priority.FromProto(r.GetPriority())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -209,22 +210,11 @@ func partitions(r *cuzkv1.ProofRequest) ([][]byte, error) {
 	return out, nil
 }
 
-func priorityFrom(p cuzkv1.Priority) (prover.Priority, error) {
-	switch p {
-	case cuzkv1.Priority_PRIORITY_UNSPECIFIED, cuzkv1.Priority_PRIORITY_NORMAL:
-		return prover.PriorityNormal, nil
-	case cuzkv1.Priority_PRIORITY_LOW:
-		return prover.PriorityLow, nil
-	case cuzkv1.Priority_PRIORITY_HIGH:
-		return prover.PriorityHigh, nil
-	case cuzkv1.Priority_PRIORITY_CRITICAL:
-		return prover.PriorityCritical, nil
-	}
-	return 0, fmt.Errorf("unknown priority %d", int32(p))
-}
-
-func priorityTo(p prover.Priority) cuzkv1.Priority {
-	return cuzkv1.Priority(int32(p) + 1)
+// priorityTo is p on the wire; the engine holds valid priorities only
+// (Submit refuses others).
+func priorityTo(p priority.Priority) cuzkv1.Priority {
+	v, _ := p.Proto()
+	return v
 }
 
 func stateTo(s engine.State) cuzkv1.JobStatus {
@@ -450,7 +440,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 	if !st.Ready && out.Ready {
 		out.Ready, out.NotReadyReason = false, "devices warming up"
 	}
-	for p := prover.PriorityCritical; p >= prover.PriorityLow; p-- {
+	for _, p := range priority.All {
 		out.Queues = append(out.Queues, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.Queued[p])})
 		out.Stages.WaitingDevice = append(out.Stages.WaitingDevice, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.WaitingDevice[p])})
 	}

@@ -39,6 +39,7 @@ import (
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 // fakeRunner proves instantly (or after gate), records a pipeline.prove
@@ -571,7 +572,7 @@ func TestHundredConcurrentProofsNoneLostOrDoubled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("load-%03d", i)
-			res, err := c.Prove(ctx, client.Request{RequestID: id, Circuit: "mulchain", Constraints: 16, Priority: client.Priority(i % 4)})
+			res, err := c.Prove(ctx, client.Request{RequestID: id, Circuit: "mulchain", Constraints: 16, Priority: priority.All[i%len(priority.All)]})
 			switch status.Code(err) {
 			case codes.OK:
 				ok.Add(1)

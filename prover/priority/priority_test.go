@@ -1,0 +1,113 @@
+package priority
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+)
+
+func TestZeroValueIsNormal(t *testing.T) {
+	var p Priority
+	if p != Normal || p.String() != "NORMAL" {
+		t.Fatalf("zero Priority is %v, want NORMAL", p)
+	}
+}
+
+func TestValuesCompareAsTheyRank(t *testing.T) {
+	if !(Low < Normal && Normal < High && High < Critical) {
+		t.Fatalf("Low %d, Normal %d, High %d, Critical %d do not rank in order", Low, Normal, High, Critical)
+	}
+	for i := 1; i < len(All); i++ {
+		if All[i-1] <= All[i] {
+			t.Errorf("All is not highest first: %v before %v", All[i-1], All[i])
+		}
+	}
+	for _, p := range All {
+		if !p.Valid() {
+			t.Errorf("%v not valid", p)
+		}
+	}
+	for _, p := range []Priority{Low - 1, Critical + 1, 9} {
+		if p.Valid() {
+			t.Errorf("%d valid", int(p))
+		}
+	}
+}
+
+// TestEveryWireValueMapsToTheSameName walks the generated enum, so a value
+// added to the proto without a Priority fails here.
+func TestEveryWireValueMapsToTheSameName(t *testing.T) {
+	seen := map[Priority]bool{}
+	for n, name := range cuzkv1.Priority_name {
+		v := cuzkv1.Priority(n)
+		p, err := FromProto(v)
+		if err != nil {
+			t.Fatalf("FromProto(%s): %v", name, err)
+		}
+		if v == cuzkv1.Priority_PRIORITY_UNSPECIFIED {
+			if p != Normal {
+				t.Errorf("PRIORITY_UNSPECIFIED is %v, want NORMAL", p)
+			}
+			continue
+		}
+		if want := "PRIORITY_" + p.String(); name != want {
+			t.Errorf("FromProto(%s) = %v", name, p)
+		}
+		back, err := p.Proto()
+		if err != nil || back != v {
+			t.Errorf("%v.Proto() = %v, %v; want %s", p, back, err, name)
+		}
+		seen[p] = true
+	}
+	if len(seen) != len(All) {
+		t.Errorf("the wire enum has %d priorities, All %d", len(seen), len(All))
+	}
+}
+
+func TestUnknownValuesAreErrors(t *testing.T) {
+	if p, err := FromProto(cuzkv1.Priority(42)); err == nil || p != Normal || !strings.Contains(err.Error(), "42") {
+		t.Errorf("FromProto(42) = %v, %v; want NORMAL and an error naming 42", p, err)
+	}
+	if v, err := Priority(7).Proto(); err == nil || v != cuzkv1.Priority_PRIORITY_UNSPECIFIED {
+		t.Errorf("Priority(7).Proto() = %v, %v; want UNSPECIFIED and an error", v, err)
+	}
+	if s := Priority(7).String(); s != "Priority(7)" {
+		t.Errorf("Priority(7).String() = %q", s)
+	}
+}
+
+func TestParseAnyCase(t *testing.T) {
+	for _, p := range All {
+		for _, s := range []string{p.String(), strings.ToLower(p.String()), strings.ToUpper(p.String()[:1]) + strings.ToLower(p.String()[1:])} {
+			got, err := Parse(s)
+			if err != nil || got != p {
+				t.Errorf("Parse(%q) = %v, %v; want %v", s, got, err, p)
+			}
+		}
+	}
+	if _, err := Parse("urgent"); err == nil || !strings.Contains(err.Error(), `"urgent"`) || !strings.Contains(err.Error(), "CRITICAL") {
+		t.Errorf("Parse(urgent) error %v does not name the input and the choices", err)
+	}
+}
+
+// TestNoGnarkNoCgo: the client imports this package, and Curio the client.
+func TestNoGnarkNoCgo(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{len .CgoFiles}}", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if strings.HasPrefix(f[0], "github.com/consensys") || f[0] == "runtime/cgo" {
+			t.Errorf("priority depends on %s", f[0])
+		}
+		if strings.HasPrefix(f[0], "github.com/otelcuzk/otelcuzk/") && f[0] != "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1" && f[0] != "github.com/otelcuzk/otelcuzk/prover/priority" {
+			t.Errorf("priority depends on %s", f[0])
+		}
+	}
+}
