@@ -217,27 +217,20 @@ func priorityTo(p priority.Priority) cuzkv1.Priority {
 	return v
 }
 
-func stateTo(s engine.State) cuzkv1.JobStatus {
-	switch s {
-	case engine.StateQueued:
-		return cuzkv1.JobStatus_JOB_STATUS_QUEUED
-	case engine.StateRunning:
-		return cuzkv1.JobStatus_JOB_STATUS_RUNNING
-	case engine.StateSynthesizing:
-		return cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING
-	case engine.StateWaitingDevice:
-		return cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE
-	case engine.StateProving:
-		return cuzkv1.JobStatus_JOB_STATUS_PROVING
-	case engine.StateSucceeded:
-		return cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED
-	case engine.StateFailed:
-		return cuzkv1.JobStatus_JOB_STATUS_FAILED
-	case engine.StateCancelled:
-		return cuzkv1.JobStatus_JOB_STATUS_CANCELLED
-	}
-	return cuzkv1.JobStatus_JOB_STATUS_UNSPECIFIED
+// jobStatus is the wire status of each engine state; a state not listed
+// reads as JOB_STATUS_UNSPECIFIED (the zero value).
+var jobStatus = map[engine.State]cuzkv1.JobStatus{
+	engine.StateQueued:        cuzkv1.JobStatus_JOB_STATUS_QUEUED,
+	engine.StateRunning:       cuzkv1.JobStatus_JOB_STATUS_RUNNING,
+	engine.StateSynthesizing:  cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING,
+	engine.StateWaitingDevice: cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE,
+	engine.StateProving:       cuzkv1.JobStatus_JOB_STATUS_PROVING,
+	engine.StateSucceeded:     cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED,
+	engine.StateFailed:        cuzkv1.JobStatus_JOB_STATUS_FAILED,
+	engine.StateCancelled:     cuzkv1.JobStatus_JOB_STATUS_CANCELLED,
 }
+
+func stateTo(s engine.State) cuzkv1.JobStatus { return jobStatus[s] }
 
 // Code maps an engine or prover error to the gRPC status code the daemon
 // answers with (see the package doc).
@@ -337,17 +330,27 @@ func timingsOf(t prover.Timings) *cuzkv1.Timings {
 
 // SubmitProof implements cuzkv1.ProvingEngineServer.
 func (s *Server) SubmitProof(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.SubmitProofResponse, error) {
-	req, err := s.request(r.GetRequest())
+	info, err := s.submit(ctx, r.GetRequest())
 	if err != nil {
 		return nil, err
-	}
-	info, err := s.eng.Submit(ctx, req)
-	if err != nil {
-		return nil, statusErr(err, nil)
 	}
 	return &cuzkv1.SubmitProofResponse{
 		JobId: info.ID, Existing: info.Existing, Status: stateTo(info.State), TraceId: info.TraceID,
 	}, nil
+}
+
+// submit converts r and submits it to the engine; its error is already a
+// gRPC status.
+func (s *Server) submit(ctx context.Context, r *cuzkv1.ProofRequest) (engine.JobInfo, error) {
+	req, err := s.request(r)
+	if err != nil {
+		return engine.JobInfo{}, err
+	}
+	info, err := s.eng.Submit(ctx, req)
+	if err != nil {
+		return engine.JobInfo{}, statusErr(err, nil)
+	}
+	return info, nil
 }
 
 // jobID resolves a job given by job id or request id.
@@ -393,13 +396,9 @@ func (s *Server) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*
 
 // Prove implements cuzkv1.ProvingEngineServer.
 func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
-	req, err := s.request(r.GetRequest())
+	info, err := s.submit(ctx, r.GetRequest())
 	if err != nil {
 		return nil, err
-	}
-	info, err := s.eng.Submit(ctx, req)
-	if err != nil {
-		return nil, statusErr(err, nil)
 	}
 	return s.await(ctx, info.ID)
 }

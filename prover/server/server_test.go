@@ -100,6 +100,15 @@ func startDaemon(t *testing.T, engOpts []engine.Option, opts ...Option) *daemon 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) }) // after the server's shutdown
+	addr := serve(t, srv)
+	return &daemon{srv: srv, eng: eng, exp: exp, tp: tp, run: run, addr: addr}
+}
+
+// serve serves srv on a free port of 127.0.0.1 until the test ends (then
+// shuts it down, waiting up to 5 s) and gives the address.
+func serve(t *testing.T, srv *Server) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +118,8 @@ func startDaemon(t *testing.T, engOpts []engine.Option, opts ...Option) *daemon 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		_ = tp.Shutdown(context.Background())
 	})
-	return &daemon{srv: srv, eng: eng, exp: exp, tp: tp, run: run, addr: lis.Addr().String()}
+	return lis.Addr().String()
 }
 
 func (d *daemon) client(t *testing.T, opts ...client.Option) *client.Client {

@@ -77,21 +77,11 @@ func startStaged(t *testing.T, run *stagedRunner, engOpts ...engine.Option) (*Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := client.Dial(serve(t, srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(lis)
-	c, err := client.Dial(lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	t.Cleanup(func() { c.Close() }) // before the server's shutdown
 	return srv, c
 }
 
