@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // ValidUTF8 returns s with each byte that is not part of a valid UTF-8
@@ -168,32 +167,51 @@ func cleanAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
 	return out
 }
 
-// cleanSpan is a snapshot of s with every string valid and res as its
-// resource; ids, times, kinds, counts and the parent are kept.
+// cleanSpan is s with every string valid and res as its resource; ids,
+// times, kinds, counts and the parent are s's own. The cleaned fields are
+// computed once, here: an ended span does not change.
 func cleanSpan(s sdktrace.ReadOnlySpan, res *resource.Resource) sdktrace.ReadOnlySpan {
-	stub := tracetest.SpanStubFromReadOnlySpan(s)
-	stub.Name = ValidUTF8(stub.Name)
-	stub.Status.Description = ValidUTF8(stub.Status.Description)
-	stub.Attributes = cleanAttrs(stub.Attributes)
-	events := make([]sdktrace.Event, len(stub.Events))
-	for i, ev := range stub.Events {
+	c := &cleanedSpan{ReadOnlySpan: s, name: ValidUTF8(s.Name()), status: s.Status(), attrs: cleanAttrs(s.Attributes()), res: res}
+	c.status.Description = ValidUTF8(c.status.Description)
+	for _, ev := range s.Events() {
 		ev.Name = ValidUTF8(ev.Name)
 		ev.Attributes = cleanAttrs(ev.Attributes)
-		events[i] = ev
+		c.events = append(c.events, ev)
 	}
-	stub.Events = events
-	links := make([]sdktrace.Link, len(stub.Links))
-	for i, l := range stub.Links {
+	for _, l := range s.Links() {
 		l.Attributes = cleanAttrs(l.Attributes)
-		links[i] = l
+		c.links = append(c.links, l)
 	}
-	stub.Links = links
-	stub.Resource = res
-	sc := stub.InstrumentationScope
-	set := attribute.NewSet(cleanAttrs(sc.Attributes.ToSlice())...)
-	stub.InstrumentationScope = instrumentation.Scope{
-		Name: ValidUTF8(sc.Name), Version: ValidUTF8(sc.Version), SchemaURL: ValidUTF8(sc.SchemaURL), Attributes: set,
+	sc := s.InstrumentationScope()
+	c.scope = instrumentation.Scope{
+		Name: ValidUTF8(sc.Name), Version: ValidUTF8(sc.Version), SchemaURL: ValidUTF8(sc.SchemaURL),
+		Attributes: attribute.NewSet(cleanAttrs(sc.Attributes.ToSlice())...),
 	}
-	stub.InstrumentationLibrary = stub.InstrumentationScope //nolint:staticcheck // Snapshot reads the deprecated field too
-	return stub.Snapshot()
+	return c
 }
+
+// cleanedSpan is a span read through cleanSpan: the embedded span answers
+// everything but the strings and the resource. (Embedding the interface is
+// the only way outside the SDK to satisfy sdktrace.ReadOnlySpan, which has
+// an unexported method.)
+type cleanedSpan struct {
+	sdktrace.ReadOnlySpan
+	name   string
+	status sdktrace.Status
+	attrs  []attribute.KeyValue
+	events []sdktrace.Event
+	links  []sdktrace.Link
+	scope  instrumentation.Scope
+	res    *resource.Resource
+}
+
+func (c *cleanedSpan) Name() string                                { return c.name }
+func (c *cleanedSpan) Status() sdktrace.Status                     { return c.status }
+func (c *cleanedSpan) Attributes() []attribute.KeyValue            { return c.attrs }
+func (c *cleanedSpan) Events() []sdktrace.Event                    { return c.events }
+func (c *cleanedSpan) Links() []sdktrace.Link                      { return c.links }
+func (c *cleanedSpan) Resource() *resource.Resource                { return c.res }
+func (c *cleanedSpan) InstrumentationScope() instrumentation.Scope { return c.scope }
+
+//nolint:staticcheck // exporters may still read the deprecated name
+func (c *cleanedSpan) InstrumentationLibrary() instrumentation.Library { return c.scope }

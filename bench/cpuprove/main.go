@@ -28,7 +28,6 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -176,7 +175,7 @@ func run(circuit, sizes string, reps int) error {
 // making that many spans (start, four attributes, end) through the file
 // exporter's provider, averaged over 200 proofs' worth, flush included.
 func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, tel *otelcuzk.Telemetry) (time.Duration, int, error) {
-	rec := tracetest.NewSpanRecorder()
+	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	if _, err := prover.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(tp)); err != nil {
 		return 0, 0, err

@@ -28,11 +28,11 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/cupti"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
@@ -102,7 +102,7 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	if err != nil {
 		return err
 	}
-	rec := tracetest.NewSpanRecorder()
+	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(ctx)
 	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
@@ -194,7 +194,7 @@ var onSpans []sdktrace.ReadOnlySpan
 // keepOn moves the recorded spans of the last off/on/lite round's "on"
 // proof into onSpans: the round's spans are recorded in order, so those
 // carrying cuda.cupti_ms are the "on" proof's.
-func keepOn(rec *tracetest.SpanRecorder) {
+func keepOn(rec *otelcuzk.Recorder) {
 	for _, s := range rec.Ended() {
 		for _, kv := range s.Attributes() {
 			if kv.Key == "cuda.cupti_ms" {

@@ -34,7 +34,6 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -302,7 +301,7 @@ var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcu
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
 
 func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keycache.Keys, w, pub witness.Witness) error {
-	rec := tracetest.NewSpanRecorder()
+	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(ctx)
 	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))

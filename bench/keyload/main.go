@@ -31,7 +31,6 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
@@ -93,7 +92,7 @@ func loadBefore(ccsHash func() (string, error), dir string) (time.Duration, time
 
 func run(circuit, sizes string, reps int, cacheDir string) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
-	rec := tracetest.NewSpanRecorder()
+	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false), keycache.WithTracerProvider(tp))
 	if err != nil {

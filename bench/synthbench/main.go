@@ -31,7 +31,6 @@ import (
 	"github.com/consensys/gnark/constraint/solver"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
@@ -100,7 +99,7 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 		fmt.Printf("\n%s 2^%d (%s): %d levels, circuit.compile %.2f s (cache %v)\n",
 			circuit, lg, in.Shape, len(r1cs.Levels), time.Since(t0).Seconds(), comp.CacheHit)
 
-		rec := tracetest.NewSpanRecorder()
+		rec := otelcuzk.NewRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		var w witness.Witness
 		picked := 0

@@ -54,14 +54,6 @@ func newApp() *cli.App {
 	}
 }
 
-// noArgs refuses positional arguments for a command that takes none.
-func noArgs(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return fmt.Errorf("%s takes no arguments, got %q (flags go before any argument: --name value)", c.Command.Name, c.Args().Slice())
-	}
-	return nil
-}
-
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		var code exitCode // gpu-trace: the traced program's status

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 	"github.com/consensys/gnark/logger"
 	"github.com/urfave/cli/v2"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -63,18 +60,6 @@ func init() {
 	})
 }
 
-// usageError returns a flag parsing error as the command's one-line error,
-// without the usage text urfave/cli would print.
-func usageError(_ *cli.Context, err error, _ bool) error { return err }
-
-// oneLine keeps an error on one line (errors.Join separates by newlines).
-func oneLine(err error) error {
-	if err == nil || !strings.Contains(err.Error(), "\n") {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
-}
-
 func proveAction(c *cli.Context) (err error) {
 	// Ctrl-C or SIGTERM ends the run through the normal error path, so the
 	// trace is flushed and no proof file is written.
@@ -111,7 +96,7 @@ func proveAction(c *cli.Context) (err error) {
 	}
 
 	traceFrom := traceFileEnd(c.String("trace-file")) // read back only what this run appends
-	recorder := tracetest.NewSpanRecorder()
+	recorder := otelcuzk.NewRecorder()
 	tel, err := otelcuzk.New(ctx, append(deviceOptions(c.String("backend")),
 		otelcuzk.WithTraceFile(c.String("trace-file")),
 		otelcuzk.WithSpanProcessor(recorder),
@@ -213,13 +198,6 @@ func proveAction(c *cli.Context) (err error) {
 	return nil
 }
 
-func orEnv(target string) string {
-	if target != "" {
-		return target
-	}
-	return "the OTEL_EXPORTER_OTLP_* endpoint"
-}
-
 // runJob runs one request through an engine with one worker, as the
 // daemon does: engine.job (with engine.queue) is the root of the trace.
 func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worker string, req *prover.Request) (*prover.Result, error) {
@@ -249,93 +227,6 @@ func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worke
 		return nil, err
 	}
 	return info.Result, nil
-}
-
-// atomicFile writes its destination through a temporary file beside it,
-// renamed over it on commit, so a failed or interrupted run leaves no
-// partial proof. newAtomicFile checks, before any proving, that a file can
-// be created there; the temporary file itself exists only during commit.
-type atomicFile struct{ path string }
-
-func newAtomicFile(path string) (*atomicFile, error) {
-	if path == "" {
-		return nil, errors.New("empty path")
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, errors.New("is a directory")
-	}
-	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	probe.Close()
-	if err := os.Remove(probe.Name()); err != nil {
-		return nil, err
-	}
-	return &atomicFile{path: path}, nil
-}
-
-func (f *atomicFile) commit(data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), f.path)
-}
-
-// probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
-// an unreachable collector fails the command before proving, in at most
-// 2 s, rather than at the final flush.
-func probeOTLPEndpoint() error {
-	ep := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-	if ep == "" {
-		ep = strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
-	}
-	if ep == "" {
-		return nil
-	}
-	host := ep
-	if strings.Contains(ep, "://") {
-		u, err := url.Parse(ep)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("OTLP endpoint %q is not a URL", ep)
-		}
-		host = u.Host
-		if u.Port() == "" {
-			port := "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-			host = net.JoinHostPort(u.Hostname(), port)
-		}
-	}
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		return fmt.Errorf("OTLP endpoint %q is neither a URL nor host:port", ep)
-	}
-	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
-	if err != nil {
-		return fmt.Errorf("OTLP endpoint %s unreachable: %w", ep, err)
-	}
-	conn.Close()
-	return nil
 }
 
 // printRecorded prints the waterfall of spans recorded in memory, for runs

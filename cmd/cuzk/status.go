@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -32,26 +29,6 @@ func init() {
 		},
 		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
 	})
-}
-
-// clientOptions are the client options of --token and --tls-ca.
-func clientOptions(c *cli.Context) ([]client.Option, error) {
-	var opts []client.Option
-	if tok := c.String("token"); tok != "" {
-		opts = append(opts, client.WithBearerToken(tok))
-	}
-	if ca := c.String("tls-ca"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, fmt.Errorf("tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls-ca %s: no PEM certificate", ca)
-		}
-		opts = append(opts, client.WithTLS(&tls.Config{RootCAs: pool}))
-	}
-	return opts, nil
 }
 
 func statusAction(c *cli.Context) error {

@@ -1,0 +1,158 @@
+package main
+
+// Helpers every command uses: one-line errors, argument checks, files
+// written atomically, the OTLP endpoint probe and the daemon client's
+// options. One file per command lives beside this one.
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+// usageError returns a flag parsing error as the command's one-line error,
+// without the usage text urfave/cli would print.
+func usageError(_ *cli.Context, err error, _ bool) error { return err }
+
+// oneLine keeps an error on one line (errors.Join separates by newlines).
+func oneLine(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
+
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q (flags go before any argument: --name value)", c.Command.Name, c.Args().Slice())
+	}
+	return nil
+}
+
+// clientOptions are the client options of --token and --tls-ca.
+func clientOptions(c *cli.Context) ([]client.Option, error) {
+	var opts []client.Option
+	if tok := c.String("token"); tok != "" {
+		opts = append(opts, client.WithBearerToken(tok))
+	}
+	if ca := c.String("tls-ca"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca %s: no PEM certificate", ca)
+		}
+		opts = append(opts, client.WithTLS(&tls.Config{RootCAs: pool}))
+	}
+	return opts, nil
+}
+
+// atomicFile writes its destination through a temporary file beside it,
+// renamed over it on commit, so a failed or interrupted run leaves no
+// partial proof. newAtomicFile checks, before any proving, that a file can
+// be created there; the temporary file itself exists only during commit.
+type atomicFile struct{ path string }
+
+func newAtomicFile(path string) (*atomicFile, error) {
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, errors.New("is a directory")
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return nil, err
+	}
+	return &atomicFile{path: path}, nil
+}
+
+func (f *atomicFile) commit(data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f.path)
+}
+
+// probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
+// an unreachable collector fails the command before proving, in at most
+// 2 s, rather than at the final flush.
+func probeOTLPEndpoint() error {
+	ep := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	if ep == "" {
+		ep = strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
+	if ep == "" {
+		return nil
+	}
+	host := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("OTLP endpoint %q is not a URL", ep)
+		}
+		host = u.Host
+		if u.Port() == "" {
+			port := "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+			host = net.JoinHostPort(u.Hostname(), port)
+		}
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return fmt.Errorf("OTLP endpoint %q is neither a URL nor host:port", ep)
+	}
+	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("OTLP endpoint %s unreachable: %w", ep, err)
+	}
+	conn.Close()
+	return nil
+}
+
+// orEnv names the OTLP destination, target or, when the SDK reads it
+// from the environment, the environment.
+func orEnv(target string) string {
+	if target != "" {
+		return target
+	}
+	return "the OTEL_EXPORTER_OTLP_* endpoint"
+}
