@@ -18,8 +18,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,19 +33,17 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
 
 func main() {
-	circuit := flag.String("circuit", "merkle", "built-in circuit")
-	sizes := flag.String("log2", "14,16", "comma-separated log2 of the constraint counts")
-	reps := flag.Int("reps", 5, "repetitions of each variant (after one warm-up)")
+	cf := benchutil.NewCircuitFlags("14,16", 5, "repetitions of each variant (after one warm-up)")
 	flag.Parse()
 	logger.Disable()
-	if err := run(*circuit, *sizes, *reps); err != nil {
-		fmt.Fprintln(os.Stderr, "cpuprove:", err)
-		os.Exit(1)
-	}
+	sizes, err := cf.Log2()
+	benchutil.Exit("cpuprove", err)
+	benchutil.Exit("cpuprove", run(*cf.Circuit, sizes, *cf.Reps))
 }
 
 type variant struct {
@@ -68,7 +64,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func run(circuit, sizes string, reps int) error {
+func run(circuit string, sizes []int, reps int) error {
 	ctx := context.Background()
 	hostname, _ := os.Hostname()
 	fmt.Printf("host %s, %s/%s, %s\n", hostname, runtime.GOOS, runtime.GOARCH, host.String())
@@ -90,11 +86,7 @@ func run(circuit, sizes string, reps int) error {
 
 	fmt.Printf("%-8s %6s  %-20s %10s %10s %10s %14s %14s %14s\n", "circuit", "log2 n", "variant",
 		"median ms", "min ms", "cpu ms", "median ratio", "min ratio", "cpu ratio")
-	for _, s := range strings.Split(sizes, ",") {
-		lg, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("log2 %q: %w", s, err)
-		}
+	for _, lg := range sizes {
 		in, err := circuits.Build(circuit, 1<<lg)
 		if err != nil {
 			return err

@@ -21,9 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -40,29 +37,13 @@ import (
 )
 
 func main() {
-	circuit := flag.String("circuit", "merkle", "built-in circuit")
-	sizes := flag.String("log2", "16,18", "comma-separated log2 of the constraint counts")
-	reps := flag.Int("reps", 5, "repetitions of each variant (after one warm-up)")
+	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
 	cacheDir := flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or the user cache)")
 	flag.Parse()
 	logger.Disable()
-	if err := run(*circuit, *sizes, *reps, *cacheDir); err != nil {
-		fmt.Fprintln(os.Stderr, "keyload:", err)
-		os.Exit(1)
-	}
-}
-
-type series struct {
-	name  string
-	times []time.Duration
-}
-
-func (s *series) add(d time.Duration) { s.times = append(s.times, d) }
-
-func (s *series) String() string {
-	t := slices.Clone(s.times)
-	slices.Sort(t)
-	return fmt.Sprintf("%-40s %9.1f ms  [%.1f, %.1f]", s.name, benchutil.Ms(benchutil.Median(t)), benchutil.Ms(t[0]), benchutil.Ms(t[len(t)-1]))
+	sizes, err := cf.Log2()
+	benchutil.Exit("keyload", err)
+	benchutil.Exit("keyload", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir))
 }
 
 // loadBefore is keys.load as it was: hash, then a sequential decode.
@@ -90,7 +71,7 @@ func loadBefore(ccsHash func() (string, error), dir string) (time.Duration, time
 	return t1.Sub(t0), time.Since(t1), nil
 }
 
-func run(circuit, sizes string, reps int, cacheDir string) error {
+func run(circuit string, sizes []int, reps int, cacheDir string) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
 	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -98,11 +79,7 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range strings.Split(sizes, ",") {
-		lg, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || lg < 1 || lg > 30 {
-			return fmt.Errorf("bad -log2 %q", f)
-		}
+	for _, lg := range sizes {
 		n := 1 << lg
 		in, err := circuits.Build(circuit, n)
 		if err != nil {
@@ -123,11 +100,11 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 			return fmt.Errorf("keys of %s 2^%d not cached (run cuzk setup first): %w", circuit, lg, err)
 		}
 		fmt.Printf("\n%s 2^%d: key file %.1f MB, circuit cache hit %v\n", circuit, lg, float64(st.Size())/1e6, comp.CacheHit)
-		beforeHash := &series{name: "before: keycache.Hash of the R1CS"}
-		beforeRead := &series{name: "before: sequential ReadDump"}
-		beforeTotal := &series{name: "before: keys.load"}
-		after := &series{name: "after: keys.load (hash stored)"}
-		spans := map[string]*series{}
+		beforeHash := &benchutil.Series{Name: "before: keycache.Hash of the R1CS"}
+		beforeRead := &benchutil.Series{Name: "before: sequential ReadDump"}
+		beforeTotal := &benchutil.Series{Name: "before: keys.load"}
+		after := &benchutil.Series{Name: "after: keys.load (hash stored)"}
+		spans := map[string]*benchutil.Series{}
 		for rep := 0; rep <= reps; rep++ {
 			h, r, err := loadBefore(func() (string, error) { return keycache.Hash(comp.CCS) }, cache.Dir())
 			if err != nil {
@@ -148,22 +125,22 @@ func run(circuit, sizes string, reps int, cacheDir string) error {
 			if rep == 0 {
 				continue
 			}
-			beforeHash.add(h)
-			beforeRead.add(r)
-			beforeTotal.add(h + r)
-			after.add(d)
+			beforeHash.Add(h)
+			beforeRead.Add(r)
+			beforeTotal.Add(h + r)
+			after.Add(d)
 			for _, s := range rec.Ended() {
 				if s.Name() == otelcuzk.SpanKeysRead || s.Name() == otelcuzk.SpanKeysDecode {
 					if spans[s.Name()] == nil {
-						spans[s.Name()] = &series{name: "  " + s.Name()}
+						spans[s.Name()] = &benchutil.Series{Name: "  " + s.Name()}
 					}
-					spans[s.Name()].add(s.EndTime().Sub(s.StartTime()))
+					spans[s.Name()].Add(s.EndTime().Sub(s.StartTime()))
 				}
 			}
 		}
-		for _, s := range []*series{beforeHash, beforeRead, beforeTotal, after, spans[otelcuzk.SpanKeysRead], spans[otelcuzk.SpanKeysDecode]} {
+		for _, s := range []*benchutil.Series{beforeHash, beforeRead, beforeTotal, after, spans[otelcuzk.SpanKeysRead], spans[otelcuzk.SpanKeysDecode]} {
 			if s != nil {
-				fmt.Println("  " + s.String())
+				fmt.Println("  " + s.Line(40))
 			}
 		}
 	}

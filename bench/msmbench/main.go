@@ -13,7 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -36,10 +35,7 @@ func main() {
 	lg2 := flag.Int("g2-log2", 0, "log2 size of the timed G2 MSM (0: G2 not timed)")
 	reps := flag.Int("reps", 3, "timed runs per variant after one warm-up (median reported)")
 	flag.Parse()
-	if err := run(*variants, *lg1, *lg2, *reps); err != nil {
-		fmt.Fprintln(os.Stderr, "msmbench:", err)
-		os.Exit(1)
-	}
+	benchutil.Exit("msmbench", run(*variants, *lg1, *lg2, *reps))
 }
 
 func parseVariant(v string) (map[string]string, error) {

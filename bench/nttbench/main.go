@@ -13,7 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -37,15 +36,9 @@ func main() {
 	variants := flag.String("variants", "", "kernel macro sets to compare, ';'-separated, each K=V,K=V (see ntt.WithDefines)")
 	flag.Parse()
 	if *variants != "" {
-		if err := runVariants(*variants); err != nil {
-			fmt.Fprintln(os.Stderr, "nttbench:", err)
-			os.Exit(1)
-		}
+		benchutil.Exit("nttbench", runVariants(*variants))
 	}
-	if err := run(*sizes, *reps, *hmax); err != nil {
-		fmt.Fprintln(os.Stderr, "nttbench:", err)
-		os.Exit(1)
-	}
+	benchutil.Exit("nttbench", run(*sizes, *reps, *hmax))
 }
 
 func run(sizeList string, reps, hmax int) error {

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,9 +40,7 @@ import (
 )
 
 func main() {
-	circuit := flag.String("circuit", "merkle", "built-in circuit")
-	sizes := flag.String("log2", "16,18", "comma-separated log2 of the constraint counts")
-	reps := flag.Int("reps", 5, "repetitions of each variant (after one warm-up)")
+	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
 	cacheDir := flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or the user cache)")
 	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU)")
 	flag.Parse()
@@ -57,34 +54,18 @@ func main() {
 		}
 		tasks = append(tasks, n)
 	}
-	if err := run(*circuit, *sizes, *reps, *cacheDir, tasks); err != nil {
-		fmt.Fprintln(os.Stderr, "synthbench:", err)
-		os.Exit(1)
-	}
+	sizes, err := cf.Log2()
+	benchutil.Exit("synthbench", err)
+	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks))
 }
 
-type series struct {
-	name  string
-	times []time.Duration
-}
-
-func (s *series) String() string {
-	t := slices.Clone(s.times)
-	slices.Sort(t)
-	return fmt.Sprintf("%-34s %9.1f ms  [%.1f, %.1f]", s.name, benchutil.Ms(benchutil.Median(t)), benchutil.Ms(t[0]), benchutil.Ms(t[len(t)-1]))
-}
-
-func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
+func run(circuit string, sizes []int, reps int, cacheDir string, tasks []int) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))
 	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false))
 	if err != nil {
 		return err
 	}
-	for _, f := range strings.Split(sizes, ",") {
-		lg, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || lg < 1 || lg > 30 {
-			return fmt.Errorf("bad -log2 %q", f)
-		}
+	for _, lg := range sizes {
 		n := 1 << lg
 		in, err := circuits.Build(circuit, n)
 		if err != nil {
@@ -103,20 +84,20 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		var w witness.Witness
 		picked := 0
-		witnessS := &series{name: "sample witness (native MiMC)"}
-		gnarkDefault := &series{name: fmt.Sprintf("gnark Solve, %d tasks (default)", runtime.NumCPU())}
-		var gnarkTasks []*series
+		witnessS := &benchutil.Series{Name: "sample witness (native MiMC)"}
+		gnarkDefault := &benchutil.Series{Name: fmt.Sprintf("gnark Solve, %d tasks (default)", runtime.NumCPU())}
+		var gnarkTasks []*benchutil.Series
 		for _, k := range tasks {
-			gnarkTasks = append(gnarkTasks, &series{name: fmt.Sprintf("gnark Solve, %d tasks", k)})
+			gnarkTasks = append(gnarkTasks, &benchutil.Series{Name: fmt.Sprintf("gnark Solve, %d tasks", k)})
 		}
-		synth := &series{name: "prover.Synthesize"}
-		solveS := &series{name: "  synthesize.solve"}
-		copyS := &series{name: "  synthesize.copy"}
+		synth := &benchutil.Series{Name: "prover.Synthesize"}
+		solveS := &benchutil.Series{Name: "  synthesize.solve"}
+		copyS := &benchutil.Series{Name: "  synthesize.copy"}
 		variants := []func() error{
 			func() error {
 				t := time.Now()
 				_, err := r1cs.Solve(w)
-				gnarkDefault.times = append(gnarkDefault.times, time.Since(t))
+				gnarkDefault.Add(time.Since(t))
 				return err
 			},
 			func() error {
@@ -125,7 +106,7 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 					if _, err := r1cs.Solve(w, solver.WithNbTasks(k)); err != nil {
 						return err
 					}
-					gnarkTasks[i].times = append(gnarkTasks[i].times, time.Since(t))
+					gnarkTasks[i].Add(time.Since(t))
 				}
 				return nil
 			},
@@ -133,7 +114,7 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 				rec.Reset()
 				t := time.Now()
 				asg, err := prover.Synthesize(context.Background(), comp.CCS, w, prover.WithTracerProvider(tp))
-				synth.times = append(synth.times, time.Since(t))
+				synth.Add(time.Since(t))
 				if err != nil {
 					return err
 				}
@@ -141,14 +122,14 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 					d := s.EndTime().Sub(s.StartTime())
 					switch s.Name() {
 					case otelcuzk.SpanSynthesizeSolve:
-						solveS.times = append(solveS.times, d)
+						solveS.Add(d)
 						for _, a := range s.Attributes() {
 							if a.Key == otelcuzk.KeySolverTasks {
 								picked = int(a.Value.AsInt64())
 							}
 						}
 					case otelcuzk.SpanSynthesizeCopy:
-						copyS.times = append(copyS.times, d)
+						copyS.Add(d)
 					}
 				}
 				return asg.Release(context.Background(), nil)
@@ -160,7 +141,7 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 				return err
 			}
 			if rep > 0 {
-				witnessS.times = append(witnessS.times, time.Since(t))
+				witnessS.Add(time.Since(t))
 			}
 			for _, v := range variants {
 				if err := v(); err != nil {
@@ -168,15 +149,15 @@ func run(circuit, sizes string, reps int, cacheDir string, tasks []int) error {
 				}
 			}
 			if rep == 0 { // warm-up
-				for _, s := range append([]*series{gnarkDefault, synth, solveS, copyS}, gnarkTasks...) {
-					s.times = nil
+				for _, s := range append([]*benchutil.Series{gnarkDefault, synth, solveS, copyS}, gnarkTasks...) {
+					s.Times = nil
 				}
 			}
 			runtime.GC()
 		}
-		solveS.name = fmt.Sprintf("  synthesize.solve (%d tasks)", picked)
-		for _, s := range append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), synth, solveS, copyS) {
-			fmt.Println("  " + s.String())
+		solveS.Name = fmt.Sprintf("  synthesize.solve (%d tasks)", picked)
+		for _, s := range append(append([]*benchutil.Series{witnessS, gnarkDefault}, gnarkTasks...), synth, solveS, copyS) {
+			fmt.Println("  " + s.Line(34))
 		}
 	}
 	return nil

@@ -1,11 +1,17 @@
-// Package benchutil holds what the GPU benchmark programs share: random
-// field vectors made fast on all cores, and the statistics they report.
+// Package benchutil holds what the benchmark programs share: random field
+// vectors made fast on all cores, the statistics they report, and the
+// flags and exit of those that time built-in circuits.
 package benchutil
 
 import (
+	"flag"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,4 +48,62 @@ func RandomScalars(n int) []fr.Element {
 	}
 	wg.Wait()
 	return v
+}
+
+// Series is the times of one timed variant, reported by Line.
+type Series struct {
+	Name  string
+	Times []time.Duration
+}
+
+// Add appends one time.
+func (s *Series) Add(d time.Duration) { s.Times = append(s.Times, d) }
+
+// Line is the name padded to width, then the median and, in brackets, the
+// minimum and maximum, in ms. s must hold at least one time.
+func (s *Series) Line(width int) string {
+	t := slices.Clone(s.Times)
+	slices.Sort(t)
+	return fmt.Sprintf("%-*s %9.1f ms  [%.1f, %.1f]", width, s.Name, Ms(Median(t)), Ms(t[0]), Ms(t[len(t)-1]))
+}
+
+// CircuitFlags are the flags of the benchmarks of a built-in circuit:
+// -circuit, -log2 (comma-separated log2 sizes) and -reps.
+type CircuitFlags struct {
+	Circuit *string
+	log2    *string
+	Reps    *int
+}
+
+// NewCircuitFlags defines the CircuitFlags on flag.CommandLine with the
+// given defaults of -log2 and -reps; repsUsage says what one repetition is.
+func NewCircuitFlags(log2 string, reps int, repsUsage string) CircuitFlags {
+	return CircuitFlags{
+		Circuit: flag.String("circuit", "merkle", "built-in circuit"),
+		log2:    flag.String("log2", log2, "comma-separated log2 of the constraint counts"),
+		Reps:    flag.Int("reps", reps, repsUsage),
+	}
+}
+
+// Log2 is the parsed -log2 list: integers from 1 to 30, or an error that
+// names the bad item.
+func (f CircuitFlags) Log2() ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(*f.log2, ",") {
+		lg, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || lg < 1 || lg > 30 {
+			return nil, fmt.Errorf("bad -log2 %q: want integers from 1 to 30", s)
+		}
+		out = append(out, lg)
+	}
+	return out, nil
+}
+
+// Exit ends a benchmark that failed: "name: err" on stderr and status 1.
+// It returns when err is nil.
+func Exit(name string, err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }
