@@ -2,6 +2,7 @@
 #include "cs_driver.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +30,33 @@ static int resolve(cs_driver *d, const char *name, const char *fallback, int ver
 	return 0;
 }
 
+// lib_open allocates a zeroed struct of size bytes whose first member is
+// the library's handle (cs_driver, cs_nvrtc) and dlopens path into it; NULL
+// with err filled when either fails.
+_Static_assert(offsetof(cs_driver, lib) == 0, "cs_driver.lib is not first");
+_Static_assert(offsetof(cs_nvrtc, lib) == 0, "cs_nvrtc.lib is not first");
+static void *lib_open(const char *path, size_t size, char *err, size_t errlen) {
+	void **s = calloc(1, size);
+	if (s == NULL) {
+		snprintf(err, errlen, "out of host memory");
+		return NULL;
+	}
+	*s = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (*s == NULL) {
+		const char *e = dlerror();
+		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 #define R(field, fallback) \
 	if (resolve(d, #field, fallback, CS_ABI, (void **)&d->field, 1, err, errlen)) goto fail
 
 cs_driver *cs_load(const char *path, char *err, size_t errlen) {
-	cs_driver *d = calloc(1, sizeof *d);
+	cs_driver *d = lib_open(path, sizeof *d, err, errlen);
 	if (d == NULL) {
-		snprintf(err, errlen, "out of host memory");
-		return NULL;
-	}
-	d->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (d->lib == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
-		free(d);
 		return NULL;
 	}
 	d->cuGetProcAddress_v2 = dlsym(d->lib, "cuGetProcAddress_v2");
@@ -368,16 +382,8 @@ CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigne
 		snprintf(err, errlen, "%s has no %s", path, #field); goto fail; }
 
 cs_nvrtc *cs_nvrtc_load(const char *path, char *err, size_t errlen) {
-	cs_nvrtc *n = calloc(1, sizeof *n);
+	cs_nvrtc *n = lib_open(path, sizeof *n, err, errlen);
 	if (n == NULL) {
-		snprintf(err, errlen, "out of host memory");
-		return NULL;
-	}
-	n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (n->lib == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
-		free(n);
 		return NULL;
 	}
 	N(nvrtcVersion);

@@ -66,6 +66,16 @@ func OpenDriver(path string) (Driver, error) {
 }
 
 // check turns a CUresult into nil or an *Error naming the call.
+// handle runs a driver call that writes one handle, checked as check does,
+// and gives the handle as its Go type.
+func handle[H ~uintptr](d *cuDriver, call string, f func(h *C.uintptr_t) C.CUresult) (H, error) {
+	var h C.uintptr_t
+	if err := d.check(call, f(&h)); err != nil {
+		return 0, err
+	}
+	return H(h), nil
+}
+
 func (d *cuDriver) check(call string, r C.CUresult) error {
 	if r == 0 {
 		return nil
@@ -139,11 +149,7 @@ func (d *cuDriver) Device(ordinal int) (DeviceInfo, error) {
 }
 
 func (d *cuDriver) PrimaryContext(ordinal int) (ContextHandle, error) {
-	var h C.uintptr_t
-	if err := d.check("cuDevicePrimaryCtxRetain", C.cs_primary_retain(d.d, C.int(ordinal), &h)); err != nil {
-		return 0, err
-	}
-	return ContextHandle(h), nil
+	return handle[ContextHandle](d, "cuDevicePrimaryCtxRetain", func(h *C.uintptr_t) C.CUresult { return C.cs_primary_retain(d.d, C.int(ordinal), h) })
 }
 
 func (d *cuDriver) ReleasePrimaryContext(ordinal int) error {
@@ -165,11 +171,7 @@ func (d *cuDriver) Synchronize(c ContextHandle) error {
 }
 
 func (d *cuDriver) StreamCreate(c ContextHandle) (StreamHandle, error) {
-	var s C.uintptr_t
-	if err := d.check("cuStreamCreate", C.cs_stream_create(d.d, cx(c), &s)); err != nil {
-		return 0, err
-	}
-	return StreamHandle(s), nil
+	return handle[StreamHandle](d, "cuStreamCreate", func(h *C.uintptr_t) C.CUresult { return C.cs_stream_create(d.d, cx(c), h) })
 }
 
 func (d *cuDriver) StreamDestroy(c ContextHandle, s StreamHandle) error {
@@ -181,11 +183,7 @@ func (d *cuDriver) StreamSynchronize(c ContextHandle, s StreamHandle) error {
 }
 
 func (d *cuDriver) EventCreate(c ContextHandle) (EventHandle, error) {
-	var e C.uintptr_t
-	if err := d.check("cuEventCreate", C.cs_event_create(d.d, cx(c), &e)); err != nil {
-		return 0, err
-	}
-	return EventHandle(e), nil
+	return handle[EventHandle](d, "cuEventCreate", func(h *C.uintptr_t) C.CUresult { return C.cs_event_create(d.d, cx(c), h) })
 }
 
 func (d *cuDriver) EventDestroy(c ContextHandle, e EventHandle) error {
@@ -261,11 +259,7 @@ func (d *cuDriver) ModuleLoad(c ContextHandle, image []byte) (ModuleHandle, erro
 	// memory out of the driver's hands.
 	cimg := C.CBytes(image)
 	defer C.free(cimg)
-	var m C.uintptr_t
-	if err := d.check("cuModuleLoadData", C.cs_module_load(d.d, cx(c), cimg, &m)); err != nil {
-		return 0, err
-	}
-	return ModuleHandle(m), nil
+	return handle[ModuleHandle](d, "cuModuleLoadData", func(h *C.uintptr_t) C.CUresult { return C.cs_module_load(d.d, cx(c), cimg, h) })
 }
 
 func (d *cuDriver) ModuleUnload(c ContextHandle, m ModuleHandle) error {
@@ -275,11 +269,7 @@ func (d *cuDriver) ModuleUnload(c ContextHandle, m ModuleHandle) error {
 func (d *cuDriver) ModuleFunction(c ContextHandle, m ModuleHandle, name string) (FunctionHandle, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	var f C.uintptr_t
-	if err := d.check("cuModuleGetFunction", C.cs_module_function(d.d, cx(c), C.uintptr_t(m), cname, &f)); err != nil {
-		return 0, err
-	}
-	return FunctionHandle(f), nil
+	return handle[FunctionHandle](d, "cuModuleGetFunction", func(h *C.uintptr_t) C.CUresult { return C.cs_module_function(d.d, cx(c), C.uintptr_t(m), cname, h) })
 }
 
 func (d *cuDriver) FuncAttribute(c ContextHandle, f FunctionHandle, a FuncAttr) (int, error) {
