@@ -302,7 +302,10 @@ func (d *cuDriver) FuncParams(c ContextHandle, f FunctionHandle) ([]ParamInfo, b
 	return out, true, nil
 }
 
-func (d *cuDriver) Launch(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int) error {
+// launchArgs are Launch's arguments as cs_launch takes them: the grid and
+// block shapes, the parameter offsets (one spare entry, so the array is
+// never empty) and the parameter bytes (nil when there are none).
+func launchArgs(grid, block Dim3, params []byte, offsets []int) ([6]C.uint, []C.size_t, *C.uchar) {
 	dims := [6]C.uint{C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z)}
 	coffs := make([]C.size_t, len(offsets)+1)
 	for i, o := range offsets {
@@ -312,20 +315,17 @@ func (d *cuDriver) Launch(c ContextHandle, f FunctionHandle, grid, block Dim3, s
 	if len(params) > 0 {
 		p = (*C.uchar)(unsafe.Pointer(&params[0]))
 	}
+	return dims, coffs, p
+}
+
+func (d *cuDriver) Launch(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int) error {
+	dims, coffs, p := launchArgs(grid, block, params, offsets)
 	return d.check("cuLaunchKernel", C.cs_launch(d.d, cx(c), C.uintptr_t(f), &dims[0], C.uint(shared), C.uintptr_t(s), p, &coffs[0], C.int(len(offsets))))
 }
 
 // LaunchTimed records start, launches and records end in one cgo call.
 func (d *cuDriver) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle) error {
-	dims := [6]C.uint{C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z)}
-	coffs := make([]C.size_t, len(offsets)+1)
-	for i, o := range offsets {
-		coffs[i] = C.size_t(o)
-	}
-	var p *C.uchar
-	if len(params) > 0 {
-		p = (*C.uchar)(unsafe.Pointer(&params[0]))
-	}
+	dims, coffs, p := launchArgs(grid, block, params, offsets)
 	var failed C.int
 	r := C.cs_launch_timed(d.d, cx(c), C.uintptr_t(f), &dims[0], C.uint(shared), C.uintptr_t(s), p, &coffs[0],
 		C.int(len(offsets)), C.uintptr_t(start), C.uintptr_t(end), &failed)
