@@ -30,8 +30,8 @@ func traceDiffCommand() *cli.Command {
 which layers moved. A and B are each:
 
    FILE                    an OTLP JSON lines trace file: its last proof (the
-                           last trace with an engine.job), or
-                           --trace-id-a/--trace-id-b ID, or a set of its jobs
+                           last trace with an engine.job), or the trace
+                           --trace-id names, or a set of its jobs
                            (engine.job traces; a file without any: its
                            traces): --last N (the N that start last) or --all
    TRACE_ID                with --jaeger URL or --tempo URL
@@ -53,10 +53,18 @@ children) that moved by --threshold-ms and --threshold-pct or more, e.g.
 
 --fail-over PCT exits with status 2 when the layer --fail-layer names (a
 path or a span name, its shallowest occurrence; default: the root span, i.e.
-the whole job) is more than PCT % slower on B than on A. Errors exit 1.`,
+the whole job) is more than PCT % slower on B than on A. Errors exit 1.
+
+--trace-id ID picks a trace by id: given twice, the first is A's trace and
+the second B's (A and B may be the same file); given once, it names the
+trace of both sides (the same trace in two files, for example exported to
+two places), and is refused when A and B are the same file, which would
+compare the trace with itself. --trace-id-a ID and --trace-id-b ID name one
+side's trace only (the other side: its last proof).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL`; A and B that are not files are trace ids"},
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; A and B that are not files are trace ids"},
+			&cli.StringSliceFlag{Name: "trace-id", Usage: "the trace of this `ID` in each FILE; twice: A's, then B's"},
 			&cli.StringFlag{Name: "trace-id-a", Usage: "with a FILE as A, its trace of this `ID`"},
 			&cli.StringFlag{Name: "trace-id-b", Usage: "with a FILE as B, its trace of this `ID`"},
 			&cli.IntFlag{Name: "last", Usage: "compare the medians of the last `N` engine.job traces of each FILE"},
@@ -87,8 +95,9 @@ func runTraceDiff(c *cli.Context) error {
 	if flags.String("jaeger") != "" && flags.String("tempo") != "" {
 		return errors.New("trace diff: give --jaeger or --tempo, not both")
 	}
-	if flags.Int("last") < 0 {
-		return fmt.Errorf("trace diff: --last %d: want a positive count", flags.Int("last"))
+	// --last 0 is not "unset": a set of no traces has nothing to compare.
+	if n := flags.Int("last"); n < 0 || n == 0 && flags.IsSet("last") {
+		return fmt.Errorf("trace diff: --last %d: want a positive count of traces (or --all)", n)
 	}
 	if flags.Int("last") > 0 && flags.Bool("all") {
 		return errors.New("trace diff: give --last N or --all, not both")
@@ -108,11 +117,15 @@ func runTraceDiff(c *cli.Context) error {
 		warn: errOut, jaeger: flags.String("jaeger"), tempo: flags.String("tempo"),
 		last: flags.Int("last"), all: flags.Bool("all"), timeout: flags.Duration("timeout"),
 	}
-	a, err := src.load(c.Context, "A", args[0], flags.String("trace-id-a"))
+	pickA, pickB, err := tracePicks(flags, args[0], args[1])
 	if err != nil {
 		return err
 	}
-	b, err := src.load(c.Context, "B", args[1], flags.String("trace-id-b"))
+	a, err := src.load(c.Context, "A", args[0], pickA)
+	if err != nil {
+		return err
+	}
+	b, err := src.load(c.Context, "B", args[1], pickB)
 	if err != nil {
 		return err
 	}
@@ -171,6 +184,39 @@ func checkRegression(d *tracefile.Diff, layer string, pct float64) error {
 	return nil
 }
 
+// tracePick is the trace one side names by id, and the flag that named it
+// (for errors); id "" is none.
+type tracePick struct{ id, flag string }
+
+// tracePicks returns each side's trace id from --trace-id (twice: A's then
+// B's; once: both sides', refused when A and B are the same file) or
+// --trace-id-a/--trace-id-b, which it does not combine with --trace-id.
+func tracePicks(flags *cli.Context, fileA, fileB string) (a, b tracePick, err error) {
+	ids := flags.StringSlice("trace-id")
+	oneSide := flags.String("trace-id-a") != "" || flags.String("trace-id-b") != ""
+	switch {
+	case len(ids) > 2:
+		return a, b, fmt.Errorf("trace diff: --trace-id given %d times: at most twice, A's trace then B's", len(ids))
+	case len(ids) > 0 && oneSide:
+		return a, b, errors.New("trace diff: give --trace-id, or --trace-id-a/--trace-id-b, not both")
+	case len(ids) == 2:
+		return tracePick{ids[0], "--trace-id (A's)"}, tracePick{ids[1], "--trace-id (B's)"}, nil
+	case len(ids) == 1:
+		if sameFile(fileA, fileB) {
+			return a, b, fmt.Errorf("trace diff: one --trace-id with A and B the same file would compare trace %s with itself; give --trace-id twice, A's trace then B's", ids[0])
+		}
+		return tracePick{ids[0], "--trace-id"}, tracePick{ids[0], "--trace-id"}, nil
+	}
+	return tracePick{flags.String("trace-id-a"), "--trace-id-a"}, tracePick{flags.String("trace-id-b"), "--trace-id-b"}, nil
+}
+
+// sameFile reports whether paths a and b are one existing file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 // diffSource reads one side of a diff.
 type diffSource struct {
 	warn          io.Writer
@@ -192,16 +238,17 @@ type diffSide struct {
 // a value): 2,000,000 is 10,000 traces of 200 distinct span paths.
 const maxSetValues = 2_000_000
 
-func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diffSide, error) {
+func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick) (*diffSide, error) {
+	traceID := pick.id
 	if traceID != "" {
 		id, err := tracefile.NormalizeTraceID(traceID)
 		if err != nil {
-			return nil, fmt.Errorf("trace diff: --trace-id-%c %s: not a trace id (want up to 32 hex digits)", label[0]+'a'-'A', traceID)
+			return nil, fmt.Errorf("trace diff: %s %s: not a trace id (want up to 32 hex digits)", pick.flag, traceID)
 		}
 		traceID = id
 	}
 	if st, err := os.Stat(arg); (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "") {
-		return s.loadRemote(ctx, label, arg, traceID)
+		return s.loadRemote(ctx, label, arg, pick)
 	}
 	jobs, others := &tracefile.ProfileSet{}, &tracefile.ProfileSet{}
 	tooMany := false
@@ -242,22 +289,30 @@ func (s diffSource) load(ctx context.Context, label, arg, traceID string) (*diff
 			}
 		}
 	}
+	// One --trace-id names both sides: say so where one side lacks it.
+	hint := ""
+	if pick.flag == "--trace-id" {
+		hint = " (one --trace-id names both sides' trace; give it twice, A's then B's)"
+	}
 	col, err := readTraceFile(s.warn, arg, 0, traceID, opts)
 	if err != nil {
-		return nil, fmt.Errorf("trace diff: %s: %w", label, err)
+		if traceID == "" || !strings.Contains(err.Error(), "not found in") {
+			hint = ""
+		}
+		return nil, fmt.Errorf("trace diff: %s: %w%s", label, err, hint)
 	}
 	chosen := col.Kept()
 	switch {
 	case traceID != "":
 		if len(chosen) == 0 {
-			return nil, fmt.Errorf("trace diff: %s: trace %s: not found in %s", label, traceID, arg)
+			return nil, fmt.Errorf("trace diff: %s: trace %s: not found in %s%s", label, traceID, arg, hint)
 		}
 	case set:
 	default:
 		latest, _ := col.Latest()
 		chosen = []tracefile.TraceSummary{latest}
 		if n := len(col.Summaries); n > 1 {
-			fmt.Fprintf(s.warn, "cuzk: %s: %s holds %d traces; comparing the last (%s); --trace-id-%c, --last N or --all for others\n", label, arg, n, latest.ID, label[0]+'a'-'A')
+			fmt.Fprintf(s.warn, "cuzk: %s: %s holds %d traces; comparing the last (%s); --trace-id (A's, then B's), --last N or --all for others\n", label, arg, n, latest.ID)
 		}
 	}
 	var reps []tracefile.Trace // the kept ones, for the HTML waterfall
@@ -333,9 +388,9 @@ func medianTrace(ts []tracefile.Trace) string {
 	return s[(len(s)-1)/2].ID
 }
 
-func (s diffSource) loadRemote(ctx context.Context, label, arg, traceID string) (*diffSide, error) {
-	if s.last > 0 || s.all || traceID != "" {
-		return nil, fmt.Errorf("trace diff: %s: --last, --all and --trace-id-* take a FILE; with --jaeger or --tempo, A and B are trace ids", label)
+func (s diffSource) loadRemote(ctx context.Context, label, arg string, pick tracePick) (*diffSide, error) {
+	if s.last > 0 || s.all || pick.id != "" {
+		return nil, fmt.Errorf("trace diff: %s: --last, --all and --trace-id take a FILE; with --jaeger or --tempo, A and B are trace ids", label)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -373,9 +428,19 @@ func interspersed(c *cli.Context, name string) (*cli.Context, []string, error) {
 	}
 	var setErr error
 	set.VisitAll(func(f *flag.Flag) {
-		if c.IsSet(f.Name) && setErr == nil {
-			setErr = set.Set(f.Name, fmt.Sprint(c.Value(f.Name)))
+		if !c.IsSet(f.Name) || setErr != nil {
+			return
 		}
+		if _, ok := f.Value.(*cli.StringSlice); ok {
+			// A repeated flag is set once per value, in order.
+			for _, v := range c.StringSlice(f.Name) {
+				if setErr = set.Set(f.Name, v); setErr != nil {
+					return
+				}
+			}
+			return
+		}
+		setErr = set.Set(f.Name, fmt.Sprint(c.Value(f.Name)))
 	})
 	if setErr != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, setErr)

@@ -296,3 +296,74 @@ func TestTraceDiffLastCountsJobsNotPolls(t *testing.T) {
 		t.Errorf("want the median synthesis of the last 2 jobs (30 s, 11 s):\n%s", out[:min(len(out), 1500)])
 	}
 }
+
+// --trace-id picks each side's trace of a file that holds several: given
+// twice, A's then B's (before, after or around the arguments); once, the
+// trace of both sides; --trace-id-a/--trace-id-b still work.
+func TestTraceDiffTraceIDPerSide(t *testing.T) {
+	const idC = "00000000000000000000000000000c0c"
+	// One file of two proofs (then a third, so neither is "the last").
+	both := writeLines(t, "both.jsonl", seedRun(idA, "async", "merkle", 10000), seedRun(idB, "sync", "merkle", 6500), seedRun(idC, "async", "merkle", 1))
+	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B)"
+	for name, args := range map[string][]string{
+		"after the files":    {both, both, "--trace-id", idA, "--trace-id", idB},
+		"before the files":   {"--trace-id", idA, "--trace-id", idB, both, both},
+		"around the files":   {"--trace-id", idA, both, both, "--trace-id", idB},
+		"one side each form": {both, both, "--trace-id-a", idA, "--trace-id-b", idB},
+	} {
+		out, err := runTraceCmd(t, append([]string{"trace", "diff", "--threshold-ms", "100"}, args...)...)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", name, err, out)
+			continue
+		}
+		for _, want := range []string{verdict, "A: " + both + ", trace " + idA, "B: " + both + ", trace " + idB} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", name, want, out)
+			}
+		}
+	}
+
+	// Once: both sides' trace, here the same proof in two files.
+	other := writeLines(t, "other.jsonl", seedRun(idA, "async", "merkle", 10000), seedRun(idC, "sync", "merkle", 1))
+	out, err := runTraceCmd(t, "trace", "diff", both, other, "--trace-id", idA)
+	if err != nil || !strings.Contains(out, "A: "+both+", trace "+idA) || !strings.Contains(out, "B: "+other+", trace "+idA) {
+		t.Errorf("one --trace-id for two files: %v\n%s", err, out)
+	}
+	out, err = runTraceCmd(t, "trace", "diff", both, other, "--trace-id", idA, "--json")
+	var doc struct{ Verdicts []string }
+	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Verdicts) != 0 {
+		t.Errorf("one --trace-id, the same proof on both sides: %v, want no moves\n%s", err, out)
+	}
+
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"once, same file":   {[]string{both, both, "--trace-id", idA}, "would compare trace " + idA + " with itself; give --trace-id twice"},
+		"once, not in B":    {[]string{both, other, "--trace-id", idB}, "B: trace " + idB + ": not found in " + other + " (one --trace-id names both sides' trace; give it twice"},
+		"three times":       {[]string{both, both, "--trace-id", idA, "--trace-id", idB, "--trace-id", idC}, "--trace-id given 3 times: at most twice"},
+		"with --trace-id-a": {[]string{both, both, "--trace-id", idA, "--trace-id-b", idB}, "give --trace-id, or --trace-id-a/--trace-id-b, not both"},
+		"bad B id":          {[]string{both, both, "--trace-id", idA, "--trace-id", "xyz"}, "--trace-id (B's) xyz: not a trace id"},
+		"not found, B":      {[]string{both, both, "--trace-id", idA, "--trace-id", "ab"}, "B: trace 000000000000000000000000000000ab: not found in " + both},
+		"remote":            {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1", "--trace-id", idA}, "take a FILE"},
+	} {
+		out, err := runTraceCmd(t, append([]string{"trace", "diff"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want one line containing %q (output %q)", name, err, c.want, out)
+		}
+	}
+}
+
+// --last 0 is an error, not "no --last": a set of no traces compares nothing.
+func TestTraceDiffLastZeroIsAnError(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	for _, n := range []string{"0", "-1"} {
+		out, err := runTraceCmd(t, "trace", "diff", a, a, "--last", n)
+		if err == nil || !strings.Contains(err.Error(), "--last "+n+": want a positive count of traces") {
+			t.Errorf("--last %s: err %v, want a one-line refusal (output %q)", n, err, out)
+		}
+	}
+	if out, err := runTraceCmd(t, "trace", "diff", a, a, "--last", "1"); err != nil {
+		t.Errorf("--last 1: %v\n%s", err, out)
+	}
+}
