@@ -191,27 +191,27 @@ func circuitKey(name string, constraints int) string {
 	return name + "/" + strconv.Itoa(constraints)
 }
 
-// Preload compiles circuit at constraints (ignored for file circuits) and
+// LoadCircuit compiles circuit at constraints (ignored for file circuits) and
 // loads its keys (from the cache or by setup), so later Runs start
 // proving at once. Errors as Run's.
-func (p *Pipeline) Preload(ctx context.Context, circuit string, constraints int) error {
+func (p *Pipeline) LoadCircuit(ctx context.Context, circuit string, constraints int) error {
 	_, err := p.load(ctx, circuit, constraints)
 	return err
 }
 
 // BaseEvicter is implemented by backends that keep proving keys resident
-// (the CUDA backend's hot tier): Pipeline.Evict calls EvictBases with the
+// (the CUDA backend's hot tier): Pipeline.EvictCircuit calls EvictBases with the
 // key's ID, the hash of its constraint system, so that the base sets whose
 // BaseSet.ID starts with keyID + ":" leave the device.
 type BaseEvicter interface {
 	EvictBases(ctx context.Context, keyID string) error
 }
 
-// Evict forgets the compiled circuit and keys held for circuit at
+// EvictCircuit forgets the compiled circuit and keys held for circuit at
 // constraints, and evicts them from the backend when it implements
 // BaseEvicter; it reports whether they were held. Proofs running with them
 // finish normally.
-func (p *Pipeline) Evict(circuit string, constraints int) bool {
+func (p *Pipeline) EvictCircuit(circuit string, constraints int) bool {
 	p.mu.Lock()
 	k := circuitKey(circuit, constraints)
 	lc, ok := p.loaded[k]
@@ -232,9 +232,9 @@ func (p *Pipeline) Evict(circuit string, constraints int) bool {
 	return true
 }
 
-// Loaded returns the keys ("name/constraints", or the name of a file
+// LoadedCircuits returns the IDs ("name/constraints", or the name of a file
 // circuit) of the circuits whose keys are held.
-func (p *Pipeline) Loaded() []string {
+func (p *Pipeline) LoadedCircuits() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
@@ -251,7 +251,7 @@ func (p *Pipeline) Loaded() []string {
 }
 
 // VerifyingKey returns the verifying key of circuit at constraints,
-// loading it as Preload does.
+// loading it as LoadCircuit does.
 func (p *Pipeline) VerifyingKey(ctx context.Context, circuit string, constraints int) (groth16.VerifyingKey, error) {
 	lc, err := p.load(ctx, circuit, constraints)
 	if err != nil {
@@ -533,7 +533,7 @@ func lookupFiles(name string) (circuitFiles, bool) {
 // Pipeline: csPath holds a compiled BLS12-381 R1CS (gnark's
 // constraint system WriteTo), pkPath its Groth16 proving key (gnark's
 // WriteTo or WriteRawTo), and the optional vkPath its verifying key, needed
-// for Request.Verify. The files are read at the first Run or Preload; here
+// for Request.Verify. The files are read at the first Run or LoadCircuit; here
 // they are only checked to exist. Requests for it must carry a witness
 // (Request.Constraints is ignored). Errors: a name that is empty, holds
 // spaces or control characters, or is taken by a built-in or another file

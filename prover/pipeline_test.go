@@ -271,20 +271,20 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 
 func TestPreloadAndEvict(t *testing.T) {
 	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
-	if err := p.Preload(context.Background(), "mulchain", 128); err != nil {
+	if err := p.LoadCircuit(context.Background(), "mulchain", 128); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Loaded(); len(got) != 1 || got[0] != "mulchain/128" {
+	if got := p.LoadedCircuits(); len(got) != 1 || got[0] != "mulchain/128" {
 		t.Errorf("Loaded = %v", got)
 	}
-	if !p.Evict("mulchain", 128) || p.Evict("mulchain", 128) {
+	if !p.EvictCircuit("mulchain", 128) || p.EvictCircuit("mulchain", 128) {
 		t.Error("Evict should report true once, then false")
 	}
-	if err := p.Preload(context.Background(), "nosuch", 1); !errors.Is(err, ErrUnknownCircuit) {
+	if err := p.LoadCircuit(context.Background(), "nosuch", 1); !errors.Is(err, ErrUnknownCircuit) {
 		t.Errorf("preload unknown: %v", err)
 	}
-	if len(p.Loaded()) != 0 {
-		t.Errorf("failed load kept: %v", p.Loaded())
+	if len(p.LoadedCircuits()) != 0 {
+		t.Errorf("failed load kept: %v", p.LoadedCircuits())
 	}
 }
 
@@ -301,7 +301,7 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 	if err := p.Validate(&Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}); err != nil {
 		t.Errorf("size is unknown before the circuit is loaded: %v", err)
 	}
-	if err := p.Preload(context.Background(), "mulchain", 64); err != nil {
+	if err := p.LoadCircuit(context.Background(), "mulchain", 64); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -338,11 +338,11 @@ func TestEvictTellsAResidentKeyBackend(t *testing.T) {
 	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
 	b := &evictingCPU{CPU: NewCPU(nil)}
 	p.backend = b
-	if err := p.Preload(context.Background(), "mulchain", 100); err != nil {
+	if err := p.LoadCircuit(context.Background(), "mulchain", 100); err != nil {
 		t.Fatal(err)
 	}
 	lc, _ := p.load(context.Background(), "mulchain", 100)
-	if !p.Evict("mulchain", 100) {
+	if !p.EvictCircuit("mulchain", 100) {
 		t.Fatal("not held")
 	}
 	if len(b.evicted) != 1 || b.evicted[0] != lc.keys.Hash {
@@ -400,7 +400,7 @@ func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T
 	cancel()
 	const n = 1 << 12
 	preloadErr := make(chan error, 1)
-	go func() { preloadErr <- p.Preload(gaveUp, "mulchain", n) }()
+	go func() { preloadErr <- p.LoadCircuit(gaveUp, "mulchain", n) }()
 	for deadline := time.Now().Add(10 * time.Second); ; { // the Preload is the loader
 		p.mu.Lock()
 		_, loading := p.loaded[circuitKey("mulchain", n)]
@@ -437,7 +437,7 @@ func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 	pub, sec := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[4:8])
 	binary.BigEndian.PutUint32(b[0:4], pub+1)
 	binary.BigEndian.PutUint32(b[4:8], sec-1)
-	if err := p.Preload(context.Background(), "mulchain", 512); err != nil {
+	if err := p.LoadCircuit(context.Background(), "mulchain", 512); err != nil {
 		t.Fatal(err)
 	}
 	for _, verify := range []bool{true, false} {

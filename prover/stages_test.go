@@ -35,7 +35,7 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 	if p.KeyMemory() != 0 {
 		t.Errorf("KeyMemory %d before any key is loaded", p.KeyMemory())
 	}
-	if err := p.Preload(context.Background(), "mulchain", 1000); err != nil {
+	if err := p.LoadCircuit(context.Background(), "mulchain", 1000); err != nil {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
@@ -95,13 +95,13 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 	}
 	// The proving pipeline now holds the synthesizing one's keys: listed,
 	// evictable, counted once between the two.
-	if got := device.Loaded(); len(got) != 1 || got[0] != "mulchain/256" {
+	if got := device.LoadedCircuits(); len(got) != 1 || got[0] != "mulchain/256" {
 		t.Errorf("the proving pipeline holds %v, want mulchain/256", got)
 	}
 	if both, one := KeyMemoryOf(synth, device), synth.KeyMemory(); both != one || one == 0 {
 		t.Errorf("keys shared by two pipelines counted %d, one holds %d: want them counted once", both, one)
 	}
-	if !device.Evict("mulchain", 256) {
+	if !device.EvictCircuit("mulchain", 256) {
 		t.Error("Evict on the proving pipeline: not held")
 	}
 	names := map[string]int{}

@@ -222,12 +222,12 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	var keys server.MultiKeys
+	var loaded server.CircuitManagers
 	for _, p := range pipes {
-		keys = append(keys, p)
+		loaded = append(loaded, p)
 	}
 	opts := []server.Option{
-		server.WithKeyManager(keys), server.WithDevices(devs), server.WithVersion(version()),
+		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(version()),
 		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage),
 		server.WithKnownCircuit(func(name string) bool {
 			_, err := circuits.Lookup(name)

@@ -30,7 +30,7 @@ type config struct {
 	certFile    string
 	keyFile     string
 	maxMsg      int
-	keys        KeyManager
+	circuits    CircuitManager
 	devices     func() []Device
 	known       func(circuit string) bool
 	version     string
@@ -81,11 +81,11 @@ func WithMaxMessageBytes(n int) Option {
 	return optionFunc(func(c *config) { c.maxMsg = n })
 }
 
-// WithKeyManager serves PreloadKeys, EvictKeys and the keys of GetStatus
-// from k (without it those RPCs answer UNIMPLEMENTED and no keys are
-// listed).
-func WithKeyManager(k KeyManager) Option {
-	return optionFunc(func(c *config) { c.keys = k })
+// WithCircuitManager serves PreloadKeys, EvictKeys and the keys of GetStatus
+// from m, the circuits loaded in memory (without it those RPCs answer
+// UNIMPLEMENTED and no keys are listed).
+func WithCircuitManager(m CircuitManager) Option {
+	return optionFunc(func(c *config) { c.circuits = m })
 }
 
 // WithDevices makes GetStatus list the devices f returns (called once per

@@ -465,13 +465,13 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 			})
 		}
 	}
-	if s.cfg.keys != nil {
+	if s.cfg.circuits != nil {
 		var holders map[string][]int
-		if m, ok := s.cfg.keys.(MultiKeys); ok {
+		if m, ok := s.cfg.circuits.(CircuitManagers); ok {
 			holders = m.holders()
 		}
-		for _, id := range s.cfg.keys.Loaded() {
-			name, n := splitKeyID(id)
+		for _, id := range s.cfg.circuits.LoadedCircuits() {
+			name, n := splitCircuitID(id)
 			k := &cuzkv1.LoadedKey{Circuit: name, Constraints: n, KeyId: id}
 			for _, i := range holders[id] {
 				k.DeviceOrdinals = append(k.DeviceOrdinals, int32(i))
@@ -483,7 +483,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 }
 
 func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
-	if s.cfg.keys == nil {
+	if s.cfg.circuits == nil {
 		return 0, status.Error(codes.Unimplemented, "this daemon has no key manager")
 	}
 	if circuit == "" {
@@ -505,15 +505,15 @@ func (s *Server) PreloadKeys(ctx context.Context, r *cuzkv1.PreloadKeysRequest) 
 	if err != nil {
 		return nil, err
 	}
-	before := s.cfg.keys.Loaded()
+	before := s.cfg.circuits.LoadedCircuits()
 	start := time.Now()
-	if err := s.cfg.keys.Preload(ctx, r.GetCircuit(), n); err != nil {
+	if err := s.cfg.circuits.LoadCircuit(ctx, r.GetCircuit(), n); err != nil {
 		return nil, statusErr(err, nil)
 	}
 	elapsed := time.Since(start)
 	var key *cuzkv1.LoadedKey
-	for _, id := range s.cfg.keys.Loaded() {
-		if name, c := splitKeyID(id); name == r.GetCircuit() && (c == 0 || c == r.GetConstraints()) {
+	for _, id := range s.cfg.circuits.LoadedCircuits() {
+		if name, c := splitCircuitID(id); name == r.GetCircuit() && (c == 0 || c == r.GetConstraints()) {
 			key = &cuzkv1.LoadedKey{Circuit: name, Constraints: c, KeyId: id}
 			hit := false
 			for _, b := range before {
@@ -531,5 +531,5 @@ func (s *Server) EvictKeys(ctx context.Context, r *cuzkv1.EvictKeysRequest) (*cu
 	if err != nil {
 		return nil, err
 	}
-	return &cuzkv1.EvictKeysResponse{Evicted: s.cfg.keys.Evict(r.GetCircuit(), n)}, nil
+	return &cuzkv1.EvictKeysResponse{Evicted: s.cfg.circuits.EvictCircuit(r.GetCircuit(), n)}, nil
 }

@@ -480,19 +480,19 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	return certFile, keyFile, pool
 }
 
-type fakeKeys struct {
+type fakeCircuits struct {
 	mu     sync.Mutex
 	loaded map[string]bool
 }
 
-func (k *fakeKeys) Preload(_ context.Context, c string, n int) error {
+func (k *fakeCircuits) LoadCircuit(_ context.Context, c string, n int) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.loaded[fmt.Sprintf("%s/%d", c, n)] = true
 	return nil
 }
 
-func (k *fakeKeys) Evict(c string, n int) bool {
+func (k *fakeCircuits) EvictCircuit(c string, n int) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	id := fmt.Sprintf("%s/%d", c, n)
@@ -501,7 +501,7 @@ func (k *fakeKeys) Evict(c string, n int) bool {
 	return ok
 }
 
-func (k *fakeKeys) Loaded() []string {
+func (k *fakeCircuits) LoadedCircuits() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []string
@@ -512,12 +512,12 @@ func (k *fakeKeys) Loaded() []string {
 }
 
 func TestStatusKeysAndDevices(t *testing.T) {
-	gpu0, gpu1 := &fakeKeys{loaded: map[string]bool{}}, &fakeKeys{loaded: map[string]bool{}}
+	gpu0, gpu1 := &fakeCircuits{loaded: map[string]bool{}}, &fakeCircuits{loaded: map[string]bool{}}
 	devs := func() []Device {
 		return []Device{{Ordinal: 0, Name: "NVIDIA H200", Backend: "cuda", MemoryTotal: 141 << 30, MemoryUsed: 3 << 30},
 			{Ordinal: 1, Name: "NVIDIA H200", Backend: "cuda", MemoryTotal: 141 << 30}}
 	}
-	d := startDaemon(t, nil, WithKeyManager(MultiKeys{gpu0, gpu1}), WithDevices(devs), WithVersion("v-test"))
+	d := startDaemon(t, nil, WithCircuitManager(CircuitManagers{gpu0, gpu1}), WithDevices(devs), WithVersion("v-test"))
 	c := d.client(t)
 	ctx := ctx5(t)
 	key, hit, err := c.PreloadKeys(ctx, "mulchain", 1024)
@@ -552,7 +552,7 @@ func TestStatusKeysAndDevices(t *testing.T) {
 	if ok, _ := c.EvictKeys(ctx, "mulchain", 1024); ok {
 		t.Error("second evict: want false")
 	}
-	if len(gpu0.Loaded())+len(gpu1.Loaded()) != 0 {
+	if len(gpu0.LoadedCircuits())+len(gpu1.LoadedCircuits()) != 0 {
 		t.Error("evict left keys on a device")
 	}
 
