@@ -129,8 +129,8 @@ const (
 	// The engine's queue is full (engine.ErrQueueFull).
 	ErrorTypeQueueFull = "queue_full"
 	// A configured budget cannot hold the work: the engine's host memory
-	// budget (engine.ErrOverBudget), the resident key budget
-	// (msm.ErrKeyBudget).
+	// budget (engine.ErrOverBudget), the device base budget
+	// (msm.ErrBaseBudget).
 	ErrorTypeOverBudget = "over_budget"
 	// Host or device memory cannot hold the work (cudaspans.ErrOutOfMemory,
 	// msm.ErrTooLarge, circuits.ErrTooLarge).
