@@ -269,7 +269,7 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	}
 }
 
-func TestPreloadAndEvict(t *testing.T) {
+func TestLoadCircuitAndEvictCircuit(t *testing.T) {
 	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
 	if err := p.LoadCircuit(context.Background(), "mulchain", 128); err != nil {
 		t.Fatal(err)
@@ -323,7 +323,7 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 	}
 }
 
-// evictingCPU records the keys the pipeline evicts.
+// evictingCPU records the key IDs whose bases the pipeline evicts.
 type evictingCPU struct {
 	*CPU
 	evicted []string
@@ -334,7 +334,7 @@ func (e *evictingCPU) EvictBases(_ context.Context, id string) error {
 	return nil
 }
 
-func TestEvictTellsAResidentKeyBackend(t *testing.T) {
+func TestEvictCircuitTellsABaseEvicterBackend(t *testing.T) {
 	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
 	b := &evictingCPU{CPU: NewCPU(nil)}
 	p.backend = b

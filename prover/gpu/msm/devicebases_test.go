@@ -290,7 +290,7 @@ func TestDeviceBasesEvictAllFreesEverything(t *testing.T) {
 	}
 }
 
-func TestDeviceBasesEvictKeyDropsOnlyThatKeysSets(t *testing.T) {
+func TestDeviceBasesEvictKeySetsDropsOnlyThatKeysSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	for _, id := range []string{"k1:g1.a", "k1:g1.b", "k1:g1.z", "k10:g1.a", "k2:g1.a"} {
 		f.preload(t, basesSet(id, 10))
