@@ -33,6 +33,26 @@ func oneLine(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
+// exitUsage is the exit status of a usage error, as Go's flag package
+// exits: cuzk without a command.
+const exitUsage = 2
+
+// showUsage prints the usage of cuzk to stderr and returns the usage
+// error, exit status 2 with no message of its own: no command is not a
+// request for help (cuzk help and cuzk --help print to stdout and exit 0).
+func showUsage(c *cli.Context) error {
+	w := c.App.Writer
+	c.App.Writer = c.App.ErrWriter
+	if c.App.Writer == nil {
+		c.App.Writer = os.Stderr
+	}
+	defer func() { c.App.Writer = w }()
+	if err := cli.ShowAppHelp(c); err != nil {
+		return err
+	}
+	return cli.Exit("", exitUsage)
+}
+
 // noArgs refuses positional arguments for a command that takes none.
 func noArgs(c *cli.Context) error {
 	if c.NArg() > 0 {

@@ -49,7 +49,7 @@ func newApp() *cli.App {
 			if c.NArg() > 0 {
 				return fmt.Errorf("unknown command %q (want one of: %s)", c.Args().First(), strings.Join(names, ", "))
 			}
-			return cli.ShowAppHelp(c)
+			return showUsage(c)
 		},
 	}
 }
@@ -60,9 +60,11 @@ func main() {
 		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
-		fmt.Fprintln(os.Stderr, "cuzk:", err)
+		if err.Error() != "" { // a usage error printed its usage already
+			fmt.Fprintln(os.Stderr, "cuzk:", err)
+		}
 		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() > 1 {
-			os.Exit(ec.ExitCode()) // cuzk trace diff --fail-over: 2
+			os.Exit(ec.ExitCode()) // usage, or cuzk trace diff --fail-over: 2
 		}
 		os.Exit(1)
 	}
