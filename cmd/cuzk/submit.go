@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -33,7 +34,7 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
-			&cli.Uint64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
+			&cli.Int64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
 			&cli.StringFlag{Name: "priority", Value: "NORMAL", Usage: "LOW|NORMAL|HIGH|CRITICAL"},
 			&cli.StringFlag{Name: "request-id", Usage: "idempotency key (default: a fresh one)"},
 			&cli.StringSliceFlag{Name: "witness", Usage: "file with a full witness in gnark's binary format (default: the circuit's sample); repeated: one partition each"},
@@ -57,8 +58,13 @@ func submitAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Signed, so -1 is refused in prove's words, not as a flag parse error.
+	n := c.Int64("constraints")
+	if n < 0 {
+		return fmt.Errorf("%w: %d (must be positive)", circuits.ErrBadConstraints, n)
+	}
 	req := client.Request{
-		RequestID: c.String("request-id"), Circuit: c.String("circuit"), Constraints: c.Uint64("constraints"),
+		RequestID: c.String("request-id"), Circuit: c.String("circuit"), Constraints: uint64(n),
 		Priority: prio, Verify: c.Bool("verify"), MinerID: c.String("miner"), SectorNumber: c.Int64("sector"),
 		TaskID: c.Int64("task-id"), TaskName: c.String("task-name"),
 	}
