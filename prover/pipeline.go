@@ -199,7 +199,7 @@ func (p *Pipeline) LoadCircuit(ctx context.Context, circuit string, constraints 
 	return err
 }
 
-// BaseEvicter is implemented by backends that keep proving keys resident
+// BaseEvicter is implemented by backends that keep proving-key bases resident
 // (the CUDA backend's hot tier): Pipeline.EvictCircuit calls EvictBases with the
 // key's ID, the hash of its constraint system, so that the base sets whose
 // BaseSet.ID starts with keyID + ":" leave the device.

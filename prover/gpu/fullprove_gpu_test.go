@@ -93,7 +93,7 @@ func sameProof(t *testing.T, what string, got, want groth16.Proof) {
 // and merkle, every host copy mode and both G2 MSM placements, the CUDA
 // backend's proof verifies with gnark and is the CPU backend's proof for
 // with gnark and is the CPU backend's proof for the same witness and r, s;
-// a second proof over the now-resident keys is equal too.
+// a second proof over the now-resident bases is equal too.
 func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
 	ctx := context.Background()
@@ -283,7 +283,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			// Twice: the second proof reuses resident keys (and pooled buffers).
+			// Twice: the second proof reuses the resident bases (and pooled buffers).
 			for range 2 {
 				proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithReleaser(rel),
 					prover.WithKeyID("spans"), prover.WithTracerProvider(tp))
