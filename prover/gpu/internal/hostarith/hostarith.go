@@ -58,24 +58,14 @@ func checkLens(n int, lens ...int) error {
 
 // Fr sets z[i] = op(a[i], b[i]) over the scalar field with ff.cuh's fr_t.
 // a, b and z must have the same length; b may be nil for unary ops.
-func Fr(op Op, z, a, b []fr.Element) error {
-	if b == nil {
-		b = a
-	}
-	if err := checkLens(len(z), len(a), len(b)); err != nil {
-		return err
-	}
-	if len(z) == 0 {
-		return nil
-	}
-	C.ha_fr(C.int(op), (*C.ulonglong)(unsafe.Pointer(&a[0])), (*C.ulonglong)(unsafe.Pointer(&b[0])),
-		(*C.ulonglong)(unsafe.Pointer(&z[0])), C.long(len(z)))
-	return nil
-}
+func Fr(op Op, z, a, b []fr.Element) error { return apply(op, z, a, b, false) }
 
 // Fp sets z[i] = op(a[i], b[i]) over the base field with ff.cuh's fp_t.
 // a, b and z must have the same length; b may be nil for unary ops.
-func Fp(op Op, z, a, b []fp.Element) error {
+func Fp(op Op, z, a, b []fp.Element) error { return apply(op, z, a, b, true) }
+
+// apply runs op element by element, with fp_t when base is set, else fr_t.
+func apply[E fr.Element | fp.Element](op Op, z, a, b []E, base bool) error {
 	if b == nil {
 		b = a
 	}
@@ -85,8 +75,12 @@ func Fp(op Op, z, a, b []fp.Element) error {
 	if len(z) == 0 {
 		return nil
 	}
-	C.ha_fp(C.int(op), (*C.ulonglong)(unsafe.Pointer(&a[0])), (*C.ulonglong)(unsafe.Pointer(&b[0])),
-		(*C.ulonglong)(unsafe.Pointer(&z[0])), C.long(len(z)))
+	pa, pb, pz := (*C.ulonglong)(unsafe.Pointer(&a[0])), (*C.ulonglong)(unsafe.Pointer(&b[0])), (*C.ulonglong)(unsafe.Pointer(&z[0]))
+	if base {
+		C.ha_fp(C.int(op), pa, pb, pz, C.long(len(z)))
+	} else {
+		C.ha_fr(C.int(op), pa, pb, pz, C.long(len(z)))
+	}
 	return nil
 }
 
