@@ -60,11 +60,7 @@ func (c *MerklePoSt) Define(api frontend.API) error {
 		api.AssertIsEqual(node, c.Roots[k])
 	}
 	if c.fillerLen > 0 {
-		v := c.Filler[0]
-		for i := 1; i < c.fillerLen; i++ {
-			v = api.Add(api.Mul(v, v), 1)
-		}
-		api.AssertIsEqual(v, c.Filler[1])
+		defineMulChain(api, c.Filler[0], c.Filler[1], c.fillerLen)
 	}
 	return nil
 }

@@ -22,12 +22,18 @@ type MulChain struct {
 
 // Define implements frontend.Circuit.
 func (c *MulChain) Define(api frontend.API) error {
-	v := c.X
-	for i := 1; i < c.n; i++ {
+	defineMulChain(api, c.X, c.Out, c.n)
+	return nil
+}
+
+// defineMulChain constrains out = f^(n−1)(x), f(v) = v·v + 1: n − 1
+// multiplications and one equality (the filler of merkle and porep too).
+func defineMulChain(api frontend.API, x, out frontend.Variable, n int) {
+	v := x
+	for i := 1; i < n; i++ {
 		v = api.Add(api.Mul(v, v), 1)
 	}
-	api.AssertIsEqual(v, c.Out)
-	return nil
+	api.AssertIsEqual(v, out)
 }
 
 func buildMulChain(n int) (*Instance, error) {
