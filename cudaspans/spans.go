@@ -58,28 +58,18 @@ type aggregate struct {
 	parent     context.Context
 	name       string
 	attrs      []attribute.KeyValue
-	count      int
-	totalMS    float64
-	minMS      float64
-	maxMS      float64
+	stats      otelcuzk.AggregateStats
 	start, end time.Time
 }
 
 func (a *aggregate) add(d deviceSpan) {
-	if a.count == 0 || d.gpuMS < a.minMS {
-		a.minMS = d.gpuMS
-	}
-	if d.gpuMS > a.maxMS {
-		a.maxMS = d.gpuMS
-	}
-	if a.count == 0 || d.start.Before(a.start) {
+	if a.stats.Count == 0 || d.start.Before(a.start) {
 		a.start = d.start
 	}
 	if d.end.After(a.end) {
 		a.end = d.end
 	}
-	a.count++
-	a.totalMS += d.gpuMS
+	a.stats.Add(d.gpuMS)
 }
 
 type aggKey struct {
@@ -192,13 +182,7 @@ func (c *Context) emitAggregate(a *aggregate) {
 			attrs = append(attrs, kv)
 		}
 	}
-	attrs = append(attrs,
-		otelcuzk.KeyAggregatedCount.Int(a.count),
-		otelcuzk.KeyAggregatedTotalMS.Float64(a.totalMS),
-		otelcuzk.KeyAggregatedMinMS.Float64(a.minMS),
-		otelcuzk.KeyAggregatedMaxMS.Float64(a.maxMS),
-		otelcuzk.KeyCUDAGPUMS.Float64(a.totalMS),
-	)
+	attrs = append(append(attrs, a.stats.Attributes()...), otelcuzk.KeyCUDAGPUMS.Float64(a.stats.TotalMS))
 	_, span := c.tracer.Start(a.parent, a.name, trace.WithTimestamp(a.start), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(a.end))
 }

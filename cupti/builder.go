@@ -401,31 +401,21 @@ type aggKey struct {
 // aggregate folds the kernels of one name under one parent beyond the
 // volume limit into one span, as cudaspans does.
 type aggregate struct {
-	parent       context.Context
-	name         string
-	attrs        []attribute.KeyValue
-	count        int
-	totalMS      float64
-	minMS, maxMS float64
-	start, end   uint64
+	parent     context.Context
+	name       string
+	attrs      []attribute.KeyValue
+	stats      otelcuzk.AggregateStats
+	start, end uint64
 }
 
 func (a *aggregate) add(start, end uint64) {
-	ms := msOf(start, end)
-	if a.count == 0 || ms < a.minMS {
-		a.minMS = ms
-	}
-	if ms > a.maxMS {
-		a.maxMS = ms
-	}
-	if a.count == 0 || start < a.start {
+	if a.stats.Count == 0 || start < a.start {
 		a.start = start
 	}
 	if end > a.end {
 		a.end = end
 	}
-	a.count++
-	a.totalMS += ms
+	a.stats.Add(msOf(start, end))
 }
 
 func (b *builder) emitAggregate(a *aggregate) {
@@ -437,13 +427,7 @@ func (b *builder) emitAggregate(a *aggregate) {
 		}
 		attrs = append(attrs, kv)
 	}
-	attrs = append(attrs,
-		otelcuzk.KeyAggregatedCount.Int(a.count),
-		otelcuzk.KeyAggregatedTotalMS.Float64(a.totalMS),
-		otelcuzk.KeyAggregatedMinMS.Float64(a.minMS),
-		otelcuzk.KeyAggregatedMaxMS.Float64(a.maxMS),
-		KeyCUPTIMS.Float64(a.totalMS),
-	)
+	attrs = append(append(attrs, a.stats.Attributes()...), KeyCUPTIMS.Float64(a.stats.TotalMS))
 	_, span := b.cfg.tracer.Start(a.parent, a.name, trace.WithTimestamp(b.clock.wall(a.start)), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(b.clock.wall(a.end)))
 }
