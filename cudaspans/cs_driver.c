@@ -333,9 +333,12 @@ CUresult cs_func_params(cs_driver *d, uintptr_t ctx, uintptr_t f, size_t *offs, 
 	return 0;
 }
 
-CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
-                   uintptr_t s, unsigned char *params, const size_t *offsets, int nparams) {
-	CUR(d, ctx);
+// launch_kernel runs cuLaunchKernel with parameter pointers built from
+// params and offsets; with bracket set and both hooks present, the launch
+// sits between launch_push(tag) and launch_pop() (cupti's correlation of the
+// launch with its cudaspans span).
+static CUresult launch_kernel(cs_driver *d, uintptr_t f, const unsigned int *dims, unsigned int shared, uintptr_t s,
+                              unsigned char *params, const size_t *offsets, int nparams, int bracket, uint64_t tag) {
 	void *stackp[64];
 	void **kp = stackp;
 	if (nparams > 64) {
@@ -343,10 +346,20 @@ CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int 
 		if (kp == NULL) return 2; // CUDA_ERROR_OUT_OF_MEMORY
 	}
 	for (int i = 0; i < nparams; i++) kp[i] = params + offsets[i];
+	void (*push)(uint64_t) = launch_push, (*pop)(void) = launch_pop;
+	bracket = bracket && push && pop;
+	if (bracket) push(tag);
 	CUresult r = d->cuLaunchKernel((CUfunction)f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
 	                               shared, (CUstream)s, nparams > 0 ? kp : NULL, NULL);
+	if (bracket) pop();
 	if (kp != stackp) free(kp);
 	return r;
+}
+
+CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
+                   uintptr_t s, unsigned char *params, const size_t *offsets, int nparams) {
+	CUR(d, ctx);
+	return launch_kernel(d, f, dims, shared, s, params, offsets, nparams, 0, 0);
 }
 
 CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
@@ -357,19 +370,7 @@ CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigne
 	CUresult r = d->cuEventRecord((CUevent)start, (CUstream)s);
 	if (r) return r;
 	*failed = 1;
-	void *stackp[64];
-	void **kp = stackp;
-	if (nparams > 64) {
-		kp = malloc(sizeof(void *) * (size_t)nparams);
-		if (kp == NULL) return 2; // CUDA_ERROR_OUT_OF_MEMORY
-	}
-	for (int i = 0; i < nparams; i++) kp[i] = params + offsets[i];
-	void (*push)(uint64_t) = launch_push, (*pop)(void) = launch_pop;
-	if (push && pop) push((uint64_t)start);
-	r = d->cuLaunchKernel((CUfunction)f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
-	                      shared, (CUstream)s, nparams > 0 ? kp : NULL, NULL);
-	if (push && pop) pop();
-	if (kp != stackp) free(kp);
+	r = launch_kernel(d, f, dims, shared, s, params, offsets, nparams, 1, (uint64_t)start);
 	if (r) return r;
 	*failed = 2;
 	return d->cuEventRecord((CUevent)end, (CUstream)s);
