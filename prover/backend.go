@@ -2,7 +2,6 @@ package prover
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -12,10 +11,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 )
-
-// ErrBackendUnavailable is returned when a requested backend cannot run on
-// this host (for the CUDA backend it wraps cudaspans.ErrNoDevice).
-var ErrBackendUnavailable = errors.New("backend unavailable")
 
 // BaseSet is a fixed vector of MSM bases from a proving key. ID names it
 // uniquely and stably (hash of the constraint system plus the key part, e.g.

@@ -8,10 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// ErrBadCircuitFile is returned by ParseCircuitFile for a registration that
-// is not NAME:R1CS:PK[:VK] with a usable name and non-empty paths.
-var ErrBadCircuitFile = errors.New("want NAME:R1CS:PK[:VK]")
-
 // CircuitFile is one registration of a circuit from files, as `cuzk serve
 // --circuit-file NAME:R1CS:PK[:VK]` takes it (see RegisterCircuitFiles).
 type CircuitFile struct {

@@ -18,7 +18,6 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/constraint/solver"
 	fcs "github.com/consensys/gnark/frontend/cs"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -208,9 +207,7 @@ func commitMSM(ctx context.Context, tr trace.Tracer, index int, basis []curve.G1
 		return com, nil // the point at infinity, as gnark's MultiExp of nothing
 	}
 	if _, err := com.MultiExp(basis, vals, ecc.MultiExpConfig{}); err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String("msm"))
+		otelcuzk.SetError(span, err)
 		return com, err
 	}
 	return com, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -127,9 +126,7 @@ func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f f
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String("msm"))
+		otelcuzk.SetError(span, err)
 	}
 	return err
 }

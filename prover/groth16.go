@@ -14,7 +14,6 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -127,9 +126,7 @@ func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment
 		}
 		if err != nil {
 			proof = nil
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+			otelcuzk.SetError(span, err)
 		}
 		span.End()
 	}()
@@ -230,10 +227,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 
 	hctx, hspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanComputeH, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(asg.DomainSize)))
 	err := p.backend.ComputeH(hctx, &pk.Domain, asg.A, asg.B, asg.C)
-	if err != nil {
-		hspan.RecordError(err)
-		hspan.SetStatus(codes.Error, err.Error())
-	}
+	otelcuzk.SetError(hspan, err)
 	hspan.End()
 	<-filtered
 	if err != nil {

@@ -18,35 +18,12 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
-)
-
-// Errors of the Pipeline callers branch on (with ErrUnsupported,
-// ErrWitnessSize, ErrUnsatisfied, ErrBackendUnavailable and the
-// circuits package's ErrUnknownCircuit, ErrBadConstraints, ErrTooLarge).
-var (
-	// ErrUnknownCircuit is circuits.ErrUnknownCircuit: no built-in or
-	// file circuit has the requested name.
-	ErrUnknownCircuit = circuits.ErrUnknownCircuit
-	// ErrUnknownBackend is returned by NewPipeline for a backend name other
-	// than cpu, cuda or auto (or a registered one).
-	ErrUnknownBackend = errors.New("unknown backend (want cpu, cuda or auto)")
-	// ErrNoDeviceMemory is returned by Pipeline.MemInfo for a backend
-	// without device memory (the CPU).
-	ErrNoDeviceMemory = errors.New("no device memory")
-	// ErrBadWitness is returned for a witness that is not gnark's binary
-	// format over BLS12-381's scalar field (values ≥ r included), or that is
-	// missing for a circuit without a sample witness.
-	ErrBadWitness = errors.New("bad witness")
-	// ErrVerifyFailed is returned when Request.Verify is set and gnark's
-	// verifier rejects the proof just made (a prover bug, never a user's).
-	ErrVerifyFailed = errors.New("proof rejected by the verifier")
 )
 
 // Pipeline makes proofs of registered circuits, one Request at a time per
@@ -342,13 +319,6 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 	return nil
 }
 
-func endWithError(span trace.Span, err error, kind string) {
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(otelcuzk.KeyErrorType.String(kind))
-	span.End()
-}
-
 // Run makes the proof req asks for; see Runner. The steps and their spans:
 // keys.load (and circuit.compile on first use), pipeline.synthesize,
 // pipeline.prove, pipeline.serialize, proof.verify (when req.Verify). In
@@ -382,7 +352,8 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 	}
 	proof, err := ProveAssignment(pctx, lc.keys.PK, asg, popts...)
 	if err != nil {
-		endWithError(pspan, err, errorType(err))
+		otelcuzk.SetError(pspan, err)
+		pspan.End()
 		return nil, err
 	}
 	pspan.End()
@@ -392,7 +363,8 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 	_, sspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSerialize)
 	var buf bytes.Buffer
 	if _, err := proof.WriteTo(&buf); err != nil {
-		endWithError(sspan, err, "serialize")
+		otelcuzk.SetError(sspan, err)
+		sspan.End()
 		return nil, fmt.Errorf("serialize proof: %w", err)
 	}
 	pub, err := w.Public()
@@ -400,7 +372,8 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		res.PublicWitness, err = pub.MarshalBinary()
 	}
 	if err != nil {
-		endWithError(sspan, err, "serialize")
+		otelcuzk.SetError(sspan, err)
+		sspan.End()
 		return nil, fmt.Errorf("serialize public witness: %w", err)
 	}
 	res.Proof = buf.Bytes()
@@ -419,7 +392,8 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		res.Verified = err == nil
 		vspan.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
 		if err != nil {
-			endWithError(vspan, err, "verify")
+			otelcuzk.SetError(vspan, err)
+			vspan.End()
 			return nil, err
 		}
 		vspan.End()
@@ -499,10 +473,7 @@ func (p *Pipeline) witness(ctx context.Context, lc *loadedCircuit, req *Request)
 	}
 	_, span := p.tracer.Start(ctx, otelcuzk.SpanSynthesizeWitness, trace.WithAttributes(otelcuzk.KeyWitnessSource.String(source)))
 	defer func() {
-		if err != nil {
-			endWithError(span, err, errorType(err))
-			return
-		}
+		otelcuzk.SetError(span, err)
 		span.End()
 	}()
 	if req.Witness == nil {
@@ -574,10 +545,7 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 	_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
 		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyKeyCacheHit.Bool(false)))
 	defer func() {
-		if err != nil {
-			endWithError(span, err, "keys")
-			return
-		}
+		otelcuzk.SetError(span, err)
 		span.End()
 	}()
 	read := func(path string, r io.ReaderFrom) error {

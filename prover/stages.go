@@ -47,13 +47,6 @@ type StagedRunner interface {
 	ProveSynthesized(ctx context.Context, s Synthesized) (*Result, error)
 }
 
-// ErrDeviceFault is wrapped by a backend's error when its device can no
-// longer be trusted with work (a sticky CUDA error: an illegal address, an
-// Xid, a lost device), as opposed to an error of the one proof. An engine
-// marks the worker's device unhealthy, takes no more work to it, and
-// hands the proof to another worker.
-var ErrDeviceFault = errors.New("device fault")
-
 // MemoryEstimator estimates, before synthesis, the host memory one proof
 // of req takes at its peak, in bytes (see ProofMemory). Errors: what
 // makes req unprovable (an unknown circuit, a bad size).
@@ -241,10 +234,6 @@ func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, e
 	}
 	return s, nil
 }
-
-// ErrForeignSynthesis is returned by ProveSynthesized for a Synthesized
-// that no Pipeline made.
-var ErrForeignSynthesis = errors.New("synthesized proof not made by a Pipeline")
 
 // ProveSynthesized implements StagedRunner: pipeline.prove on this
 // Pipeline's backend with the keys of the Pipeline that synthesized s,

@@ -13,27 +13,10 @@ import (
 	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/constraint/solver"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-)
-
-// Errors callers branch on.
-var (
-	// ErrUnsupported is returned for a constraint system, key or witness
-	// that is not a BLS12-381 R1CS of gnark (a PLONK system, another
-	// curve).
-	ErrUnsupported = errors.New("not supported")
-	// ErrWitnessSize is returned when the witness has the wrong number of
-	// public or secret values for the constraint system.
-	ErrWitnessSize = errors.New("witness has the wrong size")
-	// ErrUnsatisfied is returned when the witness does not satisfy the R1CS.
-	ErrUnsatisfied = errors.New("witness does not satisfy the circuit")
-	// ErrKeyMismatch is returned when the proving key does not belong to
-	// the constraint system of the assignment.
-	ErrKeyMismatch = errors.New("proving key does not match the constraint system")
 )
 
 // Assignment is a solved R1CS, ready to prove: the wire values and the
@@ -161,13 +144,12 @@ func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	return asg, nil
 }
 
-// endSynthesize records the outcome of a synthesis on its span and ends it.
+// endSynthesize records the outcome of a synthesis on its span (the
+// assignment's sizes, or the error) and ends it.
 func endSynthesize(span trace.Span, asg *Assignment, err error) {
 	defer span.End()
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
+		otelcuzk.SetError(span, err)
 		return
 	}
 	span.SetAttributes(
@@ -197,11 +179,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	sctx, sspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeSolve, trace.WithAttributes(
 		otelcuzk.KeySolverTasks.Int(tasks), otelcuzk.KeySolverLevels.Int(len(r1cs.Levels))))
 	endSolve := func(err error) {
-		if err != nil {
-			sspan.RecordError(err)
-			sspan.SetStatus(codes.Error, err.Error())
-			sspan.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
-		}
+		otelcuzk.SetError(sspan, err)
 		sspan.End()
 	}
 	solveOpts := []solver.Option{solver.WithNbTasks(tasks)}
@@ -279,18 +257,6 @@ func solveErrorText(err error) string {
 		msg = msg[:i]
 	}
 	return "R1CS solver: " + msg
-}
-
-func errorType(err error) string {
-	for _, e := range []struct {
-		err  error
-		name string
-	}{{ErrUnsupported, "unsupported"}, {ErrWitnessSize, "witness_size"}, {ErrUnsatisfied, "unsatisfied"}, {ErrKeyMismatch, "key_mismatch"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "deadline"}} {
-		if errors.Is(err, e.err) {
-			return e.name
-		}
-	}
-	return "internal"
 }
 
 // checkWitnessShape checks that w has as many public and as many secret

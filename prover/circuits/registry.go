@@ -9,7 +9,6 @@
 package circuits
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -19,18 +18,23 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // Errors callers branch on.
 var (
-	// ErrUnknownCircuit is returned for a name no circuit is registered under.
-	ErrUnknownCircuit = errors.New("unknown circuit")
+	// ErrUnknownCircuit is returned for a name no circuit is registered
+	// under. error.type invalid_request.
+	ErrUnknownCircuit = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "unknown circuit")
 	// ErrBadConstraints is returned for a constraint count that is zero,
 	// negative, or too small or too large for the circuit's shape.
-	ErrBadConstraints = errors.New("bad constraint count")
+	// error.type invalid_request.
+	ErrBadConstraints = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "bad constraint count")
 	// ErrTooLarge is returned by CheckMemory when the estimated memory of
 	// compile, setup and prove exceeds what this machine has available.
-	ErrTooLarge = errors.New("circuit too large for this machine's memory")
+	// error.type out_of_memory.
+	ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
 )
 
 // Instance is a built-in circuit at one size.

@@ -256,7 +256,7 @@ func Code(err error) codes.Code {
 		errors.Is(err, prover.ErrBadWitness), errors.Is(err, prover.ErrWitnessSize),
 		errors.Is(err, prover.ErrUnsatisfied), errors.Is(err, prover.ErrUnsupported),
 		errors.Is(err, circuits.ErrBadConstraints), errors.Is(err, circuits.ErrTooLarge),
-		errors.Is(err, prover.ErrKeyMismatch), errors.Is(err, ErrBadWitness):
+		errors.Is(err, prover.ErrKeyMismatch):
 		return codes.InvalidArgument
 	case errors.Is(err, prover.ErrBackendUnavailable):
 		return codes.Unavailable

@@ -269,8 +269,8 @@ func TestCheckWitness(t *testing.T) {
 		"value 2^256-1":     witness(0, 1, bytesOf(0xff, 32)),
 		"forged huge count": binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 1<<31), 1<<31-1), 1<<32-1),
 	} {
-		if err := CheckWitness(w); !errors.Is(err, ErrBadWitness) {
-			t.Errorf("%s: %v, want ErrBadWitness", name, err)
+		if err := CheckWitness(w); !errors.Is(err, prover.ErrBadWitness) {
+			t.Errorf("%s: %v, want prover.ErrBadWitness", name, err)
 		}
 	}
 }

@@ -2,14 +2,12 @@ package server
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-)
 
-// ErrBadWitness is wrapped by CheckWitness's errors.
-var ErrBadWitness = errors.New("bad witness")
+	"github.com/otelcuzk/otelcuzk/prover"
+)
 
 // CheckWitness checks that w is a full witness in gnark's binary format
 // over BLS12-381's scalar field (gnark backend/witness, MarshalBinary):
@@ -19,26 +17,27 @@ var ErrBadWitness = errors.New("bad witness")
 // with n = nbPublic + nbSecret, no trailing bytes, and every element
 // canonical (less than the modulus r). It reads w in place: the length
 // header is checked against len(w) before anything is allocated, so a
-// forged header cannot make the daemon allocate. Errors wrap ErrBadWitness.
+// forged header cannot make the daemon allocate. Errors wrap
+// prover.ErrBadWitness.
 // Whether the counts fit the circuit is checked when the job runs.
 func CheckWitness(w []byte) error {
 	if len(w) < 12 {
-		return fmt.Errorf("%w: %d bytes, shorter than the 12-byte header", ErrBadWitness, len(w))
+		return fmt.Errorf("%w: %d bytes, shorter than the 12-byte header", prover.ErrBadWitness, len(w))
 	}
 	pub := uint64(binary.BigEndian.Uint32(w[0:4]))
 	sec := uint64(binary.BigEndian.Uint32(w[4:8]))
 	n := uint64(binary.BigEndian.Uint32(w[8:12]))
 	if pub+sec != n {
-		return fmt.Errorf("%w: header says %d public + %d secret values but the vector holds %d", ErrBadWitness, pub, sec, n)
+		return fmt.Errorf("%w: header says %d public + %d secret values but the vector holds %d", prover.ErrBadWitness, pub, sec, n)
 	}
 	if want := 12 + n*fr.Bytes; uint64(len(w)) != want {
-		return fmt.Errorf("%w: %d values need %d bytes, got %d", ErrBadWitness, n, want, len(w))
+		return fmt.Errorf("%w: %d values need %d bytes, got %d", prover.ErrBadWitness, n, want, len(w))
 	}
 	var buf [fr.Bytes]byte
 	for i := uint64(0); i < n; i++ {
 		copy(buf[:], w[12+i*fr.Bytes:])
 		if _, err := fr.BigEndian.Element(&buf); err != nil {
-			return fmt.Errorf("%w: value %d is not in the scalar field of BLS12-381 (not less than r)", ErrBadWitness, i)
+			return fmt.Errorf("%w: value %d is not in the scalar field of BLS12-381 (not less than r)", prover.ErrBadWitness, i)
 		}
 	}
 	return nil

@@ -1,0 +1,85 @@
+package prover
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+	"github.com/consensys/gnark/frontend/cs/scs"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+func TestSentinelsDeclareTheirErrorType(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{ErrUnsupported, otelcuzk.ErrorTypeUnsupported},
+		{ErrWitnessSize, otelcuzk.ErrorTypeBadWitness},
+		{ErrBadWitness, otelcuzk.ErrorTypeBadWitness},
+		{ErrUnsatisfied, otelcuzk.ErrorTypeUnsatisfied},
+		{ErrKeyMismatch, otelcuzk.ErrorTypeKeyMismatch},
+		{ErrVerifyFailed, otelcuzk.ErrorTypeVerifyFailed},
+		{ErrUnknownCircuit, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrBadCircuitFile, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrUnknownBackend, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrForeignSynthesis, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrBackendUnavailable, otelcuzk.ErrorTypeNoDevice},
+		{ErrNoDeviceMemory, otelcuzk.ErrorTypeNoDevice},
+		{ErrDeviceFault, otelcuzk.ErrorTypeDeviceFault},
+		{circuits.ErrBadConstraints, otelcuzk.ErrorTypeInvalidRequest},
+		{circuits.ErrTooLarge, otelcuzk.ErrorTypeOutOfMemory},
+		// As the CUDA backend wraps them: the outer kind names the error.
+		{fmt.Errorf("%w: %w", ErrBackendUnavailable, cudaspans.ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
+		{fmt.Errorf("%w on cuda:0: %w", ErrDeviceFault, &cudaspans.Error{Code: 700}), otelcuzk.ErrorTypeDeviceFault},
+	} {
+		if got := otelcuzk.ErrorType(fmt.Errorf("prove: %w", tc.err)); got != tc.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestFailedSynthesisSpansCarryTheErrorType(t *testing.T) {
+	exp, tp := newRecorder()
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := frontend.NewWitness(&squareCircuit{X: 3, Y: 10}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp)); err == nil {
+		t.Fatal("an unsatisfying witness was synthesized")
+	}
+	plonk, err := frontend.Compile(ecc.BLS12_381.ScalarField(), scs.NewBuilder, &squareCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Synthesize(context.Background(), plonk, w, WithTracerProvider(tp)); err == nil {
+		t.Fatal("a PLONK system was synthesized")
+	}
+	var got []string
+	for _, s := range exp.GetSpans() {
+		if s.Status.Code != codes.Error {
+			continue
+		}
+		et, _ := attr(s, string(otelcuzk.KeyErrorType))
+		got = append(got, s.Name+" "+et)
+	}
+	want := []string{
+		otelcuzk.SpanSynthesizeSolve + " unsatisfied",
+		otelcuzk.SpanPipelineSynthesize + " unsatisfied",
+		otelcuzk.SpanPipelineSynthesize + " unsupported",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("failed spans %q, want %q", got, want)
+	}
+}
