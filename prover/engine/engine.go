@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -716,19 +715,13 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.mu.Unlock()
 		now := e.cfg.now()
 		for _, j := range stuck {
-			recordError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
+			otelcuzk.SetError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
 				ErrCancelled, ErrClosed, e.cfg.cancelGrace))
 			j.span.End(trace.WithTimestamp(now))
 		}
 		return fmt.Errorf("engine: shutdown: workers still running %v after cancelling %d jobs: %w",
 			e.cfg.cancelGrace, n, ctx.Err())
 	}
-}
-
-func recordError(span trace.Span, err error) {
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(err)))
 }
 
 // keep moves a finished job to the kept results; e.mu must be held.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"runtime"
 	"strings"
@@ -667,7 +668,8 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
-	e := newEngine(t, []prover.Runner{&fakeRunner{err: &os_PathError{}}}, WithTracerProvider(tp))
+	pathErr := &fs.PathError{Op: "open", Path: "key", Err: fs.ErrNotExist}
+	e := newEngine(t, []prover.Runner{&fakeRunner{err: pathErr}}, WithTracerProvider(tp))
 	if _, err := e.Prove(context.Background(), req("bad", priority.Normal)); err == nil {
 		t.Fatal("want error")
 	}
@@ -688,7 +690,7 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 				et = kv.Value.AsString()
 			}
 		}
-		if et != "*engine.os_PathError" {
+		if et != otelcuzk.ErrorTypeIO {
 			t.Errorf("error.type %q", et)
 		}
 		if len(s.Events) == 0 || s.Events[0].Name != "exception" {
@@ -698,11 +700,6 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 	}
 	t.Fatal("no engine.job span")
 }
-
-// os_PathError is a typed error, to check error.type names the innermost type.
-type os_PathError struct{}
-
-func (*os_PathError) Error() string { return "open key: no such file" }
 
 func TestManyConcurrentSubmitsNoneLostOrDoubled(t *testing.T) {
 	noLeak(t)
@@ -780,20 +777,25 @@ func TestFinishHookSeesEveryEnd(t *testing.T) {
 	}
 }
 
-func TestErrorTypeNamesTheInnermostErrorOfEachWrappingKind(t *testing.T) {
-	type custom struct{ error }
-	base := custom{errors.New("x")}
+func TestEngineErrorsDeclareTheirErrorType(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("a: %w", ErrQueueFull), "queue_full"},
-		{fmt.Errorf("load: %w", context.Canceled), "cancelled"},
-		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", base)), "engine.custom"},
-		{fmt.Errorf("two: %w and %w", base, errors.New("y")), "engine.custom"},
+		{fmt.Errorf("a: %w", ErrQueueFull), otelcuzk.ErrorTypeQueueFull},
+		{fmt.Errorf("a: %w", ErrOverBudget), otelcuzk.ErrorTypeOverBudget},
+		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
+		{ErrEmptyRequestID, otelcuzk.ErrorTypeInvalidRequest},
+		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, prover.ErrBadWitness), otelcuzk.ErrorTypeInvalidRequest},
+		{ErrRequestConflict, otelcuzk.ErrorTypeInvalidRequest},
+		{fmt.Errorf("load: %w", context.Canceled), otelcuzk.ErrorTypeCanceled},
+		// Shutdown's error for queued jobs wraps both; ErrCancelled names it.
+		{fmt.Errorf("%w: %w", ErrCancelled, ErrClosed), otelcuzk.ErrorTypeCanceled},
+		{fmt.Errorf("run: %w", prover.ErrDeviceFault), otelcuzk.ErrorTypeDeviceFault},
+		{errors.New("runner returned no result"), otelcuzk.ErrorTypeOther},
 	} {
-		if got := errorType(tc.err); got != tc.want {
-			t.Errorf("errorType(%v) = %q, want %q", tc.err, got, tc.want)
+		if got := otelcuzk.ErrorType(tc.err); got != tc.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

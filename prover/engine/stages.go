@@ -378,7 +378,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 		span = t.span
 	}
 	span.AddEvent("device fault", trace.WithTimestamp(now), trace.WithAttributes(
-		otelcuzk.KeyRequeuedFrom.String(w), otelcuzk.KeyErrorType.String("device_fault")))
+		otelcuzk.KeyRequeuedFrom.String(w), otelcuzk.KeyErrorType.String(otelcuzk.ErrorTypeDeviceFault)))
 	if e.cfg.onFault != nil {
 		e.cfg.onFault(w, err)
 	}
@@ -452,7 +452,7 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 	}
 	if t.span != nil {
 		if err != nil {
-			recordError(t.span, err)
+			otelcuzk.SetError(t.span, err)
 		}
 		t.span.End(trace.WithTimestamp(now))
 	}
@@ -490,7 +490,7 @@ func (e *Engine) finishJob(j *job, now time.Time) {
 		}
 	}
 	if err != nil {
-		recordError(j.span, err)
+		otelcuzk.SetError(j.span, err)
 	}
 	j.span.End(trace.WithTimestamp(now))
 
