@@ -15,7 +15,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -300,11 +299,7 @@ func (b *Backend) Warmup(ctx context.Context) (err error) {
 	ctx, span := b.tracer.Start(ctx, otelcuzk.SpanGPUWarmup,
 		trace.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(b.c.Device().Ordinal)))
 	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(msm.ErrorType(err)))
-		}
+		otelcuzk.SetError(span, err)
 		span.End()
 	}()
 	b.warmMu.Lock()
@@ -685,9 +680,8 @@ func (b *Backend) stageSpan(ctx context.Context, name, dir string, bytes int) (c
 func (b *Backend) endSpan(ctx context.Context, span trace.Span, err error) {
 	if err != nil {
 		_ = b.s.Synchronize(ctx)
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
 	}
+	otelcuzk.SetError(span, err)
 	span.End()
 }
 

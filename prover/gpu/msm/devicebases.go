@@ -11,7 +11,6 @@ import (
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -21,11 +20,12 @@ import (
 
 var (
 	// ErrBaseSetEvicted is returned by an MSM over a base set that was
-	// evicted before the MSM started.
-	ErrBaseSetEvicted = errors.New("base set evicted from the device")
+	// evicted before the MSM started. error.type evicted.
+	ErrBaseSetEvicted = otelcuzk.NewError(otelcuzk.ErrorTypeEvicted, "base set evicted from the device")
 	// ErrBaseBudget is returned by Preload when a base set does not fit in
 	// the device budget (WithBaseBudget) even after evicting every idle set.
-	ErrBaseBudget = errors.New("base set exceeds the device base budget")
+	// error.type over_budget.
+	ErrBaseBudget = otelcuzk.NewError(otelcuzk.ErrorTypeOverBudget, "base set exceeds the device base budget")
 )
 
 // DeviceBases keeps proving-key base sets (prover.BaseSet) in device
@@ -143,11 +143,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 	ctx, span := k.tracer.Start(ctx, otelcuzk.SpanKeysPreload, trace.WithAttributes(
 		otelcuzk.KeyBaseSetID.String(set.ID), otelcuzk.KeyMSMSize.Int(len(set.Points))))
 	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(otelcuzk.KeyErrorType.String(ErrorType(err)))
-		}
+		otelcuzk.SetError(span, err)
 		span.SetAttributes(otelcuzk.KeyResidentBytes.Int64(k.Bytes()))
 		span.End()
 	}()

@@ -12,7 +12,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -39,7 +38,8 @@ const (
 
 // ErrTooLarge is returned (wrapped, with cudaspans.ErrOutOfMemory) when
 // an MSM does not fit in device memory even split into the smallest chunks.
-var ErrTooLarge = errors.New("MSM does not fit in device memory")
+// error.type out_of_memory.
+var ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "MSM does not fit in device memory")
 
 // MSM computes multi-scalar multiplications on G1 and G2 of BLS12-381 on
 // one GPU with Pippenger's bucket method (kernels/msm.cuh describes the steps):
@@ -641,7 +641,10 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
 			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
 			trace.WithAttributes(prover.MSMScalarAttributes(ctx)...))
-		defer func() { msmEndSpan(span, err) }()
+		defer func() {
+			otelcuzk.SetError(span, err)
+			span.End()
+		}()
 	}
 	if resident == nil {
 		return res, errors.New("msm: nil DeviceBases")
@@ -709,7 +712,10 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 		var span trace.Span
 		ctx, span = m.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
 			otelcuzk.KeyBackend.String("cuda")), trace.WithAttributes(prover.MSMScalarAttributes(ctx)...))
-		defer func() { msmEndSpan(span, err) }()
+		defer func() {
+			otelcuzk.SetError(span, err)
+			span.End()
+		}()
 	}
 	if n == 0 {
 		return nil
@@ -882,32 +888,6 @@ func combineWindows[J any, PJ jacobian[J], X windowSum[J]](wsums []X, c int) J {
 		PJ(&acc).AddAssign(&j)
 	}
 	return acc
-}
-
-// msmEndSpan records err (if any) on span, with error.type, and ends it.
-func msmEndSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(ErrorType(err)))
-	}
-	span.End()
-}
-
-// ErrorType is the error.type of an MSM or keys.preload span that ended
-// with err: out_of_memory, key_budget, no_device, evicted, or cuda.
-func ErrorType(err error) string {
-	switch {
-	case errors.Is(err, ErrTooLarge), errors.Is(err, cudaspans.ErrOutOfMemory):
-		return "out_of_memory"
-	case errors.Is(err, ErrBaseBudget):
-		return "key_budget"
-	case errors.Is(err, cudaspans.ErrNoDevice):
-		return "no_device"
-	case errors.Is(err, ErrBaseSetEvicted):
-		return "evicted"
-	}
-	return "cuda"
 }
 
 // Compile-time checks that the Go mirrors match the C layouts.

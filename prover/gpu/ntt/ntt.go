@@ -9,7 +9,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -211,9 +210,7 @@ func (e *Engine) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.
 		if err == nil {
 			err = s.Synchronize(ctx)
 		}
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
-		}
+		otelcuzk.SetError(span, err)
 		return err
 	}
 	return computeHSteps(ctx, &deviceKernels{e: e, s: s}, &t.nttTables, a, b, c, den, step)
