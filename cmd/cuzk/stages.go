@@ -206,7 +206,7 @@ func (st *serveStages) describe() string {
 		s = fmt.Sprintf("%d synthesis workers", st.synthesis)
 	}
 	if st.budget > 0 {
-		return s + fmt.Sprintf(", memory budget %.1f GiB", float64(st.budget)/(1<<30))
+		return s + ", memory budget " + bytesStr(st.budget)
 	}
 	return s + ", no memory budget"
 }

@@ -75,7 +75,20 @@ func byPriority(m map[client.Priority]int) string {
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }
 
-func gibStr(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+// bytesStr is b in the largest binary unit it reaches, one decimal:
+// "4.0 GiB", "12.5 MiB", "3.0 KiB", "512 B" (a budget of a few MiB is not
+// "0.0 GiB").
+func bytesStr(b uint64) string {
+	for _, u := range []struct {
+		name  string
+		scale uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b >= u.scale {
+			return fmt.Sprintf("%.1f %s", float64(b)/float64(u.scale), u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", b)
+}
 
 // printStatus writes st as cuzk status prints it, one line per fact.
 func printStatus(out io.Writer, addr string, st *client.Status) {
@@ -96,7 +109,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), s.Proving)
 	if m := st.Memory; m.Budget > 0 {
 		fmt.Fprintf(out, "memory    budget %s, in flight %s (proofs %s, keys %s), peak %s\n",
-			gibStr(m.Budget), gibStr(m.Reserved+m.Keys), gibStr(m.Reserved), gibStr(m.Keys), gibStr(m.Peak))
+			bytesStr(m.Budget), bytesStr(m.Reserved+m.Keys), bytesStr(m.Reserved), bytesStr(m.Keys), bytesStr(m.Peak))
 	} else {
 		fmt.Fprintln(out, "memory    no budget")
 	}
@@ -105,9 +118,14 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			fmt.Fprintf(out, "device    host (%s backend)\n", d.Backend)
 			continue
 		}
-		fmt.Fprintf(out, "device    %d %s (%s)  memory %s used of %s\n", d.Ordinal, d.Name, d.Backend, gibStr(d.MemoryUsed), gibStr(d.MemoryTotal))
+		fmt.Fprintf(out, "device    %d %s (%s)  memory %s used of %s\n", d.Ordinal, d.Name, d.Backend, bytesStr(d.MemoryUsed), bytesStr(d.MemoryTotal))
 	}
 	up := st.Uptime.Seconds()
+	// A worker counts proofs (one per partition); the daemon's totals count
+	// jobs (requests). Both say their unit, and the totals line gives the
+	// workers' proofs beside the jobs, so a 10-partition job reads as
+	// 1 job and 10 proofs, not as a contradiction.
+	var proofs [3]uint64
 	for _, w := range st.Workers {
 		job := "idle"
 		if w.JobID != "" {
@@ -120,8 +138,11 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if up > 0 {
 			share = fmt.Sprintf(" (%.0f%% of uptime)", 100*w.Busy.Seconds()/up)
 		}
-		fmt.Fprintf(out, "worker    %s  %s  busy %.1fs%s  succeeded %d failed %d cancelled %d\n",
+		fmt.Fprintf(out, "worker    %s  %s  busy %.1fs%s  proofs succeeded %d failed %d cancelled %d\n",
 			w.Name, job, w.Busy.Seconds(), share, w.Succeeded, w.Failed, w.Cancelled)
+		proofs[0] += w.Succeeded
+		proofs[1] += w.Failed
+		proofs[2] += w.Cancelled
 	}
 	for _, k := range st.Keys {
 		fmt.Fprintf(out, "key       %s/%d  %s\n", k.Circuit, k.Constraints, k.ID)
@@ -137,5 +158,6 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		}
 		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, j.Status, where, parts, j.TraceID)
 	}
-	fmt.Fprintf(out, "totals    succeeded %d  failed %d  cancelled %d\n", st.Succeeded, st.Failed, st.Cancelled)
+	fmt.Fprintf(out, "totals    jobs succeeded %d  failed %d  cancelled %d;  proofs on workers succeeded %d  failed %d  cancelled %d\n",
+		st.Succeeded, st.Failed, st.Cancelled, proofs[0], proofs[1], proofs[2])
 }

@@ -351,7 +351,9 @@ type Device struct {
 
 // Worker is one of the daemon's workers.
 type Worker struct {
-	Name, JobID                  string
+	Name, JobID string
+	// Succeeded, Failed and Cancelled count the proofs it ended: one
+	// per partition, so a job of N partitions counts N.
 	Succeeded, Failed, Cancelled uint64
 	// Busy is the time it spent proving since the daemon started.
 	Busy time.Duration
@@ -386,9 +388,11 @@ type Status struct {
 	Workers []Worker
 	Keys    []Key
 	// Queued is the number of queued jobs per priority.
-	Queued                       map[Priority]int
-	QueueCapacity                int
-	Running                      []RunningJob
+	Queued        map[Priority]int
+	QueueCapacity int
+	Running       []RunningJob
+	// Succeeded, Failed and Cancelled count the jobs (requests) ended
+	// since the daemon started, whatever their number of partitions.
 	Succeeded, Failed, Cancelled uint64
 	Uptime                       time.Duration
 	Closing                      bool

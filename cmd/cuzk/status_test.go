@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+// A worker counts proofs (partitions), the totals count jobs: each line
+// says its unit, and the totals line gives the workers' proofs beside the
+// jobs (one 10-partition job and one plain job: 2 jobs, 11 proofs).
+func TestStatusSaysWhatItCounts(t *testing.T) {
+	st := &client.Status{
+		Uptime: time.Minute, Ready: true,
+		Workers: []client.Worker{
+			{Name: "cuda:0", Succeeded: 6, Failed: 1},
+			{Name: "cuda:1", Succeeded: 5, Cancelled: 2},
+		},
+		Succeeded: 2, Failed: 1, Cancelled: 1,
+	}
+	var out bytes.Buffer
+	printStatus(&out, "127.0.0.1:9000", st)
+	for _, want := range []string{
+		"worker    cuda:0  idle  busy 0.0s (0% of uptime)  proofs succeeded 6 failed 1 cancelled 0\n",
+		"worker    cuda:1  idle  busy 0.0s (0% of uptime)  proofs succeeded 5 failed 0 cancelled 2\n",
+		"totals    jobs succeeded 2  failed 1  cancelled 1;  proofs on workers succeeded 11  failed 1  cancelled 2\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Small budgets and devices show in a unit that shows them.
+func TestStatusBytesInAUnitThatShowsThem(t *testing.T) {
+	for b, want := range map[uint64]string{
+		0: "0 B", 512: "512 B", 3 << 10: "3.0 KiB", 5 << 20: "5.0 MiB", 12<<20 + 1<<19: "12.5 MiB",
+		4 << 30: "4.0 GiB", 3 << 40: "3.0 TiB",
+	} {
+		if got := bytesStr(b); got != want {
+			t.Errorf("bytesStr(%d) = %q, want %q", b, got, want)
+		}
+	}
+	st := &client.Status{Memory: client.Memory{Budget: 64 << 20, Reserved: 3 << 20, Keys: 512 << 10, Peak: 5 << 20}}
+	var out bytes.Buffer
+	printStatus(&out, "a", st)
+	if want := "memory    budget 64.0 MiB, in flight 3.5 MiB (proofs 3.0 MiB, keys 512.0 KiB), peak 5.0 MiB\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, out.String())
+	}
+}
