@@ -1,15 +1,14 @@
 package prover
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 // CircuitFile is one registration of a circuit from files, as `cuzk serve
-// --circuit-file NAME:R1CS:PK[:VK]` takes it (see RegisterCircuitFiles).
+// --circuit-file NAME:R1CS:PK[:VK]` takes it (see circuits.RegisterFiles).
 type CircuitFile struct {
 	// Name is the circuit name requests use: valid UTF-8, no spaces or
 	// control characters.
@@ -28,12 +27,11 @@ func (f CircuitFile) String() string {
 	return s
 }
 
-// Register registers f with RegisterCircuitFiles.
+// Register registers f in the one circuit registry
+// (circuits.RegisterFiles), so every Pipeline and server of the process
+// knows it; errors as RegisterFiles's.
 func (f CircuitFile) Register() error {
-	if f.VK == "" {
-		return RegisterCircuitFiles(f.Name, f.CS, f.PK)
-	}
-	return RegisterCircuitFiles(f.Name, f.CS, f.PK, f.VK)
+	return circuits.RegisterFiles(f.Name, circuits.Files{CS: f.CS, PK: f.PK, VK: f.VK})
 }
 
 // ParseCircuitFile parses NAME:R1CS:PK[:VK]. Paths cannot contain ':' (the
@@ -51,28 +49,11 @@ func ParseCircuitFile(spec string) (CircuitFile, error) {
 			return CircuitFile{}, fmt.Errorf("%q: %w (empty VK path; leave out the last ':' to register no verifying key)", spec, ErrBadCircuitFile)
 		}
 	}
-	if err := checkCircuitName(f.Name); err != nil {
+	if err := circuits.CheckName(f.Name); err != nil {
 		return CircuitFile{}, fmt.Errorf("%q: %w (%v)", spec, ErrBadCircuitFile, err)
 	}
 	if f.CS == "" || f.PK == "" {
 		return CircuitFile{}, fmt.Errorf("%q: %w (empty R1CS or PK path)", spec, ErrBadCircuitFile)
 	}
 	return f, nil
-}
-
-// checkCircuitName refuses names a request, a span attribute or a log line
-// could not carry faithfully.
-func checkCircuitName(name string) error {
-	if name == "" {
-		return errors.New("empty name")
-	}
-	if !utf8.ValidString(name) {
-		return errors.New("name is not valid UTF-8")
-	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return fmt.Errorf("name contains %U", r)
-		}
-	}
-	return nil
 }

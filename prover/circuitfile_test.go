@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 func TestParseCircuitFileReadsNameAndPathsAndRefusesBadSpecs(t *testing.T) {
@@ -43,22 +45,6 @@ func TestParseCircuitFileReadsNameAndPathsAndRefusesBadSpecs(t *testing.T) {
 	}
 }
 
-func TestRegisterCircuitFilesRefusesEmptyPathsAndUnprintableNames(t *testing.T) {
-	for _, c := range []struct{ name, cs, pk string }{
-		{"fresh-empty-cs", "", "pk"},
-		{"fresh-empty-pk", "cs", ""},
-		{"tab\tname", "cs", "pk"},
-		{"", "cs", "pk"},
-	} {
-		if err := RegisterCircuitFiles(c.name, c.cs, c.pk); err == nil {
-			t.Errorf("RegisterCircuitFiles(%q, %q, %q) accepted", c.name, c.cs, c.pk)
-		}
-		if _, ok := lookupFiles(c.name); ok {
-			t.Errorf("%q registered", c.name)
-		}
-	}
-}
-
 // FuzzParseCircuitFile checks, for any --circuit-file value, that the parser
 // does not panic, that what it accepts prints back to the same value with a
 // name and paths a registration can use, and that what it refuses gets one
@@ -81,7 +67,7 @@ func FuzzParseCircuitFile(f *testing.F) {
 		if got.String() != spec {
 			t.Fatalf("accepted %q, prints back as %q", spec, got.String())
 		}
-		if checkCircuitName(got.Name) != nil || got.CS == "" || got.PK == "" {
+		if circuits.CheckName(got.Name) != nil || got.CS == "" || got.PK == "" {
 			t.Fatalf("accepted %q with an unusable part: %+v", spec, got)
 		}
 		for _, p := range []string{got.Name, got.CS, got.PK, got.VK} {

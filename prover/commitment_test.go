@@ -27,6 +27,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
 
@@ -381,7 +382,7 @@ func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 		return path
 	}
 	name := fmt.Sprintf("multicommit-%d", time.Now().UnixNano())
-	if err := RegisterCircuitFiles(name, save("c.r1cs", f.CCS), save("c.pk", f.PK), save("c.vk", f.VK)); err != nil {
+	if err := circuits.RegisterFiles(name, circuits.Files{CS: save("c.r1cs", f.CCS), PK: save("c.pk", f.PK), VK: save("c.vk", f.VK)}); err != nil {
 		t.Fatal(err)
 	}
 	p := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync)

@@ -17,9 +17,10 @@
 // async or pool, each release a buffer.release span), fixed blinding
 // scalars for tests (WithRandomness) and the TracerProvider.
 //
-// Pipeline runs whole requests for registered circuits (the built-ins of
-// prover/circuits, or files registered with RegisterCircuitFiles): key
-// cache (prover/keycache), synthesis, prove, serialization and verification,
+// Pipeline runs whole requests for the circuits of prover/circuits' one
+// registry (the built-ins, and circuits registered from files with
+// circuits.RegisterFiles or CircuitFile.Register): key cache
+// (prover/keycache), synthesis, prove, serialization and verification,
 // and implements Runner for prover/engine.
 //
 // Backends register by name (RegisterBackend): "cpu" here, "cuda" from

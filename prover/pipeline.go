@@ -485,63 +485,17 @@ func (p *Pipeline) witness(ctx context.Context, lc *loadedCircuit, req *Request)
 	return parseWitness(req.Witness)
 }
 
-// circuitFiles are the paths of a circuit registered from files.
-type circuitFiles struct{ cs, pk, vk string }
-
-var (
-	filesMu sync.RWMutex
-	files   = map[string]circuitFiles{}
-)
-
-func lookupFiles(name string) (circuitFiles, bool) {
-	filesMu.RLock()
-	defer filesMu.RUnlock()
-	f, ok := files[name]
-	return f, ok
+// lookupFiles returns the paths of name when it is a circuit registered
+// from files (circuits.RegisterFiles).
+func lookupFiles(name string) (circuits.Files, bool) {
+	s, err := circuits.Lookup(name)
+	if err != nil || s.Files == nil {
+		return circuits.Files{}, false
+	}
+	return *s.Files, true
 }
 
-// RegisterCircuitFiles makes a user's circuit provable by name in every
-// Pipeline: csPath holds a compiled BLS12-381 R1CS (gnark's
-// constraint system WriteTo), pkPath its Groth16 proving key (gnark's
-// WriteTo or WriteRawTo), and the optional vkPath its verifying key, needed
-// for Request.Verify. The files are read at the first Run or LoadCircuit; here
-// they are only checked to exist. Requests for it must carry a witness
-// (Request.Constraints is ignored). Errors: a name that is empty, holds
-// spaces or control characters, or is taken by a built-in or another file
-// circuit; an empty csPath or pkPath; a file that cannot be opened.
-// Safe for concurrent use.
-func RegisterCircuitFiles(name, csPath, pkPath string, vkPath ...string) error {
-	if err := checkCircuitName(name); err != nil {
-		return fmt.Errorf("register circuit %q: %w", name, err)
-	}
-	if csPath == "" || pkPath == "" {
-		return fmt.Errorf("register circuit %s: empty R1CS or proving key path", name)
-	}
-	if _, err := circuits.Lookup(name); err == nil {
-		return fmt.Errorf("register circuit %s: name of a built-in circuit", name)
-	}
-	f := circuitFiles{cs: csPath, pk: pkPath}
-	if len(vkPath) > 0 {
-		f.vk = vkPath[0]
-	}
-	for _, path := range []string{f.cs, f.pk, f.vk} {
-		if path == "" {
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("register circuit %s: %w", name, err)
-		}
-	}
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	if _, dup := files[name]; dup {
-		return fmt.Errorf("register circuit %s: already registered", name)
-	}
-	files[name] = f
-	return nil
-}
-
-func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string, f circuitFiles) (err error) {
+func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string, f circuits.Files) (err error) {
 	_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
 		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyKeyCacheHit.Bool(false)))
 	defer func() {
@@ -566,27 +520,27 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 	// is needed and nothing past the constraint system is hashed.
 	ccs := groth16.NewCS(ecc.BLS12_381)
 	sum := sha256.New()
-	fh, err := os.Open(f.cs)
+	fh, err := os.Open(f.CS)
 	if err != nil {
 		return fmt.Errorf("circuit %s: %w", name, err)
 	}
 	_, err = ccs.ReadFrom(io.TeeReader(fh, sum))
 	fh.Close()
 	if err != nil {
-		return fmt.Errorf("circuit %s: read %s: %w", name, f.cs, err)
+		return fmt.Errorf("circuit %s: read %s: %w", name, f.CS, err)
 	}
 	hash := hex.EncodeToString(sum.Sum(nil))
 	if _, err := asBLS12381(ccs); err != nil {
 		return fmt.Errorf("circuit %s: %w", name, err)
 	}
 	pk := groth16.NewProvingKey(ecc.BLS12_381)
-	if err := read(f.pk, pk); err != nil {
+	if err := read(f.PK, pk); err != nil {
 		return fmt.Errorf("circuit %s: %w", name, err)
 	}
 	var vk groth16.VerifyingKey
-	if f.vk != "" {
+	if f.VK != "" {
 		vk = groth16.NewVerifyingKey(ecc.BLS12_381)
-		if err := read(f.vk, vk); err != nil {
+		if err := read(f.VK, vk); err != nil {
 			return fmt.Errorf("circuit %s: %w", name, err)
 		}
 	}

@@ -233,16 +233,16 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 
 	// A fresh name per run: the registry is per process (go test -count).
 	cube := fmt.Sprintf("cube-%d", time.Now().UnixNano())
-	if err := RegisterCircuitFiles(cube, csPath, pkPath, vkPath); err != nil {
+	if err := circuits.RegisterFiles(cube, circuits.Files{CS: csPath, PK: pkPath, VK: vkPath}); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterCircuitFiles(cube, csPath, pkPath); err == nil {
+	if err := circuits.RegisterFiles(cube, circuits.Files{CS: csPath, PK: pkPath}); err == nil {
 		t.Error("registered the same name twice")
 	}
-	if err := RegisterCircuitFiles("merkle", csPath, pkPath); err == nil {
+	if err := circuits.RegisterFiles("merkle", circuits.Files{CS: csPath, PK: pkPath}); err == nil {
 		t.Error("registered over a built-in")
 	}
-	if err := RegisterCircuitFiles("ghost", filepath.Join(dir, "none"), pkPath); err == nil {
+	if err := circuits.RegisterFiles("ghost", circuits.Files{CS: filepath.Join(dir, "none"), PK: pkPath}); err == nil {
 		t.Error("registered a missing file")
 	}
 

@@ -272,9 +272,10 @@ func (p *Pipeline) ProveSynthesized(ctx context.Context, sz Synthesized) (*Resul
 }
 
 // checkBuiltin checks that name is a built-in circuit and constraints is
-// positive. Errors wrap ErrUnknownCircuit or circuits.ErrBadConstraints.
+// positive. Errors wrap ErrUnknownCircuit, circuits.ErrNotBuiltin or
+// circuits.ErrBadConstraints.
 func checkBuiltin(name string, constraints int) error {
-	if _, err := circuits.Lookup(name); err != nil {
+	if _, err := circuits.LookupBuiltin(name); err != nil {
 		return err
 	}
 	if constraints <= 0 {

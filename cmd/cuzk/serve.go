@@ -21,7 +21,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
@@ -153,8 +152,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err := checkBackendEnv(); err != nil {
 		return err
 	}
-	fileCircuits, err := registerCircuitFiles(cfg.circuitFiles)
-	if err != nil {
+	if err := registerCircuitFiles(cfg.circuitFiles); err != nil {
 		return err
 	}
 	// No reachability probe: under systemd the trace backend may come up
@@ -229,10 +227,6 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	opts := []server.Option{
 		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(version()),
 		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage),
-		server.WithKnownCircuit(func(name string) bool {
-			_, err := circuits.Lookup(name)
-			return err == nil || fileCircuits[name]
-		}),
 	}
 	if cfg.tlsCert != "" {
 		opts = append(opts, server.WithTLS(cfg.tlsCert, cfg.tlsKey))
@@ -364,28 +358,26 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode
 	return workers, pipes, devices, nil
 }
 
-// registerCircuitFiles registers each NAME:R1CS:PK[:VK] with
-// prover.RegisterCircuitFiles and returns the names. A name registered
-// before in this process with the same files (a second serve in one test
-// binary) is accepted again.
-func registerCircuitFiles(specs []string) (map[string]bool, error) {
+// registerCircuitFiles registers each NAME:R1CS:PK[:VK] in the circuit
+// registry (prover.CircuitFile.Register), where the server and every
+// Pipeline find it. A name registered before in this process with the
+// same files (a second serve in one test binary) is accepted again.
+func registerCircuitFiles(specs []string) error {
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
-	names := map[string]bool{}
 	for _, spec := range specs {
 		f, err := prover.ParseCircuitFile(spec)
 		if err != nil {
-			return nil, fmt.Errorf("--circuit-file %w", err)
+			return fmt.Errorf("--circuit-file %w", err)
 		}
 		if err := f.Register(); err != nil {
 			if !strings.Contains(err.Error(), "already registered") || registeredSpecs[f.Name] != spec {
-				return nil, fmt.Errorf("--circuit-file: %w", err)
+				return fmt.Errorf("--circuit-file: %w", err)
 			}
 		}
 		registeredSpecs[f.Name] = spec
-		names[f.Name] = true
 	}
-	return names, nil
+	return nil
 }
 
 var (

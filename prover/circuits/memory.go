@@ -39,7 +39,7 @@ func memAvailable(path string) (uint64, error) {
 // CheckMemory estimates the memory that compiling, setting up and proving
 // circuit name at constraints needs, and returns an error wrapping
 // ErrTooLarge when it exceeds MemAvailable, before anything is allocated.
-// Errors also wrap ErrUnknownCircuit or ErrBadConstraints.
+// Errors also wrap ErrUnknownCircuit, ErrNotBuiltin or ErrBadConstraints.
 func CheckMemory(name string, constraints int) error {
 	avail, err := MemAvailable()
 	if err != nil {
@@ -49,7 +49,7 @@ func CheckMemory(name string, constraints int) error {
 }
 
 func checkMemory(name string, constraints int, avail uint64) error {
-	s, err := Lookup(name)
+	s, err := LookupBuiltin(name)
 	if err != nil {
 		return err
 	}

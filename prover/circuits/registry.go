@@ -1,6 +1,9 @@
 // Package circuits holds the built-in circuits of the prover, written with
-// gnark's frontend over the scalar field of BLS12-381, and a registry that
-// maps a circuit name to a builder sized by its R1CS constraint count.
+// gnark's frontend over the scalar field of BLS12-381, and the one registry
+// of circuit names: a built-in maps to a builder sized by its R1CS
+// constraint count, a circuit registered from files (RegisterFiles, `cuzk
+// serve --circuit-file`) to the paths of its compiled R1CS and keys. Every
+// Pipeline and the gRPC server look names up here.
 //
 // Built in: "mulchain" (a chain of N multiplications) and "merkle" (K Merkle
 // inclusion proofs of depth D with MiMC, the shape of a Filecoin PoSt),
@@ -9,9 +12,13 @@
 package circuits
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/witness"
@@ -35,6 +42,10 @@ var (
 	// compile, setup and prove exceeds what this machine has available.
 	// error.type out_of_memory.
 	ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
+	// ErrNotBuiltin is returned by Build and CheckMemory for a circuit
+	// registered from files: it is read, not built, and has no estimate.
+	// error.type invalid_request.
+	ErrNotBuiltin = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "circuit registered from files, not built in")
 )
 
 // Instance is a built-in circuit at one size.
@@ -83,37 +94,103 @@ func witnessOf(a frontend.Circuit) (witness.Witness, error) {
 	return w, nil
 }
 
-// Spec is a registered circuit family.
+// Spec is a registered circuit: a built-in family (Build and MemoryBytes
+// set) or a circuit registered from files (Files set).
 type Spec struct {
 	// Name is the registry key.
 	Name string
 	// Usage is a one-line description for help texts.
 	Usage string
 	// Build returns the instance with constraints R1CS constraints,
-	// or an error wrapping ErrBadConstraints.
+	// or an error wrapping ErrBadConstraints. Nil for a circuit from files.
 	Build func(constraints int) (*Instance, error)
 	// MemoryBytes estimates the peak resident memory, in bytes, of compile,
-	// Groth16 setup and one prove at this size.
+	// Groth16 setup and one prove at this size. Nil for a circuit from
+	// files.
 	MemoryBytes func(constraints int) uint64
+	// Files are the paths of a circuit registered from files; nil for a
+	// built-in.
+	Files *Files
 }
+
+// Files are the paths of a circuit registered from files: CS a compiled
+// BLS12-381 R1CS (gnark's constraint system WriteTo), PK its Groth16
+// proving key (WriteTo or WriteRawTo), VK its verifying key or "" (needed
+// only to verify proofs).
+type Files struct{ CS, PK, VK string }
 
 var (
 	mu    sync.RWMutex
 	specs = map[string]Spec{}
 )
 
-// Register adds a circuit family. It panics on a duplicate or empty name.
-// Safe for concurrent use.
+// Register adds a built-in circuit family, from an init function. It
+// panics on a duplicate or empty name, a missing Build or MemoryBytes, or
+// Files set. Safe for concurrent use.
 func Register(s Spec) {
 	mu.Lock()
 	defer mu.Unlock()
-	if s.Name == "" || s.Build == nil || s.MemoryBytes == nil {
+	if s.Name == "" || s.Build == nil || s.MemoryBytes == nil || s.Files != nil {
 		panic("circuits: incomplete spec")
 	}
 	if _, dup := specs[s.Name]; dup {
 		panic("circuits: registered twice: " + s.Name)
 	}
 	specs[s.Name] = s
+}
+
+// RegisterFiles makes a user's circuit known by name to every Pipeline
+// and server of the process. The files are read at the circuit's first
+// use; here they are only checked to exist. Requests for it must carry a
+// witness (their constraint count is ignored). Errors name the circuit
+// and say why: a name CheckName refuses, an empty CS or PK path, a file
+// that cannot be stat'ed, or a name already registered (a built-in or
+// another file circuit). Safe for concurrent use.
+func RegisterFiles(name string, f Files) error {
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("register circuit %q: %w", name, err)
+	}
+	if f.CS == "" || f.PK == "" {
+		return fmt.Errorf("register circuit %s: empty R1CS or proving key path", name)
+	}
+	// A built-in's name is refused before the files are looked at: the
+	// clash is the error a user needs to see.
+	if s, err := Lookup(name); err == nil && s.Files == nil {
+		return fmt.Errorf("register circuit %s: name of a built-in circuit", name)
+	}
+	for _, path := range []string{f.CS, f.PK, f.VK} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("register circuit %s: %w", name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := specs[name]; dup {
+		return fmt.Errorf("register circuit %s: already registered", name)
+	}
+	specs[name] = Spec{Name: name, Usage: "registered from " + f.CS, Files: &f}
+	return nil
+}
+
+// CheckName refuses circuit names a request, a span attribute or a log
+// line could not carry faithfully: empty, not valid UTF-8, or holding a
+// space or control character (the error names the rune).
+func CheckName(name string) error {
+	if name == "" {
+		return errors.New("empty name")
+	}
+	if !utf8.ValidString(name) {
+		return errors.New("name is not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("name contains %U", r)
+		}
+	}
+	return nil
 }
 
 // Lookup returns the spec registered under name, or an error wrapping
@@ -128,7 +205,18 @@ func Lookup(name string) (Spec, error) {
 	return s, nil
 }
 
-// Names returns the registered names, sorted.
+// LookupBuiltin is Lookup for a built-in circuit: a circuit registered
+// from files is an error wrapping ErrNotBuiltin.
+func LookupBuiltin(name string) (Spec, error) {
+	s, err := Lookup(name)
+	if err == nil && s.Files != nil {
+		return Spec{}, fmt.Errorf("%w: %s", ErrNotBuiltin, name)
+	}
+	return s, err
+}
+
+// Names returns the registered names (built-ins and circuits from files),
+// sorted.
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -141,9 +229,10 @@ func Names() []string {
 }
 
 // Build looks name up, checks constraints is positive and returns the
-// instance. Errors wrap ErrUnknownCircuit or ErrBadConstraints.
+// instance. Errors wrap ErrUnknownCircuit, ErrNotBuiltin or
+// ErrBadConstraints.
 func Build(name string, constraints int) (*Instance, error) {
-	s, err := Lookup(name)
+	s, err := LookupBuiltin(name)
 	if err != nil {
 		return nil, err
 	}

@@ -95,8 +95,9 @@ func WithDevices(f func() []Device) Option {
 }
 
 // WithKnownCircuit replaces the check SubmitProof makes before queueing
-// that the circuit exists (default: a built-in circuit of
-// prover/circuits). f must be safe for concurrent use.
+// that the circuit exists (default: a name of the prover/circuits
+// registry, a built-in or a circuit registered from files, looked up at
+// each request). f must be safe for concurrent use.
 func WithKnownCircuit(f func(circuit string) bool) Option {
 	return optionFunc(func(c *config) { c.known = f })
 }
