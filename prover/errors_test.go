@@ -36,6 +36,7 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 		{ErrDeviceFault, otelcuzk.ErrorTypeDeviceFault},
 		{circuits.ErrBadConstraints, otelcuzk.ErrorTypeInvalidRequest},
 		{circuits.ErrTooLarge, otelcuzk.ErrorTypeOutOfMemory},
+		{circuits.ErrNotBuiltin, otelcuzk.ErrorTypeInvalidRequest},
 		// As the CUDA backend wraps them: the outer kind names the error.
 		{fmt.Errorf("%w: %w", ErrBackendUnavailable, cudaspans.ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
 		{fmt.Errorf("%w on cuda:0: %w", ErrDeviceFault, &cudaspans.Error{Code: 700}), otelcuzk.ErrorTypeDeviceFault},
