@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,47 +23,13 @@ import (
 // the proof carries its commitments and verifies with gnark.
 func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 	clearOTLPEnv(t)
-	dir := t.TempDir()
 	fx := commitmenttest.Setup(t, "multicommit")
-	write := func(name string, w io.WriterTo) string {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.WriteTo(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		return path
-	}
-	spec := "committed:" + write("c.r1cs", fx.CCS) + ":" + write("c.pk", fx.PK) + ":" + write("c.vk", fx.VK)
-	wb, err := fx.Witness.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "pool", cpuWorkers: 1,
-			queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20, log: io.Discard,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"),
-			circuitFiles: []string{spec}, ready: func(a, _ string) { addrCh <- a }})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-served:
-		t.Fatalf("serve: %v", err)
-	}
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	spec, wb := circuitFiles(t, "committed", fx.CCS, fx.PK, fx.VK, fx.Witness)
+	d := startDaemon(t, serveConfig{backend: "cpu", release: "pool", cpuWorkers: 1,
+		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
+		circuitFiles: []string{spec}})
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	for i := range 2 { // the second with the pooled buffers of the first
 		res, err := c.Prove(pctx, client.Request{RequestID: "commit-" + string(rune('a'+i)), Circuit: "committed", Witness: wb, Verify: true})
@@ -82,8 +47,7 @@ func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 			t.Errorf("served proof rejected by gnark: %v", err)
 		}
 	}
-	cancel()
-	if err := <-served; err != nil {
+	if err := d.stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -282,36 +283,16 @@ func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 			return fakeGPU{prover.NewCPU(o.TracerProvider)}, nil
 		})
 	})
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	var logBuf lockedBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{
-			listen: "127.0.0.1:0", backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
-			shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
-			ready:      func(a, _ string) { addrCh <- a },
-			gpuFactory: fakeGPUFactory,
-			gpus: func() ([]cudaspans.DeviceInfo, error) {
-				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}, {Ordinal: 1, Name: "GPU one", TotalMemory: 1 << 30}}, nil
-			},
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-served:
-		t.Fatalf("serve: %v\n%s", err, logBuf.String())
-	}
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	d := startDaemon(t, serveConfig{
+		backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
+		shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
+		gpuFactory: fakeGPUFactory,
+		gpus: func() ([]cudaspans.DeviceInfo, error) {
+			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}, {Ordinal: 1, Name: "GPU one", TotalMemory: 1 << 30}}, nil
+		},
+	})
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	var wg sync.WaitGroup
 	workers := make(chan string, 4)
@@ -348,8 +329,7 @@ func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 		t.Errorf("backends opened per ordinal %v, want 0 and 1", fakeGPUOpened)
 	}
 	fakeGPUMu.Unlock()
-	cancel()
-	if err := <-served; err != nil {
+	if err := d.stop(); err != nil {
 		t.Errorf("serve after cancel: %v", err)
 	}
 }
@@ -391,52 +371,44 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 	}
 }
 
-// TestServeProvesCircuitFromFiles registers a circuit from its compiled
-// R1CS and keys (--circuit-file) and proves it with a caller's witness.
-func TestServeProvesCircuitFromFiles(t *testing.T) {
-	clearOTLPEnv(t)
+// circuitFiles writes a circuit's compiled R1CS and keys to files and gives
+// the --circuit-file spec that registers them as name, and the witness in
+// its binary form.
+func circuitFiles(t *testing.T, name string, ccs, pk, vk io.WriterTo, w encoding.BinaryMarshaler) (spec string, witness []byte) {
+	t.Helper()
 	dir := t.TempDir()
-	fx := circuitstest.Setup(t, "mulchain", 256, 3)
-	write := func(name string, w io.WriterTo) string {
-		path := filepath.Join(dir, name)
+	write := func(file string, w io.WriterTo) string {
+		path := filepath.Join(dir, file)
 		f, err := os.Create(path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer f.Close()
 		if _, err := w.WriteTo(f); err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
 		return path
 	}
-	spec := "usercircuit:" + write("c.r1cs", fx.CCS) + ":" + write("c.pk", fx.PK) + ":" + write("c.vk", fx.VK)
-	wb, err := fx.Witness.MarshalBinary()
+	spec = name + ":" + write("c.r1cs", ccs) + ":" + write("c.pk", pk) + ":" + write("c.vk", vk)
+	witness, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, witness
+}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", cpuWorkers: 1,
-			queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20, log: io.Discard,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"),
-			circuitFiles: []string{spec}, ready: func(a, _ string) { addrCh <- a }})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-served:
-		t.Fatalf("serve: %v", err)
-	}
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+// TestServeProvesCircuitFromFiles registers a circuit from its compiled
+// R1CS and keys (--circuit-file) and proves it with a caller's witness.
+func TestServeProvesCircuitFromFiles(t *testing.T) {
+	clearOTLPEnv(t)
+	fx := circuitstest.Setup(t, "mulchain", 256, 3)
+	spec, wb := circuitFiles(t, "usercircuit", fx.CCS, fx.PK, fx.VK, fx.Witness)
+
+	d := startDaemon(t, serveConfig{backend: "cpu", release: "sync", cpuWorkers: 1,
+		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
+		circuitFiles: []string{spec}})
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	res, err := c.Prove(pctx, client.Request{RequestID: "file-1", Circuit: "usercircuit", Witness: wb, Verify: true})
 	if err != nil || !res.Verified {
@@ -445,8 +417,7 @@ func TestServeProvesCircuitFromFiles(t *testing.T) {
 	if _, err := c.Prove(pctx, client.Request{RequestID: "file-2", Circuit: "usercircuit", Verify: true}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("file circuit without a witness: %v, want INVALID_ARGUMENT", err)
 	}
-	cancel()
-	if err := <-served; err != nil {
+	if err := d.stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 }

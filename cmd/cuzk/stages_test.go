@@ -109,32 +109,18 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	})
 	warmGate = make(chan struct{})
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	var logBuf lockedBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{
-			listen: "127.0.0.1:0", backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
-			synthesisWorkers: 2, memoryBudget: "4GiB",
-			shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
-			ready:      func(a, _ string) { addrCh <- a },
-			gpuFactory: warmFactory,
-			gpus: func() ([]cudaspans.DeviceInfo, error) {
-				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
-			},
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-served:
-		t.Fatalf("serve: %v\n%s", err, logBuf.String())
-	}
-	if !strings.Contains(logBuf.String(), "2 synthesis workers, memory budget 4.0 GiB") {
-		t.Errorf("start line does not name the stages:\n%s", logBuf.String())
+	d := startDaemon(t, serveConfig{
+		backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
+		synthesisWorkers: 2, memoryBudget: "4GiB",
+		shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
+		gpuFactory: warmFactory,
+		gpus: func() ([]cudaspans.DeviceInfo, error) {
+			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
+		},
+	})
+	addr := d.addr
+	if !strings.Contains(d.log.String(), "2 synthesis workers, memory budget 4.0 GiB") {
+		t.Errorf("start line does not name the stages:\n%s", d.log.String())
 	}
 	if h := health(t, addr); h != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("health while warming up: %v, want NOT_SERVING", h)
@@ -143,12 +129,8 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	if err != nil || !strings.Contains(out, "NOT READY: warming up") || !strings.Contains(out, "budget 4.0 GiB") || !strings.Contains(out, "2 synthesis workers") {
 		t.Errorf("cuzk status while warming up: %v\n%s", err, out)
 	}
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	job, err := c.Submit(pctx, client.Request{RequestID: "early", Circuit: "mulchain", Constraints: 256, Verify: true})
 	if err != nil {
@@ -197,34 +179,18 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	if err != nil || !strings.Contains(out, "  ready") || !strings.Contains(out, "worker    cuda:0") || !strings.Contains(out, "succeeded 2") {
 		t.Errorf("cuzk status after the proofs: %v\n%s", err, out)
 	}
-	cancel()
-	if err := <-served; err != nil {
+	if err := d.stop(); err != nil {
 		t.Errorf("serve after cancel: %v", err)
 	}
 }
 
 func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 	clearOTLPEnv(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	var logBuf lockedBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{
-			listen: "127.0.0.1:0", backend: "cpu", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: -1,
-			shutdownTimeout: time.Second, maxMessage: 1 << 20,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
-			ready: func(a, _ string) { addrCh <- a },
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-served:
-		t.Fatalf("serve: %v\n%s", err, logBuf.String())
-	}
+	d := startDaemon(t, serveConfig{
+		backend: "cpu", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: -1,
+		shutdownTimeout: time.Second, maxMessage: 1 << 20,
+	})
+	addr := d.addr
 	if h := health(t, addr); h != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health of a CPU daemon: %v, want SERVING at once (nothing to warm up)", h)
 	}
@@ -235,14 +201,13 @@ func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 	if _, _, err := runCuzk(t, "status", "--addr", "127.0.0.1:1", "--timeout", "2s"); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("status of no daemon: %v, want a one-line error", err)
 	}
-	cancel()
-	<-served
+	d.stop()
 	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
-		memoryBudget: "lots", log: &logBuf}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
+		memoryBudget: "lots", log: d.log}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
 		t.Errorf("serve --memory-budget lots: %v", err)
 	}
 	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
-		synthesisWorkers: -2, log: &logBuf}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
+		synthesisWorkers: -2, log: d.log}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
 		t.Errorf("serve --synthesis-workers -2: %v", err)
 	}
 }
@@ -266,30 +231,17 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 			return failingWarmGPU{prover.NewCPU(o.TracerProvider)}, nil
 		})
 	})
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrCh := make(chan string, 1)
-	var logBuf lockedBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfig{
-			listen: "127.0.0.1:0", backend: "cuda", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: 1,
-			shutdownTimeout: time.Second, maxMessage: 1 << 20,
-			traceFile: filepath.Join(dir, "t.jsonl"), cacheDir: filepath.Join(dir, "cache"), log: &logBuf,
-			ready: func(a, _ string) { addrCh <- a }, gpuFactory: factory,
-			gpus: func() ([]cudaspans.DeviceInfo, error) {
-				return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil
-			},
-		})
-	}()
-	addr := <-addrCh
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	d := startDaemon(t, serveConfig{
+		backend: "cuda", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: 1,
+		shutdownTimeout: time.Second, maxMessage: 1 << 20,
+		gpuFactory: factory,
+		gpus: func() ([]cudaspans.DeviceInfo, error) {
+			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil
+		},
+	})
+	addr := d.addr
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	// The devices get their jobs anyway (a proof compiles what it needs).
 	if _, err := c.Prove(pctx, client.Request{RequestID: "after-failed-warmup", Circuit: "mulchain", Constraints: 256}); err != nil {
@@ -305,9 +257,8 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 	if h := health(t, addr); h != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("health after a failed warm-up: %v, want NOT_SERVING", h)
 	}
-	if !strings.Contains(logBuf.String(), "warm-up of the cuda backend failed") {
-		t.Errorf("the log does not say the warm-up failed:\n%s", logBuf.String())
+	if !strings.Contains(d.log.String(), "warm-up of the cuda backend failed") {
+		t.Errorf("the log does not say the warm-up failed:\n%s", d.log.String())
 	}
-	cancel()
-	<-served
+	d.stop()
 }
