@@ -150,7 +150,8 @@ const (
 	// A file or operating-system call failed (*fs.PathError, *os.LinkError,
 	// *os.SyscallError, syscall.Errno, io.ErrUnexpectedEOF).
 	ErrorTypeIO = "io"
-	// A cache file's bytes are not the ones written (failed checksums).
+	// A cache file's bytes are not the ones written (failed checksums, no
+	// checksum trailer) or cannot be decoded (prover/keycache).
 	ErrorTypeCorrupt = "corrupt"
 	// The traced function panicked (RunTask).
 	ErrorTypePanic = "panic"

@@ -37,7 +37,6 @@ import (
 	cs_bls12381 "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/schollz/progressbar/v3"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
@@ -49,7 +48,7 @@ const EnvCacheDir = "CUZK_CACHE_DIR"
 
 // ErrUnsupported is returned for a constraint system that is not over
 // BLS12-381.
-var ErrUnsupported = errors.New("keycache: only BLS12-381 constraint systems are supported")
+var ErrUnsupported = otelcuzk.NewError(otelcuzk.ErrorTypeUnsupported, "keycache: only BLS12-381 constraint systems are supported")
 
 // DefaultDir returns $CUZK_CACHE_DIR when set, else
 // <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
@@ -177,7 +176,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		if err == nil {
 			span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(k.CacheHit))
 		}
-		endSpan(span, err, "keys")
+		endSpan(span, err)
 	}()
 	if ccs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
 		return nil, fmt.Errorf("%w (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
@@ -190,7 +189,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		source = "computed"
 		_, hspan := c.tracer.Start(ctx, otelcuzk.SpanKeysHash)
 		hash, err = Hash(ccs)
-		endSpan(hspan, err, "hash")
+		endSpan(hspan, err)
 		if err != nil {
 			return nil, err
 		}
@@ -219,27 +218,39 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	}
 	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanKeysSetup)
 	pk, vk, err = c.setup(ccs)
-	endSpan(sspan, err, "setup")
+	endSpan(sspan, err)
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
 	_, wspan := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
 	err = writeChecked(path, func(w io.Writer) error { return writeKeys(w, pk, vk) })
-	endSpan(wspan, err, "store")
+	endSpan(wspan, err)
 	if err != nil {
 		return nil, fmt.Errorf("store keys: %w", err)
 	}
 	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
 }
 
-// endSpan records err (as kind) on span, then ends it.
-func endSpan(span trace.Span, err error, kind string) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String(kind))
-	}
+// endSpan records err (if any) on span, then ends it.
+func endSpan(span trace.Span, err error) {
+	otelcuzk.SetError(span, err)
 	span.End()
+}
+
+// corruptError is an error decoding a cache file whose checksums passed
+// (or that has none): the message is err's, the error.type corrupt.
+type corruptError struct{ err error }
+
+func (e *corruptError) Error() string     { return e.err.Error() }
+func (e *corruptError) Unwrap() error     { return e.err }
+func (e *corruptError) ErrorType() string { return otelcuzk.ErrorTypeCorrupt }
+
+// corrupt marks a decode error as corrupt; nil stays nil.
+func corrupt(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &corruptError{err}
 }
 
 // readKeys maps the key file at path, verifies its checksums (keys.read)
@@ -260,13 +271,14 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 		}
 		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(m.data)), otelcuzk.KeyKeyChecked.Bool(checked))
 	}
-	endSpan(rspan, ignoreNotExist(err), "read")
+	endSpan(rspan, ignoreNotExist(err))
 	if err != nil {
 		return nil, nil, false, err
 	}
 	_, dspan := c.tracer.Start(ctx, otelcuzk.SpanKeysDecode)
 	pk, vk, err = decodeKeys(bytesReader(payload))
-	endSpan(dspan, err, "decode")
+	err = corrupt(err)
+	endSpan(dspan, err)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -277,7 +289,7 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 // checked file with the same payload.
 func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
 	_, span := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
-	defer func() { endSpan(span, err, "store") }()
+	defer func() { endSpan(span, err) }()
 	m, err := mapFile(path)
 	if err != nil {
 		return err

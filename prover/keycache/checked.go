@@ -2,7 +2,6 @@ package keycache
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // A checked file is a payload followed by a trailer of CRC-32C checksums,
@@ -48,9 +49,9 @@ var (
 var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	// errNoTrailer marks a file of the older, unchecked format.
-	errNoTrailer = errors.New("no checksum trailer")
+	errNoTrailer = otelcuzk.NewError(otelcuzk.ErrorTypeCorrupt, "no checksum trailer")
 	// errChecksum marks a payload whose bytes are not the ones written.
-	errChecksum = errors.New("checksum mismatch")
+	errChecksum = otelcuzk.NewError(otelcuzk.ErrorTypeCorrupt, "checksum mismatch")
 )
 
 // checksumWriter passes writes through to w and sums them per chunk.

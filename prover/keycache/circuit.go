@@ -166,7 +166,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	outcome := CircuitCacheMiss
 	defer func() {
 		span.SetAttributes(otelcuzk.KeyCircuitCache.String(outcome))
-		endSpan(span, err, "compile")
+		endSpan(span, err)
 	}()
 	if c.revision == "" {
 		outcome = CircuitCacheOff
@@ -207,7 +207,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	}
 	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheStore)
 	want.Hash, err = storeCircuit(path, ccs, want)
-	endSpan(sspan, err, "store")
+	endSpan(sspan, err)
 	if err != nil {
 		return nil, fmt.Errorf("store compiled circuit: %w", err)
 	}
@@ -220,7 +220,7 @@ var errStale = errors.New("compiled by another build")
 func frontendCompile(ctx context.Context, tracer trace.Tracer, compile func() (constraint.ConstraintSystem, error)) (constraint.ConstraintSystem, error) {
 	_, span := tracer.Start(ctx, otelcuzk.SpanCircuitFrontend)
 	ccs, err := compile()
-	endSpan(span, err, "compile")
+	endSpan(span, err)
 	return ccs, err
 }
 
@@ -304,7 +304,7 @@ func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) 
 	if err == nil {
 		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(body)))
 	}
-	endSpan(rspan, ignoreNotExist(err), "read")
+	endSpan(rspan, ignoreNotExist(err))
 	if err != nil {
 		return nil, err
 	}
@@ -318,11 +318,11 @@ func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) 
 	ccs, err := decodeCircuit(body)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("decode constraint system: %w", err)
+		err = corrupt(fmt.Errorf("decode constraint system: %w", err))
 	case ccs.GetNbConstraints() != meta.NbConstraints:
-		err = fmt.Errorf("decode constraint system: %d constraints, stored with %d", ccs.GetNbConstraints(), meta.NbConstraints)
+		err = corrupt(fmt.Errorf("decode constraint system: %d constraints, stored with %d", ccs.GetNbConstraints(), meta.NbConstraints))
 	}
-	endSpan(dspan, err, "decode")
+	endSpan(dspan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -345,17 +345,17 @@ func readCircuitFile(path string) (body []byte, meta circuitMeta, closeFile func
 		return fail(err)
 	}
 	if len(payload) < 4 {
-		return fail(errors.New("no metadata"))
+		return fail(corrupt(errors.New("no metadata")))
 	}
 	n := int(binary.LittleEndian.Uint32(payload[len(payload)-4:]))
 	if n > len(payload)-4 {
-		return fail(fmt.Errorf("metadata of %d bytes in a payload of %d", n, len(payload)))
+		return fail(corrupt(fmt.Errorf("metadata of %d bytes in a payload of %d", n, len(payload))))
 	}
 	mb := payload[len(payload)-4-n : len(payload)-4]
 	dec := json.NewDecoder(bytes.NewReader(mb))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&meta); err != nil {
-		return fail(fmt.Errorf("metadata: %w", err))
+		return fail(corrupt(fmt.Errorf("metadata: %w", err)))
 	}
 	// gnark's ReadFrom and the calldata copy leave nothing in the mapping.
 	return payload[:len(payload)-4-n], meta, m.closeInBackground, nil
