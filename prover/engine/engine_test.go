@@ -118,6 +118,15 @@ func newEngine(t *testing.T, runners []prover.Runner, opts ...Option) *Engine {
 	return e
 }
 
+// recorder is a provider whose spans end in exp, shut down when the test
+// ends.
+func recorder(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return exp, tp
+}
+
 func req(id string, p priority.Priority) *prover.Request {
 	return &prover.Request{RequestID: id, Circuit: "mulchain", Constraints: 256, Priority: p}
 }
@@ -563,9 +572,7 @@ func TestShutdownDeadlineCancelsRunning(t *testing.T) {
 }
 
 func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1), ignoreCtx: true}
 	e, err := New([]Worker{{Name: "w", Runner: r}}, WithCancelGrace(20*time.Millisecond), WithTracerProvider(tp))
 	if err != nil {
@@ -600,9 +607,7 @@ func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 
 func TestSpanTree(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	r := &fakeRunner{span: otelcuzk.SpanPipelineProve, tp: tp}
 	e := newEngine(t, []prover.Runner{r}, WithTracerProvider(tp))
 
@@ -665,9 +670,7 @@ func TestSpanTree(t *testing.T) {
 
 func TestFailedJobSpanRecordsError(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	pathErr := &fs.PathError{Op: "open", Path: "key", Err: fs.ErrNotExist}
 	e := newEngine(t, []prover.Runner{&fakeRunner{err: pathErr}}, WithTracerProvider(tp))
 	if _, err := e.Prove(context.Background(), req("bad", priority.Normal)); err == nil {

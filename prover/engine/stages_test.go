@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
@@ -91,6 +90,31 @@ func (s *fakeSyn) free(ctx context.Context, unproved bool) {
 
 func newStagedFake() *stagedFake {
 	return &stagedFake{released: map[string]bool{}, freedAt: map[string]time.Time{}}
+}
+
+// gate makes each synthesis and prove of f report its start and wait for a
+// value on (or the close of) its gate.
+func (f *stagedFake) gate() {
+	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
+	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
+}
+
+// fillStages submits the jobs "proving", "waiting" and "synthesizing" to e
+// over a gated f and steps them until the first proves (held at its gate),
+// the second is synthesized and waits for the device, and the third is
+// synthesizing (held at its gate).
+func (f *stagedFake) fillStages(t *testing.T, e *Engine) (proving, waiting, synthesizing JobInfo) {
+	t.Helper()
+	proving = mustSubmit(t, e, req("proving", priority.Normal))
+	<-f.synthStarted
+	f.synthGate <- struct{}{}
+	<-f.proveStarted
+	waiting = mustSubmit(t, e, req("waiting", priority.Normal))
+	<-f.synthStarted
+	f.synthGate <- struct{}{}
+	synthesizing = mustSubmit(t, e, req("synthesizing", priority.Normal))
+	<-f.synthStarted
+	return proving, waiting, synthesizing
 }
 
 func wait(ctx context.Context, gate chan struct{}, d time.Duration) error {
@@ -205,15 +229,8 @@ func TestSynthesisOverlapsTheDevice(t *testing.T) {
 	f.synthDelay, f.proveDelay = 60*time.Millisecond, 60*time.Millisecond
 	e := newPipelined(t, f, 1, 2)
 	start := time.Now()
-	var ids []string
-	for i := range 6 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
-	}
-	for _, id := range ids {
-		if _, err := await(t, e, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := submitN(t, e, "j", 6)
+	awaitAll(t, e, ids)
 	wall := time.Since(start)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -250,15 +267,8 @@ func TestSerialEngineDoesNotOverlap(t *testing.T) {
 	f := newStagedFake()
 	f.synthDelay, f.proveDelay = 20*time.Millisecond, 20*time.Millisecond
 	e := newPipelined(t, f, 1, 0)
-	var ids []string
-	for i := range 4 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
-	}
-	for _, id := range ids {
-		if _, err := await(t, e, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := submitN(t, e, "j", 4)
+	awaitAll(t, e, ids)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.synth {
@@ -273,8 +283,7 @@ func TestSerialEngineDoesNotOverlap(t *testing.T) {
 func TestPrioritiesHoldAtBothStages(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
-	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
-	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
+	f.gate()
 	e := newPipelined(t, f, 1, 1)
 	var ids []string
 	ids = append(ids, mustSubmit(t, e, req("first", priority.Normal)).ID)
@@ -300,11 +309,7 @@ func TestPrioritiesHoldAtBothStages(t *testing.T) {
 		t.Errorf("crit is %v, want WAITING_DEVICE", got)
 	}
 	close(f.proveGate)
-	for _, id := range ids {
-		if _, err := await(t, e, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	awaitAll(t, e, ids)
 	if got, want := strings.Join(f.order(&f.synth), ","), "first,low1,crit,low2"; got != want {
 		t.Errorf("synthesis order %s, want %s (CRITICAL synthesized first of those queued)", got, want)
 	}
@@ -420,27 +425,16 @@ func TestJobLargerThanTheBudgetIsRefusedAtSubmit(t *testing.T) {
 
 func TestCancelInEveryStage(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	f := newStagedFake()
 	f.tp = tp
 	f.bytes = 10
-	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
-	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
+	f.gate()
 	// Room for three proofs: proving, waiting for the device,
 	// synthesizing; the fourth waits for memory, the fifth in the queue
 	// (two synthesis slots).
 	e := newPipelined(t, f, 1, 2, budgetOf(30, 10, 0), WithTracerProvider(tp))
-	proving := mustSubmit(t, e, req("proving", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
-	<-f.synthStarted
+	proving, waiting, synthesizing := f.fillStages(t, e)
 	memory := mustSubmit(t, e, req("memory", priority.Normal))
 	queued := mustSubmit(t, e, req("queued", priority.Normal))
 	deadline := time.Now().Add(5 * time.Second)
@@ -510,10 +504,7 @@ func TestFailingWitnessFailsOnlyItsJob(t *testing.T) {
 	e := newPipelined(t, f, 1, 2)
 	bad := req("bad", priority.Normal)
 	bad.Witness = []byte("unsat")
-	var ids []string
-	for i := range 3 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("good%d", i), priority.Normal)).ID)
-	}
+	ids := submitN(t, e, "good", 3)
 	badInfo := mustSubmit(t, e, bad)
 	if _, err := await(t, e, badInfo.ID); !errors.Is(err, prover.ErrUnsatisfied) {
 		t.Errorf("unsatisfied witness: %v, want ErrUnsatisfied", err)
@@ -547,18 +538,9 @@ func TestFullStageNeverBlocksSubmit(t *testing.T) {
 func TestShutdownFinishesStartedStagesAndCancelsTheRest(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
-	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
-	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
+	f.gate()
 	e := newPipelined(t, f, 1, 1)
-	proving := mustSubmit(t, e, req("proving", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
-	<-f.synthStarted
+	proving, waiting, synthesizing := f.fillStages(t, e)
 	queued := mustSubmit(t, e, req("queued", priority.Normal))
 
 	done := make(chan error, 1)
@@ -581,19 +563,10 @@ func TestShutdownFinishesStartedStagesAndCancelsTheRest(t *testing.T) {
 func TestShutdownDeadlineCancelsEveryStage(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
-	f.synthGate, f.proveGate = make(chan struct{}), make(chan struct{})
-	f.synthStarted, f.proveStarted = make(chan string, 8), make(chan string, 8)
+	f.gate()
 	f.bytes = 1
 	e := newPipelined(t, f, 1, 1, budgetOf(10, 1, 0))
-	proving := mustSubmit(t, e, req("proving", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	<-f.proveStarted
-	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
-	<-f.synthStarted
-	f.synthGate <- struct{}{}
-	synthesizing := mustSubmit(t, e, req("synthesizing", priority.Normal))
-	<-f.synthStarted
+	proving, waiting, synthesizing := f.fillStages(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -613,9 +586,7 @@ func TestShutdownDeadlineCancelsEveryStage(t *testing.T) {
 
 func TestWarmupHoldsTheDeviceNotSynthesis(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	f := newStagedFake()
 	ready := make(chan struct{})
 	e := newPipelined(t, f, 1, 2, WithReady(ready), WithTracerProvider(tp))
@@ -662,9 +633,7 @@ func spanByName(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 
 func TestPipelineSpanTree(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	f := newStagedFake()
 	f.tp, f.bytes, f.releaseDelay = tp, 10, 30*time.Millisecond
 	f.proveDelay = 20 * time.Millisecond
@@ -721,9 +690,7 @@ func partReq(id string, witnesses ...string) *prover.Request {
 
 func TestMultiPartitionRequestFlowsThroughTheStages(t *testing.T) {
 	noLeak(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	exp, tp := recorder(t)
 	f := newStagedFake()
 	f.tp = tp
 	f.synthDelay, f.proveDelay = 40*time.Millisecond, 40*time.Millisecond
@@ -893,10 +860,7 @@ func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {
 				faults = append(faults, w+": "+err.Error())
 			})
 			e, _ := faultyEngine(t, synth, map[string]bool{"gpu0": true}, nil, hook)
-			var ids []string
-			for i := range 6 {
-				ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
-			}
+			ids := submitN(t, e, "j", 6)
 			for _, id := range ids {
 				info, err := await(t, e, id)
 				if err != nil || info.Result.Backend != "gpu1" {
@@ -925,10 +889,7 @@ func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 	release := func() { once.Do(func() { close(hold) }) }
 	defer release() // a failed submit still lets the workers stop
 	e, _ := faultyEngine(t, 1, map[string]bool{"gpu0": true, "gpu1": true}, hold)
-	var ids []string
-	for i := range 4 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
-	}
+	ids := submitN(t, e, "j", 4)
 	release()
 	for _, id := range ids {
 		info, err := await(t, e, id)
@@ -950,18 +911,32 @@ func TestSerialEngineHoldsTheBudgetToo(t *testing.T) {
 	f.bytes, f.synthDelay, f.proveDelay = 10, 5*time.Millisecond, 5*time.Millisecond
 	// Two workers, room for one proof: they never run two at once.
 	e := newPipelined(t, f, 2, 0, budgetOf(15, 10, 0))
-	var ids []string
-	for i := range 6 {
-		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
-	}
-	for _, id := range ids {
-		if _, err := await(t, e, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := submitN(t, e, "j", 6)
+	awaitAll(t, e, ids)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.peakLive > 10 {
 		t.Errorf("the runner held %d bytes at once under a budget of 15 (10 per proof)", f.peakLive)
+	}
+}
+
+// submitN submits n requests of Normal priority with the request ids
+// prefix0, prefix1, ... and gives their job ids in that order.
+func submitN(t *testing.T, e *Engine, prefix string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = mustSubmit(t, e, req(fmt.Sprintf("%s%d", prefix, i), priority.Normal)).ID
+	}
+	return ids
+}
+
+// awaitAll waits for each job and fails the test at the first that fails.
+func awaitAll(t *testing.T, e *Engine, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := await(t, e, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
