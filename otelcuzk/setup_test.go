@@ -70,6 +70,25 @@ func shutdown(t *testing.T, tel *Telemetry) {
 	}
 }
 
+// send makes n spans through a new Telemetry built with opts (see newTel)
+// and shuts it down, which must flush them without an error.
+func send(t *testing.T, n int, opts ...Option) {
+	t.Helper()
+	tel := newTel(t, opts...)
+	emit(tel, n)
+	shutdown(t, tel)
+}
+
+// envReceiver clears the OTEL_ variables and points
+// OTEL_EXPORTER_OTLP_ENDPOINT at a new OTLP/HTTP receiver.
+func envReceiver(t *testing.T) *receiver {
+	t.Helper()
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	return r
+}
+
 func TestEndpointVarSelectsOTLPOverFile(t *testing.T) {
 	clearEnv(t)
 	r := &receiver{}
@@ -98,9 +117,7 @@ func TestTracesEndpointVarIsUsedAsIs(t *testing.T) {
 	srv := startHTTPReceiver(t, r, false)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1") // the per-signal variable wins
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL+"/custom/traces")
-	tel := newTel(t)
-	emit(tel, 1)
-	shutdown(t, tel)
+	send(t, 1)
 	got := r.got()
 	if len(got) != 1 || got[0].path != "/custom/traces" {
 		t.Fatalf("got %d requests (%v), want one on /custom/traces", len(got), got)
@@ -113,9 +130,7 @@ func TestProtocolVarSelectsGRPC(t *testing.T) {
 	addr := startGRPCReceiver(t, r, nil)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	tel := newTel(t)
-	emit(tel, 2)
-	shutdown(t, tel)
+	send(t, 2)
 	got := r.got()
 	if len(got) == 0 || got[0].proto != "grpc" || r.spanCount() != 2 {
 		t.Fatalf("got %v, want 2 spans over grpc", got)
@@ -129,9 +144,7 @@ func TestTracesProtocolVarOverridesGeneralOne(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-	tel := newTel(t)
-	emit(tel, 1)
-	shutdown(t, tel)
+	send(t, 1)
 	if r.spanCount() != 1 {
 		t.Fatalf("gRPC receiver got %d spans, want 1", r.spanCount())
 	}
@@ -163,9 +176,7 @@ func TestHeadersVarReachesReceiver(t *testing.T) {
 			}
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=s3cret,x-tenant=team%20a")
-			tel := newTel(t)
-			emit(tel, 1)
-			shutdown(t, tel)
+			send(t, 1)
 			got := r.got()
 			if len(got) != 1 {
 				t.Fatalf("got %d requests, want 1", len(got))
@@ -247,9 +258,7 @@ func TestInsecureVarAllowsPlaintextGRPC(t *testing.T) {
 	}
 
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	tel = newTel(t)
-	emit(tel, 1)
-	shutdown(t, tel)
+	send(t, 1)
 	if r.spanCount() != 1 {
 		t.Fatalf("with INSECURE=true the receiver got %d spans, want 1", r.spanCount())
 	}
@@ -270,9 +279,7 @@ func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
 		}
 		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", pemPath)
-		tel = newTel(t)
-		emit(tel, 1)
-		shutdown(t, tel)
+		send(t, 1)
 		if r.spanCount() != 1 {
 			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
 		}
@@ -290,9 +297,7 @@ func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
 		}
 		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", writeCertPEM(t, srv))
-		tel = newTel(t)
-		emit(tel, 1)
-		shutdown(t, tel)
+		send(t, 1)
 		if r.spanCount() != 1 {
 			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
 		}
@@ -300,23 +305,17 @@ func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 }
 
 func TestSamplerVarChangesWhatArrives(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	r := envReceiver(t)
 
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
-	tel := newTel(t)
-	emit(tel, 50)
-	shutdown(t, tel)
+	send(t, 50)
 	if n := r.spanCount(); n != 0 {
 		t.Fatalf("always_off: %d spans arrived", n)
 	}
 
 	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.25")
-	tel = newTel(t)
-	emit(tel, 400)
-	shutdown(t, tel)
+	send(t, 400)
 	// Binomial(400, 0.25): mean 100, standard deviation about 8.7.
 	if n := r.spanCount(); n < 50 || n > 150 {
 		t.Fatalf("traceidratio 0.25: %d of 400 spans arrived", n)
@@ -325,22 +324,16 @@ func TestSamplerVarChangesWhatArrives(t *testing.T) {
 	// The option overrides the variable.
 	before := r.spanCount()
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
-	tel = newTel(t, WithSampler(sdktrace.AlwaysSample()))
-	emit(tel, 10)
-	shutdown(t, tel)
+	send(t, 10, WithSampler(sdktrace.AlwaysSample()))
 	if n := r.spanCount() - before; n != 10 {
 		t.Fatalf("WithSampler(AlwaysSample) over always_off: %d of 10 spans arrived", n)
 	}
 }
 
 func TestBSPMaxExportBatchSizeVarLimitsBatches(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	r := envReceiver(t)
 	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "3")
-	tel := newTel(t)
-	emit(tel, 10)
-	shutdown(t, tel)
+	send(t, 10)
 	got := r.got()
 	if r.spanCount() != 10 {
 		t.Fatalf("got %d spans, want 10", r.spanCount())
@@ -356,9 +349,7 @@ func TestBSPMaxExportBatchSizeVarLimitsBatches(t *testing.T) {
 }
 
 func TestBSPScheduleDelayVarExportsBeforeShutdown(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	r := envReceiver(t)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
 	tel := newTel(t)
 	emit(tel, 2)
@@ -372,14 +363,10 @@ func TestBSPScheduleDelayVarExportsBeforeShutdown(t *testing.T) {
 }
 
 func TestServiceNameAndResourceAttributesVars(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startHTTPReceiver(t, r, false).URL)
+	r := envReceiver(t)
 	t.Setenv("OTEL_SERVICE_NAME", "prover-7")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=lab,service.name=ignored")
-	tel := newTel(t)
-	emit(tel, 1)
-	shutdown(t, tel)
+	send(t, 1)
 	got := r.got()
 	if len(got) != 1 {
 		t.Fatalf("got %d requests", len(got))
@@ -403,9 +390,7 @@ func TestServiceNameAndResourceAttributesVars(t *testing.T) {
 	}
 
 	// Options win over both variables.
-	tel = newTel(t, WithServiceName("opt-name"), WithResourceAttributes(attribute.String("deployment.environment.name", "prod")))
-	emit(tel, 1)
-	shutdown(t, tel)
+	send(t, 1, WithServiceName("opt-name"), WithResourceAttributes(attribute.String("deployment.environment.name", "prod")))
 	got = r.got()
 	if v, _ := got[1].resourceAttr("service.name"); v != "opt-name" {
 		t.Errorf("WithServiceName: service.name = %q", v)
@@ -487,9 +472,7 @@ func TestWithEndpointHTTPAppendsSignalPath(t *testing.T) {
 		r.mu.Lock()
 		r.exports = nil
 		r.mu.Unlock()
-		tel := newTel(t, WithEndpoint(c.endpoint), WithInsecure())
-		emit(tel, 1)
-		shutdown(t, tel)
+		send(t, 1, WithEndpoint(c.endpoint), WithInsecure())
 		if got := r.got(); len(got) != 1 || got[0].path != c.path {
 			t.Errorf("WithEndpoint(%q): got %v, want one request on %s", c.endpoint, got, c.path)
 		}

@@ -78,6 +78,15 @@ func (r *untracedRig) span(ctx context.Context, name string, ms float64) (contex
 
 func endAt(s trace.Span, ms float64) { s.End(trace.WithTimestamp(at(ms))) }
 
+// oneChild makes a root span name from 0 to end ms with one child "c" from
+// start to stop ms.
+func (r *untracedRig) oneChild(name string, start, stop, end float64) {
+	ctx, root := r.span(context.Background(), name, 0)
+	_, c := r.span(ctx, "c", start)
+	endAt(c, stop)
+	endAt(root, end)
+}
+
 func (r *untracedRig) untraced() []tracetest.SpanStub {
 	var out []tracetest.SpanStub
 	for _, s := range r.exp.GetSpans() {
@@ -224,23 +233,14 @@ func TestUntracedChildEndingAfterParent(t *testing.T) {
 func TestUntracedBelowThresholdNotEmitted(t *testing.T) {
 	r := newUntracedRig(DefaultUntracedMin, DefaultUntracedFraction)
 	// 0.5 ms gap: above 2% of a 10 ms span but under 1 ms.
-	ctx, a := r.span(context.Background(), "short", 0)
-	_, c := r.span(ctx, "c", 0)
-	endAt(c, 9.5)
-	endAt(a, 10)
+	r.oneChild("short", 0, 9.5, 10)
 	// 10 ms gap in a 1 s span: over 1 ms but 1% < 2%.
-	ctx, b := r.span(context.Background(), "long", 0)
-	_, c = r.span(ctx, "c", 0)
-	endAt(c, 990)
-	endAt(b, 1000)
+	r.oneChild("long", 0, 990, 1000)
 	if u := r.untraced(); len(u) != 0 {
 		t.Fatalf("got %d untraced spans below threshold", len(u))
 	}
 	// Just above both thresholds: 25 ms of 1 s.
-	ctx, d := r.span(context.Background(), "over", 0)
-	_, c = r.span(ctx, "c", 25)
-	endAt(c, 1000)
-	endAt(d, 1000)
+	r.oneChild("over", 25, 1000, 1000)
 	if u := r.untraced(); len(u) != 1 {
 		t.Fatalf("got %d untraced spans above threshold, want 1", len(u))
 	}
@@ -285,10 +285,7 @@ func TestUntracedZeroThresholdEmitsOncePerGappedSpan(t *testing.T) {
 	// With no threshold, the emitted `untraced` span must neither be tracked
 	// (state left behind) nor lead to further `untraced` spans.
 	r := newUntracedRig(0, 0)
-	ctx, root := r.span(context.Background(), "root", 0)
-	_, c := r.span(ctx, "c", 0)
-	endAt(c, 5)
-	endAt(root, 10)
+	r.oneChild("root", 0, 5, 10)
 	if got := len(r.untraced()); got != 1 {
 		t.Fatalf("got %d untraced spans, want 1", got)
 	}
@@ -315,10 +312,7 @@ func TestUntracedProcessorBoundsTrackedSpans(t *testing.T) {
 		t.Fatalf("tracking %d spans after all ended", n)
 	}
 	// Tracking resumes once there is room.
-	ctx, p := r.span(context.Background(), "p", 0)
-	_, c := r.span(ctx, "c", 0)
-	endAt(c, 10)
-	endAt(p, 100)
+	r.oneChild("p", 0, 10, 100)
 	if len(r.untraced()) != 1 {
 		t.Fatal("no untraced span once below the bound")
 	}
