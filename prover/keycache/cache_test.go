@@ -131,6 +131,15 @@ func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
 	// of a killed setup.
 	os.WriteFile(path, data[:len(data)/2], 0o644)
 	os.WriteFile(filepath.Join(dir, ".tmp-"+k.Hash+".keys-123"), data[:10], 0o644)
+	requireSetUpAgain(t, dir, ccs, path, "truncated", "unreadable")
+}
+
+// requireSetUpAgain loads ccs through a new cache on dir whose key file at
+// path was damaged (how: "truncated", ...): the keys must be set up again,
+// not read, with one line of notice containing want, and the file
+// rewritten whole, with its checksums.
+func requireSetUpAgain(t *testing.T, dir string, ccs constraint.ConstraintSystem, path, how, want string) {
+	t.Helper()
 	var notice bytes.Buffer
 	c2, _ := New(dir, WithProgress(&notice, false))
 	k2, err := c2.Load(context.Background(), ccs)
@@ -138,10 +147,10 @@ func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k2.CacheHit {
-		t.Fatal("a truncated key file was used")
+		t.Fatalf("a %s key file was used", how)
 	}
-	if !strings.Contains(notice.String(), "unreadable") || strings.Count(notice.String(), "\n") != 1 {
-		t.Errorf("replacing an unreadable cached key said %q, want one line saying so", notice.String())
+	if !strings.Contains(notice.String(), want) || strings.Count(notice.String(), "\n") != 1 {
+		t.Errorf("replacing a %s key file said %q, want one line naming %q", how, notice.String(), want)
 	}
 	if _, _, checked, err := c2.readKeys(context.Background(), path); err != nil || !checked {
 		t.Fatalf("key file not rewritten whole: %v", err)

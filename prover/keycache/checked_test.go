@@ -17,6 +17,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/constraint"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -180,44 +181,31 @@ func TestFastKeyLoadEqualsTheCheckedLoad(t *testing.T) {
 	}
 }
 
-func TestKeyFileWithAFlippedByteIsSetUpAgainWithOneLine(t *testing.T) {
-	dir := t.TempDir()
-	c, _ := New(dir)
-	ccs := compile(t, 1<<10)
+// cachedKeys sets up the keys of a 2^10 circuit in a new cache.
+func cachedKeys(t *testing.T) (dir string, c *Cache, ccs constraint.ConstraintSystem, k *Keys) {
+	t.Helper()
+	dir = t.TempDir()
+	c, _ = New(dir)
+	ccs = compile(t, 1<<10)
 	k, err := c.Load(context.Background(), ccs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, c, ccs, k
+}
+
+func TestKeyFileWithAFlippedByteIsSetUpAgainWithOneLine(t *testing.T) {
+	dir, c, ccs, k := cachedKeys(t)
 	path := c.path(k.Hash)
 	data, _ := os.ReadFile(path)
 	// A point's coordinate, which ReadDump would take as it is.
 	data[len(data)/2] ^= 0x01
 	os.WriteFile(path, data, 0o644)
-	var notice bytes.Buffer
-	c2, _ := New(dir, WithProgress(&notice, false))
-	k2, err := c2.Load(context.Background(), ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k2.CacheHit {
-		t.Fatal("a damaged key file was used")
-	}
-	if !strings.Contains(notice.String(), "checksum mismatch") || strings.Count(notice.String(), "\n") != 1 {
-		t.Errorf("notice %q, want one line naming the checksum mismatch", notice.String())
-	}
-	if _, _, checked, err := c2.readKeys(context.Background(), path); err != nil || !checked {
-		t.Errorf("key file not rewritten: %v", err)
-	}
+	requireSetUpAgain(t, dir, ccs, path, "damaged", "checksum mismatch")
 }
 
 func TestKeyFileOfTheOlderFormatIsReadThenGivenChecksums(t *testing.T) {
-	dir := t.TempDir()
-	c, _ := New(dir)
-	ccs := compile(t, 1<<10)
-	k, err := c.Load(context.Background(), ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, ccs, k := cachedKeys(t)
 	path := c.path(k.Hash)
 	// The file as builds before the checksums wrote it.
 	if err := writeAtomic(path, func(w io.Writer) error { return writeKeys(w, k.PK, k.VK) }); err != nil {
