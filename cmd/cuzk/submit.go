@@ -24,13 +24,15 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "submit",
 		Usage: "send a proof request to a daemon and wait for the proof",
-		Description: "Calls Prove on the daemon at --addr, prints each stage the job enters\n" +
-			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon), then the\n" +
-			"job id, the trace id, the timings and the verifier's verdict. A request id the daemon knows\n" +
-			"returns that earlier job (submit says so). --witness more than once, or\n" +
-			"--partitions N, asks for a multi-partition proof: one proof per partition.\n" +
-			"With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and\n" +
-			"the daemon's spans join its trace.",
+		Description: "Calls Prove on the daemon at --addr and prints each stage it sees the job in\n" +
+			"(QUEUED jobs are not listed; SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on\n" +
+			"a serial daemon, read every 200 ms: a shorter stage may pass unseen, the timings\n" +
+			"show them all), the final state, then the job id, the trace id, the timings and\n" +
+			"the verifier's verdict. A request id the daemon knows returns that earlier job\n" +
+			"(submit says so), or ALREADY_EXISTS when that job had other parameters.\n" +
+			"--witness more than once, or --partitions N, asks for a multi-partition proof:\n" +
+			"one proof per partition. With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call\n" +
+			"itself is traced and the daemon's spans join its trace.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
@@ -201,61 +203,79 @@ func readPartitions(req *client.Request, paths []string, n int) error {
 }
 
 // statePoll is how often submit reads the job's stage from GetStatus
-// while it waits.
-var statePoll = time.Second
+// while it waits: often enough to see the stages of a proof of seconds, a
+// small call for the daemon.
+var statePoll = 200 * time.Millisecond
 
-// submitAndAwait proves req with one Prove call (whose span is the parent
-// of the daemon's engine.job, for the whole job) and prints whether the
-// request id named an earlier job (asked first with AwaitProof, which makes
-// no job) and each stage the job enters (read from GetStatus while Prove
-// waits), then its final state. Errors are the RPCs' (a failed job's
-// carries its result, see client.ResultOf).
+// submitAndAwait proves req and prints each stage the job is seen in
+// (read from GetStatus while it waits; a stage shorter than statePoll may
+// pass unseen, the timings line has them all), then its final state.
+//
+// A new request is one Prove call, whose span is the parent of the
+// daemon's engine.job for the whole job. A request id the daemon already
+// knows (asked first with AwaitProof, which makes no job) is submitted
+// with SubmitProof: the daemon answers ALREADY_EXISTS when the earlier job
+// had other parameters (returned as is, with no note), or the earlier job,
+// which submit then says it returns and awaits. Errors are the RPCs' (a
+// failed job's carries its result, see client.ResultOf).
 func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Request, out io.Writer) (*client.Result, error) {
-	prev, err := cl.AwaitRequest(ctx, req.RequestID, time.Millisecond)
+	_, err := cl.AwaitRequest(ctx, req.RequestID, time.Millisecond)
+	wait := func() (*client.Result, error) { return cl.Prove(ctx, req) }
 	switch status.Code(err) {
 	case codes.NotFound:
 	case codes.Unavailable, codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
 		return nil, err
 	default:
-		now := "still running"
-		if prev != nil && prev.Status != "" {
-			now = "now " + string(prev.Status)
+		job, err := cl.Submit(ctx, req)
+		if err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(out, "note      request id %s was submitted before: this returns the earlier job (%s), not a new proof; use another --request-id for a new one\n",
-			req.RequestID, now)
+		if job.Existing {
+			now := "still running"
+			if job.Status != "" {
+				now = "now " + string(job.Status)
+			}
+			fmt.Fprintf(out, "note      request id %s was submitted before: this returns the earlier job (%s), not a new proof; use another --request-id for a new one\n",
+				req.RequestID, now)
+		}
+		wait = func() (*client.Result, error) { return cl.Await(ctx, job.ID, 0) }
 	}
 	pctx, stop := context.WithCancel(context.Background())
 	polled := make(chan struct{})
+	var seen client.JobStatus // the last state printed; the poller's until polled closes
 	go func() {
 		defer close(polled)
-		var state client.JobStatus
 		t := time.NewTicker(statePoll)
 		defer t.Stop()
 		for {
+			if st, err := poll.Status(pctx); err == nil {
+				for _, r := range st.Running {
+					if r.RequestID == req.RequestID && r.Status != seen && r.Status != "" && !ended(r.Status) && pctx.Err() == nil {
+						seen = r.Status
+						fmt.Fprintf(out, "state     %s\n", seen)
+					}
+				}
+			}
 			select {
 			case <-pctx.Done():
 				return
 			case <-t.C:
 			}
-			st, err := poll.Status(pctx)
-			if err != nil {
-				continue
-			}
-			for _, r := range st.Running {
-				if r.RequestID == req.RequestID && r.Status != state && r.Status != "" && pctx.Err() == nil {
-					state = r.Status
-					fmt.Fprintf(out, "state     %s\n", state)
-				}
-			}
 		}
 	}()
-	res, err := cl.Prove(ctx, req)
+	res, err := wait()
 	stop()
 	<-polled
-	if res != nil && res.Status != "" {
+	if res != nil && res.Status != "" && res.Status != seen {
 		fmt.Fprintf(out, "state     %s\n", res.Status)
 	}
 	return res, err
+}
+
+// ended reports whether s is a final state (printed once, from the
+// result, not from a poll).
+func ended(s client.JobStatus) bool {
+	return s == client.Succeeded || s == client.Failed || s == client.Cancelled
 }
 
 func msStr(d time.Duration) string {

@@ -1,7 +1,19 @@
 package main
 
 import (
+	"context"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 // A negative --constraints is refused by submit before any dial, in the
@@ -14,5 +26,119 @@ func TestSubmitRefusesNegativeConstraintsInProvesWords(t *testing.T) {
 	}
 	if submitErr.Error() != proveErr.Error() {
 		t.Errorf("submit --constraints -1: %q; prove says %q", submitErr, proveErr)
+	}
+}
+
+// A reused request id: with other parameters the daemon refuses it
+// (ALREADY_EXISTS) and submit prints no "returns the earlier job" note;
+// with the same parameters it returns the earlier job, and says so.
+func TestSubmitNotesTheEarlierJobOnlyWhenItReturnsIt(t *testing.T) {
+	clearOTLPEnv(t)
+	d := startDaemon(t, serveConfig{})
+	submit := func(n string) (string, error) {
+		out, _, err := runCuzk(t, "submit", "--addr", d.addr, "--circuit", "mulchain", "--constraints", n, "--request-id", "reused")
+		return out, err
+	}
+	out, err := submit("256")
+	if err != nil || strings.Contains(out, "note") {
+		t.Fatalf("first submit: %v\n%s", err, out)
+	}
+	job := regexp.MustCompile(`(?m)^job +(\S+)`).FindStringSubmatch(out)
+	if job == nil {
+		t.Fatalf("no job line:\n%s", out)
+	}
+	out, err = submit("512")
+	if err == nil || !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Errorf("the id with other parameters: %v, want ALREADY_EXISTS", err)
+	}
+	if strings.Contains(out, "note") || strings.Contains(out, "earlier job") {
+		t.Errorf("the refused reuse printed the note:\n%s", out)
+	}
+	out, err = submit("256")
+	if err != nil {
+		t.Fatalf("the id with the same parameters: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"note      request id reused was submitted before: this returns the earlier job (now SUCCEEDED)",
+		"job       " + job[1] + " (request reused)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("same parameters: output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// stagedEngine is a daemon whose one job moves through states, one per
+// GetStatus call, and whose Prove answers once every state was reported:
+// what submit prints does not depend on timing.
+type stagedEngine struct {
+	cuzkv1.UnimplementedProvingEngineServer
+	mu     sync.Mutex
+	states []cuzkv1.JobStatus
+	shown  int
+	done   chan struct{}
+}
+
+func (e *stagedEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+	return nil, status.Error(codes.NotFound, "no such request")
+}
+
+func (e *stagedEngine) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shown >= len(e.states) {
+		return &cuzkv1.GetStatusResponse{}, nil
+	}
+	st := e.states[e.shown]
+	if e.shown++; e.shown == len(e.states) {
+		close(e.done)
+	}
+	return &cuzkv1.GetStatusResponse{Running: []*cuzkv1.JobInfo{
+		{JobId: "job-other", RequestId: "other", Status: cuzkv1.JobStatus_JOB_STATUS_PROVING},
+		{JobId: "job-1", RequestId: "staged", Status: st},
+	}}, nil
+}
+
+func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &cuzkv1.ProofResult{JobId: "job-1", RequestId: r.GetRequest().GetRequestId(), Status: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Verified: true}, nil
+}
+
+// submit prints every state it sees the job in, once each, in order, then
+// the final state; another job's states are not its.
+func TestSubmitPrintsEachStateItSees(t *testing.T) {
+	clearOTLPEnv(t)
+	old := statePoll
+	statePoll = 5 * time.Millisecond // the fake moves a state per poll
+	t.Cleanup(func() { statePoll = old })
+	e := &stagedEngine{done: make(chan struct{}), states: []cuzkv1.JobStatus{
+		cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING, cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING,
+		cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE, cuzkv1.JobStatus_JOB_STATUS_PROVING,
+		cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, // a final state from a poll: printed once, from the result
+	}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	cuzkv1.RegisterProvingEngineServer(srv, e)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	out, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "staged")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	var states []string
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "state     "); ok {
+			states = append(states, rest)
+		}
+	}
+	if got, want := strings.Join(states, " "), "SYNTHESIZING WAITING_DEVICE PROVING SUCCEEDED"; got != want {
+		t.Errorf("states printed: %s, want %s\n%s", got, want, out)
 	}
 }
