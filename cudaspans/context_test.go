@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -107,7 +108,7 @@ func TestAllocationsAndFreesAreSpans(t *testing.T) {
 	if len(pin.Bytes()) != 8192 || pin.Kind() != "pinned" || dev.Kind() != "device" {
 		t.Fatalf("pinned %d bytes kind %s, device kind %s", len(pin.Bytes()), pin.Kind(), dev.Kind())
 	}
-	host, err := NewHostBuffer(4096)
+	host, err := buffer.NewMmap(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +126,8 @@ func TestAllocationsAndFreesAreSpans(t *testing.T) {
 	if err := f.c.Free(ctx, reg); err != nil {
 		t.Fatal(err)
 	}
-	// Pinned memory through a Releaser: a buffer.release span.
-	rel, err := NewReleaser(ReleaseSync, WithReleaseTracerProvider(f.tp))
+	// Pinned memory through a buffer.Releaser: a buffer.release span.
+	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(f.tp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -399,7 +400,7 @@ func TestPinnedMemoryAndReleaseSpansGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := NewHostBuffer(size)
+	host, err := buffer.NewMmap(size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,11 +428,11 @@ func TestPinnedMemoryAndReleaseSpansGPU(t *testing.T) {
 	if err != nil || total == 0 || free > total {
 		t.Errorf("MemInfo = %d, %d, %v", free, total, err)
 	}
-	rel, err := NewReleaser(ReleaseAsync, WithReleaseTracerProvider(g.tp))
+	rel, err := buffer.NewReleaser(buffer.ReleaseAsync, buffer.WithTracerProvider(g.tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string]Buffer{"a": pin, "wires": reg, "h": dev} {
+	for name, b := range map[string]buffer.Buffer{"a": pin, "wires": reg, "h": dev} {
 		if err := rel.Release(ctx, name, b); err != nil {
 			t.Fatal(err)
 		}

@@ -8,11 +8,13 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
-// DeviceBuffer is device memory from cuMemAlloc. It implements Buffer
-// (kind "device"), so a Releaser can free it with a buffer.release span.
+// DeviceBuffer is device memory from cuMemAlloc. It implements
+// buffer.Buffer (buffer.KindDevice), so a buffer.Releaser can free it
+// with a buffer.release span.
 type DeviceBuffer struct {
 	c    *Context
 	mu   sync.Mutex
@@ -28,7 +30,7 @@ func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
 		return nil, fmt.Errorf("cudaspans: device allocation of %d bytes", bytes)
 	}
 	b := &DeviceBuffer{c: c, size: bytes}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs("device", bytes), func() (err error) {
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(buffer.KindDevice, bytes), func() (err error) {
 		b.ptr, err = c.drv.MemAlloc(c.h, bytes)
 		return err
 	})
@@ -38,8 +40,8 @@ func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
 	return b, nil
 }
 
-func memAttrs(kind string, bytes int) []attribute.KeyValue {
-	return []attribute.KeyValue{otelcuzk.KeyBufferKind.String(kind), otelcuzk.KeyCUDABytes.Int(bytes)}
+func memAttrs(kind buffer.Kind, bytes int) []attribute.KeyValue {
+	return []attribute.KeyValue{otelcuzk.KeyBufferKind.String(string(kind)), otelcuzk.KeyCUDABytes.Int(bytes)}
 }
 
 // Ptr returns the device address; 0 after Free.
@@ -49,14 +51,14 @@ func (b *DeviceBuffer) Ptr() DevicePtr {
 	return b.ptr
 }
 
-// Kind returns "device".
-func (b *DeviceBuffer) Kind() string { return "device" }
+// Kind returns buffer.KindDevice.
+func (b *DeviceBuffer) Kind() buffer.Kind { return buffer.KindDevice }
 
 // Size returns the allocation's length in bytes.
 func (b *DeviceBuffer) Size() int { return b.size }
 
 // Free gives the memory back with cuMemFree, without a span of its own
-// (the Releaser's buffer.release span covers it; Context.Free adds a
+// (the buffer.Releaser's buffer.release span covers it; Context.Free adds a
 // cuda.free span). A second Free is a no-op.
 func (b *DeviceBuffer) Free() error {
 	b.mu.Lock()
@@ -71,7 +73,8 @@ func (b *DeviceBuffer) Free() error {
 
 // PinnedBuffer is page-locked host memory from cuMemHostAlloc (portable
 // to all contexts), which the device reads and writes by DMA, so copies
-// from and to it are asynchronous. It implements Buffer (kind "pinned").
+// from and to it are asynchronous. It implements buffer.Buffer
+// (buffer.KindPinned).
 type PinnedBuffer struct {
 	c    *Context
 	mu   sync.Mutex
@@ -86,7 +89,7 @@ func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, er
 		return nil, fmt.Errorf("cudaspans: pinned allocation of %d bytes", bytes)
 	}
 	b := &PinnedBuffer{c: c, size: bytes}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs("pinned", bytes), func() (err error) {
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(buffer.KindPinned, bytes), func() (err error) {
 		b.p, err = c.drv.HostAlloc(c.h, bytes)
 		return err
 	})
@@ -113,8 +116,8 @@ func (b *PinnedBuffer) Ptr() unsafe.Pointer {
 	return b.p
 }
 
-// Kind returns "pinned".
-func (b *PinnedBuffer) Kind() string { return "pinned" }
+// Kind returns buffer.KindPinned.
+func (b *PinnedBuffer) Kind() buffer.Kind { return buffer.KindPinned }
 
 // Size returns the allocation's length in bytes.
 func (b *PinnedBuffer) Size() int { return b.size }
@@ -132,8 +135,8 @@ func (b *PinnedBuffer) Free() error {
 }
 
 // Registered is caller-owned host memory pinned with cuMemHostRegister,
-// for example a HostBuffer (mmap) that the device should reach by DMA.
-// It implements Buffer (kind "pinned"); its Free unpins the memory and
+// for example a buffer.Mmap that the device should reach by DMA. It
+// implements buffer.Buffer (buffer.KindPinned); its Free unpins the memory and
 // leaves it to its owner.
 type Registered struct {
 	c    *Context
@@ -148,7 +151,7 @@ func (c *Context) Register(ctx context.Context, mem []byte) (*Registered, error)
 	if len(mem) == 0 {
 		return nil, fmt.Errorf("cudaspans: register of an empty buffer")
 	}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAHostRegister, memAttrs("pinned", len(mem)), func() error {
+	err := c.hostSpan(ctx, otelcuzk.SpanCUDAHostRegister, memAttrs(buffer.KindPinned, len(mem)), func() error {
 		return c.drv.HostRegister(c.h, unsafe.Pointer(&mem[0]), len(mem))
 	})
 	if err != nil {
@@ -164,8 +167,8 @@ func (r *Registered) Bytes() []byte {
 	return r.data
 }
 
-// Kind returns "pinned".
-func (r *Registered) Kind() string { return "pinned" }
+// Kind returns buffer.KindPinned.
+func (r *Registered) Kind() buffer.Kind { return buffer.KindPinned }
 
 // Size returns the registered length in bytes.
 func (r *Registered) Size() int {
@@ -187,11 +190,12 @@ func (r *Registered) Free() error {
 	return err
 }
 
-// Free frees b (a DeviceBuffer, PinnedBuffer, Registered or any Buffer)
-// as a span: cuda.free, or cuda.host_unregister for Registered, with
-// cuzk.buffer.kind and cuda.bytes. Use a Releaser instead to choose sync,
-// async or pool release with buffer.release spans.
-func (c *Context) Free(ctx context.Context, b Buffer) error {
+// Free frees b (a DeviceBuffer, PinnedBuffer, Registered or any
+// buffer.Buffer) as a span: cuda.free, or cuda.host_unregister for
+// Registered, with cuzk.buffer.kind and cuda.bytes. Use a
+// buffer.Releaser instead to choose sync, async or pool release with
+// buffer.release spans.
+func (c *Context) Free(ctx context.Context, b buffer.Buffer) error {
 	if b == nil {
 		return nil
 	}

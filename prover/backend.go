@@ -9,7 +9,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 )
 
 // BaseSet is a fixed vector of MSM bases from a proving key. ID names it
@@ -82,9 +82,10 @@ type ProofScoper interface {
 type BackendOptions struct {
 	// DeviceOrdinal selects the GPU for device backends (0-based).
 	DeviceOrdinal int
-	// Releaser frees the backend's large buffers (pinned, device) in the
-	// configured release mode; nil means free synchronously without spans.
-	Releaser *cudaspans.Releaser
+	// Releaser frees the backend's large buffers (pinned, device) in its
+	// release mode, as buffer.release spans; nil means synchronously
+	// (buffer.OrSync on TracerProvider).
+	Releaser *buffer.Releaser
 	// TracerProvider records the backend's spans; nil means the global one.
 	TracerProvider trace.TracerProvider
 }

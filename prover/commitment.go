@@ -20,7 +20,7 @@ import (
 	fcs "github.com/consensys/gnark/frontend/cs"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -294,7 +294,7 @@ func (p *proving) pok(ctx context.Context, pk *groth16_bls12381.ProvingKey, i in
 // kWires returns the scalars of the K MSM: the wires from nbPublic on,
 // less the wire indexes in excluded (sorted, unique), copied into a new
 // mmap'd buffer; without exclusions, wires[nbPublic:] itself and no buffer.
-func kWires(rel *cudaspans.Releaser, wires []fr.Element, nbPublic int, excluded []int) (*cudaspans.HostBuffer, []fr.Element, error) {
+func kWires(rel *buffer.Releaser, wires []fr.Element, nbPublic int, excluded []int) (*buffer.Mmap, []fr.Element, error) {
 	if len(excluded) == 0 {
 		return nil, wires[nbPublic:], nil
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/frontend/cs/scs"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
@@ -339,7 +339,7 @@ func TestFoldIsGnarksFold(t *testing.T) {
 // prove --circuit rangecheck` does, with both spans of the commitment.
 func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
 	exp, tp := newRecorder()
-	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool, WithTracerProvider(tp))
+	p := newTestPipeline(t, "cpu", buffer.ReleasePool, WithTracerProvider(tp))
 	res, err := p.Run(context.Background(), &Request{Circuit: "rangecheck", Constraints: 1 << 10, Verify: true})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +385,7 @@ func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 	if err := circuits.RegisterFiles(name, circuits.Files{CS: save("c.r1cs", f.CCS), PK: save("c.pk", f.PK), VK: save("c.vk", f.VK)}); err != nil {
 		t.Fatal(err)
 	}
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync)
 	wb, err := f.Witness.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

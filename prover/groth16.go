@@ -16,7 +16,7 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -30,8 +30,8 @@ import (
 // gnark does: the proof carries the commitments and their folded proof of
 // knowledge (commitment.go).
 //
-// Options read: WithBackend, WithReleaser, WithReleaseContext,
-// WithRandomness, WithTracerProvider, WithKeyID. Errors wrap
+// Options read: WithBackend, WithReleaser, WithRandomness,
+// WithTracerProvider, WithKeyID. Errors wrap
 // ErrUnsupported (other curve or proof system: PLONK, a key or witness
 // not of BLS12-381), ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, ctx's
 // error (a ctx done before the call proves nothing), or the backend's
@@ -44,11 +44,8 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 	}
 	cfg := newConfig(opts)
 	if cfg.releaser == nil {
-		rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts[:len(opts):len(opts)], WithReleaser(rel))
+		// One Releaser for both steps, so a pool's buffers are shared.
+		opts = append(opts[:len(opts):len(opts)], WithReleaser(buffer.OrSync(nil, cfg.tp)))
 	}
 	asg, err := Synthesize(ctx, ccs, fullWitness, append(opts[:len(opts):len(opts)], WithProvingKey(pk))...)
 	if err != nil {
@@ -79,22 +76,19 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 // Synthesize with the same pk. It consumes asg:
 // every buffer (b and c after compute_h; h, which is a's memory, and wires,
 // wires.a, wires.b, wires.k after the MSMs) goes through the Releaser as a
-// buffer.release span, whatever the outcome. See WithReleaseContext for
-// where async releases are parented.
+// buffer.release span, whatever the outcome. Sync and pool releases are
+// children of groth16.prove, on the critical path; async ones are children
+// of the span set by buffer.WithReleaseParent on ctx (the Pipeline sets the
+// job's), else of the span in ctx, outside groth16.prove.
 //
-// Options read: WithBackend, WithReleaser, WithReleaseContext,
-// WithRandomness, WithTracerProvider, WithKeyID.
+// Options read: WithBackend, WithReleaser, WithRandomness,
+// WithTracerProvider, WithKeyID.
 func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...Option) (proof groth16.Proof, err error) {
 	if asg == nil {
 		return nil, errors.New("prove: nil assignment")
 	}
 	cfg := newConfig(opts)
-	rel := cfg.releaser
-	if rel == nil {
-		if rel, err = cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp)); err != nil {
-			return nil, err
-		}
-	}
+	rel := buffer.OrSync(cfg.releaser, cfg.tp)
 	backend := cfg.backend
 	if backend == nil {
 		backend = NewCPU(cfg.tp)
@@ -106,20 +100,15 @@ func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment
 		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
 		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
 	))
-	relCtx := ctx
-	if rel.Mode() == cudaspans.ReleaseAsync {
-		relCtx = callerCtx
-		if cfg.releaseCtx != nil {
-			relCtx = cfg.releaseCtx
-		}
-		// The backend's own async releases (device and pinned buffers)
-		// go under the same parent as ours.
-		ctx = cudaspans.WithReleaseParent(ctx, relCtx)
+	if !buffer.HasReleaseParent(callerCtx) {
+		// Async releases, ours and the backend's (pinned buffers), run
+		// after the step that made the buffer: under the caller's span.
+		ctx = buffer.WithReleaseParent(ctx, callerCtx)
 	}
 	if asg.com != nil {
 		span.SetAttributes(otelcuzk.KeyCommitmentCount.Int(len(asg.com.info)))
 	}
-	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: relCtx, asg: asg}
+	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: ctx, asg: asg}
 	defer func() {
 		if rerr := p.releaseAll(); rerr != nil && err == nil {
 			err = rerr
@@ -144,11 +133,11 @@ func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment
 type proving struct {
 	cfg     *config
 	backend Backend
-	rel     *cudaspans.Releaser
+	rel     *buffer.Releaser
 	relCtx  context.Context
 	asg     *Assignment
 
-	wiresA, wiresB, wiresK *cudaspans.HostBuffer
+	wiresA, wiresB, wiresK *buffer.Mmap
 	proof                  *groth16_bls12381.Proof
 }
 
@@ -340,7 +329,7 @@ func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, deltas []curve.
 
 // filterWires copies the wires whose flag in infinity is false into a new
 // mmap'd buffer of len(wires) − nbInfinity elements.
-func filterWires(rel *cudaspans.Releaser, wires []fr.Element, infinity []bool, nbInfinity int) (*cudaspans.HostBuffer, []fr.Element, error) {
+func filterWires(rel *buffer.Releaser, wires []fr.Element, infinity []bool, nbInfinity int) (*buffer.Mmap, []fr.Element, error) {
 	n := len(wires) - nbInfinity
 	if n <= 0 {
 		return nil, nil, nil
@@ -363,7 +352,7 @@ func filterWires(rel *cudaspans.Releaser, wires []fr.Element, infinity []bool, n
 	return hb, out, nil
 }
 
-func (p *proving) release(name string, b **cudaspans.HostBuffer) error {
+func (p *proving) release(name string, b **buffer.Mmap) error {
 	if *b == nil {
 		return nil
 	}

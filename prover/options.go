@@ -1,7 +1,6 @@
 package prover
 
 import (
-	"context"
 	"io"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -9,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -22,13 +21,12 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	backend    Backend
-	releaser   *cudaspans.Releaser
-	releaseCtx context.Context
-	r, s       *fr.Element
-	tp         trace.TracerProvider
-	keyID      string
-	pk         groth16.ProvingKey
+	backend  Backend
+	releaser *buffer.Releaser
+	r, s     *fr.Element
+	tp       trace.TracerProvider
+	keyID    string
+	pk       groth16.ProvingKey
 
 	// Pipeline only.
 	cacheDir string
@@ -55,21 +53,13 @@ func WithBackend(b Backend) Option {
 }
 
 // WithReleaser allocates the large vectors from r's pool (pool mode) and
-// releases them through r, as buffer.release spans (default: a sync
-// Releaser on the same TracerProvider). Read by Prove, Synthesize,
-// ProveAssignment and NewPipeline (which then does not create its own and
-// does not close it).
-func WithReleaser(r *cudaspans.Releaser) Option {
+// releases them through r, as buffer.release spans, in r's mode: the one
+// way the release mode reaches the prover. Default (and for a nil r): a
+// sync Releaser on the same TracerProvider (buffer.OrSync). Read by Prove,
+// Synthesize, ProveAssignment and NewPipeline (which passes it to its
+// backend and never closes it: the caller closes it after Pipeline.Close).
+func WithReleaser(r *buffer.Releaser) Option {
 	return optionFunc(func(c *config) { c.releaser = r })
-}
-
-// WithReleaseContext sets the parent span of buffer.release spans in
-// async mode (default: the ctx given to Prove or ProveAssignment). The
-// Pipeline passes the job's ctx, so async releases are children of
-// engine.job, outside pipeline.prove. In sync and pool mode releases are
-// always children of groth16.prove, on the critical path.
-func WithReleaseContext(ctx context.Context) Option {
-	return optionFunc(func(c *config) { c.releaseCtx = ctx })
 }
 
 // WithRandomness fixes the blinding scalars r and s of Groth16 (default:

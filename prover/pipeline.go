@@ -20,7 +20,7 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
@@ -34,8 +34,7 @@ import (
 type Pipeline struct {
 	cfg     config
 	backend Backend
-	rel     *cudaspans.Releaser
-	ownRel  bool
+	rel     *buffer.Releaser
 	cache   *keycache.Cache
 	tracer  trace.Tracer
 
@@ -56,7 +55,9 @@ type loadedCircuit struct {
 var _ Runner = (*Pipeline)(nil)
 
 // NewPipeline opens the backend named backend and returns a Pipeline that
-// releases its buffers in mode.
+// releases its buffers through the WithReleaser Releaser, in its mode
+// (default: synchronously, buffer.OrSync); the Pipeline and its backend
+// share it, and the caller closes it after Pipeline.Close.
 //
 // backend is "cpu", "cuda" or "auto" ("" means auto). "auto" opens the
 // "cuda" factory (registered by importing prover/gpu); when it is not
@@ -64,40 +65,28 @@ var _ Runner = (*Pipeline)(nil)
 // writes one line saying why to the WithNotice writer and uses "cpu".
 // "cuda" returns that reason as its error, wrapping ErrBackendUnavailable.
 //
-// Options read: WithReleaser (used instead of a Releaser of mode, and not
-// closed by Close), WithTracerProvider, WithKeyCacheDir, WithNotice,
-// WithSeed, WithProgress, WithBuildRevision, WithRandomness (tests only).
-// Errors wrap
-// ErrUnknownBackend, ErrBackendUnavailable or
-// cudaspans.ErrUnknownReleaseMode.
-func NewPipeline(ctx context.Context, backend string, mode cudaspans.ReleaseMode, opts ...Option) (*Pipeline, error) {
+// Options read: WithReleaser, WithTracerProvider, WithKeyCacheDir,
+// WithNotice, WithSeed, WithProgress, WithBuildRevision, WithRandomness
+// (tests only). Errors wrap ErrUnknownBackend or ErrBackendUnavailable.
+func NewPipeline(ctx context.Context, backend string, opts ...Option) (*Pipeline, error) {
 	cfg := newConfig(opts)
-	p := &Pipeline{cfg: cfg, rel: cfg.releaser, tracer: cfg.tracer(), loaded: map[string]*loadedCircuit{}}
-	if p.rel == nil {
-		rel, err := cudaspans.NewReleaser(mode, cudaspans.WithReleaseTracerProvider(cfg.tp))
-		if err != nil {
-			return nil, err
-		}
-		p.rel, p.ownRel = rel, true
-	}
+	p := &Pipeline{cfg: cfg, rel: buffer.OrSync(cfg.releaser, cfg.tp), tracer: cfg.tracer(), loaded: map[string]*loadedCircuit{}}
 	kopts := []keycache.Option{keycache.WithTracerProvider(cfg.tp), keycache.WithProgress(cfg.notice, cfg.progress)}
 	if cfg.revision != nil {
 		kopts = append(kopts, keycache.WithRevision(*cfg.revision))
 	}
 	cache, err := keycache.New(cfg.cacheDir, kopts...)
 	if err != nil {
-		p.closeReleaser(ctx)
 		return nil, err
 	}
 	p.cache = cache
 	if p.backend, err = openBackend(ctx, backend, &cfg, p.rel); err != nil {
-		p.closeReleaser(ctx)
 		return nil, err
 	}
 	return p, nil
 }
 
-func openBackend(ctx context.Context, name string, cfg *config, rel *cudaspans.Releaser) (Backend, error) {
+func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Releaser) (Backend, error) {
 	bo := BackendOptions{Releaser: rel, TracerProvider: cfg.tp}
 	open := func(name string) (Backend, error) {
 		f, ok := LookupBackend(name)
@@ -146,19 +135,23 @@ func (p *Pipeline) MemInfo() (free, total uint64, err error) {
 }
 
 // Releaser returns the Releaser of the pipeline's buffers.
-func (p *Pipeline) Releaser() *cudaspans.Releaser { return p.rel }
+func (p *Pipeline) Releaser() *buffer.Releaser { return p.rel }
 
-// Close waits for pending async releases (or ctx), frees pooled buffers
-// and closes the backend. Run must not be called after Close.
+// Close waits for the releases queued so far (or ctx: the error then
+// wraps ctx.Err()), so no async release frees a backend's buffer after
+// the backend is gone, and closes the backend. It does not close the
+// Releaser (its owner does, after Close). Run must not be called after
+// Close.
 func (p *Pipeline) Close(ctx context.Context) error {
-	return errors.Join(p.closeReleaser(ctx), p.backend.Close())
-}
-
-func (p *Pipeline) closeReleaser(ctx context.Context) error {
-	if p.ownRel {
-		return p.rel.Close(ctx)
+	freed := make(chan struct{})
+	p.rel.AfterQueued(func() { close(freed) })
+	var errs []error
+	select {
+	case <-freed:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("pipeline close: releases: %w", ctx.Err()))
 	}
-	return nil
+	return errors.Join(append(errs, p.backend.Close())...)
 }
 
 func circuitKey(name string, constraints int) string {
@@ -346,7 +339,10 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 	t0 := time.Now()
 	pctx, pspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineProve, trace.WithAttributes(
 		otelcuzk.KeyCircuitID.String(req.Circuit), otelcuzk.KeyBackend.String(p.backend.Name())))
-	popts := append(opts, WithBackend(p.backend), WithReleaseContext(ctx), WithKeyID(lc.keys.Hash))
+	// Async releases (ours, the backend's) go under engine.job, outside
+	// pipeline.prove.
+	pctx = buffer.WithReleaseParent(pctx, ctx)
+	popts := append(opts, WithBackend(p.backend), WithKeyID(lc.keys.Hash))
 	if p.cfg.r != nil {
 		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
 	}

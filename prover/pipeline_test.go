@@ -18,26 +18,36 @@ import (
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
-func newTestPipeline(t *testing.T, backend string, mode cudaspans.ReleaseMode, opts ...Option) *Pipeline {
+// newTestPipeline opens a Pipeline on a Releaser of mode (on the
+// WithTracerProvider of opts, when given), closed after the Pipeline.
+func newTestPipeline(t *testing.T, backend string, mode buffer.ReleaseMode, opts ...Option) *Pipeline {
 	t.Helper()
-	opts = append([]Option{WithKeyCacheDir(t.TempDir())}, opts...)
-	p, err := NewPipeline(context.Background(), backend, mode, opts...)
+	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(newConfig(opts).tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close(context.Background()) })
+	opts = append([]Option{WithKeyCacheDir(t.TempDir()), WithReleaser(rel)}, opts...)
+	p, err := NewPipeline(context.Background(), backend, opts...)
+	if err != nil {
+		rel.Close(context.Background())
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Close(context.Background())
+		rel.Close(context.Background())
+	})
 	return p
 }
 
 func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 	exp, tp := newRecorder()
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync, WithTracerProvider(tp))
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	req := &Request{Circuit: "mulchain", Constraints: 1 << 10, Verify: true}
 	for i := 0; i < 2; i++ {
 		ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
@@ -73,7 +83,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 		}
 		if i == 0 {
 			// The async releaser is closed now; a fresh one for run 2.
-			rel, _ := cudaspans.NewReleaser(cudaspans.ReleaseAsync, cudaspans.WithReleaseTracerProvider(tp))
+			rel, _ := buffer.NewReleaser(buffer.ReleaseAsync, buffer.WithTracerProvider(tp))
 			p.rel = rel
 		}
 	}
@@ -129,7 +139,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 }
 
 func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	ctx := context.Background()
 	cases := []struct {
 		req  Request
@@ -172,7 +182,7 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 
 func TestPipelineBackendChoice(t *testing.T) {
 	var notice bytes.Buffer
-	p := newTestPipeline(t, "auto", cudaspans.ReleaseSync, WithNotice(&notice))
+	p := newTestPipeline(t, "auto", buffer.ReleaseSync, WithNotice(&notice))
 	if _, registered := LookupBackend("cuda"); !registered {
 		if p.Backend() != "cpu" {
 			t.Errorf("auto without cuda: backend %s", p.Backend())
@@ -180,16 +190,13 @@ func TestPipelineBackendChoice(t *testing.T) {
 		if lines := strings.Count(notice.String(), "\n"); lines != 1 || !strings.Contains(notice.String(), "using cpu") {
 			t.Errorf("auto fallback notice %q, want one line", notice.String())
 		}
-		_, err := NewPipeline(context.Background(), "cuda", cudaspans.ReleaseSync, WithKeyCacheDir(t.TempDir()))
+		_, err := NewPipeline(context.Background(), "cuda", WithKeyCacheDir(t.TempDir()))
 		if !errors.Is(err, ErrBackendUnavailable) {
 			t.Errorf("cuda without the backend: %v, want ErrBackendUnavailable", err)
 		}
 	}
-	if _, err := NewPipeline(context.Background(), "tpu", cudaspans.ReleaseSync, WithKeyCacheDir(t.TempDir())); !errors.Is(err, ErrUnknownBackend) {
+	if _, err := NewPipeline(context.Background(), "tpu", WithKeyCacheDir(t.TempDir())); !errors.Is(err, ErrUnknownBackend) {
 		t.Errorf("tpu: %v", err)
-	}
-	if _, err := NewPipeline(context.Background(), "cpu", "later", WithKeyCacheDir(t.TempDir())); !errors.Is(err, cudaspans.ErrUnknownReleaseMode) {
-		t.Errorf("release mode later: %v", err)
 	}
 }
 
@@ -246,7 +253,7 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 		t.Error("registered a missing file")
 	}
 
-	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool)
+	p := newTestPipeline(t, "cpu", buffer.ReleasePool)
 	w, _ := frontend.NewWitness(&cubeCircuit{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
 	b, _ := w.MarshalBinary()
 	res, err := p.Run(context.Background(), &Request{Circuit: cube, Witness: b, Verify: true})
@@ -270,7 +277,7 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 }
 
 func TestLoadCircuitAndEvictCircuit(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	if err := p.LoadCircuit(context.Background(), "mulchain", 128); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +296,7 @@ func TestLoadCircuitAndEvictCircuit(t *testing.T) {
 }
 
 func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	good, _ := frontend.NewWitness(&circuits.MulChain{X: 2, Out: 2}, ecc.BLS12_381.ScalarField())
 	gb, _ := good.MarshalBinary()
 	in, _ := circuits.Build("merkle", 2000)
@@ -335,7 +342,7 @@ func (e *evictingCPU) EvictBases(_ context.Context, id string) error {
 }
 
 func TestEvictCircuitTellsABaseEvicterBackend(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	b := &evictingCPU{CPU: NewCPU(nil)}
 	p.backend = b
 	if err := p.LoadCircuit(context.Background(), "mulchain", 100); err != nil {
@@ -352,7 +359,7 @@ func TestEvictCircuitTellsABaseEvicterBackend(t *testing.T) {
 
 func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
 	exp, tp := newRecorder()
-	p := newTestPipeline(t, "cpu", cudaspans.ReleasePool, WithTracerProvider(tp))
+	p := newTestPipeline(t, "cpu", buffer.ReleasePool, WithTracerProvider(tp))
 	const n = 4
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
@@ -384,18 +391,18 @@ func TestPipelineMemInfoComesFromTheBackendsDevice(t *testing.T) {
 	RegisterBackend("test-device", func(_ context.Context, o BackendOptions) (Backend, error) {
 		return deviceCPU{NewCPU(o.TracerProvider)}, nil
 	})
-	dev := newTestPipeline(t, "test-device", cudaspans.ReleaseSync)
+	dev := newTestPipeline(t, "test-device", buffer.ReleaseSync)
 	if free, total, err := dev.MemInfo(); err != nil || free != 3<<30 || total != 8<<30 {
 		t.Errorf("device pipeline: free %d total %d err %v, want 3 GiB of 8 GiB", free, total, err)
 	}
-	cpu := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	cpu := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	if _, _, err := cpu.MemInfo(); !errors.Is(err, ErrNoDeviceMemory) {
 		t.Errorf("cpu pipeline: %v, want ErrNoDeviceMemory", err)
 	}
 }
 
 func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	gaveUp, cancel := context.WithCancel(context.Background())
 	cancel()
 	const n = 1 << 12
@@ -420,7 +427,7 @@ func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T
 }
 
 func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	in, err := circuits.Build("mulchain", 512)
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +462,7 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 	dir := t.TempDir()
 	outcome := func() (string, map[string]bool) {
 		exp, tp := newRecorder()
-		p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp), WithBuildRevision("test-rev"))
+		p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp), WithBuildRevision("test-rev"))
 		if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +512,7 @@ func TestPipelineWarmupCallsTheBackendsWarmupAndIsANoOpWithoutOne(t *testing.T) 
 	RegisterBackend("test-warm", func(_ context.Context, o BackendOptions) (Backend, error) {
 		return warmCPU{NewCPU(o.TracerProvider), &calls, &fail}, nil
 	})
-	p := newTestPipeline(t, "test-warm", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "test-warm", buffer.ReleaseSync)
 	if err := p.Warmup(context.Background()); err == nil || err.Error() != "kernels: compile failed" || calls != 1 {
 		t.Errorf("Warmup = %v after %d calls, want the backend's error after 1", err, calls)
 	}
@@ -513,7 +520,7 @@ func TestPipelineWarmupCallsTheBackendsWarmupAndIsANoOpWithoutOne(t *testing.T) 
 	if err := p.Warmup(context.Background()); err != nil || calls != 2 {
 		t.Errorf("Warmup = %v after %d calls, want nil after 2", err, calls)
 	}
-	if err := newTestPipeline(t, "cpu", cudaspans.ReleaseSync).Warmup(context.Background()); err != nil {
+	if err := newTestPipeline(t, "cpu", buffer.ReleaseSync).Warmup(context.Background()); err != nil {
 		t.Errorf("CPU pipeline Warmup = %v, want nil", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -69,7 +69,7 @@ func TestParallelCopyCopiesAndZeroesTheRest(t *testing.T) {
 
 func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
 	exp, tp := newRecorder()
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync, WithTracerProvider(tp))
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
 	if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
 		t.Fatal(err)
 	}

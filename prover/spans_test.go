@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -129,10 +129,10 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
 	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b", "backend.scratch"}
-	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
+	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
 			exp, tp := newRecorder()
-			rel, err := cudaspans.NewReleaser(mode, cudaspans.WithReleaseTracerProvider(tp))
+			rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 			jobCtx, job := tr.Start(context.Background(), otelcuzk.SpanEngineJob)
 			proveCtx, pp := tr.Start(jobCtx, otelcuzk.SpanPipelineProve)
 			backend := releasingBackend{NewCPU(tp), rel}
-			proof, err := Prove(proveCtx, f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithReleaseContext(jobCtx), WithBackend(backend))
+			proof, err := Prove(buffer.WithReleaseParent(proveCtx, jobCtx), f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithBackend(backend))
 			pp.End()
 			if err != nil {
 				t.Fatal(err)
@@ -165,7 +165,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 				}
 				inProve := tree.under(s, otelcuzk.SpanPipelineProve)
 				switch mode {
-				case cudaspans.ReleaseAsync:
+				case buffer.ReleaseAsync:
 					if inProve {
 						t.Errorf("async release of %s is inside pipeline.prove", name)
 					}
@@ -193,7 +193,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 
 func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	rel, err := cudaspans.NewReleaser(cudaspans.ReleasePool)
+	rel, err := buffer.NewReleaser(buffer.ReleasePool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +203,10 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	// It left six buffers (b, c, h, wires, wires.a, wires.b) in the pool.
-	pooled := map[*cudaspans.HostBuffer]bool{}
-	var held []cudaspans.Buffer
-	for b := rel.Get("mmap", 1); b != nil; b = rel.Get("mmap", 1) {
-		pooled[b.(*cudaspans.HostBuffer)] = true
+	pooled := map[*buffer.Mmap]bool{}
+	var held []buffer.Buffer
+	for b := rel.Reuse(1); b != nil; b = rel.Reuse(1) {
+		pooled[b] = true
 		held = append(held, b)
 	}
 	if len(pooled) != 6 {
@@ -246,11 +246,11 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 // prove's own async releases do.
 type releasingBackend struct {
 	*CPU
-	rel *cudaspans.Releaser
+	rel *buffer.Releaser
 }
 
 func (b releasingBackend) ComputeH(ctx context.Context, d *fft.Domain, x, y, z []fr.Element) error {
-	scratch, err := cudaspans.NewHostBuffer(1 << 12)
+	scratch, err := buffer.NewMmap(1 << 12)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 func TestValidateLeavesMemoryToTheBudget(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	huge := &Request{Circuit: "mulchain", Constraints: 1 << 40}
 	if err := p.Validate(huge); err != nil {
 		t.Errorf("Validate of a size beyond memory: %v; the engine's budget refuses it, not Validate", err)
@@ -26,7 +26,7 @@ func TestValidateLeavesMemoryToTheBudget(t *testing.T) {
 }
 
 func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseSync)
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
 	req := &Request{Circuit: "mulchain", Constraints: 1000}
 	before, err := p.EstimateMemory(req)
 	if err != nil {
@@ -70,8 +70,8 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 
 func TestStagesProveWhatRunProves(t *testing.T) {
 	exp, tp := newRecorder()
-	synth := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync, WithTracerProvider(tp))
-	device := newTestPipeline(t, "cpu", cudaspans.ReleaseSync, WithTracerProvider(tp))
+	synth := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
+	device := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
 	req := &Request{Circuit: "mulchain", Constraints: 256, Verify: true}
 	s, err := synth.Synthesize(context.Background(), req)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 
 func TestReleasedSynthesisFreesWithSpans(t *testing.T) {
 	exp, tp := newRecorder()
-	p := newTestPipeline(t, "cpu", cudaspans.ReleaseAsync, WithTracerProvider(tp))
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	s, err := p.Synthesize(context.Background(), &Request{Circuit: "mulchain", Constraints: 256})
 	if err != nil {
 		t.Fatal(err)

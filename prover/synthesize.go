@@ -15,7 +15,7 @@ import (
 	"github.com/consensys/gnark/constraint/solver"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -39,33 +39,30 @@ type Assignment struct {
 	// NbConstraints, as gnark's groth16.Setup sizes its fft.Domain.
 	DomainSize int
 
-	wires, a, b, c *cudaspans.HostBuffer
+	wires, a, b, c *buffer.Mmap
 	com            *commitState // nil without commitments (commitment.go)
 }
 
 // Buffers returns the mmap'd buffers with their names ("wires", "a", "b",
 // "c"), nil once released.
-func (asg *Assignment) Buffers() map[string]*cudaspans.HostBuffer {
-	return map[string]*cudaspans.HostBuffer{"wires": asg.wires, "a": asg.a, "b": asg.b, "c": asg.c}
+func (asg *Assignment) Buffers() map[string]*buffer.Mmap {
+	return map[string]*buffer.Mmap{"wires": asg.wires, "a": asg.a, "b": asg.b, "c": asg.c}
 }
 
 // Release gives back the buffers the assignment still holds, through rel
-// (nil: freed at once without spans). Use it when an Assignment is not
-// proved; ProveAssignment releases them itself.
-func (asg *Assignment) Release(ctx context.Context, rel *cudaspans.Releaser) error {
+// (nil: synchronously, buffer's one meaning of a nil Releaser), as
+// buffer.release spans. Use it when an Assignment is not proved;
+// ProveAssignment releases them itself.
+func (asg *Assignment) Release(ctx context.Context, rel *buffer.Releaser) error {
 	var errs []error
 	for _, x := range []struct {
 		name string
-		b    **cudaspans.HostBuffer
+		b    **buffer.Mmap
 	}{{"wires", &asg.wires}, {"a", &asg.a}, {"b", &asg.b}, {"c", &asg.c}} {
 		if *x.b == nil {
 			continue
 		}
-		if rel != nil {
-			errs = append(errs, rel.Release(ctx, x.name, *x.b))
-		} else {
-			errs = append(errs, (*x.b).Free())
-		}
+		errs = append(errs, rel.Release(ctx, x.name, *x.b))
 		*x.b = nil
 	}
 	asg.Wires, asg.A, asg.B, asg.C = nil, nil, nil, nil
@@ -75,15 +72,12 @@ func (asg *Assignment) Release(ctx context.Context, rel *cudaspans.Releaser) err
 // newFrBuffer returns n field elements of mmap'd memory, reused from rel's
 // pool when it has a buffer large enough (its content is then stale: the
 // caller overwrites all n elements).
-func newFrBuffer(rel *cudaspans.Releaser, n int) (*cudaspans.HostBuffer, []fr.Element, error) {
+func newFrBuffer(rel *buffer.Releaser, n int) (*buffer.Mmap, []fr.Element, error) {
 	size := n * fr.Bytes
-	var hb *cudaspans.HostBuffer
-	if rel != nil {
-		hb, _ = rel.Get("mmap", size).(*cudaspans.HostBuffer)
-	}
+	hb := rel.Reuse(size)
 	if hb == nil {
 		var err error
-		if hb, err = cudaspans.NewHostBuffer(size); err != nil {
+		if hb, err = buffer.NewMmap(size); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -136,7 +130,7 @@ func curveOf(ccs constraint.ConstraintSystem) string {
 func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...Option) (*Assignment, error) {
 	cfg := newConfig(opts)
 	sctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
-	asg, err := synthesize(sctx, ccs, fullWitness, cfg.releaser, commitKeysOf(cfg.pk, &cfg))
+	asg, err := synthesize(sctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg))
 	endSynthesize(span, asg, err)
 	if err != nil {
 		return nil, err
@@ -161,7 +155,7 @@ func endSynthesize(span trace.Span, asg *Assignment, err error) {
 
 // synthesize is Synthesize under the span in ctx; ck holds the proving
 // key's commitment keys (nil or empty for a circuit without commitments).
-func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *cudaspans.Releaser, ck *commitKeys) (*Assignment, error) {
+func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *buffer.Releaser, ck *commitKeys) (*Assignment, error) {
 	r1cs, err := asBLS12381(ccs)
 	if err != nil {
 		return nil, err
@@ -214,7 +208,8 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		com:           com,
 	}
 	fail := func(err error) (*Assignment, error) {
-		asg.Release(context.Background(), nil)
+		// Under the synthesis's span, in rel's mode, like every release.
+		asg.Release(ctx, rel)
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
 	_, cspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeCopy)
@@ -223,7 +218,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		return fail(err)
 	}
 	bufs := []struct {
-		buf *(*cudaspans.HostBuffer)
+		buf *(*buffer.Mmap)
 		dst *[]fr.Element
 		src *fr.Vector
 	}{{&asg.a, &asg.A, &s.A}, {&asg.b, &asg.B, &s.B}, {&asg.c, &asg.C, &s.C}}

@@ -35,6 +35,7 @@ import (
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
@@ -304,7 +305,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(ctx)
-	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
 	if err != nil {
 		return err
 	}
@@ -420,11 +421,16 @@ func story(ctx context.Context, o *options, n int) error {
 	}
 	defer tel.Shutdown(ctx)
 	tracer := tel.TracerProvider.Tracer("gpuprove")
-	modes := []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync}
-	ids := map[cudaspans.ReleaseMode][]string{}
+	modes := []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync}
+	ids := map[buffer.ReleaseMode][]string{}
 	for _, mode := range modes {
 		t0 := time.Now()
-		pipe, err := prover.NewPipeline(ctx, backend, mode, prover.WithTracerProvider(tel.TracerProvider),
+		rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tel.TracerProvider))
+		if err != nil {
+			return err
+		}
+		defer rel.Close(ctx)
+		pipe, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithTracerProvider(tel.TracerProvider),
 			prover.WithKeyCacheDir(o.cacheDir), prover.WithNotice(out))
 		if err != nil {
 			return err
@@ -452,7 +458,7 @@ func story(ctx context.Context, o *options, n int) error {
 			say("release %s, %s: Run %.1f ms (prove %.1f ms), verified", mode, label, ms(time.Since(t1)), ms(res.Timings.Prove))
 		}
 		// Async releases end before the flush.
-		if err := pipe.Close(ctx); err != nil {
+		if err := errors.Join(pipe.Close(ctx), rel.Close(ctx)); err != nil {
 			return err
 		}
 		say("release %s: pipeline done in %.1f s", mode, time.Since(t0).Seconds())

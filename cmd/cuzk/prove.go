@@ -17,7 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -47,7 +47,7 @@ func init() {
 			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
 			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
-			&cli.StringFlag{Name: "release", Value: string(cudaspans.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
+			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "proof", Value: "./" + defaultProofFile, Usage: "where to write the proof"},
 			&cli.BoolFlag{Name: "verify", Value: true, Usage: "verify the proof with gnark's verifier (proof.verify span); --verify=false skips it"},
@@ -85,7 +85,7 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	mode, err := cudaspans.ParseReleaseMode(c.String("release"))
+	mode, err := buffer.ParseReleaseMode(c.String("release"))
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,12 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	tp := tel.TracerProvider
 
-	pipe, err := prover.NewPipeline(ctx, c.String("backend"), mode,
+	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
+		prover.WithReleaser(rel),
 		prover.WithTracerProvider(tp),
 		prover.WithKeyCacheDir(c.String("cache-dir")),
 		prover.WithNotice(errOut),
@@ -125,6 +130,7 @@ func proveAction(c *cli.Context) (err error) {
 		prover.WithSeed(c.Int64("seed")),
 	)
 	if err != nil {
+		rel.Close(context.Background())
 		return err
 	}
 	warmed := warmupInBackground(ctx, pipe, errOut, time.Second)
@@ -139,7 +145,7 @@ func proveAction(c *cli.Context) (err error) {
 		<-warmed // its progress line before the waterfall (the proof waited for it)
 	}
 	// Async releases finish (and end their spans) before the flush.
-	closeErr := pipe.Close(context.Background())
+	closeErr := errors.Join(pipe.Close(context.Background()), rel.Close(context.Background()))
 	if runErr != nil {
 		if ctx.Err() != nil {
 			return errors.New("interrupted by a signal; no proof written")

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -47,7 +48,7 @@ func init() {
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "gRPC address (host:port)"},
 			&cli.StringFlag{Name: "metrics-listen", Value: defaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
-			&cli.StringFlag{Name: "release", Value: string(cudaspans.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
+			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "queued jobs before RESOURCE_EXHAUSTED"},
 			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default: cores/4, 1 to 8, and 1 per 8 GiB of memory, beside GPUs; 0 without a GPU); 0: the serial engine, each worker proves its jobs whole"},
@@ -126,7 +127,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return errors.New("serve: --tls-cert and --tls-key go together")
 	}
-	mode, err := cudaspans.ParseReleaseMode(cfg.release)
+	mode, err := buffer.ParseReleaseMode(cfg.release)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,8 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	workers, pipes, devices, err := newWorkers(ctx, cfg, mode)
 	defer func() {
 		for _, p := range pipes {
-			if cerr := p.Close(context.Background()); cerr != nil {
+			// The pipeline's Releaser is this daemon's (newWorkers): closed after it.
+			if cerr := errors.Join(p.Close(context.Background()), p.Releaser().Close(context.Background())); cerr != nil {
 				fmt.Fprintf(cfg.log, "cuzk serve: closing pipeline: %v\n", cerr)
 			}
 		}
@@ -295,15 +297,20 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 // GPU, each with its own Pipeline bound to its device, and cfg.cpuWorkers
 // on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
 // circuit's keys are held once).
-func newWorkers(ctx context.Context, cfg serveConfig, mode cudaspans.ReleaseMode) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
+func newWorkers(ctx context.Context, cfg serveConfig, mode buffer.ReleaseMode) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
 	var (
 		workers []engine.Worker
 		pipes   []*prover.Pipeline
 		devices []server.Device
 	)
 	open := func(backend string) (*prover.Pipeline, error) {
-		p, err := prover.NewPipeline(ctx, backend, mode, prover.WithKeyCacheDir(cfg.cacheDir), prover.WithNotice(cfg.log))
+		rel, err := buffer.NewReleaser(mode)
 		if err != nil {
+			return nil, err
+		}
+		p, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithKeyCacheDir(cfg.cacheDir), prover.WithNotice(cfg.log))
+		if err != nil {
+			rel.Close(context.Background())
 			return nil, err
 		}
 		pipes = append(pipes, p)

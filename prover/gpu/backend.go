@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -44,7 +45,7 @@ type Backend struct {
 	s        *cudaspans.Stream
 	bases    *msm.DeviceBases
 	cpu      *prover.CPU
-	releaser *cudaspans.Releaser
+	releaser *buffer.Releaser
 	tp       trace.TracerProvider
 	tracer   trace.Tracer
 
@@ -241,7 +242,7 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		c.Close()
 		return nil, err
 	}
-	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: o.Releaser, tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName),
+	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName),
 		hostCopy: hc, g2OnCPU: g2OnCPU}
 	b.warm = b.compileModules
 	fail := func(err error) (*Backend, error) {
@@ -251,11 +252,7 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}
-	kopts := []msm.DeviceBasesOption{msm.WithTracerProvider(tp)}
-	if o.Releaser != nil {
-		kopts = append(kopts, msm.WithReleaser(o.Releaser))
-	}
-	if b.bases, err = msm.NewDeviceBases(ctx, c, kopts...); err != nil {
+	if b.bases, err = msm.NewDeviceBases(ctx, c, msm.WithTracerProvider(tp), msm.WithReleaser(b.releaser)); err != nil {
 		return fail(err)
 	}
 	return b, nil
@@ -370,11 +367,7 @@ func (b *Backend) compileModules(ctx context.Context) error {
 	}
 	if b.msm == nil {
 		jobs = append(jobs, func() (err error) {
-			mopts := []msm.Option{msm.WithTracerProvider(b.tp), msm.WithG2()}
-			if b.releaser != nil {
-				mopts = append(mopts, msm.WithReleaser(b.releaser))
-			}
-			b.msm, err = msm.New(ctx, b.c, mopts...)
+			b.msm, err = msm.New(ctx, b.c, msm.WithTracerProvider(b.tp), msm.WithG2(), msm.WithReleaser(b.releaser))
 			return err
 		})
 	}
@@ -509,7 +502,7 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 		}
 	}()
 	for range 3 {
-		buf, err := b.deviceBuffer(ctx, n*frBytes)
+		buf, err := b.c.Alloc(ctx, n*frBytes)
 		if err != nil {
 			return fmt.Errorf("cuda compute H: %w", err)
 		}
@@ -565,7 +558,7 @@ func (b *Backend) pin(ctx context.Context, name string, v []fr.Element) func() {
 		// Unpinned now in every mode: an async or pooled registration
 		// would outlive the mmap it pins (the prover unmaps b and c right
 		// after ComputeH) and block pinning a again for the H MSM.
-		if b.releaser != nil && b.releaser.Mode() == cudaspans.ReleaseSync {
+		if b.releaser.Mode() == buffer.ReleaseSync {
 			_ = b.releaser.Release(ctx, name, r)
 			return
 		}
@@ -730,23 +723,8 @@ func (b *Backend) stagedScalars(ctx context.Context, scalars []fr.Element) (out 
 	return unsafe.Slice((*fr.Element)(b.scratch.Ptr()), len(scalars)), nil
 }
 
-// deviceBuffer returns a pooled device buffer of at least size bytes when
-// the Releaser pools, else a fresh allocation.
-func (b *Backend) deviceBuffer(ctx context.Context, size int) (*cudaspans.DeviceBuffer, error) {
-	if b.releaser != nil {
-		if buf, ok := b.releaser.Get("device", size).(*cudaspans.DeviceBuffer); ok && buf != nil {
-			return buf, nil
-		}
-	}
-	return b.c.Alloc(ctx, size)
-}
-
-func (b *Backend) release(ctx context.Context, name string, buf cudaspans.Buffer) {
-	if b.releaser != nil {
-		_ = b.releaser.Release(ctx, name, buf)
-		return
-	}
-	_ = buf.Free()
+func (b *Backend) release(ctx context.Context, name string, buf buffer.Buffer) {
+	_ = b.releaser.Release(ctx, name, buf)
 }
 
 // MSMG1 implements prover.Backend.MSMG1 on the GPU with the Pippenger MSM

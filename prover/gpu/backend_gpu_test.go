@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
@@ -24,7 +24,7 @@ func openBackend(t *testing.T) (*Backend, *tracetest.SpanRecorder, *sdktrace.Tra
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	r, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -28,7 +29,7 @@ func TestFaultingKernelFencesTheDeviceOffGPU(t *testing.T) {
 	if os.Getenv("CUZK_TEST_DEVICE_FAULT") != "1" {
 		t.Skip("poisons the process's CUDA context: run alone with CUZK_TEST_DEVICE_FAULT=1")
 	}
-	b, _, _, _ := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, _, _ := openProveBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	c := b.Context()
 	m, err := c.Compile(ctx, "fault_test", faultKernel, cudaspans.CompileOptions{})

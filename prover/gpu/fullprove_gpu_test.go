@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"math/rand/v2"
 	"testing"
@@ -52,12 +53,12 @@ func newProveFixture(t *testing.T, name string, n int) *proveFixture {
 
 // openProveBackend opens the CUDA backend with a Releaser of mode, both
 // recording into rec; it skips without a device.
-func openProveBackend(t *testing.T, mode cudaspans.ReleaseMode) (*Backend, *cudaspans.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+func openProveBackend(t *testing.T, mode buffer.ReleaseMode) (*Backend, *buffer.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	needDevice(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	rel, err := cudaspans.NewReleaser(mode, cudaspans.WithReleaseTracerProvider(tp))
+	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func sameProof(t *testing.T, what string, got, want groth16.Proof) {
 // with gnark and is the CPU backend's proof for the same witness and r, s;
 // a second proof over the now-resident bases is equal too.
 func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
-	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	r, s := fixedRandomness()
 	for _, name := range []string{"mulchain", "merkle"} {
@@ -148,7 +149,7 @@ func TestFullProveGPUVerifiesAt2To20(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2^20 setup takes a while; -short")
 	}
-	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
 	for _, name := range []string{"mulchain", "merkle"} {
 		t.Run(name, func(t *testing.T) { proveAt2To20(t, b, tp, name) })
 	}
@@ -178,7 +179,7 @@ func proveAt2To20(t *testing.T, b *Backend, tp *sdktrace.TracerProvider, name st
 // both ways at 2^22) and registered copies give the same H as pageable
 // copies, on fresh random vectors.
 func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
-	b, _, _, _ := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, _, _ := openProveBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	const logn = 22
 	n := 1 << logn
@@ -276,7 +277,7 @@ func spanAttr(sp sdktrace.ReadOnlySpan, key string) (any, bool) {
 func TestFullProveGPUSpans(t *testing.T) {
 	needDevice(t)
 	f := newProveFixture(t, "mulchain", 1<<16)
-	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
+	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
 			b, rel, rec, tp := openProveBackend(t, mode)
 			if err := b.SetHostCopy(HostCopyRegister); err != nil {
@@ -371,10 +372,10 @@ func TestFullProveGPUSpans(t *testing.T) {
 				k, _ := spanAttr(sp, string(otelcuzk.KeyBufferKind))
 				m, _ := spanAttr(sp, string(otelcuzk.KeyReleaseMode))
 				// Device memory is freed at once in every mode, and pool
-				// mode keeps only mmap buffers (cudaspans.Releaser).
+				// mode keeps only mmap buffers (buffer.Releaser).
 				want := string(mode)
-				if k == "device" || (mode == cudaspans.ReleasePool && k != "mmap") {
-					want = string(cudaspans.ReleaseSync)
+				if k == "device" || (mode == buffer.ReleasePool && k != "mmap") {
+					want = string(buffer.ReleaseSync)
 				}
 				if m != want {
 					t.Errorf("buffer.release of %v memory in mode %v, want %s", k, m, want)
@@ -384,7 +385,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 			if kinds["device"] == 0 {
 				t.Errorf("no buffer.release of device memory (kinds %v)", kinds)
 			}
-			if mode == cudaspans.ReleaseSync && kinds["pinned"] == 0 {
+			if mode == buffer.ReleaseSync && kinds["pinned"] == 0 {
 				t.Errorf("no buffer.release of pinned memory with registered copies (kinds %v)", kinds)
 			}
 			if kinds["mmap"] == 0 {

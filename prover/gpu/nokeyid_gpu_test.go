@@ -14,7 +14,7 @@ import (
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -23,7 +23,7 @@ import (
 // CUDA backend without WithKeyID (issue 11 item 5), give proofs that
 // verify, and leave nothing resident on the device.
 func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
-	b, _, _, tp := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 
 	pre := new(big.Int).SetUint64(0x5eed)

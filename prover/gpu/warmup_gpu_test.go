@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -28,7 +29,7 @@ func tracetestProvider() *sdktrace.TracerProvider {
 func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	needDevice(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the default kernel cache, empty
-	b, _, rec, _ := openProveBackend(t, cudaspans.ReleaseSync)
+	b, _, rec, _ := openProveBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	start := time.Now()
 	if err := b.Warmup(ctx); err != nil {

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -63,7 +62,7 @@ func TestDefaultServerProvesACircuitRegisteredFromFiles(t *testing.T) {
 	write(f.PK, func(fh *os.File) error { _, err := pk.WriteTo(fh); return err })
 	write(f.VK, func(fh *os.File) error { _, err := vk.WriteTo(fh); return err })
 
-	pipe, err := prover.NewPipeline(context.Background(), "cpu", cudaspans.ReleaseSync, prover.WithKeyCacheDir(t.TempDir()))
+	pipe, err := prover.NewPipeline(context.Background(), "cpu", prover.WithKeyCacheDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -38,7 +39,7 @@ var (
 // when that MSM ends.
 type DeviceBases struct {
 	c        *cudaspans.Context
-	releaser *cudaspans.Releaser
+	releaser *buffer.Releaser
 	tracer   trace.Tracer
 	budget   int64
 
@@ -73,7 +74,7 @@ type ResidentBases struct {
 type DeviceBasesOption interface{ applyDeviceBases(*deviceBasesConfig) }
 
 type deviceBasesConfig struct {
-	releaser *cudaspans.Releaser
+	releaser *buffer.Releaser
 	tp       trace.TracerProvider
 	budget   int64
 }
@@ -103,13 +104,7 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
 	}
-	if cfg.releaser == nil {
-		r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
-		if err != nil {
-			return nil, err
-		}
-		cfg.releaser = r
-	}
+	cfg.releaser = buffer.OrSync(cfg.releaser, cfg.tp)
 	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
 		budget: cfg.budget, sets: map[string]*ResidentBases{}}, nil
 }

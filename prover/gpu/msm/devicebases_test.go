@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -38,7 +39,7 @@ func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *bas
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(tp))
+	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,14 +319,14 @@ func TestDeviceBasesEvictKeySetsDropsOnlyThatKeysSets(t *testing.T) {
 // immediate in every release mode, so the retry finds the memory and the
 // other set stays.
 func TestDeviceBasesEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) {
-	for _, mode := range []cudaspans.ReleaseMode{cudaspans.ReleaseSync, cudaspans.ReleaseAsync, cudaspans.ReleasePool} {
+	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
 			drv := newKeysFakeDriver(2 * 100 * msmAffineBytes)
 			c, err := cudaspans.Open(0, cudaspans.WithDriver(drv))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rel, err := cudaspans.NewReleaser(mode)
+			rel, err := buffer.NewReleaser(mode)
 			if err != nil {
 				t.Fatal(err)
 			}

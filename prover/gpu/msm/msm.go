@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -53,7 +54,7 @@ var ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "MSM does not
 // mutex); it is safe for concurrent use.
 type MSM struct {
 	c        *cudaspans.Context
-	releaser *cudaspans.Releaser
+	releaser *buffer.Releaser
 	tracer   trace.Tracer
 	maxChunk int
 	window   int
@@ -88,7 +89,7 @@ type msmGroup struct {
 type Option interface{ applyMSM(*msmConfig) }
 
 type msmConfig struct {
-	releaser *cudaspans.Releaser
+	releaser *buffer.Releaser
 	tp       trace.TracerProvider
 	maxChunk int
 	window   int
@@ -139,13 +140,7 @@ func newMSMConfig(opts []Option) (msmConfig, error) {
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
 	}
-	if cfg.releaser == nil {
-		r, err := cudaspans.NewReleaser(cudaspans.ReleaseSync, cudaspans.WithReleaseTracerProvider(cfg.tp))
-		if err != nil {
-			return cfg, err
-		}
-		cfg.releaser = r
-	}
+	cfg.releaser = buffer.OrSync(cfg.releaser, cfg.tp)
 	return cfg, nil
 }
 
@@ -740,7 +735,7 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 	var plan msmPlan
 	for {
 		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2)
-		ws, err = m.workspace(ctx, plan.bytes)
+		ws, err = m.c.Alloc(ctx, plan.bytes)
 		if err == nil {
 			break
 		}
@@ -793,18 +788,6 @@ func (m *MSM) windowFor(n int) int {
 		return m.window
 	}
 	return msmWindowBits(n)
-}
-
-// workspace takes a device buffer of at least bytes, from the Releaser's
-// pool when it has one.
-func (m *MSM) workspace(ctx context.Context, bytes int) (*cudaspans.DeviceBuffer, error) {
-	if b := m.releaser.Get("device", bytes); b != nil {
-		if db, ok := b.(*cudaspans.DeviceBuffer); ok && db.Ptr() != 0 {
-			return db, nil
-		}
-		_ = m.releaser.Release(ctx, "msm.workspace", b)
-	}
-	return m.c.Alloc(ctx, bytes)
 }
 
 // pass runs the kernels over one chunk and returns its window sums.

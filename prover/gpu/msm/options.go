@@ -3,7 +3,7 @@ package msm
 import (
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 )
 
 // The constructors of this package share one shape: New(ctx, c, ...) and
@@ -27,13 +27,13 @@ func (o tracerProviderOption) applyDeviceBases(c *deviceBasesConfig) { c.tp = o.
 // cudaspans.Context's provider.
 func WithTracerProvider(tp trace.TracerProvider) SharedOption { return tracerProviderOption{tp} }
 
-type releaserOption struct{ r *cudaspans.Releaser }
+type releaserOption struct{ r *buffer.Releaser }
 
 func (o releaserOption) applyMSM(c *msmConfig)                 { c.releaser = o.r }
 func (o releaserOption) applyDeviceBases(c *deviceBasesConfig) { c.releaser = o.r }
 
 // WithReleaser frees device memory through r, as buffer.release spans: the
-// MSM's workspace (in pool mode reused by the next MSM), the evicted base
-// sets of DeviceBases. Default: a synchronous Releaser on the same
-// TracerProvider.
-func WithReleaser(r *cudaspans.Releaser) SharedOption { return releaserOption{r} }
+// MSM's workspace and the evicted base sets of DeviceBases (device memory
+// is freed at once in every mode). Default (and for a nil r): a
+// synchronous Releaser on the same TracerProvider (buffer.OrSync).
+func WithReleaser(r *buffer.Releaser) SharedOption { return releaserOption{r} }

@@ -1,4 +1,4 @@
-package cudaspans
+package buffer
 
 import (
 	"context"
@@ -16,26 +16,26 @@ import (
 
 // slowBuffer is a Buffer whose Free takes a while and may fail.
 type slowBuffer struct {
-	kind  string
+	kind  Kind
 	size  int
 	delay time.Duration
 	err   error
 	freed atomic.Int32
 }
 
-func (b *slowBuffer) Kind() string { return b.kind }
-func (b *slowBuffer) Size() int    { return b.size }
+func (b *slowBuffer) Kind() Kind { return b.kind }
+func (b *slowBuffer) Size() int  { return b.size }
 func (b *slowBuffer) Free() error {
 	time.Sleep(b.delay)
 	b.freed.Add(1)
 	return b.err
 }
 
-func newReleaseRecorder(t *testing.T, mode ReleaseMode, opts ...ReleaserOption) (*Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+func newReleaseRecorder(t *testing.T, mode ReleaseMode, opts ...Option) (*Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	r, err := NewReleaser(mode, append(opts, WithReleaseTracerProvider(tp))...)
+	r, err := NewReleaser(mode, append(opts, WithTracerProvider(tp))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,12 @@ func releaseSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
 
 // relAttr is the value of key on s, as a Go value (nil when absent).
 func relAttr(s sdktrace.ReadOnlySpan, key string) any {
-	v, _ := attr(s, attribute.Key(key))
-	return v.AsInterface()
+	for _, kv := range s.Attributes() {
+		if kv.Key == attribute.Key(key) {
+			return kv.Value.AsInterface()
+		}
+	}
+	return nil
 }
 
 func TestParseReleaseModeRejectsUnknownNames(t *testing.T) {
@@ -161,13 +165,14 @@ func TestReleaseParentIsIgnoredInSyncMode(t *testing.T) {
 	}
 }
 
-func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
-	r, rec, _ := newReleaseRecorder(t, ReleasePool, WithPoolLimit(3000))
-	small := &slowBuffer{kind: "mmap", size: 1000}
-	big := &slowBuffer{kind: "mmap", size: 2000}
-	over := &slowBuffer{kind: "mmap", size: 2000}
+func TestReleasePoolKeepsMmapBuffersForReuseWithinItsLimit(t *testing.T) {
+	r, rec, _ := newReleaseRecorder(t, ReleasePool, WithPoolLimit(3*4096))
+	small, big, over := newMmap(t, 4096), newMmap(t, 2*4096), newMmap(t, 2*4096)
 	ctx := context.Background()
-	for name, b := range map[string]*slowBuffer{"small": small, "big": big} {
+	for name, b := range map[string]*Mmap{"small": small, "big": big, "over": over} {
+		if name == "over" {
+			continue
+		}
 		if err := r.Release(ctx, name, b); err != nil {
 			t.Fatal(err)
 		}
@@ -175,27 +180,27 @@ func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
 	if err := r.Release(ctx, "over", over); err != nil {
 		t.Fatal(err)
 	}
-	if small.freed.Load() != 0 || big.freed.Load() != 0 || over.freed.Load() != 1 {
-		t.Errorf("pool of 3000 bytes: freed small %d big %d over %d, want only the one over the limit",
-			small.freed.Load(), big.freed.Load(), over.freed.Load())
+	if small.Bytes() == nil || big.Bytes() == nil || over.Bytes() != nil {
+		t.Errorf("pool of 3 pages: unmapped small %v big %v over %v, want only the one over the limit",
+			small.Bytes() == nil, big.Bytes() == nil, over.Bytes() == nil)
 	}
-	if got := r.Get("pinned", 10); got != nil {
-		t.Errorf("Get of another kind returned %v", got)
+	if got := r.Reuse(4096 + 1); got != big {
+		t.Errorf("Reuse(4097) = %p, want the 2-page buffer %p", got, big)
 	}
-	if got := r.Get("mmap", 1500); got != Buffer(big) {
-		t.Errorf("Get(mmap, 1500) = %v, want the 2000-byte buffer", got)
+	if got := r.Reuse(500); got != small {
+		t.Errorf("Reuse(500) = %p, want the smallest that fits %p", got, small)
 	}
-	if got := r.Get("mmap", 500); got != Buffer(small) {
-		t.Errorf("Get(mmap, 500) = %v, want the smallest that fits", got)
-	}
-	if got := r.Get("mmap", 1); got != nil {
-		t.Errorf("empty pool returned %v", got)
+	if got := r.Reuse(1); got != nil {
+		t.Errorf("empty pool returned %p", got)
 	}
 	if err := r.Release(ctx, "a", small); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Close(ctx); err != nil || small.freed.Load() != 1 {
-		t.Errorf("Close: %v, pooled buffer freed %d times", err, small.freed.Load())
+	if err := r.Close(ctx); err != nil || small.Bytes() != nil {
+		t.Errorf("Close: %v, pooled buffer still mapped %v", err, small.Bytes() != nil)
+	}
+	if err := big.Free(); err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range releaseSpans(rec) {
 		want := "pool"
@@ -211,11 +216,20 @@ func TestReleasePoolKeepsBuffersForReuseWithinItsLimit(t *testing.T) {
 	}
 }
 
-func TestHostBufferMapsAndUnmapsOnce(t *testing.T) {
-	if _, err := NewHostBuffer(0); err == nil {
+func newMmap(t *testing.T, size int) *Mmap {
+	t.Helper()
+	b, err := NewMmap(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestMmapMapsAndUnmapsOnce(t *testing.T) {
+	if _, err := NewMmap(0); err == nil {
 		t.Error("a 0-byte host buffer was mapped")
 	}
-	b, err := NewHostBuffer(1 << 16)
+	b, err := NewMmap(1 << 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +246,7 @@ func TestHostBufferMapsAndUnmapsOnce(t *testing.T) {
 }
 
 func TestReleaseWaitingOnAFullAsyncQueueSurvivesClose(t *testing.T) {
-	queueOf2 := releaserOptionFunc(func(c *releaserConfig) { c.queueLen = 2 })
+	queueOf2 := optionFunc(func(c *config) { c.queueLen = 2 })
 	r, err := NewReleaser(ReleaseAsync, queueOf2)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +281,7 @@ func TestReleaseWaitingOnAFullAsyncQueueSurvivesClose(t *testing.T) {
 	}
 }
 
-func TestDeviceMemoryIsFreedAtOnceInEveryModeAndPoolKeepsOnlyMmap(t *testing.T) {
+func TestDeviceMemoryIsFreedAtOnceInEveryModeAndPoolKeepsOnlyMmapBuffers(t *testing.T) {
 	for _, mode := range []ReleaseMode{ReleaseAsync, ReleasePool} {
 		r, rec, _ := newReleaseRecorder(t, mode)
 		dev := &slowBuffer{kind: "device", size: 1 << 20}
@@ -281,8 +295,12 @@ func TestDeviceMemoryIsFreedAtOnceInEveryModeAndPoolKeepsOnlyMmap(t *testing.T) 
 		if err := r.Release(context.Background(), "stage", pinned); err != nil {
 			t.Fatal(err)
 		}
-		if mode == ReleasePool && (pinned.freed.Load() != 1 || r.Get("pinned", 1) != nil) {
-			t.Errorf("pool: a pinned buffer nobody Gets again was kept")
+		mmapLike := &slowBuffer{kind: "mmap", size: 1 << 20}
+		if err := r.Release(context.Background(), "not.mmap", mmapLike); err != nil {
+			t.Fatal(err)
+		}
+		if mode == ReleasePool && (pinned.freed.Load() != 1 || mmapLike.freed.Load() != 1 || r.Reuse(1) != nil) {
+			t.Errorf("pool: a pinned buffer, or an mmap-kind buffer that is not an Mmap, was kept (Reuse hands out only Mmap)")
 		}
 		if err := r.Close(context.Background()); err != nil {
 			t.Fatal(err)

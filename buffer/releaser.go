@@ -1,4 +1,4 @@
-package cudaspans
+package buffer
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const (
 	// buffers one at a time (to avoid munmap bursts); its span stays in the
 	// caller's trace but off the caller's critical path.
 	ReleaseAsync ReleaseMode = "async"
-	// ReleasePool keeps mmap buffers for reuse by a later Get of at most
+	// ReleasePool keeps Mmap buffers for reuse by a later Reuse of at most
 	// their size; buffers of other kinds are freed at once.
 	ReleasePool ReleaseMode = "pool"
 )
@@ -43,19 +43,9 @@ func ParseReleaseMode(s string) (ReleaseMode, error) {
 	return "", fmt.Errorf("release mode %q: %w", s, ErrUnknownReleaseMode)
 }
 
-// Buffer is memory outside the Go heap whose release has a real cost:
-// anonymous mmap, pinned host memory, or device memory.
-type Buffer interface {
-	// Kind is the value of cuzk.buffer.kind: "mmap", "pinned" or "device".
-	Kind() string
-	// Size is the length of the buffer in bytes.
-	Size() int
-	// Free gives the memory back. It is called exactly once, by a Releaser.
-	Free() error
-}
-
 // Releaser frees Buffers in one ReleaseMode and records each release as a
-// buffer.release span. It is safe for concurrent use.
+// buffer.release span. It is safe for concurrent use. A nil *Releaser is
+// a synchronous one on the global TracerProvider (package doc).
 type Releaser struct {
 	mode   ReleaseMode
 	tracer trace.Tracer
@@ -66,7 +56,7 @@ type Releaser struct {
 	done     chan struct{}   // closed when the async worker exits
 
 	mu        sync.Mutex
-	pool      []Buffer
+	pool      []*Mmap
 	poolBytes int
 	poolLimit int
 	closed    bool
@@ -82,41 +72,50 @@ type releaseJob struct {
 	after func()
 }
 
-// ReleaserOption configures a Releaser.
-type ReleaserOption interface{ apply(*releaserConfig) }
+// Option configures a Releaser.
+type Option interface{ apply(*config) }
 
-type releaserConfig struct {
+type config struct {
 	tp        trace.TracerProvider
 	poolLimit int
 	queueLen  int
 }
 
-type releaserOptionFunc func(*releaserConfig)
+type optionFunc func(*config)
 
-func (f releaserOptionFunc) apply(c *releaserConfig) { f(c) }
+func (f optionFunc) apply(c *config) { f(c) }
 
-// WithReleaseTracerProvider sets the TracerProvider for buffer.release spans
-// (default: the global one).
-func WithReleaseTracerProvider(tp trace.TracerProvider) ReleaserOption {
-	return releaserOptionFunc(func(c *releaserConfig) { c.tp = tp })
+// WithTracerProvider sets the TracerProvider for buffer.release spans
+// (default, and for a nil tp: the global one).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) {
+		if tp != nil {
+			c.tp = tp
+		}
+	})
 }
 
 // WithPoolLimit caps the bytes a pool-mode Releaser keeps (default 64 GiB);
 // buffers beyond it are freed synchronously.
-func WithPoolLimit(bytes int) ReleaserOption {
-	return releaserOptionFunc(func(c *releaserConfig) { c.poolLimit = bytes })
+func WithPoolLimit(bytes int) Option {
+	return optionFunc(func(c *config) { c.poolLimit = bytes })
 }
 
-// NewReleaser returns a Releaser for mode. In async mode it starts one
-// background goroutine, stopped by Close.
-func NewReleaser(mode ReleaseMode, opts ...ReleaserOption) (*Releaser, error) {
+// NewReleaser returns a Releaser for mode; errors wrap
+// ErrUnknownReleaseMode. In async mode it starts one background
+// goroutine, stopped by Close. A sync Releaser needs no Close.
+func NewReleaser(mode ReleaseMode, opts ...Option) (*Releaser, error) {
 	if _, err := ParseReleaseMode(string(mode)); err != nil {
 		return nil, err
 	}
-	cfg := releaserConfig{tp: otel.GetTracerProvider(), poolLimit: 64 << 30, queueLen: 64}
+	cfg := config{tp: otel.GetTracerProvider(), poolLimit: 64 << 30, queueLen: 64}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
+	return newReleaser(mode, cfg), nil
+}
+
+func newReleaser(mode ReleaseMode, cfg config) *Releaser {
 	r := &Releaser{
 		mode:      mode,
 		tracer:    cfg.tp.Tracer(otelcuzk.ScopeName),
@@ -130,21 +129,43 @@ func NewReleaser(mode ReleaseMode, opts ...ReleaserOption) (*Releaser, error) {
 	} else {
 		close(r.done)
 	}
-	return r, nil
+	return r
 }
 
-// Mode returns the Releaser's mode.
-func (r *Releaser) Mode() ReleaseMode { return r.mode }
+// OrSync returns r, or for a nil r a synchronous Releaser whose spans go
+// to tp (nil: the global TracerProvider). It is the one place a default
+// Releaser is made; a sync Releaser needs no Close.
+func OrSync(r *Releaser, tp trace.TracerProvider) *Releaser {
+	if r != nil {
+		return r
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return newReleaser(ReleaseSync, config{tp: tp})
+}
 
-// Get returns a pooled buffer of kind with at least size bytes, or nil when
-// the pool has none (always nil outside pool mode). The caller owns it and
-// hands it back with Release.
-func (r *Releaser) Get(kind string, size int) Buffer {
+// Mode returns the Releaser's mode (ReleaseSync for a nil Releaser).
+func (r *Releaser) Mode() ReleaseMode {
+	if r == nil {
+		return ReleaseSync
+	}
+	return r.mode
+}
+
+// Reuse returns a pooled Mmap buffer of at least size bytes (the smallest
+// that fits), or nil when the pool has none (always nil outside pool
+// mode). Its content is stale: the caller overwrites it. The caller owns
+// it and hands it back with Release.
+func (r *Releaser) Reuse(size int) *Mmap {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	best := -1
 	for i, b := range r.pool {
-		if b.Kind() == kind && b.Size() >= size && (best < 0 || b.Size() < r.pool[best].Size()) {
+		if b.Size() >= size && (best < 0 || b.Size() < r.pool[best].Size()) {
 			best = i
 		}
 	}
@@ -164,25 +185,36 @@ type releaseParentKey struct{}
 // as their parent instead of ctx's own span. A prove passes its job's span:
 // an async release runs after the step that made the buffer has ended, so
 // its span belongs under the job, off the prove's critical path. Sync and
-// pool releases ignore the mark (they are on the critical path).
+// pool releases ignore the mark (they are on the critical path). An
+// inner mark replaces an outer one.
 func WithReleaseParent(ctx, parent context.Context) context.Context {
 	return context.WithValue(ctx, releaseParentKey{}, trace.SpanFromContext(parent))
+}
+
+// HasReleaseParent reports whether ctx carries a WithReleaseParent mark.
+func HasReleaseParent(ctx context.Context) bool {
+	_, ok := ctx.Value(releaseParentKey{}).(trace.Span)
+	return ok
 }
 
 // Release gives buf back according to the mode, as a buffer.release span
 // that is a child of the span in ctx (in async mode: of the span set by
 // WithReleaseParent, when ctx has one), named by name (cuzk.buffer.name),
-// with cuzk.release.mode saying how it was released. Device memory is
-// always freed at once (the next device allocation needs it back), and
-// pool mode keeps only mmap buffers (those Get hands out again). A
-// synchronous free returns Free's error; an async free records it on its
-// span and Close returns it; a nil buf is ignored.
+// with cuzk.buffer.kind, cuzk.buffer.bytes and cuzk.release.mode saying
+// how it was released. Device memory is always freed at once (the next
+// device allocation needs it back), and pool mode keeps only Mmap buffers
+// (those Reuse hands out). A synchronous free returns Free's error; an
+// async free records it on its span and Close returns it; a nil buf is
+// ignored.
 func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 	if buf == nil {
 		return nil
 	}
+	if r == nil {
+		r = OrSync(nil, nil)
+	}
 	switch {
-	case buf.Kind() == "device":
+	case buf.Kind() == KindDevice:
 		// Device memory goes back at once in every mode: the next device
 		// allocation (an MSM workspace, a key evicted to make room) needs
 		// it, and a queued or pooled free would make it fail.
@@ -194,16 +226,21 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 		if r.enqueue(releaseJob{ctx: ctx, name: name, buf: buf}) {
 			return nil
 		}
-	case r.mode == ReleasePool && buf.Kind() == "mmap":
-		// Only mmap buffers are pooled: they are what Get hands back to
+	case r.mode == ReleasePool:
+		// Only Mmap buffers are pooled: they are what Reuse hands back to
 		// the prover's allocations; a pooled buffer nobody asks for again
 		// would only be held.
+		m, ok := buf.(*Mmap)
+		if !ok {
+			break
+		}
+		size := m.Size()
 		r.mu.Lock()
-		if !r.closed && r.poolBytes+buf.Size() <= r.poolLimit {
-			r.pool = append(r.pool, buf)
-			r.poolBytes += buf.Size()
+		if !r.closed && r.poolBytes+size <= r.poolLimit {
+			r.pool = append(r.pool, m)
+			r.poolBytes += size
 			r.mu.Unlock()
-			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf, ReleasePool)...))
+			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(attrs(name, buf.Kind(), size, ReleasePool)...))
 			span.End()
 			return nil
 		}
@@ -214,23 +251,24 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 
 // attrs are a buffer.release span's attributes; how is the way this
 // release happened (sync, async or pool), which may differ from r.mode.
-func (r *Releaser) attrs(name string, buf Buffer, how ReleaseMode) []attribute.KeyValue {
+func attrs(name string, kind Kind, size int, how ReleaseMode) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		otelcuzk.KeyBufferName.String(name),
-		otelcuzk.KeyBufferKind.String(buf.Kind()),
-		otelcuzk.KeyBufferBytes.Int(buf.Size()),
+		otelcuzk.KeyBufferKind.String(string(kind)),
+		otelcuzk.KeyBufferBytes.Int(size),
 		otelcuzk.KeyReleaseMode.String(string(how)),
 	}
 }
 
 func (r *Releaser) free(ctx context.Context, name string, buf Buffer, how ReleaseMode) error {
-	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(r.attrs(name, buf, how)...))
+	kind, size := buf.Kind(), buf.Size()
+	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(attrs(name, kind, size, how)...))
 	defer span.End()
 	if err := buf.Free(); err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(otelcuzk.KeyErrorType.String("free"))
-		return fmt.Errorf("release %s (%s, %d bytes): %w", name, buf.Kind(), buf.Size(), err)
+		return fmt.Errorf("release %s (%s, %d bytes): %w", name, kind, size, err)
 	}
 	return nil
 }
@@ -280,7 +318,7 @@ func (r *Releaser) worker() {
 // worker frees in order), or at once after Close. A memory budget uses it
 // to count a proof's buffers until they are really gone. f must not block.
 func (r *Releaser) AfterQueued(f func()) {
-	if r.mode == ReleaseAsync && r.enqueue(releaseJob{ctx: context.Background(), after: f}) {
+	if r != nil && r.mode == ReleaseAsync && r.enqueue(releaseJob{ctx: context.Background(), after: f}) {
 		return
 	}
 	f()
@@ -288,8 +326,11 @@ func (r *Releaser) AfterQueued(f func()) {
 
 // Close frees pooled buffers, waits for pending async releases (or until
 // ctx is done) and returns any release errors. Release after Close frees
-// synchronously.
+// synchronously. Closing a nil Releaser, or twice, returns nil.
 func (r *Releaser) Close(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

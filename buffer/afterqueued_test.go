@@ -1,4 +1,4 @@
-package cudaspans
+package buffer
 
 import (
 	"context"
