@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -175,4 +176,15 @@ func orEnv(target string) string {
 		return target
 	}
 	return "the OTEL_EXPORTER_OTLP_* endpoint"
+}
+
+// buildCircuit builds the built-in circuit of --circuit at --constraints
+// (prove and setup), after the memory check: building the circuit of an
+// absurd size would itself run out of memory.
+func buildCircuit(c *cli.Context) (*circuits.Instance, error) {
+	name, n := c.String("circuit"), c.Int("constraints")
+	if err := circuits.CheckMemory(name, n); err != nil {
+		return nil, err
+	}
+	return circuits.Build(name, n)
 }

@@ -76,12 +76,7 @@ func proveAction(c *cli.Context) (err error) {
 		return err
 	}
 	name, n := c.String("circuit"), c.Int("constraints")
-	// The memory check first: building the circuit of an absurd size
-	// would itself run out of memory.
-	if err := circuits.CheckMemory(name, n); err != nil {
-		return err
-	}
-	inst, err := circuits.Build(name, n)
+	inst, err := buildCircuit(c)
 	if err != nil {
 		return err
 	}

@@ -41,12 +41,7 @@ func setupAction(c *cli.Context) error {
 		errOut = os.Stderr
 	}
 	name, n := c.String("circuit"), c.Int("constraints")
-	// The memory check first: building the circuit of an absurd size
-	// would itself run out of memory.
-	if err := circuits.CheckMemory(name, n); err != nil {
-		return err
-	}
-	in, err := circuits.Build(name, n)
+	in, err := buildCircuit(c)
 	if err != nil {
 		return err
 	}
