@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -32,7 +31,7 @@ const (
 )
 
 // ErrUnknownReleaseMode is returned by ParseReleaseMode for any other name.
-var ErrUnknownReleaseMode = errors.New("unknown release mode (want sync, async or pool)")
+var ErrUnknownReleaseMode = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "unknown release mode (want sync, async or pool)")
 
 // ParseReleaseMode maps "sync", "async" or "pool" to its mode.
 func ParseReleaseMode(s string) (ReleaseMode, error) {
@@ -265,9 +264,7 @@ func (r *Releaser) free(ctx context.Context, name string, buf Buffer, how Releas
 	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(attrs(name, kind, size, how)...))
 	defer span.End()
 	if err := buf.Free(); err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(otelcuzk.KeyErrorType.String("free"))
+		otelcuzk.SetError(span, err)
 		return fmt.Errorf("release %s (%s, %d bytes): %w", name, kind, size, err)
 	}
 	return nil
