@@ -1,218 +1,181 @@
 package hostarith
 
 import (
+	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 )
 
-// frEdges are raw limb patterns (Montgomery form) at the edges of the
-// field: 0, 1, 2, q-1, q-2, q-2^64, R mod q (= one), -one, 2^64-1, and a
-// value with every limb but the top one saturated.
-func frEdges() []fr.Element {
-	q := fr.Modulus()
-	sub := func(k *big.Int) fr.Element {
-		var v big.Int
-		v.Sub(q, k)
-		return frRaw(&v)
-	}
-	var one, mone fr.Element
-	one.SetOne()
-	mone.Neg(&one)
-	return []fr.Element{
-		{}, {1}, {2}, sub(big.NewInt(1)), sub(big.NewInt(2)),
-		sub(new(big.Int).Lsh(big.NewInt(1), 64)), one, mone,
-		{^uint64(0)}, {^uint64(0), ^uint64(0), ^uint64(0), 1},
-	}
+// The field tests run once per field, Fr and Fp, through one generic body.
+
+// element is what the tests use of gnark-crypto's fr.Element and
+// fp.Element, whose methods the two fields spell alike.
+type element[E any] interface {
+	*E
+	Add(*E, *E) *E
+	Sub(*E, *E) *E
+	Mul(*E, *E) *E
+	Square(*E) *E
+	Neg(*E) *E
+	Double(*E) *E
+	Inverse(*E) *E
+	Equal(*E) bool
+	SetOne() *E
+	SetZero() *E
+	SetBigInt(*big.Int) *E
+	BigInt(*big.Int) *big.Int
+	MustSetRandom() *E
 }
 
-func frRaw(v *big.Int) fr.Element {
-	var z fr.Element
-	words := v.Bits()
-	for i := range words {
-		z[i] = uint64(words[i])
+// field is one field under test: its modulus, the function that runs
+// ff.cuh on it (Fr or Fp), and how many random pairs a test draws (Fp, with
+// 1.5 times the limbs, half as many).
+type field[E comparable, PE element[E]] struct {
+	name    string
+	modulus *big.Int
+	run     func(op Op, z, a, b []E) error
+	nrand   int
+}
+
+var (
+	frField = field[fr.Element, *fr.Element]{"Fr", fr.Modulus(), Fr, 2000}
+	fpField = field[fp.Element, *fp.Element]{"Fp", fp.Modulus(), Fp, 1000}
+)
+
+// limbs is e's 64-bit limbs, least significant first.
+func limbs[E any](e *E) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(e)), unsafe.Sizeof(*e)/8)
+}
+
+// raw is v as raw limbs (no conversion to Montgomery form).
+func raw[E any](v *big.Int) E {
+	var z E
+	l := limbs(&z)
+	for i, w := range v.Bits() {
+		l[i] = uint64(w)
 	}
 	return z
 }
 
-func fpEdges() []fp.Element {
-	q := fp.Modulus()
-	sub := func(k *big.Int) fp.Element {
-		var v big.Int
-		v.Sub(q, k)
-		var z fp.Element
-		for i, w := range v.Bits() {
-			z[i] = uint64(w)
-		}
-		return z
+// value is e's raw limbs read as one integer.
+func value[E any](e *E) *big.Int {
+	l := limbs(e)
+	v := new(big.Int)
+	for i := len(l) - 1; i >= 0; i-- {
+		v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(l[i]))
 	}
-	var one, mone fp.Element
-	one.SetOne()
-	mone.Neg(&one)
-	return []fp.Element{
-		{}, {1}, {2}, sub(big.NewInt(1)), sub(big.NewInt(2)),
+	return v
+}
+
+// edges are raw limb patterns (Montgomery form) at the edges of the
+// field: 0, 1, 2, q-1, q-2, q-2^64, R mod q (= one), -one, 2^64-1, and a
+// value with every limb but the top one saturated (the top one 1).
+func (f field[E, PE]) edges() []E {
+	sub := func(k *big.Int) E { return raw[E](new(big.Int).Sub(f.modulus, k)) }
+	var one, mone, saturated E
+	PE(&one).SetOne()
+	PE(&mone).Neg(&one)
+	l := limbs(&saturated)
+	for i := range l {
+		l[i] = ^uint64(0)
+	}
+	l[len(l)-1] = 1
+	return []E{
+		raw[E](big.NewInt(0)), raw[E](big.NewInt(1)), raw[E](big.NewInt(2)), sub(big.NewInt(1)), sub(big.NewInt(2)),
 		sub(new(big.Int).Lsh(big.NewInt(1), 64)), one, mone,
-		{^uint64(0)}, {^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), 1},
+		raw[E](new(big.Int).SetUint64(^uint64(0))), saturated,
 	}
 }
 
-// frPairs returns every pair of edge values plus random pairs.
-func frPairs(t *testing.T, nrand int) (a, b []fr.Element) {
-	t.Helper()
-	e := frEdges()
+// pairs returns every pair of edge values plus nrand random pairs, each
+// random value also against an edge.
+func (f field[E, PE]) pairs(nrand int) (a, b []E) {
+	e := f.edges()
 	for _, x := range e {
 		for _, y := range e {
 			a, b = append(a, x), append(b, y)
 		}
 	}
 	for i := 0; i < nrand; i++ {
-		var x, y fr.Element
-		x.MustSetRandom()
-		y.MustSetRandom()
+		var x, y E
+		PE(&x).MustSetRandom()
+		PE(&y).MustSetRandom()
 		a, b = append(a, x), append(b, y)
-		// random against edges too
 		a, b = append(a, x), append(b, e[i%len(e)])
 	}
 	return a, b
 }
 
-func fpPairs(t *testing.T, nrand int) (a, b []fp.Element) {
+// check runs op over a and b and compares each result with ref's.
+func (f field[E, PE]) check(t *testing.T, name string, op Op, a, b []E, ref func(z, x, y *E)) {
 	t.Helper()
-	e := fpEdges()
-	for _, x := range e {
-		for _, y := range e {
-			a, b = append(a, x), append(b, y)
+	got := make([]E, len(a))
+	if err := f.run(op, got, a, b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		var want E
+		ref(&want, &a[i], &b[i])
+		if got[i] != want {
+			t.Fatalf("%s(%v, %v) = %v, want %v", name, a[i], b[i], got[i], want)
 		}
 	}
-	for i := 0; i < nrand; i++ {
-		var x, y fp.Element
-		x.MustSetRandom()
-		y.MustSetRandom()
-		a, b = append(a, x), append(b, y)
-		a, b = append(a, x), append(b, e[i%len(e)])
-	}
-	return a, b
 }
 
-func TestFrMatchesGnarkCrypto(t *testing.T) {
-	a, b := frPairs(t, 2000)
-	ref := map[Op]func(z, x, y *fr.Element){
-		OpAdd:     func(z, x, y *fr.Element) { z.Add(x, y) },
-		OpSub:     func(z, x, y *fr.Element) { z.Sub(x, y) },
-		OpMul:     func(z, x, y *fr.Element) { z.Mul(x, y) },
-		OpSqr:     func(z, x, _ *fr.Element) { z.Square(x) },
-		OpNeg:     func(z, x, _ *fr.Element) { z.Neg(x) },
-		OpDbl:     func(z, x, _ *fr.Element) { z.Double(x) },
-		OpInverse: func(z, x, _ *fr.Element) { z.Inverse(x) },
-		OpFromMont: func(z, x, _ *fr.Element) {
-			*z = fr.Element(x.Bits())
-		},
-		OpEq: func(z, x, y *fr.Element) {
-			*z = fr.Element{}
-			if x.Equal(y) {
-				z[0] = 1
+func TestFieldOpsMatchGnarkCrypto(t *testing.T) {
+	t.Run("Fr", func(t *testing.T) { testOps(t, frField) })
+	t.Run("Fp", func(t *testing.T) { testOps(t, fpField) })
+}
+
+func testOps[E comparable, PE element[E]](t *testing.T, f field[E, PE]) {
+	a, b := f.pairs(f.nrand)
+	ref := map[Op]func(z, x, y *E){
+		OpAdd:      func(z, x, y *E) { PE(z).Add(x, y) },
+		OpSub:      func(z, x, y *E) { PE(z).Sub(x, y) },
+		OpMul:      func(z, x, y *E) { PE(z).Mul(x, y) },
+		OpSqr:      func(z, x, _ *E) { PE(z).Square(x) },
+		OpNeg:      func(z, x, _ *E) { PE(z).Neg(x) },
+		OpDbl:      func(z, x, _ *E) { PE(z).Double(x) },
+		OpInverse:  func(z, x, _ *E) { PE(z).Inverse(x) },
+		OpFromMont: func(z, x, _ *E) { *z = raw[E](PE(x).BigInt(new(big.Int))) },
+		OpEq: func(z, x, y *E) {
+			*z = *new(E)
+			if PE(x).Equal(y) {
+				limbs(z)[0] = 1
 			}
 		},
-		OpOne:  func(z, _, _ *fr.Element) { z.SetOne() },
-		OpZero: func(z, _, _ *fr.Element) { z.SetZero() },
+		OpOne:  func(z, _, _ *E) { PE(z).SetOne() },
+		OpZero: func(z, _, _ *E) { PE(z).SetZero() },
 	}
-	got := make([]fr.Element, len(a))
-	for op, f := range ref {
-		if err := Fr(op, got, a, b); err != nil {
-			t.Fatal(err)
-		}
-		for i := range a {
-			var want fr.Element
-			f(&want, &a[i], &b[i])
-			if got[i] != want {
-				t.Fatalf("op %d on %v, %v: got %v, want %v", op, a[i], b[i], got[i], want)
-			}
-		}
+	for op, r := range ref {
+		f.check(t, fmt.Sprintf("op %d", op), op, a, b, r)
 	}
 	// Equality must also see equal values as equal.
-	if err := Fr(OpEq, got, a, a); err != nil {
+	got := make([]E, len(a))
+	if err := f.run(OpEq, got, a, a); err != nil {
 		t.Fatal(err)
 	}
 	for i := range got {
-		if got[i][0] != 1 {
+		if limbs(&got[i])[0] != 1 {
 			t.Fatalf("eq(%v, itself) = false", a[i])
 		}
 	}
 }
 
-func TestFrToMontMatchesSetBigInt(t *testing.T) {
-	a, _ := frPairs(t, 500)
-	got := make([]fr.Element, len(a))
-	if err := Fr(OpToMont, got, a, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range a {
-		// a[i] read as canonical limbs; SetBigInt puts it in Montgomery form.
-		var v big.Int
-		v.SetBits(nil)
-		for j := len(a[i]) - 1; j >= 0; j-- {
-			v.Lsh(&v, 64)
-			v.Or(&v, new(big.Int).SetUint64(a[i][j]))
-		}
-		var want fr.Element
-		want.SetBigInt(&v)
-		if got[i] != want {
-			t.Fatalf("to_mont(%v) = %v, want %v", a[i], got[i], want)
-		}
-	}
+func TestToMontMatchesSetBigInt(t *testing.T) {
+	t.Run("Fr", func(t *testing.T) { testToMont(t, frField) })
+	t.Run("Fp", func(t *testing.T) { testToMont(t, fpField) })
 }
 
-func TestFpMatchesGnarkCrypto(t *testing.T) {
-	a, b := fpPairs(t, 1000)
-	ref := map[Op]func(z, x, y *fp.Element){
-		OpAdd:      func(z, x, y *fp.Element) { z.Add(x, y) },
-		OpSub:      func(z, x, y *fp.Element) { z.Sub(x, y) },
-		OpMul:      func(z, x, y *fp.Element) { z.Mul(x, y) },
-		OpSqr:      func(z, x, _ *fp.Element) { z.Square(x) },
-		OpNeg:      func(z, x, _ *fp.Element) { z.Neg(x) },
-		OpDbl:      func(z, x, _ *fp.Element) { z.Double(x) },
-		OpInverse:  func(z, x, _ *fp.Element) { z.Inverse(x) },
-		OpFromMont: func(z, x, _ *fp.Element) { *z = fp.Element(x.Bits()) },
-		OpEq: func(z, x, y *fp.Element) {
-			*z = fp.Element{}
-			if x.Equal(y) {
-				z[0] = 1
-			}
-		},
-		OpOne: func(z, _, _ *fp.Element) { z.SetOne() },
-	}
-	got := make([]fp.Element, len(a))
-	for op, f := range ref {
-		if err := Fp(op, got, a, b); err != nil {
-			t.Fatal(err)
-		}
-		for i := range a {
-			var want fp.Element
-			f(&want, &a[i], &b[i])
-			if got[i] != want {
-				t.Fatalf("op %d on %v, %v: got %v, want %v", op, a[i], b[i], got[i], want)
-			}
-		}
-	}
-	// to_mont(x) read as canonical x.
-	if err := Fp(OpToMont, got, a, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range a {
-		var v big.Int
-		for j := len(a[i]) - 1; j >= 0; j-- {
-			v.Lsh(&v, 64)
-			v.Or(&v, new(big.Int).SetUint64(a[i][j]))
-		}
-		var want fp.Element
-		want.SetBigInt(&v)
-		if got[i] != want {
-			t.Fatalf("to_mont(%v) = %v, want %v", a[i], got[i], want)
-		}
-	}
+// to_mont(x) of x's raw limbs is SetBigInt(x).
+func testToMont[E comparable, PE element[E]](t *testing.T, f field[E, PE]) {
+	a, _ := f.pairs(f.nrand)
+	f.check(t, "to_mont", OpToMont, a, a, func(z, x, _ *E) { PE(z).SetBigInt(value(x)) })
 }
 
 func TestFrPowMatchesExp(t *testing.T) {

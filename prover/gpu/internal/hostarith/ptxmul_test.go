@@ -4,7 +4,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -62,88 +61,45 @@ func TestPTXAddSubMatchGnarkCrypto(t *testing.T) {
 	t.Run("sub_ptx", func(t *testing.T) { testPTXOp(t, "sub_ptx", OpSubPTX, true, (*fr.Element).Sub, (*fp.Element).Sub) })
 }
 
-// testPTXOp checks op against gnark-crypto's frOp and fpOp; reducedOnly
-// drops the pairs with an input at or above q (nearQ's 200-bit k are
-// drawn as four words and may exceed q): add and sub, on the device as in
-// gnark-crypto, take reduced inputs only.
+// testPTXOp checks op against gnark-crypto's frOp and fpOp on both fields.
 func testPTXOp(t *testing.T, name string, op Op, reducedOnly bool,
 	frOp func(z, a, b *fr.Element) *fr.Element, fpOp func(z, a, b *fp.Element) *fp.Element) {
 	r := rand.New(rand.NewPCG(3, 4))
-	t.Run("Fr", func(t *testing.T) {
-		a, b := frPairs(t, 20000)
-		for _, v := range nearQ(fr.Modulus(), r) {
-			x := frRaw(v)
-			var y fr.Element
-			y.MustSetRandom()
-			a, b = append(a, x, x, x), append(b, x, y, frEdges()[3])
-		}
-		for i := 0; i < 2000; i++ { // squares
-			var x fr.Element
-			x.MustSetRandom()
-			a, b = append(a, x), append(b, x)
-		}
-		if reducedOnly {
-			a, b = keepReduced(a, b, fr.Modulus())
-		}
-		got := make([]fr.Element, len(a))
-		if err := Fr(op, got, a, b); err != nil {
-			t.Fatal(err)
-		}
-		for i := range a {
-			var want fr.Element
-			frOp(&want, &a[i], &b[i])
-			if got[i] != want {
-				t.Fatalf("%s(%v, %v) = %v, want %v", name, a[i], b[i], got[i], want)
-			}
-		}
-		t.Logf("%s: %d Fr results match", name, len(a))
-	})
-	t.Run("Fp", func(t *testing.T) {
-		a, b := fpPairs(t, 10000)
-		for _, v := range nearQ(fp.Modulus(), r) {
-			var x fp.Element
-			for i, w := range v.Bits() {
-				x[i] = uint64(w)
-			}
-			var y fp.Element
-			y.MustSetRandom()
-			a, b = append(a, x, x, x), append(b, x, y, fpEdges()[3])
-		}
-		for i := 0; i < 1000; i++ {
-			var x fp.Element
-			x.MustSetRandom()
-			a, b = append(a, x), append(b, x)
-		}
-		if reducedOnly {
-			a, b = keepReduced(a, b, fp.Modulus())
-		}
-		got := make([]fp.Element, len(a))
-		if err := Fp(op, got, a, b); err != nil {
-			t.Fatal(err)
-		}
-		for i := range a {
-			var want fp.Element
-			fpOp(&want, &a[i], &b[i])
-			if got[i] != want {
-				t.Fatalf("%s(%v, %v) = %v, want %v", name, a[i], b[i], got[i], want)
-			}
-		}
-		t.Logf("%s: %d Fp results match", name, len(a))
-	})
+	t.Run("Fr", func(t *testing.T) { testPTXField(t, frField, r, name, op, reducedOnly, frOp) })
+	t.Run("Fp", func(t *testing.T) { testPTXField(t, fpField, r, name, op, reducedOnly, fpOp) })
+}
+
+// testPTXField checks op on f against ref over f's edge and random pairs
+// (ten times the field's count), each value just below q against itself,
+// a random value and q−1, and squares; reducedOnly drops the pairs with an
+// input at or above q (nearQ's 200-bit k are drawn as four words and may
+// exceed q): add and sub, on the device as in gnark-crypto, take reduced
+// inputs only.
+func testPTXField[E comparable, PE element[E]](t *testing.T, f field[E, PE], r *rand.Rand, name string, op Op, reducedOnly bool, ref func(z, a, b *E) *E) {
+	a, b := f.pairs(10 * f.nrand)
+	qm1 := f.edges()[3]
+	for _, v := range nearQ(f.modulus, r) {
+		x := raw[E](v)
+		var y E
+		PE(&y).MustSetRandom()
+		a, b = append(a, x, x, x), append(b, x, y, qm1)
+	}
+	for i := 0; i < f.nrand; i++ { // squares
+		var x E
+		PE(&x).MustSetRandom()
+		a, b = append(a, x), append(b, x)
+	}
+	if reducedOnly {
+		a, b = keepReduced(a, b, f.modulus)
+	}
+	f.check(t, name, op, a, b, func(z, x, y *E) { ref(z, x, y) })
+	t.Logf("%s: %d %s results match", name, len(a), f.name)
 }
 
 // keepReduced returns the pairs whose both elements (raw limbs) are below q.
-func keepReduced[E fr.Element | fp.Element](a, b []E, q *big.Int) (ra, rb []E) {
-	below := func(e *E) bool {
-		limbs := unsafe.Slice((*uint64)(unsafe.Pointer(e)), unsafe.Sizeof(*e)/8)
-		v := new(big.Int)
-		for i := len(limbs) - 1; i >= 0; i-- {
-			v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(limbs[i]))
-		}
-		return v.Cmp(q) < 0
-	}
+func keepReduced[E any](a, b []E, q *big.Int) (ra, rb []E) {
 	for i := range a {
-		if below(&a[i]) && below(&b[i]) {
+		if value(&a[i]).Cmp(q) < 0 && value(&b[i]).Cmp(q) < 0 {
 			ra, rb = append(ra, a[i]), append(rb, b[i])
 		}
 	}
