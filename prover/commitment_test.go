@@ -115,25 +115,9 @@ func TestTamperedCommitmentPokOrPublicInputIsRejected(t *testing.T) {
 
 func TestCommitmentProofIsFixedByTheRandomness(t *testing.T) {
 	f := commitmenttest.Setup(t, "multicommit")
-	var r, s fr.Element
-	r.SetUint64(7)
-	s.SetUint64(11)
-	ser := func(opts ...Option) []byte {
-		p := proveCommit(t, f, opts...)
-		if err := groth16.Verify(p, f.VK, f.Public); err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		p.WriteTo(&b)
-		return b.Bytes()
-	}
-	p1, p2 := ser(WithRandomness(r, s)), ser(WithRandomness(r, s))
-	if !bytes.Equal(p1, p2) {
-		t.Error("same r, s gave different proofs (commitment masks not fixed)")
-	}
-	if p3 := ser(); bytes.Equal(p1, p3) {
-		t.Error("random r, s gave the fixed-randomness proof")
-	}
+	requireFixedByRandomness(t, " (commitment masks not fixed)", f.VK, f.Public, func(opts ...Option) groth16.Proof {
+		return proveCommit(t, f, opts...)
+	})
 }
 
 // TestCommitmentKeyReadBackThroughDumpProves: the key cache stores keys
