@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,12 +80,6 @@ func startCollector(t *testing.T, name, config string, env ...string) *collector
 	addrs := freeLoopbackAddrs(t, 3)
 	c := &collectorInstance{OTLPGRPC: addrs[0], OTLPHTTP: addrs[1], Metrics: addrs[2]}
 	cmd := exec.Command(bin, "--config", config)
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
 	metricsHost, metricsPort, _ := net.SplitHostPort(c.Metrics)
 	cmd.Env = append(append(os.Environ(),
 		"OTELCOL_OTLP_GRPC_LISTEN="+c.OTLPGRPC,
@@ -94,25 +87,9 @@ func startCollector(t *testing.T, name, config string, env ...string) *collector
 		"OTELCOL_METRICS_HOST="+metricsHost,
 		"OTELCOL_METRICS_PORT="+metricsPort,
 	), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("collector %s log:\n%s", name, tail(b, 4096))
-		}
-	})
-	err = waitFor(context.Background(), 30*time.Second, func() error {
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	done := startLogged(t, cmd, "collector "+name, logPath)
+	err := waitFor(context.Background(), 30*time.Second, func() error {
 		select {
 		case err := <-done:
 			done <- err

@@ -103,11 +103,17 @@ func TestTraceHTMLRendersEverySpanInChromium(t *testing.T) {
 		t.Error("no summary row for e2e.gap")
 	}
 
-	shot := filepath.Join(dir, "trace.png")
-	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=1400,600", "--hide-scrollbars"}, page)
-	st, err := os.Stat(shot)
-	if err != nil || st.Size() < 5000 {
-		t.Fatalf("screenshot %s: %v (size %d)", shot, err, st.Size())
+	screenshot(t, browser, page, filepath.Join(dir, "trace.png"), "1400,600")
+}
+
+// screenshot renders page in headless Chromium in a window of size ("W,H")
+// into the PNG shot, which must hold more than a blank page (5 kB), and
+// copies both into $OTELCUZK_E2E_KEEP when it is set.
+func screenshot(t *testing.T, browser, page, shot, size string) {
+	t.Helper()
+	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=" + size, "--hide-scrollbars"}, page)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
 	}
 	if keep := os.Getenv("OTELCUZK_E2E_KEEP"); keep != "" {
 		os.MkdirAll(keep, 0o755)
@@ -201,19 +207,7 @@ func TestTraceDiffHTMLMarksMovedSpansInChromium(t *testing.T) {
 	if !strings.Contains(dom, "<li>pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms</li>") {
 		t.Error("the verdict is not listed")
 	}
-	shot := filepath.Join(dir, "diff.png")
-	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=1600,500", "--hide-scrollbars"}, page)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
-		t.Fatalf("screenshot %s: %v", shot, err)
-	}
-	if keep := os.Getenv("OTELCUZK_E2E_KEEP"); keep != "" {
-		os.MkdirAll(keep, 0o755)
-		for _, f := range []string{page, shot} {
-			if b, err := os.ReadFile(f); err == nil {
-				os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
-			}
-		}
-	}
+	screenshot(t, browser, page, filepath.Join(dir, "diff.png"), "1600,500")
 }
 
 // TestTraceTimelineHTMLDrawsEveryJobInChromium: `cuzk trace FILE
@@ -255,17 +249,5 @@ func TestTraceTimelineHTMLDrawsEveryJobInChromium(t *testing.T) {
 	if !regexp.MustCompile(`<tr data-stage="pipeline.synthesize">.*?<td class="num max">2</td>`).MatchString(dom) {
 		t.Error("the stage table does not show two syntheses at once")
 	}
-	shot := filepath.Join(dir, "timeline.png")
-	chromium(t, browser, []string{"--screenshot=" + shot, "--window-size=1400,400", "--hide-scrollbars"}, page)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
-		t.Fatalf("screenshot %s: %v", shot, err)
-	}
-	if keep := os.Getenv("OTELCUZK_E2E_KEEP"); keep != "" {
-		os.MkdirAll(keep, 0o755)
-		for _, f := range []string{page, shot} {
-			if b, err := os.ReadFile(f); err == nil {
-				os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
-			}
-		}
-	}
+	screenshot(t, browser, page, filepath.Join(dir, "timeline.png"), "1400,400")
 }

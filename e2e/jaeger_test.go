@@ -263,6 +263,39 @@ func (j *jaegerInstance) otlpEnv(protocol, service string) []string {
 	}
 }
 
+// startLogged starts cmd with its output in a new file at logPath and stops
+// it when the test ends (SIGTERM, then SIGKILL after 10 s), logging the
+// log's tail as what's when the test failed. The process's exit arrives on
+// the channel (put it back after a look: the cleanup waits on it too).
+func startLogged(t *testing.T, cmd *exec.Cmd, what, logPath string) chan error {
+	t.Helper()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s log:\n%s", what, tail(b, 4096))
+		}
+	})
+	return done
+}
+
 func tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -85,33 +84,10 @@ func startPrometheus(t *testing.T, scrapeConfigs string) *prometheusInstance {
 		t.Fatal(err)
 	}
 	p := &prometheusInstance{Addr: freeLoopbackAddrs(t, 1)[0]}
-	logPath := filepath.Join(dir, "prometheus.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+p.Addr)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("prometheus log:\n%s", tail(b, 4096))
-		}
-	})
-	err = waitFor(context.Background(), 60*time.Second, func() error {
+	done := startLogged(t, cmd, "prometheus", filepath.Join(dir, "prometheus.log"))
+	err := waitFor(context.Background(), 60*time.Second, func() error {
 		select {
 		case err := <-done:
 			done <- err
