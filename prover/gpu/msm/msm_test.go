@@ -28,61 +28,53 @@ import (
 func TestMSMWindowCombinationMatchesGnark(t *testing.T) {
 	// Window sums as XYZZ with random Z, combined by Horner, against
 	// Σ 2^(c·w)·S_w computed with gnark's scalar multiplication.
-	const c, nwin = 13, 20
-	g, _, _, _ := curve.Generators()
-	ws := make([]msmXYZZ, nwin)
-	var want curve.G1Jac
-	for w := range ws {
-		var s fr.Element
-		s.SetRandom()
-		var p curve.G1Jac
-		p.ScalarMultiplication(&g, s.BigInt(new(big.Int)))
-		if w == 3 { // one empty window
-			p = curve.G1Jac{}
-			p.X.SetOne()
-			p.Y.SetOne()
-		}
-		ws[w] = msmXYZZFromJac(&p)
-		var term curve.G1Jac
-		term.ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
-		want.AddAssign(&term)
-	}
-	got := combineWindows[curve.G1Jac, *curve.G1Jac](ws, c)
-	if !got.Equal(&want) {
-		t.Fatalf("combined windows = %s, want %s", got.String(), want.String())
-	}
+	g1, g2, _, _ := curve.Generators()
+	t.Run("G1", func(t *testing.T) {
+		testWindowCombination(t, 13, 20, 3, g1, func(p *curve.G1Jac) msmXYZZ {
+			var r msmXYZZ
+			r.X, r.Y, r.ZZ, r.ZZZ = rescaledXYZZ(&p.X, &p.Y, &p.Z, msmRandFp())
+			return r
+		})
+	})
+	t.Run("G2", func(t *testing.T) {
+		testWindowCombination(t, 11, 24, 5, g2, func(p *curve.G2Jac) msmXYZZ2 {
+			var r msmXYZZ2
+			r.X, r.Y, r.ZZ, r.ZZZ = rescaledXYZZ(&p.X, &p.Y, &p.Z, curve.E2{A0: msmRandFp(), A1: msmRandFp()})
+			return r
+		})
+	})
 }
 
-func TestMSMWindowCombinationMatchesGnarkG2(t *testing.T) {
-	const c, nwin = 11, 24
-	_, g, _, _ := curve.Generators()
-	ws := make([]msmXYZZ2, nwin)
-	want := infinity[curve.G2Jac, msmXYZZ2]()
+// testJacobian is what the window test uses of gnark's Jacobian points.
+type testJacobian[J any] interface {
+	jacobian[J]
+	ScalarMultiplication(*J, *big.Int) *J
+	Equal(*J) bool
+	String() string
+}
+
+// testWindowCombination combines nwin window sums of c bits (window empty
+// at infinity), each a random multiple of g as XYZZ (fromXYZZ), and
+// compares with gnark.
+func testWindowCombination[J any, PJ testJacobian[J], X windowSum[J]](t *testing.T, c, nwin, empty int, g J, fromJac func(*J) X) {
+	ws := make([]X, nwin)
+	want := infinity[J, X]()
 	for w := range ws {
 		var s fr.Element
 		s.SetRandom()
-		var p curve.G2Jac
-		p.ScalarMultiplication(&g, s.BigInt(new(big.Int)))
-		if w == 5 { // one empty window
-			p = infinity[curve.G2Jac, msmXYZZ2]()
+		var p J
+		PJ(&p).ScalarMultiplication(&g, s.BigInt(new(big.Int)))
+		if w == empty {
+			p = infinity[J, X]()
 		}
-		// XYZZ with a random rescaling λ ∈ Fp2: (X·λ², Y·λ³, (Zλ)², (Zλ)³).
-		var l, l2, l3, z curve.E2
-		l.A0, l.A1 = msmRandFp(), msmRandFp()
-		l2.Square(&l)
-		l3.Mul(&l2, &l)
-		ws[w].X.Mul(&p.X, &l2)
-		ws[w].Y.Mul(&p.Y, &l3)
-		z.Mul(&p.Z, &l)
-		ws[w].ZZ.Square(&z)
-		ws[w].ZZZ.Mul(&ws[w].ZZ, &z)
-		var term curve.G2Jac
-		term.ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
-		want.AddAssign(&term)
+		ws[w] = fromJac(&p)
+		var term J
+		PJ(&term).ScalarMultiplication(&p, new(big.Int).Lsh(big.NewInt(1), uint(c*w)))
+		PJ(&want).AddAssign(&term)
 	}
-	got := combineWindows[curve.G2Jac, *curve.G2Jac](ws, c)
-	if !got.Equal(&want) {
-		t.Fatalf("combined windows = %s, want %s", got.String(), want.String())
+	got := combineWindows[J, PJ](ws, c)
+	if !PJ(&got).Equal(&want) {
+		t.Fatalf("combined windows = %s, want %s", PJ(&got).String(), PJ(&want).String())
 	}
 }
 
@@ -92,20 +84,25 @@ func msmRandFp() fp.Element {
 	return x
 }
 
-// msmXYZZFromJac returns p as XYZZ with a random rescaling λ (X·λ², Y·λ³,
-// ZZ = (Zλ)², ZZZ = (Zλ)³).
-func msmXYZZFromJac(p *curve.G1Jac) msmXYZZ {
-	var r msmXYZZ
-	var l, l2, l3 = msmRandFp(), msmRandFp(), msmRandFp()
-	l2.Square(&l)
-	l3.Mul(&l2, &l)
-	r.X.Mul(&p.X, &l2)
-	r.Y.Mul(&p.Y, &l3)
-	var z = p.Z
-	z.Mul(&z, &l)
-	r.ZZ.Square(&z)
-	r.ZZZ.Mul(&r.ZZ, &z)
-	return r
+// fieldOps is what rescaledXYZZ uses of gnark's Fp and Fp2 elements.
+type fieldOps[F any] interface {
+	*F
+	Square(*F) *F
+	Mul(*F, *F) *F
+}
+
+// rescaledXYZZ returns the Jacobian point (x, y, z) as XYZZ rescaled by l:
+// (x·l², y·l³, (z·l)², (z·l)³).
+func rescaledXYZZ[F any, PF fieldOps[F]](x, y, z *F, l F) (X, Y, ZZ, ZZZ F) {
+	var l2, l3, zl F
+	PF(&l2).Square(&l)
+	PF(&l3).Mul(&l2, &l)
+	PF(&X).Mul(x, &l2)
+	PF(&Y).Mul(y, &l3)
+	PF(&zl).Mul(z, &l)
+	PF(&ZZ).Square(&zl)
+	PF(&ZZZ).Mul(&ZZ, &zl)
+	return X, Y, ZZ, ZZZ
 }
 
 func TestMSMPlanLayoutIsDisjointAndAligned(t *testing.T) {
@@ -202,24 +199,31 @@ func openMSMGPU(t testing.TB) *msmFixture {
 	return &msmGPUFix
 }
 
-var (
-	msmRandBasesOnce sync.Once
-	msmRandBases     []curve.G1Affine
-)
-
 // msmTestBases returns n random points of G1 (a prefix of one random set of
 // 2^22, made once with gnark's batch scalar multiplication).
-func msmTestBases(t testing.TB, n int) []curve.G1Affine {
-	msmRandBasesOnce.Do(func() {
-		_, _, g, _ := curve.Generators()
-		msmRandBases = curve.BatchScalarMultiplicationG1(&g, msmRandScalars(1<<22))
-	})
-	if n <= len(msmRandBases) {
-		return msmRandBases[:n]
+func msmTestBases(t testing.TB, n int) []curve.G1Affine { return g1Bases.first(n) }
+
+var g1Bases = &baseSet[curve.G1Affine]{gen: func() []curve.G1Affine {
+	_, _, g, _ := curve.Generators()
+	return curve.BatchScalarMultiplicationG1(&g, msmRandScalars(1<<22))
+}}
+
+// baseSet is a set of test bases made once, on first use, by gen.
+type baseSet[A any] struct {
+	once   sync.Once
+	points []A
+	gen    func() []A
+}
+
+// first returns the first n points of the set, repeated past its length.
+func (b *baseSet[A]) first(n int) []A {
+	b.once.Do(func() { b.points = b.gen() })
+	if n <= len(b.points) {
+		return b.points[:n]
 	}
-	out := make([]curve.G1Affine, n)
+	out := make([]A, n)
 	for i := range out {
-		out[i] = msmRandBases[i%len(msmRandBases)]
+		out[i] = b.points[i%len(b.points)]
 	}
 	return out
 }
@@ -241,10 +245,52 @@ func msmRandScalars(n int) []fr.Element {
 	return s
 }
 
-func gnarkMSM(t testing.TB, bases []curve.G1Affine, scalars []fr.Element) curve.G1Jac {
+// multiExp is what the GPU tests use of gnark's Jacobian points (*G1Jac,
+// *G2Jac): the reference MSM and the comparison.
+type multiExp[J, A any] interface {
+	*J
+	MultiExp([]A, []fr.Element, ecc.MultiExpConfig) (*J, error)
+	Equal(*J) bool
+	String() string
+}
+
+// testGroup is one group under test: its name in messages and set ids, how
+// its bases are preloaded and how the device MSM runs over them.
+type testGroup[A, J any, PJ multiExp[J, A]] struct {
+	name    string
+	preload func(f *msmFixture, set prover.BaseSet[A]) (*ResidentBases, error)
+	run     func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (J, error)
+	host    func(m *MSM, f *msmFixture, bases []A, scalars []fr.Element) (J, error)
+}
+
+var (
+	msmG1 = testGroup[curve.G1Affine, curve.G1Jac, *curve.G1Jac]{name: "G1",
+		preload: func(f *msmFixture, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
+			return f.bases.PreloadG1(f.ctx, f.stream, set)
+		},
+		run: func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
+			return m.G1(f.ctx, "", f.stream, rb, scalars)
+		},
+		host: func(m *MSM, f *msmFixture, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
+			return m.G1Host(f.ctx, "", f.stream, bases, scalars)
+		}}
+	msmG2 = testGroup[curve.G2Affine, curve.G2Jac, *curve.G2Jac]{name: "G2",
+		preload: func(f *msmFixture, set prover.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
+			return f.bases.PreloadG2(f.ctx, f.stream, set)
+		},
+		run: func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
+			return m.G2(f.ctx, "", f.stream, rb, scalars)
+		},
+		host: func(m *MSM, f *msmFixture, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
+			return m.G2Host(f.ctx, "", f.stream, bases, scalars)
+		}}
+)
+
+// gnark is gnark-crypto's MultiExp of bases and scalars.
+func (g testGroup[A, J, PJ]) gnark(t testing.TB, bases []A, scalars []fr.Element) J {
 	t.Helper()
-	var r curve.G1Jac
-	if _, err := r.MultiExp(bases, scalars, ecc.MultiExpConfig{}); err != nil {
+	var r J
+	if _, err := PJ(&r).MultiExp(bases, scalars, ecc.MultiExpConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -252,10 +298,12 @@ func gnarkMSM(t testing.TB, bases []curve.G1Affine, scalars []fr.Element) curve.
 
 var msmSetSeq int
 
-func msmPreload(t testing.TB, f *msmFixture, bases []curve.G1Affine) *ResidentBases {
+// preloadSet makes bases a resident set under a fresh id, evicted when the
+// test ends.
+func (g testGroup[A, J, PJ]) preloadSet(t testing.TB, f *msmFixture, bases []A) *ResidentBases {
 	t.Helper()
 	msmSetSeq++
-	rb, err := f.bases.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: fmt.Sprintf("test-%d", msmSetSeq), Points: bases})
+	rb, err := g.preload(f, prover.BaseSet[A]{ID: fmt.Sprintf("test-%s-%d", g.name, msmSetSeq), Points: bases})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,62 +315,59 @@ func msmPreload(t testing.TB, f *msmFixture, bases []curve.G1Affine) *ResidentBa
 	return rb
 }
 
-func checkMSMAgainstGnark(t *testing.T, f *msmFixture, name string, bases []curve.G1Affine, scalars []fr.Element) {
+// check runs the device MSM of scalars over bases (preloaded) against gnark.
+func (g testGroup[A, J, PJ]) check(t *testing.T, f *msmFixture, name string, bases []A, scalars []fr.Element) {
 	t.Helper()
-	rb := msmPreload(t, f, bases)
-	got, err := f.msm.G1(f.ctx, "", f.stream, rb, scalars)
+	rb := g.preloadSet(t, f, bases)
+	got, err := g.run(f.msm, f, rb, scalars)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	want := gnarkMSM(t, bases, scalars)
-	if !got.Equal(&want) {
-		t.Fatalf("%s: GPU MSM = %s, gnark MultiExp = %s", name, got.String(), want.String())
+	want := g.gnark(t, bases, scalars)
+	if !PJ(&got).Equal(&want) {
+		t.Fatalf("%s: GPU %s MSM = %s, gnark MultiExp = %s", name, g.name, PJ(&got).String(), PJ(&want).String())
 	}
 }
 
-func TestMSMG1GPUMatchesGnarkOnRandomInputs(t *testing.T) {
-	f := openMSMGPU(t)
-	for _, lg := range []int{10, 16, 20, 22} {
-		n := 1 << lg
-		checkMSMAgainstGnark(t, f, fmt.Sprintf("2^%d", lg), msmTestBases(t, n), msmRandScalars(n))
-	}
-}
-
-func TestMSMG1GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
-	f := openMSMGPU(t)
+// checkEdgeInputs checks g's device MSM against gnark on edge inputs: size
+// 1 with scalar 0, 1 and r−1 and a base at infinity, P + P, P + (−P), and
+// a mix of these; every scalar r−1 on one repeated base at the heavy sizes
+// (all points in one bucket per window: the heavy-bucket path, segments
+// merged pairwise); and at the mixed sizes, which are not powers of two,
+// random scalars and bases with zeros, ones, r−1, infinity, repeated bases
+// and opposite pairs mixed in.
+func checkEdgeInputs[A, J any, PJ multiExp[J, A], PA interface {
+	*A
+	Neg(*A) *A
+}](t *testing.T, f *msmFixture, g testGroup[A, J, PJ], bases func(testing.TB, int) []A, heavy, mixed []int) {
+	t.Helper()
 	var one, rm1 fr.Element
 	one.SetOne()
 	rm1.Neg(&one) // r − 1
-	b := msmTestBases(t, 8)
+	b := bases(t, 8)
 	p, q := b[0], b[1]
-	var negP curve.G1Affine
-	negP.Neg(&p)
-	inf := curve.G1Affine{}
+	var negP, inf A
+	PA(&negP).Neg(&p)
 
-	checkMSMAgainstGnark(t, f, "size 1, scalar 0", []curve.G1Affine{p}, []fr.Element{{}})
-	checkMSMAgainstGnark(t, f, "size 1, scalar 1", []curve.G1Affine{p}, []fr.Element{one})
-	checkMSMAgainstGnark(t, f, "size 1, scalar r-1", []curve.G1Affine{p}, []fr.Element{rm1})
-	checkMSMAgainstGnark(t, f, "size 1, base at infinity", []curve.G1Affine{inf}, []fr.Element{rm1})
-	checkMSMAgainstGnark(t, f, "P + P", []curve.G1Affine{p, p}, []fr.Element{one, one})
-	checkMSMAgainstGnark(t, f, "P + (-P)", []curve.G1Affine{p, negP}, []fr.Element{one, one})
-	checkMSMAgainstGnark(t, f, "mixed", []curve.G1Affine{q, p, p, inf, negP}, []fr.Element{{}, one, rm1, one, rm1})
+	g.check(t, f, "size 1, scalar 0", []A{p}, []fr.Element{{}})
+	g.check(t, f, "size 1, scalar 1", []A{p}, []fr.Element{one})
+	g.check(t, f, "size 1, scalar r-1", []A{p}, []fr.Element{rm1})
+	g.check(t, f, "size 1, base at infinity", []A{inf}, []fr.Element{rm1})
+	g.check(t, f, "P + P", []A{p, p}, []fr.Element{one, one})
+	g.check(t, f, "P + (-P)", []A{p, negP}, []fr.Element{one, one})
+	g.check(t, f, "mixed", []A{q, p, p, inf, negP}, []fr.Element{{}, one, rm1, one, rm1})
 
-	// Every scalar r−1 on one repeated base: all points in one bucket per
-	// window (the heavy-bucket path, segments merged pairwise).
-	for _, n := range []int{5000, 1<<16 + 1} {
+	for _, n := range heavy {
 		s := make([]fr.Element, n)
-		bs := make([]curve.G1Affine, n)
+		bs := make([]A, n)
 		for i := range s {
 			s[i], bs[i] = rm1, p
 		}
-		checkMSMAgainstGnark(t, f, fmt.Sprintf("heavy bucket %d", n), bs, s)
+		g.check(t, f, fmt.Sprintf("heavy bucket %d", n), bs, s)
 	}
-
-	// Sizes that are not powers of two, with zeros, ones, r−1, infinity,
-	// repeated bases and opposite pairs mixed in.
-	for _, n := range []int{3, 1000, 65537, 300001} {
+	for _, n := range mixed {
 		s := msmRandScalars(n)
-		bs := append([]curve.G1Affine(nil), msmTestBases(t, n)...)
+		bs := append([]A(nil), bases(t, n)...)
 		for i := range s {
 			switch i % 10 {
 			case 1:
@@ -336,69 +381,88 @@ func TestMSMG1GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
 			case 5:
 				bs[i] = bs[i-5]
 			case 6:
-				bs[i].Neg(&bs[i-6])
+				PA(&bs[i]).Neg(&bs[i-6])
 				s[i] = s[i-6]
 			}
 		}
-		checkMSMAgainstGnark(t, f, fmt.Sprintf("mixed %d", n), bs, s)
+		g.check(t, f, fmt.Sprintf("mixed %d", n), bs, s)
 	}
+}
+
+func TestMSMG1GPUMatchesGnarkOnRandomInputs(t *testing.T) {
+	f := openMSMGPU(t)
+	for _, lg := range []int{10, 16, 20, 22} {
+		n := 1 << lg
+		msmG1.check(t, f, fmt.Sprintf("2^%d", lg), msmTestBases(t, n), msmRandScalars(n))
+	}
+}
+
+func TestMSMG1GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
+	f := openMSMGPU(t)
+	checkEdgeInputs(t, f, msmG1, msmTestBases, []int{5000, 1<<16 + 1}, []int{3, 1000, 65537, 300001})
 	// Fewer scalars than bases: the prefix.
 	bs := msmTestBases(t, 5000)
-	rb := msmPreload(t, f, bs)
+	rb := msmG1.preloadSet(t, f, bs)
 	s := msmRandScalars(3000)
 	got, err := f.msm.G1(f.ctx, "", f.stream, rb, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gnarkMSM(t, bs[:3000], s)
+	want := msmG1.gnark(t, bs[:3000], s)
 	if !got.Equal(&want) {
 		t.Fatal("prefix MSM differs from gnark")
 	}
 }
 
 func TestMSMG1GPUChunkedAndHostBasesMatchGnark(t *testing.T) {
-	f := openMSMGPU(t)
+	checkChunkedHostAndWindows(t, openMSMGPU(t), msmG1, msmTestBases, 3*(1<<12)+77, []int{8, 13, 16, 18})
+}
+
+// checkChunkedHostAndWindows checks g's MSM of n points against gnark: in
+// chunks of 2^12 over resident and over host bases, at each window size of
+// windows, and over a prefix of the resident set.
+func checkChunkedHostAndWindows[A, J any, PJ multiExp[J, A]](t *testing.T, f *msmFixture, g testGroup[A, J, PJ], bases func(testing.TB, int) []A, n int, windows []int) {
+	t.Helper()
 	chunked, err := New(f.ctx, f.c, WithMaxChunk(1<<12))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 3*(1<<12) + 77
-	bases, scalars := msmTestBases(t, n), msmRandScalars(n)
-	want := gnarkMSM(t, bases, scalars)
-	rb := msmPreload(t, f, bases)
-	got, err := chunked.G1(f.ctx, "", f.stream, rb, scalars)
-	if err != nil {
-		t.Fatal(err)
+	defer chunked.Close()
+	points, scalars := bases(t, n), msmRandScalars(n)
+	want := g.gnark(t, points, scalars)
+	rb := g.preloadSet(t, f, points)
+	same := func(what string, got J, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !PJ(&got).Equal(&want) {
+			t.Fatalf("%s %s MSM differs from gnark", what, g.name)
+		}
 	}
-	if !got.Equal(&want) {
-		t.Fatal("chunked MSM differs from gnark")
-	}
-	got, err = chunked.G1Host(f.ctx, "", f.stream, bases, scalars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !got.Equal(&want) {
-		t.Fatal("chunked MSM over host bases differs from gnark")
-	}
-	for _, c := range []int{8, 13, 16, 18} {
+	got, err := g.run(chunked, f, rb, scalars)
+	same("chunked", got, err)
+	got, err = g.host(chunked, f, points, scalars)
+	same("chunked, over host bases,", got, err)
+	for _, c := range windows {
 		m, err := New(f.ctx, f.c, WithWindowBits(c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := m.G1(f.ctx, "", f.stream, rb, scalars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !got.Equal(&want) {
-			t.Fatalf("MSM with c=%d differs from gnark", c)
-		}
+		got, err := g.run(m, f, rb, scalars)
+		m.Close()
+		same(fmt.Sprintf("c=%d", c), got, err)
 	}
+	// A prefix of the set.
+	got, err = g.run(f.msm, f, rb, scalars[:1234])
+	want = g.gnark(t, points[:1234], scalars[:1234])
+	same("prefix", got, err)
 }
 
 func TestMSMG1GPUErrors(t *testing.T) {
 	f := openMSMGPU(t)
 	bases := msmTestBases(t, 100)
-	rb := msmPreload(t, f, bases)
+	rb := msmG1.preloadSet(t, f, bases)
 	if _, err := f.msm.G1(f.ctx, "", f.stream, rb, msmRandScalars(101)); err == nil {
 		t.Error("more scalars than bases: no error")
 	}
@@ -420,7 +484,7 @@ func TestMSMG1GPUSplitsIntoChunksWhenMemoryIsShortAndFailsClearlyWhenNone(t *tes
 	f := openMSMGPU(t)
 	n := 1 << 20
 	bases, scalars := msmTestBases(t, n), msmRandScalars(n)
-	want := gnarkMSM(t, bases, scalars)
+	want := msmG1.gnark(t, bases, scalars)
 	// Leave about 256 MiB free: the 2^20 workspace (bases included,
 	// about 300 MB) must be split.
 	release := msmFillDevice(t, f, 256<<20)
@@ -502,7 +566,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	}
 	bases, scalars := msmTestBases(t, 1<<14), msmRandScalars(1<<14)
 	set := prover.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
-	want := gnarkMSM(t, bases, scalars)
+	want := msmG1.gnark(t, bases, scalars)
 	for range 2 { // the first call uploads the set, the second reuses it
 		got, err := m.G1Resident(f.ctx, otelcuzk.SpanMSMG1A, s, resident, set, scalars)
 		if err != nil {
@@ -571,27 +635,31 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 // caps the size) on the GPU (bases resident, scalars copied from Go
 // memory each time, result on the host) and with gnark-crypto's MultiExp
 // on all cores.
-func BenchmarkMSMG1(b *testing.B) {
-	maxLog := 24
+func BenchmarkMSMG1(b *testing.B) { benchMSM(b, msmG1, msmTestBases, 24, 20, 22, 24) }
+
+// benchMSM times g's MSM at the log sizes up to MSM_BENCH_MAX_LOG (default
+// maxLog) on the GPU (bases resident, scalars copied from Go memory each
+// time, result on the host) and with gnark-crypto's MultiExp on all cores.
+func benchMSM[A, J any, PJ multiExp[J, A]](b *testing.B, g testGroup[A, J, PJ], bases func(testing.TB, int) []A, maxLog int, logs ...int) {
 	if v := os.Getenv("MSM_BENCH_MAX_LOG"); v != "" {
 		fmt.Sscan(v, &maxLog)
 	}
-	for _, lg := range []int{20, 22, 24} {
+	for _, lg := range logs {
 		if lg > maxLog {
 			continue
 		}
 		n := 1 << lg
-		bases, scalars := msmTestBases(b, n), msmRandScalars(n)
+		points, scalars := bases(b, n), msmRandScalars(n)
 		b.Run(fmt.Sprintf("gpu/2^%d", lg), func(b *testing.B) {
 			f := openMSMGPU(b)
-			rb := msmPreload(b, f, bases)
-			if _, err := f.msm.G1(f.ctx, "", f.stream, rb, scalars); err != nil { // warm up
+			rb := g.preloadSet(b, f, points)
+			if _, err := g.run(f.msm, f, rb, scalars); err != nil { // warm up
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := f.msm.G1(f.ctx, "", f.stream, rb, scalars); err != nil {
+				if _, err := g.run(f.msm, f, rb, scalars); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -599,7 +667,7 @@ func BenchmarkMSMG1(b *testing.B) {
 		b.Run(fmt.Sprintf("cpu/2^%d", lg), func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				gnarkMSM(b, bases, scalars)
+				g.gnark(b, points, scalars)
 			}
 		})
 	}
