@@ -31,7 +31,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
 
-func proveCommit(t *testing.T, f *commitmenttest.Fixture, opts ...Option) *groth16_bls12381.Proof {
+func proveCommit(t *testing.T, f *commitmenttest.Fixture, opts ...ProveOption) *groth16_bls12381.Proof {
 	t.Helper()
 	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, opts...)
 	if err != nil {
@@ -115,7 +115,7 @@ func TestTamperedCommitmentPokOrPublicInputIsRejected(t *testing.T) {
 
 func TestCommitmentProofIsFixedByTheRandomness(t *testing.T) {
 	f := commitmenttest.Setup(t, "multicommit")
-	requireFixedByRandomness(t, " (commitment masks not fixed)", f.VK, f.Public, func(opts ...Option) groth16.Proof {
+	requireFixedByRandomness(t, " (commitment masks not fixed)", f.VK, f.Public, func(opts ...ProveOption) groth16.Proof {
 		return proveCommit(t, f, opts...)
 	})
 }
@@ -399,7 +399,7 @@ func TestCommitmentsAndTheirPokAreGnarks(t *testing.T) {
 	var r, s fr.Element
 	r.SetUint64(3)
 	s.SetUint64(5)
-	cfg := newConfig([]Option{WithRandomness(r, s)})
+	cfg := newConfig([]SynthesizeOption{WithRandomness(r, s)}, SynthesizeOption.applySynthesize)
 	mask := commitKeysOf(nil, &cfg).mask
 	if mask == nil {
 		t.Fatal("no mask under WithRandomness")

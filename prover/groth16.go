@@ -37,21 +37,23 @@ import (
 // error (a ctx done before the call proves nothing), or the backend's
 // error.
 // Safe for concurrent use with distinct witnesses.
-func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...Option) (groth16.Proof, error) {
+func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...ProveOption) (groth16.Proof, error) {
 	// A caller that gave up before the call gets its reason, not a proof.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cfg := newConfig(opts)
+	cfg := newConfig(opts, ProveOption.applyProve)
 	if cfg.releaser == nil {
 		// One Releaser for both steps, so a pool's buffers are shared.
-		opts = append(opts[:len(opts):len(opts)], WithReleaser(buffer.OrSync(nil, cfg.tp)))
+		cfg.releaser = buffer.OrSync(nil, cfg.tp)
 	}
-	asg, err := Synthesize(ctx, ccs, fullWitness, append(opts[:len(opts):len(opts)], WithProvingKey(pk))...)
+	scfg := cfg
+	scfg.pk = pk
+	asg, err := synthesizeWith(ctx, ccs, fullWitness, scfg)
 	if err != nil {
 		return nil, err
 	}
-	return ProveAssignment(ctx, pk, asg, opts...)
+	return proveAssignmentWith(ctx, pk, asg, cfg)
 }
 
 // ProveAssignment runs the Groth16 prover (Groth, "On the size of
@@ -83,11 +85,16 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 //
 // Options read: WithBackend, WithReleaser, WithRandomness,
 // WithTracerProvider, WithKeyID.
-func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...Option) (proof groth16.Proof, err error) {
+func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...ProveOption) (groth16.Proof, error) {
+	return proveAssignmentWith(ctx, pk, asg, newConfig(opts, ProveOption.applyProve))
+}
+
+// proveAssignmentWith is ProveAssignment with its options applied (Prove
+// passes its own).
+func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, cfg config) (proof groth16.Proof, err error) {
 	if asg == nil {
 		return nil, errors.New("prove: nil assignment")
 	}
-	cfg := newConfig(opts)
 	rel := buffer.OrSync(cfg.releaser, cfg.tp)
 	backend := cfg.backend
 	if backend == nil {

@@ -91,7 +91,7 @@ func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
 
 func TestSameRandomnessGivesTheSameProof(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	requireFixedByRandomness(t, "", f.vk, f.public(t), func(opts ...Option) groth16.Proof {
+	requireFixedByRandomness(t, "", f.vk, f.public(t), func(opts ...ProveOption) groth16.Proof {
 		proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -104,12 +104,12 @@ func TestSameRandomnessGivesTheSameProof(t *testing.T) {
 // verifying with vk and public: twice with the same r and s, which must
 // give the same bytes, and once with random ones, which must not. why
 // says what differing same-randomness proofs would mean.
-func requireFixedByRandomness(t *testing.T, why string, vk groth16.VerifyingKey, public witness.Witness, prove func(opts ...Option) groth16.Proof) {
+func requireFixedByRandomness(t *testing.T, why string, vk groth16.VerifyingKey, public witness.Witness, prove func(opts ...ProveOption) groth16.Proof) {
 	t.Helper()
 	var r, s fr.Element
 	r.SetUint64(7)
 	s.SetUint64(11)
-	ser := func(opts ...Option) []byte {
+	ser := func(opts ...ProveOption) []byte {
 		p := prove(opts...)
 		if err := groth16.Verify(p, vk, public); err != nil {
 			t.Fatal(err)

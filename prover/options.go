@@ -12,13 +12,46 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
-// Option configures Prove, Synthesize, ProveAssignment and NewPipeline.
-// Each function documents the options it reads and ignores the others.
-type Option interface{ apply(*config) }
+// Each function takes the options it reads, so an option passed where it
+// means nothing (WithKeyCacheDir to Prove) does not compile: Prove and
+// ProveAssignment take ProveOption, Synthesize SynthesizeOption,
+// NewPipeline PipelineOption. An option read by all three is an Option,
+// which is each of them (as otel's trace.SpanStartEventOption is both a
+// SpanStartOption and an EventOption).
 
-type optionFunc func(*config)
+// ProveOption configures Prove and ProveAssignment.
+type ProveOption interface{ applyProve(*config) }
 
-func (f optionFunc) apply(c *config) { f(c) }
+// SynthesizeOption configures Synthesize.
+type SynthesizeOption interface{ applySynthesize(*config) }
+
+// PipelineOption configures NewPipeline.
+type PipelineOption interface{ applyPipeline(*config) }
+
+// Option is an option that Prove, ProveAssignment, Synthesize and
+// NewPipeline all read (WithTracerProvider, WithReleaser,
+// WithRandomness).
+type Option interface {
+	ProveOption
+	SynthesizeOption
+	PipelineOption
+}
+
+// allOption is read by every function; the others by one set each. Each
+// is its own type, so a type assertion cannot turn one set into another.
+type (
+	allOption        func(*config)
+	proveOption      func(*config)
+	synthesizeOption func(*config)
+	pipelineOption   func(*config)
+)
+
+func (f allOption) applyProve(c *config)             { f(c) }
+func (f allOption) applySynthesize(c *config)        { f(c) }
+func (f allOption) applyPipeline(c *config)          { f(c) }
+func (f proveOption) applyProve(c *config)           { f(c) }
+func (f synthesizeOption) applySynthesize(c *config) { f(c) }
+func (f pipelineOption) applyPipeline(c *config)     { f(c) }
 
 type config struct {
 	backend  Backend
@@ -36,10 +69,12 @@ type config struct {
 	revision *string // nil: the binary's own (keys.BuildRevision)
 }
 
-func newConfig(opts []Option) config {
+// newConfig applies opts with apply (ProveOption.applyProve, ...) over
+// the defaults.
+func newConfig[O any](opts []O, apply func(O, *config)) config {
 	c := config{tp: otel.GetTracerProvider(), notice: io.Discard, seed: 1}
 	for _, o := range opts {
-		o.apply(&c)
+		apply(o, &c)
 	}
 	return c
 }
@@ -48,8 +83,8 @@ func (c *config) tracer() trace.Tracer { return c.tp.Tracer(otelcuzk.ScopeName) 
 
 // WithBackend proves on b (default: a fresh "cpu" backend per call).
 // Read by Prove and ProveAssignment.
-func WithBackend(b Backend) Option {
-	return optionFunc(func(c *config) { c.backend = b })
+func WithBackend(b Backend) ProveOption {
+	return proveOption(func(c *config) { c.backend = b })
 }
 
 // WithReleaser allocates the large vectors from r's pool (pool mode) and
@@ -59,7 +94,7 @@ func WithBackend(b Backend) Option {
 // Synthesize, ProveAssignment and NewPipeline (which passes it to its
 // backend and never closes it: the caller closes it after Pipeline.Close).
 func WithReleaser(r *buffer.Releaser) Option {
-	return optionFunc(func(c *config) { c.releaser = r })
+	return allOption(func(c *config) { c.releaser = r })
 }
 
 // WithRandomness fixes the blinding scalars r and s of Groth16 (default:
@@ -69,12 +104,12 @@ func WithReleaser(r *buffer.Releaser) Option {
 // Synthesize, where it also fixes the masks of the commitments of a
 // circuit with api.Commit (commitKeysOf).
 func WithRandomness(r, s fr.Element) Option {
-	return optionFunc(func(c *config) { c.r, c.s = &r, &s })
+	return allOption(func(c *config) { c.r, c.s = &r, &s })
 }
 
 // WithTracerProvider records spans with tp (default: the global one).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) {
+	return allOption(func(c *config) {
 		if tp != nil {
 			c.tp = tp
 		}
@@ -85,30 +120,30 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // (BaseSet.ID is keyID + ":g1.a", ...). It must change when the key
 // changes; the Pipeline uses the hash of the constraint system. Default "":
 // the bases are not kept resident.
-func WithKeyID(id string) Option {
-	return optionFunc(func(c *config) { c.keyID = id })
+func WithKeyID(id string) ProveOption {
+	return proveOption(func(c *config) { c.keyID = id })
 }
 
 // WithProvingKey gives Synthesize the circuit's proving key, whose
 // commitment keys the solve of a circuit with commitments (api.Commit)
 // needs; it is not needed (and ignored) without commitments. Prove passes
 // its key itself. Read by Synthesize.
-func WithProvingKey(pk groth16.ProvingKey) Option {
-	return optionFunc(func(c *config) { c.pk = pk })
+func WithProvingKey(pk groth16.ProvingKey) SynthesizeOption {
+	return synthesizeOption(func(c *config) { c.pk = pk })
 }
 
 // WithKeyCacheDir sets the directory of the proving key cache (default:
 // keys.DefaultDir, i.e. $CUZK_CACHE_DIR or <user cache dir>/otelcuzk/keys).
 // Read by NewPipeline.
-func WithKeyCacheDir(dir string) Option {
-	return optionFunc(func(c *config) { c.cacheDir = dir })
+func WithKeyCacheDir(dir string) PipelineOption {
+	return pipelineOption(func(c *config) { c.cacheDir = dir })
 }
 
 // WithNotice sets where NewPipeline writes its one-line notices (the
 // "auto" backend falling back to "cpu", and setup progress); default
 // io.Discard.
-func WithNotice(w io.Writer) Option {
-	return optionFunc(func(c *config) {
+func WithNotice(w io.Writer) PipelineOption {
+	return pipelineOption(func(c *config) {
 		if w != nil {
 			c.notice = w
 		}
@@ -117,20 +152,20 @@ func WithNotice(w io.Writer) Option {
 
 // WithSeed sets the seed of the sample witness of built-in circuits when a
 // Request carries no witness (default 1). Read by NewPipeline.
-func WithSeed(seed int64) Option {
-	return optionFunc(func(c *config) { c.seed = seed })
+func WithSeed(seed int64) PipelineOption {
+	return pipelineOption(func(c *config) { c.seed = seed })
 }
 
 // WithProgress forces the setup spinner on the notice writer even when it
 // is not a terminal. Read by NewPipeline.
-func WithProgress(on bool) Option {
-	return optionFunc(func(c *config) { c.progress = on })
+func WithProgress(on bool) PipelineOption {
+	return pipelineOption(func(c *config) { c.progress = on })
 }
 
 // WithBuildRevision keys the compiled-circuit cache by rev instead of the
 // binary's VCS revision (keys.BuildRevision); "" turns the circuit cache
 // off. For tests, whose binaries carry no VCS information, and for builds
 // stamped another way. Read by NewPipeline.
-func WithBuildRevision(rev string) Option {
-	return optionFunc(func(c *config) { c.revision = &rev })
+func WithBuildRevision(rev string) PipelineOption {
+	return pipelineOption(func(c *config) { c.revision = &rev })
 }

@@ -68,8 +68,8 @@ var _ Runner = (*Pipeline)(nil)
 // Options read: WithReleaser, WithTracerProvider, WithKeyCacheDir,
 // WithNotice, WithSeed, WithProgress, WithBuildRevision, WithRandomness
 // (tests only). Errors wrap ErrUnknownBackend or ErrBackendUnavailable.
-func NewPipeline(ctx context.Context, backend string, opts ...Option) (*Pipeline, error) {
-	cfg := newConfig(opts)
+func NewPipeline(ctx context.Context, backend string, opts ...PipelineOption) (*Pipeline, error) {
+	cfg := newConfig(opts, PipelineOption.applyPipeline)
 	p := &Pipeline{cfg: cfg, rel: buffer.OrSync(cfg.releaser, cfg.tp), tracer: cfg.tracer(), loaded: map[string]*loadedCircuit{}}
 	kopts := []keycache.Option{keycache.WithTracerProvider(cfg.tp), keycache.WithProgress(cfg.notice, cfg.progress)}
 	if cfg.revision != nil {
@@ -334,7 +334,7 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 // the assignment's buffers whatever happens.
 func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, error) {
 	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
-	opts := []Option{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp)}
+	opts := []ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp)}
 
 	t0 := time.Now()
 	pctx, pspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineProve, trace.WithAttributes(

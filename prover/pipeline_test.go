@@ -26,13 +26,13 @@ import (
 
 // newTestPipeline opens a Pipeline on a Releaser of mode (on the
 // WithTracerProvider of opts, when given), closed after the Pipeline.
-func newTestPipeline(t *testing.T, backend string, mode buffer.ReleaseMode, opts ...Option) *Pipeline {
+func newTestPipeline(t *testing.T, backend string, mode buffer.ReleaseMode, opts ...PipelineOption) *Pipeline {
 	t.Helper()
-	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(newConfig(opts).tp))
+	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(newConfig(opts, PipelineOption.applyPipeline).tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]Option{WithKeyCacheDir(t.TempDir()), WithReleaser(rel)}, opts...)
+	opts = append([]PipelineOption{WithKeyCacheDir(t.TempDir()), WithReleaser(rel)}, opts...)
 	p, err := NewPipeline(context.Background(), backend, opts...)
 	if err != nil {
 		rel.Close(context.Background())

@@ -127,8 +127,13 @@ func curveOf(ccs constraint.ConstraintSystem) string {
 // commitments' masks too). Errors wrap ErrUnsupported (not a
 // BLS12-381 R1CS), ErrKeyMismatch (commitments without their keys),
 // ErrWitnessSize or ErrUnsatisfied.
-func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...Option) (*Assignment, error) {
-	cfg := newConfig(opts)
+func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...SynthesizeOption) (*Assignment, error) {
+	return synthesizeWith(ctx, ccs, fullWitness, newConfig(opts, SynthesizeOption.applySynthesize))
+}
+
+// synthesizeWith is Synthesize with its options applied (Prove passes its
+// own).
+func synthesizeWith(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, cfg config) (*Assignment, error) {
 	sctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
 	asg, err := synthesize(sctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg))
 	endSynthesize(span, asg, err)
