@@ -118,9 +118,9 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 	if proof, err := ProveAssignment(ctx, f.pk, asg); !errors.Is(err, context.Canceled) || proof != nil {
 		t.Fatalf("ProveAssignment = %v, %v; want nil, context.Canceled", proof, err)
 	}
-	for name, b := range asg.Buffers() {
-		if b != nil {
-			t.Errorf("buffer %s still held", name)
+	for _, s := range asg.slots() {
+		if *s.b != nil {
+			t.Errorf("buffer %s still held", s.name)
 		}
 	}
 }

@@ -219,9 +219,9 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range asg.Buffers() {
-		if !pooled[b] {
-			t.Errorf("buffer %s was mapped anew, not taken from the pool", name)
+	for _, s := range asg.slots() {
+		if !pooled[*s.b] {
+			t.Errorf("buffer %s was mapped anew, not taken from the pool", s.name)
 		}
 	}
 	// Pooled buffers hold the last proof's values: the padding must be

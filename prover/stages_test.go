@@ -56,8 +56,8 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapped := 0
-	for _, b := range s.(*synthesis).asg.Buffers() {
-		mapped += b.Size()
+	for _, slot := range s.(*synthesis).asg.slots() {
+		mapped += (*slot.b).Size()
 	}
 	if uint64(mapped) > after {
 		t.Errorf("synthesis mapped %d bytes, over the estimate %d", mapped, after)

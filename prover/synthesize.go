@@ -43,10 +43,17 @@ type Assignment struct {
 	com            *commitState // nil without commitments (commitment.go)
 }
 
-// Buffers returns the mmap'd buffers with their names ("wires", "a", "b",
-// "c"), nil once released.
-func (asg *Assignment) Buffers() map[string]*buffer.Mmap {
-	return map[string]*buffer.Mmap{"wires": asg.wires, "a": asg.a, "b": asg.b, "c": asg.c}
+// bufferSlot is one of an assignment's mmap'd buffers with its name in
+// buffer.release spans; *b is nil once released.
+type bufferSlot struct {
+	name string
+	b    **buffer.Mmap
+}
+
+// slots lists the assignment's buffers in the order Release gives them
+// back.
+func (asg *Assignment) slots() []bufferSlot {
+	return []bufferSlot{{"wires", &asg.wires}, {"a", &asg.a}, {"b", &asg.b}, {"c", &asg.c}}
 }
 
 // Release gives back the buffers the assignment still holds, through rel
@@ -55,10 +62,7 @@ func (asg *Assignment) Buffers() map[string]*buffer.Mmap {
 // ProveAssignment releases them itself.
 func (asg *Assignment) Release(ctx context.Context, rel *buffer.Releaser) error {
 	var errs []error
-	for _, x := range []struct {
-		name string
-		b    **buffer.Mmap
-	}{{"wires", &asg.wires}, {"a", &asg.a}, {"b", &asg.b}, {"c", &asg.c}} {
+	for _, x := range asg.slots() {
 		if *x.b == nil {
 			continue
 		}
