@@ -17,6 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -61,19 +62,6 @@ func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.S
 	return b, drv, rec
 }
 
-// basesSet is a base set of n distinct points (small multiples of the
-// generator; the fake device never does arithmetic).
-func basesSet(id string, n int) prover.BaseSet[curve.G1Affine] {
-	_, _, g, _ := curve.Generators()
-	pts := make([]curve.G1Affine, n)
-	var acc curve.G1Affine
-	for i := range pts {
-		acc.Add(&acc, &g)
-		pts[i] = acc
-	}
-	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
-}
-
 // bytesOf views v as bytes.
 func bytesOf[T any](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
@@ -95,7 +83,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	b, drv, rec := fakeKernelBackend(t)
 	ctx := context.Background()
 	used0, _, _ := drv.Stats()
-	g1 := basesSet("", 100)
+	g1 := gputest.BaseSet("", 100)
 	_, _, _, g2gen := curve.Generators()
 	g2 := prover.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 50)}
 	for i := range g2.Points {

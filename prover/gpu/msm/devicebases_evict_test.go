@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // evictOnPreloadEnd evicts the set when keys.preload ends: the moment
@@ -45,7 +46,7 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	}
 	proc.bases = resident
 	s, _ := c.NewStream()
-	set := basesSet("k:g1.a", 100)
+	set := gputest.BaseSet("k:g1.a", 100)
 	if _, err := resident.PreloadG1(context.Background(), s, set); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // newKeysFakeDriver is a fake device with room for capacity bytes.
@@ -53,20 +54,6 @@ func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *bas
 	return f
 }
 
-// basesSet is a base set of n distinct-looking points (the fake device
-// never does arithmetic, so any bytes do; these are small multiples of
-// the generator).
-func basesSet(id string, n int) prover.BaseSet[curve.G1Affine] {
-	_, _, g, _ := curve.Generators()
-	pts := make([]curve.G1Affine, n)
-	var acc curve.G1Affine
-	for i := range pts {
-		acc.Add(&acc, &g)
-		pts[i] = acc
-	}
-	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
-}
-
 func (f *basesFixture) preload(t *testing.T, set prover.BaseSet[curve.G1Affine]) *ResidentBases {
 	t.Helper()
 	rb, err := f.bases.PreloadG1(context.Background(), f.s, set)
@@ -93,7 +80,7 @@ func (f *basesFixture) releasedSets() []string {
 
 func TestDeviceBasesUploadEachSetOnceAndKeepIt(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
-	set := basesSet("cs:g1.a", 100)
+	set := gputest.BaseSet("cs:g1.a", 100)
 	rb := f.preload(t, set)
 	again := f.preload(t, set)
 	if rb != again {
@@ -131,14 +118,14 @@ func TestDeviceBasesUploadEachSetOnceAndKeepIt(t *testing.T) {
 func TestDeviceBasesRejectBadSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	if _, err := f.bases.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{Points: basesSet("x", 1).Points}); err == nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{Points: gputest.BaseSet("x", 1).Points}); err == nil {
 		t.Error("set without ID accepted")
 	}
 	if _, err := f.bases.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
 		t.Error("set without points accepted")
 	}
-	f.preload(t, basesSet("a", 10))
-	if _, err := f.bases.PreloadG1(ctx, f.s, basesSet("a", 11)); err == nil {
+	f.preload(t, gputest.BaseSet("a", 10))
+	if _, err := f.bases.PreloadG1(ctx, f.s, gputest.BaseSet("a", 11)); err == nil {
 		t.Error("same ID with another length accepted")
 	}
 	if _, err := NewDeviceBases(context.Background(), nil, WithBaseBudget(-1)); err == nil {
@@ -149,12 +136,12 @@ func TestDeviceBasesRejectBadSets(t *testing.T) {
 func TestDeviceBasesEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
 	f := newBasesFixture(t, 3*96*100+50) // room for three sets of 100 points
 	for _, id := range []string{"a", "b", "c"} {
-		f.preload(t, basesSet(id, 100))
+		f.preload(t, gputest.BaseSet(id, 100))
 	}
 	if _, ok := f.bases.Get("a"); !ok { // a is now more recent than b
 		t.Fatal("a not resident")
 	}
-	f.preload(t, basesSet("d", 100))
+	f.preload(t, gputest.BaseSet("d", 100))
 	if ids := fmt.Sprint(f.bases.IDs()); ids != "[a c d]" {
 		t.Errorf("resident after loading d: %s, want [a c d]", ids)
 	}
@@ -168,12 +155,12 @@ func TestDeviceBasesEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
 
 func TestDeviceBasesOutOfMemoryIsAClearError(t *testing.T) {
 	f := newBasesFixture(t, 96*100)
-	rb := f.preload(t, basesSet("a", 100))
+	rb := f.preload(t, gputest.BaseSet("a", 100))
 	_, release, err := rb.acquire() // in use: cannot be evicted
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.bases.PreloadG1(context.Background(), f.s, basesSet("b", 10))
+	_, err = f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("b", 10))
 	release()
 	if !errors.Is(err, cudaspans.ErrOutOfMemory) {
 		t.Fatalf("preload with no room: %v, want ErrOutOfMemory", err)
@@ -185,13 +172,13 @@ func TestDeviceBasesOutOfMemoryIsAClearError(t *testing.T) {
 
 func TestDeviceBasesBudgetEvictsOldestAndRejectsOversizedSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20, WithBaseBudget(2*9600))
-	f.preload(t, basesSet("a", 100))
-	f.preload(t, basesSet("b", 100))
-	f.preload(t, basesSet("c", 100))
+	f.preload(t, gputest.BaseSet("a", 100))
+	f.preload(t, gputest.BaseSet("b", 100))
+	f.preload(t, gputest.BaseSet("c", 100))
 	if ids := fmt.Sprint(f.bases.IDs()); ids != "[b c]" {
 		t.Errorf("resident: %s, want [b c]", ids)
 	}
-	_, err := f.bases.PreloadG1(context.Background(), f.s, basesSet("big", 201))
+	_, err := f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("big", 201))
 	if !errors.Is(err, ErrBaseBudget) {
 		t.Errorf("oversized set: %v, want ErrBaseBudget", err)
 	}
@@ -200,7 +187,7 @@ func TestDeviceBasesBudgetEvictsOldestAndRejectsOversizedSets(t *testing.T) {
 func TestDeviceBasesEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	rb := f.preload(t, basesSet("a", 100))
+	rb := f.preload(t, gputest.BaseSet("a", 100))
 	_, release, err := rb.acquire()
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +215,7 @@ func TestDeviceBasesEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
 
 func TestDeviceBasesConcurrentPreloadsUploadOnce(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
-	set := basesSet("shared", 200)
+	set := gputest.BaseSet("shared", 200)
 	var wg sync.WaitGroup
 	got := make([]*ResidentBases, 8)
 	errs := make([]error, 8)
@@ -259,7 +246,7 @@ func TestDeviceBasesEvictDuringUploadFreesTheUpload(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := f.bases.PreloadG1(context.Background(), f.s, basesSet("a", 100))
+		_, err := f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("a", 100))
 		done <- err
 	}()
 	<-started
@@ -278,7 +265,7 @@ func TestDeviceBasesEvictDuringUploadFreesTheUpload(t *testing.T) {
 func TestDeviceBasesEvictAllFreesEverything(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	for _, id := range []string{"a", "b", "c"} {
-		f.preload(t, basesSet(id, 50))
+		f.preload(t, gputest.BaseSet(id, 50))
 	}
 	if err := f.bases.EvictAll(context.Background()); err != nil {
 		t.Fatal(err)
@@ -294,7 +281,7 @@ func TestDeviceBasesEvictAllFreesEverything(t *testing.T) {
 func TestDeviceBasesEvictKeySetsDropsOnlyThatKeysSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	for _, id := range []string{"k1:g1.a", "k1:g1.b", "k1:g1.z", "k10:g1.a", "k2:g1.a"} {
-		f.preload(t, basesSet(id, 10))
+		f.preload(t, gputest.BaseSet(id, 10))
 	}
 	n, err := f.bases.EvictKeySets(context.Background(), "k1")
 	if err != nil || n != 3 {
@@ -341,7 +328,7 @@ func TestDeviceBasesEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) 
 			}
 			ctx := context.Background()
 			for _, id := range []string{"a", "b", "c"} {
-				if _, err := k.PreloadG1(ctx, s, basesSet(id, 100)); err != nil {
+				if _, err := k.PreloadG1(ctx, s, gputest.BaseSet(id, 100)); err != nil {
 					t.Fatalf("preload %s: %v", id, err)
 				}
 			}

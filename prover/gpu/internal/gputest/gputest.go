@@ -1,6 +1,6 @@
 // Package gputest holds the helpers the GPU tests of prover/gpu and its
-// packages share: vectors, their comparison, and the nesting check of the
-// NTT's kernel spans. For tests only.
+// packages share: vectors, their comparison, base sets, and the nesting
+// check of the NTT's kernel spans. For tests only.
 package gputest
 
 import (
@@ -8,13 +8,29 @@ import (
 	"strconv"
 	"testing"
 
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
 )
+
+// BaseSet is a G1 base set of n distinct points, the first n multiples of
+// the generator (for the fake device, which never does arithmetic, any
+// bytes do).
+func BaseSet(id string, n int) prover.BaseSet[curve.G1Affine] {
+	_, _, g, _ := curve.Generators()
+	pts := make([]curve.G1Affine, n)
+	var acc curve.G1Affine
+	for i := range pts {
+		acc.Add(&acc, &g)
+		pts[i] = acc
+	}
+	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
+}
 
 // RandomVector returns n random field elements (crypto/rand, through
 // gnark-crypto).
