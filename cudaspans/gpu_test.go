@@ -208,6 +208,27 @@ func TestKernelRoundTripWithOddParamsGPU(t *testing.T) {
 	}
 }
 
+// spinKernel compiles the test kernels and gives their module, the spin
+// kernel and an 8-byte device sink for it, freed when the test ends.
+func (g *gpuFixture) spinKernel(t *testing.T) (*Module, *Function, *DeviceBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin, err := m.Function("spin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := g.c.Alloc(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.c.Free(ctx, sink) })
+	return m, spin, sink
+}
+
 // The spin kernel runs about ms milliseconds at a 2 GHz clock (an H200
 // boosts to 1.98 GHz); longer when the card clocks lower.
 func spinCycles(ms float64) int64 { return int64(ms * 2e6) }
@@ -215,16 +236,7 @@ func spinCycles(ms float64) int64 { return int64(ms * 2e6) }
 func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 	g := openGPU(t)
 	ctx := context.Background()
-	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spin, _ := m.Function("spin")
-	sink, err := g.c.Alloc(ctx, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.c.Free(ctx, sink)
+	_, spin, sink := g.spinKernel(t)
 	s, _ := g.c.NewStream()
 	drv, h := g.c.Driver(), g.c.Handle()
 	// Anchor the stream first, so the anchor's own events stay outside the
@@ -324,14 +336,8 @@ func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 func TestSessionAggregationAndGPUTotalGPU(t *testing.T) {
 	g := openGPU(t, WithMaxKernelSpans(16))
 	ctx := context.Background()
-	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, spin, sink := g.spinKernel(t)
 	empty, _ := m.Function("empty")
-	spin, _ := m.Function("spin")
-	sink, _ := g.c.Alloc(ctx, 8)
-	defer g.c.Free(ctx, sink)
 	s1, _ := g.c.NewStream()
 	s2, _ := g.c.NewStream()
 	pctx, prove := g.tp.Tracer("test").Start(ctx, otelcuzk.SpanGroth16Prove)
@@ -599,13 +605,7 @@ func TestCPhaseOnAStreamGPU(t *testing.T) {
 	// through the Go half, with a real stream and a kernel inside.
 	g := openGPU(t)
 	ctx := context.Background()
-	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spin, _ := m.Function("spin")
-	sink, _ := g.c.Alloc(ctx, 8)
-	defer g.c.Free(ctx, sink)
+	_, spin, sink := g.spinKernel(t)
 	s, _ := g.c.NewStream()
 	pctx, parent := g.tp.Tracer("test").Start(ctx, otelcuzk.SpanMSMG1H)
 	h, release := CParent(pctx)

@@ -57,6 +57,21 @@ func (f *fixture) kernel(t *testing.T, name string, d time.Duration) *Function {
 	return fn
 }
 
+// endSession ends sess, then its span prove at the fake clock's now, and
+// gives the session's one gpu.total span.
+func (f *fixture) endSession(t *testing.T, sess *Session, prove trace.Span) sdktrace.ReadOnlySpan {
+	t.Helper()
+	if err := sess.End(); err != nil {
+		t.Fatal(err)
+	}
+	prove.End(trace.WithTimestamp(f.clock.now()))
+	totals := f.ended(otelcuzk.SpanGPUTotal)
+	if len(totals) != 1 {
+		t.Fatalf("%d gpu.total spans, want 1", len(totals))
+	}
+	return totals[0]
+}
+
 func (f *fixture) ended(name string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range f.rec.Ended() {
@@ -338,15 +353,7 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 	if f.drv.calls["EventSynchronize"]-syncs != 4 {
 		t.Errorf("%d anchor waits, want one fresh anchor per stream", f.drv.calls["EventSynchronize"]-syncs)
 	}
-	if err := sess.End(); err != nil {
-		t.Fatal(err)
-	}
-	prove.End(trace.WithTimestamp(f.clock.now()))
-	totals := f.ended(otelcuzk.SpanGPUTotal)
-	if len(totals) != 1 {
-		t.Fatalf("%d gpu.total spans, want 1", len(totals))
-	}
-	g := totals[0]
+	g := f.endSession(t, sess, prove)
 	if g.Parent().SpanID() != f.ended(otelcuzk.SpanGroth16Prove)[0].SpanContext().SpanID() {
 		t.Error("gpu.total is not a child of the session's span")
 	}
@@ -530,14 +537,7 @@ func TestSessionGPUTotalSplitsBusyAndIdleTime(t *testing.T) {
 	if err := s1.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := sess.End(); err != nil {
-		t.Fatal(err)
-	}
-	prove.End(trace.WithTimestamp(f.clock.now()))
-	g := f.ended(otelcuzk.SpanGPUTotal)
-	if len(g) != 1 {
-		t.Fatalf("%d gpu.total spans", len(g))
-	}
+	g := []sdktrace.ReadOnlySpan{f.endSession(t, sess, prove)}
 	total := mustAttr(t, g[0], otelcuzk.KeyCUDAGPUMS).AsFloat64()
 	busy := mustAttr(t, g[0], otelcuzk.KeyCUDABusyMS).AsFloat64()
 	idle := mustAttr(t, g[0], otelcuzk.KeyCUDAIdleMS).AsFloat64()
