@@ -240,6 +240,12 @@ const (
 	KeyWitnessSource = attribute.Key("cuzk.witness.source") // string: request or sample
 	KeySolverTasks   = attribute.Key("cuzk.solver.tasks")   // int, goroutines gnark's solver splits a level into
 	KeySolverLevels  = attribute.Key("cuzk.solver.levels")  // int, levels of independent constraints of the R1CS
+	// KeySolverHintCalls is the calls of the circuit's hints in one solve
+	// (the commitment hint not counted: msm.g1.commitment is its span).
+	KeySolverHintCalls = attribute.Key("cuzk.solver.hint_calls")
+	// KeySolverHintCPU is the time spent in those calls, ms, summed over
+	// the solver's goroutines (CPU time, not wall time; float).
+	KeySolverHintCPU = attribute.Key("cuzk.solver.hint_cpu_ms")
 )
 
 // Span names and keys of host-side staging for device copies (prover/gpu).

@@ -306,7 +306,7 @@ func kWires(rel *buffer.Releaser, wires []fr.Element, nbPublic int, excluded []i
 	if n <= 0 {
 		return nil, nil, nil
 	}
-	hb, out, err := newFrBuffer(rel, n)
+	hb, out, _, err := newFrBuffer(rel, n)
 	if err != nil {
 		return nil, nil, err
 	}

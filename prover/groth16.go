@@ -341,7 +341,7 @@ func filterWires(rel *buffer.Releaser, wires []fr.Element, infinity []bool, nbIn
 	if n <= 0 {
 		return nil, nil, nil
 	}
-	hb, out, err := newFrBuffer(rel, n)
+	hb, out, _, err := newFrBuffer(rel, n)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,11 +1,15 @@
 package prover
 
 import (
+	"math/big"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
 )
 
 // solverTasks returns the number of goroutines for gnark's solver on r1cs:
@@ -22,41 +26,90 @@ func solverTasks(r1cs *cs.R1CS) int {
 // copyPieceElems is the elements one goroutine copies at a time (2 MiB).
 const copyPieceElems = 1 << 16
 
-// parallelCopy copies src into dst and zeroes the rest of dst, in pieces
-// on up to GOMAXPROCS goroutines: the destination is mmap'd memory whose
-// first write page-faults, which one core alone pays serially.
-func parallelCopy(dst, src []fr.Element) {
-	n := len(dst)
-	pieces := (n + copyPieceElems - 1) / copyPieceElems
-	workers := min(pieces, runtime.GOMAXPROCS(0))
-	do := func(i int) {
-		lo, hi := i*copyPieceElems, min((i+1)*copyPieceElems, n)
-		k := 0
-		if lo < len(src) {
-			k = copy(dst[lo:hi], src[lo:min(hi, len(src))])
+// copyJob is one vector of a synthesis copied into its mmap'd buffer: src
+// into dst, the rest of dst zeroed unless zeroed says it already is (a
+// fresh mapping).
+type copyJob struct {
+	dst, src []fr.Element
+	zeroed   bool
+}
+
+// parallelCopy does the jobs in pieces of copyPieceElems on up to
+// GOMAXPROCS goroutines, all jobs' pieces in one queue (one pass, one
+// wait): the destinations are mmap'd memory whose first write
+// page-faults, which one core alone pays serially.
+func parallelCopy(jobs ...copyJob) {
+	type piece struct{ job, lo, hi int }
+	var pieces []piece
+	for j, c := range jobs {
+		n := len(c.dst)
+		if c.zeroed {
+			n = min(n, len(c.src)) // the tail stays untouched: not even faulted in
 		}
-		clear(dst[lo+k : hi])
+		for lo := 0; lo < n; lo += copyPieceElems {
+			pieces = append(pieces, piece{j, lo, min(lo+copyPieceElems, n)})
+		}
 	}
+	do := func(p piece) {
+		c := jobs[p.job]
+		k := 0
+		if p.lo < len(c.src) {
+			k = copy(c.dst[p.lo:p.hi], c.src[p.lo:min(p.hi, len(c.src))])
+		}
+		clear(c.dst[p.lo+k : p.hi])
+	}
+	workers := min(len(pieces), runtime.GOMAXPROCS(0))
 	if workers <= 1 {
-		for i := 0; i < pieces; i++ {
-			do(i)
+		for _, p := range pieces {
+			do(p)
 		}
 		return
 	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	next := make(chan int, pieces)
-	for i := 0; i < pieces; i++ {
-		next <- i
-	}
-	close(next)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				do(i)
+			for i := int(next.Add(1)) - 1; i < len(pieces); i = int(next.Add(1)) - 1 {
+				do(pieces[i])
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// hintClock sums the calls and the time of the circuit's hints during one
+// solve. gnark's solver calls hints inside its levels, from its task
+// goroutines, each call microseconds long: a span per call would outweigh
+// it, so synthesize.solve carries the totals (cuzk.solver.hint_calls,
+// cuzk.solver.hint_cpu_ms, summed over the goroutines: CPU time, not wall
+// time). The commitment hint is not counted here: its MSM has its own
+// msm.g1.commitment span.
+type hintClock struct {
+	calls, nanos atomic.Int64
+}
+
+// options wraps every registered hint r1cs depends on with the clock; a
+// hint not registered is left for gnark to report missing.
+func (hc *hintClock) options(r1cs *cs.R1CS) []solver.Option {
+	registered := map[solver.HintID]solver.Hint{}
+	for _, h := range solver.GetRegisteredHints() {
+		registered[solver.GetHintID(h)] = h
+	}
+	var opts []solver.Option
+	for id := range r1cs.MHintsDependencies {
+		h, ok := registered[id]
+		if !ok {
+			continue
+		}
+		opts = append(opts, solver.OverrideHint(id, func(mod *big.Int, in, out []*big.Int) error {
+			t := time.Now()
+			err := h(mod, in, out)
+			hc.nanos.Add(int64(time.Since(t)))
+			hc.calls.Add(1)
+			return err
+		}))
+	}
+	return opts
 }
