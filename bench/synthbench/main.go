@@ -50,7 +50,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
-	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -142,7 +142,7 @@ func (v copyVariant) run(sol *cs.R1CSSolution, domain int) error {
 		dst, src []fr.Element
 	}
 	var vecs []vec
-	var bufs []*cudaspans.HostBuffer
+	var bufs []*buffer.Mmap
 	defer func() {
 		for _, b := range bufs {
 			b.Free()
@@ -152,7 +152,7 @@ func (v copyVariant) run(sol *cs.R1CSSolution, domain int) error {
 		src fr.Vector
 		n   int
 	}{{sol.W, len(sol.W)}, {sol.A, domain}, {sol.B, domain}, {sol.C, domain}} {
-		hb, err := cudaspans.NewHostBuffer(x.n * fr.Bytes)
+		hb, err := buffer.NewMmap(x.n * fr.Bytes)
 		if err != nil {
 			return err
 		}
