@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
@@ -106,30 +107,8 @@ func newAtomicFile(path string) (*atomicFile, error) {
 	return &atomicFile{path: path}, nil
 }
 
-func (f *atomicFile) commit(data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), f.path)
+func (f *atomicFile) commit(data []byte) error {
+	return atomicfile.WriteBytes(f.path, 0o644, data)
 }
 
 // probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so

@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
+	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -379,32 +380,8 @@ func decodeKeys(r *parallelReader) (groth16.ProvingKey, groth16.VerifyingKey, er
 	return pk, vk, nil
 }
 
-// writeAtomic writes path through a temporary file in the same directory,
-// synced and renamed over path, so readers see the old file or the whole
-// new one.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+// writeAtomic writes path (mode 0600, as it always was) through
+// atomicfile, so readers see the old file or the whole new one.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	return atomicfile.Write(path, 0o600, write)
 }
