@@ -30,7 +30,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
@@ -87,11 +86,7 @@ func run(circuit string, sizes []int, reps int) error {
 	fmt.Printf("%-8s %6s  %-20s %10s %10s %10s %14s %14s %14s\n", "circuit", "log2 n", "variant",
 		"median ms", "min ms", "cpu ms", "median ratio", "min ratio", "cpu ratio")
 	for _, lg := range sizes {
-		in, err := circuits.Build(circuit, 1<<lg)
-		if err != nil {
-			return err
-		}
-		ccs, err := in.Compile()
+		in, ccs, err := benchutil.Compile(circuit, lg)
 		if err != nil {
 			return err
 		}

@@ -30,11 +30,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
-	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -80,11 +78,7 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	if err != nil {
 		return err
 	}
-	in, err := circuits.Build(circuit, 1<<lg)
-	if err != nil {
-		return err
-	}
-	ccs, err := in.Compile()
+	in, ccs, err := benchutil.Compile(circuit, lg)
 	if err != nil {
 		return err
 	}
@@ -102,14 +96,11 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	if err != nil {
 		return err
 	}
-	rec := otelcuzk.NewRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(ctx)
-	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
+	rec, tp, rel, closeTracing, err := benchutil.SyncTracing()
 	if err != nil {
 		return err
 	}
-	defer rel.Close(ctx)
+	defer closeTracing(ctx)
 	open, ok := prover.LookupBackend(backend)
 	if !ok {
 		return errors.New("no backend " + backend + " registered in this binary")

@@ -33,7 +33,6 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -44,6 +43,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 )
 
@@ -302,14 +302,11 @@ var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcu
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
 
 func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keycache.Keys, w, pub witness.Witness) error {
-	rec := otelcuzk.NewRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(ctx)
-	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
+	rec, tp, rel, closeTracing, err := benchutil.SyncTracing()
 	if err != nil {
 		return err
 	}
-	defer rel.Close(ctx)
+	defer closeTracing(ctx)
 	f, _ := prover.LookupBackend(v.backend)
 	t0 := time.Now()
 	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})

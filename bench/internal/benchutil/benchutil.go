@@ -4,6 +4,7 @@
 package benchutil
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -16,6 +17,12 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 // Median returns the middle value of d (the upper one of the two middle
@@ -106,4 +113,35 @@ func Exit(name string, err error) {
 		fmt.Fprintln(os.Stderr, name+":", err)
 		os.Exit(1)
 	}
+}
+
+// SyncTracing is what a benchmark that reads the spans of each run opens
+// its backend with: a span recorder, a provider that records into it and a
+// synchronous Releaser on that provider. closeAll closes the Releaser, then
+// shuts the provider down.
+func SyncTracing() (rec *otelcuzk.Recorder, tp *sdktrace.TracerProvider, rel *buffer.Releaser, closeAll func(context.Context), err error) {
+	rec = otelcuzk.NewRecorder()
+	tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rel, err = buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
+	if err != nil {
+		_ = tp.Shutdown(context.Background())
+		return nil, nil, nil, nil, err
+	}
+	return rec, tp, rel, func(ctx context.Context) {
+		_ = rel.Close(ctx)
+		_ = tp.Shutdown(ctx)
+	}, nil
+}
+
+// Compile builds the built-in circuit at 2^log2 constraints and compiles it.
+func Compile(circuit string, log2 int) (*circuits.Instance, constraint.ConstraintSystem, error) {
+	in, err := circuits.Build(circuit, 1<<log2)
+	if err != nil {
+		return nil, nil, err
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, ccs, nil
 }
