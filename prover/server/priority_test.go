@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -20,12 +18,7 @@ import (
 // the daemon does not know is refused.
 func TestWirePrioritiesReachTheEngine(t *testing.T) {
 	d := startDaemon(t, nil)
-	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	api := cuzkv1.NewProvingEngineClient(conn)
+	api := cuzkv1.NewProvingEngineClient(d.conn(t))
 	ctx := ctx5(t)
 	for v, want := range map[cuzkv1.Priority]string{
 		cuzkv1.Priority_PRIORITY_UNSPECIFIED: "NORMAL", cuzkv1.Priority_PRIORITY_LOW: "LOW",
@@ -56,7 +49,7 @@ func TestWirePrioritiesReachTheEngine(t *testing.T) {
 			t.Errorf("wire %v: engine.job cuzk.priority %q, want %q", v, got, want)
 		}
 	}
-	_, err = api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+	_, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
 		RequestId: "wire-9", Circuit: "mulchain", Constraints: 16, Priority: cuzkv1.Priority(9)}})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("priority 9: %v, want InvalidArgument", err)

@@ -122,6 +122,18 @@ func serve(t *testing.T, srv *Server) string {
 	return lis.Addr().String()
 }
 
+// conn is a plain gRPC connection to the daemon (as a caller without
+// prover/client has), closed when the test ends.
+func (d *daemon) conn(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 func (d *daemon) client(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
 	c, err := client.Dial(d.addr, append([]client.Option{client.WithTracerProvider(d.tp)}, opts...)...)
@@ -211,12 +223,7 @@ func TestProveJoinsTheCallersTrace(t *testing.T) {
 
 func TestMalformedTraceparentStartsANewTrace(t *testing.T) {
 	d := startDaemon(t, nil)
-	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	api := cuzkv1.NewProvingEngineClient(conn)
+	api := cuzkv1.NewProvingEngineClient(d.conn(t))
 	for i, tp := range []string{
 		"00-zzzz-not-hex-01",
 		"00-00000000000000000000000000000000-0000000000000000-01", // all-zero ids are invalid
