@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
@@ -57,12 +58,20 @@ func ext(kind uint32, id uint64, corr uint32) []byte {
 	return recordFrame(nil, extBytes(extCorrRecord{kind: kind, id: id, corr: corr}))
 }
 
-func TestKernelRecordBecomesSpanUnderGoParent(t *testing.T) {
-	f := newFake()
+// startUnderParent starts a capture over f, then a span "prove" registered
+// as a Go parent (released when the test ends), and gives its id.
+func startUnderParent(t *testing.T, f *fakeCUPTI) (*Capture, *tracetest.InMemoryExporter, trace.Span, uint64) {
+	t.Helper()
 	c, exp, tp, _ := startFake(t, f)
 	ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
 	id, release := Parent(ctx)
-	defer release()
+	t.Cleanup(release)
+	return c, exp, parent, id
+}
+
+func TestKernelRecordBecomesSpanUnderGoParent(t *testing.T) {
+	f := newFake()
+	c, exp, parent, id := startUnderParent(t, f)
 	f.queue(ext(extParent, id, 11))
 	f.queue(kernel("msm_bucket", 11, f.gpuNow+5_000, 2_500_000))
 	c.Flush(context.Background())
@@ -143,10 +152,7 @@ func TestRecordsWithoutParentGoUnderBoundedDeviceWindows(t *testing.T) {
 
 func TestNVTXRangesNestAndParentTheirKernels(t *testing.T) {
 	f := newFake()
-	c, exp, tp, _ := startFake(t, f)
-	ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
-	id, release := Parent(ctx)
-	defer release()
+	c, exp, parent, id := startUnderParent(t, f)
 	g := f.gpuNow
 	f.queue(pushFrame(nil, nvtxPush{ts: g + 10, thread: 9, id: 1, goParent: id, flags: pushThread, message: "outer", domain: "", category: 3, payloadType: 2, payload: 42}))
 	f.queue(pushFrame(nil, nvtxPush{ts: g + 20, thread: 9, id: 2, parentRange: 1, goParent: id, flags: pushThread, message: "inner", domain: "zk"}))
