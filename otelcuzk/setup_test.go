@@ -79,6 +79,16 @@ func send(t *testing.T, n int, opts ...Option) {
 	shutdown(t, tel)
 }
 
+// sendOne sends one span (see send), which r must then hold alone; who
+// names the receiver in the failure.
+func sendOne(t *testing.T, r *receiver, who string) {
+	t.Helper()
+	send(t, 1)
+	if r.spanCount() != 1 {
+		t.Fatalf("%s got %d spans, want 1", who, r.spanCount())
+	}
+}
+
 // envReceiver clears the OTEL_ variables and points
 // OTEL_EXPORTER_OTLP_ENDPOINT at a new OTLP/HTTP receiver.
 func envReceiver(t *testing.T) *receiver {
@@ -144,10 +154,7 @@ func TestTracesProtocolVarOverridesGeneralOne(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-	send(t, 1)
-	if r.spanCount() != 1 {
-		t.Fatalf("gRPC receiver got %d spans, want 1", r.spanCount())
-	}
+	sendOne(t, r, "gRPC receiver")
 }
 
 func TestUnsupportedProtocolIsAnError(t *testing.T) {
@@ -258,10 +265,7 @@ func TestInsecureVarAllowsPlaintextGRPC(t *testing.T) {
 	}
 
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	send(t, 1)
-	if r.spanCount() != 1 {
-		t.Fatalf("with INSECURE=true the receiver got %d spans, want 1", r.spanCount())
-	}
+	sendOne(t, r, "with INSECURE=true the receiver")
 }
 
 func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
@@ -279,10 +283,7 @@ func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
 		}
 		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", pemPath)
-		send(t, 1)
-		if r.spanCount() != 1 {
-			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
-		}
+		sendOne(t, r, "with the certificate the receiver")
 	})
 	t.Run("http", func(t *testing.T) {
 		r := &receiver{}
@@ -297,10 +298,7 @@ func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 			t.Fatalf("untrusted certificate: err = %v, spans = %d; want a failed export", err, r.spanCount())
 		}
 		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", writeCertPEM(t, srv))
-		send(t, 1)
-		if r.spanCount() != 1 {
-			t.Fatalf("with the certificate the receiver got %d spans, want 1", r.spanCount())
-		}
+		sendOne(t, r, "with the certificate the receiver")
 	})
 }
 
