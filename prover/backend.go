@@ -88,6 +88,23 @@ type BackendOptions struct {
 	Releaser *buffer.Releaser
 	// TracerProvider records the backend's spans; nil means the global one.
 	TracerProvider trace.TracerProvider
+	// Device tunes a device backend (the CPU has nothing to tune and
+	// ignores it); the zero value is the backend's default.
+	Device DeviceSettings
+}
+
+// DeviceSettings tune how a device backend works, in the backend's own
+// words; its factory refuses values it does not know (the CUDA backend:
+// gpu.CheckDeviceSettings). cmd/cuzk fills them from CUZK_CUDA_HOST_COPY
+// and CUZK_CUDA_MSM_G2, the one place those are read.
+type DeviceSettings struct {
+	// HostCopy is how host vectors reach the device and come back:
+	// "staged" (through pinned staging memory; "" is this default),
+	// "register" (pinned in place per call) or "pageable".
+	HostCopy string
+	// MSMG2 is where the G2 MSM runs: "gpu" ("" is this default) or
+	// "cpu" (gnark-crypto, overlapping the device's G1 work).
+	MSMG2 string
 }
 
 // BackendFactory opens a backend. A factory whose hardware is missing

@@ -56,6 +56,7 @@ func (f pipelineOption) applyPipeline(c *config)     { f(c) }
 type config struct {
 	backend  Backend
 	releaser *buffer.Releaser
+	device   DeviceSettings
 	r, s     *fr.Element
 	tp       trace.TracerProvider
 	keyID    string
@@ -168,4 +169,11 @@ func WithProgress(on bool) PipelineOption {
 // stamped another way. Read by NewPipeline.
 func WithBuildRevision(rev string) PipelineOption {
 	return pipelineOption(func(c *config) { c.revision = &rev })
+}
+
+// WithDeviceSettings tunes the device backend NewPipeline opens
+// (BackendOptions.Device; default: the backend's defaults). Read by
+// NewPipeline.
+func WithDeviceSettings(s DeviceSettings) PipelineOption {
+	return pipelineOption(func(c *config) { c.device = s })
 }

@@ -65,7 +65,7 @@ var _ Runner = (*Pipeline)(nil)
 // writes one line saying why to the WithNotice writer and uses "cpu".
 // "cuda" returns that reason as its error, wrapping ErrBackendUnavailable.
 //
-// Options read: WithReleaser, WithTracerProvider, WithKeyCacheDir,
+// Options read: WithReleaser, WithDeviceSettings, WithTracerProvider, WithKeyCacheDir,
 // WithNotice, WithSeed, WithProgress, WithBuildRevision, WithRandomness
 // (tests only). Errors wrap ErrUnknownBackend or ErrBackendUnavailable.
 func NewPipeline(ctx context.Context, backend string, opts ...PipelineOption) (*Pipeline, error) {
@@ -87,7 +87,7 @@ func NewPipeline(ctx context.Context, backend string, opts ...PipelineOption) (*
 }
 
 func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Releaser) (Backend, error) {
-	bo := BackendOptions{Releaser: rel, TracerProvider: cfg.tp}
+	bo := BackendOptions{Releaser: rel, TracerProvider: cfg.tp, Device: cfg.device}
 	open := func(name string) (Backend, error) {
 		f, ok := LookupBackend(name)
 		if !ok {

@@ -105,7 +105,9 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	if !ok {
 		return errors.New("no backend " + backend + " registered in this binary")
 	}
-	b, err := open(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	// The device settings of cuzk prove: CUZK_CUDA_HOST_COPY and
+	// CUZK_CUDA_MSM_G2, which the backend no longer reads itself.
+	b, err := open(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel, Device: benchutil.DeviceSettingsFromEnv()})
 	if err != nil {
 		return err
 	}

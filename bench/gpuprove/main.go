@@ -309,19 +309,12 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	defer closeTracing(ctx)
 	f, _ := prover.LookupBackend(v.backend)
 	t0 := time.Now()
-	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel,
+		Device: prover.DeviceSettings{HostCopy: string(v.hostCopy), MSMG2: v.msmG2}})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if g, ok := b.(*gpu.Backend); ok {
-		if err := g.SetHostCopy(v.hostCopy); err != nil {
-			return err
-		}
-		if err := g.SetMSMG2(v.msmG2); err != nil {
-			return err
-		}
-	}
 	// The CUDA backend compiles (or loads) its kernels at Warmup, not at
 	// Open: both are in this figure, as Open alone was before.
 	if w, ok := b.(prover.Warmer); ok {
@@ -427,7 +420,9 @@ func story(ctx context.Context, o *options, n int) error {
 			return err
 		}
 		defer rel.Close(ctx)
-		pipe, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithTracerProvider(tel.TracerProvider),
+		// The story runs as cuzk prove does, with the environment's
+		// device settings (CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2).
+		pipe, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(benchutil.DeviceSettingsFromEnv()), prover.WithTracerProvider(tel.TracerProvider),
 			prover.WithKeyCacheDir(o.cacheDir), prover.WithNotice(out))
 		if err != nil {
 			return err

@@ -72,7 +72,8 @@ func proveAction(c *cli.Context) (err error) {
 	logger.Disable() // gnark's own log lines would interleave with ours
 
 	// Everything that can be wrong with the input, before any allocation.
-	if err := checkBackendEnv(); err != nil {
+	dev, err := deviceSettings()
+	if err != nil {
 		return err
 	}
 	name, n := c.String("circuit"), c.Int("constraints")
@@ -118,6 +119,7 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
 		prover.WithReleaser(rel),
+		prover.WithDeviceSettings(dev),
 		prover.WithTracerProvider(tp),
 		prover.WithKeyCacheDir(c.String("cache-dir")),
 		prover.WithNotice(errOut),

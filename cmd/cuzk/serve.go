@@ -150,7 +150,8 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if cfg.maxMessage < 1 {
 		return fmt.Errorf("serve: --max-message-bytes %d: want at least 1", cfg.maxMessage)
 	}
-	if err := checkBackendEnv(); err != nil {
+	dev, err := deviceSettings()
+	if err != nil {
 		return err
 	}
 	if err := registerCircuitFiles(cfg.circuitFiles); err != nil {
@@ -179,7 +180,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 		}
 	}()
 
-	workers, pipes, devices, err := newWorkers(ctx, cfg, mode)
+	workers, pipes, devices, err := newWorkers(ctx, cfg, mode, dev)
 	defer func() {
 		for _, p := range pipes {
 			// The pipeline's Releaser is this daemon's (newWorkers): closed after it.
@@ -297,7 +298,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 // GPU, each with its own Pipeline bound to its device, and cfg.cpuWorkers
 // on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
 // circuit's keys are held once).
-func newWorkers(ctx context.Context, cfg serveConfig, mode buffer.ReleaseMode) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
+func newWorkers(ctx context.Context, cfg serveConfig, mode buffer.ReleaseMode, dev prover.DeviceSettings) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
 	var (
 		workers []engine.Worker
 		pipes   []*prover.Pipeline
@@ -308,7 +309,7 @@ func newWorkers(ctx context.Context, cfg serveConfig, mode buffer.ReleaseMode) (
 		if err != nil {
 			return nil, err
 		}
-		p, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithKeyCacheDir(cfg.cacheDir), prover.WithNotice(cfg.log))
+		p, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.cacheDir), prover.WithNotice(cfg.log))
 		if err != nil {
 			rel.Close(context.Background())
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,7 +36,7 @@ func init() {
 // Backend is the prover.Backend on one CUDA device: ComputeH with the NTT
 // kernels of prover/gpu/ntt, MSMG1 and MSMG2 with the Pippenger MSM
 // kernels of prover/gpu/msm over bases kept resident on the device; MSMG2 can run on the
-// CPU with gnark-crypto instead (SetMSMG2, $CUZK_CUDA_MSM_G2), concurrently
+// CPU with gnark-crypto instead (BackendOptions.Device.MSMG2, SetMSMG2), concurrently
 // with the GPU work. Device work is serialised on one stream; waiting for
 // it is a gpu.lock span. Safe for concurrent use.
 type Backend struct {
@@ -147,7 +146,8 @@ func ParseHostCopy(s string) (HostCopy, error) {
 }
 
 // SetHostCopy changes how host vectors are copied (default: staged, or
-// $CUZK_CUDA_HOST_COPY at Open). It waits for the operation in flight.
+// BackendOptions.Device.HostCopy at Open). It waits for the operation in
+// flight.
 func (b *Backend) SetHostCopy(m HostCopy) error {
 	if _, err := ParseHostCopy(string(m)); err != nil {
 		return err
@@ -165,7 +165,7 @@ func (b *Backend) HostCopyMode() HostCopy {
 	return b.hostCopy
 }
 
-// Where MSMG2 runs (SetMSMG2, $CUZK_CUDA_MSM_G2).
+// Where MSMG2 runs (BackendOptions.Device.MSMG2, SetMSMG2).
 const (
 	// MSMG2GPU runs the G2 MSM on the device, after or before the G1
 	// MSMs (they share the device). The default.
@@ -198,29 +198,42 @@ func parseMSMG2(where string) (onCPU bool, err error) {
 	return false, fmt.Errorf("cuda backend: G2 MSM placement %q (want gpu or cpu)", where)
 }
 
-// CheckEnv validates the environment variables that configure the CUDA
-// backend ($CUZK_CUDA_HOST_COPY, $CUZK_CUDA_MSM_G2), without a device, so
-// a command can refuse a typo at start on any host rather than on the
-// first GPU host. Open applies the same parsing.
-func CheckEnv() error {
-	if _, err := ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY")); err != nil {
-		return fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)
+// CheckDeviceSettings validates the settings Open takes
+// (prover.DeviceSettings: HostCopy as ParseHostCopy, MSMG2 gpu or cpu)
+// without a device, so a command can refuse a typo at start on any host
+// rather than on the first GPU host. Errors name the field's value and the
+// words it wants; Open returns the same.
+func CheckDeviceSettings(s prover.DeviceSettings) error {
+	_, _, err := parseDeviceSettings(s)
+	return err
+}
+
+func parseDeviceSettings(s prover.DeviceSettings) (HostCopy, bool, error) {
+	hc, err := ParseHostCopy(s.HostCopy)
+	if err != nil {
+		return "", false, err
 	}
-	if _, err := parseMSMG2(os.Getenv("CUZK_CUDA_MSM_G2")); err != nil {
-		return fmt.Errorf("CUZK_CUDA_MSM_G2: %w", err)
+	g2OnCPU, err := parseMSMG2(s.MSMG2)
+	if err != nil {
+		return "", false, err
 	}
-	return nil
+	return hc, g2OnCPU, nil
 }
 
 var _ prover.Backend = (*Backend)(nil)
 
 // Open opens the CUDA backend on device o.DeviceOrdinal: the device's
-// primary context and one stream. It compiles nothing: the kernel modules
+// primary context and one stream, copying host vectors and placing the G2
+// MSM as o.Device says (malformed settings are refused before the device
+// is touched, as CheckDeviceSettings). It compiles nothing: the kernel modules
 // are compiled by NVRTC (or taken from the kernel cache) by Warmup, which
 // the first proof calls if nobody did before. Without a driver or device
 // it returns an error wrapping prover.ErrBackendUnavailable and
 // cudaspans.ErrNoDevice that says why in one line.
 func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
+	if err := CheckDeviceSettings(o.Device); err != nil {
+		return nil, err
+	}
 	tp := o.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
@@ -232,15 +245,20 @@ func Open(ctx context.Context, o prover.BackendOptions) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("cuda backend: %w", err)
 	}
-	hc, err := ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY"))
+	return openOn(ctx, c, o)
+}
+
+// openOn is Open on an opened device context c, which the backend owns
+// from here (closed on failure too); tests give it a fake device.
+func openOn(ctx context.Context, c *cudaspans.Context, o prover.BackendOptions) (*Backend, error) {
+	hc, g2OnCPU, err := parseDeviceSettings(o.Device)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	g2OnCPU, err := parseMSMG2(os.Getenv("CUZK_CUDA_MSM_G2"))
-	if err != nil {
-		c.Close()
-		return nil, err
+	tp := o.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
 	}
 	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName),
 		hostCopy: hc, g2OnCPU: g2OnCPU}

@@ -2,9 +2,15 @@ package gpu
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 )
 
 // TestParallelCopyCopiesEveryByte: the multi-goroutine copy of the staged
@@ -37,22 +43,47 @@ func TestParseHostCopy(t *testing.T) {
 	}
 }
 
-func TestCheckEnvNamesTheMalformedVariable(t *testing.T) {
-	for _, ok := range [][2]string{{"", ""}, {"staged", "gpu"}, {"register", "cpu"}, {"pageable", ""}} {
-		t.Setenv("CUZK_CUDA_HOST_COPY", ok[0])
-		t.Setenv("CUZK_CUDA_MSM_G2", ok[1])
-		if err := CheckEnv(); err != nil {
-			t.Errorf("CUZK_CUDA_HOST_COPY=%q CUZK_CUDA_MSM_G2=%q: %v", ok[0], ok[1], err)
+// Open refuses a malformed setting before it touches a device, so the
+// refusal is the same on a host without a GPU.
+func TestOpenRefusesMalformedDeviceSettingsBeforeTheDevice(t *testing.T) {
+	for _, bad := range []prover.DeviceSettings{{HostCopy: "pinned"}, {MSMG2: "GPU"}} {
+		if err := CheckDeviceSettings(bad); err == nil {
+			t.Errorf("CheckDeviceSettings(%+v) accepted it", bad)
+		}
+		_, err := Open(context.Background(), prover.BackendOptions{Device: bad})
+		if err == nil || errors.Is(err, prover.ErrBackendUnavailable) || !strings.Contains(err.Error(), "want") {
+			t.Errorf("Open(%+v) = %v, want the settings' error, not the device's", bad, err)
 		}
 	}
-	t.Setenv("CUZK_CUDA_HOST_COPY", "")
-	t.Setenv("CUZK_CUDA_MSM_G2", "GPU")
-	if err := CheckEnv(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_MSM_G2") {
-		t.Errorf("CUZK_CUDA_MSM_G2=GPU: %v, want an error naming the variable", err)
+	for _, ok := range []prover.DeviceSettings{{}, {HostCopy: "staged", MSMG2: "gpu"}, {HostCopy: "register", MSMG2: "cpu"}, {HostCopy: "pageable"}} {
+		if err := CheckDeviceSettings(ok); err != nil {
+			t.Errorf("CheckDeviceSettings(%+v): %v", ok, err)
+		}
 	}
-	t.Setenv("CUZK_CUDA_MSM_G2", "")
-	t.Setenv("CUZK_CUDA_HOST_COPY", "pinned")
-	if err := CheckEnv(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_HOST_COPY") {
-		t.Errorf("CUZK_CUDA_HOST_COPY=pinned: %v, want an error naming the variable", err)
+}
+
+// The settings Open is given are the backend's from the start (what
+// CUZK_CUDA_HOST_COPY and CUZK_CUDA_MSM_G2 did when Open read them).
+func TestOpenAppliesTheDeviceSettings(t *testing.T) {
+	for _, tc := range []struct {
+		in      prover.DeviceSettings
+		copy    HostCopy
+		g2OnCPU bool
+	}{{prover.DeviceSettings{}, HostCopyStaged, false}, {prover.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, HostCopyPageable, true},
+		{prover.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, HostCopyRegister, false}} {
+		c, err := cudaspans.Open(0, cudaspans.WithDriver(fakedevice.New(1<<20)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := openOn(context.Background(), c, prover.BackendOptions{Device: tc.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.HostCopyMode() != tc.copy || b.g2OnCPU != tc.g2OnCPU {
+			t.Errorf("%+v: host copy %s, G2 on the CPU %v; want %s, %v", tc.in, b.HostCopyMode(), b.g2OnCPU, tc.copy, tc.g2OnCPU)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

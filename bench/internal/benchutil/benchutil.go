@@ -1,6 +1,7 @@
 // Package benchutil holds what the benchmark programs share: random field
 // vectors made fast on all cores, the statistics they report, and the
-// flags and exit of those that time built-in circuits.
+// flags and exit of those that time built-in circuits, and the device
+// settings of those that open a backend.
 package benchutil
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
@@ -144,4 +146,11 @@ func Compile(circuit string, log2 int) (*circuits.Instance, constraint.Constrain
 		return nil, nil, err
 	}
 	return in, ccs, nil
+}
+
+// DeviceSettingsFromEnv returns the CUDA backend's settings as cuzk reads
+// them (CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2), for a bench main that
+// opens a backend itself; the backend's factory validates them.
+func DeviceSettingsFromEnv() prover.DeviceSettings {
+	return prover.DeviceSettings{HostCopy: os.Getenv("CUZK_CUDA_HOST_COPY"), MSMG2: os.Getenv("CUZK_CUDA_MSM_G2")}
 }
