@@ -136,3 +136,16 @@ func LookupBackend(name string) (BackendFactory, bool) {
 	f, ok := backends[name]
 	return f, ok
 }
+
+type proofKeyIDKey struct{}
+
+// ProofKeyID returns the key ID (WithKeyID) of the proof that a backend
+// call's ctx belongs to: ProveAssignment puts it in the ctx of every
+// backend call, for backends that keep per-key state beside the resident
+// bases (the CUDA backend's device buffers, sized by the first proof of a
+// key and reused by the next). "" outside ProveAssignment or without
+// WithKeyID.
+func ProofKeyID(ctx context.Context) string {
+	id, _ := ctx.Value(proofKeyIDKey{}).(string)
+	return id
+}

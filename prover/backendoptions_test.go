@@ -3,8 +3,13 @@ package prover
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 )
@@ -41,5 +46,55 @@ func TestNewPipelineHandsItsBackendTheReleaserAndDeviceSettings(t *testing.T) {
 	}
 	if got[1].Releaser == nil || got[1].Releaser != plain.Releaser() || got[1].Releaser.Mode() != buffer.ReleaseSync || got[1].Device != (DeviceSettings{}) {
 		t.Errorf("without WithReleaser: backend options %+v, want the pipeline's own sync Releaser and no settings", got[1])
+	}
+}
+
+// keyIDCPU records the ProofKeyID of every ComputeH and MSMG1 call.
+type keyIDCPU struct {
+	*CPU
+	mu   sync.Mutex
+	seen []string
+}
+
+func (c *keyIDCPU) note(ctx context.Context) {
+	c.mu.Lock()
+	c.seen = append(c.seen, ProofKeyID(ctx))
+	c.mu.Unlock()
+}
+
+func (c *keyIDCPU) ComputeH(ctx context.Context, d *fft.Domain, a, b, cc []fr.Element) error {
+	c.note(ctx)
+	return c.CPU.ComputeH(ctx, d, a, b, cc)
+}
+
+func (c *keyIDCPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	c.note(ctx)
+	return c.CPU.MSMG1(ctx, span, bases, scalars)
+}
+
+// Every backend call of a proof carries its WithKeyID (what the CUDA
+// backend keys its kept device buffers by); a proof without one, none.
+func TestProofKeyIDReachesEveryBackendCallOfTheProof(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<8)
+	for _, key := range []string{"cs-hash", ""} {
+		b := &keyIDCPU{CPU: NewCPU(nil)}
+		opts := []ProveOption{WithBackend(b)}
+		if key != "" {
+			opts = append(opts, WithKeyID(key))
+		}
+		if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.seen) < 5 { // compute_h and the four G1 MSMs
+			t.Fatalf("key %q: %d backend calls seen", key, len(b.seen))
+		}
+		for _, got := range b.seen {
+			if got != key {
+				t.Errorf("a backend call saw ProofKeyID %q, want %q", got, key)
+			}
+		}
+	}
+	if got := ProofKeyID(context.Background()); got != "" {
+		t.Errorf("ProofKeyID outside a proof = %q", got)
 	}
 }

@@ -107,6 +107,9 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
 		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
 	))
+	if cfg.keyID != "" {
+		ctx = context.WithValue(ctx, proofKeyIDKey{}, cfg.keyID)
+	}
 	if !buffer.HasReleaseParent(callerCtx) {
 		// Async releases, ours and the backend's (pinned buffers), run
 		// after the step that made the buffer: under the caller's span.

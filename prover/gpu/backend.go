@@ -493,8 +493,11 @@ func (b *Backend) lock(ctx context.Context) func() {
 // coefficients come back into a in bit-reversed order, element for element
 // what gnark's computeH and the CPU backend return; b and c are left
 // unchanged. The copies go as the HostCopy mode says (staged through
-// pinned memory by default). The three device vectors (3·32·n bytes) are
-// released through the backend's Releaser (buffer.release spans). Errors:
+// pinned memory by default). The three device vectors (3·32·n bytes) are,
+// inside a proof with a key ID (prover.ProofKeyID), the key's proof
+// buffers, kept for its next proof (Bases().ProofBuffer); otherwise they
+// are allocated here and released through the backend's Releaser
+// (buffer.release spans). Errors:
 // lengths that differ from the domain, device memory, driver errors naming
 // the operation.
 func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []fr.Element) (err error) {
@@ -514,17 +517,18 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 	}
 	defer b.lock(ctx)()
 	bufs := make([]*cudaspans.DeviceBuffer, 0, 3)
+	var giveBack []func()
 	defer func() {
-		for i, buf := range bufs {
-			b.release(ctx, []string{"a", "b", "c"}[i], buf)
+		for _, g := range giveBack {
+			g()
 		}
 	}()
-	for range 3 {
-		buf, err := b.c.Alloc(ctx, n*frBytes)
+	for _, name := range []string{"a", "b", "c"} {
+		buf, g, err := b.vector(ctx, name, n*frBytes)
 		if err != nil {
 			return fmt.Errorf("cuda compute H: %w", err)
 		}
-		bufs = append(bufs, buf)
+		bufs, giveBack = append(bufs, buf), append(giveBack, g)
 	}
 	mode := b.hostCopy
 	if n*frBytes < minPinnedCopy {
@@ -739,6 +743,23 @@ func (b *Backend) stagedScalars(ctx context.Context, scalars []fr.Element) (out 
 	parallelCopy(b.scratch.Bytes()[:size], frBytesOf(scalars))
 	span.End()
 	return unsafe.Slice((*fr.Element)(b.scratch.Ptr()), len(scalars)), nil
+}
+
+// vector returns ComputeH's device vector name of bytes and the function
+// that gives it back: inside a proof with a key ID (prover.ProofKeyID) the
+// key's proof buffer "compute_h."+name, kept for the next proof of the key
+// and counted with its resident bases (msm.DeviceBases.ProofBuffer), so a
+// warm proof allocates nothing; else a fresh allocation released (a
+// buffer.release span) when given back.
+func (b *Backend) vector(ctx context.Context, name string, bytes int) (*cudaspans.DeviceBuffer, func(), error) {
+	if key := prover.ProofKeyID(ctx); key != "" {
+		return b.bases.ProofBuffer(ctx, key, "compute_h."+name, bytes)
+	}
+	buf, err := b.c.Alloc(ctx, bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return buf, func() { b.release(ctx, name, buf) }, nil
 }
 
 func (b *Backend) release(ctx context.Context, name string, buf buffer.Buffer) {

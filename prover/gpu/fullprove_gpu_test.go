@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -20,9 +18,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 

@@ -25,7 +25,12 @@ import (
 // the MSM over two dummy modules (msm.FromModules), no NTT, ready.
 func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
 	t.Helper()
-	drv := fakedevice.New(1 << 30)
+	return fakeKernelBackendOn(t, fakedevice.New(1<<30))
+}
+
+// fakeKernelBackendOn is fakeKernelBackend on the fake device drv.
+func fakeKernelBackendOn(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
+	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(drv), cudaspans.WithTracerProvider(tp))
@@ -55,7 +60,7 @@ func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
+	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
 		cpu: prover.NewCPU(tp), msm: m}
 	b.warm = func(context.Context) error { return nil } // the modules above are loaded
 	b.ready.Store(true)

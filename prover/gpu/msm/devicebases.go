@@ -32,7 +32,10 @@ var (
 // DeviceBases keeps proving-key base sets (prover.BaseSet) in device
 // memory across proofs, uploaded once per circuit: cuzk's hot tier of the
 // SRS. Sets are found by BaseSet.ID, evicted explicitly (Evict) or, when
-// the device or the budget is full, least recently used first. Device
+// the device or the budget is full, least recently used first. Beside its
+// base sets, a proving key keeps the device buffers its proofs need
+// (ProofBuffer: the compute_h vectors, the MSM workspace), in the same
+// budget and evicted with it, so a warm proof allocates nothing. Device
 // memory goes back through the Releaser, as buffer.release spans.
 //
 // All methods are safe for concurrent use. A set in use by an MSM is freed
@@ -43,10 +46,14 @@ type DeviceBases struct {
 	tracer   trace.Tracer
 	budget   int64
 
-	mu    sync.Mutex
-	sets  map[string]*ResidentBases
-	bytes int64 // device bytes of sets loaded or loading, until freed
-	clock uint64
+	mu   sync.Mutex
+	sets map[string]*ResidentBases
+	bufs map[string]*proofBuffer // by keyID + ":" + name (proofbuffers.go)
+	// bufEpoch counts explicit evictions of proof buffers, so an
+	// allocation that overlaps one does not keep its buffer.
+	bufEpoch uint64
+	bytes    int64 // device bytes of sets loaded or loading and of proof buffers, until freed
+	clock    uint64
 }
 
 // ResidentBases is one base set in device memory, gnark's G1Affine layout
@@ -106,7 +113,7 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 	}
 	cfg.releaser = buffer.OrSync(cfg.releaser, cfg.tp)
 	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
-		budget: cfg.budget, sets: map[string]*ResidentBases{}}, nil
+		budget: cfg.budget, sets: map[string]*ResidentBases{}, bufs: map[string]*proofBuffer{}}, nil
 }
 
 // PreloadG1 makes set resident and returns it: the first call for an ID
@@ -169,7 +176,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 			return nil, fmt.Errorf("msm: base set %s needs %d bytes, budget %d: %w", set.ID, bytes, k.budget, ErrBaseBudget)
 		}
 		for k.bytes+bytes > k.budget {
-			if !k.evictOldestLocked(ctx) {
+			if !k.evictOldestLocked(ctx, "") {
 				k.mu.Unlock()
 				return nil, fmt.Errorf("msm: base set %s needs %d bytes, %d of budget %d in use: %w",
 					set.ID, bytes, k.bytes, k.budget, ErrBaseBudget)
@@ -230,7 +237,7 @@ func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set
 			return nil, fmt.Errorf("msm: base set %s: %w", set.ID, err)
 		}
 		k.mu.Lock()
-		evicted := k.evictOldestLocked(ctx)
+		evicted := k.evictOldestLocked(ctx, "")
 		k.mu.Unlock()
 		if !evicted {
 			return nil, fmt.Errorf("msm: base set %s (%d points, %d bytes) does not fit in device memory: %w",
@@ -248,17 +255,33 @@ func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set
 	return buf, nil
 }
 
-// evictOldestLocked evicts the least recently used set that is loaded and
-// idle; false when there is none. k.mu is held.
-func (k *DeviceBases) evictOldestLocked(ctx context.Context) bool {
+// evictOldestLocked evicts the least recently used set or proof buffer
+// that is loaded and idle and whose ID does not start with spare (""
+// spares none); false when there is none. k.mu is held.
+func (k *DeviceBases) evictOldestLocked(ctx context.Context, spare string) bool {
+	spared := func(id string) bool { return spare != "" && strings.HasPrefix(id, spare) }
 	var oldest *ResidentBases
 	for _, rb := range k.sets {
-		if rb.buf == nil || rb.users > 0 {
+		if rb.buf == nil || rb.users > 0 || spared(rb.id) {
 			continue
 		}
 		if oldest == nil || rb.lastUse < oldest.lastUse {
 			oldest = rb
 		}
+	}
+	var oldestBuf *proofBuffer
+	for _, pb := range k.bufs {
+		if pb.buf == nil || pb.users > 0 || spared(pb.id) {
+			continue
+		}
+		if oldestBuf == nil || pb.lastUse < oldestBuf.lastUse {
+			oldestBuf = pb
+		}
+	}
+	if oldestBuf != nil && (oldest == nil || oldestBuf.lastUse < oldest.lastUse) {
+		// As below: freed under k.mu, the caller needs the memory back.
+		_ = k.releaser.Release(ctx, oldestBuf.id, k.evictBufferLocked(oldestBuf))
+		return true
 	}
 	if oldest == nil {
 		return false
@@ -313,10 +336,11 @@ func (k *DeviceBases) Evict(ctx context.Context, id string) (bool, error) {
 }
 
 // EvictKeySets evicts the base sets of one proving key: those whose ID is
-// keyID + ":" + part (prover.BaseSet's naming, e.g. "3f2a…:g1.a"). It
-// returns how many were resident and the joined errors of Evict.
+// keyID + ":" + part (prover.BaseSet's naming, e.g. "3f2a…:g1.a"), and
+// its proof buffers (ProofBuffer; freed now, or when their loan ends). It
+// returns how many sets were resident and the joined errors of Evict.
 func (k *DeviceBases) EvictKeySets(ctx context.Context, keyID string) (int, error) {
-	var errs []error
+	errs := []error{k.evictBuffers(ctx, keyID+":")}
 	n := 0
 	for _, id := range k.IDs() {
 		if !strings.HasPrefix(id, keyID+":") {
@@ -333,9 +357,10 @@ func (k *DeviceBases) EvictKeySets(ctx context.Context, keyID string) (int, erro
 	return n, errors.Join(errs...)
 }
 
-// EvictAll evicts every set (Evict for each) and returns the joined errors.
+// EvictAll evicts every set (Evict for each) and every proof buffer, and
+// returns the joined errors.
 func (k *DeviceBases) EvictAll(ctx context.Context) error {
-	var errs []error
+	errs := []error{k.evictBuffers(ctx, "")}
 	for _, id := range k.IDs() {
 		if _, err := k.Evict(ctx, id); err != nil {
 			errs = append(errs, err)
@@ -345,7 +370,7 @@ func (k *DeviceBases) EvictAll(ctx context.Context) error {
 }
 
 // Bytes returns the device memory held by resident sets (loaded, loading,
-// or evicted but still in use), in bytes.
+// or evicted but still in use) and by proof buffers, in bytes.
 func (k *DeviceBases) Bytes() int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -603,7 +603,7 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 		return total, err
 	}
 	defer release()
-	return sum[J, PJ, X](m, ctx, name, s, g2, ptr, nil, scalars)
+	return sum[J, PJ, X](m, ctx, name, s, g2, bases.owner, ptr, nil, scalars)
 }
 
 // G1Resident is G1 over a proving-key base set kept in resident, a DeviceBases (the
@@ -677,7 +677,7 @@ func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 	if len(scalars) > len(bases) {
 		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
 	}
-	return sum[J, PJ, X](m, ctx, name, s, g2, 0, msmBytesOf(bases[:len(scalars)]), scalars)
+	return sum[J, PJ, X](m, ctx, name, s, g2, nil, 0, msmBytesOf(bases[:len(scalars)]), scalars)
 }
 
 // infinity is the point at infinity of J: the zero window sum's.
@@ -688,9 +688,9 @@ func infinity[J any, X windowSum[J]]() J {
 
 // sum runs the MSM (run) and adds its chunks' combined window sums.
 func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
-	basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
+	pool *DeviceBases, basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
 	total := infinity[J, X]()
-	err := m.run(ctx, name, s, g2, basesPtr, hostBases, scalars, func(wsums []byte, c int) {
+	err := m.run(ctx, name, s, g2, pool, basesPtr, hostBases, scalars, func(wsums []byte, c int) {
 		part := combineWindows[J, PJ](msmBytesAs[X](wsums), c)
 		PJ(&total).AddAssign(&part)
 	})
@@ -700,7 +700,10 @@ func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, nam
 // run computes the MSM over device bases at basesPtr, or over hostBases
 // (points as bytes) when basesPtr is 0, and hands each chunk's window sums
 // (nwin points in the group's XYZZ layout) and window size to combine.
-func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool, basesPtr cudaspans.DevicePtr,
+// Inside a proof with a key ID (prover.ProofKeyID) its workspace is the
+// key's proof buffer in pool (kept for the next proof); else it is
+// allocated and freed here.
+func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
 	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
 	n := len(scalars)
 	if name != "" {
@@ -732,14 +735,15 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 	withBases := basesPtr == 0
 	// Find a chunk size whose workspace fits: halve on out-of-memory.
 	var ws *cudaspans.DeviceBuffer
+	var giveBack func() error
 	var plan msmPlan
 	for {
 		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2)
-		ws, err = m.c.Alloc(ctx, plan.bytes)
+		ws, giveBack, err = m.workspace(ctx, pool, plan.bytes)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, cudaspans.ErrOutOfMemory) {
+		if !errors.Is(err, cudaspans.ErrOutOfMemory) && !errors.Is(err, ErrBaseBudget) {
 			return fmt.Errorf("msm: workspace of %d bytes: %w", plan.bytes, err)
 		}
 		if chunk <= msmMinChunk {
@@ -749,7 +753,7 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 		chunk = max(msmMinChunk, chunk/2)
 	}
 	defer func() {
-		if rerr := m.releaser.Release(ctx, "msm.workspace", ws); rerr != nil && err == nil {
+		if rerr := giveBack(); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
@@ -781,6 +785,24 @@ func (m *MSM) run(ctx context.Context, name string, s *cudaspans.Stream, g2 bool
 		combine(wsums, p.c)
 	}
 	return nil
+}
+
+// workspace returns a device workspace of at least bytes and the function
+// that gives it back: the proof's key's buffer from pool (prover.ProofKeyID),
+// or one allocated now and released at once when there is no key or pool.
+func (m *MSM) workspace(ctx context.Context, pool *DeviceBases, bytes int) (*cudaspans.DeviceBuffer, func() error, error) {
+	if key := prover.ProofKeyID(ctx); key != "" && pool != nil {
+		ws, done, err := pool.ProofBuffer(ctx, key, "msm.workspace", bytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ws, func() error { done(); return nil }, nil
+	}
+	ws, err := m.c.Alloc(ctx, bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ws, func() error { return m.releaser.Release(ctx, "msm.workspace", ws) }, nil
 }
 
 func (m *MSM) windowFor(n int) int {

@@ -108,6 +108,29 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, er
 	if err != nil {
 		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)
 	}
+	return fromModule(c, mod, tp)
+}
+
+// FromModule returns an engine over a module already loaded on c that
+// holds the NTT kernels (Module's: ntt_pass, ntt_powers,
+// groth16_pointwise), e.g. a precompiled image loaded with
+// cudaspans.Context.LoadModuleData on a host without NVRTC, or a fake
+// device's. The engine's Close unloads it (on an error too). Options as
+// New's (WithDefines has no effect). Errors: a kernel missing from mod.
+func FromModule(c *cudaspans.Context, mod *cudaspans.Module, opts ...Option) (*Engine, error) {
+	cfg := config{defines: map[string]string{}}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	tp := cfg.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return fromModule(c, mod, tp)
+}
+
+func fromModule(c *cudaspans.Context, mod *cudaspans.Module, tp trace.TracerProvider) (*Engine, error) {
+	var err error
 	e := &Engine{c: c, mod: mod, tracer: tp.Tracer(otelcuzk.ScopeName), tables: map[tableKey]*deviceTables{}}
 	for name, f := range map[string]**cudaspans.Function{"ntt_pass": &e.fPass, "ntt_powers": &e.fPow, "groth16_pointwise": &e.fPoint} {
 		if *f, err = mod.Function(name); err != nil {
