@@ -140,11 +140,7 @@ func TestFleetRoutesByRequestIDAndJobID(t *testing.T) {
 	a, b := startFakeDaemon(t, "a", stp), startFakeDaemon(t, "b", stp)
 	addrs := []string{a.addr, b.addr}
 	byAddr := map[string]*fakeDaemon{a.addr: a, b.addr: b}
-	c, err := DialAddrs(addrs, WithTracerProvider(ctp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFleet(t, addrs, WithTracerProvider(ctp))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -344,14 +340,10 @@ func TestFleetAllDaemonsDownIsUnavailable(t *testing.T) {
 		addrs = append(addrs, l.Addr().String())
 		l.Close()
 	}
-	c, err := DialAddrs(addrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFleet(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = c.Submit(ctx, Request{RequestID: "r", Circuit: "mulchain"})
+	_, err := c.Submit(ctx, Request{RequestID: "r", Circuit: "mulchain"})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), addrs[0]) || !strings.Contains(err.Error(), addrs[1]) {
 		t.Errorf("submit with both daemons down: %v, want UNAVAILABLE naming both", err)
 	}
@@ -365,11 +357,7 @@ func TestFleetRejectsBadAddressesAndJobIDs(t *testing.T) {
 			t.Errorf("DialAddrs(%q): want error", bad)
 		}
 	}
-	c, err := DialAddrs([]string{"127.0.0.1:1", "127.0.0.1:2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFleet(t, []string{"127.0.0.1:1", "127.0.0.1:2"})
 	ctx := context.Background()
 	for _, id := range []string{"job-x", "127.0.0.1:3/job-x", "127.0.0.1:1/", "/job-x"} {
 		if _, err := c.Await(ctx, id, 0); status.Code(err) != codes.InvalidArgument {
@@ -420,11 +408,7 @@ func TestFleetAllNotServingStillTakesJobs(t *testing.T) {
 		d.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	}
 	addrs := []string{a.addr, b.addr}
-	c, err := DialAddrs(addrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFleet(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range 8 {
@@ -449,4 +433,15 @@ func TestFleetAllNotServingStillTakesJobs(t *testing.T) {
 			t.Errorf("b SERVING, a not: %s went to %q (%v), want b", rid, j.ID, err)
 		}
 	}
+}
+
+// dialFleet dials the daemons at addrs, closed when the test ends.
+func dialFleet(t *testing.T, addrs []string, opts ...Option) *Client {
+	t.Helper()
+	c, err := DialAddrs(addrs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
