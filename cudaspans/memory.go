@@ -26,18 +26,27 @@ type DeviceBuffer struct {
 // (cuzk.buffer.kind device, cuda.bytes). Running out of device memory is
 // an error matching ErrOutOfMemory.
 func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
-	if bytes <= 0 {
-		return nil, fmt.Errorf("cudaspans: device allocation of %d bytes", bytes)
-	}
 	b := &DeviceBuffer{c: c, size: bytes}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(buffer.KindDevice, bytes), func() (err error) {
+	if err := c.malloc(ctx, buffer.KindDevice, bytes, func() (err error) {
 		b.ptr, err = c.drv.MemAlloc(c.h, bytes)
 		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cudaspans: allocate %d device bytes: %w", bytes, err)
+	}); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// malloc runs alloc, which allocates bytes of kind, as a cuda.malloc span
+// (cuzk.buffer.kind, cuda.bytes); bytes must be positive. Its errors name
+// the kind and size and wrap alloc's.
+func (c *Context) malloc(ctx context.Context, kind buffer.Kind, bytes int, alloc func() error) error {
+	if bytes <= 0 {
+		return fmt.Errorf("cudaspans: %s allocation of %d bytes", kind, bytes)
+	}
+	if err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(kind, bytes), alloc); err != nil {
+		return fmt.Errorf("cudaspans: allocate %d %s bytes: %w", bytes, kind, err)
+	}
+	return nil
 }
 
 func memAttrs(kind buffer.Kind, bytes int) []attribute.KeyValue {
@@ -85,16 +94,12 @@ type PinnedBuffer struct {
 // AllocPinned allocates bytes (> 0) of pinned host memory as a
 // cuda.malloc span (cuzk.buffer.kind pinned).
 func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, error) {
-	if bytes <= 0 {
-		return nil, fmt.Errorf("cudaspans: pinned allocation of %d bytes", bytes)
-	}
 	b := &PinnedBuffer{c: c, size: bytes}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(buffer.KindPinned, bytes), func() (err error) {
+	if err := c.malloc(ctx, buffer.KindPinned, bytes, func() (err error) {
 		b.p, err = c.drv.HostAlloc(c.h, bytes)
 		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cudaspans: allocate %d pinned bytes: %w", bytes, err)
+	}); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
