@@ -2,6 +2,7 @@ package otelcuzk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -369,7 +370,9 @@ func endpointHostPort(endpoint string) (string, bool) {
 // checkEnvEndpoint refuses an OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT the
 // exporter would misread: the HTTP exporter needs a URL (given
 // "127.0.0.1:4318" it logs a parse error and posts to https://localhost:4318
-// instead), and either exporter speaks only http or https.
+// instead), the gRPC one host:port or a URL, either speaks only http or
+// https, and a URL must parse (the SDK logs one that does not on a line
+// of its own and falls back to its default endpoint).
 func checkEnvEndpoint(protocol, endpoint string) error {
 	name := "OTEL_EXPORTER_OTLP_ENDPOINT"
 	if firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
@@ -383,6 +386,22 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 		return fmt.Errorf("otelcuzk: %s=%q: no host", name, endpoint)
 	case !hasScheme && protocol == ProtocolHTTPProtobuf:
 		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. %q", name, endpoint, protocol, "http://"+endpoint)
+	case !hasScheme:
+		if _, _, err := net.SplitHostPort(endpoint); err != nil {
+			return fmt.Errorf("otelcuzk: %s=%q: %s needs host:port or a URL, e.g. %q", name, endpoint, protocol, "http://localhost:4317")
+		}
+	}
+	// A URL that does not parse ("http://[::1") the SDK logs on its own
+	// line and replaces by its default endpoint: refuse it here, as one
+	// error.
+	if hasScheme {
+		if _, err := url.Parse(endpoint); err != nil {
+			var uerr *url.Error
+			if errors.As(err, &uerr) {
+				err = uerr.Err
+			}
+			return fmt.Errorf("otelcuzk: %s=%q: not a URL: %v", name, endpoint, err)
+		}
 	}
 	return nil
 }

@@ -648,6 +648,12 @@ func TestEndpointVarsTheExporterWouldMisreadAreErrors(t *testing.T) {
 		{"ftp://127.0.0.1:4318", "http/protobuf", `scheme "ftp"`},
 		{"unix://x", "grpc", `scheme "unix"`},
 		{"http://", "grpc", "no host"},
+		// The SDK logs a URL that does not parse on a line of its own.
+		{"http://[::1", "http/protobuf", "not a URL: missing ']' in host"},
+		{"http://[::1", "grpc", "not a URL: missing ']' in host"},
+		{"http://::bad", "grpc", `not a URL: invalid port "::bad"`},
+		{"::bad", "grpc", "grpc needs host:port or a URL"},
+		{"::bad", "http/protobuf", "needs a URL"},
 	} {
 		clearEnv(t)
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)

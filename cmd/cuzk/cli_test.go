@@ -2,33 +2,47 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
+
+// runMain runs cuzk's main in a child process (TestHelperProcessMain)
+// with env added, and returns its stdout, stderr and exit status: what
+// reaches the real stderr (the SDK's own log lines too) is seen.
+func runMain(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	// A command that should have refused to start (serve) fails the test
+	// after a minute rather than hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-test.run=^TestHelperProcessMain$", "--"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "CUZK_HELPER_MAIN=1"), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Errorf("cuzk %v still running after a minute; killed", args)
+		code = -1
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
 
 // cuzk without a command is a usage error: the usage on stderr, nothing on
 // stdout, exit status 2 (as Go's flag package); cuzk help still prints to
 // stdout and exits 0.
 func TestNoCommandPrintsUsageToStderrAndExits2(t *testing.T) {
-	run := func(args ...string) (stdout, stderr string, code int) {
-		t.Helper()
-		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcessMain$", "--"}, args...)...)
-		cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		var exit *exec.ExitError
-		switch {
-		case errors.As(err, &exit):
-			code = exit.ExitCode()
-		case err != nil:
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
-	}
+	run := func(args ...string) (string, string, int) { return runMain(t, nil, args...) }
 	stdout, stderr, code := run()
 	if code != exitUsage {
 		t.Errorf("cuzk: exit %d, want %d", code, exitUsage)
@@ -48,5 +62,29 @@ func TestNoCommandPrintsUsageToStderrAndExits2(t *testing.T) {
 	stdout, _, code = run("help")
 	if code != 0 || !strings.Contains(stdout, "USAGE:") {
 		t.Errorf("cuzk help: exit %d, stdout %q; want 0 and the usage", code, stdout)
+	}
+}
+
+// A malformed OTLP endpoint is one line on stderr, ours, for every command
+// that traces: the SDK's own "parse url" log line does not come first, and
+// serve does not start with the SDK's default endpoint instead.
+func TestMalformedOTLPEndpointIsOurOneLineOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, ep := range []struct{ protocol, endpoint string }{
+		{"http/protobuf", "http://[::1"}, {"grpc", "http://[::1"}, {"grpc", "::bad"}, {"http/protobuf", "::bad"},
+	} {
+		env := []string{"OTEL_EXPORTER_OTLP_PROTOCOL=" + ep.protocol, "OTEL_EXPORTER_OTLP_ENDPOINT=" + ep.endpoint,
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "CUZK_CACHE_DIR=" + dir}
+		for _, args := range [][]string{
+			{"prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu", "--proof", dir + "/p.bin"},
+			{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--backend", "cpu", "--trace-file", dir + "/t.jsonl"},
+			{"submit", "--addr", "127.0.0.1:1"},
+		} {
+			_, stderr, code := runMain(t, env, args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "cuzk: ") || !strings.Contains(lines[0], "OTEL_EXPORTER_OTLP_ENDPOINT") {
+				t.Errorf("%s over %s, cuzk %s: exit %d, stderr %q; want exit 1 and our one line naming the variable", ep.endpoint, ep.protocol, args[0], code, stderr)
+			}
+		}
 	}
 }
