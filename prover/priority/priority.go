@@ -60,6 +60,26 @@ func Parse(s string) (Priority, error) {
 	return Normal, fmt.Errorf("unknown priority %q (want LOW, NORMAL, HIGH or CRITICAL)", s)
 }
 
+// MarshalText writes p's name (LOW, NORMAL, HIGH, CRITICAL), so JSON and
+// config files, and maps keyed by Priority in them, read as words rather
+// than the numbers behind the names; an invalid p is an error.
+func (p Priority) MarshalText() ([]byte, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("unknown priority %d", int(p))
+	}
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText reads a name as Parse does.
+func (p *Priority) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
 // Proto returns p as the wire enum; an invalid p is an error (and
 // PRIORITY_UNSPECIFIED).
 func (p Priority) Proto() (cuzkv1.Priority, error) {

@@ -1,6 +1,7 @@
 package priority
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -90,6 +91,36 @@ func TestParseAnyCase(t *testing.T) {
 	}
 	if _, err := Parse("urgent"); err == nil || !strings.Contains(err.Error(), `"urgent"`) || !strings.Contains(err.Error(), "CRITICAL") {
 		t.Errorf("Parse(urgent) error %v does not name the input and the choices", err)
+	}
+}
+
+func TestJSONUsesTheNames(t *testing.T) {
+	in := struct {
+		P      Priority
+		Queued map[Priority]int
+	}{High, map[Priority]int{Low: 1, Critical: 2}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"P":"HIGH","Queued":{"CRITICAL":2,"LOW":1}}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	var out struct {
+		P      Priority
+		Queued map[Priority]int
+	}
+	if err := json.Unmarshal([]byte(`{"P":"critical","Queued":{"CRITICAL":2,"low":1}}`), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.P != Critical || out.Queued[Critical] != 2 || out.Queued[Low] != 1 {
+		t.Errorf("read back %+v", out)
+	}
+	if err := json.Unmarshal([]byte(`{"P":"urgent"}`), &out); err == nil || !strings.Contains(err.Error(), "urgent") {
+		t.Errorf("urgent: %v, want an error naming it", err)
+	}
+	if _, err := json.Marshal(Priority(9)); err == nil {
+		t.Error("Priority(9) marshalled")
 	}
 }
 
