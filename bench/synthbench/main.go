@@ -265,7 +265,7 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 		domain <<= 1
 	}
 
-	var synthOpts []prover.Option
+	var synthOpts []prover.SynthesizeOption
 	var bare []solver.Option
 	if info, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); ok && len(info) > 0 {
 		kk, err := cache.LoadHashed(context.Background(), comp.CCS, comp.Hash)
