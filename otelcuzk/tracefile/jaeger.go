@@ -204,20 +204,22 @@ func jaegerID(s string, n int) ([]byte, error) {
 	return b, nil
 }
 
+// decodeAs decodes raw as a JSON value of type T; what names the type in
+// the error.
+func decodeAs[T any](raw json.RawMessage, what string) (any, error) {
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("%s value: %w", what, err)
+	}
+	return v, nil
+}
+
 func jaegerValue(kv jaegerKV) (any, error) {
 	switch kv.Type {
 	case "", "string":
-		var v string
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			return nil, fmt.Errorf("string value: %w", err)
-		}
-		return v, nil
+		return decodeAs[string](kv.Value, "string")
 	case "bool":
-		var v bool
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			return nil, fmt.Errorf("bool value: %w", err)
-		}
-		return v, nil
+		return decodeAs[bool](kv.Value, "bool")
 	case "int64":
 		// Parsed from the JSON text, exact even beyond 2^53.
 		v, err := strconv.ParseInt(strings.Trim(string(kv.Value), `"`), 10, 64)
@@ -226,23 +228,29 @@ func jaegerValue(kv jaegerKV) (any, error) {
 		}
 		return v, nil
 	case "float64":
-		var v float64
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			return nil, fmt.Errorf("float64 value: %w", err)
-		}
-		return v, nil
+		return decodeAs[float64](kv.Value, "float64")
 	case "binary":
-		var v string
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			return nil, fmt.Errorf("binary value: %w", err)
+		v, err := decodeAs[string](kv.Value, "binary")
+		if err != nil {
+			return nil, err
 		}
-		b, err := base64.StdEncoding.DecodeString(v)
+		b, err := base64.StdEncoding.DecodeString(v.(string))
 		if err != nil {
 			return nil, fmt.Errorf("binary value: %w", err)
 		}
 		return b, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", kv.Type)
+}
+
+// getTrace checks traceID (32 hex digits or fewer) and GETs
+// {baseURL}/api/traces/{traceID}, the path of both Jaeger's query API and
+// Tempo's, asking for accept ("": any).
+func getTrace(ctx context.Context, client *http.Client, baseURL, traceID, accept string) ([]byte, error) {
+	if _, err := jaegerID(traceID, 16); err != nil {
+		return nil, fmt.Errorf("tracefile: trace id: %w", err)
+	}
+	return httpGet(ctx, client, strings.TrimRight(baseURL, "/")+"/api/traces/"+url.PathEscape(traceID), accept)
 }
 
 // FetchJaeger reads one trace from Jaeger's HTTP query API: GET
@@ -253,11 +261,7 @@ func jaegerValue(kv jaegerKV) (any, error) {
 // no such trace, and an error naming the URL for transport failures and
 // other HTTP statuses.
 func FetchJaeger(ctx context.Context, client *http.Client, baseURL, traceID string) ([]Span, error) {
-	if _, err := jaegerID(traceID, 16); err != nil {
-		return nil, fmt.Errorf("tracefile: trace id: %w", err)
-	}
-	u := strings.TrimRight(baseURL, "/") + "/api/traces/" + url.PathEscape(traceID)
-	body, err := httpGet(ctx, client, u, "")
+	body, err := getTrace(ctx, client, baseURL, traceID, "")
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 )
 
 // FetchTempo reads one trace from Grafana Tempo's HTTP API: GET
@@ -18,11 +16,7 @@ import (
 // ErrTraceNotFound (wrapped) on 404 or an empty trace, and an error naming
 // the URL for transport failures and other HTTP statuses.
 func FetchTempo(ctx context.Context, client *http.Client, baseURL, traceID string) ([]Span, error) {
-	if _, err := jaegerID(traceID, 16); err != nil {
-		return nil, fmt.Errorf("tracefile: trace id: %w", err)
-	}
-	u := strings.TrimRight(baseURL, "/") + "/api/traces/" + url.PathEscape(traceID)
-	body, err := httpGet(ctx, client, u, "application/json")
+	body, err := getTrace(ctx, client, baseURL, traceID, "application/json")
 	if err != nil {
 		return nil, err
 	}
