@@ -120,6 +120,15 @@ func ProfileOf(t Trace) Profile {
 
 // jobRoots returns the shallowest engine.job spans of t, else its roots.
 func jobRoots(t Trace) []*Node {
+	if jobs := jobSpans(t); len(jobs) > 0 {
+		return jobs
+	}
+	return t.Roots
+}
+
+// jobSpans returns the shallowest engine.job spans of t (none below
+// another), in walk order.
+func jobSpans(t Trace) []*Node {
 	var jobs []*Node
 	t.Walk(func(n *Node) bool {
 		if n.Name == otelcuzk.SpanEngineJob {
@@ -128,9 +137,6 @@ func jobRoots(t Trace) []*Node {
 		}
 		return true
 	})
-	if len(jobs) == 0 {
-		return t.Roots
-	}
 	return jobs
 }
 

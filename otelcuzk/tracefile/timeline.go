@@ -51,14 +51,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 	}
 	var jobs []TimelineJob
 	for _, t := range traces {
-		var found []*Node
-		t.Walk(func(n *Node) bool {
-			if n.Name == otelcuzk.SpanEngineJob {
-				found = append(found, n)
-				return false
-			}
-			return true
-		})
+		found := jobSpans(t)
 		if len(found) == 0 && !anyJob {
 			found = t.Roots
 		}
