@@ -95,20 +95,25 @@ func Module(defines map[string]string) kernels.Module {
 // for the step spans, WithDefines). Errors name the failing compile or
 // lookup.
 func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, error) {
-	cfg := config{defines: map[string]string{}}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	tp := cfg.tp
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
+	cfg := newConfig(opts)
 	km := Module(cfg.defines)
 	mod, err := c.Compile(ctx, km.Name, km.Source, km.Opts)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: compile NTT kernels: %w", err)
 	}
-	return fromModule(c, mod, tp)
+	return fromModule(c, mod, cfg.tp)
+}
+
+// newConfig applies opts; the provider defaults to the global one.
+func newConfig(opts []Option) config {
+	cfg := config{defines: map[string]string{}}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	return cfg
 }
 
 // FromModule returns an engine over a module already loaded on c that
@@ -118,15 +123,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, er
 // device's. The engine's Close unloads it (on an error too). Options as
 // New's (WithDefines has no effect). Errors: a kernel missing from mod.
 func FromModule(c *cudaspans.Context, mod *cudaspans.Module, opts ...Option) (*Engine, error) {
-	cfg := config{defines: map[string]string{}}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	tp := cfg.tp
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return fromModule(c, mod, tp)
+	return fromModule(c, mod, newConfig(opts).tp)
 }
 
 func fromModule(c *cudaspans.Context, mod *cudaspans.Module, tp trace.TracerProvider) (*Engine, error) {
