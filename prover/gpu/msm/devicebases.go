@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -381,12 +382,7 @@ func (k *DeviceBases) Bytes() int64 {
 func (k *DeviceBases) IDs() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	ids := make([]string, 0, len(k.sets))
-	for id := range k.sets {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(k.sets))
 }
 
 // ID returns the set's BaseSet.ID.

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -200,10 +201,5 @@ func (k *DeviceBases) evictBuffers(ctx context.Context, prefix string) error {
 func (k *DeviceBases) ProofBufferIDs() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	ids := make([]string, 0, len(k.bufs))
-	for id := range k.bufs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(k.bufs))
 }
