@@ -169,7 +169,9 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // replaced by a fresh setup, saying so in one line on the progress writer;
 // a file of the format before the checksums is read unchecked once and
 // rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
-// ctx's error (before a setup), or setup's and the store's.
+// ctx's error (before a setup, or as soon as ctx ends during one: that
+// setup then finishes in the background and stores its keys), or setup's
+// and the store's.
 func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (k *Keys, err error) {
 	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
 		otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
@@ -218,7 +220,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		return nil, err
 	}
 	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanKeysSetup)
-	pk, vk, err = c.setup(ccs)
+	pk, vk, err = c.setupUnlessDone(ctx, ccs, path)
 	endSpan(sspan, err)
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
@@ -304,8 +306,39 @@ func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
 
 func (c *Cache) path(hash string) string { return filepath.Join(c.dir, hash+".keys") }
 
-// setup runs groth16.Setup, with a spinner once it has taken progressAfter.
-func (c *Cache) setup(ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+// setupUnlessDone runs setup, and returns ctx's error as soon as ctx ends:
+// groth16.Setup cannot be stopped, and a caller that waited for it would
+// hold its spans (keys.setup, keys.load) open past its own, so an
+// interrupted run would export keys.read and keys.hash without their
+// parent. The setup left running still stores its keys at path when it
+// finishes (untraced: its job has ended), so the work is not lost.
+func (c *Cache) setupUnlessDone(ctx context.Context, ccs constraint.ConstraintSystem, path string) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	type result struct {
+		pk  groth16.ProvingKey
+		vk  groth16.VerifyingKey
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pk, vk, err := c.setup(ctx, ccs)
+		done <- result{pk, vk, err}
+	}()
+	select {
+	case r := <-done:
+		return r.pk, r.vk, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				_ = writeChecked(path, func(w io.Writer) error { return writeKeys(w, r.pk, r.vk) })
+			}
+		}()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// setup runs groth16.Setup, with a spinner once it has taken progressAfter
+// until it ends or ctx does.
+func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
 	done := make(chan struct{})
 	spun := make(chan struct{})
 	go func() {
@@ -315,6 +348,8 @@ func (c *Cache) setup(ccs constraint.ConstraintSystem) (groth16.ProvingKey, grot
 		}
 		select {
 		case <-done:
+			return
+		case <-ctx.Done():
 			return
 		case <-time.After(c.progressAfter):
 		}
@@ -329,7 +364,10 @@ func (c *Cache) setup(ccs constraint.ConstraintSystem) (groth16.ProvingKey, grot
 			// (progressbar v3.19.1); the goroutine then animates it.
 			progressbar.OptionSetRenderBlankState(true),
 		)
-		<-done
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 		bar.Finish()
 	}()
 	pk, vk, err := groth16.Setup(ccs)
