@@ -254,37 +254,30 @@ type multiExp[J, A any] interface {
 	String() string
 }
 
-// testGroup is one group under test: its name in messages and set ids, how
-// its bases are preloaded and how the device MSM runs over them.
+// testGroup is one group under test: its name in messages and set ids,
+// and its methods (method expressions) that preload a base set and run the
+// device MSM over resident and host bases.
 type testGroup[A, J any, PJ multiExp[J, A]] struct {
-	name    string
-	preload func(f *msmFixture, set prover.BaseSet[A]) (*ResidentBases, error)
-	run     func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (J, error)
-	host    func(m *MSM, f *msmFixture, bases []A, scalars []fr.Element) (J, error)
+	name     string
+	preload  func(*DeviceBases, context.Context, *cudaspans.Stream, prover.BaseSet[A]) (*ResidentBases, error)
+	resident func(*MSM, context.Context, string, *cudaspans.Stream, *ResidentBases, []fr.Element) (J, error)
+	hostMSM  func(*MSM, context.Context, string, *cudaspans.Stream, []A, []fr.Element) (J, error)
 }
 
 var (
-	msmG1 = testGroup[curve.G1Affine, curve.G1Jac, *curve.G1Jac]{name: "G1",
-		preload: func(f *msmFixture, set prover.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
-			return f.bases.PreloadG1(f.ctx, f.stream, set)
-		},
-		run: func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
-			return m.G1(f.ctx, "", f.stream, rb, scalars)
-		},
-		host: func(m *MSM, f *msmFixture, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
-			return m.G1Host(f.ctx, "", f.stream, bases, scalars)
-		}}
-	msmG2 = testGroup[curve.G2Affine, curve.G2Jac, *curve.G2Jac]{name: "G2",
-		preload: func(f *msmFixture, set prover.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
-			return f.bases.PreloadG2(f.ctx, f.stream, set)
-		},
-		run: func(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
-			return m.G2(f.ctx, "", f.stream, rb, scalars)
-		},
-		host: func(m *MSM, f *msmFixture, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
-			return m.G2Host(f.ctx, "", f.stream, bases, scalars)
-		}}
+	msmG1 = testGroup[curve.G1Affine, curve.G1Jac, *curve.G1Jac]{"G1", (*DeviceBases).PreloadG1, (*MSM).G1, (*MSM).G1Host}
+	msmG2 = testGroup[curve.G2Affine, curve.G2Jac, *curve.G2Jac]{"G2", (*DeviceBases).PreloadG2, (*MSM).G2, (*MSM).G2Host}
 )
+
+// run is m's MSM of scalars over the resident set rb, on f's stream.
+func (g testGroup[A, J, PJ]) run(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (J, error) {
+	return g.resident(m, f.ctx, "", f.stream, rb, scalars)
+}
+
+// host is m's MSM of scalars over bases in host memory, on f's stream.
+func (g testGroup[A, J, PJ]) host(m *MSM, f *msmFixture, bases []A, scalars []fr.Element) (J, error) {
+	return g.hostMSM(m, f.ctx, "", f.stream, bases, scalars)
+}
 
 // gnark is gnark-crypto's MultiExp of bases and scalars.
 func (g testGroup[A, J, PJ]) gnark(t testing.TB, bases []A, scalars []fr.Element) J {
@@ -303,7 +296,7 @@ var msmSetSeq int
 func (g testGroup[A, J, PJ]) preloadSet(t testing.TB, f *msmFixture, bases []A) *ResidentBases {
 	t.Helper()
 	msmSetSeq++
-	rb, err := g.preload(f, prover.BaseSet[A]{ID: fmt.Sprintf("test-%s-%d", g.name, msmSetSeq), Points: bases})
+	rb, err := g.preload(f.bases, f.ctx, f.stream, prover.BaseSet[A]{ID: fmt.Sprintf("test-%s-%d", g.name, msmSetSeq), Points: bases})
 	if err != nil {
 		t.Fatal(err)
 	}
