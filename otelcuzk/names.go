@@ -212,6 +212,7 @@ const (
 // Span names of the prover's setup work, outside the proof's critical path.
 const (
 	SpanCircuitCompile = "circuit.compile" // gnark frontend compile of a built-in circuit to R1CS
+	SpanCircuitBuild   = "circuit.build"   // a built-in circuit sized for its constraint count (a size its shape refuses ends here) and its memory checked, before circuit.compile
 )
 
 // Span names and keys of the circuit and key caches (prover/keycache): the

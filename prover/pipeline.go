@@ -293,10 +293,19 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 	if files, ok := lookupFiles(name); ok {
 		return p.loadFiles(ctx, lc, name, files)
 	}
-	if err := circuits.CheckMemory(name, constraints); err != nil {
-		return err
+	// A span of its own: a size the circuit's shape refuses (porep below
+	// one challenge) fails here, and sizing porep probes its costs once
+	// (a compile of ~0.6 s), which would otherwise be engine.job's
+	// untraced time.
+	_, bspan := p.tracer.Start(ctx, otelcuzk.SpanCircuitBuild, trace.WithAttributes(
+		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyCircuitConstraints.Int(constraints)))
+	err := circuits.CheckMemory(name, constraints)
+	var in *circuits.Instance
+	if err == nil {
+		in, err = circuits.Build(name, constraints)
 	}
-	in, err := circuits.Build(name, constraints)
+	otelcuzk.SetError(bspan, err)
+	bspan.End()
 	if err != nil {
 		return err
 	}
@@ -313,7 +322,7 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 }
 
 // Run makes the proof req asks for; see Runner. The steps and their spans:
-// keys.load (and circuit.compile on first use), pipeline.synthesize,
+// keys.load (and circuit.build and circuit.compile on first use), pipeline.synthesize,
 // pipeline.prove, pipeline.serialize, proof.verify (when req.Verify). In
 // async release mode the buffer.release spans are children of the span in
 // ctx, not of pipeline.prove, and may end after Run returns.
