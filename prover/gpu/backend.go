@@ -65,7 +65,13 @@ type Backend struct {
 	hostCopy HostCopy
 	g2OnCPU  bool
 	stage    [2]*cudaspans.PinnedBuffer // ComputeH's double buffer (staged mode), under mu
-	scratch  *cudaspans.PinnedBuffer    // MSM scalars (staged mode), under mu
+	// scratch holds the MSM scalars (staged mode) per proving key
+	// (prover.ProofKeyID; "" for proofs without one), grown to the key's
+	// largest MSM, freed with the key (EvictBases) and at Close; under mu.
+	scratch map[string]*cudaspans.PinnedBuffer
+	// stagedFrom, when > 0, replaces minPinnedCopy for the staged mode
+	// (tests only).
+	stagedFrom int
 
 	// fault is the first sticky CUDA error (cudaspans.ErrSticky) seen on
 	// this device, wrapped with prover.ErrDeviceFault; once set, every
@@ -433,6 +439,14 @@ func (b *Backend) Bases() *msm.DeviceBases { return b.bases }
 // freed when it ends.
 func (b *Backend) EvictBases(ctx context.Context, keyID string) error {
 	_, err := b.bases.EvictKeySets(ctx, keyID)
+	// The key's pinned scalar buffer, once no operation uses it.
+	b.mu.Lock()
+	sc := b.scratch[keyID]
+	delete(b.scratch, keyID)
+	b.mu.Unlock()
+	if sc != nil {
+		b.release(ctx, "msm.scalars", sc)
+	}
 	return err
 }
 
@@ -531,7 +545,7 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 		bufs, giveBack = append(bufs, buf), append(giveBack, g)
 	}
 	mode := b.hostCopy
-	if n*frBytes < minPinnedCopy {
+	if n*frBytes < b.minStaged() {
 		mode = HostCopyPageable
 	}
 	if mode == HostCopyRegister {
@@ -723,26 +737,43 @@ func parallelCopy(dst, src []byte) {
 	wg.Wait()
 }
 
-// stagedScalars copies scalars into the backend's pinned scratch buffer
-// (grown to the largest MSM seen, kept between proofs) and returns the
-// pinned copy, which the MSM uploads by DMA. Called with b.mu.
+// minStaged is the smallest vector (bytes) copied through pinned memory:
+// minPinnedCopy, or stagedFrom when a test lowers it to reach the staged
+// copies with small circuits.
+func (b *Backend) minStaged() int {
+	if b.stagedFrom > 0 {
+		return b.stagedFrom
+	}
+	return minPinnedCopy
+}
+
+// stagedScalars copies scalars into the pinned scratch buffer of the
+// proof's key (prover.ProofKeyID: grown to the key's largest MSM, kept
+// for its next proof, freed with the key) and returns the pinned copy,
+// which the MSM uploads by DMA. On a failed allocation the buffer kept
+// stays. Called with b.mu.
 func (b *Backend) stagedScalars(ctx context.Context, scalars []fr.Element) (out []fr.Element, err error) {
 	size := len(scalars) * frBytes
-	if b.scratch == nil || b.scratch.Size() < size {
-		if b.scratch != nil {
-			b.release(ctx, "msm.scalars", b.scratch)
-			b.scratch = nil
-		}
+	key := prover.ProofKeyID(ctx)
+	sc := b.scratch[key]
+	if sc == nil || sc.Size() < size {
 		p, err := b.c.AllocPinned(ctx, size)
 		if err != nil {
 			return nil, fmt.Errorf("pinned scalars: %w", err)
 		}
-		b.scratch = p
+		if sc != nil {
+			b.release(ctx, "msm.scalars", sc)
+		}
+		if b.scratch == nil {
+			b.scratch = map[string]*cudaspans.PinnedBuffer{}
+		}
+		sc = p
+		b.scratch[key] = sc
 	}
 	_, span := b.stageSpan(ctx, "msm.scalars", "host", size)
-	parallelCopy(b.scratch.Bytes()[:size], frBytesOf(scalars))
+	parallelCopy(sc.Bytes()[:size], frBytesOf(scalars))
 	span.End()
-	return unsafe.Slice((*fr.Element)(b.scratch.Ptr()), len(scalars)), nil
+	return unsafe.Slice((*fr.Element)(sc.Ptr()), len(scalars)), nil
 }
 
 // vector returns ComputeH's device vector name of bytes and the function
@@ -820,7 +851,7 @@ func (b *Backend) withScalars(ctx context.Context, span string, scalars []fr.Ele
 	}
 	defer b.lock(ctx)()
 	sc := scalars
-	if len(scalars)*frBytes >= minPinnedCopy {
+	if len(scalars)*frBytes >= b.minStaged() {
 		switch b.hostCopy {
 		case HostCopyStaged:
 			var err error
@@ -850,7 +881,11 @@ func (b *Backend) Close() error {
 	}
 	// Freed here, not through the Releaser: an async or pool Releaser
 	// could free them after the context is gone.
-	for _, p := range append(b.stage[:], b.scratch) {
+	pinned := b.stage[:]
+	for _, p := range b.scratch {
+		pinned = append(pinned, p)
+	}
+	for _, p := range pinned {
 		if p != nil {
 			errs = append(errs, b.c.Free(context.Background(), p))
 		}

@@ -178,3 +178,45 @@ func TestAProofThatDoesNotFitFailsClearlyAndLeaksNothing(t *testing.T) {
 		t.Errorf("%d device bytes still allocated after Close", used)
 	}
 }
+
+// The staged host copy's pinned buffers are kept too: with the vectors
+// staged (from 4 KiB here; 1 MiB on a device), a warm proof makes no cuda.malloc,
+// pinned or device; the key's pinned scalar buffer goes with the key
+// (EvictBases), the staging buffers stay for the device's next proof, and
+// Close frees every pinned byte.
+func TestAWarmStagedProofAllocatesNoPinnedMemory(t *testing.T) {
+	drv := fakedevice.New(1 << 30)
+	b, _, rec := fakeProvingBackendOn(t, drv)
+	b.stagedFrom = 4 << 10
+	f := circuitstest.Setup(t, "mulchain", 1<<9, 7)
+	first := proveOnFake(t, b, rec, f, "k")
+	pinnedMallocs := 0
+	for _, s := range first {
+		for _, kv := range s.Attributes() {
+			if kv.Key == otelcuzk.KeyBufferKind && kv.Value.AsString() == "pinned" {
+				pinnedMallocs++
+			}
+		}
+	}
+	if pinnedMallocs == 0 {
+		t.Fatal("the first staged proof allocated no pinned memory: the test does not reach the staged copies")
+	}
+	if warm := proveOnFake(t, b, rec, f, "k"); len(warm) != 0 {
+		t.Errorf("second staged proof: %d cuda.malloc spans inside groth16.prove, want none", len(warm))
+	}
+	withKey := drv.Pinned()
+	if err := b.EvictBases(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	afterEvict := drv.Pinned()
+	if afterEvict >= withKey || afterEvict != 2*StageChunk {
+		t.Errorf("pinned bytes %d with the key, %d after its eviction; want only the two staging buffers (%d) left",
+			withKey, afterEvict, 2*StageChunk)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.Pinned(); n != 0 {
+		t.Errorf("%d pinned bytes after Close", n)
+	}
+}

@@ -34,6 +34,7 @@ type Driver struct {
 	launches []string
 	htod     [][]byte
 	fault    error // returned by every Launch and StreamSynchronize once set
+	pinned   map[unsafe.Pointer][]byte
 }
 
 // Fault makes every later Launch and StreamSynchronize fail with err, as a
@@ -177,6 +178,43 @@ func (d *Driver) Launch(_ cudaspans.ContextHandle, f cudaspans.FunctionHandle, _
 	}
 	d.launches = append(d.launches, d.funcs[f])
 	return nil
+}
+
+// HostAlloc returns "pinned" host memory: Go memory the driver holds
+// until HostFree (nothing is page-locked; copies from it are synchronous,
+// as every copy of the fake is).
+func (d *Driver) HostAlloc(_ cudaspans.ContextHandle, n int) (unsafe.Pointer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pinned == nil {
+		d.pinned = map[unsafe.Pointer][]byte{}
+	}
+	b := make([]byte, n)
+	p := unsafe.Pointer(&b[0])
+	d.pinned[p] = b
+	return p, nil
+}
+
+// HostFree frees memory from HostAlloc; other pointers are an error.
+func (d *Driver) HostFree(_ cudaspans.ContextHandle, p unsafe.Pointer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.pinned[p]; !ok {
+		return fmt.Errorf("fakedevice: HostFree of %p, not from HostAlloc", p)
+	}
+	delete(d.pinned, p)
+	return nil
+}
+
+// Pinned returns the bytes of pinned host memory allocated and not freed.
+func (d *Driver) Pinned() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, b := range d.pinned {
+		n += len(b)
+	}
+	return n
 }
 
 // Stats returns the bytes allocated, the live allocations and the
