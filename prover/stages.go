@@ -9,6 +9,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -63,34 +64,29 @@ type Warmer interface {
 	Warmup(ctx context.Context) error
 }
 
-// ProofMemory estimates the peak host memory, in bytes, of one proof of an
-// R1CS with constraints constraints and wires wires: gnark's solver holds
-// the wires and the a, b, c evaluations (constraints each) on the heap
-// while they are copied to the mmap'd buffers (wires, and a, b, c padded
-// to the domain, the next power of two of constraints); the prove adds the
-// two filtered copies of the wires for the MSMs of A and B (at most wires
-// each; H reuses a). Each value is a 32-byte BLS12-381 scalar.
-func ProofMemory(constraints, wires int) uint64 {
-	if constraints < 1 {
-		constraints = 1
+// ProofMemory estimates the peak host memory, in bytes, that one proof of
+// an R1CS with constraints constraints, wires wires and committed private
+// committed wires (0 without api.Commit) adds to the process holding its
+// circuit and keys: circuits.ProofMemory, where the model and its
+// measured source are.
+func ProofMemory(constraints, wires, committed int) uint64 {
+	return circuits.ProofMemory(constraints, wires, committed)
+}
+
+// committedWires is the private committed wires of ccs's commitments.
+func committedWires(ccs constraint.ConstraintSystem) int {
+	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
+	n := 0
+	for _, c := range info {
+		n += len(c.PrivateCommitted)
 	}
-	if wires < 1 {
-		wires = 1
-	}
-	domain := ecc.NextPowerOfTwo(uint64(constraints))
-	elems := 2*uint64(wires) + 3*uint64(constraints) + // solver heap
-		uint64(wires) + 3*domain + // mmap'd assignment
-		2*uint64(wires) // wires.a, wires.b
-	return elems * fr.Bytes
+	return n
 }
 
 // KeyMemory estimates the host memory of one Groth16 proving key of
-// BLS12-381 for wires wires and a domain of domain points, bytes: the G1
-// bases of A, B and K (at most wires each, 96-byte affine points), of Z
-// (domain), and the G2 bases of B (192-byte points).
-func KeyMemory(domain, wires int) uint64 {
-	return 96*(3*uint64(max(wires, 0))+uint64(max(domain, 0))) + 192*uint64(max(wires, 0))
-}
+// BLS12-381 for wires wires and a domain of domain points, bytes:
+// circuits.KeyMemory.
+func KeyMemory(domain, wires int) uint64 { return circuits.KeyMemory(domain, wires) }
 
 // synthesis is a Pipeline's Synthesized.
 type synthesis struct {
@@ -142,7 +138,7 @@ func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
 		case <-lc.ready:
 			if lc.err == nil && lc.ccs != nil {
 				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-				return ProofMemory(lc.ccs.GetNbConstraints(), wires), nil
+				return ProofMemory(lc.ccs.GetNbConstraints(), wires, committedWires(lc.ccs)), nil
 			}
 		default:
 		}
@@ -151,12 +147,12 @@ func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
 		// Not loaded yet: the witness is the only size at hand; the
 		// estimate is made again from the circuit once it is loaded.
 		n := max(len(req.Witness)/fr.Bytes, 1)
-		return ProofMemory(n, n), nil
+		return ProofMemory(n, n, 0), nil
 	}
 	if err := checkBuiltin(req.Circuit, req.Constraints); err != nil {
 		return 0, err
 	}
-	return ProofMemory(req.Constraints, 2*req.Constraints+len(req.Witness)/fr.Bytes+1), nil
+	return ProofMemory(req.Constraints, 2*req.Constraints+len(req.Witness)/fr.Bytes+1, 0), nil
 }
 
 // KeyMemory returns the estimated host memory of the proving keys this

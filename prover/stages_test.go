@@ -43,7 +43,7 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 	p.mu.Unlock()
 	wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
 	after, _ := p.EstimateMemory(req)
-	if want := ProofMemory(lc.ccs.GetNbConstraints(), wires); after != want {
+	if want := ProofMemory(lc.ccs.GetNbConstraints(), wires, committedWires(lc.ccs)); after != want {
 		t.Errorf("estimate once loaded %d, want ProofMemory of the compiled counts %d", after, want)
 	}
 	// The estimate before compiling is an upper bound of the one after.

@@ -253,15 +253,17 @@ func merkleRoot(leaf fr.Element, index uint64, path []frontend.Variable) (fr.Ele
 	return node, nil
 }
 
-// merkleBytes: as mulChainBytes (measured: 194 MB peak at 2^16).
-func merkleBytes(n int) uint64 { return linearBytes(256<<20, 6<<10, n) }
+// merkleShape: measured at 2^14 to 2^18 (bench/memory.md): 1.0015 wires
+// per constraint, the R1CS 117–194 bytes per constraint held (the least
+// at the largest size).
+var merkleShape = shape{wiresPerConstraint: 1.0, ccsBytesPerConstraint: 120}
 
 func init() {
 	Register(Spec{
 		Name:        "merkle",
 		Usage:       "K MiMC Merkle inclusion proofs of depth ≤ 30, like a Filecoin PoSt",
 		Build:       buildMerkle,
-		MemoryBytes: merkleBytes,
+		MemoryBytes: merkleShape.peakBytes,
 	})
 }
 

@@ -63,17 +63,15 @@ func mulChainOut(x fr.Element, n int) fr.Element {
 	return v
 }
 
-// mulChainBytes: the measured peak RSS of `cuzk setup` (compile and
-// groth16.Setup, the peak) and of `cuzk prove` is under 3 KiB per
-// constraint at 2^14 and 2^16 (bench/README.md, "Memory"); twice that, plus
-// 256 MiB for the runtime and small sizes.
-func mulChainBytes(n int) uint64 { return linearBytes(256<<20, 6<<10, n) }
+// mulChainShape: one wire per constraint and a one-term R1CS like
+// merkle's; not measured on its own (merkle's shape, bench/memory.md).
+var mulChainShape = shape{wiresPerConstraint: 1.0, ccsBytesPerConstraint: 120}
 
 func init() {
 	Register(Spec{
 		Name:        "mulchain",
 		Usage:       "N chained multiplications (x ← x·x + 1), N constraints",
 		Build:       buildMulChain,
-		MemoryBytes: mulChainBytes,
+		MemoryBytes: mulChainShape.peakBytes,
 	})
 }

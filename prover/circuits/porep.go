@@ -412,17 +412,16 @@ func assignPoRep(seed int64, k, depth, filler int) (*PoRep, error) {
 	return a, nil
 }
 
-// poRepBytes: as mulChainBytes, about one wire per constraint as there
-// (measured at 2^17: 267 MB peak RSS for `cuzk setup`, 316 MB for `cuzk
-// prove --backend cpu` with the key cached, bench/README.md "Memory";
-// estimated 1 GiB).
-func poRepBytes(n int) uint64 { return linearBytes(256<<20, 6<<10, n) }
+// poRepShape: measured at 2^18 (bench/memory.md): 0.995 wires per
+// constraint, the R1CS 390 bytes per constraint held (its SHA-256
+// constraints carry long linear combinations).
+var poRepShape = shape{wiresPerConstraint: 1.0, ccsBytesPerConstraint: 390}
 
 func init() {
 	Register(Spec{
 		Name:        "porep",
 		Usage:       "K SHA-256 (bit-constrained, as bellperson) leaves with MiMC Merkle paths, like a Filecoin PoRep: most wires 0 or 1",
 		Build:       buildPoRep,
-		MemoryBytes: poRepBytes,
+		MemoryBytes: poRepShape.peakBytes,
 	})
 }

@@ -119,17 +119,17 @@ func buildRangeCheck(n int) (*Instance, error) {
 	}, nil
 }
 
-// rangeCheckBytes: the measured peak RSS at 2^16 is 211 MB for `cuzk
-// setup` and 285 MB for `cuzk prove --backend cpu` (2-vCPU VM, 1 Dec
-// 2026), under 4.5 KiB per constraint; as mulChainBytes, with 8 KiB per
-// constraint for the larger witness (limbs, multiplicities) and keys.
-func rangeCheckBytes(n int) uint64 { return linearBytes(256<<20, 8<<10, n) }
+// rangeCheckShape: measured at 2^14 to 2^18 (bench/memory.md): 1.34–1.52
+// wires per constraint (the limbs and multiplicities of the range checks),
+// the R1CS 187–299 bytes per constraint held, 0.41–0.52 private committed
+// wires per constraint (the limbs: 0.34 at 2^18).
+var rangeCheckShape = shape{wiresPerConstraint: 1.41, ccsBytesPerConstraint: 230, committedPerConstraint: 0.4}
 
 func init() {
 	Register(Spec{
 		Name:        "rangecheck",
 		Usage:       "N/16 values range-checked to 64 bits (std/rangecheck, one api.Commit) and a multiplication chain, N constraints",
 		Build:       buildRangeCheck,
-		MemoryBytes: rangeCheckBytes,
+		MemoryBytes: rangeCheckShape.peakBytes,
 	})
 }
