@@ -197,6 +197,12 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 			} else {
 				o = append(o, otlptracegrpc.WithEndpoint(c.endpoint))
 			}
+		} else if _, err := url.Parse(envEndpoint); err != nil {
+			// The SDK reads the variable as a URL: a host:port whose
+			// host is an IP ("10.0.0.5:4317") does not parse, and it
+			// exported to localhost:4317 instead (after logging a line
+			// of its own). Given as the option it means, it is honoured.
+			o = append(o, otlptracegrpc.WithEndpoint(envEndpoint))
 		}
 		o = append(o, transportOptions(c, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout)...)
 		// gRPC's default reconnect backoff grows to 120 s: a Collector

@@ -268,6 +268,19 @@ func TestInsecureVarAllowsPlaintextGRPC(t *testing.T) {
 	sendOne(t, r, "with INSECURE=true the receiver")
 }
 
+// host:port with an IP host, which the SDK's own reading of the variable
+// cannot parse (it sent to localhost:4317): the spans reach that address.
+func TestGRPCHostPortWithAnIPHostIsWhereTheSpansGo(t *testing.T) {
+	clearEnv(t)
+	r := &receiver{}
+	addr := startGRPCReceiver(t, r, nil) // 127.0.0.1:port, never port 4317's default
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", addr)
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")
+	sendOne(t, r, "the receiver at "+addr)
+}
+
 func TestCertificateVarTrustsSelfSignedReceiver(t *testing.T) {
 	clearEnv(t)
 	t.Run("grpc", func(t *testing.T) {
