@@ -25,14 +25,15 @@ func init() {
 		Name:  "submit",
 		Usage: "send a proof request to a daemon and wait for the proof",
 		Description: "Calls Prove on the daemon at --addr and prints each stage it sees the job in\n" +
-			"(QUEUED jobs are not listed; SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on\n" +
-			"a serial daemon, read every 200 ms: a shorter stage may pass unseen, the timings\n" +
-			"show them all), the final state, then the job id, the trace id, the timings and\n" +
-			"the verifier's verdict. A request id the daemon knows returns that earlier job\n" +
-			"(submit says so), or ALREADY_EXISTS when that job had other parameters.\n" +
-			"--witness more than once, or --partitions N, asks for a multi-partition proof:\n" +
-			"one proof per partition. With OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call\n" +
-			"itself is traced and the daemon's spans join its trace.",
+			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon; read from\n" +
+			"GetStatus every 200 ms, which lists no queued job and may miss a shorter stage:\n" +
+			"the timings line has them all), the final state, then the job id, the trace id,\n" +
+			"the timings and the verifier's verdict. A request id the daemon knows returns\n" +
+			"that earlier job (submit says so), or ALREADY_EXISTS when that job had other\n" +
+			"parameters. --witness more than once, or --partitions N, asks for a\n" +
+			"multi-partition proof: one proof per partition. With\n" +
+			"OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and the\n" +
+			"daemon's spans join its trace.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
