@@ -26,8 +26,8 @@ func init() {
 		Usage: "send a proof request to a daemon and wait for the proof",
 		Description: "Calls Prove on the daemon at --addr and prints each stage it sees the job in\n" +
 			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon; read from\n" +
-			"GetStatus every 200 ms, which lists no queued job and may miss a shorter stage:\n" +
-			"the timings line has them all), the final state, then the job id, the trace id,\n" +
+			"GetStatus every 200 ms for 5 s, then every second: it lists no queued job and\n" +
+			"may miss a shorter stage, the timings line has them all), the final state, then the job id, the trace id,\n" +
 			"the timings and the verifier's verdict. A request id the daemon knows returns\n" +
 			"that earlier job (submit says so), or ALREADY_EXISTS when that job had other\n" +
 			"parameters. --witness more than once, or --partitions N, asks for a\n" +
@@ -204,9 +204,15 @@ func readPartitions(req *client.Request, paths []string, n int) error {
 }
 
 // statePoll is how often submit reads the job's stage from GetStatus
-// while it waits: often enough to see the stages of a proof of seconds, a
-// small call for the daemon.
-var statePoll = 200 * time.Millisecond
+// during the first statePollFastFor of its wait, when the short stages
+// (queue, synthesis of a small proof, device wait) pass; then every
+// statePollSlow. Each poll is a GetStatus the daemon traces as a trace of
+// its own, so a long proof is not polled five times a second.
+var (
+	statePoll        = 200 * time.Millisecond
+	statePollFastFor = 5 * time.Second
+	statePollSlow    = time.Second
+)
 
 // submitAndAwait proves req and prints each stage the job is seen in
 // (read from GetStatus while it waits; a stage shorter than statePoll may
@@ -246,7 +252,8 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 	var seen client.JobStatus // the last state printed; the poller's until polled closes
 	go func() {
 		defer close(polled)
-		t := time.NewTicker(statePoll)
+		start := time.Now()
+		t := time.NewTimer(statePoll)
 		defer t.Stop()
 		for {
 			if st, err := poll.Status(pctx); err == nil {
@@ -261,6 +268,11 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 			case <-pctx.Done():
 				return
 			case <-t.C:
+			}
+			if time.Since(start) < statePollFastFor {
+				t.Reset(statePoll)
+			} else {
+				t.Reset(statePollSlow)
 			}
 		}
 	}()

@@ -109,36 +109,43 @@ func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzk
 }
 
 // submit prints every state it sees the job in, once each, in order, then
-// the final state; another job's states are not its.
+// the final state; another job's states are not its. Polled fast, and
+// polled past the fast window (every statePollSlow).
 func TestSubmitPrintsEachStateItSees(t *testing.T) {
 	clearOTLPEnv(t)
-	old := statePoll
-	statePoll = 5 * time.Millisecond // the fake moves a state per poll
-	t.Cleanup(func() { statePoll = old })
-	e := &stagedEngine{done: make(chan struct{}), states: []cuzkv1.JobStatus{
-		cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING, cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING,
-		cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE, cuzkv1.JobStatus_JOB_STATUS_PROVING,
-		cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, // a final state from a poll: printed once, from the result
-	}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	cuzkv1.RegisterProvingEngineServer(srv, e)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	out, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "staged")
-	if err != nil {
-		t.Fatalf("submit: %v\n%s", err, out)
-	}
-	var states []string
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "state     "); ok {
-			states = append(states, rest)
+	fast, fastFor, slow := statePoll, statePollFastFor, statePollSlow
+	t.Cleanup(func() { statePoll, statePollFastFor, statePollSlow = fast, fastFor, slow })
+	for _, c := range []struct {
+		name          string
+		fastFor, slow time.Duration
+	}{{"fast", time.Hour, time.Hour}, {"slow", 0, 5 * time.Millisecond}} {
+		// The fake moves a state per poll.
+		statePoll, statePollFastFor, statePollSlow = 5*time.Millisecond, c.fastFor, c.slow
+		e := &stagedEngine{done: make(chan struct{}), states: []cuzkv1.JobStatus{
+			cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING, cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING,
+			cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE, cuzkv1.JobStatus_JOB_STATUS_PROVING,
+			cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, // a final state from a poll: printed once, from the result
+		}}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if got, want := strings.Join(states, " "), "SYNTHESIZING WAITING_DEVICE PROVING SUCCEEDED"; got != want {
-		t.Errorf("states printed: %s, want %s\n%s", got, want, out)
+		srv := grpc.NewServer()
+		cuzkv1.RegisterProvingEngineServer(srv, e)
+		go srv.Serve(lis)
+		out, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "staged")
+		srv.Stop()
+		if err != nil {
+			t.Fatalf("%s: submit: %v\n%s", c.name, err, out)
+		}
+		var states []string
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(line, "state     "); ok {
+				states = append(states, rest)
+			}
+		}
+		if got, want := strings.Join(states, " "), "SYNTHESIZING WAITING_DEVICE PROVING SUCCEEDED"; got != want {
+			t.Errorf("%s: states printed: %s, want %s\n%s", c.name, got, want, out)
+		}
 	}
 }
