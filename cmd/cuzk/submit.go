@@ -27,11 +27,11 @@ func init() {
 		Description: "Calls Prove on the daemon at --addr and prints each stage it sees the job in\n" +
 			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon; read from\n" +
 			"GetStatus every 200 ms for 5 s, then every second: it lists no queued job and\n" +
-			"may miss a shorter stage, the timings line has them all), the final state, then the job id, the trace id,\n" +
-			"the timings and the verifier's verdict. A request id the daemon knows returns\n" +
-			"that earlier job (submit says so), or ALREADY_EXISTS when that job had other\n" +
-			"parameters. --witness more than once, or --partitions N, asks for a\n" +
-			"multi-partition proof: one proof per partition. With\n" +
+			"may miss a shorter stage, the timings line has them all), the final state, then\n" +
+			"the job id, the trace id, the timings and the verifier's verdict. A request id\n" +
+			"the daemon knows returns that earlier job (submit says so), or ALREADY_EXISTS\n" +
+			"when that job had other parameters. --witness more than once, or --partitions\n" +
+			"N, asks for a multi-partition proof: one proof per partition. With\n" +
 			"OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and the\n" +
 			"daemon's spans join its trace.",
 		Flags: []cli.Flag{
