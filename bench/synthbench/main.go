@@ -297,6 +297,7 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 	after := newSeries("after: prover.Synthesize")
 	afterSolve := newSeries("  synthesize.solve")
 	afterCopy := newSeries("  synthesize.copy")
+	afterCommit := newSeries("  msm.g1.commitment (in the solve)")
 	variants := []func() error{
 		func() error {
 			return gnarkDefault.timed(func() error { _, err := r1cs.Solve(w, bare...); return err })
@@ -358,12 +359,14 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 					}
 				case otelcuzk.SpanSynthesizeCopy:
 					afterCopy.Add(d)
+				case otelcuzk.SpanMSMG1Commitment:
+					afterCommit.Add(d)
 				}
 			}
 			return asg.Release(context.Background(), nil)
 		},
 	}
-	all := append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy}, gnarkTasks...)
+	all := append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit}, gnarkTasks...)
 	for rep := 0; rep <= reps; rep++ {
 		if err := witnessS.timed(func() error { var err error; w, err = in.Witness(1); return err }); err != nil {
 			return err
@@ -381,8 +384,10 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 			hintMs = hintMs[:0]
 		}
 	}
-	for _, s := range append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy) {
-		fmt.Println("  " + s.String())
+	for _, s := range append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit) {
+		if len(s.Times) > 0 {
+			fmt.Println("  " + s.String())
+		}
 	}
 	slices.Sort(hintMs)
 	fmt.Printf("  hints: %d calls, %.1f ms CPU (median, summed over the solver's goroutines)\n", hintCalls, hintMs[len(hintMs)/2])
