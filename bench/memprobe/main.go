@@ -34,7 +34,6 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -177,7 +176,7 @@ func run(name string, n int, cacheDir string, proofs int) error {
 	if err != nil {
 		return err
 	}
-	rec := tracetest.NewSpanRecorder()
+	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
 	if err != nil {
