@@ -59,10 +59,16 @@ func TestDamagedCacheFilesFailTheirReadSpanAsCorrupt(t *testing.T) {
 			b := bytes.Clone(circuitData)
 			b[len(b)/3] ^= 0x40
 			os.WriteFile(circuitPath, b, 0o644)
-		}, func(c *Cache) error { _, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile); return err },
+		}, func(c *Cache) error {
+			_, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+			return err
+		},
 			otelcuzk.SpanCircuitCacheRead + " corrupt"},
 		{"not a circuit file", func() { os.WriteFile(circuitPath, []byte("not a circuit file"), 0o644) },
-			func(c *Cache) error { _, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile); return err },
+			func(c *Cache) error {
+				_, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+				return err
+			},
 			otelcuzk.SpanCircuitCacheRead + " corrupt"},
 		{"key file with a flipped byte", func() {
 			b := bytes.Clone(keyData)
