@@ -1,4 +1,4 @@
-# make test: everything CI runs (.ci/run calls it): vet, the unit tests (with
+# make test: everything CI runs (.ci/run calls it): gofmt, vet, the unit tests (with
 # NVRTC fetched from Debian's archive, so every CUDA kernel module is
 # compiled for sm_90 without a GPU), the race detector on the concurrent
 # packages, then the end-to-end tests against a real Jaeger built from the
@@ -8,6 +8,8 @@
 test: unit race e2e
 
 unit:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "make: not gofmt'd (run gofmt -w):" $$unformatted; exit 1; fi
 	go vet ./...
 	if nvrtc=$$(scripts/fetch-nvrtc.sh); then \
 		export CUDASPANS_NVRTC=$$nvrtc LD_LIBRARY_PATH=$$(dirname $$nvrtc) OTELCUZK_REQUIRE_NVRTC=1; \
