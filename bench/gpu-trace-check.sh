@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU host, from the repository root after `tar -xzf .devpack.tgz`:
+# On the GPU host, from the repository root after `tar -xJf .devpack.txz`:
 # `cuzk gpu-trace` on the standalone foreign-cuda program (examples/
 # foreign-cuda, plain driver API + NVRTC + NVTX), checked with `cuzk trace`
 # and grep, then timed against the same program untraced. Writes to $OUT.
