@@ -23,6 +23,9 @@ top=$(git rev-parse --show-toplevel)
 cd "$top"
 pack=${DEVICE_PACK:-$top/../shared/tools/device-pack}
 [ -x "$pack" ] || { echo "pack-device: $pack not found (set DEVICE_PACK to ../shared/tools/device-pack)" >&2; exit 1; }
+# device-pack writes .git/info/exclude, and Go stamps no VCS revision in a
+# worktree's builds (cuzk's circuit cache keys on it): a clone only.
+[ -d .git ] || { echo "pack-device: $top is a git worktree; pack from a clone (git clone $top /tmp/pack)" >&2; exit 1; }
 ex=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$ex")"
 grep -qx /.devpack.txz "$ex" 2>/dev/null || echo /.devpack.txz >> "$ex"
