@@ -38,6 +38,11 @@ const (
 	SpanCurioTask          = "curio.task"          // a Curio harmonytask Do, as the caller's root
 )
 
+// SpanFilterWires is the span of the A, B and K MSMs' wire vectors (the
+// wires whose base is not at infinity), copied while groth16.compute_h
+// runs; its attributes are their lengths, cuzk.wires.a, .b and .k.
+const SpanFilterWires = "groth16.filter_wires"
+
 // Attribute keys. cuzk.* are proving facts, cuda.* device facts, and the
 // filecoin.* / curio.* keys are the caller's, for correlation.
 const (
@@ -57,6 +62,9 @@ const (
 	KeyBaseSetID          = attribute.Key("cuzk.key.base_set")        // string, BaseSet.ID of a proving-key part
 	KeyResidentBytes      = attribute.Key("cuzk.key.resident_bytes")  // int, device bytes of resident base sets
 	KeyNTTSize            = attribute.Key("cuzk.ntt.size")            // int, length of an NTT
+	KeyWiresA             = attribute.Key("cuzk.wires.a")             // int, wires of the A MSM (finite [A]₁ bases)
+	KeyWiresB             = attribute.Key("cuzk.wires.b")             // int, wires of the B MSMs (finite [B]₁ bases)
+	KeyWiresK             = attribute.Key("cuzk.wires.k")             // int, wires of the K MSM (private, not committed)
 	KeyBufferBytes        = attribute.Key("cuzk.buffer.bytes")        // int, bytes released
 	KeyBufferKind         = attribute.Key("cuzk.buffer.kind")         // string: mmap, pinned, device, heap
 	KeyBufferName         = attribute.Key("cuzk.buffer.name")         // string: which buffer (a, b, c, wires, h, ...)

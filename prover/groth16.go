@@ -211,13 +211,8 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		var kr fr.Element
 		kr.Mul(&r, &s).Neg(&kr)
 		deltas = curve.BatchScalarMultiplicationG1(&pk.G1.Delta, []fr.Element{r, s, kr})
-		if p.wiresA, wA, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); filterErr != nil {
-			return
-		}
-		if p.wiresB, wB, filterErr = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB)); filterErr != nil {
-			return
-		}
-		if p.wiresK, wK, filterErr = kWires(p.rel, asg.Wires, asg.NbPublic, kOut); filterErr != nil {
+		filterErr = p.filter(ctx, pk, kOut, &wA, &wB, &wK)
+		if filterErr != nil {
 			return
 		}
 		// The scalar kinds for the MSM spans, hidden behind compute_h.
@@ -337,29 +332,31 @@ func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, deltas []curve.
 	return proof
 }
 
-// filterWires copies the wires whose flag in infinity is false into a new
-// mmap'd buffer of len(wires) − nbInfinity elements.
-func filterWires(rel *buffer.Releaser, wires []fr.Element, infinity []bool, nbInfinity int) (*buffer.Mmap, []fr.Element, error) {
-	n := len(wires) - nbInfinity
-	if n <= 0 {
-		return nil, nil, nil
+// filter makes the scalar vectors of the A, B and K MSMs (wires.a,
+// wires.b, wires.k) as one groth16.filter_wires span, a child of
+// groth16.prove that runs concurrently with groth16.compute_h, with the
+// three lengths as cuzk.wires.a, .b, .k. The buffers it makes are p's to
+// release, also on error.
+func (p *proving) filter(ctx context.Context, pk *groth16_bls12381.ProvingKey, kOut []int, wA, wB, wK *[]fr.Element) (err error) {
+	asg := p.asg
+	_, span := p.cfg.tracer().Start(ctx, otelcuzk.SpanFilterWires)
+	defer func() {
+		span.SetAttributes(
+			otelcuzk.KeyWiresA.Int(len(*wA)),
+			otelcuzk.KeyWiresB.Int(len(*wB)),
+			otelcuzk.KeyWiresK.Int(len(*wK)),
+		)
+		otelcuzk.SetError(span, err)
+		span.End()
+	}()
+	if p.wiresA, *wA, err = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); err != nil {
+		return err
 	}
-	hb, out, _, err := newFrBuffer(rel, n)
-	if err != nil {
-		return nil, nil, err
+	if p.wiresB, *wB, err = filterWires(p.rel, asg.Wires, pk.InfinityB, int(pk.NbInfinityB)); err != nil {
+		return err
 	}
-	j := 0
-	for i := range wires {
-		if !infinity[i] {
-			out[j] = wires[i]
-			j++
-		}
-	}
-	if j != n {
-		hb.Free()
-		return nil, nil, fmt.Errorf("%w: %d finite bases counted, key says %d", ErrKeyMismatch, j, n)
-	}
-	return hb, out, nil
+	p.wiresK, *wK, err = kWires(p.rel, asg.Wires, asg.NbPublic, kOut)
+	return err
 }
 
 func (p *proving) release(name string, b **buffer.Mmap) error {
