@@ -803,18 +803,9 @@ func (b *Backend) release(ctx context.Context, name string, buf buffer.Buffer) {
 // (msm.g1.a, ...). A set without an ID is not kept resident: its points
 // are copied to the device with the scalars for this MSM only.
 func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
-	if f := b.Fault(); f != nil {
-		return res, fmt.Errorf("cuda %s: %w", span, f)
-	}
-	defer func() { err = b.checkFault(err) }()
-	if len(scalars) != len(bases.Points) {
-		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
-	}
-	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G1Resident(ctx, span, b.s, b.bases, bases, sc)
-		return err
+	return deviceMSM(b, ctx, span, len(bases.Points), scalars, func(sc []fr.Element) (curve.G1Jac, error) {
+		return b.msm.G1Resident(ctx, span, b.s, b.bases, bases, sc)
 	})
-	return res, err
 }
 
 // MSMG2 implements prover.Backend.MSMG2: on the GPU as MSMG1 does (the G2
@@ -828,15 +819,25 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 	if onCPU {
 		return b.cpu.MSMG2(ctx, span, bases, scalars)
 	}
+	return deviceMSM(b, ctx, span, len(bases.Points), scalars, func(sc []fr.Element) (curve.G2Jac, error) {
+		return b.msm.G2Resident(ctx, span, b.s, b.bases, bases, sc)
+	})
+}
+
+// deviceMSM is the device path MSMG1 and MSMG2 share: refused once the
+// device faulted, scalars checked against the nbases bases, run (the
+// group's resident MSM) given the scalars as the host copy mode wants them
+// (withScalars), and a fault it meets recorded (checkFault).
+func deviceMSM[J any](b *Backend, ctx context.Context, span string, nbases int, scalars []fr.Element, run func(sc []fr.Element) (J, error)) (res J, err error) {
 	if f := b.Fault(); f != nil {
 		return res, fmt.Errorf("cuda %s: %w", span, f)
 	}
 	defer func() { err = b.checkFault(err) }()
-	if len(scalars) != len(bases.Points) {
-		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), len(bases.Points))
+	if len(scalars) != nbases {
+		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), nbases)
 	}
 	err = b.withScalars(ctx, span, scalars, func(sc []fr.Element) (err error) {
-		res, err = b.msm.G2Resident(ctx, span, b.s, b.bases, bases, sc)
+		res, err = run(sc)
 		return err
 	})
 	return res, err

@@ -488,17 +488,7 @@ type msmXYZZ struct {
 // Z = ZZ·ZZZ, X = X·ZZ·ZZZ², Y = Y·ZZ³·ZZZ² (ec.cuh xyzz_to_jac).
 func (p msmXYZZ) jac() curve.G1Jac {
 	var r curve.G1Jac
-	if p.ZZ.IsZero() {
-		r.X.SetOne()
-		r.Y.SetOne()
-		return r
-	}
-	var zzz2, zz3 fp.Element
-	zzz2.Square(&p.ZZZ)
-	zz3.Square(&p.ZZ).Mul(&zz3, &p.ZZ)
-	r.X.Mul(&p.X, &p.ZZ).Mul(&r.X, &zzz2)
-	r.Y.Mul(&p.Y, &zz3).Mul(&r.Y, &zzz2)
-	r.Z.Mul(&p.ZZ, &p.ZZZ)
+	xyzzToJac(&r.X, &r.Y, &r.Z, &p.X, &p.Y, &p.ZZ, &p.ZZZ)
 	return r
 }
 
@@ -511,18 +501,38 @@ type msmXYZZ2 struct {
 // jac is msmXYZZ.jac over Fp2.
 func (p msmXYZZ2) jac() curve.G2Jac {
 	var r curve.G2Jac
-	if p.ZZ.IsZero() {
-		r.X.SetOne()
-		r.Y.SetOne()
-		return r
-	}
-	var zzz2, zz3 curve.E2
-	zzz2.Square(&p.ZZZ)
-	zz3.Square(&p.ZZ).Mul(&zz3, &p.ZZ)
-	r.X.Mul(&p.X, &p.ZZ).Mul(&r.X, &zzz2)
-	r.Y.Mul(&p.Y, &zz3).Mul(&r.Y, &zzz2)
-	r.Z.Mul(&p.ZZ, &p.ZZZ)
+	xyzzToJac(&r.X, &r.Y, &r.Z, &p.X, &p.Y, &p.ZZ, &p.ZZZ)
 	return r
+}
+
+// coordinate is what xyzzToJac uses of gnark's Fp and Fp2 elements.
+type coordinate[F any] interface {
+	*F
+	IsZero() bool
+	SetOne() *F
+	Square(*F) *F
+	Mul(*F, *F) *F
+}
+
+// xyzzToJac sets (X, Y, Z) to the XYZZ point (x, y, zz, zzz) in Jacobian
+// coordinates without an inversion (ec.cuh xyzz_to_jac): Z = ZZ·ZZZ,
+// X = x·ZZ·ZZZ², Y = y·ZZ³·ZZZ²; infinity (ZZ = 0) is gnark's (1, 1, 0).
+// X, Y and Z must be zero on entry.
+func xyzzToJac[F any, PF coordinate[F]](X, Y, Z, x, y, zz, zzz *F) {
+	if PF(zz).IsZero() {
+		PF(X).SetOne()
+		PF(Y).SetOne()
+		return
+	}
+	var zzz2, zz3 F
+	PF(&zzz2).Square(zzz)
+	PF(&zz3).Square(zz)
+	PF(&zz3).Mul(&zz3, zz)
+	PF(X).Mul(x, zz)
+	PF(X).Mul(X, &zzz2)
+	PF(Y).Mul(y, &zz3)
+	PF(Y).Mul(Y, &zzz2)
+	PF(Z).Mul(zz, zzz)
 }
 
 // msmBytesAs views b (from the device) as a slice of T.
