@@ -65,17 +65,38 @@ type ResidentBases struct {
 	id    string
 	n     int
 	g2    bool // G2Affine points
-	bytes int64
 
 	ready chan struct{} // closed when the upload ended
 	err   error         // the upload's error, set before ready closes
 
-	// guarded by owner.mu
-	buf      *cudaspans.DeviceBuffer
-	users    int
-	evicted  bool
-	lastUse  uint64
+	loaned   // buf, users, evicted, lastUse guarded by owner.mu
 	evictCtx context.Context
+}
+
+// loaned is a device buffer of bytes that DeviceBases lends (a resident
+// set's bases, a proof buffer): lent to users at once, evicted when it is
+// to be freed with its last loan, lastUse the owner's clock at the last
+// lending. Guarded by the owner's mutex.
+type loaned struct {
+	buf     *cudaspans.DeviceBuffer
+	bytes   int64
+	users   int
+	evicted bool
+	lastUse uint64
+}
+
+// endLoanLocked ends one loan. After the last loan of an evicted buffer it
+// detaches the buffer, takes its bytes off *total and returns it to be
+// freed (outside the lock); otherwise nil.
+func (l *loaned) endLoanLocked(total *int64) *cudaspans.DeviceBuffer {
+	l.users--
+	if l.users != 0 || !l.evicted || l.buf == nil {
+		return nil
+	}
+	buf := l.buf
+	l.buf = nil
+	*total -= l.bytes
+	return buf
 }
 
 // DeviceBasesOption configures DeviceBases.
@@ -184,7 +205,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 			}
 		}
 	}
-	rb = &ResidentBases{owner: k, id: set.ID, n: len(set.Points), g2: g2, bytes: bytes, ready: make(chan struct{})}
+	rb = &ResidentBases{owner: k, id: set.ID, n: len(set.Points), g2: g2, loaned: loaned{bytes: bytes}, ready: make(chan struct{})}
 	k.clock++
 	rb.lastUse = k.clock
 	rb.users = 1 // the upload
@@ -424,13 +445,7 @@ func (b *ResidentBases) acquire() (cudaspans.DevicePtr, func(), error) {
 	ptr := b.buf.Ptr()
 	return ptr, func() {
 		k.mu.Lock()
-		b.users--
-		var buf *cudaspans.DeviceBuffer
-		if b.users == 0 && b.evicted && b.buf != nil {
-			buf = b.buf
-			b.buf = nil
-			k.bytes -= b.bytes
-		}
+		buf := b.endLoanLocked(&k.bytes)
 		ctx := b.evictCtx
 		k.mu.Unlock()
 		if buf != nil {

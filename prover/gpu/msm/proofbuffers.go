@@ -14,12 +14,8 @@ import (
 // proofBuffer is one device buffer kept for the proofs of one proving key
 // (DeviceBases.ProofBuffer), counted in the budget with the base sets.
 type proofBuffer struct {
-	id      string // keyID + ":" + name
-	buf     *cudaspans.DeviceBuffer
-	bytes   int64
-	users   int
-	evicted bool
-	lastUse uint64
+	id string // keyID + ":" + name
+	loaned
 }
 
 // ProofBuffer lends the device buffer called name (for example
@@ -64,7 +60,7 @@ func (k *DeviceBases) ProofBuffer(ctx context.Context, keyID, name string, bytes
 	if old != nil {
 		old.users++
 	}
-	pb := &proofBuffer{id: id, bytes: int64(bytes), users: 1}
+	pb := &proofBuffer{id: id, loaned: loaned{bytes: int64(bytes), users: 1}}
 	epoch := k.bufEpoch
 	err := k.reserveLocked(ctx, keyID, id, pb.bytes)
 	k.mu.Unlock()
@@ -144,13 +140,7 @@ func (k *DeviceBases) alloc(ctx context.Context, keyID, id string, bytes int) (*
 // giveBack ends a loan of pb; an evicted buffer is freed with the last one.
 func (k *DeviceBases) giveBack(ctx context.Context, pb *proofBuffer) {
 	k.mu.Lock()
-	pb.users--
-	var buf *cudaspans.DeviceBuffer
-	if pb.users == 0 && pb.evicted && pb.buf != nil {
-		buf = pb.buf
-		pb.buf = nil
-		k.bytes -= pb.bytes
-	}
+	buf := pb.endLoanLocked(&k.bytes)
 	k.mu.Unlock()
 	if buf != nil {
 		_ = k.releaser.Release(context.WithoutCancel(ctx), pb.id, buf)
