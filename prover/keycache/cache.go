@@ -170,8 +170,9 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // a file of the format before the checksums is read unchecked once and
 // rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
 // ctx's error (before a setup, or as soon as ctx ends during one: that
-// setup then finishes in the background and stores its keys), or setup's
-// and the store's.
+// setup then finishes in the background and stores its keys), or setup's.
+// A failed store is no error: the keys are returned, the keys.store span
+// records the failure and one line on the progress writer says so.
 func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (k *Keys, err error) {
 	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
 		otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
@@ -226,10 +227,15 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
 	_, wspan := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
-	err = writeChecked(path, func(w io.Writer) error { return writeKeys(w, pk, vk) })
-	endSpan(wspan, err)
-	if err != nil {
-		return nil, fmt.Errorf("store keys: %w", err)
+	werr := writeChecked(path, func(w io.Writer) error { return writeKeys(w, pk, vk) })
+	endSpan(wspan, werr)
+	if werr != nil {
+		// The keys are good and in memory: a cache that cannot take them
+		// costs the next process a setup, not this proof.
+		span.AddEvent("keys not stored", trace.WithAttributes(attribute.String("error", werr.Error())))
+		if c.progress != nil {
+			fmt.Fprintf(c.progress, "keycache: could not store the keys in %s (%v); using them without the cache\n", path, werr)
+		}
 	}
 	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -226,5 +227,59 @@ func TestOtherCurveIsRefused(t *testing.T) {
 	c, _ := New(t.TempDir())
 	if _, err := c.Load(context.Background(), ccs); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestAStoreThatFailsStillReturnsTheKeys(t *testing.T) {
+	dir := t.TempDir()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	var progress bytes.Buffer
+	c, err := New(dir, WithTracerProvider(tp), WithProgress(&progress, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs := compile(t, 1<<8)
+	hash, err := Hash(ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the key file goes: the read finds no file, the
+	// rename of the stored keys onto it fails.
+	if err := os.MkdirAll(filepath.Join(c.path(hash), "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatalf("load with an unwritable cache: %v, want the keys setup made", err)
+	}
+	if k.PK == nil || k.VK == nil || k.CacheHit {
+		t.Fatalf("keys %+v: want fresh keys", k)
+	}
+	if !strings.Contains(progress.String(), "could not store the keys in "+c.path(hash)) || strings.Count(progress.String(), "\n") < 1 {
+		t.Errorf("progress %q: want one line naming the key file", progress.String())
+	}
+	var stored, loaded bool
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case otelcuzk.SpanKeysStore:
+			stored = s.Status.Code == codes.Error
+		case otelcuzk.SpanKeyLoad:
+			loaded = s.Status.Code != codes.Error
+		}
+	}
+	if !stored || !loaded {
+		t.Errorf("keys.store failed %v, keys.load ok %v: want the failure on keys.store only", stored, loaded)
+	}
+	// The keys prove and verify.
+	in, _ := circuits.Build("mulchain", 1<<8)
+	w, _ := in.Witness(1)
+	proof, err := groth16.Prove(ccs, k.PK, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := w.Public()
+	if err := groth16.Verify(proof, k.VK, pub); err != nil {
+		t.Fatal(err)
 	}
 }
