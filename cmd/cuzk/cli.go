@@ -83,6 +83,38 @@ func clientOptions(c *cli.Context) ([]client.Option, error) {
 	return opts, nil
 }
 
+// defaultPort is the port of a daemon address given without one: serve's
+// default --listen port.
+const defaultPort = "9820"
+
+// daemonAddr is the --addr of a command that calls a daemon, with
+// defaultPort added when it names a host only ("127.0.0.1", "localhost",
+// "::1", "[::1]"): gRPC would otherwise dial 443. A gRPC target with a
+// scheme ("dns:///h:p", "unix:/path") is left as it is.
+func daemonAddr(c *cli.Context) string { return withDefaultPort(c.String("addr")) }
+
+// withDefaultPort is addr with defaultPort added when it has no port
+// (daemonAddr).
+func withDefaultPort(addr string) string {
+	addr = strings.TrimSpace(addr)
+	if addr == "" || strings.Contains(addr, "/") || strings.HasPrefix(addr, "unix:") {
+		return addr
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if port != "" {
+			return addr
+		}
+		return net.JoinHostPort(host, defaultPort) // "host:"
+	}
+	host := addr
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	} else if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return addr // not a host: Dial's error names it
+	}
+	return net.JoinHostPort(host, defaultPort)
+}
+
 // atomicFile writes its destination through a temporary file beside it,
 // renamed over it on commit, so a failed or interrupted run leaves no
 // partial proof. newAtomicFile checks, before any proving, that a file can

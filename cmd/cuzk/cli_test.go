@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 // runMain runs cuzk's main in a child process (TestHelperProcessMain)
@@ -86,5 +91,44 @@ func TestMalformedOTLPEndpointIsOurOneLineOnly(t *testing.T) {
 				t.Errorf("%s over %s, cuzk %s: exit %d, stderr %q; want exit 1 and our one line naming the variable", ep.endpoint, ep.protocol, args[0], code, stderr)
 			}
 		}
+	}
+}
+
+// A daemon address without a port gets serve's default port, 9820 (gRPC
+// alone would dial 443); one with a port, or a gRPC target with a scheme,
+// is kept.
+func TestDaemonAddrWithoutAPortGets9820(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1": "127.0.0.1:9820", "localhost": "localhost:9820", "prover-1": "prover-1:9820",
+		"::1": "[::1]:9820", "[::1]": "[::1]:9820", "host:": "host:9820", " 10.0.0.2 ": "10.0.0.2:9820",
+		"127.0.0.1:7000": "127.0.0.1:7000", "[::1]:7000": "[::1]:7000", "localhost:9820": "localhost:9820",
+		"dns:///prover-1:7000": "dns:///prover-1:7000", "unix:/run/cuzk.sock": "unix:/run/cuzk.sock",
+	} {
+		if got := withDefaultPort(in); got != want {
+			t.Errorf("withDefaultPort(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// status and submit given --addr HOST dial HOST:9820: a fake
+// daemon on 127.0.0.3:9820 (a loopback address of its own, so a real
+// daemon on 127.0.0.1:9820 is not in the way) answers each.
+func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
+	clearOTLPEnv(t)
+	lis, err := net.Listen("tcp", "127.0.0.3:"+defaultPort)
+	if err != nil {
+		t.Skipf("127.0.0.3:%s not free: %v", defaultPort, err)
+	}
+	e := &stagedEngine{done: make(chan struct{})}
+	close(e.done)
+	srv := grpc.NewServer()
+	cuzkv1.RegisterProvingEngineServer(srv, e)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	if out, _, err := runCuzk(t, "status", "--addr", "127.0.0.3", "--timeout", "30s"); err != nil || !strings.Contains(out, "daemon    127.0.0.3:9820") {
+		t.Errorf("status --addr 127.0.0.3: %v\n%s", err, out)
+	}
+	if out, _, err := runCuzk(t, "submit", "--addr", "127.0.0.3", "--request-id", "r", "--timeout", "30s"); err != nil || !strings.Contains(out, "job       job-1") {
+		t.Errorf("submit --addr 127.0.0.3: %v\n%s", err, out)
 	}
 }

@@ -22,7 +22,7 @@ func init() {
 			"flight, devices, workers with their busy time, the keys held and the jobs past\n" +
 			"the queue.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
+			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "longest wait for the answer"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
@@ -42,7 +42,7 @@ func statusAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := client.Dial(c.String("addr"), opts...)
+	cl, err := client.Dial(daemonAddr(c), opts...)
 	if err != nil {
 		return err
 	}
@@ -51,9 +51,9 @@ func statusAction(c *cli.Context) error {
 	defer cancel()
 	st, err := cl.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", c.String("addr"), err)
+		return fmt.Errorf("status of %s: %w", daemonAddr(c), err)
 	}
-	printStatus(c.App.Writer, c.String("addr"), st)
+	printStatus(c.App.Writer, daemonAddr(c), st)
 	return nil
 }
 

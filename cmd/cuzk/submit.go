@@ -35,7 +35,7 @@ func init() {
 			"OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and the\n" +
 			"daemon's spans join its trace.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host:port)"},
+			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
 			&cli.Int64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
 			&cli.StringFlag{Name: "priority", Value: "NORMAL", Usage: "LOW|NORMAL|HIGH|CRITICAL"},
@@ -109,7 +109,7 @@ func submitAction(c *cli.Context) error {
 	// A caller that runs submit from a traced script passes its span in
 	// TRACEPARENT; the proof then joins the caller's trace.
 	ctx = otelcuzk.ContextWithEnvTraceparent(ctx)
-	cl, err := client.Dial(c.String("addr"), opts...)
+	cl, err := client.Dial(daemonAddr(c), opts...)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func submitAction(c *cli.Context) error {
 	out := c.App.Writer
 	// The stage polls are not part of the proof's trace: their own client,
 	// untraced, with a context that carries no span.
-	poll, err := client.Dial(c.String("addr"), append(opts, client.WithTracerProvider(noop.NewTracerProvider()))...)
+	poll, err := client.Dial(daemonAddr(c), append(opts, client.WithTracerProvider(noop.NewTracerProvider()))...)
 	if err != nil {
 		return err
 	}
