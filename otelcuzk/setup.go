@@ -393,7 +393,17 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 	case !hasScheme && protocol == ProtocolHTTPProtobuf:
 		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. %q", name, endpoint, protocol, "http://"+endpoint)
 	case !hasScheme:
-		if _, _, err := net.SplitHostPort(endpoint); err != nil {
+		// gRPC dials host:port as the target dns:///host:port: a port
+		// left out or a host that target cannot hold ("0%:") fails there,
+		// in an error that names no variable.
+		_, port, err := net.SplitHostPort(endpoint)
+		if err == nil && port == "" {
+			err = errors.New("no port")
+		}
+		if err == nil {
+			_, err = url.Parse("dns:///" + endpoint)
+		}
+		if err != nil {
 			return fmt.Errorf("otelcuzk: %s=%q: %s needs host:port or a URL, e.g. %q", name, endpoint, protocol, "http://localhost:4317")
 		}
 	}

@@ -666,6 +666,8 @@ func TestEndpointVarsTheExporterWouldMisreadAreErrors(t *testing.T) {
 		{"http://[::1", "grpc", "not a URL: missing ']' in host"},
 		{"http://::bad", "grpc", `not a URL: invalid port "::bad"`},
 		{"::bad", "grpc", "grpc needs host:port or a URL"},
+		{"0%:", "grpc", "grpc needs host:port or a URL"},        // dns:///0%: does not parse (found by FuzzOTELEnv)
+		{"localhost:", "grpc", "grpc needs host:port or a URL"}, // no port
 		{"::bad", "http/protobuf", "needs a URL"},
 	} {
 		clearEnv(t)
