@@ -53,7 +53,9 @@ children) that moved by --threshold-ms and --threshold-pct or more, e.g.
 
 --fail-over PCT exits with status 2 when the layer --fail-layer names (a
 path or a span name, its shallowest occurrence; default: the root span, i.e.
-the whole job) is more than PCT % slower on B than on A. Errors exit 1.
+the whole job) is more than PCT % slower on B than on A; PCT is a finite
+number, 0 or more (not given: no gate), and --fail-layer needs it. Errors,
+bad flags included, exit 1.
 
 --trace-id ID picks a trace by id: given twice, the first is A's trace and
 the second B's (A and B may be the same file); given once, it names the
@@ -72,7 +74,7 @@ side's trace only (the other side: its last proof).`,
 			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a layer moved when it changed by at least `MS` ms ..."},
 			&cli.Float64Flag{Name: "threshold-pct", Value: 5, Usage: "... and by at least `PCT` % of A"},
 			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
-			&cli.Float64Flag{Name: "fail-over", Value: -1, DefaultText: "off", Usage: "exit 2 when --fail-layer is more than `PCT` % slower on B"},
+			&cli.Float64Flag{Name: "fail-over", DefaultText: "off", Usage: "exit 2 when --fail-layer is more than `PCT` % slower on B"},
 			&cli.StringFlag{Name: "fail-layer", Usage: "the layer --fail-over checks: a path or span `NAME` (default: the root)"},
 			&cli.StringFlag{Name: "html", Usage: "also write both waterfalls on one time axis, moved spans marked, to `FILE`"},
 			&cli.IntFlag{Name: "depth", Usage: "print tree levels down to `N` (0: all)"},
@@ -104,6 +106,15 @@ func runTraceDiff(c *cli.Context) error {
 	}
 	if flags.Float64("threshold-ms") < 0 || flags.Float64("threshold-pct") < 0 {
 		return errors.New("trace diff: thresholds must not be negative")
+	}
+	failOver := flags.IsSet("fail-over")
+	if pct := flags.Float64("fail-over"); failOver && !(pct >= 0 && !math.IsInf(pct, 1)) {
+		// NaN, negative and infinite values would turn the gate off
+		// (nothing is more than NaN or +Inf % slower) while it looks set.
+		return fmt.Errorf("trace diff: --fail-over %g: want a finite percentage of 0 or more", pct)
+	}
+	if flags.String("fail-layer") != "" && !failOver {
+		return fmt.Errorf("trace diff: --fail-layer %s checks nothing without --fail-over PCT", flags.String("fail-layer"))
 	}
 	errOut := c.App.ErrWriter
 	if errOut == nil {
@@ -152,7 +163,7 @@ func runTraceDiff(c *cli.Context) error {
 			fmt.Fprintf(out, "\nHTML diff: %s\n", path)
 		}
 	}
-	if pct := flags.Float64("fail-over"); pct >= 0 {
+	if pct := flags.Float64("fail-over"); failOver {
 		return checkRegression(d, flags.String("fail-layer"), pct)
 	}
 	return nil

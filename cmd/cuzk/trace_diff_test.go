@@ -367,3 +367,35 @@ func TestTraceDiffLastZeroIsAnError(t *testing.T) {
 		t.Errorf("--last 1: %v\n%s", err, out)
 	}
 }
+
+// --fail-over takes a finite percentage of 0 or more: a negative, NaN or
+// infinite one would leave the gate off while it looks set, so it is
+// refused (exit 1, not the regression status); --fail-layer needs
+// --fail-over; not given, there is no gate.
+func TestTraceDiffFailOverRefusesWhatDisablesTheGate(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "merkle", 6500))
+	for _, v := range []string{"-5", "-0.1", "NaN", "+Inf", "inf"} {
+		for _, args := range [][]string{{a, b, "--fail-over", v}, {"--fail-over", v, a, b}} {
+			out, err := runTraceCmd(t, append([]string{"trace", "diff", "--fail-layer", "pipeline.prove"}, args...)...)
+			if err == nil || !strings.Contains(err.Error(), "want a finite percentage of 0 or more") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("--fail-over %s (%v): err %v, want a one-line refusal (output %q)", v, args, err, out)
+			}
+			if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() == exitRegressed {
+				t.Errorf("--fail-over %s: a usage error exits %d, the regression status", v, exitRegressed)
+			}
+		}
+	}
+	out, err := runTraceCmd(t, "trace", "diff", a, b, "--fail-layer", "pipeline.prove")
+	if err == nil || !strings.Contains(err.Error(), "--fail-layer pipeline.prove checks nothing without --fail-over") {
+		t.Errorf("--fail-layer alone: err %v, want a refusal (output %q)", err, out)
+	}
+	// 0 is a gate: pipeline.prove is slower on B at all.
+	_, err = runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "0", "--fail-layer", "pipeline.prove")
+	if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != exitRegressed {
+		t.Errorf("--fail-over 0 on a slower layer: %v, want exit %d", err, exitRegressed)
+	}
+	if out, err := runTraceCmd(t, "trace", "diff", a, b); err != nil {
+		t.Errorf("no --fail-over: %v, want no gate\n%s", err, out)
+	}
+}
