@@ -125,9 +125,13 @@ func submitAction(c *cli.Context) error {
 		return err
 	}
 	defer poll.Close()
-	res, err := submitAndAwait(ctx, cl, poll, req, out)
+	res, answered, err := submitAndAwait(ctx, cl, poll, req, out)
 	if err != nil {
 		st, _ := status.FromError(err)
+		if !answered && ctx.Err() != nil {
+			return fmt.Errorf("submit %s: the daemon at %s did not answer within --timeout %v: nothing was submitted (is it a cuzk daemon, with TLS if it uses TLS?)",
+				req.RequestID, daemonAddr(c), c.Duration("timeout"))
+		}
 		msg := fmt.Sprintf("submit %s: %s: %s", req.RequestID, st.Code(), st.Message())
 		if res != nil {
 			msg += fmt.Sprintf(" (job %s, trace %s)", res.JobID, res.TraceID)
@@ -224,18 +228,26 @@ var (
 // with SubmitProof: the daemon answers ALREADY_EXISTS when the earlier job
 // had other parameters (returned as is, with no note), or the earlier job,
 // which submit then says it returns and awaits. Errors are the RPCs' (a
-// failed job's carries its result, see client.ResultOf).
-func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Request, out io.Writer) (*client.Result, error) {
+// failed job's carries its result, see client.ResultOf). answered is
+// true once the daemon answered the first AwaitProof: only then can a job
+// exist, so only then may an error say the daemon keeps proving.
+func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Request, out io.Writer) (_ *client.Result, answered bool, _ error) {
 	_, err := cl.AwaitRequest(ctx, req.RequestID, time.Millisecond)
+	// A DEADLINE_EXCEEDED of the 1 ms wait is the daemon's answer (the
+	// job exists and runs); one of ctx, or UNAVAILABLE, is no answer.
+	answered = ctx.Err() == nil && status.Code(err) != codes.Unavailable
 	wait := func() (*client.Result, error) { return cl.Prove(ctx, req) }
 	switch status.Code(err) {
 	case codes.NotFound:
 	case codes.Unavailable, codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
-		return nil, err
+		return nil, answered, err
 	default:
+		if !answered {
+			return nil, false, err
+		}
 		job, err := cl.Submit(ctx, req)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if job.Existing {
 			now := "still running"
@@ -282,7 +294,7 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 	if res != nil && res.Status != "" && res.Status != seen {
 		fmt.Fprintf(out, "state     %s\n", res.Status)
 	}
-	return res, err
+	return res, true, err
 }
 
 // ended reports whether s is a final state (printed once, from the

@@ -149,3 +149,64 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 		}
 	}
 }
+
+// A listener that accepts TCP and never speaks gRPC: submit's timeout says
+// the daemon did not answer and nothing was submitted, not that the daemon
+// keeps proving.
+func TestSubmitToASilentListenerSaysNothingWasSubmitted(t *testing.T) {
+	clearOTLPEnv(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or written
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	addr := lis.Addr().String()
+	_, _, err = runCuzk(t, "submit", "--addr", addr, "--request-id", "silent", "--timeout", "2s")
+	if err == nil {
+		t.Fatal("submit to a silent listener succeeded")
+	}
+	want := "submit silent: the daemon at " + addr + " did not answer within --timeout 2s: nothing was submitted"
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "keeps proving") {
+		t.Errorf("error %q, want it to start %q and not say the daemon keeps proving", err, want)
+	}
+}
+
+// A daemon that answered and then proves past --timeout: submit says the
+// daemon keeps proving and how to wait for the same job again.
+func TestSubmitTimeoutAfterTheDaemonAnsweredSaysItKeepsProving(t *testing.T) {
+	clearOTLPEnv(t)
+	e := &stagedEngine{done: make(chan struct{})} // Prove waits for its ctx
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	cuzkv1.RegisterProvingEngineServer(srv, e)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	_, _, err = runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "long", "--timeout", "3s")
+	if err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") ||
+		!strings.Contains(err.Error(), "the daemon keeps proving: submit again with --request-id long") {
+		t.Errorf("error %v, want DeadlineExceeded and that the daemon keeps proving", err)
+	}
+}
