@@ -2,8 +2,23 @@ package cupti
 
 /*
 #cgo LDFLAGS: -ldl -lpthread
+#include <stdio.h>
 #include <stdlib.h>
+#include <dlfcn.h>
 #include "cz_core.h"
+
+// cz_loads dlopens name and closes it again; 0 when it loaded, else
+// dlerror's text in buf.
+static int cz_loads(const char *name, char *buf, size_t n) {
+	void *h = dlopen(name, RTLD_LAZY | RTLD_LOCAL);
+	if (h == NULL) {
+		const char *e = dlerror();
+		snprintf(buf, n, "%s", e ? e : "dlopen failed");
+		return -1;
+	}
+	dlclose(h);
+	return 0;
+}
 
 static void cz_call_h(uint64_t parent, uintptr_t fn, uintptr_t arg) {
 	cz_call(parent, (void (*)(void *))fn, (void *)arg);
@@ -105,6 +120,24 @@ func probe(paths []string) (string, uint32, error) {
 		return C.GoString(&out[0]), uint32(v), nil
 	}
 	return "", 0, noLibrary(paths, reasons)
+}
+
+// DriverLibrary is the CUDA driver's library, which CUPTI and every CUDA
+// program load.
+const DriverLibrary = "libcuda.so.1"
+
+// LibraryLoads dlopens the shared library name (a file, or a name the
+// dynamic loader searches for), closes it again and returns nil, or an
+// error with dlerror's text. LibraryLoads(DriverLibrary) says whether
+// this host has a CUDA driver: without one there is nothing to trace.
+func LibraryLoads(name string) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	var buf [512]C.char
+	if C.cz_loads(cn, &buf[0], C.size_t(len(buf))) != 0 {
+		return errors.New(C.GoString(&buf[0]))
+	}
+	return nil
 }
 
 // noLibrary is ErrNoCUPTI in one line: the paths tried and the most

@@ -391,3 +391,15 @@ func TestLocateRefusesWhatIsNotCUPTI(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// LibraryLoads: a library the loader finds loads; a missing file is an
+// error with the loader's reason.
+func TestLibraryLoads(t *testing.T) {
+	if err := LibraryLoads("libc.so.6"); err != nil {
+		t.Errorf("libc.so.6: %v", err)
+	}
+	err := LibraryLoads("/nonexistent/libcuda.so.1")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libcuda.so.1") {
+		t.Errorf("a missing file: err %v, want the loader's reason", err)
+	}
+}

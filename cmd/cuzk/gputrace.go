@@ -50,12 +50,13 @@ range and each --window of other GPU work is its own trace, exported as it
 ends, with a resource naming the process. An NVTX range whose message
 carries "traceparent=00-..." joins that trace, with its kernels.
 
-The program is never stopped by tracing: if anything fails (no CUPTI, CUPTI
-in use by another tool, this process gone) the library detaches and says so
-once. cuzk gpu-trace exits with the program's exit code.`,
+The program is never stopped by tracing: if anything fails (no CUDA driver,
+no CUPTI, CUPTI in use by another tool, this process gone) the program runs
+untraced or the library detaches, and says so once. cuzk gpu-trace exits
+with the program's exit code. --window must be more than 0.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cupti", Usage: "CUPTI library `PATH` (default: $CUZK_CUPTI, libcupti.so.13, .so.12, /usr/local/cuda)"},
-			&cli.DurationFlag{Name: "window", Value: cupti.DefaultWindow, Usage: "length of a device window span for work outside NVTX ranges"},
+			&cli.DurationFlag{Name: "window", Value: cupti.DefaultWindow, Usage: "length (more than 0) of a device window span for work outside NVTX ranges"},
 			&cli.IntFlag{Name: "max-kernel-spans", Value: 256, Usage: "kernel spans per parent before further ones are aggregated per name"},
 			&cli.StringFlag{Name: "trace-file", Usage: "OTLP JSON lines `FILE` when no OTLP endpoint is set (default cuzk-trace.jsonl)"},
 			&cli.DurationFlag{Name: "drain", Value: 5 * time.Second, Usage: "how long to wait for the last records after the program exits"},
@@ -65,6 +66,9 @@ once. cuzk gpu-trace exits with the program's exit code.`,
 }
 
 func runGPUTrace(c *cli.Context) error {
+	if w := c.Duration("window"); w <= 0 {
+		return fmt.Errorf("gpu-trace: --window %v: want a positive duration (e.g. 1s)", w)
+	}
 	args := c.Args().Slice()
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -81,7 +85,7 @@ func runGPUTrace(c *cli.Context) error {
 	cmd := exec.Command(bin, args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 
-	tr, terr := prepareTrace(c)
+	tr, terr := prepareTrace(c.String("cupti"))
 	if terr != nil {
 		// Tracing cannot start: the program runs untraced, as it would
 		// have without gpu-trace, and its exit code is ours.
@@ -184,17 +188,27 @@ type gpuTrace struct {
 	ln                        net.Listener
 }
 
-func prepareTrace(c *cli.Context) (*gpuTrace, error) {
+// driverLoads says whether the CUDA driver's library loads (a variable for
+// the tests, which run on hosts with and without one).
+var driverLoads = func() error { return cupti.LibraryLoads(cupti.DriverLibrary) }
+
+// prepareTrace gets what tracing needs: CUPTI from cuptiFlag (--cupti,
+// "" for the default paths), the injection library, the socket. Without a
+// CUDA driver it says that alone: the CUPTI paths tried do not matter then.
+func prepareTrace(cuptiFlag string) (*gpuTrace, error) {
 	if v := os.Getenv(envInjection); v != "" {
 		return nil, fmt.Errorf("%s is already set (%s: another tool injects into CUDA)", envInjection, v)
 	}
 	var paths []string
-	if p := c.String("cupti"); p != "" {
-		paths = []string{p}
+	if cuptiFlag != "" {
+		paths = []string{cuptiFlag}
 	}
 	cuptiPath, _, err := cupti.Locate(paths...)
 	if err != nil {
-		return nil, err
+		if driverLoads() != nil {
+			return nil, fmt.Errorf("no CUDA driver (%s) on this host; nothing to trace", cupti.DriverLibrary)
+		}
+		return nil, fmt.Errorf("no usable CUPTI (--cupti PATH or $CUZK_CUPTI names one): %w", err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {

@@ -299,3 +299,39 @@ func TestGPUTraceSurvivesAKernelNameThatIsNoPointer(t *testing.T) {
 	byName(t, spans, cupti.SpanUnknown)
 	byName(t, spans, "good_after_bad")
 }
+
+// --window must be positive: 0 or a negative length would make no device
+// window at all; refused in one line before the program runs.
+func TestGPUTraceRefusesAWindowThatIsNotPositive(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	for _, w := range []string{"0", "-1s", "0s"} {
+		err := newApp().Run([]string{"cuzk", "gpu-trace", "--window", w, "--", "touch", marker})
+		if err == nil || !strings.Contains(err.Error(), "--window") || !strings.Contains(err.Error(), "want a positive duration") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--window %s: err %v, want a one-line refusal", w, err)
+		}
+		if _, serr := os.Stat(marker); serr == nil {
+			t.Fatalf("--window %s: the program ran", w)
+		}
+	}
+}
+
+// Without CUPTI, the reason is short: no CUDA driver says that alone (the
+// CUPTI paths tried do not matter); with a driver, the CUPTI failure and
+// how to name one, then the detail.
+func TestGPUTraceSaysNoDriverFirst(t *testing.T) {
+	t.Setenv("CUDA_INJECTION64_PATH", "")
+	os.Unsetenv("CUDA_INJECTION64_PATH")
+	missing := filepath.Join(t.TempDir(), "libcupti.so.13")
+	defer func(f func() error) { driverLoads = f }(driverLoads)
+
+	driverLoads = func() error { return errors.New("libcuda.so.1: cannot open shared object file") }
+	_, err := prepareTrace(missing)
+	if err == nil || err.Error() != "no CUDA driver (libcuda.so.1) on this host; nothing to trace" {
+		t.Errorf("no driver: err %v", err)
+	}
+	driverLoads = func() error { return nil }
+	_, err = prepareTrace(missing)
+	if err == nil || !strings.HasPrefix(err.Error(), "no usable CUPTI (--cupti PATH or $CUZK_CUPTI names one): ") || !strings.Contains(err.Error(), missing) || !errors.Is(err, cupti.ErrNoCUPTI) {
+		t.Errorf("a driver, no CUPTI: err %v", err)
+	}
+}
