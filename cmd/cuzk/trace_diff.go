@@ -62,7 +62,10 @@ the second B's (A and B may be the same file); given once, it names the
 trace of both sides (the same trace in two files, for example exported to
 two places), and is refused when A and B are the same file, which would
 compare the trace with itself. --trace-id-a ID and --trace-id-b ID name one
-side's trace only (the other side: its last proof).`,
+side's trace only (the other side: its last proof). However the sides are
+chosen, a diff whose A and B come to the same traces of one file (A.jsonl
+A.jsonl: its last proof twice; --last N or --all of one file) or the same
+remote trace is refused: pick two traces with --trace-id twice.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL`; A and B that are not files are trace ids"},
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; A and B that are not files are trace ids"},
@@ -132,12 +135,23 @@ func runTraceDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if src.remote(args[0]) && src.remote(args[1]) {
+		// The same remote trace twice: refused before it is fetched.
+		ia, errA := tracefile.NormalizeTraceID(args[0])
+		ib, errB := tracefile.NormalizeTraceID(args[1])
+		if errA == nil && errB == nil && ia == ib {
+			return sameTraces(&diffSide{ids: []string{ia}}, &diffSide{ids: []string{ib}})
+		}
+	}
 	a, err := src.load(c.Context, "A", args[0], pickA)
 	if err != nil {
 		return err
 	}
 	b, err := src.load(c.Context, "B", args[1], pickB)
 	if err != nil {
+		return err
+	}
+	if err := sameTraces(a, b); err != nil {
 		return err
 	}
 	d, err := tracefile.DiffSets(a.set, b.set, tracefile.DiffOptions{
@@ -243,6 +257,25 @@ type diffSide struct {
 	source string
 	set    *tracefile.ProfileSet
 	spans  []tracefile.Span
+	file   string   // the FILE read; "" for a trace from Jaeger or Tempo
+	ids    []string // the ids of set's traces, sorted
+}
+
+// sameTraces refuses a diff whose sides resolved to the same traces of
+// the same file (or the same remote trace), however they were chosen:
+// it would compare a run with itself and find nothing.
+func sameTraces(a, b *diffSide) error {
+	if !slices.Equal(a.ids, b.ids) || (a.file == "") != (b.file == "") || a.file != "" && !sameFile(a.file, b.file) {
+		return nil
+	}
+	what := fmt.Sprintf("the same %d traces of %s", len(a.ids), a.file)
+	switch {
+	case len(a.ids) == 1 && a.file != "":
+		what = fmt.Sprintf("trace %s of %s", a.ids[0], a.file)
+	case a.file == "":
+		what = "trace " + strings.Join(a.ids, ", ")
+	}
+	return fmt.Errorf("trace diff: A and B are both %s: a run compared with itself; pick two traces with --trace-id twice, A's trace then B's", what)
 }
 
 // maxSetValues bounds the memory of one side's ProfileSet (about 24 bytes
@@ -258,7 +291,7 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		}
 		traceID = id
 	}
-	if st, err := os.Stat(arg); (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "") {
+	if s.remote(arg) {
 		return s.loadRemote(ctx, label, arg, pick)
 	}
 	jobs, others := &tracefile.ProfileSet{}, &tracefile.ProfileSet{}
@@ -272,6 +305,16 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 			*list = latestProfiles(*list, s.last)
 		}
 	}
+	var jobIDs, otherIDs []string // of the profiles in jobs and others
+	put := func(p tracefile.Profile) {
+		if p.Jobs > 0 {
+			jobs.Add(p)
+			jobIDs = append(jobIDs, p.TraceID)
+		} else {
+			others.Add(p)
+			otherIDs = append(otherIDs, p.TraceID)
+		}
+	}
 	add := func(t tracefile.Trace) {
 		p := tracefile.ProfileOf(t)
 		isJob := p.Jobs > 0
@@ -282,10 +325,8 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 			keepRecent(&recentOthers, p)
 		case jobs.Values()+others.Values() >= maxSetValues:
 			tooMany = true
-		case isJob:
-			jobs.Add(p)
 		default:
-			others.Add(p)
+			put(p)
 		}
 	}
 	opts := tracefile.CollectOptions{MaxKeptBytes: tracefile.DefaultMaxKeptBytes / 2}
@@ -337,10 +378,10 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 	}
 	if s.last > 0 && traceID == "" {
 		for _, p := range latestProfiles(recentJobs, s.last) {
-			jobs.Add(p)
+			put(p)
 		}
 		for _, p := range latestProfiles(recentOthers, s.last) {
-			others.Add(p)
+			put(p)
 		}
 		ids := map[string]bool{}
 		for _, p := range append(latestProfiles(recentJobs, s.last), latestProfiles(recentOthers, s.last)...) {
@@ -360,10 +401,11 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 	}
 	// A set is the file's jobs (engine.job roots); a file without any
 	// is a set of whatever runs it holds.
-	side := &diffSide{set: jobs}
+	side := &diffSide{set: jobs, file: arg, ids: jobIDs}
 	if jobs.Len() == 0 {
-		side.set = others
+		side.set, side.ids = others, otherIDs
 	}
+	slices.Sort(side.ids)
 	reps = slices.DeleteFunc(reps, func(t tracefile.Trace) bool {
 		return (tracefile.ProfileOf(t).Jobs > 0) != (side.set == jobs)
 	})
@@ -375,6 +417,13 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, side.set.Len(), med)
 	}
 	return side, nil
+}
+
+// remote says whether arg is a trace id to fetch: not a file, with
+// --jaeger or --tempo.
+func (s diffSource) remote(arg string) bool {
+	st, err := os.Stat(arg)
+	return (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "")
 }
 
 // latestProfiles returns the n profiles of ps that start last, by start.
@@ -422,7 +471,7 @@ func (s diffSource) loadRemote(ctx context.Context, label, arg string, pick trac
 	}
 	set := &tracefile.ProfileSet{}
 	set.Add(tracefile.ProfileOf(traces[0]))
-	return &diffSide{source: "trace " + traces[0].ID, set: set, spans: spans}, nil
+	return &diffSide{source: "trace " + traces[0].ID, set: set, spans: spans, ids: []string{traces[0].ID}}, nil
 }
 
 // interspersed parses c's arguments with flags allowed between and after

@@ -74,6 +74,21 @@ const (
 	idB = "4bf92f3577b34da6a3ce929d0e0e4736"
 )
 
+// copyOf writes a copy of the file at path under another name: the same
+// traces in a second file, which a diff may compare with the first.
+func copyOf(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy-"+filepath.Base(path))
+	if err := os.WriteFile(cp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
 func writeLines(t *testing.T, name string, lines ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
@@ -190,7 +205,7 @@ func TestTraceDiffBadInput(t *testing.T) {
 		"not a trace id":    {[]string{a, a, "--trace-id-a", "xyz"}, "--trace-id-a xyz: not a trace id"},
 		"malformed file":    {[]string{a, garbage}, "holds no readable spans"},
 		"missing file":      {[]string{a, filepath.Join(t.TempDir(), "nope")}, "no such file"},
-		"unknown layer":     {[]string{a, a, "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
+		"unknown layer":     {[]string{a, copyOf(t, a), "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
 		"last and all":      {[]string{a, a, "--last", "2", "--all"}, "not both"},
 		"remote with last":  {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1", "--last", "2"}, "take a FILE"},
 		"unreachable":       {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1"}, "127.0.0.1:1"},
@@ -262,7 +277,7 @@ func TestTraceDiffAllPastTheMemoryBudget(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "many.jsonl")
 	os.WriteFile(file, []byte(b.String()), 0o644)
-	out, err := runTraceCmd(t, "trace", "diff", file, file, "--all", "--json")
+	out, err := runTraceCmd(t, "trace", "diff", file, copyOf(t, file), "--all", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +300,7 @@ func TestTraceDiffLastCountsJobsNotPolls(t *testing.T) {
 		}
 	}
 	file := writeLines(t, "daemon.jsonl", lines...)
-	out, err := runTraceCmd(t, "trace", "diff", file, file, "--last", "2", "--json")
+	out, err := runTraceCmd(t, "trace", "diff", file, copyOf(t, file), "--last", "2", "--json")
 	if err != nil || !strings.Contains(out, `"traces_a": 2`) {
 		t.Fatalf("--last 2 over polls: %v\n%s", err, out[:min(len(out), 400)])
 	}
@@ -363,7 +378,7 @@ func TestTraceDiffLastZeroIsAnError(t *testing.T) {
 			t.Errorf("--last %s: err %v, want a one-line refusal (output %q)", n, err, out)
 		}
 	}
-	if out, err := runTraceCmd(t, "trace", "diff", a, a, "--last", "1"); err != nil {
+	if out, err := runTraceCmd(t, "trace", "diff", a, copyOf(t, a), "--last", "1"); err != nil {
 		t.Errorf("--last 1: %v\n%s", err, out)
 	}
 }
@@ -397,5 +412,52 @@ func TestTraceDiffFailOverRefusesWhatDisablesTheGate(t *testing.T) {
 	}
 	if out, err := runTraceCmd(t, "trace", "diff", a, b); err != nil {
 		t.Errorf("no --fail-over: %v, want no gate\n%s", err, out)
+	}
+}
+
+// A and B that come to the same traces of one file are refused however
+// they were chosen (one file twice, --last or --all of one file, one
+// side's --trace-id naming the other's last proof, one id twice, one
+// remote trace twice); sets of one file that differ, and two traces of
+// one file, compare.
+func TestTraceDiffRefusesATraceComparedWithItself(t *testing.T) {
+	const idC = "00000000000000000000000000000c0c"
+	one := writeLines(t, "one.jsonl", seedRun(idA, "async", "merkle", 10000))
+	both := writeLines(t, "both.jsonl", seedRun(idA, "async", "merkle", 10000), seedRun(idB, "sync", "merkle", 6500), seedRun(idC, "async", "merkle", 1))
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(both, link); err != nil {
+		t.Fatal(err)
+	}
+	jaeger := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the same remote trace twice was fetched: %s", r.URL)
+	}))
+	defer jaeger.Close()
+	const hint = "pick two traces with --trace-id twice, A's trace then B's"
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"one file twice":         {[]string{one, one}, "A and B are both trace " + idA + " of " + one + ": a run compared with itself; " + hint},
+		"its last proof twice":   {[]string{both, both}, "A and B are both trace " + idB},
+		"through a link":         {[]string{both, link}, "A and B are both trace " + idB},
+		"--all of one file":      {[]string{both, both, "--all"}, "A and B are both the same 3 traces of " + both},
+		"--last of one file":     {[]string{both, both, "--last", "2"}, "A and B are both the same 2 traces of " + both},
+		"--trace-id-a, B's last": {[]string{both, both, "--trace-id-a", idB}, "A and B are both trace " + idB},
+		"one id twice":           {[]string{both, both, "--trace-id", idB, "--trace-id", idB}, "A and B are both trace " + idB},
+		"one remote trace twice": {[]string{idA, idA, "--jaeger", jaeger.URL}, "A and B are both trace " + idA},
+	} {
+		out, err := runTraceCmd(t, append([]string{"trace", "diff"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasSuffix(err.Error(), hint) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want one line containing %q (output %q)", name, err, c.want, out)
+		}
+	}
+	for name, args := range map[string][]string{
+		"two traces of one file":     {both, both, "--trace-id", idA, "--trace-id", idB},
+		"--trace-id-a, not B's last": {both, both, "--trace-id-a", idA},
+		"the same trace, two files":  {one, copyOf(t, one)},
+	} {
+		if out, err := runTraceCmd(t, append([]string{"trace", "diff"}, args...)...); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
 	}
 }
