@@ -47,9 +47,13 @@ the path counts 0).
 
 The output is the tree of paths with A, B, the change in ms and % and the
 untraced time of each side, the largest moves first at every level, paths
-on one side only marked; then one verdict line per layer (a span with
-children) that moved by --threshold-ms and --threshold-pct or more, e.g.
-"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms".
+on one side only marked [only A] or [only B], and "*" at the end of each
+row that moved: by --threshold-ms and by --threshold-pct of A or more (a
+path on one side only: by --threshold-ms). Then one verdict line per layer
+(a span with children) that moved or holds a path that moved, and per root
+that moved, naming the children that moved, e.g.
+"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms";
+"no span moved" when no row has a "*".
 
 --fail-over PCT exits with status 2 when the layer --fail-layer names (a
 path or a span name, its shallowest occurrence; default: the root span, i.e.
@@ -74,7 +78,7 @@ remote trace is refused: pick two traces with --trace-id twice.`,
 			&cli.StringFlag{Name: "trace-id-b", Usage: "with a FILE as B, its trace of this `ID`"},
 			&cli.IntFlag{Name: "last", DefaultText: "off", Usage: "compare the medians of the last `N` engine.job traces of each FILE"},
 			&cli.BoolFlag{Name: "all", Usage: "compare the medians of every engine.job trace of each FILE"},
-			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a layer moved when it changed by at least `MS` ms ..."},
+			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a span moved (marked *) when it changed by at least `MS` ms ..."},
 			&cli.Float64Flag{Name: "threshold-pct", Value: 5, Usage: "... and by at least `PCT` % of A"},
 			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
 			&cli.Float64Flag{Name: "fail-over", DefaultText: "off", Usage: "exit 2 when --fail-layer is more than `PCT` % slower on B"},

@@ -199,9 +199,13 @@ type Diff struct {
 	UntracedA, UntracedB time.Duration // median untraced time over all spans of a trace
 	Roots                []*DiffNode   // largest |B − A| first
 	// Verdicts: one line per layer (a path with children) that moved
-	// beyond the thresholds, in tree order, naming the children that moved
-	// and the layer's own untraced change, e.g.
+	// beyond the thresholds or has a child that did, and per root that
+	// moved, in tree order, naming the children that moved and the layer's
+	// own untraced change, e.g.
 	// "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced −0.1 s".
+	// Every path Moved is named by one (its own or its parent's), so no
+	// verdict means nothing moved: a child can move by the thresholds while
+	// its layer, much longer, does not move by ThresholdPct of its own time.
 	Verdicts []string
 	opts     DiffOptions
 	byKey    map[string]*DiffNode // by the path key (names joined by keySep)
@@ -399,7 +403,7 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 		slices.SortFunc(n.Children, bySize)
 	}
 	d.Walk(func(n *DiffNode) {
-		if len(n.Children) > 0 && d.Moved(n) {
+		if d.Moved(n) && (len(n.Children) > 0 || n.Depth == 0) || slices.ContainsFunc(n.Children, d.Moved) {
 			d.Verdicts = append(d.Verdicts, d.verdict(n))
 		}
 	})

@@ -182,7 +182,7 @@ func TestDiffOfIdenticalTracesHasNoMoves(t *testing.T) {
 	}
 	var text bytes.Buffer
 	tracefile.WriteDiff(&text, d, 0)
-	if !strings.Contains(text.String(), "no layer moved") {
+	if !strings.Contains(text.String(), "no span moved by 1 ms and 5 % or more") || strings.Contains(text.String(), "*") {
 		t.Errorf("text:\n%s", text.String())
 	}
 }
@@ -338,5 +338,61 @@ func TestDiffComparesFromEngineJob(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), `"path":"cuzk.v1.ProvingEngine/SubmitProof","name"`) || !strings.Contains(page.String(), `"path":"engine.job/pipeline.prove","name"`) {
 		t.Error("the HTML rows do not carry the job's paths")
+	}
+}
+
+// A child that moves by the thresholds inside a layer that does not (300
+// ms is 15 % of the MSM but 0.2 % of the prove around it) is marked "*"
+// and named by its layer's verdict; the footer never says nothing moved
+// while a row is marked, and "*" is explained. A root without children
+// that moved has a verdict of its own.
+func TestDiffMarksAndVerdictsAgree(t *testing.T) {
+	run := func(id string, msmEnd, hStart, end float64) []tracefile.Span {
+		return buildSpans(id, []spanSpec{
+			{-1, "engine.job", 0, end, merkle},
+			{0, "groth16.prove", 50, end, nil},
+			{1, "msm.g1.a", 100, msmEnd, nil},
+			{1, "groth16.compute_h", hStart, end - 50, nil},
+		})
+	}
+	a := profile(t, run(traceA, 2100, 2200, 10050))
+	b := profile(t, run(traceB, 2400, 2500, 10070))
+	d, err := tracefile.DiffProfiles([]tracefile.Profile{a}, []tracefile.Profile{b}, tracefile.DiffOptions{ThresholdMS: 10, ThresholdPct: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msm := d.Find("msm.g1.a")
+	if !d.Moved(msm) || d.Moved(d.Find("groth16.prove")) || d.Moved(d.Find("engine.job")) {
+		t.Fatalf("moved: msm %v, prove %v, job %v; want the MSM only", d.Moved(msm), d.Moved(d.Find("groth16.prove")), d.Moved(d.Find("engine.job")))
+	}
+	if len(d.Verdicts) != 1 || !strings.HasPrefix(d.Verdicts[0], "groth16.prove +20.0 ms: msm.g1.a +300.0 ms, untraced ") {
+		t.Errorf("verdicts %q, want one naming the MSM under groth16.prove", d.Verdicts)
+	}
+	var text bytes.Buffer
+	if err := tracefile.WriteDiff(&text, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{"msm.g1.a  *\n", "* moved by 10 ms and 5 % of A or more", "moved (by 10 ms and 5 % or more), by layer:\n  groth16.prove +20.0 ms: msm.g1.a +300.0 ms"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no span moved") || strings.Contains(out, "groth16.prove  *") {
+		t.Errorf("text:\n%s", out)
+	}
+	// --depth 1 hides the marked row: no legend, the verdict stays.
+	text.Reset()
+	tracefile.WriteDiff(&text, d, 1)
+	if strings.Contains(text.String(), "*") || !strings.Contains(text.String(), "groth16.prove +20.0 ms: msm.g1.a") {
+		t.Errorf("--depth 1:\n%s", text.String())
+	}
+
+	leaf := func(id string, end float64) tracefile.Profile {
+		return profile(t, buildSpans(id, []spanSpec{{-1, "task", 0, end, nil}}))
+	}
+	d, err = tracefile.DiffProfiles([]tracefile.Profile{leaf(traceA, 100)}, []tracefile.Profile{leaf(traceB, 200)}, tracefile.DiffOptions{})
+	if err != nil || len(d.Verdicts) != 1 || d.Verdicts[0] != "task +100.0 ms: untraced +0.0 ms" {
+		t.Errorf("a moved root without children: %v, verdicts %q", err, d.Verdicts)
 	}
 }

@@ -11,14 +11,17 @@ import (
 
 // WriteDiff prints d for a terminal: the totals of each side, the tree of
 // paths with A, B, the change in ms and %, the untraced time of each side
-// (largest moves first at every level; a path on one side only is marked),
-// then the verdict lines. maxDepth > 0 limits the tree to that many levels
+// (largest moves first at every level; a path on one side only is marked;
+// a path that moved by the thresholds (Diff.Moved) ends in "*", explained
+// under the tree when a row has one), then the verdict lines: "no span
+// moved" exactly when no path moved. maxDepth > 0 limits the tree to that many levels
 // below the roots. It returns the first write error.
 func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 	ew := &errWriter{w: w}
 	ew.printf("A: %d trace%s, median %.3f ms, untraced %.3f ms\n", d.TracesA, plural(d.TracesA), ms(d.TotalA), ms(d.UntracedA))
 	ew.printf("B: %d trace%s, median %.3f ms, untraced %.3f ms\n", d.TracesB, plural(d.TracesB), ms(d.TotalB), ms(d.UntracedB))
 	ew.printf("\n%12s %12s %12s %8s %10s %10s  %s\n", "A ms", "B ms", "Δ ms", "Δ %", "untr A", "untr B", "span (largest moves first)")
+	marked := false
 	d.walkDepth(maxDepth, func(n *DiffNode) {
 		name := strings.Repeat("  ", n.Depth) + n.Name
 		if n.CountA > 1 || n.CountB > 1 {
@@ -32,14 +35,18 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 		}
 		if d.Moved(n) {
 			name += "  *"
+			marked = true
 		}
 		ew.printf("%12.3f %12.3f %12s %8s %10s %10s  %s\n", ms(n.A), ms(n.B), signedMS(n.Delta()), pctText(n), untrText(n, n.UntracedA), untrText(n, n.UntracedB), name)
 	})
+	if marked {
+		ew.printf("%12s * moved by %g ms and %g %% of A or more (a path on one side only: by %g ms)\n", "", d.opts.ThresholdMS, d.opts.ThresholdPct, d.opts.ThresholdMS)
+	}
 	ew.printf("\n")
 	if len(d.Verdicts) == 0 {
-		ew.printf("no layer moved by %g ms and %g %% or more\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
+		ew.printf("no span moved by %g ms and %g %% or more\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
 	} else {
-		ew.printf("moved (by %g ms and %g %% or more; * above):\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
+		ew.printf("moved (by %g ms and %g %% or more), by layer:\n", d.opts.ThresholdMS, d.opts.ThresholdPct)
 		for _, v := range d.Verdicts {
 			ew.printf("  %s\n", v)
 		}
