@@ -110,7 +110,7 @@ func TestDaemonAddrWithoutAPortGets9820(t *testing.T) {
 	}
 }
 
-// status and submit given --addr HOST dial HOST:9820: a fake
+// status, submit and cancel given --addr HOST dial HOST:9820: a fake
 // daemon on 127.0.0.3:9820 (a loopback address of its own, so a real
 // daemon on 127.0.0.1:9820 is not in the way) answers each.
 func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
@@ -130,5 +130,9 @@ func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
 	}
 	if out, _, err := runCuzk(t, "submit", "--addr", "127.0.0.3", "--request-id", "r", "--timeout", "30s"); err != nil || !strings.Contains(out, "job       job-1") {
 		t.Errorf("submit --addr 127.0.0.3: %v\n%s", err, out)
+	}
+	// The fake has no CancelProof: UNIMPLEMENTED is its answer, from 9820.
+	if _, _, err := runCuzk(t, "cancel", "--addr", "127.0.0.3", "--request-id", "r"); err == nil || !strings.Contains(err.Error(), "cancel r at 127.0.0.3:9820: Unimplemented") {
+		t.Errorf("cancel --addr 127.0.0.3: %v, want the fake's UNIMPLEMENTED", err)
 	}
 }

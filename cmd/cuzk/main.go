@@ -4,6 +4,7 @@
 //	cuzk prove    prove a built-in circuit locally, print the trace waterfall
 //	cuzk serve    run the gRPC proving daemon (cuzk.v1.ProvingEngine)
 //	cuzk submit   send a proof request to a daemon
+//	cuzk cancel   cancel a daemon's job by its request id
 //	cuzk trace    read a trace back (file, Jaeger or Tempo) and explain it
 //	cuzk setup    build and cache the proving key of a circuit
 //	cuzk gpu-trace run a CUDA program with its kernels and NVTX ranges traced (CUPTI)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -33,7 +35,9 @@ func init() {
 			"when that job had other parameters. --witness more than once, or --partitions\n" +
 			"N, asks for a multi-partition proof: one proof per partition. With\n" +
 			"OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set, the call itself is traced and the\n" +
-			"daemon's spans join its trace.",
+			"daemon's spans join its trace. Ctrl-C (SIGINT) or SIGTERM cancels the job on the\n" +
+			"daemon (CancelProof by request id, 5 s at most), prints the outcome and exits\n" +
+			"130. An --addr without a port gets :" + defaultPort + ".",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
@@ -92,7 +96,11 @@ func submitAction(c *cli.Context) error {
 		return err
 	}
 
-	ctx := c.Context
+	// The first SIGINT or SIGTERM ends the wait and cancels the job (a
+	// second one, with the handler gone, kills submit).
+	ctx, stopSignals := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	interrupted := ctx
 	// Trace the call only when an OTLP endpoint is configured: a trace file
 	// per submit in the working directory would be litter.
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
@@ -126,6 +134,10 @@ func submitAction(c *cli.Context) error {
 	}
 	defer poll.Close()
 	res, answered, err := submitAndAwait(ctx, cl, poll, req, out)
+	if err != nil && interrupted.Err() != nil {
+		stopSignals()
+		return cancelInterrupted(ctx, cl, req.RequestID, daemonAddr(c), answered)
+	}
 	if err != nil {
 		st, _ := status.FromError(err)
 		if !answered && ctx.Err() != nil {
@@ -176,6 +188,32 @@ func submitAction(c *cli.Context) error {
 		fmt.Fprintf(out, "proof     %s (%d bytes)\n", proofOut.path, len(proof))
 	}
 	return nil
+}
+
+// cancelOnInterruptTimeout bounds the CancelProof of an interrupted
+// submit: Ctrl-C must not hang on a daemon that stopped answering.
+const cancelOnInterruptTimeout = 5 * time.Second
+
+// exitInterrupted is the exit status of a submit ended by SIGINT or
+// SIGTERM, the shell's 128+SIGINT.
+const exitInterrupted = 130
+
+// cancelInterrupted cancels the job of an interrupted submit (by request
+// id: the Prove call never returned a job id) and returns its one-line
+// outcome as an error of exit status 130. answered false: the daemon never
+// answered, so no job was made and none is cancelled.
+func cancelInterrupted(ctx context.Context, cl *client.Client, rid, addr string, answered bool) error {
+	if !answered {
+		return cli.Exit(fmt.Sprintf("submit %s: interrupted before the daemon at %s answered: nothing was submitted", rid, addr), exitInterrupted)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelOnInterruptTimeout)
+	defer cancel()
+	job, st, err := cancelRequest(cctx, cl, rid)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("submit %s: interrupted; cancel failed (%v): a job of it, if any, goes on: see `cuzk status --addr %s`, wait with `cuzk submit --request-id %s`, or `cuzk cancel --addr %s --request-id %s`",
+			rid, err, addr, rid, addr, rid), exitInterrupted)
+	}
+	return cli.Exit(fmt.Sprintf("submit %s: interrupted: cancelled job %s, now %s", rid, job, st), exitInterrupted)
 }
 
 // readPartitions sets req's witness from the --witness files: one file is

@@ -342,6 +342,19 @@ func (c *Client) Cancel(ctx context.Context, id string) (JobStatus, error) {
 	return statusFrom(resp.GetStatus()), nil
 }
 
+// CancelRequest is Cancel for the job of a request id: it returns the
+// job's id (a client of several daemons: ADDRESS/JOB, as Submit's) and its
+// status after the call. NOT_FOUND when the daemon has no job of that
+// request id, FAILED_PRECONDITION for one that already ended.
+func (c *Client) CancelRequest(ctx context.Context, requestID string) (jobID string, st JobStatus, err error) {
+	ctx, rt := c.routeRequest(ctx, requestID)
+	resp, err := c.api.CancelProof(ctx, &cuzkv1.CancelProofRequest{RequestId: requestID})
+	if err != nil {
+		return "", "", err
+	}
+	return rt.jobID(resp.GetJobId()), statusFrom(resp.GetStatus()), nil
+}
+
 // Device is a device of the daemon.
 type Device struct {
 	Ordinal                 int

@@ -95,12 +95,16 @@ func (d *fakeDaemon) AwaitProof(_ context.Context, r *cuzkv1.AwaitProofRequest) 
 func (d *fakeDaemon) CancelProof(_ context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	res, ok := d.jobs[r.GetJobId()]
+	id := r.GetJobId()
+	if id == "" {
+		id = d.byReq[r.GetRequestId()]
+	}
+	res, ok := d.jobs[id]
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "%s: no job %q", d.name, r.GetJobId())
+		return nil, status.Errorf(codes.NotFound, "%s: no job %q", d.name, id)
 	}
 	res.Status = cuzkv1.JobStatus_JOB_STATUS_CANCELLED
-	return &cuzkv1.CancelProofResponse{Status: res.Status}, nil
+	return &cuzkv1.CancelProofResponse{JobId: id, Status: res.Status}, nil
 }
 
 func (d *fakeDaemon) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
@@ -192,6 +196,15 @@ func TestFleetRoutesByRequestIDAndJobID(t *testing.T) {
 	one := jobs["req-0"]
 	if st, err := c.Cancel(ctx, one.ID); err != nil || st != Cancelled {
 		t.Errorf("Cancel(%s): %v %v", one.ID, st, err)
+	}
+	// CancelRequest reaches the daemon the request id ranks first and
+	// returns the job's id as Submit did.
+	two := jobs["req-1"]
+	if id, st, err := c.CancelRequest(ctx, "req-1"); err != nil || id != two.ID || st != Cancelled {
+		t.Errorf("CancelRequest(req-1): %q %v %v, want %s CANCELLED", id, st, err, two.ID)
+	}
+	if _, _, err := c.CancelRequest(ctx, "no-such-request"); status.Code(err) != codes.NotFound {
+		t.Errorf("CancelRequest(no-such-request): %v, want NOT_FOUND", err)
 	}
 	// One trace: every Submit's client span (16, then 16 retries) is a
 	// child of the task span, and the daemon's server span a child of the

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/prover/client"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "cancel",
+		Usage: "cancel a daemon's job by its request id",
+		Description: "Calls CancelProof on the daemon at --addr for the job of --request-id: a\n" +
+			"queued job is removed, a running one has its context cancelled. Prints the\n" +
+			"job id and its state after the call.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
+			&cli.StringFlag{Name: "request-id", Usage: "the request id the job was submitted with (required)"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "longest wait for the answer"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
+			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
+		},
+		Action: func(c *cli.Context) error { return oneLine(cancelAction(c)) },
+	})
+}
+
+func cancelAction(c *cli.Context) error {
+	rid := c.String("request-id")
+	if rid == "" {
+		return fmt.Errorf("cancel: --request-id is required")
+	}
+	if d := c.Duration("timeout"); d <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", d)
+	}
+	opts, err := clientOptions(c)
+	if err != nil {
+		return err
+	}
+	cl, err := client.Dial(daemonAddr(c), opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	job, st, err := cancelRequest(ctx, cl, rid)
+	if err != nil {
+		return fmt.Errorf("cancel %s at %s: %w", rid, daemonAddr(c), err)
+	}
+	fmt.Fprintf(c.App.Writer, "cancelled job %s (request %s), now %s\n", job, rid, st)
+	return nil
+}
+
+// cancelRequest cancels the job of rid; its errors say in words what the
+// daemon's codes mean for a request id (cancel and an interrupted submit).
+func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, client.JobStatus, error) {
+	job, st, err := cl.CancelRequest(ctx, rid)
+	if err == nil {
+		return job, st, nil
+	}
+	s, _ := status.FromError(err)
+	switch s.Code() {
+	case codes.NotFound:
+		return "", "", fmt.Errorf("the daemon has no job of request id %q", rid)
+	case codes.FailedPrecondition:
+		return "", "", fmt.Errorf("the job already ended: %s", s.Message())
+	case codes.DeadlineExceeded:
+		return "", "", fmt.Errorf("no answer in time")
+	}
+	return "", "", fmt.Errorf("%s: %s", s.Code(), s.Message())
+}
