@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,11 +16,13 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -162,5 +165,56 @@ func TestSubmitInterruptedBeforeTheDaemonAnsweredSaysNothingWasSubmitted(t *test
 	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted ||
 		err.Error() != "submit early: interrupted before the daemon at 127.0.0.1:1 answered: nothing was submitted" {
 		t.Errorf("submit with its context cancelled: %v, want exit %d and that nothing was submitted", err, exitInterrupted)
+	}
+}
+
+// enteredEngine is a stagedEngine whose Prove says when it was called; it
+// has no CancelProof (UNIMPLEMENTED), so a cancel of it fails.
+type enteredEngine struct {
+	stagedEngine
+	entered chan struct{}
+}
+
+func (e *enteredEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+	close(e.entered)
+	return e.stagedEngine.Prove(ctx, r)
+}
+
+// An interrupted submit whose cancel fails says so, that the job may go
+// on, and how to find it, in one line; exit 130.
+func TestSubmitInterruptedWhoseCancelFailsSaysTheJobGoesOn(t *testing.T) {
+	clearOTLPEnv(t)
+	e := &enteredEngine{stagedEngine: stagedEngine{done: make(chan struct{})}, entered: make(chan struct{})}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	cuzkv1.RegisterProvingEngineServer(srv, e)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-e.entered:
+			cancel() // the signal's path: submit's context ends
+		case <-time.After(time.Minute):
+		}
+	}()
+	addr := lis.Addr().String()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err = app.RunContext(ctx, []string{"cuzk", "submit", "--addr", addr, "--request-id", "stays"})
+	var ec cli.ExitCoder
+	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted {
+		t.Fatalf("submit: %v, want exit %d", err, exitInterrupted)
+	}
+	for _, want := range []string{"submit stays: interrupted; cancel failed (Unimplemented", "goes on",
+		"cuzk status --addr " + addr, "cuzk cancel --addr " + addr + " --request-id stays"} {
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %q lacks %q (or is not one line)", err, want)
+		}
 	}
 }
