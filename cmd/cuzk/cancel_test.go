@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,7 +50,22 @@ func startSlowDaemon(t *testing.T) *daemon {
 			return untilCancelledGPU{CPU: prover.NewCPU(o.TracerProvider)}, nil
 		})
 	})
-	return startDaemon(t, serveConfig{backend: "cuda", gpuFactory: factory, shutdownTimeout: time.Second,
+	// The keys of the circuit the tests submit (mulchain, 256 constraints)
+	// are made before the daemon starts: a job cancelled during its key
+	// setup leaves that setup storing the keys after the daemon has
+	// stopped, into a directory the test is removing.
+	cache := filepath.Join(t.TempDir(), "cache")
+	p, err := prover.NewPipeline(context.Background(), "cpu", prover.WithKeyCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LoadCircuit(context.Background(), "mulchain", 256); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(p.Close(context.Background()), p.Releaser().Close(context.Background())); err != nil {
+		t.Fatal(err)
+	}
+	return startDaemon(t, serveConfig{backend: "cuda", gpuFactory: factory, shutdownTimeout: time.Second, cacheDir: cache,
 		gpus: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "until-cancelled GPU", TotalMemory: 1 << 30}}, nil
 		}})

@@ -53,7 +53,10 @@ func startDaemon(t *testing.T, cfg serveConfig) *daemon {
 		cfg.shutdownTimeout = 5 * time.Second
 	}
 	cfg.listen, cfg.log = "127.0.0.1:0", d.log
-	cfg.traceFile, cfg.cacheDir = filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "cache")
+	cfg.traceFile = filepath.Join(dir, "t.jsonl")
+	if cfg.cacheDir == "" {
+		cfg.cacheDir = filepath.Join(dir, "cache")
+	}
 	addrCh := make(chan string, 1)
 	cfg.ready = func(a, _ string) { addrCh <- a }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -85,6 +85,7 @@ type Cache struct {
 	progress      io.Writer
 	forceProgress bool
 	progressAfter time.Duration
+	background    sync.WaitGroup // setups left running by a cancelled load, until stored
 }
 
 // Option configures a Cache.
@@ -333,12 +334,32 @@ func (c *Cache) setupUnlessDone(ctx context.Context, ccs constraint.ConstraintSy
 	case r := <-done:
 		return r.pk, r.vk, r.err
 	case <-ctx.Done():
+		c.background.Add(1)
 		go func() {
+			defer c.background.Done()
 			if r := <-done; r.err == nil {
 				_ = writeChecked(path, func(w io.Writer) error { return writeKeys(w, r.pk, r.vk) })
 			}
 		}()
 		return nil, nil, ctx.Err()
+	}
+}
+
+// Wait waits until every setup that a cancelled load left running has
+// finished and stored its keys, or until ctx ends (its error is returned),
+// so an owner that shuts down does not leave a write into the cache
+// directory behind it.
+func (c *Cache) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		c.background.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("keycache: setups still storing: %w", ctx.Err())
 	}
 }
 

@@ -83,15 +83,20 @@ func TestALoadCancelledDuringSetupEndsItsSpansAndKeepsTheKeys(t *testing.T) {
 		}
 	}
 
-	// The abandoned setup stores the keys: a later load finds them.
+	// The abandoned setup stores the keys, and Wait returns once it has:
+	// a later load finds them.
 	path := c.path(mustHash(t, ccs))
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled setup stored no keys at %s", path)
-		}
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer wcancel()
+	if err := c.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the cancelled setup stored no keys by the time Wait returned: %v", err)
+	}
+	// Nothing left to wait for: Wait returns at once.
+	if err := c.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait with nothing running: %v", err)
 	}
 	k, err := c.Load(context.Background(), ccs)
 	if err != nil || !k.CacheHit {
