@@ -35,20 +35,11 @@ func cancelAction(c *cli.Context) error {
 	if rid == "" {
 		return fmt.Errorf("cancel: --request-id is required")
 	}
-	if d := c.Duration("timeout"); d <= 0 {
-		return fmt.Errorf("--timeout %v: want a positive duration", d)
-	}
-	opts, err := clientOptions(c)
+	cl, ctx, done, err := dialDaemon(c)
 	if err != nil {
 		return err
 	}
-	cl, err := client.Dial(daemonAddr(c), opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	defer cancel()
+	defer done()
 	job, st, err := cancelRequest(ctx, cl, rid)
 	if err != nil {
 		return fmt.Errorf("cancel %s at %s: %w", rid, daemonAddr(c), err)

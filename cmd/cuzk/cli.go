@@ -5,6 +5,7 @@ package main
 // options. One file per command lives beside this one.
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -198,4 +199,25 @@ func buildCircuit(c *cli.Context) (*circuits.Instance, error) {
 		return nil, err
 	}
 	return circuits.Build(name, n)
+}
+
+// dialDaemon checks --timeout and dials the daemon at --addr with the
+// client options of c (TLS, token): the client, a context ending after
+// --timeout, and the function that ends both. For the commands that make
+// one call (status, cancel).
+func dialDaemon(c *cli.Context) (*client.Client, context.Context, func(), error) {
+	d := c.Duration("timeout")
+	if d <= 0 {
+		return nil, nil, nil, fmt.Errorf("--timeout %v: want a positive duration", d)
+	}
+	opts, err := clientOptions(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cl, err := client.Dial(daemonAddr(c), opts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, d)
+	return cl, ctx, func() { cancel(); cl.Close() }, nil
 }

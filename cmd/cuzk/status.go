@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -35,20 +34,11 @@ func statusAction(c *cli.Context) error {
 	if c.Args().Len() > 0 {
 		return fmt.Errorf("status takes no arguments (got %q)", c.Args().First())
 	}
-	if d := c.Duration("timeout"); d <= 0 {
-		return fmt.Errorf("--timeout %v: want a positive duration", d)
-	}
-	opts, err := clientOptions(c)
+	cl, ctx, done, err := dialDaemon(c)
 	if err != nil {
 		return err
 	}
-	cl, err := client.Dial(daemonAddr(c), opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	defer cancel()
+	defer done()
 	st, err := cl.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("status of %s: %w", daemonAddr(c), err)
