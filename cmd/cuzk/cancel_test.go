@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"github.com/urfave/cli/v2"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -201,14 +199,7 @@ func (e *enteredEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuz
 func TestSubmitInterruptedWhoseCancelFailsSaysTheJobGoesOn(t *testing.T) {
 	clearOTLPEnv(t)
 	e := &enteredEngine{stagedEngine: stagedEngine{done: make(chan struct{})}, entered: make(chan struct{})}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	cuzkv1.RegisterProvingEngineServer(srv, e)
-	go srv.Serve(lis)
-	defer srv.Stop()
+	addr := serveEngine(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -218,11 +209,10 @@ func TestSubmitInterruptedWhoseCancelFailsSaysTheJobGoesOn(t *testing.T) {
 		case <-time.After(time.Minute):
 		}
 	}()
-	addr := lis.Addr().String()
 	app := newApp()
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
-	err = app.RunContext(ctx, []string{"cuzk", "submit", "--addr", addr, "--request-id", "stays"})
+	err := app.RunContext(ctx, []string{"cuzk", "submit", "--addr", addr, "--request-id", "stays"})
 	var ec cli.ExitCoder
 	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted {
 		t.Fatalf("submit: %v, want exit %d", err, exitInterrupted)

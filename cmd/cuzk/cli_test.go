@@ -10,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-
-	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 // runMain runs cuzk's main in a child process (TestHelperProcessMain)
@@ -121,10 +117,7 @@ func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
 	}
 	e := &stagedEngine{done: make(chan struct{})}
 	close(e.done)
-	srv := grpc.NewServer()
-	cuzkv1.RegisterProvingEngineServer(srv, e)
-	go srv.Serve(lis)
-	defer srv.Stop()
+	serveEngineOn(t, lis, e)
 	if out, _, err := runCuzk(t, "status", "--addr", "127.0.0.3", "--timeout", "30s"); err != nil || !strings.Contains(out, "daemon    127.0.0.3:9820") {
 		t.Errorf("status --addr 127.0.0.3: %v\n%s", err, out)
 	}

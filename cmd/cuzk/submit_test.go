@@ -126,15 +126,7 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 			cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE, cuzkv1.JobStatus_JOB_STATUS_PROVING,
 			cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, // a final state from a poll: printed once, from the result
 		}}
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer()
-		cuzkv1.RegisterProvingEngineServer(srv, e)
-		go srv.Serve(lis)
-		out, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "staged")
-		srv.Stop()
+		out, _, err := runCuzk(t, "submit", "--addr", serveEngine(t, e), "--request-id", "staged")
 		if err != nil {
 			t.Fatalf("%s: submit: %v\n%s", c.name, err, out)
 		}
@@ -196,17 +188,29 @@ func TestSubmitToASilentListenerSaysNothingWasSubmitted(t *testing.T) {
 func TestSubmitTimeoutAfterTheDaemonAnsweredSaysItKeepsProving(t *testing.T) {
 	clearOTLPEnv(t)
 	e := &stagedEngine{done: make(chan struct{})} // Prove waits for its ctx
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	cuzkv1.RegisterProvingEngineServer(srv, e)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	_, _, err = runCuzk(t, "submit", "--addr", lis.Addr().String(), "--request-id", "long", "--timeout", "3s")
+	_, _, err := runCuzk(t, "submit", "--addr", serveEngine(t, e), "--request-id", "long", "--timeout", "3s")
 	if err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") ||
 		!strings.Contains(err.Error(), "the daemon keeps proving: submit again with --request-id long") {
 		t.Errorf("error %v, want DeadlineExceeded and that the daemon keeps proving", err)
 	}
+}
+
+// serveEngine serves e, a fake of the daemon's gRPC API, on a free port of
+// 127.0.0.1 until the test ends, and returns its address.
+func serveEngine(t *testing.T, e cuzkv1.ProvingEngineServer) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveEngineOn(t, lis, e)
+	return lis.Addr().String()
+}
+
+// serveEngineOn serves e on lis until the test ends.
+func serveEngineOn(t *testing.T, lis net.Listener, e cuzkv1.ProvingEngineServer) {
+	srv := grpc.NewServer()
+	cuzkv1.RegisterProvingEngineServer(srv, e)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
 }
