@@ -563,14 +563,14 @@ func (b *Backend) ComputeH(ctx context.Context, domain *fft.Domain, a, bv, c []f
 		}()
 	}
 	for i, v := range [][]fr.Element{a, bv, c} {
-		if err := b.upload(ctx, mode, []string{"a", "b", "c"}[i], bufs[i].Ptr(), v); err != nil {
+		if err := b.copyVector(ctx, mode, []string{"a", "b", "c"}[i], dirHtoD, bufs[i].Ptr(), v); err != nil {
 			return fmt.Errorf("cuda compute H: upload: %w", err)
 		}
 	}
 	if err := b.ntt.ComputeH(ctx, b.s, domain, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
 		return fmt.Errorf("cuda compute H: %w", err)
 	}
-	if err := b.download(ctx, mode, "h", a, bufs[0].Ptr()); err != nil {
+	if err := b.copyVector(ctx, mode, "h", dirDtoH, bufs[0].Ptr(), a); err != nil {
 		return fmt.Errorf("cuda compute H: download: %w", err)
 	}
 	if err := b.s.Synchronize(ctx); err != nil {
@@ -626,22 +626,43 @@ func (b *Backend) stageBuffers(ctx context.Context) ([2]*cudaspans.PinnedBuffer,
 	return b.stage, nil
 }
 
-// upload copies v to dst. Staged: chunk i is copied by the CPU into
-// staging buffer i%2 while the DMA of chunk i−1 runs; the stream is
-// synchronized before a buffer is reused, so a chunk is never overwritten
-// in flight. The whole transfer is a cuda.host_stage span with the chunks'
-// copies as children.
-func (b *Backend) upload(ctx context.Context, mode HostCopy, name string, dst cudaspans.DevicePtr, v []fr.Element) (err error) {
+// The directions of a vector copy, as the cuda.direction attribute of its
+// cuda.host_stage span.
+const (
+	dirHtoD = "htod"
+	dirDtoH = "dtoh"
+)
+
+// copyVector copies v to the device at dev (dir dirHtoD) or from dev into
+// v (dirDtoH). Unstaged it is one cudaspans copy; staged
+// (HostCopyStaged) it runs through the two pinned staging buffers
+// (stagedUpload, stagedDownload) as one cuda.host_stage span with the
+// chunks' copies as children.
+func (b *Backend) copyVector(ctx context.Context, mode HostCopy, name, dir string, dev cudaspans.DevicePtr, v []fr.Element) (err error) {
 	if mode != HostCopyStaged {
-		return cudaspans.HtoD(ctx, b.s, dst, v)
+		if dir == dirHtoD {
+			return cudaspans.HtoD(ctx, b.s, dev, v)
+		}
+		return cudaspans.DtoH(ctx, b.s, v, dev)
 	}
 	st, err := b.stageBuffers(ctx)
 	if err != nil {
 		return err
 	}
-	src := frBytesOf(v)
-	ctx, span := b.stageSpan(ctx, name, "htod", len(src))
+	host := frBytesOf(v)
+	ctx, span := b.stageSpan(ctx, name, dir, len(host))
 	defer func() { b.endSpan(ctx, span, err) }()
+	if dir == dirHtoD {
+		return b.stagedUpload(ctx, st, dev, host)
+	}
+	return b.stagedDownload(ctx, st, host, dev)
+}
+
+// stagedUpload copies src to dst: chunk i is copied by the CPU into
+// staging buffer i%2 while the DMA of chunk i−1 runs; the stream is
+// synchronized before a buffer is reused, so a chunk is never overwritten
+// in flight.
+func (b *Backend) stagedUpload(ctx context.Context, st [2]*cudaspans.PinnedBuffer, dst cudaspans.DevicePtr, src []byte) error {
 	for i, off := 0, 0; off < len(src); i, off = i+1, off+StageChunk {
 		k := min(StageChunk, len(src)-off)
 		buf := st[i%2]
@@ -660,19 +681,9 @@ func (b *Backend) upload(ctx context.Context, mode HostCopy, name string, dst cu
 	return b.s.Synchronize(ctx)
 }
 
-// download copies from src into v; staged, the DMA of chunk i+1 runs
+// stagedDownload copies from src into dst: the DMA of chunk i+1 runs
 // while the CPU copies chunk i out of its staging buffer.
-func (b *Backend) download(ctx context.Context, mode HostCopy, name string, v []fr.Element, src cudaspans.DevicePtr) (err error) {
-	if mode != HostCopyStaged {
-		return cudaspans.DtoH(ctx, b.s, v, src)
-	}
-	st, err := b.stageBuffers(ctx)
-	if err != nil {
-		return err
-	}
-	dst := frBytesOf(v)
-	ctx, span := b.stageSpan(ctx, name, "dtoh", len(dst))
-	defer func() { b.endSpan(ctx, span, err) }()
+func (b *Backend) stagedDownload(ctx context.Context, st [2]*cudaspans.PinnedBuffer, dst []byte, src cudaspans.DevicePtr) error {
 	chunks := (len(dst) + StageChunk - 1) / StageChunk
 	issue := func(i int) error {
 		off := i * StageChunk

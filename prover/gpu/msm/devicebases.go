@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -85,6 +84,9 @@ type loaned struct {
 	lastUse uint64
 }
 
+// loan returns l, for code generic over the lenders (oldestIdle).
+func (l *loaned) loan() *loaned { return l }
+
 // endLoanLocked ends one loan. After the last loan of an evicted buffer it
 // detaches the buffer, takes its bytes off *total and returns it to be
 // freed (outside the lock); otherwise nil.
@@ -103,20 +105,17 @@ func (l *loaned) endLoanLocked(total *int64) *cudaspans.DeviceBuffer {
 type DeviceBasesOption interface{ applyDeviceBases(*deviceBasesConfig) }
 
 type deviceBasesConfig struct {
-	releaser *buffer.Releaser
-	tp       trace.TracerProvider
-	budget   int64
+	sharedConfig
+	budget int64
 }
 
-type deviceBasesOptionFunc func(*deviceBasesConfig)
+type baseBudgetOption int64
 
-func (f deviceBasesOptionFunc) applyDeviceBases(c *deviceBasesConfig) { f(c) }
+func (b baseBudgetOption) applyDeviceBases(c *deviceBasesConfig) { c.budget = int64(b) }
 
 // WithBaseBudget caps the device bytes of resident sets (default 0: no cap
 // but the device's memory).
-func WithBaseBudget(bytes int64) DeviceBasesOption {
-	return deviceBasesOptionFunc(func(c *deviceBasesConfig) { c.budget = bytes })
-}
+func WithBaseBudget(bytes int64) DeviceBasesOption { return baseBudgetOption(bytes) }
 
 // NewDeviceBases returns an empty store of resident base sets on c's device
 // (options: WithTracerProvider, WithReleaser, WithBaseBudget). It allocates
@@ -130,10 +129,7 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 	if cfg.budget < 0 {
 		return nil, fmt.Errorf("msm: negative budget %d", cfg.budget)
 	}
-	if cfg.tp == nil {
-		cfg.tp = otel.GetTracerProvider()
-	}
-	cfg.releaser = buffer.OrSync(cfg.releaser, cfg.tp)
+	cfg.fillShared()
 	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
 		budget: cfg.budget, sets: map[string]*ResidentBases{}, bufs: map[string]*proofBuffer{}}, nil
 }
@@ -282,30 +278,14 @@ func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set
 // spares none); false when there is none. k.mu is held.
 func (k *DeviceBases) evictOldestLocked(ctx context.Context, spare string) bool {
 	spared := func(id string) bool { return spare != "" && strings.HasPrefix(id, spare) }
-	var oldest *ResidentBases
-	for _, rb := range k.sets {
-		if rb.buf == nil || rb.users > 0 || spared(rb.id) {
-			continue
-		}
-		if oldest == nil || rb.lastUse < oldest.lastUse {
-			oldest = rb
-		}
-	}
-	var oldestBuf *proofBuffer
-	for _, pb := range k.bufs {
-		if pb.buf == nil || pb.users > 0 || spared(pb.id) {
-			continue
-		}
-		if oldestBuf == nil || pb.lastUse < oldestBuf.lastUse {
-			oldestBuf = pb
-		}
-	}
-	if oldestBuf != nil && (oldest == nil || oldestBuf.lastUse < oldest.lastUse) {
+	oldest, haveSet := oldestIdle(k.sets, spared)
+	oldestBuf, haveBuf := oldestIdle(k.bufs, spared)
+	if haveBuf && (!haveSet || oldestBuf.lastUse < oldest.lastUse) {
 		// As below: freed under k.mu, the caller needs the memory back.
 		_ = k.releaser.Release(ctx, oldestBuf.id, k.evictBufferLocked(oldestBuf))
 		return true
 	}
-	if oldest == nil {
+	if !haveSet {
 		return false
 	}
 	delete(k.sets, oldest.id)
@@ -317,6 +297,27 @@ func (k *DeviceBases) evictOldestLocked(ctx context.Context, spare string) bool 
 	// back before it retries; an idle set has no user to wait for.
 	_ = k.releaser.Release(ctx, "keys."+oldest.id, buf)
 	return true
+}
+
+// oldestIdle returns the least recently used entry of m (resident sets or
+// proof buffers) whose buffer is loaded and idle (no users) and whose ID
+// is not spared; false when there is none. The owner's mutex is held.
+func oldestIdle[V interface {
+	comparable
+	ID() string
+	loan() *loaned
+}](m map[string]V, spared func(id string) bool) (oldest V, ok bool) {
+	var best *loaned
+	for _, v := range m {
+		l := v.loan()
+		if l.buf == nil || l.users > 0 || spared(v.ID()) {
+			continue
+		}
+		if best == nil || l.lastUse < best.lastUse {
+			oldest, best = v, l
+		}
+	}
+	return oldest, best != nil
 }
 
 // Get returns the resident set id, if loaded, and marks it used.

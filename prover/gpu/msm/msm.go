@@ -11,7 +11,6 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -89,8 +88,7 @@ type msmGroup struct {
 type Option interface{ applyMSM(*msmConfig) }
 
 type msmConfig struct {
-	releaser *buffer.Releaser
-	tp       trace.TracerProvider
+	sharedConfig
 	maxChunk int
 	window   int
 	compile  cudaspans.CompileOptions
@@ -137,10 +135,7 @@ func newMSMConfig(opts []Option) (msmConfig, error) {
 	if cfg.maxChunk < 0 {
 		return cfg, fmt.Errorf("msm: negative chunk size %d", cfg.maxChunk)
 	}
-	if cfg.tp == nil {
-		cfg.tp = otel.GetTracerProvider()
-	}
-	cfg.releaser = buffer.OrSync(cfg.releaser, cfg.tp)
+	cfg.fillShared()
 	return cfg, nil
 }
 
@@ -479,33 +474,21 @@ func newMSMPlan(n, c int, withBases bool, g2 bool) msmPlan {
 	return p
 }
 
-// msmXYZZ mirrors ec.cuh's g1_xyzz (192 bytes): x = X/ZZ, y = Y/ZZZ.
-type msmXYZZ struct {
-	X, Y, ZZ, ZZZ fp.Element
+// xyzz mirrors ec.cuh's xyzz_t over the coordinate field F (fp.Element
+// for G1, curve.E2 for G2): x = X/ZZ, y = Y/ZZZ. J is the group's gnark
+// Jacobian type, whose fields are (X, Y, Z F).
+type xyzz[F any, PF coordinate[F], J ~struct{ X, Y, Z F }] struct {
+	X, Y, ZZ, ZZZ F
 }
 
-// jac returns p in gnark's Jacobian coordinates without an inversion:
-// Z = ZZ·ZZZ, X = X·ZZ·ZZZ², Y = Y·ZZ³·ZZZ² (ec.cuh xyzz_to_jac).
-func (p msmXYZZ) jac() curve.G1Jac {
-	var r curve.G1Jac
-	xyzzToJac(&r.X, &r.Y, &r.Z, &p.X, &p.Y, &p.ZZ, &p.ZZZ)
-	return r
-}
+// msmXYZZ mirrors ec.cuh's g1_xyzz (192 bytes); msmXYZZ2 its g2_xyzz
+// (384 bytes), over Fp2.
+type (
+	msmXYZZ  = xyzz[fp.Element, *fp.Element, curve.G1Jac]
+	msmXYZZ2 = xyzz[curve.E2, *curve.E2, curve.G2Jac]
+)
 
-// msmXYZZ2 mirrors ec.cuh's g2_xyzz (384 bytes): x = X/ZZ, y = Y/ZZZ
-// over Fp2.
-type msmXYZZ2 struct {
-	X, Y, ZZ, ZZZ curve.E2
-}
-
-// jac is msmXYZZ.jac over Fp2.
-func (p msmXYZZ2) jac() curve.G2Jac {
-	var r curve.G2Jac
-	xyzzToJac(&r.X, &r.Y, &r.Z, &p.X, &p.Y, &p.ZZ, &p.ZZZ)
-	return r
-}
-
-// coordinate is what xyzzToJac uses of gnark's Fp and Fp2 elements.
+// coordinate is what jac uses of gnark's Fp and Fp2 elements.
 type coordinate[F any] interface {
 	*F
 	IsZero() bool
@@ -514,25 +497,26 @@ type coordinate[F any] interface {
 	Mul(*F, *F) *F
 }
 
-// xyzzToJac sets (X, Y, Z) to the XYZZ point (x, y, zz, zzz) in Jacobian
-// coordinates without an inversion (ec.cuh xyzz_to_jac): Z = ZZ·ZZZ,
-// X = x·ZZ·ZZZ², Y = y·ZZ³·ZZZ²; infinity (ZZ = 0) is gnark's (1, 1, 0).
-// X, Y and Z must be zero on entry.
-func xyzzToJac[F any, PF coordinate[F]](X, Y, Z, x, y, zz, zzz *F) {
-	if PF(zz).IsZero() {
-		PF(X).SetOne()
-		PF(Y).SetOne()
-		return
+// jac returns p in gnark's Jacobian coordinates without an inversion
+// (ec.cuh xyzz_to_jac): Z = ZZ·ZZZ, X = X·ZZ·ZZZ², Y = Y·ZZ³·ZZZ²;
+// infinity (ZZ = 0) is gnark's (1, 1, 0).
+func (p xyzz[F, PF, J]) jac() J {
+	var r struct{ X, Y, Z F }
+	if PF(&p.ZZ).IsZero() {
+		PF(&r.X).SetOne()
+		PF(&r.Y).SetOne()
+		return J(r)
 	}
 	var zzz2, zz3 F
-	PF(&zzz2).Square(zzz)
-	PF(&zz3).Square(zz)
-	PF(&zz3).Mul(&zz3, zz)
-	PF(X).Mul(x, zz)
-	PF(X).Mul(X, &zzz2)
-	PF(Y).Mul(y, &zz3)
-	PF(Y).Mul(Y, &zzz2)
-	PF(Z).Mul(zz, zzz)
+	PF(&zzz2).Square(&p.ZZZ)
+	PF(&zz3).Square(&p.ZZ)
+	PF(&zz3).Mul(&zz3, &p.ZZ)
+	PF(&r.X).Mul(&p.X, &p.ZZ)
+	PF(&r.X).Mul(&r.X, &zzz2)
+	PF(&r.Y).Mul(&p.Y, &zz3)
+	PF(&r.Y).Mul(&r.Y, &zzz2)
+	PF(&r.Z).Mul(&p.ZZ, &p.ZZZ)
+	return J(r)
 }
 
 // msmBytesAs views b (from the device) as a slice of T.

@@ -1,6 +1,7 @@
 package msm
 
 import (
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -15,6 +16,22 @@ import (
 type SharedOption interface {
 	Option
 	DeviceBasesOption
+}
+
+// sharedConfig is the part of both constructors' configurations that
+// their SharedOptions set.
+type sharedConfig struct {
+	releaser *buffer.Releaser
+	tp       trace.TracerProvider
+}
+
+// fillShared sets the defaults: the global TracerProvider and a
+// synchronous Releaser on the provider (buffer.OrSync).
+func (c *sharedConfig) fillShared() {
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	c.releaser = buffer.OrSync(c.releaser, c.tp)
 }
 
 type tracerProviderOption struct{ tp trace.TracerProvider }

@@ -18,6 +18,9 @@ type proofBuffer struct {
 	loaned
 }
 
+// ID returns the buffer's keyID + ":" + name.
+func (b *proofBuffer) ID() string { return b.id }
+
 // ProofBuffer lends the device buffer called name (for example
 // "compute_h.a", "msm.workspace") of the proving key keyID, of at least
 // bytes bytes: the one kept from an earlier proof of the key when it is
