@@ -79,10 +79,12 @@ type countingExporter struct {
 	log     io.Writer
 	dropped atomic.Int64
 	// acct guards handed (spans passed to ExportSpans, whatever became of
-	// them) and settled (queueCounter.settle ran: later spans are counted
-	// already).
+	// them), inflight (those of exports not ended yet) and settled
+	// (queueCounter.settle ran: later spans, and those still in flight
+	// then, are counted already).
 	acct     sync.Mutex
 	handed   int64
+	inflight int64
 	settled  bool
 	failing  atomic.Bool
 	retryAt  atomic.Int64 // unix ns before which exports are dropped untried
@@ -113,6 +115,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	settled := e.settled
 	if !settled {
 		e.handed += n
+		e.inflight += n
 	}
 	e.acct.Unlock()
 	if settled {
@@ -120,10 +123,35 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 		// dropped already (queueCounter.settle).
 		return nil
 	}
+	return e.export(ctx, spans)
+}
+
+// export is ExportSpans for spans counted in flight: it tries them (or
+// drops them in a cooldown), then takes them out of flight unless the
+// shutdown's accounting counted them as dropped meanwhile (an export that
+// outlived Shutdown: its outcome is no longer counted).
+func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	n := int64(len(spans))
+	ok := e.try(ctx, spans)
+	e.acct.Lock()
+	late := e.settled
+	if !late {
+		e.inflight -= n
+	}
+	e.acct.Unlock()
+	if !ok && !late {
+		e.drop(n)
+	}
+	return nil
+}
+
+// try exports spans unless the exporter is cooling down and reports
+// whether they were delivered; a failure is noted (cooldown, log line) but
+// not counted.
+func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpan) bool {
 	final := e.final.Swap(false)
 	if !final && e.coolingDown() {
-		e.drop(n)
-		return nil
+		return false
 	}
 	deadline := e.now().Add(e.timeout)
 	if s := e.stopBy.Load(); s != 0 && s < deadline.UnixNano() {
@@ -157,10 +185,9 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 		e.mu.Lock()
 		e.failures = 0
 		e.mu.Unlock()
-		return nil
+		return true
 	}
 	elapsed := time.Since(began)
-	e.drop(n)
 	e.mu.Lock()
 	e.lastErr = err
 	e.failures++
@@ -182,7 +209,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	if !e.failing.Swap(true) && e.log != nil {
 		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
 	}
-	return nil
+	return false
 }
 
 // coolingDown reports whether an export now is to be dropped untried.
@@ -279,14 +306,15 @@ func (q *queueCounter) Shutdown(ctx context.Context) error {
 }
 
 // settle counts as dropped the spans that ended but were never handed to
-// the exporter. It runs once, after the processor's shutdown.
+// the exporter, and those of exports that had not ended (an exporter that
+// hangs past its context). It runs once, after the processor's shutdown.
 func (q *queueCounter) settle() {
 	if q.settled.Swap(true) {
 		return
 	}
 	q.exp.acct.Lock()
 	q.exp.settled = true
-	lost := q.ended.Load() - q.exp.handed
+	lost := q.ended.Load() - q.exp.handed + q.exp.inflight
 	q.exp.acct.Unlock()
 	if lost > 0 {
 		q.exp.drop(lost)

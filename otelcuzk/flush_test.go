@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 )
 
 // A ForceFlush whose caller gives it 10 ms, against a healthy exporter that
@@ -109,22 +111,28 @@ func TestSpansLostInAFullQueueAreCountedAsDropped(t *testing.T) {
 // after the exporter was made.
 func listenOn(t *testing.T, r *receiver, addr string) {
 	t.Helper()
-	var lis net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if lis, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := listenAgain(t, addr)
 	srv := httptest.NewUnstartedServer(r)
 	srv.Listener.Close()
 	srv.Listener = lis
 	srv.Start()
 	t.Cleanup(srv.Close)
+}
+
+// listenAgain listens on addr, a port closedPort freed (retried while the
+// kernel still holds it).
+func listenAgain(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var lis net.Listener
+	var err error
+	for i := 0; i < 50; i++ {
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			return lis
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return nil
 }
 
 // An endpoint that refused connections and comes back ends the cooldown
@@ -256,5 +264,70 @@ func TestLoopOfShortFlushesToTheFileLosesNothing(t *testing.T) {
 	}
 	if n := strings.Count(string(b), `"spanId"`); n != 500 || tel.DroppedSpans() != 0 {
 		t.Fatalf("%d of 500 spans in the file, %d dropped", n, tel.DroppedSpans())
+	}
+}
+
+// hangingExporter never returns from an export, whatever its context says
+// (an exporter stuck in a write, a buggy custom exporter).
+type hangingExporter struct{ stop chan struct{} }
+
+func (e hangingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	<-e.stop
+	return nil
+}
+
+func (e hangingExporter) Shutdown(context.Context) error { return nil }
+
+// An exporter that hangs and ignores its context: Shutdown still returns
+// within ShutdownBound, and the spans whose export had not ended are
+// counted as dropped, not as delivered.
+func TestSpansOfAnExportStillHangingAtShutdownAreCountedAsDropped(t *testing.T) {
+	clearEnv(t)
+	exp := hangingExporter{stop: make(chan struct{})}
+	defer close(exp.stop)
+	tel := newTel(t, WithExporter(exp), WithTimeout(500*time.Millisecond), WithLogWriter(nil), WithoutUntraced())
+	emit(tel, 3)
+	start := time.Now()
+	err := tel.Shutdown(context.Background())
+	if took := time.Since(start); took > tel.ShutdownBound()+time.Second {
+		t.Errorf("Shutdown took %v, bound %v", took, tel.ShutdownBound())
+	}
+	if d := tel.DroppedSpans(); d != 3 || !errors.Is(err, ErrSpansDropped) || !strings.Contains(err.Error(), ": 3 spans") {
+		t.Fatalf("DroppedSpans = %d, Shutdown err = %v; want the 3 hung spans dropped", d, err)
+	}
+	if strings.Contains(err.Error(), "<nil>") {
+		t.Errorf("Shutdown err names a nil error: %v", err)
+	}
+}
+
+// Over gRPC, an endpoint that refused connections at start and comes back
+// gets the spans within seconds: the export waits for the reconnect (gRPC's
+// backoff capped at a second) instead of failing at once with the cached
+// dial error and leaving the rest of its timeout to the exporter's own
+// retry (5 s first interval), which put the exporter in a 10 s cooldown.
+func TestGRPCEndpointDownAtStartGetsTheSpansOnceItIsUp(t *testing.T) {
+	clearEnv(t)
+	addr := closedPort(t)
+	tel := newTel(t, WithEndpoint("http://"+addr), WithProtocol(ProtocolGRPC), WithInsecure(), WithTimeout(time.Second),
+		WithLogWriter(nil), WithoutUntraced())
+	emit(tel, 2)
+	_ = tel.TracerProvider.ForceFlush(context.Background()) // refused: cooldown
+	if tel.DroppedSpans() != 2 {
+		t.Fatalf("first export: dropped %d, want 2", tel.DroppedSpans())
+	}
+	r := &receiver{}
+	lis := listenAgain(t, addr)
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, r)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	up := time.Now()
+	for r.spanCount() == 0 && time.Since(up) < 6*time.Second {
+		emit(tel, 1)
+		_ = tel.TracerProvider.ForceFlush(context.Background())
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.spanCount() == 0 {
+		t.Fatalf("no span arrived within %v of the gRPC endpoint coming back (%d dropped)", time.Since(up), tel.DroppedSpans())
 	}
 }

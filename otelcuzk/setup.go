@@ -211,10 +211,16 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 		// the endpoint answers again (the cooldown's probe sees it). Capped
 		// at grpcMaxReconnectDelay, the spans of a proof that starts once the
 		// Collector is back arrive whole.
+		// An export waits for the connection to be ready (WaitForReady)
+		// rather than failing at once while gRPC is between reconnects:
+		// that quick Unavailable left the rest of the export timeout to
+		// the exporter's own retry, whose first wait is 5 s, so a
+		// Collector that came up lost the next export and 10 s of
+		// cooldown. A dead endpoint still fails the export at its timeout.
 		o = append(o, otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: grpcMaxReconnectDelay},
 			MinConnectTimeout: 5 * time.Second,
-		})))
+		}), grpc.WithDefaultCallOptions(grpc.WaitForReady(true))))
 		exp, err := otlptracegrpc.New(ctx, o...)
 		if err != nil {
 			return nil, fmt.Errorf("otelcuzk: OTLP gRPC exporter for %q: %w", t.target, err)
@@ -340,7 +346,11 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		}
 		t.queue.settle()
 		if n := t.DroppedSpans(); n > 0 {
-			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, last error: %s", ErrSpansDropped, n, t.protocol, t.target, errorLine(t.exporter.err())))
+			why := "export not ended by the shutdown deadline"
+			if err := t.exporter.err(); err != nil {
+				why = "last error: " + errorLine(err)
+			}
+			errs = append(errs, fmt.Errorf("%w: %d spans to %s %s, %s", ErrSpansDropped, n, t.protocol, t.target, why))
 		}
 		t.shutdownErr = joinLine(errs)
 	})
