@@ -36,24 +36,29 @@ func assertNotSampled(t *testing.T, j *jaegerInstance, what, id string) {
 }
 
 // TestTailSamplingDecidesOnTheWholeProof runs deploy/otel-collector.yaml with
-// short settings, as an operator would set them for proofs of at most 20 s:
-// decision_wait 20 s, the decision 1 s after the root span. A trace whose
-// ERROR comes 3 s after its first span (later than the 2 s wait that lost
-// such traces before) is kept, and so is a 3 s trace over a 2 s "slow"
-// threshold; of 40 fast successful traces about the configured 25 % are
-// kept, each whole. With the old settings (decision 2 s after the first
-// span, nothing on the root) the same late failure is lost: the test would
-// notice a config that went back to them. With num_traces 4, a late span of
-// a kept trace still joins it after the trace left memory (decision_cache).
+// short settings, as an operator would set them for proofs of at most a few
+// seconds: decision_wait 6 s and the root trigger (decision_wait_after_root_received)
+// left at the config's default. A trace whose ERROR comes 3 s after its first
+// span (later than the 2 s wait that lost such traces before) is kept, and
+// so is a 3 s trace over a 2 s "slow" threshold; of 40 fast successful
+// traces about the configured 25 % are kept, each whole. A trace shaped like
+// a SubmitProof without trace context (its root, the server span, ends at
+// once; engine.job fails 12 s later, past the 10 s root trigger the config
+// had by default) is kept by the default settings, and lost with the root
+// trigger on. With the old settings (decision 2 s after the first span,
+// nothing on the root) a late failure is lost: the test would notice a
+// config that went back to them. With num_traces 4, a late span of a kept
+// trace still joins it after the trace left memory (decision_cache).
 func TestTailSamplingDecidesOnTheWholeProof(t *testing.T) {
 	j := startJaeger(t)
 	backends := []string{"JAEGER_OTLP_ENDPOINT=" + j.OTLPGRPC, "TEMPO_OTLP_ENDPOINT=" + j.OTLPGRPC}
 	stamp := time.Now().UnixNano()
 
+	// The parallel subtests run together once the sequential ones are done.
 	t.Run("new", func(t *testing.T) {
+		t.Parallel()
 		col := startCollector(t, "tail", collectorConfig, append(backends,
-			"OTELCOL_DECISION_WAIT=20s", "OTELCOL_DECISION_AFTER_ROOT=1s",
-			"OTELCOL_SLOW_PROOF_MS=2000", "OTELCOL_SAMPLE_PERCENT=25")...)
+			"OTELCOL_DECISION_WAIT=6s", "OTELCOL_SLOW_PROOF_MS=2000", "OTELCOL_SAMPLE_PERCENT=25")...)
 		svc := fmt.Sprintf("e2e-tail-%d", stamp)
 		lateError := sendTraces(t, col, svc, "-verdict-after", "3s", "-error")[0]
 		slow := sendTraces(t, col, svc, "-verdict-after", "3s")[0]
@@ -61,9 +66,9 @@ func TestTailSamplingDecidesOnTheWholeProof(t *testing.T) {
 		sent := time.Now()
 		traceOf(t, j, lateError, "e2e.proof", "e2e.queue")
 		traceOf(t, j, slow, "e2e.proof", "e2e.queue")
-		// The fast ones are decided 1 s after their roots arrive (the
-		// processor ticks once a second): wait past that, then count.
-		time.Sleep(time.Until(sent.Add(5 * time.Second)))
+		// The fast ones are decided 6 s after they arrived (the processor
+		// ticks once a second): wait past that, then count.
+		time.Sleep(time.Until(sent.Add(9 * time.Second)))
 		kept := 0
 		for _, id := range fast {
 			spans, err := tracefile.FetchJaeger(context.Background(), nil, j.QueryURL(), id)
@@ -84,6 +89,31 @@ func TestTailSamplingDecidesOnTheWholeProof(t *testing.T) {
 			t.Errorf("%d of 40 fast successful traces kept, want about 25 %%", kept)
 		}
 		t.Logf("kept %d of 40 fast traces at 25 %%", kept)
+	})
+
+	t.Run("submit-without-trace-context", func(t *testing.T) {
+		t.Parallel()
+		col := startCollector(t, "tail-submit", collectorConfig, append(backends,
+			"OTELCOL_DECISION_WAIT=16s", "OTELCOL_SLOW_PROOF_MS=60000", "OTELCOL_SAMPLE_PERCENT=0")...)
+		id := sendTraces(t, col, fmt.Sprintf("e2e-tail-submit-%d", stamp), "-root-first", "-verdict-after", "12s", "-error")[0]
+		if spans := traceOf(t, j, id, "e2e.proof", "e2e.queue", "e2e.job"); len(spans) != 3 {
+			t.Errorf("submit-shaped failed trace kept with %d spans, want 3", len(spans))
+		}
+	})
+
+	t.Run("root-trigger-loses-submit-verdicts", func(t *testing.T) {
+		t.Parallel()
+		col := startCollector(t, "tail-root", collectorConfig, append(backends,
+			"OTELCOL_DECISION_WAIT=16s", "OTELCOL_DECISION_AFTER_ROOT=1s",
+			"OTELCOL_SLOW_PROOF_MS=60000", "OTELCOL_SAMPLE_PERCENT=0")...)
+		svc := fmt.Sprintf("e2e-tail-root-%d", stamp)
+		lost := sendTraces(t, col, svc, "-root-first", "-verdict-after", "4s", "-error")[0]
+		// A failed trace whose root ends last is decided 1 s after it:
+		// once it is in Jaeger, the root trigger has fired for the first
+		// one long ago, and its failure came after.
+		early := sendTraces(t, col, svc, "-error")[0]
+		traceOf(t, j, early, "e2e.proof", "e2e.queue")
+		assertNotSampled(t, j, "failure 4 s after a root that ended at once, decided 1 s after the root", lost)
 	})
 
 	t.Run("old-settings-lose-late-errors", func(t *testing.T) {

@@ -11,6 +11,11 @@
 //	tailtrace -late-after 3s -fillers 8  one failed trace; 3 s later 8 fast
 //	                                     ones, then a late child span of the
 //	                                     first
+//	tailtrace -root-first -verdict-after 12s -error
+//	                                     the root ends at once, as the server
+//	                                     span of a SubmitProof without trace
+//	                                     context does; its child e2e.job
+//	                                     ends ERROR 12 s later
 //
 // The OTLP gRPC endpoint and service name come from the OTEL_* variables.
 // It prints each trace id (32 hex digits) on a line of its own, the
@@ -45,6 +50,7 @@ func run() error {
 	lateAfter := flag.Duration("late-after", 0, "send -fillers traces this long after a failed trace's root, then a late child span of it")
 	fillers := flag.Int("fillers", 0, "fast traces sent between a -late-after trace's root and its late span")
 	children := flag.Int("children", 0, "extra child spans per trace, each with 6 attributes as the prover's layer spans carry (for measuring the Collector's memory per span)")
+	rootFirst := flag.Bool("root-first", false, "end the root at once and put the verdict on a child e2e.job (a SubmitProof's trace)")
 	batch := flag.Bool("batch", false, "export through a batch span processor instead of span by span")
 	flag.Parse()
 	ctx := context.Background()
@@ -74,11 +80,16 @@ func run() error {
 				attribute.Float64("cuzk.untraced.ms", 0.25), attribute.Bool("cuzk.resident", true)))
 			c.End()
 		}
+		verdict := root
+		if *rootFirst {
+			root.End()
+			_, verdict = tr.Start(ctx, "e2e.job")
+		}
 		time.Sleep(wait)
 		if fail {
-			root.SetStatus(codes.Error, "planted failure")
+			verdict.SetStatus(codes.Error, "planted failure")
 		}
-		root.End()
+		verdict.End()
 		fmt.Println(root.SpanContext().TraceID())
 		return ctx, root
 	}
