@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -381,27 +382,38 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 // are made at the first call, to every daemon. A daemon that stops or
 // restarts is noticed when its connection closes; a host that vanishes
 // without closing it only by TCP's own timeouts, or sooner with client
-// keepalive (WithDialOptions(grpc.WithKeepaliveParams(...))). Errors: an
-// empty or duplicated address, or options that grpc.NewClient refuses.
+// keepalive (WithDialOptions(grpc.WithKeepaliveParams(...))). With WithTLS,
+// each daemon's certificate is verified against the host of its address
+// (unless the tls.Config names a ServerName). Errors: an address that is
+// not host:port, a duplicated one, or options that grpc.NewClient refuses.
 func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("client: no daemon address")
 	}
+	cfg := newConfig(opts)
 	seen := map[string]bool{}
 	state := resolver.State{}
 	for _, a := range addrs {
-		if a == "" || strings.Contains(a, "/") {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" || port == "" || strings.Contains(a, "/") {
 			return nil, fmt.Errorf("client: daemon address %q: want host:port", a)
 		}
 		if seen[a] {
 			return nil, fmt.Errorf("client: daemon address %s given twice", a)
 		}
 		seen[a] = true
-		state.Addresses = append(state.Addresses, resolver.Address{Addr: a})
+		// ServerName: TLS checks each daemon's certificate against its
+		// own host; without it gRPC would use the target's name ("fleet").
+		// A ServerName in the tls.Config names every daemon's instead.
+		ra := resolver.Address{Addr: a, ServerName: host}
+		if cfg.tls != nil && cfg.tls.ServerName != "" {
+			ra.ServerName = ""
+		}
+		state.Addresses = append(state.Addresses, ra)
 	}
 	r := manual.NewBuilderWithScheme("cuzk-fleet")
 	r.InitialState(state)
-	dopts := append(dialOptions(newConfig(opts)),
+	dopts := append(dialOptions(cfg),
 		grpc.WithResolvers(r),
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+balancerName+`":{}}],"healthCheckConfig":{"serviceName":""}}`))
 	conn, err := grpc.NewClient(r.Scheme()+":///fleet", dopts...)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -17,10 +18,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/internal/testcert"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -39,7 +42,7 @@ type fakeDaemon struct {
 	byReq map[string]string              // request id -> job id
 }
 
-func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider) *fakeDaemon {
+func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider, opts ...grpc.ServerOption) *fakeDaemon {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,7 +50,7 @@ func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider) *fakeDa
 	}
 	d := &fakeDaemon{name: name, addr: lis.Addr().String(), health: health.NewServer(),
 		jobs: map[string]*cuzkv1.ProofResult{}, byReq: map[string]string{}}
-	d.srv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}))))
+	d.srv = grpc.NewServer(append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}))))...)
 	cuzkv1.RegisterProvingEngineServer(d.srv, d)
 	healthpb.RegisterHealthServer(d.srv, d.health)
 	go d.srv.Serve(lis)
@@ -365,7 +368,7 @@ func TestFleetAllDaemonsDownIsUnavailable(t *testing.T) {
 // TestFleetRejectsBadAddressesAndJobIDs: the address list and job ids
 // that name no daemon of the client are refused with a clear error.
 func TestFleetRejectsBadAddressesAndJobIDs(t *testing.T) {
-	for _, bad := range [][]string{nil, {""}, {"127.0.0.1:1", "127.0.0.1:1"}, {"dns:///x:1"}} {
+	for _, bad := range [][]string{nil, {""}, {"127.0.0.1:1", "127.0.0.1:1"}, {"dns:///x:1"}, {"prover-1"}, {"127.0.0.1:1", "[::1"}} {
 		if _, err := DialAddrs(bad); err == nil {
 			t.Errorf("DialAddrs(%q): want error", bad)
 		}
@@ -445,6 +448,34 @@ func TestFleetAllNotServingStillTakesJobs(t *testing.T) {
 		if j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"}); err != nil || !strings.HasPrefix(j.ID, b.addr+"/") {
 			t.Errorf("b SERVING, a not: %s went to %q (%v), want b", rid, j.ID, err)
 		}
+	}
+}
+
+// TestFleetOverTLSVerifiesEachDaemon: over TLS, each daemon's certificate
+// is checked against its own host (127.0.0.1 or localhost here), not
+// against the client's internal target name; a certificate for another
+// host is still refused.
+func TestFleetOverTLSVerifiesEachDaemon(t *testing.T) {
+	cert, pool := testcert.New(t)
+	tp := sdktrace.NewTracerProvider()
+	creds := grpc.Creds(credentials.NewServerTLSFromCert(&cert))
+	a, b := startFakeDaemon(t, "a", tp, creds), startFakeDaemon(t, "b", tp, creds)
+	_, bPort, _ := net.SplitHostPort(b.addr)
+	addrs := []string{a.addr, net.JoinHostPort("localhost", bPort)}
+	c := dialFleet(t, addrs, WithTLS(&tls.Config{RootCAs: pool}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, addr := range addrs {
+		rid := idsRankedFirst(addr, addrs, "tls", 1)[0]
+		j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"})
+		if err != nil || !strings.HasPrefix(j.ID, addr+"/") {
+			t.Errorf("TLS: %s went to %q (%v), want %s", rid, j.ID, err, addr)
+		}
+	}
+	// A name the certificate does not hold: refused by verification.
+	bad := dialFleet(t, []string{a.addr}, WithTLS(&tls.Config{RootCAs: pool, ServerName: "prover.example"}))
+	if _, err := bad.Submit(ctx, Request{RequestID: "r", Circuit: "mulchain"}); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("TLS to a daemon whose certificate names another host: %v, want UNAVAILABLE about the certificate", err)
 	}
 }
 
