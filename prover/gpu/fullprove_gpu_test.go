@@ -295,6 +295,21 @@ func TestFullProveGPUSpans(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A proof with a key ID keeps its device buffers (compute_h
+			// vectors, MSM workspace) for the key's next proof
+			// (msm.DeviceBases.ProofBuffer): none is released under either
+			// groth16.prove; evicting the key releases them.
+			if ids := b.Bases().ProofBufferIDs(); len(ids) == 0 {
+				t.Error("no proof buffer kept for key spans after two proofs")
+			}
+			evictCtx, evict := tp.Tracer("test").Start(ctx, "test.evict")
+			if _, err := b.Bases().EvictKeySets(evictCtx, "spans"); err != nil {
+				t.Fatal(err)
+			}
+			evict.End()
+			if ids := b.Bases().ProofBufferIDs(); len(ids) != 0 {
+				t.Errorf("proof buffers %v kept after EvictKeySets", ids)
+			}
 			if err := rel.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -368,6 +383,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				t.Error("no cuda.memcpy.htod span under groth16.prove")
 			}
 			kinds := map[string]int{}
+			evicted := 0
 			for _, sp := range x.named(otelcuzk.SpanBufferRelease) {
 				k, _ := spanAttr(sp, string(otelcuzk.KeyBufferKind))
 				m, _ := spanAttr(sp, string(otelcuzk.KeyReleaseMode))
@@ -381,9 +397,17 @@ func TestFullProveGPUSpans(t *testing.T) {
 					t.Errorf("buffer.release of %v memory in mode %v, want %s", k, m, want)
 				}
 				kinds[fmt.Sprint(k)]++
+				if k == "device" {
+					if x.under(sp, otelcuzk.SpanGroth16Prove) {
+						t.Errorf("device memory released under groth16.prove: the key's proof buffers are kept")
+					}
+					if x.under(sp, "test.evict") {
+						evicted++
+					}
+				}
 			}
-			if kinds["device"] == 0 {
-				t.Errorf("no buffer.release of device memory (kinds %v)", kinds)
+			if evicted == 0 {
+				t.Errorf("no buffer.release of device memory under the key's eviction (kinds %v)", kinds)
 			}
 			if mode == buffer.ReleaseSync && kinds["pinned"] == 0 {
 				t.Errorf("no buffer.release of pinned memory with registered copies (kinds %v)", kinds)
