@@ -15,20 +15,55 @@ import (
 // DeviceBuffer is device memory from cuMemAlloc. It implements
 // buffer.Buffer (buffer.KindDevice), so a buffer.Releaser can free it
 // with a buffer.release span.
-type DeviceBuffer struct {
+type DeviceBuffer struct{ allocation[DevicePtr] }
+
+// allocation is one allocation of size bytes at address at (a DevicePtr
+// or a host pointer; the zero value once freed), the part that
+// DeviceBuffer, PinnedBuffer and Registered share.
+type allocation[A comparable] struct {
 	c    *Context
 	mu   sync.Mutex
-	ptr  DevicePtr
+	at   A
 	size int
+}
+
+// addr returns the address; the zero A after free.
+func (a *allocation[A]) addr() A {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.at
+}
+
+// free gives the memory back with release, once: a second call is a
+// no-op.
+func (a *allocation[A]) free(release func(A) error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var freed A
+	if a.at == freed {
+		return nil
+	}
+	err := release(a.at)
+	a.at = freed
+	return err
+}
+
+// hostBytes is the host memory at p as a slice of size bytes; nil for a
+// nil p.
+func hostBytes(p unsafe.Pointer, size int) []byte {
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), size)
 }
 
 // Alloc allocates bytes (> 0) of device memory as a cuda.malloc span
 // (cuzk.buffer.kind device, cuda.bytes). Running out of device memory is
 // an error matching ErrOutOfMemory.
 func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
-	b := &DeviceBuffer{c: c, size: bytes}
+	b := &DeviceBuffer{allocation[DevicePtr]{c: c, size: bytes}}
 	if err := c.malloc(ctx, buffer.KindDevice, bytes, func() (err error) {
-		b.ptr, err = c.drv.MemAlloc(c.h, bytes)
+		b.at, err = c.drv.MemAlloc(c.h, bytes)
 		return err
 	}); err != nil {
 		return nil, err
@@ -54,11 +89,7 @@ func memAttrs(kind buffer.Kind, bytes int) []attribute.KeyValue {
 }
 
 // Ptr returns the device address; 0 after Free.
-func (b *DeviceBuffer) Ptr() DevicePtr {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ptr
-}
+func (b *DeviceBuffer) Ptr() DevicePtr { return b.addr() }
 
 // Kind returns buffer.KindDevice.
 func (b *DeviceBuffer) Kind() buffer.Kind { return buffer.KindDevice }
@@ -70,33 +101,21 @@ func (b *DeviceBuffer) Size() int { return b.size }
 // (the buffer.Releaser's buffer.release span covers it; Context.Free adds a
 // cuda.free span). A second Free is a no-op.
 func (b *DeviceBuffer) Free() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ptr == 0 {
-		return nil
-	}
-	err := b.c.drv.MemFree(b.c.h, b.ptr)
-	b.ptr = 0
-	return err
+	return b.free(func(p DevicePtr) error { return b.c.drv.MemFree(b.c.h, p) })
 }
 
 // PinnedBuffer is page-locked host memory from cuMemHostAlloc (portable
 // to all contexts), which the device reads and writes by DMA, so copies
 // from and to it are asynchronous. It implements buffer.Buffer
 // (buffer.KindPinned).
-type PinnedBuffer struct {
-	c    *Context
-	mu   sync.Mutex
-	p    unsafe.Pointer
-	size int
-}
+type PinnedBuffer struct{ allocation[unsafe.Pointer] }
 
 // AllocPinned allocates bytes (> 0) of pinned host memory as a
 // cuda.malloc span (cuzk.buffer.kind pinned).
 func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, error) {
-	b := &PinnedBuffer{c: c, size: bytes}
+	b := &PinnedBuffer{allocation[unsafe.Pointer]{c: c, size: bytes}}
 	if err := c.malloc(ctx, buffer.KindPinned, bytes, func() (err error) {
-		b.p, err = c.drv.HostAlloc(c.h, bytes)
+		b.at, err = c.drv.HostAlloc(c.h, bytes)
 		return err
 	}); err != nil {
 		return nil, err
@@ -105,21 +124,10 @@ func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, er
 }
 
 // Bytes returns the memory as a slice; nil after Free.
-func (b *PinnedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.p == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(b.p), b.size)
-}
+func (b *PinnedBuffer) Bytes() []byte { return hostBytes(b.addr(), b.size) }
 
 // Ptr returns the host address, for CopyHtoD and CopyDtoH.
-func (b *PinnedBuffer) Ptr() unsafe.Pointer {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.p
-}
+func (b *PinnedBuffer) Ptr() unsafe.Pointer { return b.addr() }
 
 // Kind returns buffer.KindPinned.
 func (b *PinnedBuffer) Kind() buffer.Kind { return buffer.KindPinned }
@@ -129,25 +137,14 @@ func (b *PinnedBuffer) Size() int { return b.size }
 
 // Free gives the memory back with cuMemFreeHost. A second Free is a no-op.
 func (b *PinnedBuffer) Free() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.p == nil {
-		return nil
-	}
-	err := b.c.drv.HostFree(b.c.h, b.p)
-	b.p = nil
-	return err
+	return b.free(func(p unsafe.Pointer) error { return b.c.drv.HostFree(b.c.h, p) })
 }
 
 // Registered is caller-owned host memory pinned with cuMemHostRegister,
 // for example a buffer.Mmap that the device should reach by DMA. It
 // implements buffer.Buffer (buffer.KindPinned); its Free unpins the memory and
 // leaves it to its owner.
-type Registered struct {
-	c    *Context
-	mu   sync.Mutex
-	data []byte
-}
+type Registered struct{ allocation[unsafe.Pointer] }
 
 // Register pins mem (len > 0) as a cuda.host_register span. mem must stay
 // allocated until Free; Go heap memory must not be registered (the
@@ -162,37 +159,27 @@ func (c *Context) Register(ctx context.Context, mem []byte) (*Registered, error)
 	if err != nil {
 		return nil, fmt.Errorf("cudaspans: register %d host bytes: %w", len(mem), err)
 	}
-	return &Registered{c: c, data: mem}, nil
+	return &Registered{allocation[unsafe.Pointer]{c: c, at: unsafe.Pointer(&mem[0]), size: len(mem)}}, nil
 }
 
 // Bytes returns the registered memory; nil after Free.
-func (r *Registered) Bytes() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.data
-}
+func (r *Registered) Bytes() []byte { return hostBytes(r.addr(), r.size) }
 
 // Kind returns buffer.KindPinned.
 func (r *Registered) Kind() buffer.Kind { return buffer.KindPinned }
 
-// Size returns the registered length in bytes.
+// Size returns the registered length in bytes; 0 after Free.
 func (r *Registered) Size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.data)
+	if r.addr() == nil {
+		return 0
+	}
+	return r.size
 }
 
 // Free unpins the memory with cuMemHostUnregister. A second Free is a
 // no-op.
 func (r *Registered) Free() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.data == nil {
-		return nil
-	}
-	err := r.c.drv.HostUnregister(r.c.h, unsafe.Pointer(&r.data[0]))
-	r.data = nil
-	return err
+	return r.free(func(p unsafe.Pointer) error { return r.c.drv.HostUnregister(r.c.h, p) })
 }
 
 // Free frees b (a DeviceBuffer, PinnedBuffer, Registered or any

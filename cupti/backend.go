@@ -86,40 +86,59 @@ func (cBackend) open(paths []string) (string, uint32, error) {
 		}
 		return "", 0, fmt.Errorf("%w: %s is already loaded in this process, so none of %s can be", ErrNoCUPTI, openPath, strings.Join(paths, ", "))
 	}
-	var reasons []string
-	for _, p := range paths {
-		cp := C.CString(p)
-		var buf [512]C.char
-		r := C.cz_open(cp, &buf[0], C.size_t(len(buf)))
-		C.free(unsafe.Pointer(cp))
-		if r != 0 {
-			reasons = append(reasons, C.GoString(&buf[0]))
-			continue
+	p, v, err := firstLibrary(paths, func(p string) (string, uint32, error) {
+		if err := cError(p, func(cp, errBuf *C.char, n C.size_t) bool { return C.cz_open(cp, errBuf, n) == 0 }); err != nil {
+			return "", 0, err
 		}
-		openPath, openVer = C.GoString(C.cz_loaded_path()), uint32(C.cz_version())
-		return openPath, openVer, nil
+		return C.GoString(C.cz_loaded_path()), uint32(C.cz_version()), nil
+	})
+	if err == nil {
+		openPath, openVer = p, v
 	}
-	return "", 0, noLibrary(paths, reasons)
+	return p, v, err
 }
 
 // probe is Locate's look at the libraries of paths, without loading one
 // for capture.
 func probe(paths []string) (string, uint32, error) {
-	var reasons []string
-	for _, p := range paths {
-		cp := C.CString(p)
+	return firstLibrary(paths, func(p string) (string, uint32, error) {
 		var out [4096]C.char
-		var errb [512]C.char
 		var v C.uint32_t
-		r := C.cz_probe(cp, &out[0], C.size_t(len(out)), &v, &errb[0], C.size_t(len(errb)))
-		C.free(unsafe.Pointer(cp))
-		if r != 0 {
-			reasons = append(reasons, C.GoString(&errb[0]))
-			continue
+		if err := cError(p, func(cp, errBuf *C.char, n C.size_t) bool {
+			return C.cz_probe(cp, &out[0], C.size_t(len(out)), &v, errBuf, n) == 0
+		}); err != nil {
+			return "", 0, err
 		}
 		return C.GoString(&out[0]), uint32(v), nil
+	})
+}
+
+// firstLibrary returns what load returns for the first of paths that it
+// loads: the library's file and CUPTI version. When none loads, the error
+// is noLibrary's, with every path's reason.
+func firstLibrary(paths []string, load func(path string) (string, uint32, error)) (string, uint32, error) {
+	var reasons []string
+	for _, p := range paths {
+		file, v, err := load(p)
+		if err == nil {
+			return file, v, nil
+		}
+		reasons = append(reasons, err.Error())
 	}
 	return "", 0, noLibrary(paths, reasons)
+}
+
+// cError calls f with s as a C string and a buffer of n bytes for the C
+// side's error text; when f reports failure (false), it returns that text
+// as the error.
+func cError(s string, f func(cs, errBuf *C.char, n C.size_t) bool) error {
+	cs := C.CString(s)
+	defer C.free(unsafe.Pointer(cs))
+	var buf [512]C.char
+	if !f(cs, &buf[0], C.size_t(len(buf))) {
+		return errors.New(C.GoString(&buf[0]))
+	}
+	return nil
 }
 
 // DriverLibrary is the CUDA driver's library, which CUPTI and every CUDA
@@ -131,13 +150,7 @@ const DriverLibrary = "libcuda.so.1"
 // error with dlerror's text. LibraryLoads(DriverLibrary) says whether
 // this host has a CUDA driver: without one there is nothing to trace.
 func LibraryLoads(name string) error {
-	cn := C.CString(name)
-	defer C.free(unsafe.Pointer(cn))
-	var buf [512]C.char
-	if C.cz_loads(cn, &buf[0], C.size_t(len(buf))) != 0 {
-		return errors.New(C.GoString(&buf[0]))
-	}
-	return nil
+	return cError(name, func(cn, errBuf *C.char, n C.size_t) bool { return C.cz_loads(cn, errBuf, n) == 0 })
 }
 
 // noLibrary is ErrNoCUPTI in one line: the paths tried and the most
