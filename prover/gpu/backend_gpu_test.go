@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/big"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -20,41 +17,15 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
-func openBackend(t *testing.T) (*Backend, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	r, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(context.Background(), prover.BackendOptions{TracerProvider: tp, Releaser: r})
-	if errors.Is(err, prover.ErrBackendUnavailable) {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b, rec, tp
-}
-
 // TestBackendGPUComputeHMatchesCPUBackend: the CUDA backend's ComputeH
 // (copies, kernels, release) equals the CPU backend's element for element,
 // leaves b and c as they were, and records the step spans under
 // groth16.compute_h with gpu.lock and buffer.release spans.
 func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
-	b, rec, tp := openBackend(t)
-	cpu := prover.NewCPU(nil)
+	b, _, rec, tp := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	for _, logn := range []int{0, 3, 12, 20} {
-		n := 1 << logn
-		d := fft.NewDomain(uint64(n))
-		a, bv, c := gputest.RandomVector(n), gputest.RandomVector(n), gputest.RandomVector(n)
-		want := append([]fr.Element(nil), a...)
-		if err := cpu.ComputeH(ctx, d, want, append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)); err != nil {
-			t.Fatal(err)
-		}
+		d, a, bv, c, want := gputest.ComputeHCase(t, 1<<logn)
 		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
 		hctx, span := tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
 		start := time.Now()
@@ -82,7 +53,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 }
 
 func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
-	b, _, _ := openBackend(t)
+	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
 	d := fft.NewDomain(16)
 	err := b.ComputeH(context.Background(), d, make([]fr.Element, 16), make([]fr.Element, 15), make([]fr.Element, 16))
 	if err == nil {
@@ -94,7 +65,7 @@ func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
 // then MSMG2 placed on the CPU) equal the CPU backend's on random scalars,
 // over the same base sets each round (later rounds reuse the device copy).
 func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
-	b, _, _ := openBackend(t)
+	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
 	cpu := prover.NewCPU(nil)
 	ctx := context.Background()
 	const n = 1 << 12

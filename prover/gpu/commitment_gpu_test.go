@@ -22,6 +22,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers "cuda"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // openCUDA opens the registered "cuda" backend recording into rec; it
@@ -35,8 +36,7 @@ func openCUDA(t *testing.T) (prover.Backend, *tracetest.SpanRecorder, *sdktrace.
 	if !ok {
 		t.Fatal("no cuda backend registered")
 	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := gputest.Recorder()
 	b, err := open(context.Background(), prover.BackendOptions{TracerProvider: tp})
 	if errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, prover.ErrBackendUnavailable) {
 		t.Skipf("no CUDA device: %v", err)

@@ -30,7 +30,7 @@ func TestFaultingKernelFencesTheDeviceOffGPU(t *testing.T) {
 	if os.Getenv("CUZK_TEST_DEVICE_FAULT") != "1" {
 		t.Skip("poisons the process's CUDA context: run alone with CUZK_TEST_DEVICE_FAULT=1")
 	}
-	b, _, _, _ := openProveBackend(t, buffer.ReleaseSync)
+	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	c := b.Context()
 	m, err := c.Compile(ctx, "fault_test", faultKernel, cudaspans.CompileOptions{})

@@ -25,7 +25,7 @@ var illegalAddress = &cudaspans.Error{Call: "cuStreamSynchronize", Code: 700, Na
 // device is fenced off (Fault), and later calls fail at once without
 // touching it; an ordinary error (out of memory) is no fault.
 func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
-	b, drv, _ := fakeKernelBackend(t)
+	b, drv, _ := fakeKernelBackend(t, nil)
 	ctx := context.Background()
 	scalars := make([]fr.Element, 64)
 	for i := range scalars {

@@ -51,13 +51,12 @@ func newProveFixture(t *testing.T, name string, n int) *proveFixture {
 	return &proveFixture{ccs: f.CCS, pk: f.PK, vk: f.VK, w: f.Witness, pub: f.Public}
 }
 
-// openProveBackend opens the CUDA backend with a Releaser of mode, both
+// openBackend opens the CUDA backend with a Releaser of mode, both
 // recording into rec; it skips without a device.
-func openProveBackend(t *testing.T, mode buffer.ReleaseMode) (*Backend, *buffer.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+func openBackend(t *testing.T, mode buffer.ReleaseMode) (*Backend, *buffer.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	needDevice(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := gputest.Recorder()
 	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +95,7 @@ func sameProof(t *testing.T, what string, got, want groth16.Proof) {
 // with gnark and is the CPU backend's proof for the same witness and r, s;
 // a second proof over the now-resident bases is equal too.
 func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
-	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
+	b, _, _, tp := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	r, s := fixedRandomness()
 	for _, name := range []string{"mulchain", "merkle"} {
@@ -149,7 +148,7 @@ func TestFullProveGPUVerifiesAt2To20(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2^20 setup takes a while; -short")
 	}
-	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
+	b, _, _, tp := openBackend(t, buffer.ReleaseSync)
 	for _, name := range []string{"mulchain", "merkle"} {
 		t.Run(name, func(t *testing.T) { proveAt2To20(t, b, tp, name) })
 	}
@@ -179,7 +178,7 @@ func proveAt2To20(t *testing.T, b *Backend, tp *sdktrace.TracerProvider, name st
 // both ways at 2^22) and registered copies give the same H as pageable
 // copies, on fresh random vectors.
 func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
-	b, _, _, _ := openProveBackend(t, buffer.ReleaseSync)
+	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	const logn = 22
 	n := 1 << logn
@@ -279,7 +278,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 	f := newProveFixture(t, "mulchain", 1<<16)
 	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
-			b, rel, rec, tp := openProveBackend(t, mode)
+			b, rel, rec, tp := openBackend(t, mode)
 			if err := b.SetHostCopy(HostCopyRegister); err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ import (
 // CUDA backend without WithKeyID (issue 11 item 5), give proofs that
 // verify, and leave nothing resident on the device.
 func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
-	b, _, _, tp := openProveBackend(t, buffer.ReleaseSync)
+	b, _, _, tp := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 
 	pre := new(big.Int).SetUint64(0x5eed)

@@ -9,7 +9,6 @@ import (
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -21,18 +20,15 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
-// fakeKernelBackend is a Backend on the fake device (internal/fakedevice):
-// the MSM over two dummy modules (msm.FromModules), no NTT, ready.
-func fakeKernelBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
+// fakeKernelBackend is a Backend on the fake device drv
+// (internal/fakedevice; nil: a new one of 1 GiB): the MSM over two dummy
+// modules (msm.FromModules), no NTT, ready.
+func fakeKernelBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
 	t.Helper()
-	return fakeKernelBackendOn(t, fakedevice.New(1<<30))
-}
-
-// fakeKernelBackendOn is fakeKernelBackend on the fake device drv.
-func fakeKernelBackendOn(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	if drv == nil {
+		drv = fakedevice.New(1 << 30)
+	}
+	rec, tp := gputest.Recorder()
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(drv), cudaspans.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +81,7 @@ func spanNames(rec *tracetest.SpanRecorder) string {
 // keys.preload, nothing left in DeviceBases or in device memory, and the
 // set's points went to the device with the MSM's scalars.
 func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
-	b, drv, rec := fakeKernelBackend(t)
+	b, drv, rec := fakeKernelBackend(t, nil)
 	ctx := context.Background()
 	used0, _, _ := drv.Stats()
 	g1 := gputest.BaseSet("", 100)

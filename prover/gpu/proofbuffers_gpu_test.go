@@ -50,7 +50,7 @@ func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp
 // their own buffers; evicting a key gives its device memory back
 // (cuMemGetInfo's free grows) and its next proof allocates again.
 func TestWarmProofAllocatesNoDeviceMemoryGPU(t *testing.T) {
-	b, _, rec, tp := openProveBackend(t, buffer.ReleaseAsync)
+	b, _, rec, tp := openBackend(t, buffer.ReleaseAsync)
 	for _, n := range []int{1 << 16, 1 << 18} {
 		f := newProveFixture(t, "merkle", n)
 		key := "merkle-" + strings.Repeat("x", n>>16)

@@ -21,15 +21,9 @@ import (
 // fakeProvingBackend is fakeKernelBackend with an NTT engine over a dummy
 // module, so whole proofs run on the fake device (their values are wrong:
 // its kernels do nothing; their allocations are what a device's are).
-func fakeProvingBackend(t *testing.T) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
+func fakeProvingBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
 	t.Helper()
-	return fakeProvingBackendOn(t, fakedevice.New(1<<30))
-}
-
-// fakeProvingBackendOn is fakeProvingBackend on the fake device drv.
-func fakeProvingBackendOn(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedevice.Driver, *tracetest.SpanRecorder) {
-	t.Helper()
-	b, drv, rec := fakeKernelBackendOn(t, drv)
+	b, drv, rec := fakeKernelBackend(t, drv)
 	mod, err := b.c.LoadModuleData(context.Background(), "ntt", []byte("\x7fELF fake"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +81,7 @@ func proveOnFake(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, f *circu
 // sizes keep buffers of their own; evicting a key frees its buffers, and
 // its next proof allocates them again.
 func TestAWarmProofAllocatesNoDeviceMemory(t *testing.T) {
-	b, drv, rec := fakeProvingBackend(t)
+	b, drv, rec := fakeProvingBackend(t, nil)
 	small := circuitstest.Setup(t, "mulchain", 1<<9, 7)
 	large := circuitstest.Setup(t, "mulchain", 1<<10, 7)
 	if first := proveOnFake(t, b, rec, small, "small"); len(first) == 0 {
@@ -131,7 +125,7 @@ func TestAWarmProofAllocatesNoDeviceMemory(t *testing.T) {
 // A proof without a key ID keeps nothing: its buffers are allocated and
 // released within the proof, as before the pool.
 func TestAProofWithoutKeyIDKeepsNoProofBuffers(t *testing.T) {
-	b, drv, rec := fakeProvingBackend(t)
+	b, drv, rec := fakeProvingBackend(t, nil)
 	f := circuitstest.Setup(t, "mulchain", 1<<9, 7)
 	proveOnFake(t, b, rec, f, "")
 	if ids := b.Bases().ProofBufferIDs(); len(ids) != 0 {
@@ -153,12 +147,12 @@ func TestAProofThatDoesNotFitFailsClearlyAndLeaksNothing(t *testing.T) {
 	large := circuitstest.Setup(t, "mulchain", 1<<11, 7)
 	// The device a proof of small leaves in use, measured: with half of
 	// it again as room, large (four times the constraints) cannot fit.
-	probe, probeDrv, probeRec := fakeProvingBackend(t)
+	probe, probeDrv, probeRec := fakeProvingBackend(t, nil)
 	proveOnFake(t, probe, probeRec, small, "small")
 	need, _, _ := probeDrv.Stats()
 
 	drv := fakedevice.New(need + need/2)
-	b, _, rec := fakeProvingBackendOn(t, drv)
+	b, _, rec := fakeProvingBackend(t, drv)
 	proveOnFake(t, b, rec, small, "small")
 	ctx := context.Background()
 	_, err := prover.Prove(ctx, large.CCS, large.PK, large.Witness, prover.WithBackend(b), prover.WithKeyID("large"), prover.WithTracerProvider(b.tp))
@@ -186,7 +180,7 @@ func TestAProofThatDoesNotFitFailsClearlyAndLeaksNothing(t *testing.T) {
 // Close frees every pinned byte.
 func TestAWarmStagedProofAllocatesNoPinnedMemory(t *testing.T) {
 	drv := fakedevice.New(1 << 30)
-	b, _, rec := fakeProvingBackendOn(t, drv)
+	b, _, rec := fakeProvingBackend(t, drv)
 	b.stagedFrom = 4 << 10
 	f := circuitstest.Setup(t, "mulchain", 1<<9, 7)
 	first := proveOnFake(t, b, rec, f, "k")

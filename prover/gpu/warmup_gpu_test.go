@@ -6,19 +6,13 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
-
-func tracetestProvider() *sdktrace.TracerProvider {
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
-}
 
 // TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache: on an empty
 // kernel cache, Warmup compiles every module (the NTT, the MSM's scalar
@@ -29,7 +23,7 @@ func tracetestProvider() *sdktrace.TracerProvider {
 func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	needDevice(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the default kernel cache, empty
-	b, _, rec, _ := openProveBackend(t, buffer.ReleaseSync)
+	b, _, rec, _ := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
 	start := time.Now()
 	if err := b.Warmup(ctx); err != nil {
@@ -84,7 +78,8 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	t.Logf("cold warm-up (empty kernel cache) %v: %v", cold.Round(time.Millisecond), lines)
 
 	before := cudaspans.CompileCount()
-	b2, err := Open(ctx, prover.BackendOptions{TracerProvider: tracetestProvider()})
+	_, tp2 := gputest.Recorder()
+	b2, err := Open(ctx, prover.BackendOptions{TracerProvider: tp2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func slowWarm(b *Backend, d time.Duration, fails int) *atomic.Int32 {
 var errWarm = errors.New("fake compile error")
 
 func TestWarmupCompilesOnceForConcurrentCallersAndRetriesAfterAnError(t *testing.T) {
-	b, _, rec := fakeKernelBackend(t)
+	b, _, rec := fakeKernelBackend(t, nil)
 	calls := slowWarm(b, 20*time.Millisecond, 1)
 	ctx := context.Background()
 	if err := b.Warmup(ctx); !errors.Is(err, errWarm) {
@@ -93,7 +93,7 @@ func TestWarmupCompilesOnceForConcurrentCallersAndRetriesAfterAnError(t *testing
 // ends before gpu.lock starts, and the device session (gpu.total) starts
 // after the compile, so the compile is never counted as device time.
 func TestBeginProofWarmsUpBeforeTheLockAndTheDeviceSession(t *testing.T) {
-	b, _, rec := fakeKernelBackend(t)
+	b, _, rec := fakeKernelBackend(t, nil)
 	slowWarm(b, 30*time.Millisecond, 0)
 	ctx, root := b.tracer.Start(context.Background(), otelcuzk.SpanGroth16Prove)
 	pctx, end := b.BeginProof(ctx)
@@ -123,7 +123,7 @@ func TestBeginProofWarmsUpBeforeTheLockAndTheDeviceSession(t *testing.T) {
 // A proof whose warm-up failed fails at its first device call with the
 // warm-up's error, without compiling again for each call.
 func TestAFailedWarmupFailsTheProofOnceWithItsError(t *testing.T) {
-	b, _, _ := fakeKernelBackend(t)
+	b, _, _ := fakeKernelBackend(t, nil)
 	calls := slowWarm(b, 0, 100)
 	pctx, end := b.BeginProof(context.Background())
 	defer end()
@@ -144,7 +144,7 @@ func TestAFailedWarmupFailsTheProofOnceWithItsError(t *testing.T) {
 // the compile goes on and the next Warmup shares it instead of starting
 // another; Close waits for it.
 func TestWarmupCallerWhoseContextEndsStopsWaitingNotTheCompile(t *testing.T) {
-	b, _, _ := fakeKernelBackend(t)
+	b, _, _ := fakeKernelBackend(t, nil)
 	release := make(chan struct{})
 	var calls atomic.Int32
 	b.ready.Store(false)

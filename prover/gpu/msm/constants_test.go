@@ -16,21 +16,13 @@ import (
 // and compiles (issue 13 item 1), so an edit on one side only fails here
 // rather than on the GPU.
 func TestGoMirrorsOfKernelConstantsMatchTheEmbeddedHeaders(t *testing.T) {
-	for _, c := range []struct {
-		src, name string
-		goValue   int
-	}{
-		{kernels.MSMHeader, "MSM_SEGMENT", msmSegment},
-		{kernels.MSMHeader, "MSM_REDUCE_SLICE", msmReduceSlice},
-		{kernels.MSMHeader, "MSM_WINDOW_SUM_THREADS", msmWindowThreads},
-		{kernels.MSMHeader, "MSM_SCAN_THREADS", msmScanThreads},
-		{kernels.MSMHeader, "MSM_NEG_FLAG", msmMaxPoints + 1}, // point indices below the flag bit
-		{kernels.MSM, "MSM_PART_SCALAR", msmScalarPart.part},
-	} {
-		if v := gputest.HeaderInt(t, c.src, c.name); v != c.goValue {
-			t.Errorf("%s is %d in the kernel source, %d on the Go side", c.name, v, c.goValue)
-		}
-	}
+	gputest.CheckMirrors(t, "msm.cuh", kernels.MSMHeader,
+		gputest.Mirror{Name: "MSM_SEGMENT", Go: msmSegment},
+		gputest.Mirror{Name: "MSM_REDUCE_SLICE", Go: msmReduceSlice},
+		gputest.Mirror{Name: "MSM_WINDOW_SUM_THREADS", Go: msmWindowThreads},
+		gputest.Mirror{Name: "MSM_SCAN_THREADS", Go: msmScanThreads},
+		gputest.Mirror{Name: "MSM_NEG_FLAG", Go: msmMaxPoints + 1}) // point indices below the flag bit
+	gputest.CheckMirrors(t, "msm.cu", kernels.MSM, gputest.Mirror{Name: "MSM_PART_SCALAR", Go: msmScalarPart.part})
 	// The point kernels' blocks: msmBlock threads (their launch bounds).
 	for _, m := range regexp.MustCompile(`__launch_bounds__\((\d+)[,)]`).FindAllStringSubmatch(kernels.MSM, -1) {
 		if n, _ := strconv.Atoi(m[1]); n != msmBlock && n != msmWindowThreads {

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -34,8 +33,8 @@ type basesFixture struct {
 // newBasesFixture opens the fake device with room for capacity bytes.
 func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *basesFixture {
 	t.Helper()
-	f := &basesFixture{drv: newKeysFakeDriver(capacity), rec: tracetest.NewSpanRecorder()}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.rec))
+	rec, tp := gputest.Recorder()
+	f := &basesFixture{drv: newKeysFakeDriver(capacity), rec: rec}
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(f.drv), cudaspans.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)

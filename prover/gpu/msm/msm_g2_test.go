@@ -1,16 +1,12 @@
 package msm
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
@@ -59,15 +55,7 @@ func TestMSMG2GPURefusesTheOtherGroupsSetAndEvictedSets(t *testing.T) {
 	if _, err := f.bases.PreloadG1(f.ctx, f.stream, prover.BaseSet[curve.G1Affine]{ID: rb2.ID(), Points: msmTestBases(t, 10)}); err == nil {
 		t.Error("a G1 preload under a resident G2 set's ID gave no error")
 	}
-	if _, err := f.msm.G2(f.ctx, "", f.stream, rb2, msmRandScalars(11)); err == nil {
-		t.Error("more scalars than bases: no error")
-	}
-	if _, err := f.bases.Evict(f.ctx, rb2.ID()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.msm.G2(f.ctx, "", f.stream, rb2, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
-		t.Errorf("G2 MSM over an evicted set: %v, want ErrBaseSetEvicted", err)
-	}
+	msmG2.checkTooManyScalarsAndEvicted(t, f, rb2, 10)
 }
 
 // TestMSMG2GPUResidentRecordsSpans: G2Resident twice over one key set: the
@@ -75,27 +63,8 @@ func TestMSMG2GPURefusesTheOtherGroupsSetAndEvictedSets(t *testing.T) {
 // it; both give gnark's result, with kernel spans under msm.g2.b.
 func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 	f := openMSMGPU(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := New(f.ctx, c, WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	resident, err := NewDeviceBases(f.ctx, c, WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resident.EvictAll(f.ctx)
-	stream, err := c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf := openTracedMSMGPU(t)
+	rec, m, resident, stream := tf.rec, tf.msm, tf.bases, tf.stream
 	n := 3000
 	set := prover.BaseSet[curve.G2Affine]{ID: "g2test:g2.b", Points: msmTestBasesG2(t, n)}
 	for round := range 2 {

@@ -21,6 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // ---- host-side parts (no GPU) ----
@@ -199,6 +200,48 @@ func openMSMGPU(t testing.TB) *msmFixture {
 	return &msmGPUFix
 }
 
+// tracedMSM is a second device context, MSM, DeviceBases and stream, all
+// recording into rec through one TracerProvider and a synchronous
+// Releaser.
+type tracedMSM struct {
+	rec    *tracetest.SpanRecorder
+	msm    *MSM
+	bases  *DeviceBases
+	stream *cudaspans.Stream
+}
+
+// openTracedMSMGPU opens a tracedMSM (after openMSMGPU, which skips
+// without a device); it is closed when the test ends.
+func openTracedMSMGPU(t *testing.T) *tracedMSM {
+	t.Helper()
+	ctx := context.Background()
+	rec, tp := gputest.Recorder()
+	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(ctx, c, WithTracerProvider(tp), WithReleaser(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	bases, err := NewDeviceBases(ctx, c, WithTracerProvider(tp), WithReleaser(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bases.EvictAll(ctx) })
+	s, err := c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tracedMSM{rec: rec, msm: m, bases: bases, stream: s}
+}
+
 // msmTestBases returns n random points of G1 (a prefix of one random set of
 // 2^22, made once with gnark's batch scalar multiplication).
 func msmTestBases(t testing.TB, n int) []curve.G1Affine { return g1Bases.first(n) }
@@ -319,6 +362,22 @@ func (g testGroup[A, J, PJ]) check(t *testing.T, f *msmFixture, name string, bas
 	want := g.gnark(t, bases, scalars)
 	if !PJ(&got).Equal(&want) {
 		t.Fatalf("%s: GPU %s MSM = %s, gnark MultiExp = %s", name, g.name, PJ(&got).String(), PJ(&want).String())
+	}
+}
+
+// checkTooManyScalarsAndEvicted checks that g's MSM over rb, a resident
+// set of n bases, refuses n+1 scalars, and after rb is evicted fails with
+// ErrBaseSetEvicted.
+func (g testGroup[A, J, PJ]) checkTooManyScalarsAndEvicted(t *testing.T, f *msmFixture, rb *ResidentBases, n int) {
+	t.Helper()
+	if _, err := g.run(f.msm, f, rb, msmRandScalars(n+1)); err == nil {
+		t.Errorf("%s: more scalars than bases: no error", g.name)
+	}
+	if _, err := f.bases.Evict(f.ctx, rb.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.run(f.msm, f, rb, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
+		t.Errorf("%s MSM over an evicted set: %v, want ErrBaseSetEvicted", g.name, err)
 	}
 }
 
@@ -455,19 +514,10 @@ func checkChunkedHostAndWindows[A, J any, PJ multiExp[J, A]](t *testing.T, f *ms
 func TestMSMG1GPUErrors(t *testing.T) {
 	f := openMSMGPU(t)
 	bases := msmTestBases(t, 100)
-	rb := msmG1.preloadSet(t, f, bases)
-	if _, err := f.msm.G1(f.ctx, "", f.stream, rb, msmRandScalars(101)); err == nil {
-		t.Error("more scalars than bases: no error")
-	}
 	if _, err := f.msm.G1(f.ctx, "", f.stream, nil, msmRandScalars(1)); err == nil {
 		t.Error("nil base set: no error")
 	}
-	if _, err := f.bases.Evict(f.ctx, rb.ID()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.msm.G1(f.ctx, "", f.stream, rb, msmRandScalars(10)); !errors.Is(err, ErrBaseSetEvicted) {
-		t.Errorf("MSM over an evicted set: %v, want ErrBaseSetEvicted", err)
-	}
+	msmG1.checkTooManyScalarsAndEvicted(t, f, msmG1.preloadSet(t, f, bases), len(bases))
 	if _, err := New(f.ctx, f.c, WithWindowBits(30)); err == nil {
 		t.Error("window of 30 bits accepted")
 	}
@@ -535,28 +585,8 @@ func msmFillDevice(t *testing.T, f *msmFixture, leave uint64) func() {
 
 func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	f := openMSMGPU(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := New(f.ctx, c, WithTracerProvider(tp), WithReleaser(rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resident, err := NewDeviceBases(context.Background(), c, WithTracerProvider(tp), WithReleaser(rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf := openTracedMSMGPU(t)
+	rec, m, resident, s := tf.rec, tf.msm, tf.bases, tf.stream
 	bases, scalars := msmTestBases(t, 1<<14), msmRandScalars(1<<14)
 	set := prover.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
 	want := msmG1.gnark(t, bases, scalars)

@@ -10,13 +10,11 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
@@ -24,8 +22,7 @@ import (
 // on a host without a CUDA driver or device.
 func openGPU(t testing.TB) (*cudaspans.Context, *Engine, *cudaspans.Stream, *tracetest.SpanRecorder, trace.TracerProvider) {
 	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := gputest.Recorder()
 	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp), cudaspans.WithKernelCacheDir(t.TempDir()))
 	if errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
@@ -163,16 +160,10 @@ func TestNTTGPUMatchesGnarkCrypto(t *testing.T) {
 // spans with the kernels as children, inside their parents.
 func TestComputeHGPUMatchesCPUBackend(t *testing.T) {
 	c, e, s, rec, tp := openGPU(t)
-	cpu := prover.NewCPU(nil)
 	ctx := context.Background()
 	for _, logn := range []int{1, 10, 16, 20, 24} {
 		n := 1 << logn
-		d := fft.NewDomain(uint64(n))
-		a, b, cc := gputest.RandomVector(n), gputest.RandomVector(n), gputest.RandomVector(n)
-		want := append([]fr.Element(nil), a...)
-		if err := cpu.ComputeH(ctx, d, want, append([]fr.Element(nil), b...), append([]fr.Element(nil), cc...)); err != nil {
-			t.Fatal(err)
-		}
+		d, a, b, cc, want := gputest.ComputeHCase(t, n)
 		var bufs [3]*cudaspans.DeviceBuffer
 		for i, v := range [][]fr.Element{a, b, cc} {
 			buf, err := c.Alloc(ctx, n*frBytes)

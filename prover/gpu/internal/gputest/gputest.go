@@ -1,15 +1,19 @@
 // Package gputest holds the helpers the GPU tests of prover/gpu and its
-// packages share: vectors, their comparison, base sets, and the nesting
-// check of the NTT's kernel spans. For tests only.
+// packages share: a span recorder, vectors, their comparison, compute_h
+// inputs with the CPU's result, base sets, the nesting check of the NTT's
+// kernel spans, and the check of Go mirrors of kernel constants. For
+// tests only.
 package gputest
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"testing"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -17,6 +21,27 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
+
+// Recorder returns a span recorder and a TracerProvider that records into
+// it; a span is in rec.Ended() as soon as it ends.
+func Recorder() (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	rec := tracetest.NewSpanRecorder()
+	return rec, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+}
+
+// ComputeHCase returns a compute_h input of n elements (a power of two):
+// its domain, random vectors a, b and c, and want, the CPU backend's H
+// (gnark's computeH) from them. a, b and c are not modified.
+func ComputeHCase(t testing.TB, n int) (d *fft.Domain, a, b, c, want []fr.Element) {
+	t.Helper()
+	d = fft.NewDomain(uint64(n))
+	a, b, c = RandomVector(n), RandomVector(n), RandomVector(n)
+	want = append([]fr.Element(nil), a...)
+	if err := prover.NewCPU(nil).ComputeH(context.Background(), d, want, append([]fr.Element(nil), b...), append([]fr.Element(nil), c...)); err != nil {
+		t.Fatal(err)
+	}
+	return d, a, b, c, want
+}
 
 // BaseSet is a G1 base set of n distinct points, the first n multiples of
 // the generator (for the fake device, which never does arithmetic, any
@@ -107,4 +132,22 @@ func HeaderInt(t testing.TB, src, name string) int {
 	}
 	t.Fatalf("%s not found in the kernel source", name)
 	return 0
+}
+
+// Mirror is a constant of a kernel source, Name, that Go code repeats as
+// Go.
+type Mirror struct {
+	Name string
+	Go   int
+}
+
+// CheckMirrors fails t for every mirror whose value in the kernel source
+// src (file, for the messages; read with HeaderInt) is not its Go value.
+func CheckMirrors(t testing.TB, file, src string, mirrors ...Mirror) {
+	t.Helper()
+	for _, m := range mirrors {
+		if v := HeaderInt(t, src, m.Name); v != m.Go {
+			t.Errorf("%s is %d in %s, %d on the Go side", m.Name, v, file, m.Go)
+		}
+	}
 }
