@@ -76,10 +76,22 @@ type collectorInstance struct {
 // logging its output when the test failed.
 func startCollector(t *testing.T, name, config string, env ...string) *collectorInstance {
 	t.Helper()
+	return startCollectorConfigs(t, name, []string{config}, env...)
+}
+
+// startCollectorConfigs is startCollector with several --config values,
+// merged by the Collector in order: a file, then overlays such as
+// "yaml:exporters::otlp_grpc/tempo::retry_on_failure::enabled: false".
+func startCollectorConfigs(t *testing.T, name string, configs []string, env ...string) *collectorInstance {
+	t.Helper()
 	bin := collectorBinary(t)
 	addrs := freeLoopbackAddrs(t, 3)
 	c := &collectorInstance{OTLPGRPC: addrs[0], OTLPHTTP: addrs[1], Metrics: addrs[2]}
-	cmd := exec.Command(bin, "--config", config)
+	var args []string
+	for _, cfg := range configs {
+		args = append(args, "--config", cfg)
+	}
+	cmd := exec.Command(bin, args...)
 	metricsHost, metricsPort, _ := net.SplitHostPort(c.Metrics)
 	cmd.Env = append(append(os.Environ(),
 		"OTELCOL_OTLP_GRPC_LISTEN="+c.OTLPGRPC,
