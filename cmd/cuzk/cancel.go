@@ -19,13 +19,9 @@ func init() {
 		Description: "Calls CancelProof on the daemon at --addr for the job of --request-id: a\n" +
 			"queued job is removed, a running one has its context cancelled. Prints the\n" +
 			"job id and its state after the call.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
+		Flags: daemonFlags(10*time.Second, "longest wait for the answer",
 			&cli.StringFlag{Name: "request-id", Usage: "the request id the job was submitted with (required)"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "longest wait for the answer"},
-			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
-			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
-		},
+		),
 		Action: func(c *cli.Context) error { return oneLine(cancelAction(c)) },
 	})
 }

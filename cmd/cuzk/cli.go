@@ -190,6 +190,30 @@ func orEnv(target string) string {
 	return "the OTEL_EXPORTER_OTLP_* endpoint"
 }
 
+// builtinCircuitFlags are --circuit and --constraints of the commands that
+// build a built-in circuit themselves (prove, setup), read by buildCircuit.
+func builtinCircuitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
+		&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
+	}
+}
+
+// daemonFlags are the flags of the commands that call a daemon (status,
+// cancel, submit), in the order --help lists them: --addr, the command's
+// own flags, then --timeout (default timeout, with usage timeoutUsage),
+// --token and --tls-ca, which daemonAddr, dialDaemon and clientOptions
+// read.
+func daemonFlags(timeout time.Duration, timeoutUsage string, own ...cli.Flag) []cli.Flag {
+	flags := []cli.Flag{&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"}}
+	flags = append(flags, own...)
+	return append(flags,
+		&cli.DurationFlag{Name: "timeout", Value: timeout, Usage: timeoutUsage},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
+		&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
+	)
+}
+
 // buildCircuit builds the built-in circuit of --circuit at --constraints
 // (prove and setup), after the memory check: building the circuit of an
 // absurd size would itself run out of memory.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
@@ -43,9 +41,7 @@ func init() {
 			"the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set, else to\n" +
 			"--trace-file as OTLP JSON lines. The proof is gnark's compressed Groth16\n" +
 			"proof (BLS12-381), written atomically to --proof.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
-			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
+		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
 			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
@@ -54,7 +50,7 @@ func init() {
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the circuit's sample witness"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
-		},
+		),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return oneLine(proveAction(c)) },
 	})

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/consensys/gnark/logger"
 	"github.com/urfave/cli/v2"
 
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -23,12 +21,10 @@ func init() {
 			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.\n" +
 			"The compiled circuit is cached beside the keys, for builds with a clean VCS\n" +
 			"revision (keyed by circuit, size, gnark version and revision).",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "built-in circuit: " + strings.Join(circuits.Names(), "|")},
-			&cli.IntFlag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of the circuit (exact: merkle pads with a short multiplication chain)"},
+		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
-		},
+		),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return oneLine(setupAction(c)) },
 	})

@@ -20,12 +20,7 @@ func init() {
 			"wait, synthesis, device queue, proving), the memory budget and what is in\n" +
 			"flight, devices, workers with their busy time, the keys held and the jobs past\n" +
 			"the queue.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "longest wait for the answer"},
-			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
-			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
-		},
+		Flags:  daemonFlags(10*time.Second, "longest wait for the answer"),
 		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
 	})
 }

@@ -38,8 +38,7 @@ func init() {
 			"daemon's spans join its trace. Ctrl-C (SIGINT) or SIGTERM cancels the job on the\n" +
 			"daemon (CancelProof by request id, 5 s at most), prints the outcome and exits\n" +
 			"130. An --addr without a port gets :" + defaultPort + ".",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"},
+		Flags: daemonFlags(10*time.Minute, "longest wait for the proof",
 			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
 			&cli.Int64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
 			&cli.StringFlag{Name: "priority", Value: "NORMAL", Usage: "LOW|NORMAL|HIGH|CRITICAL"},
@@ -52,10 +51,7 @@ func init() {
 			&cli.Int64Flag{Name: "sector", Usage: "filecoin.sector.number to record"},
 			&cli.Int64Flag{Name: "task-id", Usage: "curio.task.id to record"},
 			&cli.StringFlag{Name: "task-name", Usage: "curio.task.name to record"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "longest wait for the proof"},
-			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token"},
-			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate (PEM) of a TLS daemon; turns TLS on"},
-		},
+		),
 		Action: func(c *cli.Context) error { return oneLine(submitAction(c)) },
 	})
 }
