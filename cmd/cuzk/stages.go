@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
@@ -68,25 +67,14 @@ func (b memoryBudget) resolve(total uint64) uint64 {
 	return b.bytes
 }
 
-// physicalMemory returns MemTotal of /proc/meminfo in bytes, 0 where it
-// cannot be read.
+// physicalMemory returns the host's physical memory in bytes
+// (circuits.MemTotal), 0 where it cannot be read.
 func physicalMemory() uint64 {
-	f, err := os.Open("/proc/meminfo")
+	n, err := circuits.MemTotal()
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseUint(fields[1], 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
+	return n
 }
 
 // defaultSynthesisWorkers is the number of synthesis slots beside GPUs:

@@ -143,15 +143,21 @@ func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
 func TestMemAvailableParsesMeminfo(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "meminfo")
 	os.WriteFile(p, []byte("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n"), 0o600)
-	if got, err := memAvailable(p); err != nil || got != 1000<<10 {
-		t.Errorf("memAvailable = %d, %v", got, err)
+	if got, err := meminfo(p, "MemAvailable"); err != nil || got != 1000<<10 {
+		t.Errorf("MemAvailable of the file = %d, %v", got, err)
+	}
+	if got, err := meminfo(p, "MemTotal"); err != nil || got != 24000000<<10 {
+		t.Errorf("MemTotal of the file = %d, %v", got, err)
 	}
 	os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o600)
-	if _, err := memAvailable(p); err == nil {
+	if _, err := meminfo(p, "MemAvailable"); err == nil {
 		t.Error("no MemAvailable line: want error")
 	}
 	if got, err := MemAvailable(); err != nil || got == 0 {
 		t.Errorf("MemAvailable() = %d, %v", got, err)
+	}
+	if got, err := MemTotal(); err != nil || got == 0 {
+		t.Errorf("MemTotal() = %d, %v", got, err)
 	}
 }
 

@@ -6,26 +6,35 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/consensys/gnark/constraint"
 )
 
 // MemAvailable returns the kernel's estimate of memory available for new
 // work without swapping, in bytes (MemAvailable in /proc/meminfo, Linux ≥
 // 3.14). It returns an error where /proc/meminfo has no such line.
-func MemAvailable() (uint64, error) { return memAvailable("/proc/meminfo") }
+func MemAvailable() (uint64, error) { return meminfo("/proc/meminfo", "MemAvailable") }
 
-func memAvailable(path string) (uint64, error) {
+// MemTotal returns the host's physical memory, in bytes (MemTotal in
+// /proc/meminfo). It returns an error where /proc/meminfo cannot be read
+// or has no such line.
+func MemTotal() (uint64, error) { return meminfo("/proc/meminfo", "MemTotal") }
+
+// meminfo returns the value of the line key of the meminfo file at path
+// (in kB there), in bytes.
+func meminfo(path, key string) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("read available memory: %w", err)
+		return 0, fmt.Errorf("read %s: %w", key, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
+		if len(fields) >= 2 && fields[0] == key+":" {
 			kb, err := strconv.ParseUint(fields[1], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("parse MemAvailable in %s: %w", path, err)
+				return 0, fmt.Errorf("parse %s in %s: %w", key, path, err)
 			}
 			return kb << 10, nil
 		}
@@ -33,7 +42,7 @@ func memAvailable(path string) (uint64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, fmt.Errorf("read %s: %w", path, err)
 	}
-	return 0, fmt.Errorf("no MemAvailable line in %s", path)
+	return 0, fmt.Errorf("no %s line in %s", key, path)
 }
 
 // CheckMemory estimates the memory that compiling, setting up and proving
@@ -132,6 +141,17 @@ func ProofMemory(constraints, wires, committed int) uint64 {
 		mem += 2*msmScratch(k, bucketG1Bytes) + 2*32*k + 32*w
 	}
 	return mem
+}
+
+// CommittedWires is the number of private committed wires of ccs's
+// commitments (api.Commit), ProofMemory's committed: 0 without any.
+func CommittedWires(ccs constraint.ConstraintSystem) int {
+	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
+	n := 0
+	for _, c := range info {
+		n += len(c.PrivateCommitted)
+	}
+	return n
 }
 
 // msmScratch is the memory of one gnark-crypto MultiExp over points
