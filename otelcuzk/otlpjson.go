@@ -201,8 +201,7 @@ func MarshalOTLPJSON(td *tracepb.TracesData) ([]byte, error) {
 		return appendObject(b, func(o *objWriter) {
 			if r := rs.GetResource(); r != nil {
 				o.object("resource", func(ro *objWriter) {
-					ro.keyValues("attributes", r.GetAttributes())
-					ro.uint("droppedAttributesCount", uint64(r.GetDroppedAttributesCount()), false)
+					ro.attributes(r.GetAttributes(), r.GetDroppedAttributesCount())
 				})
 			}
 			ss := rs.GetScopeSpans()
@@ -219,8 +218,7 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 			o.object("scope", func(so *objWriter) {
 				so.str("name", sc.GetName())
 				so.str("version", sc.GetVersion())
-				so.keyValues("attributes", sc.GetAttributes())
-				so.uint("droppedAttributesCount", uint64(sc.GetDroppedAttributesCount()), false)
+				so.attributes(sc.GetAttributes(), sc.GetDroppedAttributesCount())
 			})
 		}
 		spans := ss.GetSpans()
@@ -231,25 +229,21 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 
 func appendSpan(b []byte, s *tracepb.Span) []byte {
 	return appendObject(b, func(o *objWriter) {
-		o.hexID("traceId", s.GetTraceId())
-		o.hexID("spanId", s.GetSpanId())
-		o.str("traceState", s.GetTraceState())
+		o.spanContext(s.GetTraceId(), s.GetSpanId(), s.GetTraceState())
 		o.hexID("parentSpanId", s.GetParentSpanId())
 		o.uint("flags", uint64(s.GetFlags()), false)
 		o.str("name", s.GetName())
 		o.uint("kind", uint64(s.GetKind()), false)
 		o.uint("startTimeUnixNano", s.GetStartTimeUnixNano(), true)
 		o.uint("endTimeUnixNano", s.GetEndTimeUnixNano(), true)
-		o.keyValues("attributes", s.GetAttributes())
-		o.uint("droppedAttributesCount", uint64(s.GetDroppedAttributesCount()), false)
+		o.attributes(s.GetAttributes(), s.GetDroppedAttributesCount())
 		evs := s.GetEvents()
 		o.array("events", len(evs), func(b []byte, i int) []byte {
 			e := evs[i]
 			return appendObject(b, func(eo *objWriter) {
 				eo.uint("timeUnixNano", e.GetTimeUnixNano(), true)
 				eo.str("name", e.GetName())
-				eo.keyValues("attributes", e.GetAttributes())
-				eo.uint("droppedAttributesCount", uint64(e.GetDroppedAttributesCount()), false)
+				eo.attributes(e.GetAttributes(), e.GetDroppedAttributesCount())
 			})
 		})
 		o.uint("droppedEventsCount", uint64(s.GetDroppedEventsCount()), false)
@@ -257,11 +251,8 @@ func appendSpan(b []byte, s *tracepb.Span) []byte {
 		o.array("links", len(links), func(b []byte, i int) []byte {
 			l := links[i]
 			return appendObject(b, func(lo *objWriter) {
-				lo.hexID("traceId", l.GetTraceId())
-				lo.hexID("spanId", l.GetSpanId())
-				lo.str("traceState", l.GetTraceState())
-				lo.keyValues("attributes", l.GetAttributes())
-				lo.uint("droppedAttributesCount", uint64(l.GetDroppedAttributesCount()), false)
+				lo.spanContext(l.GetTraceId(), l.GetSpanId(), l.GetTraceState())
+				lo.attributes(l.GetAttributes(), l.GetDroppedAttributesCount())
 				lo.uint("flags", uint64(l.GetFlags()), false)
 			})
 		})
@@ -351,6 +342,21 @@ func (o *objWriter) keyValues(k string, kvs []*commonpb.KeyValue) {
 	}
 	o.key(k)
 	o.b = appendKeyValues(o.b, kvs)
+}
+
+// attributes writes the attributes and droppedAttributesCount fields that
+// a resource, a scope, a span, an event and a link share.
+func (o *objWriter) attributes(kvs []*commonpb.KeyValue, dropped uint32) {
+	o.keyValues("attributes", kvs)
+	o.uint("droppedAttributesCount", uint64(dropped), false)
+}
+
+// spanContext writes the traceId, spanId and traceState fields that a span
+// and a link start with.
+func (o *objWriter) spanContext(traceID, spanID []byte, traceState string) {
+	o.hexID("traceId", traceID)
+	o.hexID("spanId", spanID)
+	o.str("traceState", traceState)
 }
 
 // object writes the field k as a nested object whose fields fill writes.

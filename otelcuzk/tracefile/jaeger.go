@@ -126,13 +126,9 @@ func ParseJaegerJSON(data []byte) ([][]Span, error) {
 
 func jaegerSpanToSpan(js jaegerSpan, processes map[string]jaegerProcess) (Span, error) {
 	s := Span{Name: js.OperationName}
-	traceID, err := jaegerID(js.TraceID, 16)
+	traceID, spanID, err := jaegerIDs(js.TraceID, js.SpanID)
 	if err != nil {
-		return s, fmt.Errorf("traceID: %w", err)
-	}
-	spanID, err := jaegerID(js.SpanID, 8)
-	if err != nil {
-		return s, fmt.Errorf("spanID: %w", err)
+		return s, err
 	}
 	s.TraceID, s.SpanID = hex.EncodeToString(traceID), hex.EncodeToString(spanID)
 	p, ok := processes[js.ProcessID]
@@ -146,13 +142,9 @@ func jaegerSpanToSpan(js jaegerSpan, processes map[string]jaegerProcess) (Span, 
 	s.Start = time.UnixMicro(js.StartTime)
 	s.End = s.Start.Add(time.Duration(js.Duration) * time.Microsecond)
 	for _, r := range js.References {
-		rt, err := jaegerID(r.TraceID, 16)
+		rt, rs, err := jaegerIDs(r.TraceID, r.SpanID)
 		if err != nil {
-			return s, fmt.Errorf("reference traceID: %w", err)
-		}
-		rs, err := jaegerID(r.SpanID, 8)
-		if err != nil {
-			return s, fmt.Errorf("reference spanID: %w", err)
+			return s, fmt.Errorf("reference %w", err)
 		}
 		if r.RefType == "CHILD_OF" && s.ParentID == "" && bytes.Equal(rt, traceID) {
 			s.ParentID = hex.EncodeToString(rs)
@@ -188,6 +180,18 @@ func jaegerSpanToSpan(js jaegerSpan, processes map[string]jaegerProcess) (Span, 
 		}
 	}
 	return s, nil
+}
+
+// jaegerIDs decodes the traceID (16 bytes) and spanID (8 bytes) of a Jaeger
+// span or reference; the error names the field that is bad.
+func jaegerIDs(traceID, spanID string) (trace, span []byte, err error) {
+	if trace, err = jaegerID(traceID, 16); err != nil {
+		return nil, nil, fmt.Errorf("traceID: %w", err)
+	}
+	if span, err = jaegerID(spanID, 8); err != nil {
+		return nil, nil, fmt.Errorf("spanID: %w", err)
+	}
+	return trace, span, nil
 }
 
 // jaegerID decodes a Jaeger hex id. Jaeger prints ids without leading
