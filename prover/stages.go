@@ -9,7 +9,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/witness"
-	"github.com/consensys/gnark/constraint"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -73,16 +72,6 @@ func ProofMemory(constraints, wires, committed int) uint64 {
 	return circuits.ProofMemory(constraints, wires, committed)
 }
 
-// committedWires is the private committed wires of ccs's commitments.
-func committedWires(ccs constraint.ConstraintSystem) int {
-	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
-	n := 0
-	for _, c := range info {
-		n += len(c.PrivateCommitted)
-	}
-	return n
-}
-
 // KeyMemory estimates the host memory of one Groth16 proving key of
 // BLS12-381 for wires wires and a domain of domain points, bytes:
 // circuits.KeyMemory.
@@ -138,7 +127,7 @@ func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
 		case <-lc.ready:
 			if lc.err == nil && lc.ccs != nil {
 				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-				return ProofMemory(lc.ccs.GetNbConstraints(), wires, committedWires(lc.ccs)), nil
+				return ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)), nil
 			}
 		default:
 		}

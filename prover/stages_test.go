@@ -8,6 +8,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 func TestValidateLeavesMemoryToTheBudget(t *testing.T) {
@@ -43,7 +44,7 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 	p.mu.Unlock()
 	wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
 	after, _ := p.EstimateMemory(req)
-	if want := ProofMemory(lc.ccs.GetNbConstraints(), wires, committedWires(lc.ccs)); after != want {
+	if want := ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)); after != want {
 		t.Errorf("estimate once loaded %d, want ProofMemory of the compiled counts %d", after, want)
 	}
 	// The estimate before compiling is an upper bound of the one after.

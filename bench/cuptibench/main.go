@@ -131,14 +131,7 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 			}
 		}
 		runtime.GC()
-		asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
-		if err != nil {
-			return err
-		}
-		t1 := time.Now()
-		proof, err := prover.ProveAssignment(ctx, k.PK, asg, prover.WithBackend(b), prover.WithReleaser(rel),
-			prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp))
-		d := time.Since(t1)
+		proof, _, d, err := benchutil.Prove(ctx, ccs, k, w, b, rel, tp)
 		if c != nil {
 			c.Close(ctx)
 			if i >= 0 && v == 1 {

@@ -32,7 +32,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -81,11 +80,7 @@ func run(circuit string, sizes []int, reps int, cacheDir string) error {
 	}
 	for _, lg := range sizes {
 		n := 1 << lg
-		in, err := circuits.Build(circuit, n)
-		if err != nil {
-			return err
-		}
-		comp, err := cache.Compile(context.Background(), circuit, n, in.Compile)
+		_, comp, err := benchutil.CompileCached(cache, circuit, n)
 		if err != nil {
 			return err
 		}

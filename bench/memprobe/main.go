@@ -31,10 +31,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -114,16 +114,6 @@ func held() uint64 {
 
 func peak() uint64 { _, h := status(); return h }
 
-// committed is the private committed wires of ccs's commitments.
-func committed(ccs constraint.ConstraintSystem) int {
-	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
-	n := 0
-	for _, c := range info {
-		n += len(c.PrivateCommitted)
-	}
-	return n
-}
-
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 func run(name string, n int, cacheDir string, proofs int) error {
@@ -141,11 +131,7 @@ func run(name string, n int, cacheDir string, proofs int) error {
 	if err := resetPeak(); err != nil {
 		return fmt.Errorf("reset the peak RSS: %w", err)
 	}
-	in, err := circuits.Build(name, n)
-	if err != nil {
-		return err
-	}
-	comp, err := cache.Compile(context.Background(), name, n, in.Compile)
+	in, comp, err := benchutil.CompileCached(cache, name, n)
 	if err != nil {
 		return err
 	}
@@ -158,7 +144,7 @@ func run(name string, n int, cacheDir string, proofs int) error {
 		domain <<= 1
 	}
 	r.EstKeys = prover.KeyMemory(domain, r.Wires)
-	r.Committed = committed(ccs)
+	r.Committed = circuits.CommittedWires(ccs)
 	r.EstProof = prover.ProofMemory(ccs.GetNbConstraints(), r.Wires, r.Committed)
 	fmt.Printf("%s %d constraints, %d wires: compile peak %s, held %s\n", name, n, r.Wires, mib(r.CompilePeak), mib(r.CCSHeld))
 

@@ -24,6 +24,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
+	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
@@ -66,15 +67,11 @@ func repeat[P any](pts []P, n int) []P {
 
 func run(list string, lg1, lg2, reps int) error {
 	ctx := context.Background()
-	c, err := cudaspans.Open(0)
+	c, s, err := device.Open()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	s, err := c.NewStream()
-	if err != nil {
-		return err
-	}
 	keys, err := msm.NewDeviceBases(ctx, c)
 	if err != nil {
 		return err

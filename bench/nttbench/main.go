@@ -23,6 +23,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
+	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
@@ -43,7 +44,7 @@ func main() {
 
 func run(sizeList string, reps, hmax int) error {
 	ctx := context.Background()
-	c, err := cudaspans.Open(0)
+	c, s, err := device.Open()
 	if err != nil {
 		return err
 	}
@@ -54,10 +55,6 @@ func run(sizeList string, reps, hmax int) error {
 		return err
 	}
 	defer e.Close()
-	s, err := c.NewStream()
-	if err != nil {
-		return err
-	}
 	fmt.Printf("device: %s (%s, %d SMs); host: %d cores (GOMAXPROCS %d)\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
 	// Device-to-device copy bandwidth, bytes read plus written.
@@ -266,15 +263,11 @@ func bitsLen(n int) int {
 // backend (2^16), and times the forward NTT and compute_h at 2^24.
 func runVariants(list string) error {
 	ctx := context.Background()
-	c, err := cudaspans.Open(0)
+	c, s, err := device.Open()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	s, err := c.NewStream()
-	if err != nil {
-		return err
-	}
 	type ref struct {
 		d  *fft.Domain
 		in []fr.Element

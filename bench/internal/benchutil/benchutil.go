@@ -18,13 +18,17 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
+	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // Median returns the middle value of d (the upper one of the two middle
@@ -146,6 +150,35 @@ func Compile(circuit string, log2 int) (*circuits.Instance, constraint.Constrain
 		return nil, nil, err
 	}
 	return in, ccs, nil
+}
+
+// CompileCached builds the built-in circuit at n constraints and compiles
+// it through cache (read from the circuit cache when it holds it).
+func CompileCached(cache *keycache.Cache, circuit string, n int) (*circuits.Instance, *keycache.Compiled, error) {
+	in, err := circuits.Build(circuit, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp, err := cache.Compile(context.Background(), circuit, n, in.Compile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, comp, nil
+}
+
+// Prove makes one proof of w the way the daemon does: prover.Synthesize,
+// then prover.ProveAssignment on b with the keys k, both releasing through
+// rel and tracing to tp. It returns the proof, when the prove started
+// (after the synthesis) and how long it took; the proof is not verified.
+func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, b prover.Backend, rel *buffer.Releaser, tp trace.TracerProvider) (proof groth16.Proof, started time.Time, took time.Duration, err error) {
+	asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
+	if err != nil {
+		return nil, time.Time{}, 0, err
+	}
+	started = time.Now()
+	proof, err = prover.ProveAssignment(ctx, k.PK, asg, prover.WithBackend(b), prover.WithReleaser(rel),
+		prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp))
+	return proof, started, time.Since(started), err
 }
 
 // DeviceSettingsFromEnv returns the CUDA backend's settings as cuzk reads
