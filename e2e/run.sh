@@ -73,7 +73,8 @@ fi
 
 collector_version=v0.161.0
 manifest=$root/deploy/otelcol-builder.yaml
-manifest_hash=$(sha256sum "$manifest" | cut -c1-12)
+# Keyed by the manifest without its comments: a comment edit builds nothing.
+manifest_hash=$(grep -v '^[[:space:]]*#' "$manifest" | sha256sum | cut -c1-12)
 otelcol=$cache/otelcol-custom-$collector_version-$manifest_hash
 if [[ -x $otelcol ]]; then
 	step "reuse $otelcol"

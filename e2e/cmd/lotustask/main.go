@@ -10,7 +10,9 @@
 //
 // With -plain-otelgrpc it adds otelgrpc's handler with its defaults
 // instead (the globals, which Lotus leaves unset): the call then carries
-// no trace context and the daemon's proof is a trace of its own.
+// no trace context and the daemon's proof is a trace of its own. With
+// -prover-client it calls the daemon through prover/client given Lotus's
+// tracer provider (docs/curio.md, the other way), same task span.
 //
 // It prints "task trace ID" and "daemon trace ID" lines.
 package main
@@ -26,16 +28,17 @@ import (
 
 	octrace "go.opencensus.io/trace"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/bridge/opencensus"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
 func main() {
@@ -45,15 +48,18 @@ func main() {
 	requestID := flag.String("request-id", "", "request id of the proof (required)")
 	constraints := flag.Uint64("constraints", 1024, "constraints of the mulchain circuit")
 	plain := flag.Bool("plain-otelgrpc", false, "use otelgrpc.NewClientHandler() with its defaults (the unset globals)")
+	proverClient := flag.Bool("prover-client", false, "call the daemon through prover/client given Lotus's tracer provider instead")
 	flag.Parse()
-	if err := run(*addr, *endpoint, *service, *requestID, *constraints, *plain); err != nil {
+	if err := run(*addr, *endpoint, *service, *requestID, *constraints, *plain, *proverClient); err != nil {
 		fmt.Fprintln(os.Stderr, "lotustask:", err)
 		os.Exit(1)
 	}
 }
 
-// setupTracing is Lotus's setup: it returns the provider and sets no
-// global.
+// setupTracing is Lotus's setup (lib/tracing/setup.go, SetupOTLPTracing,
+// line for line but for reading the flags instead of
+// LOTUS_OTEL_EXPORTER_ENDPOINT and _INSECURE): it returns the provider and
+// sets no global.
 func setupTracing(ctx context.Context, endpoint, service string) (*sdktrace.TracerProvider, error) {
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(endpoint), otlptracehttp.WithInsecure())
 	if err != nil {
@@ -61,14 +67,14 @@ func setupTracing(ctx context.Context, endpoint, service string) (*sdktrace.Trac
 	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
+		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceNameKey.String(service))),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
 	opencensus.InstallTraceBridge(opencensus.WithTracerProvider(tp))
 	return tp, nil
 }
 
-func run(addr, endpoint, service, requestID string, constraints uint64, plain bool) (err error) {
+func run(addr, endpoint, service, requestID string, constraints uint64, plain, proverClient bool) (err error) {
 	if requestID == "" {
 		return errors.New("-request-id is required")
 	}
@@ -83,35 +89,54 @@ func run(addr, endpoint, service, requestID string, constraints uint64, plain bo
 		err = errors.Join(err, tp.Shutdown(sctx))
 	}()
 
-	// The documented lines (docs/curio.md, "Keep Curio's own client").
-	handler := otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(tp),
-		otelgrpc.WithPropagators(propagation.TraceContext{}),
-	)
-	if plain {
-		handler = otelgrpc.NewClientHandler()
+	prove := func(ctx context.Context, req *cuzkv1.ProofRequest) (traceID string, err error) {
+		if proverClient {
+			// docs/curio.md, "Switch to prover/client".
+			c, err := client.Dial(addr, client.WithTracerProvider(tp))
+			if err != nil {
+				return "", err
+			}
+			defer c.Close()
+			res, err := c.Prove(ctx, client.Request{RequestID: req.RequestId, Circuit: req.Circuit,
+				Constraints: req.Constraints, Verify: req.Verify})
+			if err != nil {
+				return "", err
+			}
+			return res.TraceID, nil
+		}
+		// The documented lines (docs/curio.md, "Keep Curio's own client").
+		handler := otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithPropagators(propagation.TraceContext{}),
+		)
+		if plain {
+			handler = otelgrpc.NewClientHandler()
+		}
+		// Curio's lib/cuzk client: a dns:/// target and large messages.
+		conn, err := grpc.NewClient("dns:///"+addr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.MaxCallSendMsgSize(256<<20)),
+			grpc.WithStatsHandler(handler),
+		)
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		res, err := cuzkv1.NewProvingEngineClient(conn).Prove(ctx, &cuzkv1.ProveRequest{Request: req})
+		return res.GetTraceId(), err
 	}
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStatsHandler(handler),
-	)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	api := cuzkv1.NewProvingEngineClient(conn)
 
 	ctx, task := octrace.StartSpan(ctx, "harmonytask.WdPost")
-	res, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+	daemonTrace, err := prove(ctx, &cuzkv1.ProofRequest{
 		RequestId: requestID, Circuit: "mulchain", Constraints: constraints,
 		Priority: cuzkv1.Priority_PRIORITY_NORMAL, Verify: true,
-	}})
+	})
 	task.End()
 	if err != nil {
 		return fmt.Errorf("prove: %w", err)
 	}
 	tid := task.SpanContext().TraceID
 	fmt.Printf("task trace %s\n", hex.EncodeToString(tid[:]))
-	fmt.Printf("daemon trace %s\n", res.GetTraceId())
+	fmt.Printf("daemon trace %s\n", daemonTrace)
 	return nil
 }
