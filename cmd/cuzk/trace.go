@@ -265,7 +265,7 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	}
 	for _, s := range c.Summaries {
 		if s.Dropped > 0 {
-			fmt.Fprintf(warn, "cuzk: %s: trace %s: %d spans past the cap of %d spans a trace left out\n", path, s.ID, s.Dropped, tracefile.DefaultMaxSpansPerTrace)
+			fmt.Fprintf(warn, "cuzk: %s: trace %s: %d spans past the cap of %d spans (%d MiB) a trace left out\n", path, s.ID, s.Dropped, tracefile.DefaultMaxSpansPerTrace, tracefile.DefaultMaxKeptBytes>>20)
 		}
 	}
 	return c, nil
@@ -316,7 +316,7 @@ func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
 		fmt.Fprintf(w, "  and %d traces without a proof (engine.job): %s\n", len(col.Summaries)-len(jobs)-1, strings.Join(parts, ", "))
 	}
 	if col.Unlisted > 0 {
-		fmt.Fprintf(w, "  and %d traces past the %d listed\n", col.Unlisted, tracefile.DefaultMaxSummaries)
+		fmt.Fprintf(w, "  and %d earlier traces not listed (the latest %d are)\n", col.Unlisted, len(col.Summaries))
 	}
 }
 

@@ -243,7 +243,7 @@ func TestTraceOverTheSpanCapSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "5 spans past the cap of 100000 spans a trace left out") || !strings.Contains(out, "100000 spans") {
+	if !strings.Contains(out, "5 spans past the cap of 100000 spans (48 MiB) a trace left out") || !strings.Contains(out, "100000 spans") {
 		t.Errorf("no note on the 5 spans over the cap:\n%s", out[:min(len(out), 2000)])
 	}
 }

@@ -17,8 +17,9 @@ const (
 	// DefaultMaxKeptBytes caps the estimated memory of the spans kept over
 	// all traces (see Collector).
 	DefaultMaxKeptBytes = 48 << 20
-	// DefaultMaxSummaries caps the traces a Collector lists.
-	DefaultMaxSummaries = 1 << 18
+	// DefaultMaxSummaries caps the traces a Collector lists (about 300
+	// bytes each: 20 MB).
+	DefaultMaxSummaries = 1 << 16
 )
 
 // CollectOptions bounds what a Collector holds. The zero value keeps the
@@ -27,16 +28,22 @@ type CollectOptions struct {
 	// MaxTraces keeps at most this many traces with their spans, the
 	// latest to start; 0 means no limit but MaxKeptBytes.
 	MaxTraces int
-	// MaxSpansPerTrace: spans of one trace past it are dropped and counted
-	// (TraceSummary.Dropped); 0 means DefaultMaxSpansPerTrace.
+	// MaxSpansPerTrace: spans of one trace past it, or past MaxKeptBytes
+	// of its own, are dropped and counted (TraceSummary.Dropped); 0 means
+	// DefaultMaxSpansPerTrace.
 	MaxSpansPerTrace int
 	// MaxKeptBytes caps the estimated bytes of kept spans (about 250 bytes
 	// a span plus its names and attributes); past it the trace that starts
 	// first loses its spans (TraceSummary.Kept false). 0 means
 	// DefaultMaxKeptBytes.
 	MaxKeptBytes int64
-	// MaxSummaries caps the traces listed; later new trace ids are only
-	// counted (Collection.Unlisted). 0 means DefaultMaxSummaries.
+	// MaxSummaries caps the traces listed: past it the trace that starts
+	// first is let go (its spans to OnEvict if kept) and counted
+	// (Collection.Unlisted), so the list holds the latest traces of a file
+	// of any length. A span of an unknown trace that starts no later than
+	// the latest trace let go is counted (Collection.UnlistedSpans), not
+	// listed: it is most likely a late span of one let go. 0 means
+	// DefaultMaxSummaries.
 	MaxSummaries int
 	// OnEvict, when set, receives the spans of each trace as it is let go,
 	// so a caller can reduce it (to a Profile, say) instead of losing it.
@@ -64,13 +71,16 @@ func (s TraceSummary) Duration() time.Duration { return s.End.Sub(s.Start) }
 
 // Collection is what a Collector gathered.
 type Collection struct {
-	// Summaries lists every trace seen (up to MaxSummaries), by start.
+	// Summaries lists every trace seen (the latest MaxSummaries to
+	// start), by start.
 	Summaries []TraceSummary
 	// Spans holds the spans of each kept trace, by trace id, in input order.
 	Spans map[string][]Span
 	// Evicted counts traces whose spans were let go for MaxTraces or
-	// MaxKeptBytes; Unlisted counts trace ids past MaxSummaries.
-	Evicted, Unlisted int
+	// MaxKeptBytes; Unlisted counts traces let go from the list for
+	// MaxSummaries (the earliest), UnlistedSpans the spans that came
+	// afterwards for traces not listed.
+	Evicted, Unlisted, UnlistedSpans int
 }
 
 // Kept returns the summaries of the kept traces, by start.
@@ -112,10 +122,14 @@ type Collector struct {
 	opts     CollectOptions
 	byID     map[[16]byte]*collected
 	heap     collectedHeap // kept traces, earliest start first
+	listed   collectedHeap // every listed trace, earliest start first
 	bytes    int64
 	evicted  int
 	unlisted int
-	names    map[string]string // interned root names
+	// unlistedSpans counts spans of traces not listed
+	unlistedSpans int
+	letGo         time.Time         // latest start of a trace let go from the list
+	names         map[string]string // interned root names
 }
 
 type collected struct {
@@ -123,7 +137,9 @@ type collected struct {
 	spans []Span
 	ids   map[string]struct{}
 	bytes int64
-	index int // in the heap, -1 when not kept
+	// index is the place in Collector.heap (-1 when not kept) and in
+	// Collector.listed.
+	index [2]int
 	// rootless: sum.Root names a span with a parent (no parentless span
 	// seen yet); rootStart is that span's start.
 	rootless  bool
@@ -141,7 +157,8 @@ func NewCollector(opts CollectOptions) *Collector {
 	if opts.MaxSummaries <= 0 {
 		opts.MaxSummaries = DefaultMaxSummaries
 	}
-	return &Collector{opts: opts, byID: map[[16]byte]*collected{}, names: map[string]string{}}
+	return &Collector{opts: opts, byID: map[[16]byte]*collected{}, names: map[string]string{},
+		heap: collectedHeap{which: keptIndex}, listed: collectedHeap{which: listedIndex}}
 }
 
 // Add takes one span. Spans whose trace id is not 32 hex digits are
@@ -157,12 +174,16 @@ func (c *Collector) Add(s Span) {
 	t := c.byID[key]
 	if t == nil {
 		if len(c.byID) >= c.opts.MaxSummaries {
-			c.unlisted++
-			return
+			if !s.Start.After(c.letGo) || !s.Start.After(c.listed.ts[0].sum.Start) {
+				c.unlistedSpans++
+				return
+			}
+			c.letGoOf(heap.Pop(&c.listed).(*collected))
 		}
 		t = &collected{sum: TraceSummary{ID: s.TraceID, Start: s.Start, End: s.End, Kept: true}, ids: map[string]struct{}{}}
 		c.byID[key] = t
 		heap.Push(&c.heap, t)
+		heap.Push(&c.listed, t)
 	}
 	if t.sum.Kept {
 		if _, dup := t.ids[s.SpanID]; dup {
@@ -175,9 +196,10 @@ func (c *Collector) Add(s Span) {
 	}
 	if s.Start.Before(t.sum.Start) {
 		t.sum.Start = s.Start
-		if t.index >= 0 {
-			heap.Fix(&c.heap, t.index)
+		if t.index[keptIndex] >= 0 {
+			heap.Fix(&c.heap, t.index[keptIndex])
 		}
+		heap.Fix(&c.listed, t.index[listedIndex])
 	}
 	// The root: the earliest span without a parent, else the earliest.
 	isRoot := s.ParentID == ""
@@ -192,28 +214,45 @@ func (c *Collector) Add(s Span) {
 		t.sum.Late++
 		return
 	}
-	if len(t.spans) >= c.opts.MaxSpansPerTrace {
+	n := spanBytes(s)
+	if len(t.spans) >= c.opts.MaxSpansPerTrace || t.bytes+n > c.opts.MaxKeptBytes {
 		t.sum.Dropped++
 		return
 	}
-	n := spanBytes(s)
 	t.spans = append(t.spans, s)
 	t.ids[s.SpanID] = struct{}{}
 	t.bytes += n
 	c.bytes += n
 	for c.heap.Len() > 1 && (c.bytes > c.opts.MaxKeptBytes || (c.opts.MaxTraces > 0 && c.heap.Len() > c.opts.MaxTraces)) {
 		c.evict(heap.Pop(&c.heap).(*collected))
+		c.evicted++
 	}
 }
 
+// evict lets t's spans go (to OnEvict); t is out of c.heap already.
 func (c *Collector) evict(t *collected) {
 	if c.opts.OnEvict != nil {
 		c.opts.OnEvict(t.spans)
 	}
 	c.bytes -= t.bytes
-	t.spans, t.ids, t.bytes, t.index = nil, nil, 0, -1
+	t.spans, t.ids, t.bytes, t.index[keptIndex] = nil, nil, 0, -1
 	t.sum.Kept = false
-	c.evicted++
+}
+
+// letGoOf takes t, popped from c.listed, off the list: its spans, if kept,
+// go to OnEvict; it is counted in Unlisted.
+func (c *Collector) letGoOf(t *collected) {
+	if t.sum.Kept {
+		heap.Remove(&c.heap, t.index[keptIndex])
+		c.evict(t)
+	}
+	var key [16]byte
+	_, _ = hex.Decode(key[:], []byte(t.sum.ID))
+	delete(c.byID, key)
+	if t.sum.Start.After(c.letGo) {
+		c.letGo = t.sum.Start
+	}
+	c.unlisted++
 }
 
 func (c *Collector) intern(s string) string {
@@ -229,7 +268,7 @@ func (c *Collector) intern(s string) string {
 // Collection returns what was gathered so far. The Collector must not be
 // used afterwards.
 func (c *Collector) Collection() *Collection {
-	out := &Collection{Spans: map[string][]Span{}, Evicted: c.evicted, Unlisted: c.unlisted}
+	out := &Collection{Spans: map[string][]Span{}, Evicted: c.evicted, Unlisted: c.unlisted, UnlistedSpans: c.unlistedSpans}
 	for _, t := range c.byID {
 		out.Summaries = append(out.Summaries, t.sum)
 		if t.sum.Kept {
@@ -283,30 +322,39 @@ func valueBytes(v any) int {
 	return 16
 }
 
-// collectedHeap orders kept traces by start, earliest first.
-type collectedHeap []*collected
+// The two heaps of a Collector, each a place in collected.index.
+const (
+	keptIndex   = 0
+	listedIndex = 1
+)
 
-func (h collectedHeap) Len() int { return len(h) }
+// collectedHeap orders traces by start, earliest first; which is the
+// place in collected.index it keeps up to date.
+type collectedHeap struct {
+	ts    []*collected
+	which int
+}
+
+func (h collectedHeap) Len() int { return len(h.ts) }
 func (h collectedHeap) Less(i, j int) bool {
-	if c := h[i].sum.Start.Compare(h[j].sum.Start); c != 0 {
+	if c := h.ts[i].sum.Start.Compare(h.ts[j].sum.Start); c != 0 {
 		return c < 0
 	}
-	return h[i].sum.ID < h[j].sum.ID
+	return h.ts[i].sum.ID < h.ts[j].sum.ID
 }
 func (h collectedHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h.ts[i], h.ts[j] = h.ts[j], h.ts[i]
+	h.ts[i].index[h.which], h.ts[j].index[h.which] = i, j
 }
 func (h *collectedHeap) Push(x any) {
 	t := x.(*collected)
-	t.index = len(*h)
-	*h = append(*h, t)
+	t.index[h.which] = len(h.ts)
+	h.ts = append(h.ts, t)
 }
 func (h *collectedHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.index = -1
+	t := h.ts[len(h.ts)-1]
+	h.ts[len(h.ts)-1] = nil
+	h.ts = h.ts[:len(h.ts)-1]
+	t.index[h.which] = -1
 	return t
 }

@@ -2,6 +2,7 @@ package tracefile_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
@@ -51,6 +52,19 @@ func TestCollectorCapsSpansAndBytes(t *testing.T) {
 		t.Errorf("summary %+v with %d spans kept, want 10 kept, 15 dropped, 25 seen", s, len(col.Spans[s.ID]))
 	}
 
+	// One trace alone is held to the byte budget too (its spans fewer
+	// than the span cap, each with a 1 KiB attribute).
+	c = tracefile.NewCollector(tracefile.CollectOptions{MaxKeptBytes: 100 << 10})
+	for i := range 1000 {
+		s := mk(tid32(0), fmt.Sprint(i), "", "s", float64(i), float64(i+1))
+		s.Attrs = map[string]any{"a": strings.Repeat("x", 1024)}
+		c.Add(s)
+	}
+	col = c.Collection()
+	if s := col.Summaries[0]; len(col.Spans[s.ID]) == 0 || len(col.Spans[s.ID]) > 100 || s.Dropped != 1000-len(col.Spans[s.ID]) {
+		t.Errorf("summary %+v with %d spans kept, want under 100 (100 KiB) and the rest dropped", s, len(col.Spans[s.ID]))
+	}
+
 	c = tracefile.NewCollector(tracefile.CollectOptions{MaxKeptBytes: 100 << 10})
 	for i := range 10_000 {
 		c.Add(mk(tid32(i), "r", "", "engine.job", float64(i), float64(i+1)))
@@ -63,13 +77,35 @@ func TestCollectorCapsSpansAndBytes(t *testing.T) {
 	if kept[len(kept)-1].ID != tid32(9999) || kept[0].ID != tid32(10_000-len(kept)) {
 		t.Errorf("kept %s..%s, want the latest traces", kept[0].ID, kept[len(kept)-1].ID)
 	}
+}
 
-	c = tracefile.NewCollector(tracefile.CollectOptions{MaxSummaries: 3})
+// A file of more traces than MaxSummaries (a daemon's, appended to for
+// ever, gains a trace per status poll): the latest traces are listed and
+// the last proof is the one shown; the earliest are let go, counted, and a
+// span of one of them that comes later is counted, not listed anew.
+func TestCollectorListsTheLatestTracesPastMaxSummaries(t *testing.T) {
+	var evicted []string
+	c := tracefile.NewCollector(tracefile.CollectOptions{MaxSummaries: 3, OnEvict: func(spans []tracefile.Span) {
+		evicted = append(evicted, spans[0].TraceID)
+	}})
 	for i := range 5 {
-		c.Add(mk(tid32(i), "r", "", "engine.job", float64(i), float64(i+1)))
+		c.Add(mk(tid32(i), "r", "", "engine.job", float64(10*i), float64(10*i+1)))
 	}
-	if col := c.Collection(); len(col.Summaries) != 3 || col.Unlisted != 2 {
-		t.Errorf("%d listed, %d unlisted; want 3 and 2", len(col.Summaries), col.Unlisted)
+	c.Add(mk(tid32(0), "late", "r", "child", 2, 3)) // trace 0 was let go
+	col := c.Collection()
+	if len(col.Summaries) != 3 || col.Unlisted != 2 || col.UnlistedSpans != 1 {
+		t.Fatalf("%d listed, %d unlisted, %d spans of unlisted traces; want 3, 2 and 1", len(col.Summaries), col.Unlisted, col.UnlistedSpans)
+	}
+	for i, s := range col.Summaries {
+		if s.ID != tid32(i+2) || !s.Kept {
+			t.Errorf("listed %d: %+v, want trace %s kept", i, s, tid32(i+2))
+		}
+	}
+	if l, _ := col.Latest(); l.ID != tid32(4) || len(col.Spans[l.ID]) != 1 {
+		t.Errorf("latest %+v, want the last trace %s", l, tid32(4))
+	}
+	if fmt.Sprint(evicted) != fmt.Sprint([]string{tid32(0), tid32(1)}) {
+		t.Errorf("OnEvict got %v, want the two traces let go", evicted)
 	}
 }
 
