@@ -3,13 +3,14 @@ package prover
 import (
 	"math/big"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/constraint/solver"
+
+	"github.com/otelcuzk/otelcuzk/internal/parallel"
 )
 
 // solverTasks returns the number of goroutines for gnark's solver on r1cs:
@@ -58,25 +59,7 @@ func parallelCopy(jobs ...copyJob) {
 		}
 		clear(c.dst[p.lo+k : p.hi])
 	}
-	workers := min(len(pieces), runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for _, p := range pieces {
-			do(p)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(pieces); i = int(next.Add(1)) - 1 {
-				do(pieces[i])
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.For(len(pieces), func(i int) { do(pieces[i]) })
 }
 
 // hintClock sums the calls and the time of the circuit's hints during one

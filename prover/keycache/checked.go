@@ -6,11 +6,11 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcuzk/otelcuzk/internal/parallel"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -181,7 +181,7 @@ func checkedPayload(data []byte) ([]byte, error) {
 	payload := data[:length]
 	bad := -1
 	var mu sync.Mutex
-	parallelChunks(int(n), func(i int) {
+	parallel.For(int(n), func(i int) {
 		lo := uint64(i) * chunk
 		hi := min(lo+chunk, length)
 		if crc32.Checksum(payload[lo:hi], castagnoli) != binary.LittleEndian.Uint32(table[4*i:]) {
@@ -196,37 +196,6 @@ func checkedPayload(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: bytes %d to %d", errChecksum, uint64(bad)*chunk, min(uint64(bad+1)*chunk, length))
 	}
 	return payload, nil
-}
-
-// parallelChunks calls f(0) … f(n-1) on up to GOMAXPROCS goroutines.
-func parallelChunks(n int, f func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-		return
-	}
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // parallelReader reads a byte slice; a large Read (the point slices of a
@@ -252,7 +221,7 @@ func (r *parallelReader) Read(p []byte) (int, error) {
 		copy(p, src[:n])
 	} else {
 		piece := copyPiece
-		parallelChunks((n+piece-1)/piece, func(i int) {
+		parallel.For((n+piece-1)/piece, func(i int) {
 			lo := i * piece
 			hi := min(lo+piece, n)
 			copy(p[lo:hi], src[lo:hi])
