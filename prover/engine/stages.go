@@ -36,6 +36,29 @@ func (e *Engine) startLocked(t *task, now time.Time) {
 	}
 }
 
+// startSynthesis waits for t's share of the memory budget (admit) and
+// marks t's synthesis, and its job, started now (t.synthStart); it returns
+// true with e.mu held. When t's job was cancelled or failed meanwhile it
+// runs refused (if not nil) with e.mu held, ends t with the job's cause and
+// returns false without the lock.
+func (e *Engine) startSynthesis(t *task, refused func()) bool {
+	if !e.admit(t) {
+		e.mu.Lock()
+		if refused != nil {
+			refused()
+		}
+		cause := t.job.cause
+		e.mu.Unlock()
+		e.endTask(t, -1, nil, cause)
+		return false
+	}
+	e.mu.Lock()
+	now := e.cfg.now()
+	t.synthStart = now
+	e.startLocked(t, now)
+	return true
+}
+
 // synthesisWork is one synthesis worker's loop (pipelined engine): take
 // the first queued task of the highest priority, wait for the memory
 // budget, synthesize, hand the result to the device queue; return once
@@ -61,23 +84,15 @@ func (e *Engine) synthesisWork() {
 		e.mu.Unlock()
 		t.queueSpan.End(trace.WithTimestamp(now))
 
-		ok := e.admit(t)
-		if !ok {
+		if !e.startSynthesis(t, func() {
 			cancel()
-			e.mu.Lock()
 			e.synthesizing--
-			cause := t.job.cause
 			e.cond.Broadcast()
-			e.mu.Unlock()
-			e.endTask(t, -1, nil, cause)
+		}) {
 			continue
 		}
-		e.mu.Lock()
-		now = e.cfg.now()
-		t.synthStart = now
 		t.state = StateSynthesizing
 		t.job.refresh()
-		e.startLocked(t, now)
 		e.mu.Unlock()
 		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(runCtx, &t.req) })
 		e.mu.Lock()
@@ -250,17 +265,10 @@ func (e *Engine) deviceWork(i int) {
 			t.state = StateRunning
 			e.mu.Unlock()
 			t.queueSpan.End(trace.WithTimestamp(now))
-			if !e.admit(t) {
-				e.mu.Lock()
-				cause := t.job.cause
-				e.mu.Unlock()
-				e.endTask(t, -1, nil, cause)
+			if !e.startSynthesis(t, nil) {
 				continue
 			}
-			e.mu.Lock()
-			now = e.cfg.now()
-			t.synthStart = now
-			e.startLocked(t, now)
+			now = t.synthStart
 		} else {
 			t = popLocked(&e.devQueues)
 			e.devQueued--
