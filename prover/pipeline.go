@@ -356,12 +356,11 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
 	}
 	proof, err := ProveAssignment(pctx, lc.keys.PK, asg, popts...)
+	otelcuzk.SetError(pspan, err)
+	pspan.End()
 	if err != nil {
-		otelcuzk.SetError(pspan, err)
-		pspan.End()
 		return nil, err
 	}
-	pspan.End()
 	res.Timings.Prove = time.Since(t0)
 
 	t0 = time.Now()
@@ -396,12 +395,11 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		}
 		res.Verified = err == nil
 		vspan.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
+		otelcuzk.SetError(vspan, err)
+		vspan.End()
 		if err != nil {
-			otelcuzk.SetError(vspan, err)
-			vspan.End()
 			return nil, err
 		}
-		vspan.End()
 		res.Timings.Verify = time.Since(t0)
 	}
 	res.Timings.Total = time.Since(s.start)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -98,13 +99,8 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 		}
 	}
 	if devices != nil {
-		used, err := meter.Int64ObservableGauge(MetricDeviceMemoryUsed, metric.WithUnit("By"),
-			metric.WithDescription("Device memory in use."))
-		if err != nil {
-			return nil, err
-		}
-		total, err := meter.Int64ObservableGauge(MetricDeviceMemory, metric.WithUnit("By"),
-			metric.WithDescription("Device memory in all."))
+		used := int64Gauge(meter, &err, MetricDeviceMemoryUsed, "By", "Device memory in use.")
+		total := int64Gauge(meter, &err, MetricDeviceMemory, "By", "Device memory in all.")
 		if err != nil {
 			return nil, err
 		}
@@ -128,31 +124,27 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 	return m, nil
 }
 
+// int64Gauge makes an observable gauge for a callback registered later,
+// joining the meter's error into *err: the caller registers the callback
+// only when every instrument it reads was made.
+func int64Gauge(meter metric.Meter, err *error, name, unit, description string) metric.Int64ObservableGauge {
+	g, gerr := meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(description))
+	*err = errors.Join(*err, gerr)
+	return g
+}
+
 // stageMetrics registers the depth of each stage, the device workers'
 // busy time and the memory budget, all read from one Status per collection.
 func stageMetrics(meter metric.Meter, status func() engine.Status) error {
-	depth, err := meter.Int64ObservableGauge(MetricStageDepth, metric.WithUnit("{job}"),
-		metric.WithDescription("Partitions in each stage: queue (waiting for a synthesis slot), memory (waiting for the budget), synthesis, device_queue (synthesized, waiting for a device), proving."))
-	if err != nil {
-		return err
-	}
-	busy, err := meter.Float64ObservableCounter(MetricDeviceBusy, metric.WithUnit("s"),
+	var err error
+	depth := int64Gauge(meter, &err, MetricStageDepth, "{job}",
+		"Partitions in each stage: queue (waiting for a synthesis slot), memory (waiting for the budget), synthesis, device_queue (synthesized, waiting for a device), proving.")
+	busy, cerr := meter.Float64ObservableCounter(MetricDeviceBusy, metric.WithUnit("s"),
 		metric.WithDescription("Time each device worker spent proving."))
-	if err != nil {
-		return err
-	}
-	budget, err := meter.Int64ObservableGauge(MetricMemoryBudget, metric.WithUnit("By"),
-		metric.WithDescription("Host memory budget of the proofs in flight (0: none)."))
-	if err != nil {
-		return err
-	}
-	healthy, err := meter.Int64ObservableGauge(MetricDeviceHealthy,
-		metric.WithDescription("1 while a device worker is healthy, 0 once its device faulted."))
-	if err != nil {
-		return err
-	}
-	inFlight, err := meter.Int64ObservableGauge(MetricMemoryInFlight, metric.WithUnit("By"),
-		metric.WithDescription("Host memory reserved by the proofs in flight plus the proving keys held."))
+	err = errors.Join(err, cerr)
+	budget := int64Gauge(meter, &err, MetricMemoryBudget, "By", "Host memory budget of the proofs in flight (0: none).")
+	healthy := int64Gauge(meter, &err, MetricDeviceHealthy, "", "1 while a device worker is healthy, 0 once its device faulted.")
+	inFlight := int64Gauge(meter, &err, MetricMemoryInFlight, "By", "Host memory reserved by the proofs in flight plus the proving keys held.")
 	if err != nil {
 		return err
 	}
