@@ -81,33 +81,34 @@ func (d *fakeDaemon) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1
 	return res, nil
 }
 
+// jobLocked is the job of jobID, or of requestID when jobID is empty;
+// NOT_FOUND when d has none. d.mu must be held.
+func (d *fakeDaemon) jobLocked(jobID, requestID string) (*cuzkv1.ProofResult, error) {
+	if jobID == "" {
+		jobID = d.byReq[requestID]
+	}
+	res, ok := d.jobs[jobID]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "%s: no job %q", d.name, jobID)
+	}
+	return res, nil
+}
+
 func (d *fakeDaemon) AwaitProof(_ context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	id := r.GetJobId()
-	if id == "" {
-		id = d.byReq[r.GetRequestId()]
-	}
-	res, ok := d.jobs[id]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "%s: no job %q", d.name, id)
-	}
-	return res, nil
+	return d.jobLocked(r.GetJobId(), r.GetRequestId())
 }
 
 func (d *fakeDaemon) CancelProof(_ context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	id := r.GetJobId()
-	if id == "" {
-		id = d.byReq[r.GetRequestId()]
-	}
-	res, ok := d.jobs[id]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "%s: no job %q", d.name, id)
+	res, err := d.jobLocked(r.GetJobId(), r.GetRequestId())
+	if err != nil {
+		return nil, err
 	}
 	res.Status = cuzkv1.JobStatus_JOB_STATUS_CANCELLED
-	return &cuzkv1.CancelProofResponse{JobId: id, Status: res.Status}, nil
+	return &cuzkv1.CancelProofResponse{JobId: res.JobId, Status: res.Status}, nil
 }
 
 func (d *fakeDaemon) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
