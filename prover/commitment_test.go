@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +25,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
 
@@ -149,14 +147,8 @@ func TestCommitmentKeyReadBackThroughDumpProves(t *testing.T) {
 // with ErrUnsupported and a one-line error naming it.
 func TestPLONKAndOtherCurvesAreStillRefused(t *testing.T) {
 	f := commitmenttest.Setup(t, "lookup")
-	plonk, err := frontend.Compile(ecc.BLS12_381.ScalarField(), scs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bn, err := frontend.Compile(ecc.BN254.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plonk := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), scs.NewBuilder, &circuitstest.Square{})
+	bn := circuitstest.Compile(t, ecc.BN254.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
 	for _, c := range []struct {
 		what string
 		ccs  constraint.ConstraintSystem
@@ -351,22 +343,8 @@ func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
 // with the caller's witness and verifies.
 func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 	f := commitmenttest.Setup(t, "multicommit")
-	dir := t.TempDir()
-	save := func(name string, w interface {
-		WriteTo(w io.Writer) (int64, error)
-	}) string {
-		path := filepath.Join(dir, name)
-		var b bytes.Buffer
-		if _, err := w.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
 	name := fmt.Sprintf("multicommit-%d", time.Now().UnixNano())
-	if err := circuits.RegisterFiles(name, circuits.Files{CS: save("c.r1cs", f.CCS), PK: save("c.pk", f.PK), VK: save("c.vk", f.VK)}); err != nil {
+	if err := circuits.RegisterFiles(name, circuitstest.WriteFiles(t, t.TempDir(), "c", f.CCS, f.PK, f.VK)); err != nil {
 		t.Fatal(err)
 	}
 	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/frontend/cs/scs"
 	"go.opentelemetry.io/otel/codes"
@@ -14,6 +13,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 func TestSentinelsDeclareTheirErrorType(t *testing.T) {
@@ -49,21 +49,12 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 
 func TestFailedSynthesisSpansCarryTheErrorType(t *testing.T) {
 	exp, tp := newRecorder()
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := frontend.NewWitness(&squareCircuit{X: 3, Y: 10}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccs := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
+	w := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 10})
 	if _, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp)); err == nil {
 		t.Fatal("an unsatisfying witness was synthesized")
 	}
-	plonk, err := frontend.Compile(ecc.BLS12_381.ScalarField(), scs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plonk := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), scs.NewBuilder, &circuitstest.Square{})
 	if _, err := Synthesize(context.Background(), plonk, w, WithTracerProvider(tp)); err == nil {
 		t.Fatal("a PLONK system was synthesized")
 	}

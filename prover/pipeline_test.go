@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,11 +15,11 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/frontend"
-	"github.com/consensys/gnark/frontend/cs/r1cs"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -200,50 +199,18 @@ func TestPipelineBackendChoice(t *testing.T) {
 	}
 }
 
-// cubeCircuit is a user's own circuit: x³ + x + 5 = y.
-type cubeCircuit struct {
-	X frontend.Variable
-	Y frontend.Variable `gnark:",public"`
-}
-
-func (c *cubeCircuit) Define(api frontend.API) error {
-	x3 := api.Mul(c.X, c.X, c.X)
-	api.AssertIsEqual(c.Y, api.Add(x3, c.X, 5))
-	return nil
-}
-
 func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	dir := t.TempDir()
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &cubeCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	save := func(name string, wt func(*os.File) error) string {
-		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := wt(f); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	csPath := save("cube.r1cs", func(f *os.File) error { _, err := ccs.WriteTo(f); return err })
-	pkPath := save("cube.pk", func(f *os.File) error { _, err := pk.WriteTo(f); return err })
-	vkPath := save("cube.vk", func(f *os.File) error { _, err := vk.WriteTo(f); return err })
+	ccs, pk, vk := circuitstest.SetupCircuit(t, &circuitstest.Square{})
+	files := circuitstest.WriteFiles(t, dir, "square", ccs, pk, vk)
+	csPath, pkPath := files.CS, files.PK
 
 	// A fresh name per run: the registry is per process (go test -count).
-	cube := fmt.Sprintf("cube-%d", time.Now().UnixNano())
-	if err := circuits.RegisterFiles(cube, circuits.Files{CS: csPath, PK: pkPath, VK: vkPath}); err != nil {
+	square := fmt.Sprintf("square-%d", time.Now().UnixNano())
+	if err := circuits.RegisterFiles(square, files); err != nil {
 		t.Fatal(err)
 	}
-	if err := circuits.RegisterFiles(cube, circuits.Files{CS: csPath, PK: pkPath}); err == nil {
+	if err := circuits.RegisterFiles(square, circuits.Files{CS: csPath, PK: pkPath}); err == nil {
 		t.Error("registered the same name twice")
 	}
 	if err := circuits.RegisterFiles("merkle", circuits.Files{CS: csPath, PK: pkPath}); err == nil {
@@ -254,9 +221,8 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	}
 
 	p := newTestPipeline(t, "cpu", buffer.ReleasePool)
-	w, _ := frontend.NewWitness(&cubeCircuit{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
-	b, _ := w.MarshalBinary()
-	res, err := p.Run(context.Background(), &Request{Circuit: cube, Witness: b, Verify: true})
+	b, _ := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 9}).MarshalBinary()
+	res, err := p.Run(context.Background(), &Request{Circuit: square, Witness: b, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,14 +230,14 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 		t.Error("not verified")
 	}
 	// The key ID hashed from the file's bytes is keycache.Hash of the R1CS.
-	lc, err := p.load(context.Background(), cube, 0)
+	lc, err := p.load(context.Background(), square, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want, _ := keycache.Hash(ccs); lc.keys.Hash != want {
 		t.Errorf("file circuit's key ID %s, keycache.Hash says %s", lc.keys.Hash, want)
 	}
-	if _, err := p.Run(context.Background(), &Request{Circuit: cube, Verify: true}); !errors.Is(err, ErrBadWitness) {
+	if _, err := p.Run(context.Background(), &Request{Circuit: square, Verify: true}); !errors.Is(err, ErrBadWitness) {
 		t.Errorf("file circuit without a witness: %v, want ErrBadWitness", err)
 	}
 }

@@ -10,29 +10,17 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/frontend"
-	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/frontend/cs/scs"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
-// squareCircuit proves Y = X², with X public or secret by its tag.
-type squareCircuit struct {
-	X frontend.Variable `gnark:",public"`
-	Y frontend.Variable
-}
-
-func (c *squareCircuit) Define(api frontend.API) error {
-	api.AssertIsEqual(api.Mul(c.X, c.X), c.Y)
-	return nil
-}
-
-// squareSecret is squareCircuit with both values secret: the same number
+// squareSecret is circuitstest.Square with both values secret: the same number
 // of wires and the same domain, another public split.
 type squareSecret struct {
 	X, Y frontend.Variable
@@ -44,25 +32,12 @@ func (c *squareSecret) Define(api frontend.API) error {
 }
 
 func TestAPLONKConstraintSystemIsRefusedAsUnsupportedByName(t *testing.T) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), scs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccs := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), scs.NewBuilder, &circuitstest.Square{})
 	// A Groth16 key of the same circuit compiled as an R1CS: the refusal
 	// must come from the constraint system, not from a size check.
-	rcs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &squareCircuit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, _, err := groth16.Setup(rcs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := frontend.NewWitness(&squareCircuit{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Prove(context.Background(), ccs, pk, w)
+	_, pk, _ := circuitstest.SetupCircuit(t, &circuitstest.Square{})
+	w := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 9})
+	_, err := Prove(context.Background(), ccs, pk, w)
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
@@ -127,26 +102,16 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 
 func TestAKeyOfAnotherShapeIsReportedWithTheNumbersThatDiffer(t *testing.T) {
 	compile := func(c frontend.Circuit) *fixture {
-		ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pk, _, err := groth16.Setup(ccs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ccs, pk, _ := circuitstest.SetupCircuit(t, c)
 		return &fixture{ccs: ccs, pk: pk}
 	}
-	pub, sec := compile(&squareCircuit{}), compile(&squareSecret{})
+	pub, sec := compile(&circuitstest.Square{}), compile(&squareSecret{})
 	if pub.ccs.GetNbInternalVariables()+pub.ccs.GetNbPublicVariables()+pub.ccs.GetNbSecretVariables() !=
 		sec.ccs.GetNbInternalVariables()+sec.ccs.GetNbPublicVariables()+sec.ccs.GetNbSecretVariables() {
 		t.Fatal("test circuits must have the same number of wires")
 	}
-	w, err := frontend.NewWitness(&squareSecret{X: 3, Y: 9}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Prove(context.Background(), sec.ccs, pub.pk, w)
+	w := circuitstest.NewWitness(t, &squareSecret{X: 3, Y: 9})
+	_, err := Prove(context.Background(), sec.ccs, pub.pk, w)
 	if !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("err = %v, want ErrKeyMismatch", err)
 	}

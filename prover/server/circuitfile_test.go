@@ -3,64 +3,27 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
-	"github.com/consensys/gnark/frontend"
-	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
-
-// cube is a user's own circuit: x³ + x + 5 = y.
-type cube struct {
-	X frontend.Variable
-	Y frontend.Variable `gnark:",public"`
-}
-
-func (c *cube) Define(api frontend.API) error {
-	api.AssertIsEqual(c.Y, api.Add(api.Mul(c.X, c.X, c.X), c.X, 5))
-	return nil
-}
 
 // TestDefaultServerProvesACircuitRegisteredFromFiles: a server built with
 // New's defaults (no WithKnownCircuit) knows a circuit registered from files
 // through the one registry, as soon as it is registered, and a real CPU
 // Pipeline behind it proves and verifies with the caller's witness.
 func TestDefaultServerProvesACircuitRegisteredFromFiles(t *testing.T) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &cube{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	f := prover.CircuitFile{Name: fmt.Sprintf("cube-%d", time.Now().UnixNano()),
-		CS: filepath.Join(dir, "cube.r1cs"), PK: filepath.Join(dir, "cube.pk"), VK: filepath.Join(dir, "cube.vk")}
-	write := func(path string, wt func(*os.File) error) {
-		fh, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		if err := wt(fh); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(f.CS, func(fh *os.File) error { _, err := ccs.WriteTo(fh); return err })
-	write(f.PK, func(fh *os.File) error { _, err := pk.WriteTo(fh); return err })
-	write(f.VK, func(fh *os.File) error { _, err := vk.WriteTo(fh); return err })
+	ccs, pk, vk := circuitstest.SetupCircuit(t, &circuitstest.Square{})
+	files := circuitstest.WriteFiles(t, t.TempDir(), "square", ccs, pk, vk)
+	f := prover.CircuitFile{Name: fmt.Sprintf("square-%d", time.Now().UnixNano()), CS: files.CS, PK: files.PK, VK: files.VK}
 
 	pipe, err := prover.NewPipeline(context.Background(), "cpu", prover.WithKeyCacheDir(t.TempDir()))
 	if err != nil {
@@ -81,11 +44,7 @@ func TestDefaultServerProvesACircuitRegisteredFromFiles(t *testing.T) {
 	}
 	defer c.Close()
 
-	w, err := frontend.NewWitness(&cube{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, err := w.MarshalBinary()
+	wb, err := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 9}).MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
