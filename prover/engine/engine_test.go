@@ -118,6 +118,20 @@ func newEngine(t *testing.T, runners []prover.Runner, opts ...Option) *Engine {
 	return e
 }
 
+// busyEngine starts a one-worker engine (with opts) whose runner holds
+// each Run until r.gate closes or the run's context ends, submits the
+// Normal job id and returns once the runner began it: the worker is busy,
+// later jobs queue. The test fails if goroutines outlive it (noLeak).
+func busyEngine(t *testing.T, id string, opts ...Option) (*fakeRunner, *Engine, JobInfo) {
+	t.Helper()
+	noLeak(t)
+	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 16)}
+	e := newEngine(t, []prover.Runner{r}, opts...)
+	j := mustSubmit(t, e, req(id, priority.Normal))
+	<-r.started
+	return r, e, j
+}
+
 // recorder is a provider whose spans end in exp, shut down when the test
 // ends.
 func recorder(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
@@ -161,11 +175,7 @@ func TestNewRejectsBadWorkers(t *testing.T) {
 }
 
 func TestCriticalOvertakesAndFIFOWithinPriority(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 16)}
-	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("first", priority.Normal))
-	<-r.started // the worker is busy; everything else queues
+	r, e, _ := busyEngine(t, "first")
 	var last JobInfo
 	for _, s := range []struct {
 		id string
@@ -271,11 +281,7 @@ func TestValidatorRefusesBeforeQueueing(t *testing.T) {
 }
 
 func TestCancelQueuedJobNeverRuns(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
-	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("busy", priority.Normal))
-	<-r.started
+	r, e, _ := busyEngine(t, "busy")
 	q := mustSubmit(t, e, req("queued", priority.Normal))
 	if err := e.Cancel(q.ID); err != nil {
 		t.Fatal(err)
@@ -307,11 +313,7 @@ func TestCancelQueuedJobNeverRuns(t *testing.T) {
 }
 
 func TestCancelRunningJobCancelsItsContext(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
-	e := newEngine(t, []prover.Runner{r})
-	j := mustSubmit(t, e, req("run", priority.Normal))
-	<-r.started
+	r, e, j := busyEngine(t, "run")
 	if err := e.Cancel(j.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -330,11 +332,7 @@ func TestCancelRunningJobCancelsItsContext(t *testing.T) {
 }
 
 func TestFullQueueIsRefused(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 8)}
-	e := newEngine(t, []prover.Runner{r}, WithQueueSize(2))
-	mustSubmit(t, e, req("run", priority.Normal))
-	<-r.started
+	r, e, _ := busyEngine(t, "run", WithQueueSize(2))
 	mustSubmit(t, e, req("q1", priority.Normal))
 	mustSubmit(t, e, req("q2", priority.Low))
 	if _, err := e.Submit(context.Background(), req("q3", priority.Critical)); !errors.Is(err, ErrQueueFull) {
@@ -355,11 +353,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 }
 
 func TestAwaitTimeoutLeavesJobRunning(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1)}
-	e := newEngine(t, []prover.Runner{r})
-	j := mustSubmit(t, e, req("slow", priority.Normal))
-	<-r.started
+	r, e, j := busyEngine(t, "slow")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	info, err := e.Await(ctx, j.ID)
@@ -403,11 +397,7 @@ type panicRunner struct{}
 func (panicRunner) Run(context.Context, *prover.Request) (*prover.Result, error) { panic("bad") }
 
 func TestTimingsAndResult(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 2)}
-	e := newEngine(t, []prover.Runner{r})
-	mustSubmit(t, e, req("a", priority.Normal))
-	<-r.started
+	r, e, _ := busyEngine(t, "a")
 	b := mustSubmit(t, e, req("b", priority.Normal))
 	time.Sleep(30 * time.Millisecond)
 	close(r.gate)
@@ -520,11 +510,7 @@ func TestKeptResultsAreBounded(t *testing.T) {
 }
 
 func TestShutdownLetsRunningFinishAndCancelsQueued(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 4)}
-	e := newEngine(t, []prover.Runner{r})
-	run := mustSubmit(t, e, req("run", priority.Normal))
-	<-r.started
+	r, e, run := busyEngine(t, "run")
 	queued := mustSubmit(t, e, req("queued", priority.Normal))
 
 	done := make(chan error, 1)
@@ -554,11 +540,7 @@ func TestShutdownLetsRunningFinishAndCancelsQueued(t *testing.T) {
 }
 
 func TestShutdownDeadlineCancelsRunning(t *testing.T) {
-	noLeak(t)
-	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1)}
-	e := newEngine(t, []prover.Runner{r})
-	run := mustSubmit(t, e, req("run", priority.Normal))
-	<-r.started
+	_, e, run := busyEngine(t, "run")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	err := e.Shutdown(ctx)
