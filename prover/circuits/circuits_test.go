@@ -38,6 +38,9 @@ func TestMulChainHasExactlyNConstraintsAndSatisfyingWitness(t *testing.T) {
 		if got := ccs.GetNbConstraints(); got != n {
 			t.Errorf("mulchain(%d): %d constraints", n, got)
 		}
+		if got := CommittedWires(ccs); got != 0 {
+			t.Errorf("mulchain(%d): CommittedWires = %d, want 0 (no commitment)", n, got)
+		}
 	}
 }
 

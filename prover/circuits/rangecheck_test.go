@@ -14,8 +14,11 @@ func TestRangeCheckHitsRequestedSizeWithACommitment(t *testing.T) {
 		if got := ccs.GetNbConstraints(); got != n {
 			t.Errorf("rangecheck(%d) %s: %d constraints", n, in.Shape, got)
 		}
-		if info := ccs.GetCommitments().(constraint.Groth16Commitments); len(info) != 1 {
+		info := ccs.GetCommitments().(constraint.Groth16Commitments)
+		if len(info) != 1 {
 			t.Errorf("rangecheck(%d): %d commitments, want 1", n, len(info))
+		} else if got, want := CommittedWires(ccs), len(info[0].PrivateCommitted); got != want || got == 0 {
+			t.Errorf("rangecheck(%d): CommittedWires = %d, want %d (> 0)", n, got, want)
 		}
 	}
 	if _, err := Build("rangecheck", rangeCheckMin-1); !errors.Is(err, ErrBadConstraints) {
