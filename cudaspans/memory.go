@@ -62,24 +62,24 @@ func hostBytes(p unsafe.Pointer, size int) []byte {
 // an error matching ErrOutOfMemory.
 func (c *Context) Alloc(ctx context.Context, bytes int) (*DeviceBuffer, error) {
 	b := &DeviceBuffer{allocation[DevicePtr]{c: c, size: bytes}}
-	if err := c.malloc(ctx, buffer.KindDevice, bytes, func() (err error) {
-		b.at, err = c.drv.MemAlloc(c.h, bytes)
-		return err
-	}); err != nil {
+	if err := b.allocate(ctx, buffer.KindDevice, func() (DevicePtr, error) { return c.drv.MemAlloc(c.h, bytes) }); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// malloc runs alloc, which allocates bytes of kind, as a cuda.malloc span
-// (cuzk.buffer.kind, cuda.bytes); bytes must be positive. Its errors name
-// the kind and size and wrap alloc's.
-func (c *Context) malloc(ctx context.Context, kind buffer.Kind, bytes int, alloc func() error) error {
-	if bytes <= 0 {
-		return fmt.Errorf("cudaspans: %s allocation of %d bytes", kind, bytes)
+// allocate sets a's address to what alloc allocates (a.size bytes of
+// kind), as a cuda.malloc span (cuzk.buffer.kind, cuda.bytes); the size
+// must be positive. Its errors name the kind and size and wrap alloc's.
+func (a *allocation[A]) allocate(ctx context.Context, kind buffer.Kind, alloc func() (A, error)) error {
+	if a.size <= 0 {
+		return fmt.Errorf("cudaspans: %s allocation of %d bytes", kind, a.size)
 	}
-	if err := c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(kind, bytes), alloc); err != nil {
-		return fmt.Errorf("cudaspans: allocate %d %s bytes: %w", bytes, kind, err)
+	if err := a.c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(kind, a.size), func() (err error) {
+		a.at, err = alloc()
+		return err
+	}); err != nil {
+		return fmt.Errorf("cudaspans: allocate %d %s bytes: %w", a.size, kind, err)
 	}
 	return nil
 }
@@ -114,10 +114,7 @@ type PinnedBuffer struct{ allocation[unsafe.Pointer] }
 // cuda.malloc span (cuzk.buffer.kind pinned).
 func (c *Context) AllocPinned(ctx context.Context, bytes int) (*PinnedBuffer, error) {
 	b := &PinnedBuffer{allocation[unsafe.Pointer]{c: c, size: bytes}}
-	if err := c.malloc(ctx, buffer.KindPinned, bytes, func() (err error) {
-		b.at, err = c.drv.HostAlloc(c.h, bytes)
-		return err
-	}); err != nil {
+	if err := b.allocate(ctx, buffer.KindPinned, func() (unsafe.Pointer, error) { return c.drv.HostAlloc(c.h, bytes) }); err != nil {
 		return nil, err
 	}
 	return b, nil

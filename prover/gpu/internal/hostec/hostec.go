@@ -82,66 +82,60 @@ func (Group[A, J, F]) FromJac(p *J) XYZZ[F] {
 	return r
 }
 
+// each returns out[i] = f(in[i]) through f, a C function over n
+// elements; nil for none.
+func each[In, Out any](in []In, f func(in, out *C.ulonglong, n C.long)) []Out {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Out, len(in))
+	f(u64p(in), u64p(out), C.long(len(in)))
+	return out
+}
+
+// pairwise returns out[i] = f(p[i], q[i]) through f, a C function over n
+// pairs; nil for none. Lengths must match.
+func pairwise[P, Q, Out any](p []P, q []Q, f func(p, q, out *C.ulonglong, n C.long)) ([]Out, error) {
+	if err := check(len(p), len(q)); err != nil || len(p) == 0 {
+		return nil, err
+	}
+	out := make([]Out, len(p))
+	f(u64p(p), u64p(q), u64p(out), C.long(len(p)))
+	return out, nil
+}
+
 // AddMixed returns p[i] + a[i] (ec.cuh xyzz_add_affine, madd-2008-s with
 // the doubling and inverse cases handled). Lengths must match.
 func (g Group[A, J, F]) AddMixed(p []XYZZ[F], a []A) ([]J, error) {
-	if err := check(len(p), len(a)); err != nil || len(p) == 0 {
-		return nil, err
-	}
-	out := make([]J, len(p))
-	C.hec_add_affine(g.g2, u64p(p), u64p(a), u64p(out), C.long(len(p)))
-	return out, nil
+	return pairwise[XYZZ[F], A, J](p, a, func(p, a, out *C.ulonglong, n C.long) { C.hec_add_affine(g.g2, p, a, out, n) })
 }
 
 // Add returns p[i] + q[i] (ec.cuh xyzz_add, add-2008-s). Lengths must match.
 func (g Group[A, J, F]) Add(p, q []XYZZ[F]) ([]J, error) {
-	if err := check(len(p), len(q)); err != nil || len(p) == 0 {
-		return nil, err
-	}
-	out := make([]J, len(p))
-	C.hec_add(g.g2, u64p(p), u64p(q), u64p(out), C.long(len(p)))
-	return out, nil
+	return pairwise[XYZZ[F], XYZZ[F], J](p, q, func(p, q, out *C.ulonglong, n C.long) { C.hec_add(g.g2, p, q, out, n) })
 }
 
 // Double returns 2·p[i] (ec.cuh xyzz_dbl, dbl-2008-s-1).
 func (g Group[A, J, F]) Double(p []XYZZ[F]) []J {
-	if len(p) == 0 {
-		return nil
-	}
-	out := make([]J, len(p))
-	C.hec_dbl(g.g2, u64p(p), u64p(out), C.long(len(p)))
-	return out
+	return each[XYZZ[F], J](p, func(p, out *C.ulonglong, n C.long) { C.hec_dbl(g.g2, p, out, n) })
 }
 
 // Neg returns −p[i] (ec.cuh xyzz_neg).
 func (g Group[A, J, F]) Neg(p []XYZZ[F]) []J {
-	if len(p) == 0 {
-		return nil
-	}
-	out := make([]J, len(p))
-	C.hec_neg(g.g2, u64p(p), u64p(out), C.long(len(p)))
-	return out
+	return each[XYZZ[F], J](p, func(p, out *C.ulonglong, n C.long) { C.hec_neg(g.g2, p, out, n) })
 }
 
 // MulSmall returns k[i]·p[i] (ec.cuh xyzz_mul_u32). Lengths must match.
 func (g Group[A, J, F]) MulSmall(p []XYZZ[F], k []uint32) ([]J, error) {
-	if err := check(len(p), len(k)); err != nil || len(p) == 0 {
-		return nil, err
-	}
-	out := make([]J, len(p))
-	C.hec_mul_u32(g.g2, u64p(p), (*C.uint)(unsafe.Pointer(&k[0])), u64p(out), C.long(len(p)))
-	return out, nil
+	return pairwise[XYZZ[F], uint32, J](p, k, func(p, k, out *C.ulonglong, n C.long) {
+		C.hec_mul_u32(g.g2, p, (*C.uint)(unsafe.Pointer(k)), out, n)
+	})
 }
 
 // FromAffine returns a[i] as a Jacobian point through ec.cuh's
 // xyzz_from_affine (gnark's (0, 0) is infinity).
 func (g Group[A, J, F]) FromAffine(a []A) []J {
-	if len(a) == 0 {
-		return nil
-	}
-	out := make([]J, len(a))
-	C.hec_from_affine(g.g2, u64p(a), u64p(out), C.long(len(a)))
-	return out
+	return each[A, J](a, func(a, out *C.ulonglong, n C.long) { C.hec_from_affine(g.g2, a, out, n) })
 }
 
 func bools(res []C.int) []bool {
