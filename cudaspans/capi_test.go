@@ -13,7 +13,7 @@ import (
 func TestCPhasesOnAStreamAreTimedByItsEvents(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "c_kernel", 2*time.Millisecond)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	pctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1B)
 	ctx, sess := f.c.BeginSession(pctx)
 	h, release := CParent(ctx)
@@ -87,7 +87,7 @@ func TestCPhaseOnAnUnknownStreamFallsBackToTheHostClock(t *testing.T) {
 
 func TestCPhaseEndedAfterItsStreamClosedRecordsNothingOnIt(t *testing.T) {
 	f := newFixture(t)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	pctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1B)
 	defer parent.End()
 	h, release := CParent(pctx)

@@ -290,10 +290,7 @@ func TestLoadModuleReadsCubinAndPTXFiles(t *testing.T) {
 func TestStreamCloseEmitsPendingSpansAndRefusesFurtherWork(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "k", time.Microsecond)
-	s, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.stream(t)
 	ctx := context.Background()
 	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
 		t.Fatal(err)
@@ -329,21 +326,12 @@ func TestStreamCloseEmitsPendingSpansAndRefusesFurtherWork(t *testing.T) {
 
 func TestStreamOrdinalsAreNeverReusedAfterClose(t *testing.T) {
 	f := newFixture(t)
-	s0, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0 := f.stream(t)
+	s1 := f.stream(t)
 	if err := s0.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := f.stream(t)
 	if s2.ID() == s1.ID() || s2.ID() == s0.ID() {
 		t.Errorf("stream ids %d, %d, then %d after closing the first: cuda.stream must name one stream", s0.ID(), s1.ID(), s2.ID())
 	}

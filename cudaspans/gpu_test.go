@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -25,20 +24,18 @@ import (
 // Tests named *GPU need a CUDA device and skip without one (CI).
 
 type gpuFixture struct {
-	c   *Context
-	rec *tracetest.SpanRecorder
-	tp  *sdktrace.TracerProvider
+	recording
+	c *Context
 }
 
 func openGPU(t *testing.T, opts ...Option) *gpuFixture {
 	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r := newRecording()
 	cache := os.Getenv("CUDASPANS_TEST_CACHE")
 	if cache == "" {
 		cache = t.TempDir()
 	}
-	opts = append([]Option{WithTracerProvider(tp), WithKernelCacheDir(cache)}, opts...)
+	opts = append([]Option{WithTracerProvider(r.tp), WithKernelCacheDir(cache)}, opts...)
 	c, err := Open(0, opts...)
 	if errors.Is(err, ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
@@ -51,17 +48,28 @@ func openGPU(t *testing.T, opts ...Option) *gpuFixture {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &gpuFixture{c: c, rec: rec, tp: tp}
+	return &gpuFixture{recording: r, c: c}
 }
 
-func (g *gpuFixture) ended(name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range g.rec.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
+// testModule compiles testKernels (through the kernel cache) and returns
+// the module; it fails the test on an error.
+func (g *gpuFixture) testModule(t *testing.T) *Module {
+	t.Helper()
+	m, err := g.c.Compile(context.Background(), "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return m
+}
+
+// function returns m's function name; it fails the test on an error.
+func function(t *testing.T, m *Module, name string) *Function {
+	t.Helper()
+	f, err := m.Function(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 const testKernels = `
@@ -117,14 +125,7 @@ func TestDevicesGPU(t *testing.T) {
 func TestKernelRoundTripWithOddParamsGPU(t *testing.T) {
 	g := openGPU(t)
 	ctx := context.Background()
-	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := m.Function("odd_params")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := function(t, g.testModule(t), "odd_params")
 	if p, ok := f.Params(); ok {
 		t.Logf("driver parameter layout of odd_params: %v", p)
 	} else {
@@ -213,14 +214,8 @@ func TestKernelRoundTripWithOddParamsGPU(t *testing.T) {
 func (g *gpuFixture) spinKernel(t *testing.T) (*Module, *Function, *DeviceBuffer) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := g.c.Compile(ctx, "cudaspans_test", testKernels, CompileOptions{Defines: testDefines})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spin, err := m.Function("spin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := g.testModule(t)
+	spin := function(t, m, "spin")
 	sink, err := g.c.Alloc(ctx, 8)
 	if err != nil {
 		t.Fatal(err)

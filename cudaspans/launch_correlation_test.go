@@ -9,10 +9,7 @@ import (
 func TestKernelSpansCarryTheDurationsOfTheLaunchHook(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "ntt_radix2", time.Millisecond)
-	s, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.stream(t)
 	var asked []uint64
 	SetLaunchCorrelation(nil, nil, func(ids []uint64) map[uint64]float64 {
 		asked = append(asked, ids...)

@@ -60,7 +60,7 @@ func TestLaunchChecksArgumentsAgainstTheKernelsParameters(t *testing.T) {
 	f := newFixture(t)
 	f.drv.params["axpy"] = []ParamInfo{{0, 8}, {8, 4}, {16, 40}}
 	k := f.kernel(t, "axpy", time.Microsecond)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	ctx := context.Background()
 	if err := s.Launch(ctx, k, D1(1), D1(1), 0, DevicePtr(1), uint32(2)); err == nil || !strings.Contains(err.Error(), "2 arguments given, the kernel takes 3") {
 		t.Errorf("short argument list: %v", err)

@@ -11,22 +11,36 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
+// recording is a TracerProvider recording into rec, for the fake-driver
+// fixture and the GPU one (gpu_test.go).
+type recording struct {
+	rec *tracetest.SpanRecorder
+	tp  *sdktrace.TracerProvider
+}
+
+func newRecording() recording {
+	rec, tp := spantest.New()
+	return recording{rec: rec, tp: tp}
+}
+
+// ended returns the ended spans called name, in the order they ended.
+func (r recording) ended(name string) []sdktrace.ReadOnlySpan { return spantest.Named(r.rec, name) }
+
 type fixture struct {
+	recording
 	clock *fakeClock
 	drv   *fakeDriver
-	rec   *tracetest.SpanRecorder
-	tp    *sdktrace.TracerProvider
 	c     *Context
 }
 
 func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
-	f := &fixture{clock: newFakeClock(), rec: tracetest.NewSpanRecorder()}
+	f := &fixture{recording: newRecording(), clock: newFakeClock()}
 	f.drv = newFakeDriver(f.clock)
-	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.rec))
 	opts = append([]Option{WithDriver(f.drv), WithTracerProvider(f.tp), withClock(f.clock.now),
 		WithKernelCacheDir(t.TempDir()), withCompiler(&fakeCompiler{})}, opts...)
 	c, err := Open(0, opts...)
@@ -72,14 +86,14 @@ func (f *fixture) endSession(t *testing.T, sess *Session, prove trace.Span) sdkt
 	return totals[0]
 }
 
-func (f *fixture) ended(name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range f.rec.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
+// stream is a new stream of f's context; it fails the test on an error.
+func (f *fixture) stream(t *testing.T) *Stream {
+	t.Helper()
+	s, err := f.c.NewStream()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return s
 }
 
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
@@ -104,10 +118,7 @@ func TestKernelSpansAreChildrenPlacedByTheirEvents(t *testing.T) {
 	f := newFixture(t)
 	ntt := f.kernel(t, "ntt_radix2", 3*time.Millisecond)
 	pw := f.kernel(t, "pointwise", 700*time.Microsecond)
-	s, err := f.c.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.stream(t)
 	ctx, parent := f.parent(context.Background(), otelcuzk.SpanComputeH)
 	enqueued := f.clock.now()
 	for _, fn := range []*Function{ntt, pw, ntt} {
@@ -184,7 +195,7 @@ func absDur(d time.Duration) time.Duration {
 func TestDeviceSpansOutsideTheirParentAreClampedAndCounted(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "msm_bucket", time.Millisecond)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	// Anchor the stream with a first operation, then let the GPU clock fall
 	// 5 ms behind the host clock, as an anchor gone stale would.
 	ctx0, p0 := f.parent(context.Background(), "warmup")
@@ -273,7 +284,7 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 	f := newFixture(t, WithMaxKernelSpans(2))
 	a := f.kernel(t, "ntt_stage", 100*time.Microsecond)
 	b := f.kernel(t, "ntt_twiddle", 300*time.Microsecond)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	ctx, parent := f.parent(context.Background(), otelcuzk.SpanNTTCoset)
 	for _, fn := range []*Function{a, a, a, b, a, b, a} {
 		if err := s.Launch(ctx, fn, D1(8), D1(32), 0); err != nil {
@@ -325,8 +336,8 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "msm_reduce", 2*time.Millisecond)
-	s1, _ := f.c.NewStream()
-	s2, _ := f.c.NewStream()
+	s1 := f.stream(t)
+	s2 := f.stream(t)
 	pctx, prove := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
 	syncs := f.drv.calls["EventSynchronize"]
 	ctx, sess := f.c.BeginSession(pctx)
@@ -388,7 +399,7 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 
 func TestCopySpansCarryBytesAndBandwidth(t *testing.T) {
 	f := newFixture(t)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	ctx := context.Background()
 	buf, err := f.c.Alloc(ctx, 1<<20)
 	if err != nil {
@@ -434,7 +445,7 @@ func TestCopySpansCarryBytesAndBandwidth(t *testing.T) {
 func TestEventErrorsAreReturnedFromSynchronize(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "k", time.Microsecond)
-	s, _ := f.c.NewStream()
+	s := f.stream(t)
 	ctx := context.Background()
 	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
 		t.Fatal(err)
@@ -475,16 +486,15 @@ func (d *timedFake) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block D
 func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
 	clock := newFakeClock()
 	td := &timedFake{fakeDriver: newFakeDriver(clock)}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	c, err := Open(0, WithDriver(td), WithTracerProvider(tp), withClock(clock.now))
+	r := newRecording()
+	c, err := Open(0, WithDriver(td), WithTracerProvider(r.tp), withClock(clock.now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	f := &fixture{clock: clock, drv: td.fakeDriver, rec: rec, tp: tp, c: c}
+	f := &fixture{recording: r, clock: clock, drv: td.fakeDriver, c: c}
 	k := f.kernel(t, "msm_sort", 400*time.Microsecond)
-	s, _ := c.NewStream()
+	s := f.stream(t)
 	ctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1K)
 	if err := s.Launch(ctx, k, D1(2), D1(64), 0, uint64(3)); err != nil {
 		t.Fatal(err)
@@ -516,8 +526,8 @@ func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
 func TestSessionGPUTotalSplitsBusyAndIdleTime(t *testing.T) {
 	f := newFixture(t)
 	k := f.kernel(t, "ntt_pass", 2*time.Millisecond)
-	s1, _ := f.c.NewStream()
-	s2, _ := f.c.NewStream()
+	s1 := f.stream(t)
+	s2 := f.stream(t)
 	pctx, prove := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
 	ctx, sess := f.c.BeginSession(pctx)
 	// Two kernels at once on two streams (overlapping: 2 ms busy, not 4).

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
 
 // TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide runs the real C
@@ -31,8 +29,7 @@ func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
 		t.Fatalf("building the fake: %v\n%s", err, out)
 	}
 	t.Setenv("NVTX_INJECTION64_PATH", "")
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spantest.New()
 	c, err := Start(context.Background(), WithLibraryPaths(lib), WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
@@ -52,15 +49,8 @@ func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var phase, kernel sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "fake.phase":
-			phase = s
-		case "fake_kernel":
-			kernel = s
-		}
-	}
+	byName := spantest.ByName(rec)
+	phase, kernel := byName["fake.phase"], byName["fake_kernel"]
 	if phase == nil || kernel == nil {
 		t.Fatalf("range %v, kernel %v (stats %+v)", phase != nil, kernel != nil, c.Stats())
 	}

@@ -6,10 +6,12 @@ import (
 	"math"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -44,8 +46,7 @@ func startGPU(t *testing.T) *gpuCapture {
 	if _, err := cudaspans.LoadDriver(); errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
 	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spantest.New()
 	c, err := Start(context.Background(), WithTracerProvider(tp), WithLogger(func(s string) { t.Log(s) }))
 	if err != nil {
 		t.Fatalf("CUPTI on a GPU host: %v", err)
@@ -73,15 +74,6 @@ func (g *gpuCapture) byClock(name, clock string) []sdktrace.ReadOnlySpan {
 		}
 	}
 	return out
-}
-
-func roAttr(s sdktrace.ReadOnlySpan, k string) (any, bool) {
-	for _, kv := range s.Attributes() {
-		if string(kv.Key) == k {
-			return kv.Value.AsInterface(), true
-		}
-	}
-	return nil, false
 }
 
 // TestRecordLayoutOnDeviceGPU launches a kernel of known shape and checks
@@ -131,7 +123,7 @@ func TestRecordLayoutOnDeviceGPU(t *testing.T) {
 		"cuda.kernel.name": "cupti_probe", "cuda.grid": "3,5,7", "cuda.block": "32,2,1",
 		"cuda.shared_bytes": int64(96), "cuda.static_shared_bytes": int64(64), "cuda.device.ordinal": int64(0),
 	} {
-		if got, _ := roAttr(k, key); got != want {
+		if got, _ := spantest.Attr(k, attribute.Key(key)); got != want {
 			t.Errorf("%s = %v, want %v (record layout differs from records.go)", key, got, want)
 		}
 	}
@@ -139,11 +131,11 @@ func TestRecordLayoutOnDeviceGPU(t *testing.T) {
 	if len(ev) != 1 {
 		t.Fatalf("%d cudaspans spans of the kernel", len(ev))
 	}
-	evMS, _ := roAttr(ev[0], "cuda.gpu_ms")
-	cuMS, _ := roAttr(k, "cuda.cupti_ms")
-	off, _ := roAttr(k, "cuda.clock.offset_ns")
-	unc, _ := roAttr(k, "cuda.clock.uncertainty_ns")
-	regs, _ := roAttr(k, "cuda.registers_per_thread")
+	evMS, _ := spantest.Attr(ev[0], "cuda.gpu_ms")
+	cuMS, _ := spantest.Attr(k, "cuda.cupti_ms")
+	off, _ := spantest.Attr(k, "cuda.clock.offset_ns")
+	unc, _ := spantest.Attr(k, "cuda.clock.uncertainty_ns")
+	regs, _ := spantest.Attr(k, "cuda.registers_per_thread")
 	t.Logf("kernel: CUPTI %.4f ms, events %.4f ms; clock offset %v ns ± %v ns; %v registers", cuMS, evMS, off, unc, regs)
 	if cuMS.(float64) <= 0 || cuMS.(float64) > evMS.(float64)*1.5+0.01 {
 		t.Errorf("CUPTI duration %v ms against the events' %v ms: the start/end offsets are wrong", cuMS, evMS)
@@ -203,11 +195,11 @@ func TestCudaspansKernelsTracedOnceGPU(t *testing.T) {
 	}
 	within, worst := 0, 0.0
 	for _, s := range ev {
-		cu, ok := roAttr(s, "cuda.cupti_ms")
+		cu, ok := spantest.Attr(s, "cuda.cupti_ms")
 		if !ok {
 			t.Fatalf("kernel span without cuda.cupti_ms (stats %+v)", g.c.Stats())
 		}
-		e, _ := roAttr(s, "cuda.gpu_ms")
+		e, _ := spantest.Attr(s, "cuda.gpu_ms")
 		diff := math.Abs(cu.(float64) - e.(float64))
 		if diff <= math.Max(0.01*e.(float64), 0.002) {
 			within++

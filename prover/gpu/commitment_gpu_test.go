@@ -17,12 +17,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers "cuda"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // openCUDA opens the registered "cuda" backend recording into rec; it
@@ -36,7 +36,7 @@ func openCUDA(t *testing.T) (prover.Backend, *tracetest.SpanRecorder, *sdktrace.
 	if !ok {
 		t.Fatal("no cuda backend registered")
 	}
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	b, err := open(context.Background(), prover.BackendOptions{TracerProvider: tp})
 	if errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, prover.ErrBackendUnavailable) {
 		t.Skipf("no CUDA device: %v", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -56,7 +57,7 @@ func newProveFixture(t *testing.T, name string, n int) *proveFixture {
 func openBackend(t *testing.T, mode buffer.ReleaseMode) (*Backend, *buffer.Releaser, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	needDevice(t)
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
@@ -259,15 +260,6 @@ func (x *spanIndex) under(sp sdktrace.ReadOnlySpan, name string) bool {
 	return false
 }
 
-func spanAttr(sp sdktrace.ReadOnlySpan, key string) (any, bool) {
-	for _, kv := range sp.Attributes() {
-		if string(kv.Key) == key {
-			return kv.Value.AsInterface(), true
-		}
-	}
-	return nil, false
-}
-
 // TestFullProveGPUSpans: one CUDA proof records gpu.lock and gpu.total as
 // children of groth16.prove (gpu.total inside it, with its op count), each
 // MSM (the four on G1 and msm.g2.b) with kernel spans below it, host-to-device copies with cuda.bytes
@@ -333,7 +325,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
 					t.Errorf("gpu.total [%v, %v] outside groth16.prove [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
 				}
-				if ops, _ := spanAttr(sp, string(otelcuzk.KeyCUDAOpCount)); ops == nil || ops.(int64) < 10 {
+				if ops, _ := spantest.Attr(sp, otelcuzk.KeyCUDAOpCount); ops == nil || ops.(int64) < 10 {
 					t.Errorf("gpu.total covers %v device operations, want the proof's (>= 10)", ops)
 				}
 				t.Logf("gpu.total %v of groth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
@@ -346,7 +338,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				for _, m := range spans {
 					kernels := 0
 					for _, sp := range x.spans {
-						if _, ok := spanAttr(sp, string(otelcuzk.KeyCUDAKernelName)); ok && x.byID[sp.Parent().SpanID()] != nil &&
+						if _, ok := spantest.Attr(sp, otelcuzk.KeyCUDAKernelName); ok && x.byID[sp.Parent().SpanID()] != nil &&
 							sp.Parent().SpanID() == m.SpanContext().SpanID() {
 							kernels++
 						}
@@ -356,9 +348,9 @@ func TestFullProveGPUSpans(t *testing.T) {
 					}
 					// The scalar counts of A, B, K (prover.MSMScalarAttributes):
 					// mulchain's wires are full-width but for the constant 1.
-					zero, okZ := spanAttr(m, string(otelcuzk.KeyMSMScalarsZero))
-					one, okO := spanAttr(m, string(otelcuzk.KeyMSMScalarsOne))
-					size, _ := spanAttr(m, string(otelcuzk.KeyMSMSize))
+					zero, okZ := spantest.Attr(m, otelcuzk.KeyMSMScalarsZero)
+					one, okO := spantest.Attr(m, otelcuzk.KeyMSMScalarsOne)
+					size, _ := spantest.Attr(m, otelcuzk.KeyMSMSize)
 					if wantCounts := msm != otelcuzk.SpanMSMG1H; okZ != wantCounts || okO != wantCounts {
 						t.Errorf("%s: scalar counts present %v/%v, want %v", msm, okZ, okO, wantCounts)
 					} else if wantCounts && (zero.(int64)+one.(int64) > size.(int64) || one.(int64) < 0) {
@@ -371,8 +363,8 @@ func TestFullProveGPUSpans(t *testing.T) {
 				if !x.under(sp, otelcuzk.SpanGroth16Prove) {
 					continue
 				}
-				bytes, okB := spanAttr(sp, string(otelcuzk.KeyCUDABytes))
-				gbps, okG := spanAttr(sp, string(otelcuzk.KeyCUDAGBPerSecond))
+				bytes, okB := spantest.Attr(sp, otelcuzk.KeyCUDABytes)
+				gbps, okG := spantest.Attr(sp, otelcuzk.KeyCUDAGBPerSecond)
 				if !okB || !okG || bytes.(int64) <= 0 || gbps.(float64) <= 0 {
 					t.Errorf("copy span without cuda.bytes and cuda.gbps: %v", sp.Attributes())
 				}
@@ -384,8 +376,8 @@ func TestFullProveGPUSpans(t *testing.T) {
 			kinds := map[string]int{}
 			evicted := 0
 			for _, sp := range x.named(otelcuzk.SpanBufferRelease) {
-				k, _ := spanAttr(sp, string(otelcuzk.KeyBufferKind))
-				m, _ := spanAttr(sp, string(otelcuzk.KeyReleaseMode))
+				k, _ := spantest.Attr(sp, otelcuzk.KeyBufferKind)
+				m, _ := spantest.Attr(sp, otelcuzk.KeyReleaseMode)
 				// Device memory is freed at once in every mode, and pool
 				// mode keeps only mmap buffers (buffer.Releaser).
 				want := string(mode)

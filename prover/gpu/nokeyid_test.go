@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
@@ -28,7 +29,7 @@ func fakeKernelBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedev
 	if drv == nil {
 		drv = fakedevice.New(1 << 30)
 	}
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(drv), cudaspans.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)

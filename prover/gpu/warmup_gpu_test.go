@@ -8,9 +8,9 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -78,7 +78,7 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	t.Logf("cold warm-up (empty kernel cache) %v: %v", cold.Round(time.Millisecond), lines)
 
 	before := cudaspans.CompileCount()
-	_, tp2 := gputest.Recorder()
+	_, tp2 := spantest.New()
 	b2, err := Open(ctx, prover.BackendOptions{TracerProvider: tp2})
 	if err != nil {
 		t.Fatal(err)

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
 
 func TestCCodeRecordsADevicePhaseOnAStreamGPU(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spantest.New()
 	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
 	if errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
@@ -36,15 +33,8 @@ func TestCCodeRecordsADevicePhaseOnAStreamGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End()
-	var dev, prove sdktrace.ReadOnlySpan
-	for _, sp := range rec.Ended() {
-		switch sp.Name() {
-		case "c.device_phase":
-			dev = sp
-		case "c.prove":
-			prove = sp
-		}
-	}
+	byName := spantest.ByName(rec)
+	dev, prove := byName["c.device_phase"], byName["c.prove"]
 	if dev == nil || prove == nil {
 		t.Fatal("missing c.device_phase or c.prove")
 	}

@@ -6,15 +6,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
 
 func TestCCodeRecordsNestedHostPhases(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spantest.New()
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "groth16.prove")
 	h, release := cudaspans.CParent(ctx)
 	if got := Prove(h, 0, 2*time.Millisecond, 3*time.Millisecond); got != 4 {
@@ -23,10 +21,7 @@ func TestCCodeRecordsNestedHostPhases(t *testing.T) {
 	release()
 	parent.End()
 
-	byName := map[string]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
-		byName[s.Name()] = s
-	}
+	byName := spantest.ByName(rec)
 	childOf := map[string]string{
 		"c.prove": "groth16.prove", "c.sort": "c.prove", "c.msm": "c.prove", "c.bucket_reduce": "c.msm",
 	}
@@ -66,8 +61,7 @@ func TestCCodeRecordsNestedHostPhases(t *testing.T) {
 }
 
 func TestCCodeWithAReleasedParentRecordsNothing(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spantest.New()
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "p")
 	h, release := cudaspans.CParent(ctx)
 	release()
@@ -82,17 +76,13 @@ func TestCCodeWithAReleasedParentRecordsNothing(t *testing.T) {
 
 func TestCPlusPlusScopesEndTheirSpansOnEveryPath(t *testing.T) {
 	for _, early := range []bool{false, true} {
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		rec, tp := spantest.New()
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "p")
 		h, release := cudaspans.CParent(ctx)
 		Scoped(h, early)
 		release()
 		parent.End()
-		names := map[string]sdktrace.ReadOnlySpan{}
-		for _, s := range rec.Ended() {
-			names[s.Name()] = s
-		}
+		names := spantest.ByName(rec)
 		outer, inner := names["cpp.outer"], names["cpp.inner"]
 		if outer == nil || inner == nil {
 			t.Fatalf("early=%v: ended spans %v, want cpp.outer and cpp.inner", early, names)

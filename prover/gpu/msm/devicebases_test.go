@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
@@ -33,7 +34,7 @@ type basesFixture struct {
 // newBasesFixture opens the fake device with room for capacity bytes.
 func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *basesFixture {
 	t.Helper()
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	f := &basesFixture{drv: newKeysFakeDriver(capacity), rec: rec}
 	c, err := cudaspans.Open(0, cudaspans.WithDriver(f.drv), cudaspans.WithTracerProvider(tp))
 	if err != nil {

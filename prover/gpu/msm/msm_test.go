@@ -19,9 +19,9 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // ---- host-side parts (no GPU) ----
@@ -215,7 +215,7 @@ type tracedMSM struct {
 func openTracedMSMGPU(t *testing.T) *tracedMSM {
 	t.Helper()
 	ctx := context.Background()
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)

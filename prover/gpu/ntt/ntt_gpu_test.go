@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -22,7 +23,7 @@ import (
 // on a host without a CUDA driver or device.
 func openGPU(t testing.TB) (*cudaspans.Context, *Engine, *cudaspans.Stream, *tracetest.SpanRecorder, trace.TracerProvider) {
 	t.Helper()
-	rec, tp := gputest.Recorder()
+	rec, tp := spantest.New()
 	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp), cudaspans.WithKernelCacheDir(t.TempDir()))
 	if errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)

@@ -1,5 +1,5 @@
 // Package gputest holds the helpers the GPU tests of prover/gpu and its
-// packages share: a span recorder, vectors, their comparison, compute_h
+// packages share: vectors, their comparison, compute_h
 // inputs with the CPU's result, base sets, the nesting check of the NTT's
 // kernel spans, and the check of Go mirrors of kernel constants. For
 // tests only.
@@ -21,13 +21,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
-
-// Recorder returns a span recorder and a TracerProvider that records into
-// it; a span is in rec.Ended() as soon as it ends.
-func Recorder() (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
-	rec := tracetest.NewSpanRecorder()
-	return rec, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-}
 
 // ComputeHCase returns a compute_h input of n elements (a power of two):
 // its domain, random vectors a, b and c, and want, the CPU backend's H
