@@ -17,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 )
 
 // A ForceFlush whose caller gives it 10 ms, against a healthy exporter that
@@ -329,5 +331,32 @@ func TestGRPCEndpointDownAtStartGetsTheSpansOnceItIsUp(t *testing.T) {
 	}
 	if r.spanCount() == 0 {
 		t.Fatalf("no span arrived within %v of the gRPC endpoint coming back (%d dropped)", time.Since(up), tel.DroppedSpans())
+	}
+}
+
+// An endpoint that accepts connections and never answers, over either
+// protocol: Shutdown returns within ShutdownBound and counts every span as
+// dropped (issue 11 item 7's endpoint, at the library).
+func TestShutdownAgainstABlackholeHoldsTheBoundAndCountsTheSpans(t *testing.T) {
+	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
+		t.Run(protocol, func(t *testing.T) {
+			clearEnv(t)
+			bh, err := otlptest.NewBlackhole()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bh.Close()
+			tel := newTel(t, WithEndpoint(bh.URL()), WithProtocol(protocol), WithInsecure(), WithTimeout(500*time.Millisecond),
+				WithLogWriter(nil), WithoutUntraced())
+			emit(tel, 7)
+			start := time.Now()
+			err = tel.Shutdown(context.Background())
+			if took := time.Since(start); took > tel.ShutdownBound()+500*time.Millisecond {
+				t.Errorf("Shutdown took %v, bound %v", took, tel.ShutdownBound())
+			}
+			if d := tel.DroppedSpans(); d != 7 || !errors.Is(err, ErrSpansDropped) {
+				t.Fatalf("DroppedSpans = %d, Shutdown err = %v; want 7 dropped", d, err)
+			}
+		})
 	}
 }

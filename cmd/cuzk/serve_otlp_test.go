@@ -354,17 +354,44 @@ func TestServeRecordsAnUnsampledCallersJobAsALinkedRoot(t *testing.T) {
 	}
 }
 
-// An operator's sampler is honoured exactly: parentbased follows the
-// caller's 00 and records nothing; always_off records nothing.
+// An operator's sampler is honoured exactly: parentbased_* follows the
+// caller's 00 and records nothing; always_off and a ratio of 0 record
+// nothing; always_on and traceidratio (default ratio 1) ignore the parent
+// and record the job in the caller's trace, with no new root or link.
 func TestServeHonoursAnExplicitSamplerForUnsampledCallers(t *testing.T) {
-	for _, sampler := range []string{"parentbased_always_on", "always_off"} {
-		t.Run(sampler, func(t *testing.T) {
-			res, recv, caller := proveAsUnsampledCaller(t, sampler)
-			if n := len(recv.Spans()); n != 0 {
-				t.Errorf("%d spans recorded, want none", n)
+	for _, c := range []struct {
+		sampler, arg string
+		records      bool
+	}{
+		{"parentbased_always_on", "", false},
+		{"parentbased_traceidratio", "1", false},
+		{"always_off", "", false},
+		{"traceidratio", "0", false},
+		{"traceidratio", "", true},
+		{"always_on", "", true},
+	} {
+		t.Run(c.sampler+"_"+c.arg, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", c.arg)
+			res, recv, caller := proveAsUnsampledCaller(t, c.sampler)
+			if res.TraceID != caller.TraceID().String() {
+				t.Errorf("result trace id %s, want the caller's %s (the job is its child)", res.TraceID, caller.TraceID())
 			}
-			if sampler == "parentbased_always_on" && res.TraceID != caller.TraceID().String() {
-				t.Errorf("result trace id %s, want the caller's %s (the job is its unrecorded child)", res.TraceID, caller.TraceID())
+			spans := recv.Spans()
+			if !c.records {
+				if len(spans) != 0 {
+					t.Errorf("%d spans recorded, want none", len(spans))
+				}
+				return
+			}
+			job := false
+			for _, s := range spans {
+				job = job || s.Name == otelcuzk.SpanEngineJob
+				if s.TraceID != caller.TraceID().String() || len(s.Links) != 0 {
+					t.Errorf("span %s in trace %s with %d links, want the caller's trace and no link", s.Name, s.TraceID, len(s.Links))
+				}
+			}
+			if !job {
+				t.Errorf("no engine.job among %d spans recorded", len(spans))
 			}
 		})
 	}
