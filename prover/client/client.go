@@ -221,6 +221,7 @@ type Client struct {
 	api  cuzkv1.ProvingEngineClient
 	// addrs are the daemons of a client made by DialAddrs; nil for Dial.
 	addrs []string
+	view  *fleetView // DialAddrs: the daemons' states
 }
 
 // Dial returns a client of the daemon at addr ("host:port"); the
@@ -276,7 +277,10 @@ func (c *Client) Submit(ctx context.Context, r Request) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	ctx, rt := c.routeRequest(ctx, r.RequestID)
+	ctx, rt, held := c.routeRequest(ctx, r.RequestID)
+	if held != nil {
+		return Job{ID: held.JobID, Existing: true, Status: held.Status, TraceID: held.TraceID}, nil
+	}
 	resp, err := c.api.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: pr})
 	if err != nil {
 		return Job{}, err
@@ -299,7 +303,7 @@ func (c *Client) Await(ctx context.Context, id string, timeout time.Duration) (*
 
 // AwaitRequest is Await for the job of a request id.
 func (c *Client) AwaitRequest(ctx context.Context, requestID string, timeout time.Duration) (*Result, error) {
-	ctx, _ = c.routeRequest(ctx, requestID)
+	ctx, _, _ = c.routeRequest(ctx, requestID)
 	return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: requestID, TimeoutMs: uint64(max(timeout, 0) / time.Millisecond)})
 }
 
@@ -319,7 +323,11 @@ func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, rt := c.routeRequest(ctx, r.RequestID)
+	ctx, rt, held := c.routeRequest(ctx, r.RequestID)
+	if held != nil {
+		// A daemon that is draining: wait for the job it holds.
+		return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: r.RequestID})
+	}
 	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Request: pr})
 	if err != nil {
 		return rt.result(resultOfError(err)), err
@@ -347,7 +355,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (JobStatus, error) {
 // status after the call. NOT_FOUND when the daemon has no job of that
 // request id, FAILED_PRECONDITION for one that already ended.
 func (c *Client) CancelRequest(ctx context.Context, requestID string) (jobID string, st JobStatus, err error) {
-	ctx, rt := c.routeRequest(ctx, requestID)
+	ctx, rt, _ := c.routeRequest(ctx, requestID)
 	resp, err := c.api.CancelProof(ctx, &cuzkv1.CancelProofRequest{RequestId: requestID})
 	if err != nil {
 		return "", "", err

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -34,7 +35,8 @@ import (
 //     those in TRANSIENT_FAILURE (down, or NOT_SERVING by grpc.health.v1).
 //     A daemon still connecting makes the call wait instead of being
 //     skipped, so a request id does not move because a client was just
-//     started. When every daemon that is up is NOT_SERVING (warming up,
+//     started. A daemon skipped for NOT_SERVING that holds the request
+//     id's job still gets the id's calls (Client.routeRequest asks it). When every daemon that is up is NOT_SERVING (warming up,
 //     as cuzk serve does until its kernels are ready, while it queues
 //     proofs), the first in rank among them takes the call. The ranking depends only on the id and the address list,
 //     so every client with the same list, in any process, sends a request
@@ -137,10 +139,61 @@ type fleetBalancer struct {
 	subConns   map[string]*daemonConn
 	addrs      []string // in the resolver's order
 	resolveErr error
+	view       *fleetView // the Client's window on the pickers; nil if not given
+}
+
+// fleetView lets a Client see the daemons' states the balancer last
+// published (the balancer is gRPC's; the view reaches it through the
+// resolver state's attributes).
+type fleetView struct {
+	mu sync.Mutex
+	p  *fleetPicker
+}
+
+type fleetViewKey struct{}
+
+func (v *fleetView) set(p *fleetPicker) {
+	v.mu.Lock()
+	v.p = p
+	v.mu.Unlock()
+}
+
+// skippedFirst returns the daemon ranked first for key among those
+// connected when the picker skips it: it says NOT_SERVING (draining, as
+// cuzk serve does from the start of its shutdown) while a daemon ranked
+// below it serves. It may still hold key's job; "" when routing by key
+// reaches the first-ranked daemon up anyway.
+func (v *fleetView) skippedFirst(key string) string {
+	v.mu.Lock()
+	p := v.p
+	v.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	skipped := ""
+	for _, a := range rank(key, p.addrs) {
+		d := p.conns[a]
+		switch {
+		case d.state == connectivity.TransientFailure:
+			continue // down: it answers nothing
+		case d.state == connectivity.Ready && d.health == connectivity.TransientFailure:
+			if skipped == "" {
+				skipped = a
+			}
+			continue
+		case d.state == connectivity.Ready && d.health == connectivity.Ready:
+			return skipped
+		}
+		return "" // connecting or health unknown: the picker waits for it
+	}
+	return "" // none serving: the picker takes the first up anyway
 }
 
 func (b *fleetBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
 	b.resolveErr = nil
+	if v, ok := s.ResolverState.Attributes.Value(fleetViewKey{}).(*fleetView); ok {
+		b.view = v
+	}
 	seen := map[string]bool{}
 	b.addrs = b.addrs[:0]
 	for _, a := range s.ResolverState.Addresses {
@@ -263,6 +316,9 @@ func (b *fleetBalancer) publish() {
 			}
 		}
 	}
+	if b.view != nil {
+		b.view.set(p)
+	}
 	b.cc.UpdateState(balancer.State{ConnectivityState: agg, Picker: p})
 }
 
@@ -370,7 +426,10 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 //     counts as serving), or, when none is serving, among those up (they
 //     queue the proof until ready). A retry with the same request id
 //     therefore finds the job the first call made, as long as that daemon
-//     stays up and serving.
+//     stays up: when the daemon ranked first is up but NOT_SERVING
+//     (draining), it is asked first (AwaitProof by request id, not
+//     waiting; a span of its own in the caller's trace) and the call goes
+//     to it when it holds the job; new request ids go to the others.
 //   - The job ids the client returns name their daemon: "ADDRESS/JOB"
 //     (Job.ID, Result.JobID). Await and Cancel of such an id go to that
 //     daemon, and fail with UNAVAILABLE while it is down; an id naming
@@ -411,6 +470,8 @@ func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 		}
 		state.Addresses = append(state.Addresses, ra)
 	}
+	view := &fleetView{}
+	state.Attributes = attributes.New(fleetViewKey{}, view)
 	r := manual.NewBuilderWithScheme("cuzk-fleet")
 	r.InitialState(state)
 	dopts := append(dialOptions(cfg),
@@ -420,20 +481,42 @@ func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", strings.Join(addrs, ", "), err)
 	}
-	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn), addrs: append([]string(nil), addrs...)}, nil
+	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn), addrs: append([]string(nil), addrs...), view: view}, nil
 }
 
 // Addrs returns the daemons of a client made by DialAddrs (nil for Dial).
 func (c *Client) Addrs() []string { return append([]string(nil), c.addrs...) }
 
 // routeRequest routes a call by request id; rt is nil for a client of one
-// daemon.
-func (c *Client) routeRequest(ctx context.Context, requestID string) (context.Context, *route) {
+// daemon. When the daemon ranked first for the id is up but skipped (NOT_SERVING,
+// draining) and holds the id's job, the call goes to it instead, and held
+// is that job as the daemon reported it (so a retry while a daemon drains
+// finds its job rather than proving it again elsewhere).
+func (c *Client) routeRequest(ctx context.Context, requestID string) (_ context.Context, rt *route, held *Result) {
 	if len(c.addrs) == 0 {
-		return ctx, nil
+		return ctx, nil, nil
 	}
-	rt := &route{key: requestID}
-	return withRoute(ctx, rt), rt
+	if a := c.view.skippedFirst(requestID); a != "" {
+		if res := c.holds(ctx, a, requestID); res != nil {
+			rt = &route{addr: a}
+			return withRoute(ctx, rt), rt, rt.result(res)
+		}
+	}
+	rt = &route{key: requestID}
+	return withRoute(ctx, rt), rt, nil
+}
+
+// holds asks daemon addr for the job of requestID without waiting for it:
+// its result (a running job's as far as it got), or nil when addr has no
+// such job or does not answer.
+func (c *Client) holds(ctx context.Context, addr, requestID string) *Result {
+	resp, err := c.api.AwaitProof(withRoute(ctx, &route{addr: addr}), &cuzkv1.AwaitProofRequest{RequestId: requestID, TimeoutMs: 1})
+	if err != nil {
+		// DEADLINE_EXCEEDED for a job still running, the job's own
+		// status for one that failed: both carry its result.
+		return resultOfError(err)
+	}
+	return resultFrom(resp)
 }
 
 // routeJob routes a call to the daemon that job id names and returns the

@@ -277,6 +277,21 @@ func TestFleetRoutesByRequestIDAndJobID(t *testing.T) {
 	if res, err := c.Await(ctx, aJob.ID, time.Second); err != nil || res.JobID != aJob.ID {
 		t.Errorf("Await(%s) on NOT_SERVING a: %+v %v, want its job", aJob.ID, res, err)
 	}
+	// A retry of a request a holds, while a drains, finds its job on a:
+	// never proved again on b.
+	aReq := requestIDOf(jobs, aJob)
+	if j, err := c.Submit(ctx, Request{RequestID: aReq, Circuit: "mulchain"}); err != nil || j.ID != aJob.ID || !j.Existing {
+		t.Errorf("a NOT_SERVING: retry of %s: %+v %v, want a's existing job %s", aReq, j, err, aJob.ID)
+	}
+	if res, err := c.Prove(ctx, Request{RequestID: aReq, Circuit: "mulchain"}); err != nil || res.JobID != aJob.ID {
+		t.Errorf("a NOT_SERVING: Prove retry of %s: %+v %v, want a's job %s", aReq, res, err, aJob.ID)
+	}
+	if res, err := c.AwaitRequest(ctx, aReq, time.Second); err != nil || res.JobID != aJob.ID {
+		t.Errorf("a NOT_SERVING: AwaitRequest(%s): %+v %v, want a's job %s", aReq, res, err, aJob.ID)
+	}
+	if id := b.holds(aReq); id != "" {
+		t.Errorf("a NOT_SERVING: b made job %s for %s, which a holds", id, aReq)
+	}
 
 	// a SERVING again: its request ids go back to it and find their jobs.
 	a.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
