@@ -27,12 +27,18 @@ func loadCompose(ctx context.Context, path string) (*types.Project, error) {
 }
 
 // composeProblems returns what is unsafe or broken in a loaded project: a
-// published port not bound to 127.0.0.1, a bind mount whose source does not
-// exist (Docker would create an empty directory in its place).
+// published port not bound to 127.0.0.1, a service on the host's network
+// (no binds at all), a bind mount whose source does not exist (Docker
+// would create an empty directory in its place).
 func composeProblems(p *types.Project) []string {
 	var out []string
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
+		if s.NetworkMode == "host" {
+			// Every port the service listens on is then on the host's
+			// interfaces, whatever ports: says.
+			out = append(out, fmt.Sprintf("%s runs with network_mode host: its ports bypass the 127.0.0.1 binds", name))
+		}
 		for _, port := range s.Ports {
 			if port.Published != "" && port.HostIP != "127.0.0.1" {
 				out = append(out, fmt.Sprintf("%s publishes %s on %q, not 127.0.0.1", name, port.Published, port.HostIP))
@@ -89,7 +95,8 @@ func TestComposeFileLoadsAndIsSafe(t *testing.T) {
 	}
 	broken := strings.Replace(string(b), `"127.0.0.1:9090:9090"`, `"9090:9090"`, 1)
 	broken = strings.Replace(broken, "./prometheus.yml:", "./prometheus-missing.yml:", 1)
-	if broken == string(b) {
+	broken = strings.Replace(broken, "  jaeger:\n", "  jaeger:\n    network_mode: host\n", 1)
+	if strings.Count(broken, "network_mode: host") != 1 || broken == string(b) {
 		t.Fatal("compose.yaml lines the test edits are gone; update the test")
 	}
 	// The edited copy goes into a copy of deploy/, so the relative mounts
@@ -107,8 +114,9 @@ func TestComposeFileLoadsAndIsSafe(t *testing.T) {
 		t.Fatalf("compose-go on the edited file: %v", err)
 	}
 	got := strings.Join(composeProblems(bp), "\n")
-	if !strings.Contains(got, "prometheus publishes 9090") || !strings.Contains(got, "prometheus-missing.yml") {
-		t.Errorf("the checks missed a port on all interfaces or a missing mount:\n%s", got)
+	if !strings.Contains(got, "prometheus publishes 9090") || !strings.Contains(got, "prometheus-missing.yml") ||
+		!strings.Contains(got, "jaeger runs with network_mode host") {
+		t.Errorf("the checks missed a port on all interfaces, a service on the host's network or a missing mount:\n%s", got)
 	}
 	if _, err := loadCompose(ctx, filepath.Join(t.TempDir(), "none.yaml")); err == nil {
 		t.Error("a missing compose file loaded")
