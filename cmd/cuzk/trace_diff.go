@@ -49,7 +49,8 @@ The output is the tree of paths with A, B, the change in ms and % and the
 untraced time of each side, the largest moves first at every level, paths
 on one side only marked [only A] or [only B], and "*" at the end of each
 row that moved: by --threshold-ms and by --threshold-pct of A or more (a
-path on one side only: by --threshold-ms). Then one verdict line per layer
+path on one side only: by --threshold-ms; each finite and 0 or more, 0
+taken as 0: every change moves by that measure). Then one verdict line per layer
 (a span with children) that moved or holds a path that moved, and per root
 that moved, naming the children that moved, e.g.
 "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms";
@@ -111,8 +112,14 @@ func runTraceDiff(c *cli.Context) error {
 	if flags.Int("last") > 0 && flags.Bool("all") {
 		return errors.New("trace diff: give --last N or --all, not both")
 	}
-	if flags.Float64("threshold-ms") < 0 || flags.Float64("threshold-pct") < 0 {
-		return errors.New("trace diff: thresholds must not be negative")
+	for _, name := range []string{"threshold-ms", "threshold-pct"} {
+		// NaN would mark nothing (or, for the ms, every path on one side).
+		if v := flags.Float64(name); !(v >= 0 && !math.IsInf(v, 1)) {
+			return fmt.Errorf("trace diff: --%s %g: want a finite number of 0 or more", name, v)
+		}
+	}
+	if n := flags.Int("depth"); n < 0 {
+		return fmt.Errorf("trace diff: --depth %d: want 0 (all levels) or more", n)
 	}
 	failOver := flags.IsSet("fail-over")
 	if pct := flags.Float64("fail-over"); failOver && !(pct >= 0 && !math.IsInf(pct, 1)) {
@@ -159,7 +166,7 @@ func runTraceDiff(c *cli.Context) error {
 		return err
 	}
 	d, err := tracefile.DiffSets(a.set, b.set, tracefile.DiffOptions{
-		ThresholdMS: flags.Float64("threshold-ms"), ThresholdPct: flags.Float64("threshold-pct"),
+		ThresholdMS: flags.Float64("threshold-ms"), ThresholdPct: flags.Float64("threshold-pct"), Exact: true,
 	})
 	if err != nil {
 		return fmt.Errorf("trace diff: %w", err)

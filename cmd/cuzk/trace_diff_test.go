@@ -461,3 +461,68 @@ func TestTraceDiffRefusesATraceComparedWithItself(t *testing.T) {
 		}
 	}
 }
+
+// --threshold-ms 0 and --threshold-pct 0 are thresholds of zero, not the
+// defaults: every change counts by that measure (a change of 0 never
+// moves).
+func TestTraceDiffThresholdsOfZeroAreKept(t *testing.T) {
+	run := func(trace string, x float64) string {
+		return otlpLine(trace, []otlpSpan{
+			{"0000000000000001", "", "engine.job", 0, 10000 + x, nil},
+			{"0000000000000002", "0000000000000001", "pipeline.prove", 0, 10000 + x, nil},
+			{"0000000000000003", "0000000000000001", "engine.queue", 0, 5, nil},
+		})
+	}
+	a := writeLines(t, "a.jsonl", run(idA, 0))
+	small := writeLines(t, "small.jsonl", run(idB, 0.5)) // +0.5 ms: under the default 1 ms... of the library
+	wide := writeLines(t, "wide.jsonl", run(idB, 200))   // +200 ms, 2 %: under the default 5 %
+
+	moved := func(args ...string) (string, []string) {
+		t.Helper()
+		out, err := runTraceCmd(t, append([]string{"trace", "diff", "--json"}, args...)...)
+		var doc struct {
+			ThresholdMS  float64 `json:"threshold_ms"`
+			ThresholdPct float64 `json:"threshold_pct"`
+			Verdicts     []string
+		}
+		if err != nil || json.Unmarshal([]byte(out), &doc) != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return fmt.Sprint(doc.ThresholdMS, " ", doc.ThresholdPct), doc.Verdicts
+	}
+	if th, v := moved(a, small, "--threshold-ms", "0", "--threshold-pct", "0"); th != "0 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +0.5 ms") {
+		t.Errorf("--threshold-ms 0 --threshold-pct 0: thresholds %s, verdicts %q; want 0 0 and pipeline.prove +0.5 ms", th, v)
+	}
+	if th, v := moved(a, wide, "--threshold-pct", "0"); th != "10 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +200.0 ms") {
+		t.Errorf("--threshold-pct 0: thresholds %s, verdicts %q; want 10 0 and pipeline.prove +200.0 ms", th, v)
+	}
+	if th, v := moved(a, wide); th != "10 5" || len(v) != 0 {
+		t.Errorf("defaults: thresholds %s, verdicts %q; want 10 5 and no move", th, v)
+	}
+	if _, v := moved(a, copyOf(t, a), "--threshold-ms", "0", "--threshold-pct", "0"); len(v) != 0 {
+		t.Errorf("the same run under thresholds of 0: verdicts %q, want none (a change of 0 is no move)", v)
+	}
+	out, err := runTraceCmd(t, "trace", "diff", a, small, "--threshold-ms", "0", "--threshold-pct", "0")
+	if err != nil || !strings.Contains(out, "moved (by 0 ms and 0 % or more)") {
+		t.Errorf("text under thresholds of 0: %v\n%s", err, out)
+	}
+	for _, c := range [][]string{{"--threshold-ms", "-1"}, {"--threshold-pct", "-0.5"}, {"--threshold-ms", "NaN"}, {"--threshold-pct", "+Inf"}} {
+		out, err := runTraceCmd(t, append([]string{"trace", "diff", a, small}, c...)...)
+		if err == nil || !strings.Contains(err.Error(), c[0]+" ") || !strings.Contains(err.Error(), "want a finite number of 0 or more") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err %v, want a one-line refusal naming the flag (output %q)", c, err, out)
+		}
+	}
+}
+
+// --depth counts levels below the roots; a negative one is refused.
+func TestTraceDiffDepth(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "merkle", 6500))
+	out, err := runTraceCmd(t, "trace", "diff", a, b, "--depth", "1")
+	if err != nil || !strings.Contains(out, "pipeline.prove") || strings.Contains(out, "msm.g1.a") {
+		t.Errorf("--depth 1: %v, want pipeline.prove and not msm.g1.a\n%s", err, out)
+	}
+	if out, err := runTraceCmd(t, "trace", "diff", a, b, "--depth", "-1"); err == nil || !strings.Contains(err.Error(), "--depth -1") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("--depth -1: err %v, want a one-line refusal (output %q)", err, out)
+	}
+}

@@ -150,10 +150,16 @@ func attrText(v any) (string, bool) {
 	return "", false
 }
 
-// DiffOptions sets what counts as a move. Zero values mean the defaults.
+// DiffOptions sets what counts as a move. Zero values mean the defaults,
+// unless Exact.
 type DiffOptions struct {
 	ThresholdMS  float64 // a layer moved when |B − A| ≥ ThresholdMS ms (default 1) ...
 	ThresholdPct float64 // ... and |B − A| ≥ ThresholdPct % of A (default 5)
+	// Exact takes ThresholdMS and ThresholdPct as given, 0 included (for a
+	// caller whose flags carry their own defaults, as cuzk trace diff's:
+	// --threshold-pct 0 is no relative threshold, not 5 %); negative
+	// values are 0.
+	Exact bool
 }
 
 // DiffNode is one path in both sides: the medians over each side's traces
@@ -242,10 +248,11 @@ func (d *Diff) Find(name string) *DiffNode {
 }
 
 // Moved says whether n moved beyond the thresholds (a path on one side
-// only moved when its time passes ThresholdMS).
+// only moved when its time passes ThresholdMS); a change of 0 never moved,
+// whatever the thresholds.
 func (d *Diff) Moved(n *DiffNode) bool {
 	delta := math.Abs(ms(n.Delta()))
-	if delta < d.opts.ThresholdMS {
+	if delta == 0 || delta < d.opts.ThresholdMS {
 		return false
 	}
 	return n.A == 0 || math.Abs(n.Pct()) >= d.opts.ThresholdPct
@@ -334,11 +341,16 @@ func DiffProfiles(a, b []Profile, opts DiffOptions) (*Diff, error) {
 
 // DiffSets is DiffProfiles over two ProfileSets.
 func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
-	if opts.ThresholdMS <= 0 {
-		opts.ThresholdMS = 1
-	}
-	if opts.ThresholdPct <= 0 {
-		opts.ThresholdPct = 5
+	switch {
+	case opts.Exact:
+		opts.ThresholdMS, opts.ThresholdPct = max(opts.ThresholdMS, 0), max(opts.ThresholdPct, 0)
+	default:
+		if opts.ThresholdMS <= 0 {
+			opts.ThresholdMS = 1
+		}
+		if opts.ThresholdPct <= 0 {
+			opts.ThresholdPct = 5
+		}
 	}
 	if a.n == 0 || b.n == 0 {
 		return nil, errors.New("tracefile: diff: a side has no trace")

@@ -185,6 +185,16 @@ func TestDiffOfIdenticalTracesHasNoMoves(t *testing.T) {
 	if !strings.Contains(text.String(), "no span moved by 1 ms and 5 % or more") || strings.Contains(text.String(), "*") {
 		t.Errorf("text:\n%s", text.String())
 	}
+	// Thresholds of exactly 0: still no move, a change of 0 is none.
+	d, err = tracefile.DiffProfiles([]tracefile.Profile{a}, []tracefile.Profile{b}, tracefile.DiffOptions{Exact: true})
+	if err != nil || len(d.Verdicts) != 0 {
+		t.Errorf("thresholds of 0: %v, verdicts %q", err, d.Verdicts)
+	}
+	text.Reset()
+	tracefile.WriteDiff(&text, d, 0)
+	if !strings.Contains(text.String(), "no span moved by 0 ms and 0 % or more") {
+		t.Errorf("text under thresholds of 0:\n%s", text.String())
+	}
 }
 
 // Sets are compared by their medians per path; a path missing from a
