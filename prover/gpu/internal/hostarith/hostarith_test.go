@@ -219,3 +219,17 @@ func TestLengthMismatchIsAnError(t *testing.T) {
 		t.Fatal("Fp accepted slices of different lengths")
 	}
 }
+
+// TestOpsAFieldLacksAreAnError: Fr and Fp refuse the Fp2-only ops and
+// every field an op out of range, rather than leaving z as it was.
+func TestOpsAFieldLacksAreAnError(t *testing.T) {
+	z := make([]fr.Element, 1)
+	for _, op := range []Op{OpConjugate, OpIsZero, numOps, -1} {
+		if err := Fr(op, z, z, z); err == nil {
+			t.Errorf("Fr accepted op %d", op)
+		}
+	}
+	if err := Fp(OpIsZero, make([]fp.Element, 1), make([]fp.Element, 1), nil); err == nil {
+		t.Error("Fp accepted OpIsZero")
+	}
+}

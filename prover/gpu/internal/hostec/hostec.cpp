@@ -1,6 +1,7 @@
 // C entry points over ec.cuh (G1 and G2, one template over the coordinate
-// field) and fp2.cuh for the Go tests: the kernels' point and Fp2
-// arithmetic compiled as plain C++ on the host. The headers are included
+// field, Fp or fp2.cuh's Fp2) for the Go tests: the kernels' point
+// arithmetic compiled as plain C++ on the host (the field arithmetic is
+// hostarith's). The headers are included
 // through links named *.h (kernels_*.h -> ../../kernels/*.cuh): go hashes
 // a package's .h files, so an edit to a kernel header reruns these tests
 // (prover/gpu's TestHostPackagesLinkEveryKernelHeaderTheyInclude checks
@@ -66,12 +67,6 @@ struct pts {
 };
 typedef pts<fp_t> g1;
 typedef pts<fp2_t> g2;
-
-fp2_t flag(bool b) {
-  fp2_t r = fp2_t::zero();
-  r.a0.limb[0] = b ? 1 : 0;
-  return r;
-}
 }  // namespace
 
 #define HEC_DISPATCH(g2flag, fn, ...) \
@@ -99,39 +94,4 @@ extern "C" void hec_sizes(long *out) {
   out[4] = sizeof(ec::g1_affine);
   out[5] = sizeof(ec::g1_jac);
   out[6] = sizeof(ec::g1_xyzz);
-}
-
-extern "C" int h2_fp2(int op, const u64 *a, const u64 *b, u64 *z, long n) {
-  const fp2_t *x = reinterpret_cast<const fp2_t *>(a), *y = reinterpret_cast<const fp2_t *>(b);
-  fp2_t *out = reinterpret_cast<fp2_t *>(z);
-  for (long i = 0; i < n; i++) {
-    switch (op) {
-      case H2_ADD: out[i] = fp2_t::add(x[i], y[i]); break;
-      case H2_SUB: out[i] = fp2_t::sub(x[i], y[i]); break;
-      case H2_MUL: out[i] = fp2_t::mul(x[i], y[i]); break;
-      case H2_SQR: out[i] = fp2_t::sqr(x[i]); break;
-      case H2_NEG: out[i] = fp2_t::neg(x[i]); break;
-      case H2_DBL: out[i] = fp2_t::dbl(x[i]); break;
-      case H2_CONJ: out[i] = fp2_t::conjugate(x[i]); break;
-      case H2_INV: out[i] = fp2_t::inverse(x[i]); break;
-      case H2_EQ: out[i] = flag(fp2_t::eq(x[i], y[i])); break;
-      case H2_ONE: out[i] = fp2_t::one(); break;
-      case H2_ZERO: out[i] = fp2_t::zero(); break;
-      case H2_ISZERO: out[i] = flag(fp2_t::is_zero(x[i])); break;
-      default: return -1;
-    }
-  }
-  return 0;
-}
-
-extern "C" void h2_fp2_mul_fp(const u64 *a, const u64 *f, u64 *z, long n) {
-  const fp2_t *x = reinterpret_cast<const fp2_t *>(a);
-  const fp_t *y = reinterpret_cast<const fp_t *>(f);
-  fp2_t *out = reinterpret_cast<fp2_t *>(z);
-  for (long i = 0; i < n; i++) out[i] = fp2_t::mul_fp(x[i], y[i]);
-}
-extern "C" void h2_fp2_norm(const u64 *a, u64 *z, long n) {
-  const fp2_t *x = reinterpret_cast<const fp2_t *>(a);
-  fp_t *out = reinterpret_cast<fp_t *>(z);
-  for (long i = 0; i < n; i++) out[i] = fp2_t::norm(x[i]);
 }

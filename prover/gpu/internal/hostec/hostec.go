@@ -1,14 +1,15 @@
-// Package hostec compiles the GPU kernels' curve and Fp2 arithmetic
-// (prover/gpu/kernels/ec.cuh, one template over the coordinate field for
-// G1 and G2, and fp2.cuh) as plain C++ through cgo, so that tests without
-// a GPU check it against gnark-crypto's G1Jac, G2Jac and E2. It exists for
-// tests; the prover does not call it.
+// Package hostec compiles the GPU kernels' curve arithmetic
+// (prover/gpu/kernels/ec.cuh, one template over the coordinate field: Fp
+// for G1, fp2.cuh's Fp2 for G2) as plain C++ through cgo, so that tests
+// without a GPU check it against gnark-crypto's G1Jac and G2Jac. It exists
+// for tests; the prover does not call it. The field arithmetic itself (Fr,
+// Fp, Fp2) is package hostarith's.
 //
 // The point operations are methods of G1 and G2 (one generic
 // implementation, Group): inputs in extended Jacobian coordinates (XYZZ:
 // x = X/ZZ, y = Y/ZZZ) and gnark affine points, results as gnark Jacobian
-// points through ec.cuh's own xyzz_to_jac. Fp2 applies fp2.cuh's
-// operations. All calls are safe for concurrent use.
+// points through ec.cuh's own xyzz_to_jac. All calls are safe for
+// concurrent use.
 package hostec
 
 /*

@@ -18,24 +18,6 @@ void hec_bucket_sum(int g2, const unsigned long long *a, const unsigned char *ne
 // sizes of fp2_t, g2_affine, g2_jac, g2_xyzz, g1_affine, g1_jac, g1_xyzz
 void hec_sizes(long *out);
 
-// fp2.cuh
-enum {
-  H2_ADD = 0,
-  H2_SUB = 1,
-  H2_MUL = 2,
-  H2_SQR = 3,
-  H2_NEG = 4,
-  H2_DBL = 5,
-  H2_CONJ = 6,
-  H2_INV = 7,
-  H2_EQ = 8,
-  H2_ONE = 9,
-  H2_ZERO = 10,
-  H2_ISZERO = 11
-};
-int h2_fp2(int op, const unsigned long long *a, const unsigned long long *b, unsigned long long *z, long n);
-void h2_fp2_mul_fp(const unsigned long long *a, const unsigned long long *f, unsigned long long *z, long n);
-void h2_fp2_norm(const unsigned long long *a, unsigned long long *z, long n);
 #ifdef __cplusplus
 }
 #endif

@@ -1,44 +1,14 @@
-package hostec
+package hostarith
 
 import (
-	"encoding/binary"
 	"math/big"
-	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
 )
 
-var rng2 = rand.New(rand.NewPCG(21, 22))
-
-func TestSizesMatchGnark(t *testing.T) {
-	want := [7]int{
-		int(unsafe.Sizeof(curve.E2{})),
-		int(unsafe.Sizeof(curve.G2Affine{})),
-		int(unsafe.Sizeof(curve.G2Jac{})),
-		int(unsafe.Sizeof(G2XYZZ{})),
-		int(unsafe.Sizeof(curve.G1Affine{})),
-		int(unsafe.Sizeof(curve.G1Jac{})),
-		int(unsafe.Sizeof(G1XYZZ{})),
-	}
-	if got := Sizes(); got != want {
-		t.Fatalf("C++ sizes %v, gnark's %v", got, want)
-	}
-}
-
-// rawLimbs returns the fp.Element whose limbs are x (x < p), so x is the
-// Montgomery representation itself: edge inputs for the reductions.
-func rawLimbs(x *big.Int) fp.Element {
-	var buf [fp.Bytes]byte
-	x.FillBytes(buf[:])
-	var e fp.Element
-	for i := range e {
-		e[i] = binary.BigEndian.Uint64(buf[fp.Bytes-8*(i+1):])
-	}
-	return e
-}
+// The Fp2 tests: fp2.cuh's fp2_t against gnark-crypto's E2.
 
 func e2(a0, a1 fp.Element) curve.E2 { return curve.E2{A0: a0, A1: a1} }
 
@@ -54,9 +24,9 @@ func edgeE2() []curve.E2 {
 	pm2 := new(big.Int).Sub(fp.Modulus(), big.NewInt(2))
 	var canonPm1 fp.Element
 	canonPm1.SetBigInt(pm1)
-	rawPm1, rawPm2 := rawLimbs(pm1), rawLimbs(pm2)
+	rawPm1, rawPm2 := raw[fp.Element](pm1), raw[fp.Element](pm2)
 	rawOne := fp.Element{1}
-	top := rawLimbs(new(big.Int).Lsh(big.NewInt(1), 380))
+	top := raw[fp.Element](new(big.Int).Lsh(big.NewInt(1), 380))
 	return []curve.E2{
 		e2(zero, zero), e2(one, zero), e2(zero, one), e2(minusOne, zero), e2(zero, minusOne),
 		e2(one, one), e2(two, minusOne), e2(canonPm1, canonPm1), e2(rawPm1, rawPm1),
@@ -114,16 +84,22 @@ func TestFp2MatchesGnarkOnEdgeAndRandomElements(t *testing.T) {
 		OpOne:       func(z, _, _ *curve.E2) { z.SetOne() },
 		OpZero:      func(z, _, _ *curve.E2) { z.SetZero() },
 	}
-	if len(ref) != int(numOps) {
-		t.Fatalf("%d reference ops for %d ops", len(ref), numOps)
-	}
 	for op := Op(0); op < numOps; op++ {
 		got := make([]curve.E2, len(a))
 		// Prefill so OpOne/OpZero are seen to write.
 		for i := range got {
 			got[i] = randE2(t)
 		}
-		if err := Fp2(op, got, a, b); err != nil {
+		err := Fp2(op, got, a, b)
+		if ref[op] == nil {
+			// An op of Fr and Fp only (the Montgomery conversions, the PTX
+			// and even-odd variants): refused, not run.
+			if err == nil {
+				t.Errorf("Fp2 accepted op %d, which fp2.cuh lacks", op)
+			}
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range a {
@@ -178,7 +154,7 @@ func TestMulFpAndNormMatchGnark(t *testing.T) {
 	f := make([]fp.Element, len(a))
 	var one fp.Element
 	one.SetOne()
-	edge := []fp.Element{{}, one, rawLimbs(new(big.Int).Sub(fp.Modulus(), big.NewInt(1)))}
+	edge := []fp.Element{{}, one, raw[fp.Element](new(big.Int).Sub(fp.Modulus(), big.NewInt(1)))}
 	for i := range f {
 		if i < len(edge) {
 			f[i] = edge[i]
