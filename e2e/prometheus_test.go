@@ -208,12 +208,20 @@ type dashboardTarget struct {
 	Panel, RefID, Expr, Legend string
 }
 
-func dashboardTargets(t *testing.T) []dashboardTarget {
+// readDashboard decodes deploy's Grafana dashboard into v.
+func readDashboard(t *testing.T, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(deployDir, "grafana/dashboards/cuzk.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+}
+
+func dashboardTargets(t *testing.T) []dashboardTarget {
+	t.Helper()
 	var dash struct {
 		Panels []struct {
 			Title   string `json:"title"`
@@ -227,9 +235,7 @@ func dashboardTargets(t *testing.T) []dashboardTarget {
 			} `json:"targets"`
 		} `json:"panels"`
 	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
+	readDashboard(t, &dash)
 	var out []dashboardTarget
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
@@ -480,10 +486,6 @@ type dashboardVariable struct{ Name, Metric, Label string }
 
 func dashboardVariables(t *testing.T) []dashboardVariable {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(deployDir, "grafana/dashboards/cuzk.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dash struct {
 		Templating struct {
 			List []struct {
@@ -491,9 +493,7 @@ func dashboardVariables(t *testing.T) []dashboardVariable {
 			} `json:"list"`
 		} `json:"templating"`
 	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
+	readDashboard(t, &dash)
 	re := regexp.MustCompile(`^label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:{}="~.*+ -]*?)\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)$`)
 	var out []dashboardVariable
 	for _, v := range dash.Templating.List {
