@@ -159,16 +159,11 @@ func (d *linesDoc) spans() ([]Span, error) {
 	case d.Trace != nil:
 		return d.Trace.spans()
 	default:
-		return nil, errors.New(`not an OTLP traces document: no "resourceSpans", "batches" or "trace"`)
+		return nil, errNotTraces
 	}
 	var out []Span
 	for _, rs := range rss {
-		var service string
-		for _, kv := range rs.Resource.Attributes {
-			if kv.Key == "service.name" && kv.Value.StringValue != nil {
-				service = *kv.Value.StringValue
-			}
-		}
+		service := serviceName(rs.Resource.Attributes)
 		for _, ss := range append(rs.ScopeSpans, rs.InstrumentationLibrarySpans...) {
 			for _, rsp := range ss.Spans {
 				s, err := rsp.span(service)
@@ -180,6 +175,20 @@ func (d *linesDoc) spans() ([]Span, error) {
 		}
 	}
 	return out, nil
+}
+
+var errNotTraces = errors.New(`not an OTLP traces document: no "resourceSpans", "batches" or "trace"`)
+
+// serviceName is the last service.name string of a resource's attributes,
+// "" without one.
+func serviceName(attrs []linesKV) string {
+	var service string
+	for _, kv := range attrs {
+		if kv.Key == "service.name" && kv.Value.StringValue != nil {
+			service = *kv.Value.StringValue
+		}
+	}
+	return service
 }
 
 func (r linesSpan) span(service string) (Span, error) {

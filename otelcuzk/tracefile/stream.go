@@ -100,12 +100,12 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			if len(bytes.TrimSpace(l)) == 0 {
 				continue
 			}
-			spans, err := decodeValues(l)
-			if err != nil {
-				skip(fmt.Errorf("tracefile: line %d: %w: %v", first+i, ErrMalformed, err))
+			derr, err := decodeEach(l, deliver)
+			if derr != nil {
+				skip(fmt.Errorf("tracefile: line %d: %w: %v", first+i, ErrMalformed, derr))
 				continue
 			}
-			if err := deliver(spans); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -156,10 +156,10 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			state = braceState{}
 			state.feed(line)
 			if state.closed() {
-				spans, derr := decodeValues(line)
+				derr, err := decodeEach(line, deliver)
 				if derr != nil {
 					skip(fmt.Errorf("tracefile: line %d: %w: %v", n, ErrMalformed, derr))
-				} else if err := deliver(spans); err != nil {
+				} else if err != nil {
 					return err
 				}
 			} else {
@@ -176,12 +176,12 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			pending = append(append(pending, '\n'), line...)
 			state.feed(line)
 			if state.closed() {
-				spans, derr := decodeValues(pending)
+				derr, err := decodeEach(pending, deliver)
 				if derr != nil {
 					if err := flushBroken(pending, pendingFirst); err != nil {
 						return err
 					}
-				} else if err := deliver(spans); err != nil {
+				} else if err != nil {
 					return err
 				}
 				pending = nil
@@ -261,25 +261,30 @@ type braceState struct {
 
 func (b *braceState) feed(line []byte) {
 	for _, c := range line {
-		if b.inString {
-			switch {
-			case b.escaped:
-				b.escaped = false
-			case c == '\\':
-				b.escaped = true
-			case c == '"':
-				b.inString = false
-			}
-			continue
+		b.step(c)
+	}
+}
+
+// step takes one byte of the input.
+func (b *braceState) step(c byte) {
+	if b.inString {
+		switch {
+		case b.escaped:
+			b.escaped = false
+		case c == '\\':
+			b.escaped = true
+		case c == '"':
+			b.inString = false
 		}
-		switch c {
-		case '"':
-			b.inString = true
-		case '{', '[':
-			b.depth++
-		case '}', ']':
-			b.depth--
-		}
+		return
+	}
+	switch c {
+	case '"':
+		b.inString = true
+	case '{', '[':
+		b.depth++
+	case '}', ']':
+		b.depth--
 	}
 }
 

@@ -1,0 +1,169 @@
+package tracefile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// bigValueBytes: a value longer than this is decoded span by span
+// (decodeBig) instead of whole. A variable for the tests.
+var bigValueBytes = 1 << 20
+
+// decodeEach decodes every JSON value of data as an OTLP traces document
+// and hands its spans to deliver, all or none: parseErr when a value does
+// not parse (nothing was delivered then), deliverErr for deliver's first
+// error. Values up to bigValueBytes are decoded whole; a longer one (a
+// Collector's export of many spans on one line, up to the 64 MiB cap) is
+// decoded span by span, so memory is about the value itself rather than
+// several times it (its decoded form and its spans, all at once: two lines
+// of 63 MB took 454 MB).
+func decodeEach(data []byte, deliver func([]Span) error) (parseErr, deliverErr error) {
+	if len(data) <= bigValueBytes {
+		spans, err := decodeValues(data)
+		if err != nil {
+			return err, nil
+		}
+		return nil, deliver(spans)
+	}
+	return decodeBig(data, deliver)
+}
+
+// decodeBig is decodeEach for a long value, with decodeValues' result
+// (the same spans, in the same order; an error when it gives one). The
+// values are decoded by encoding/json into skeletons of linesDoc whose
+// spans are left as slices of data (rawSpan), so encoding/json's rules
+// (keys matched without case, the last of a repeated key winning, null)
+// are the same as decodeValues'. Each span is then decoded twice: once to
+// check them all before any is delivered, once to deliver it.
+func decodeBig(data []byte, deliver func([]Span) error) (parseErr, deliverErr error) {
+	var docs []skelDoc
+	if err := splitValues(data, func(v []byte) error {
+		var d skelDoc
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		docs = append(docs, d)
+		return nil
+	}); err != nil {
+		return err, nil
+	}
+	for i := range docs {
+		if err := docs[i].each(func(Span) error { return nil }); err != nil {
+			return err, nil
+		}
+	}
+	one := make([]Span, 1)
+	for i := range docs {
+		err := docs[i].each(func(s Span) error {
+			one[0] = s
+			return deliver(one)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// splitValues hands fn each top-level value of data, found by its braces
+// (braceState). A value that is not an object is an error, as it is for
+// decodeValues (no OTLP traces document is anything else); so is one cut
+// short.
+func splitValues(data []byte, fn func([]byte) error) error {
+	i := 0
+	for {
+		for i < len(data) && linesSpace(data[i]) {
+			i++
+		}
+		if i == len(data) {
+			return nil
+		}
+		if data[i] != '{' {
+			return fmt.Errorf("invalid character %q looking for the start of an OTLP traces document", data[i])
+		}
+		var b braceState
+		end := -1
+		for j := i; j < len(data); j++ {
+			b.step(data[j])
+			if b.depth == 0 && !b.inString {
+				end = j + 1
+				break
+			}
+		}
+		if end < 0 {
+			return errors.New("unexpected end of JSON input")
+		}
+		if err := fn(data[i:end]); err != nil {
+			return err
+		}
+		i = end
+	}
+}
+
+// skelDoc, skelResourceSpans and skelScopeSpans are linesDoc,
+// linesResourceSpans and linesScopeSpans with each span left undecoded.
+type skelDoc struct {
+	ResourceSpans *[]skelResourceSpans `json:"resourceSpans"`
+	Batches       *[]skelResourceSpans `json:"batches"`
+	Trace         *skelDoc             `json:"trace"`
+}
+
+type skelResourceSpans struct {
+	Resource struct {
+		Attributes []linesKV `json:"attributes"`
+	} `json:"resource"`
+	ScopeSpans                  []skelScopeSpans `json:"scopeSpans"`
+	InstrumentationLibrarySpans []skelScopeSpans `json:"instrumentationLibrarySpans"`
+}
+
+type skelScopeSpans struct {
+	Spans []rawSpan `json:"spans"`
+}
+
+// rawSpan is one span's JSON as json.Unmarshal hands it over: a slice of
+// the input value (Unmarshal does not copy or reuse its input, so keeping
+// the slice costs nothing; TestBigValueSpansAreSlicesOfTheInput checks it).
+type rawSpan []byte
+
+func (r *rawSpan) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// each decodes the spans of d in order, as linesDoc.spans does, and hands
+// each to fn; it stops at the first error.
+func (d *skelDoc) each(fn func(Span) error) error {
+	var rss []skelResourceSpans
+	switch {
+	case d.ResourceSpans != nil:
+		rss = *d.ResourceSpans
+	case d.Batches != nil:
+		rss = *d.Batches
+	case d.Trace != nil:
+		return d.Trace.each(fn)
+	default:
+		return errNotTraces
+	}
+	for _, rs := range rss {
+		service := serviceName(rs.Resource.Attributes)
+		for _, group := range [][]skelScopeSpans{rs.ScopeSpans, rs.InstrumentationLibrarySpans} {
+			for _, ss := range group {
+				for _, raw := range ss.Spans {
+					var ls linesSpan
+					if err := json.Unmarshal(raw, &ls); err != nil {
+						return err
+					}
+					s, err := ls.span(service)
+					if err != nil {
+						return err
+					}
+					if err := fn(s); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
