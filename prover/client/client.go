@@ -325,7 +325,7 @@ func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
 	}
 	ctx, rt, held := c.routeRequest(ctx, r.RequestID)
 	if held != nil {
-		// A daemon that is draining: wait for the job it holds.
+		// A daemon skipped for NOT_SERVING holds it: wait for that job.
 		return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: r.RequestID})
 	}
 	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Request: pr})

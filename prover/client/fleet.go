@@ -44,7 +44,7 @@ import (
 //     twice, unless the daemon that held it has failed meanwhile;
 //   - a daemon address (Await, Cancel, StatusAt of a job id, which names
 //     its daemon): that daemon's SubConn, NOT_SERVING or not (a daemon
-//     that is draining still answers for the jobs it holds); UNAVAILABLE
+//     out of rotation still answers for the jobs it holds); UNAVAILABLE
 //     when it is down.
 //
 // Health comes from the SubConn's health listener (grpc.health.v1 Watch,
@@ -159,9 +159,9 @@ func (v *fleetView) set(p *fleetPicker) {
 }
 
 // skippedFirst returns the daemon ranked first for key among those
-// connected when the picker skips it: it says NOT_SERVING (draining, as
-// cuzk serve does from the start of its shutdown) while a daemon ranked
-// below it serves. It may still hold key's job; "" when routing by key
+// connected when the picker skips it: it says NOT_SERVING (out of
+// rotation; cuzk serve, whose shutdown also says so, refuses new calls
+// then and counts as down) while a daemon ranked below it serves. It may still hold key's job; "" when routing by key
 // reaches the first-ranked daemon up anyway.
 func (v *fleetView) skippedFirst(key string) string {
 	v.mu.Lock()
@@ -427,7 +427,8 @@ var ErrSeveralDaemons = errors.New("client: several daemons: ask each with Statu
 //     queue the proof until ready). A retry with the same request id
 //     therefore finds the job the first call made, as long as that daemon
 //     stays up: when the daemon ranked first is up but NOT_SERVING
-//     (draining), it is asked first (AwaitProof by request id, not
+//     (out of rotation: a warm-up that failed, a health status an
+//     operator set), it is asked first (AwaitProof by request id, not
 //     waiting; a span of its own in the caller's trace) and the call goes
 //     to it when it holds the job; new request ids go to the others.
 //   - The job ids the client returns name their daemon: "ADDRESS/JOB"
@@ -489,8 +490,8 @@ func (c *Client) Addrs() []string { return append([]string(nil), c.addrs...) }
 
 // routeRequest routes a call by request id; rt is nil for a client of one
 // daemon. When the daemon ranked first for the id is up but skipped (NOT_SERVING,
-// draining) and holds the id's job, the call goes to it instead, and held
-// is that job as the daemon reported it (so a retry while a daemon drains
+// out of rotation) and holds the id's job, the call goes to it instead, and held
+// is that job as the daemon reported it (so a retry while a daemon is out of rotation
 // finds its job rather than proving it again elsewhere).
 func (c *Client) routeRequest(ctx context.Context, requestID string) (_ context.Context, rt *route, held *Result) {
 	if len(c.addrs) == 0 {

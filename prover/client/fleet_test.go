@@ -277,7 +277,7 @@ func TestFleetRoutesByRequestIDAndJobID(t *testing.T) {
 	if res, err := c.Await(ctx, aJob.ID, time.Second); err != nil || res.JobID != aJob.ID {
 		t.Errorf("Await(%s) on NOT_SERVING a: %+v %v, want its job", aJob.ID, res, err)
 	}
-	// A retry of a request a holds, while a drains, finds its job on a:
+	// A retry of a request a holds, while a is NOT_SERVING, finds its job on a:
 	// never proved again on b.
 	aReq := requestIDOf(jobs, aJob)
 	if j, err := c.Submit(ctx, Request{RequestID: aReq, Circuit: "mulchain"}); err != nil || j.ID != aJob.ID || !j.Existing {
