@@ -55,15 +55,7 @@ var (
 	g1Case = curveCase[curve.G1Affine, curve.G1Jac, fp.Element, *curve.G1Jac, *curve.G1Affine]{
 		g: G1, gen: func() curve.G1Jac { g, _, _, _ := curve.Generators(); return g }(),
 		rng: rand.New(rand.NewPCG(11, 12)), n: 64,
-		rescale: func(t *testing.T, p curve.G1Jac) curve.G1Jac {
-			t.Helper()
-			var l fp.Element
-			if _, err := l.SetRandom(); err != nil {
-				t.Fatal(err)
-			}
-			scaleXYZ(&p.X, &p.Y, &p.Z, &l)
-			return p
-		},
+		rescale:    func(t *testing.T, p curve.G1Jac) curve.G1Jac { randomScale(t, &p.X, &p.Y, &p.Z); return p },
 		atInfinity: func(p *curve.G1Jac) bool { return p.Z.IsZero() },
 		offCurve: func(p, q curve.G1Affine) []curve.G1Affine {
 			p.Y.SetUint64(7)
@@ -75,13 +67,8 @@ var (
 	}
 	g2Case = curveCase[curve.G2Affine, curve.G2Jac, curve.E2, *curve.G2Jac, *curve.G2Affine]{
 		g: G2, gen: func() curve.G2Jac { _, g, _, _ := curve.Generators(); return g }(),
-		rng: rng2, n: 32,
-		rescale: func(t *testing.T, p curve.G2Jac) curve.G2Jac {
-			t.Helper()
-			l := randE2(t)
-			scaleXYZ(&p.X, &p.Y, &p.Z, &l)
-			return p
-		},
+		rng: rand.New(rand.NewPCG(21, 22)), n: 32,
+		rescale:    func(t *testing.T, p curve.G2Jac) curve.G2Jac { randomScale(t, &p.X, &p.Y, &p.Z); return p },
 		atInfinity: func(p *curve.G2Jac) bool { return p.Z.IsZero() },
 		offCurve: func(p, q curve.G2Affine) []curve.G2Affine {
 			p.Y.A0.SetUint64(7)
@@ -93,11 +80,13 @@ var (
 	}
 )
 
-// field is what scaleXYZ uses of gnark's Fp and Fp2 elements.
+// field is what scaleXYZ and randomScale use of gnark's Fp and Fp2
+// elements.
 type field[F any] interface {
 	*F
 	Square(*F) *F
 	Mul(*F, *F) *F
+	SetRandom() (*F, error)
 }
 
 // scaleXYZ sets Jacobian coordinates (X, Y, Z) to (X·λ², Y·λ³, Z·λ): the
@@ -109,6 +98,17 @@ func scaleXYZ[F any, PF field[F]](x, y, z, l *F) {
 	PF(x).Mul(x, &l2)
 	PF(y).Mul(y, &l3)
 	PF(z).Mul(z, l)
+}
+
+// randomScale rescales (X, Y, Z) by a random λ (scaleXYZ): the same point
+// with another Z.
+func randomScale[F any, PF field[F]](t *testing.T, x, y, z *F) {
+	t.Helper()
+	var l F
+	if _, err := PF(&l).SetRandom(); err != nil {
+		t.Fatal(err)
+	}
+	scaleXYZ[F, PF](x, y, z, &l)
 }
 
 // randJac returns a random odd multiple of the generator with a random Z

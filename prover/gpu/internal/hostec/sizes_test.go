@@ -1,14 +1,11 @@
 package hostec
 
 import (
-	"math/rand/v2"
 	"testing"
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 )
-
-var rng2 = rand.New(rand.NewPCG(21, 22))
 
 func TestSizesMatchGnark(t *testing.T) {
 	want := [7]int{
@@ -23,13 +20,4 @@ func TestSizesMatchGnark(t *testing.T) {
 	if got := Sizes(); got != want {
 		t.Fatalf("C++ sizes %v, gnark's %v", got, want)
 	}
-}
-
-func randE2(t *testing.T) curve.E2 {
-	t.Helper()
-	var z curve.E2
-	if _, err := z.SetRandom(); err != nil {
-		t.Fatal(err)
-	}
-	return z
 }
