@@ -97,6 +97,26 @@ func (r *untracedRig) untraced() []tracetest.SpanStub {
 	return out
 }
 
+// oneUntraced returns the one `untraced` span exported so far; it fails
+// the test when there are none or more.
+func (r *untracedRig) oneUntraced(t *testing.T) tracetest.SpanStub {
+	t.Helper()
+	u := r.untraced()
+	if len(u) != 1 {
+		t.Fatalf("got %d untraced spans, want 1", len(u))
+	}
+	return u[0]
+}
+
+// noneTracked fails the test when the processor still holds state for a
+// span (every span has ended by then).
+func (r *untracedRig) noneTracked(t *testing.T) {
+	t.Helper()
+	if n := r.proc.tracked(); n != 0 {
+		t.Fatalf("processor still tracks %d spans", n)
+	}
+}
+
 func (r *untracedRig) byName(t *testing.T, name string) tracetest.SpanStub {
 	t.Helper()
 	for _, s := range r.exp.GetSpans() {
@@ -135,9 +155,7 @@ func TestUntracedLeafSpanEmitsNothing(t *testing.T) {
 	if u := r.untraced(); len(u) != 0 {
 		t.Fatalf("leaf span got %d untraced spans", len(u))
 	}
-	if n := r.proc.tracked(); n != 0 {
-		t.Fatalf("processor still tracks %d spans", n)
-	}
+	r.noneTracked(t)
 }
 
 func TestUntracedNestedChildrenReportEachLevel(t *testing.T) {
@@ -181,9 +199,7 @@ func TestUntracedNestedChildrenReportEachLevel(t *testing.T) {
 	if ur.SpanContext.TraceID() != root0.SpanContext.TraceID() {
 		t.Error("untraced span is in another trace")
 	}
-	if n := r.proc.tracked(); n != 0 {
-		t.Fatalf("processor still tracks %d spans", n)
-	}
+	r.noneTracked(t)
 }
 
 func TestUntracedOverlappingChildrenCountOnce(t *testing.T) {
@@ -194,11 +210,8 @@ func TestUntracedOverlappingChildrenCountOnce(t *testing.T) {
 	endAt(a, 60)
 	endAt(b, 80)
 	endAt(root, 100)
-	u := r.untraced()
-	if len(u) != 1 {
-		t.Fatalf("got %d untraced spans, want 1", len(u))
-	}
-	if ms := untracedMS(t, u[0]); math.Abs(ms-20) > 1e-9 {
+	u := r.oneUntraced(t)
+	if ms := untracedMS(t, u); math.Abs(ms-20) > 1e-9 {
 		t.Errorf("untraced = %v ms, want 20", ms)
 	}
 }
@@ -211,11 +224,8 @@ func TestUntracedChildEndingAfterParent(t *testing.T) {
 	rctx, release := r.span(ctx, "buffer.release", 70) // async: outlives root
 	endAt(root, 100)
 	// The still-running release covers 70..100 of root: uncovered is 40..70.
-	u := r.untraced()
-	if len(u) != 1 {
-		t.Fatalf("got %d untraced spans, want 1", len(u))
-	}
-	if ms := untracedMS(t, u[0]); math.Abs(ms-30) > 1e-9 {
+	u := r.oneUntraced(t)
+	if ms := untracedMS(t, u); math.Abs(ms-30) > 1e-9 {
 		t.Errorf("untraced = %v ms, want 30", ms)
 	}
 	// The late child, and a grandchild under it, end without effect on root.
@@ -225,9 +235,7 @@ func TestUntracedChildEndingAfterParent(t *testing.T) {
 	if got := len(r.untraced()); got != 2 {
 		t.Errorf("after the late child: %d untraced spans, want 2 (root's, and release's 75 of 180 ms)", got)
 	}
-	if n := r.proc.tracked(); n != 0 {
-		t.Fatalf("processor leaks state for %d spans", n)
-	}
+	r.noneTracked(t)
 }
 
 func TestUntracedBelowThresholdNotEmitted(t *testing.T) {
@@ -258,25 +266,22 @@ func TestUntracedPlantedSleepBetweenChildren(t *testing.T) {
 	b.End()
 	prove.End()
 
-	u := r.untraced()
-	if len(u) != 1 {
-		t.Fatalf("got %d untraced spans, want 1", len(u))
-	}
+	u := r.oneUntraced(t)
 	p := r.byName(t, SpanPipelineProve)
-	if u[0].Parent.SpanID() != p.SpanContext.SpanID() {
-		t.Fatalf("untraced parent = %v, want %s", u[0].Parent.SpanID(), SpanPipelineProve)
+	if u.Parent.SpanID() != p.SpanContext.SpanID() {
+		t.Fatalf("untraced parent = %v, want %s", u.Parent.SpanID(), SpanPipelineProve)
 	}
 	// time.Sleep never returns early; on a loaded 2-core CI machine it may
 	// return late, so the upper bound is loose.
-	ms := untracedMS(t, u[0])
+	ms := untracedMS(t, u)
 	if ms < 50 || ms > 150 {
 		t.Errorf("untraced = %.2f ms, want about 50", ms)
 	}
-	if d := u[0].EndTime.Sub(u[0].StartTime); d < 50*time.Millisecond || d > 150*time.Millisecond {
+	if d := u.EndTime.Sub(u.StartTime); d < 50*time.Millisecond || d > 150*time.Millisecond {
 		t.Errorf("untraced span lasts %v, want about 50 ms", d)
 	}
 	ha, mb := r.byName(t, SpanComputeH), r.byName(t, SpanMSMG1A)
-	if u[0].StartTime.Before(ha.EndTime) || u[0].EndTime.After(mb.StartTime) {
+	if u.StartTime.Before(ha.EndTime) || u.EndTime.After(mb.StartTime) {
 		t.Error("untraced span is not between the two children")
 	}
 }
@@ -289,9 +294,7 @@ func TestUntracedZeroThresholdEmitsOncePerGappedSpan(t *testing.T) {
 	if got := len(r.untraced()); got != 1 {
 		t.Fatalf("got %d untraced spans, want 1", got)
 	}
-	if n := r.proc.tracked(); n != 0 {
-		t.Fatalf("processor tracks %d spans after the emitted one ended", n)
-	}
+	r.noneTracked(t)
 }
 
 func TestUntracedProcessorBoundsTrackedSpans(t *testing.T) {
@@ -308,9 +311,7 @@ func TestUntracedProcessorBoundsTrackedSpans(t *testing.T) {
 	for _, s := range leaked {
 		endAt(s, 1)
 	}
-	if n := r.proc.tracked(); n != 0 {
-		t.Fatalf("tracking %d spans after all ended", n)
-	}
+	r.noneTracked(t)
 	// Tracking resumes once there is room.
 	r.oneChild("p", 0, 10, 100)
 	if len(r.untraced()) != 1 {
