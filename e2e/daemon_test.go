@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,10 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 )
 
 // daemon is a `cuzk serve` process on loopback.
@@ -26,27 +26,8 @@ type daemon struct {
 	MetricsAddr string // Prometheus host:port
 	cmd         *exec.Cmd
 	done        chan error
-	stderr      *syncBuffer
+	stderr      *logtest.Buffer
 	exited      bool
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startDaemon runs `cuzk serve` with env (the OTEL_* of the test) and
@@ -55,7 +36,7 @@ func (b *syncBuffer) String() string {
 func startDaemon(t *testing.T, env []string, extraArgs ...string) *daemon {
 	t.Helper()
 	a := freeLoopbackAddrs(t, 2)
-	d := &daemon{Addr: a[0], MetricsAddr: a[1], done: make(chan error, 1), stderr: &syncBuffer{}}
+	d := &daemon{Addr: a[0], MetricsAddr: a[1], done: make(chan error, 1), stderr: &logtest.Buffer{}}
 	// CPU and sync release: the tree of cpuLayerParents.
 	args := append([]string{"serve", "--listen", d.Addr, "--metrics-listen", d.MetricsAddr,
 		"--backend", "cpu", "--release", "sync", "--cache-dir", filepath.Join(binDir, "keys")}, extraArgs...)

@@ -17,6 +17,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -26,7 +27,7 @@ import (
 // daemon is a `cuzk serve` run in-process by startDaemon.
 type daemon struct {
 	addr   string
-	log    *lockedBuffer
+	log    *logtest.Buffer
 	cancel context.CancelFunc
 	served chan error
 }
@@ -36,7 +37,7 @@ type daemon struct {
 func startDaemon(t *testing.T, cfg serveConfig) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{log: &lockedBuffer{}, served: make(chan error, 1)}
+	d := &daemon{log: &logtest.Buffer{}, served: make(chan error, 1)}
 	if cfg.backend == "" {
 		cfg.backend, cfg.cpuWorkers = "cpu", 1
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"io"
 	"net/http"
 	"os"
@@ -23,28 +22,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/prover"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
-
-// lockedBuffer is a bytes.Buffer the daemon writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func clearOTLPEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER"} {
@@ -62,7 +44,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
 	traceFile := filepath.Join(dir, "trace.jsonl")
-	var logBuf lockedBuffer
+	var logBuf logtest.Buffer
 	app := newApp()
 	app.Writer, app.ErrWriter = io.Discard, &logBuf
 	served := make(chan error, 1)
@@ -111,18 +93,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 
 	// Witnesses in the right format that the real pipeline refuses, and a
 	// good one, interleaved.
-	in, err := circuits.Build("mulchain", 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := w.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := circuitstest.WitnessBytes(t, "mulchain", 256, 7)
 	short := shortenWitness(good)
 	unsat := append([]byte(nil), good...)
 	unsat[len(unsat)-1] ^= 1 // the last secret value, changed: the chain no longer holds

@@ -19,7 +19,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -124,18 +124,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer c.Close()
 
-	in, err := circuits.Build("mulchain", 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsat, err := w.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	unsat := circuitstest.WitnessBytes(t, "mulchain", 256, 3)
 	unsat[len(unsat)-1] ^= 1 // the last secret value changed: the chain no longer holds
 
 	start := time.Now()

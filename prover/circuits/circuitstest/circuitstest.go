@@ -149,3 +149,23 @@ func WriteFiles(t testing.TB, dir, name string, ccs constraint.ConstraintSystem,
 	}
 	return circuits.Files{CS: write(".r1cs", ccs), PK: write(".pk", pk), VK: write(".vk", vk)}
 }
+
+// WitnessBytes returns the sample full witness of seed of built-in circuit
+// name at n constraints in gnark's binary format (what a client sends),
+// without compiling or setting up the circuit; it fails t on any error.
+func WitnessBytes(t testing.TB, name string, n int, seed int64) []byte {
+	t.Helper()
+	in, err := circuits.Build(name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
