@@ -6,7 +6,6 @@ import (
 	"errors"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"go.opentelemetry.io/otel/trace/noop"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,21 +265,7 @@ func TestProveWithAnUnsampledTraceStillReportsTheProof(t *testing.T) {
 func TestProveSaysTheTraceWasNotDeliveredWhenTheExportFails(t *testing.T) {
 	clearOTLPEnv(t)
 	// A collector that accepts connections and never answers.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+lis.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+silentListener(t))
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))

@@ -142,16 +142,16 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 	}
 }
 
-// A listener that accepts TCP and never speaks gRPC: submit's timeout says
-// the daemon did not answer and nothing was submitted, not that the daemon
-// keeps proving.
-func TestSubmitToASilentListenerSaysNothingWasSubmitted(t *testing.T) {
-	clearOTLPEnv(t)
+// silentListener returns the address of a loopback listener that accepts
+// TCP connections and holds them open, never reading or writing (a daemon
+// or collector that does not answer); it and its connections close at the
+// end of the test.
+func silentListener(t *testing.T) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lis.Close()
 	var mu sync.Mutex
 	var conns []net.Conn
 	go func() {
@@ -161,19 +161,28 @@ func TestSubmitToASilentListenerSaysNothingWasSubmitted(t *testing.T) {
 				return
 			}
 			mu.Lock()
-			conns = append(conns, c) // held open, never read or written
+			conns = append(conns, c)
 			mu.Unlock()
 		}
 	}()
-	defer func() {
+	t.Cleanup(func() {
+		lis.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
-	}()
-	addr := lis.Addr().String()
-	_, _, err = runCuzk(t, "submit", "--addr", addr, "--request-id", "silent", "--timeout", "2s")
+	})
+	return lis.Addr().String()
+}
+
+// A listener that accepts TCP and never speaks gRPC: submit's timeout says
+// the daemon did not answer and nothing was submitted, not that the daemon
+// keeps proving.
+func TestSubmitToASilentListenerSaysNothingWasSubmitted(t *testing.T) {
+	clearOTLPEnv(t)
+	addr := silentListener(t)
+	_, _, err := runCuzk(t, "submit", "--addr", addr, "--request-id", "silent", "--timeout", "2s")
 	if err == nil {
 		t.Fatal("submit to a silent listener succeeded")
 	}
