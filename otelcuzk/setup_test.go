@@ -81,6 +81,17 @@ func send(t *testing.T, n int, opts ...Option) {
 
 // sendOne sends one span (see send), which r must then hold alone; who
 // names the receiver in the failure.
+// envGRPCReceiver clears the OTEL_ variables and points
+// OTEL_EXPORTER_OTLP_ENDPOINT at a new OTLP/gRPC receiver (the protocol
+// variables still say which exporter is used).
+func envGRPCReceiver(t *testing.T) *receiver {
+	t.Helper()
+	clearEnv(t)
+	r := &receiver{}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+startGRPCReceiver(t, r, nil))
+	return r
+}
+
 func sendOne(t *testing.T, r *receiver, who string) {
 	t.Helper()
 	send(t, 1)
@@ -135,10 +146,7 @@ func TestTracesEndpointVarIsUsedAsIs(t *testing.T) {
 }
 
 func TestProtocolVarSelectsGRPC(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	addr := startGRPCReceiver(t, r, nil)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	r := envGRPCReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
 	send(t, 2)
 	got := r.got()
@@ -148,10 +156,7 @@ func TestProtocolVarSelectsGRPC(t *testing.T) {
 }
 
 func TestTracesProtocolVarOverridesGeneralOne(t *testing.T) {
-	clearEnv(t)
-	r := &receiver{}
-	addr := startGRPCReceiver(t, r, nil)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	r := envGRPCReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
 	sendOne(t, r, "gRPC receiver")

@@ -152,11 +152,7 @@ func TestDiffNamesTheReleaseAsTheCauseOfTheSeedsCase(t *testing.T) {
 }
 
 func names2(ns []*tracefile.DiffNode) []string {
-	var out []string
-	for _, n := range ns {
-		out = append(out, n.Path)
-	}
-	return out
+	return each(ns, func(n *tracefile.DiffNode) string { return n.Path })
 }
 
 // Identical traces (other ids) give no move and no one-side path.

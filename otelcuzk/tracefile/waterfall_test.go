@@ -121,9 +121,14 @@ func find(tr tracefile.Trace, name string) *tracefile.Node {
 }
 
 func names(ns []*tracefile.Node) []string {
+	return each(ns, func(n *tracefile.Node) string { return n.Name })
+}
+
+// each returns f of every element of xs, in order (nil for none).
+func each[T any](xs []T, f func(T) string) []string {
 	var out []string
-	for _, n := range ns {
-		out = append(out, n.Name)
+	for _, x := range xs {
+		out = append(out, f(x))
 	}
 	return out
 }
