@@ -95,17 +95,7 @@ func traceOf(t testing.TB, j *jaegerInstance, id string, want ...string) []trace
 			return err
 		}
 		spans = got
-		names := map[string]bool{}
-		for _, s := range got {
-			names[s.Name] = true
-		}
-		var missing []string
-		for _, w := range want {
-			if !names[w] {
-				missing = append(missing, w)
-			}
-		}
-		if len(missing) > 0 {
+		if missing := missingNames(got, want); len(missing) > 0 {
 			return fmt.Errorf("trace %s has %d spans, lacks %v", id, len(got), missing)
 		}
 		if len(got) != last { // a batch may still be on its way
