@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
 // commands is filled by the init functions of the files beside this one,
@@ -46,6 +48,16 @@ func newApp() *cli.App {
 		// One line on stderr and exit 1 for any error; no usage dump.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   usageError,
+		// The SDK's own errors on one line of stderr, without its "parse
+		// url" line for a gRPC host:port endpoint otelcuzk honours.
+		Before: func(c *cli.Context) error {
+			w := c.App.ErrWriter
+			if w == nil {
+				w = os.Stderr
+			}
+			otelcuzk.SetSDKLogger(w)
+			return nil
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("unknown command %q (want one of: %s)", c.Args().First(), strings.Join(names, ", "))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -415,5 +417,28 @@ func TestServeHelpAndREADMEStateTheShutdownBound(t *testing.T) {
 	}
 	if want := fmt.Sprintf("%d s beyond `--shutdown-timeout`", int(extra.Seconds())); !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), want) {
 		t.Errorf("README lacks %q", want)
+	}
+}
+
+// A gRPC endpoint given as IP:port (Curio's and most operators' form),
+// unreachable: cuzk prove's one line says so, and the OpenTelemetry SDK's
+// own "parse url" log line (stdr, with a date and a source file) does not
+// come before it: the gRPC exporter reads the variable as a URL itself.
+func TestAGRPCHostPortEndpointPrintsNoSDKParseLine(t *testing.T) {
+	addr, err := otlptest.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+		"prove", "--circuit", "mulchain", "--constraints", "64", "--backend", "cpu", "--proof", filepath.Join(dir, "p.bin"))
+	cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1", "CUZK_CACHE_DIR="+dir,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_ENDPOINT="+addr, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	_ = cmd.Run()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "unreachable") || strings.Contains(stderr.String(), "parse url") {
+		t.Errorf("stderr %q, want the one line saying the endpoint is unreachable", stderr.String())
 	}
 }
