@@ -526,3 +526,37 @@ func TestTraceDiffDepth(t *testing.T) {
 		t.Errorf("--depth -1: err %v, want a one-line refusal (output %q)", err, out)
 	}
 }
+
+// A and B as trace ids in Tempo (its "batches" shape), and a FILE on one
+// side with a Tempo trace id on the other: compared as files are.
+func TestTraceDiffFromTempo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tempo := func(line string) string { return strings.Replace(line, `"resourceSpans"`, `"batches"`, 1) }
+		switch r.URL.Path {
+		case "/api/traces/" + idA:
+			w.Write([]byte(tempo(seedRun(idA, "async", "merkle", 10000))))
+		case "/api/traces/" + idB:
+			w.Write([]byte(tempo(seedRun(idB, "sync", "merkle", 6500))))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms"
+	out, err := runTraceCmd(t, "trace", "diff", idA, idB, "--tempo", srv.URL, "--threshold-ms", "100")
+	if err != nil || !strings.Contains(out, verdict) || !strings.Contains(out, "A: trace "+idA) || !strings.Contains(out, "B: trace "+idB) {
+		t.Errorf("diff from Tempo: %v\n%s", err, out)
+	}
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	out, err = runTraceCmd(t, "trace", "diff", a, idB, "--tempo", srv.URL, "--threshold-ms", "100")
+	if err != nil || !strings.Contains(out, verdict) || !strings.Contains(out, "A: "+a+", trace "+idA) {
+		t.Errorf("a FILE against a Tempo trace: %v\n%s", err, out)
+	}
+	_, err = runTraceCmd(t, "trace", "diff", idA, "1111111111111111111111111111111a", "--tempo", srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "B:") || !strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("missing B in Tempo: %v, want one line naming B", err)
+	}
+	if _, err := runTraceCmd(t, "trace", "diff", idA, idB, "--tempo", srv.URL, "--jaeger", srv.URL); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("--tempo and --jaeger: %v, want a refusal", err)
+	}
+}
