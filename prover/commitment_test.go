@@ -161,6 +161,41 @@ func TestPLONKAndOtherCurvesAreStillRefused(t *testing.T) {
 	}
 }
 
+// TestCircuitFilesOfPLONKOrAnotherCurveAreRefused: registered from files
+// (cuzk serve --circuit-file), a PLONK constraint system and an R1CS over
+// another curve get the refusal Prove gives them (ErrUnsupported, one line
+// naming what the file is), not an error of the key's decoding.
+func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
+	bn := circuitstest.Compile(t, ecc.BN254.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
+	bnPK, bnVK, err := groth16.Setup(bn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plonk := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), scs.NewBuilder, &circuitstest.Square{})
+	_, pk, vk := circuitstest.SetupCircuit(t, &circuitstest.Square{})
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync)
+	wb, err := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 9}).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		ccs  constraint.ConstraintSystem
+		pk   groth16.ProvingKey
+		vk   groth16.VerifyingKey
+		want string
+	}{{"BN254", bn, bnPK, bnVK, "bn254"}, {"PLONK", plonk, pk, vk, "SparseR1CS"}} {
+		name := fmt.Sprintf("file-%s-%d", c.what, time.Now().UnixNano())
+		if err := circuits.RegisterFiles(name, circuitstest.WriteFiles(t, t.TempDir(), c.what, c.ccs, c.pk, c.vk)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := p.Run(context.Background(), &Request{Circuit: name, Witness: wb, Verify: true})
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s from files: err = %v, want ErrUnsupported naming %s on one line", c.what, err, c.want)
+		}
+	}
+}
+
 func TestCommitmentsWithoutTheirKeysAreAKeyMismatch(t *testing.T) {
 	f := commitmenttest.Setup(t, "multicommit")
 	other := commitmenttest.Setup(t, "lookup")

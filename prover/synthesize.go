@@ -103,6 +103,12 @@ func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 	if r1cs.Type != constraint.SystemR1CS {
 		return nil, fmt.Errorf("%w: constraint system is a PLONK SparseR1CS (gnark's scs.NewBuilder); Groth16 needs an R1CS (r1cs.NewBuilder)", ErrUnsupported)
 	}
+	// An R1CS of another curve read from a file (cuzk serve --circuit-file)
+	// into BLS12-381's type keeps its own field: refused here, before its
+	// proving key fails to decode in words that name no curve.
+	if r1cs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
+		return nil, fmt.Errorf("%w: R1CS over %s (want BLS12-381: compile the circuit with ecc.BLS12_381.ScalarField())", ErrUnsupported, curveOf(ccs))
+	}
 	if _, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); !ok {
 		return nil, fmt.Errorf("%w: R1CS with commitments of type %T", ErrUnsupported, r1cs.CommitmentInfo)
 	}
