@@ -189,6 +189,34 @@ func TestDeployFilesAgree(t *testing.T) {
 	if !found {
 		t.Errorf("prometheus.yml has no otel-collector job scraping %s, where compose serves the Collector's metrics", collectorMetrics)
 	}
+	// The dashboard's "slow" (seconds, in the Tempo panel of failed or
+	// slow proofs) is the Collector's slow policy, so the panel lists what
+	// tail sampling keeps.
+	var slow string
+	var vars struct {
+		Templating struct {
+			List []struct{ Name, Query string } `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &vars); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vars.Templating.List {
+		if v.Name == "slow" {
+			slow = v.Query
+		}
+	}
+	col, err := os.ReadFile(filepath.Join(deployDir, "otel-collector.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	threshold := ""
+	if m := regexp.MustCompile(`threshold_ms: \$\{env:OTELCOL_SLOW_PROOF_MS:-(\d+)\}`).FindSubmatch(col); m != nil {
+		threshold = string(m[1])
+	}
+	if slow == "" || threshold != slow+"000" {
+		t.Errorf("dashboard variable slow = %q s, the Collector's slow policy %q ms: they disagree", slow, threshold)
+	}
 	unit, err := os.ReadFile(filepath.Join(deployDir, "cuzk.service"))
 	if err != nil {
 		t.Fatal(err)
