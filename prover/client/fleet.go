@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/attributes"
@@ -507,10 +508,17 @@ func (c *Client) routeRequest(ctx context.Context, requestID string) (_ context.
 	return withRoute(ctx, rt), rt, nil
 }
 
+// probeTimeout bounds holds' question to a daemon that is out of rotation
+// (a variable for the tests).
+var probeTimeout = 10 * time.Second
+
 // holds asks daemon addr for the job of requestID without waiting for it:
 // its result (a running job's as far as it got), or nil when addr has no
 // such job or does not answer.
 func (c *Client) holds(ctx context.Context, addr, requestID string) *Result {
+	// A daemon that cannot answer this in probeTimeout is as good as down.
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	resp, err := c.api.AwaitProof(withRoute(ctx, &route{addr: addr}), &cuzkv1.AwaitProofRequest{RequestId: requestID, TimeoutMs: 1})
 	if err != nil {
 		// DEADLINE_EXCEEDED for a job still running, the job's own

@@ -40,6 +40,7 @@ type fakeDaemon struct {
 	mu    sync.Mutex
 	jobs  map[string]*cuzkv1.ProofResult // by job id
 	byReq map[string]string              // request id -> job id
+	stall bool                           // AwaitProof hangs until the call ends
 }
 
 func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider, opts ...grpc.ServerOption) *fakeDaemon {
@@ -94,9 +95,15 @@ func (d *fakeDaemon) jobLocked(jobID, requestID string) (*cuzkv1.ProofResult, er
 	return res, nil
 }
 
-func (d *fakeDaemon) AwaitProof(_ context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+func (d *fakeDaemon) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stall {
+		d.mu.Unlock()
+		<-ctx.Done()
+		d.mu.Lock()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	return d.jobLocked(r.GetJobId(), r.GetRequestId())
 }
 
@@ -493,6 +500,44 @@ func TestFleetOverTLSVerifiesEachDaemon(t *testing.T) {
 	if _, err := bad.Submit(ctx, Request{RequestID: "r", Circuit: "mulchain"}); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("TLS to a daemon whose certificate names another host: %v, want UNAVAILABLE about the certificate", err)
 	}
+}
+
+// TestFleetSkippedDaemonThatDoesNotAnswerIsDown: a first-ranked daemon
+// that is NOT_SERVING and does not answer the question whether it holds a
+// request (a hung host) costs a Submit at most the probe's bound; the job
+// then goes to the daemon that serves.
+func TestFleetSkippedDaemonThatDoesNotAnswerIsDown(t *testing.T) {
+	old := probeTimeout
+	probeTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { probeTimeout = old })
+	tp := sdktrace.NewTracerProvider()
+	a, b := startFakeDaemon(t, "a", tp), startFakeDaemon(t, "b", tp)
+	addrs := []string{a.addr, b.addr}
+	c := dialFleet(t, addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a.mu.Lock()
+	a.stall = true
+	a.mu.Unlock()
+	a.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	probes := idsRankedFirst(a.addr, addrs, "hung", 400)
+	if err := waitUntil(ctx, func() bool {
+		rid := probes[0]
+		probes = probes[1:]
+		j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"})
+		return err == nil && strings.HasPrefix(j.ID, b.addr+"/")
+	}); err != nil {
+		t.Fatalf("a NOT_SERVING and hung: requests never moved to b: %v", err)
+	}
+	start := time.Now()
+	rid := probes[0]
+	if j, err := c.Submit(ctx, Request{RequestID: rid, Circuit: "mulchain"}); err != nil || !strings.HasPrefix(j.ID, b.addr+"/") {
+		t.Errorf("a NOT_SERVING and hung: %s went to %q (%v), want b", rid, j.ID, err)
+	}
+	if a.holds(rid) != "" {
+		t.Errorf("a made a job for %s", rid)
+	}
+	t.Logf("submit past the hung daemon: %v", time.Since(start))
 }
 
 // dialFleet dials the daemons at addrs, closed when the test ends.
