@@ -289,12 +289,8 @@ func TestLoadModuleReadsCubinAndPTXFiles(t *testing.T) {
 
 func TestStreamCloseEmitsPendingSpansAndRefusesFurtherWork(t *testing.T) {
 	f := newFixture(t)
-	k := f.kernel(t, "k", time.Microsecond)
-	s := f.stream(t)
+	s, k := f.pendingLaunch(t)
 	ctx := context.Background()
-	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,18 @@ func (f *fixture) kernel(t *testing.T, name string, d time.Duration) *Function {
 	return fn
 }
 
+// pendingLaunch returns a new stream with kernel k (1 µs) launched on it
+// once, its span pending until the stream synchronizes or closes, and k.
+func (f *fixture) pendingLaunch(t *testing.T) (*Stream, *Function) {
+	t.Helper()
+	k := f.kernel(t, "k", time.Microsecond)
+	s := f.stream(t)
+	if err := s.Launch(context.Background(), k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, k
+}
+
 // endSession ends sess, then its span prove at the fake clock's now, and
 // gives the session's one gpu.total span.
 func (f *fixture) endSession(t *testing.T, sess *Session, prove trace.Span) sdktrace.ReadOnlySpan {
@@ -444,12 +456,8 @@ func TestCopySpansCarryBytesAndBandwidth(t *testing.T) {
 
 func TestEventErrorsAreReturnedFromSynchronize(t *testing.T) {
 	f := newFixture(t)
-	k := f.kernel(t, "k", time.Microsecond)
-	s := f.stream(t)
+	s, k := f.pendingLaunch(t)
 	ctx := context.Background()
-	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
-		t.Fatal(err)
-	}
 	f.drv.fail["EventElapsed"] = &Error{Call: "cuEventElapsedTime", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Message: "an illegal memory access was encountered"}
 	err := s.Synchronize(ctx)
 	if err == nil || len(f.ended("k")) != 0 {
