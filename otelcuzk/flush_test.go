@@ -360,3 +360,26 @@ func TestShutdownAgainstABlackholeHoldsTheBoundAndCountsTheSpans(t *testing.T) {
 		})
 	}
 }
+
+// Shutdown given a context that is done already (a program's signal
+// context, deferred): the queued spans are still exported, and since none
+// was lost it reports no error (it said "flush: context canceled").
+func TestShutdownWithADoneContextDeliversTheQueueWithoutAnError(t *testing.T) {
+	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
+		t.Run(protocol, func(t *testing.T) {
+			clearEnv(t)
+			r := &receiver{}
+			endpoint := startHTTPReceiver(t, r, false).URL
+			if protocol == ProtocolGRPC {
+				endpoint = "http://" + startGRPCReceiver(t, r, nil)
+			}
+			tel := newTel(t, WithEndpoint(endpoint), WithProtocol(protocol), WithInsecure(), WithoutUntraced())
+			emit(tel, 5)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := tel.Shutdown(ctx); err != nil || r.spanCount() != 5 {
+				t.Fatalf("Shutdown(done context) = %v with %d of 5 spans delivered, want nil and 5", err, r.spanCount())
+			}
+		})
+	}
+}

@@ -317,9 +317,11 @@ func (t *Telemetry) ShutdownBound() time.Duration { return t.timeout + ShutdownM
 
 // Shutdown flushes the spans not yet exported, then shuts the provider and
 // exporter down, within ShutdownBound (sooner if ctx ends; the stop itself
-// always gets up to one second). The spans still queued are tried even when
-// an earlier failure put the exporter in its cooldown. Its error joins
-// flush and shutdown errors and, when spans were lost over the Telemetry's
+// always gets up to one second, in which the processors still export what
+// is queued, even when ctx is done already). The spans still queued are
+// tried even when an earlier failure put the exporter in its cooldown. Its
+// error joins flush errors (other than ctx's end) and shutdown errors and,
+// when spans were lost over the Telemetry's
 // life (failed exports, or never exported: a full queue, the deadline), an
 // error wrapping ErrSpansDropped with the count and the last export error.
 // Calls after the first return the first result.
@@ -333,7 +335,11 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		t.exporter.stopBy.Store(dl.Add(time.Second).UnixNano())
 		t.exporter.final.Store(true)
 		errs := []error{}
-		if err := t.TracerProvider.ForceFlush(ctx); err != nil {
+		// The flush stopping at the deadline (the caller's, or a context
+		// done already) is no error of its own: the processors' shutdown
+		// below still exports what is queued, and whatever is lost is
+		// counted and reported as ErrSpansDropped.
+		if err := t.TracerProvider.ForceFlush(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) {
 			errs = append(errs, fmt.Errorf("otelcuzk: flush: %w", err))
 		}
 		// Shutdown gets a second of its own: had the flush used the whole
