@@ -42,7 +42,8 @@ func jaegerOperations(t *testing.T, j *jaegerInstance, service string) []string 
 // real `cuzk serve` daemons, one stopped midway. Request ids spread over
 // both, a retry returns the same job, each job id names the daemon that
 // proved it; once one daemon is stopped, new requests go to the other and
-// a job id of the stopped one is UNAVAILABLE. Each job is one trace from
+// a job id of the stopped one is UNAVAILABLE (Await, Cancel, StatusAt),
+// the other's still answer. Each job is one trace from
 // the caller's task span through the client span to the daemon's
 // engine.job, and the clients' health watches leave no spans in the
 // daemons' traces.
@@ -130,6 +131,20 @@ func TestDialAddrsSpreadsJobsOverTwoDaemons(t *testing.T) {
 	}
 	if res, err := c.Await(ctx, jobs[on[1][0]].id, time.Second); err != nil || res.JobID != jobs[on[1][0]].id {
 		t.Errorf("Await of a job on daemon 1: %+v %v", res, err)
+	}
+	// Cancel and status go to the daemon named: daemon 1 knows its
+	// finished job (FAILED_PRECONDITION, not NOT_FOUND), daemon 0 is away.
+	if _, err := c.Cancel(ctx, jobs[on[1][0]].id); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("Cancel of a finished job on daemon 1: %v, want FAILED_PRECONDITION", err)
+	}
+	if _, err := c.Cancel(ctx, jobs[on[0][0]].id); status.Code(err) != codes.Unavailable {
+		t.Errorf("Cancel of a job on the stopped daemon: %v, want UNAVAILABLE", err)
+	}
+	if st, err := c.StatusAt(ctx, daemons[1].Addr); err != nil || st == nil {
+		t.Errorf("StatusAt(daemon 1): %+v %v", st, err)
+	}
+	if _, err := c.StatusAt(ctx, daemons[0].Addr); status.Code(err) != codes.Unavailable {
+		t.Errorf("StatusAt(the stopped daemon): %v, want UNAVAILABLE", err)
 	}
 	// Daemon 0 has shut down, so its spans, the health watch's included,
 	// were exported.
