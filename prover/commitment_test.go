@@ -72,7 +72,7 @@ func TestCircuitsWithCommitmentsProveAndVerify(t *testing.T) {
 }
 
 func TestTamperedCommitmentPokOrPublicInputIsRejected(t *testing.T) {
-	for _, name := range []string{"rangecheck", "multicommit"} {
+	for _, name := range []string{"rangecheck", "multicommit", "publiconly", "overlap"} {
 		t.Run(name, func(t *testing.T) {
 			f := commitmenttest.Setup(t, name)
 			p := proveCommit(t, f)
@@ -108,6 +108,17 @@ func TestTamperedCommitmentPokOrPublicInputIsRejected(t *testing.T) {
 	}
 	if err := groth16.Verify(p, f.VK, wrong); err == nil {
 		t.Error("verifier accepted a wrong public input (committed to by a commitment)")
+	}
+	// A circuit without secret inputs whose commitment is over its public
+	// inputs: a wrong one is rejected.
+	f = commitmenttest.Setup(t, "publiconly")
+	p = proveCommit(t, f)
+	wrong, err = frontend.NewWitness(&commitmenttest.PublicOnly{A: 12346, B: 12345 * 12345}, ecc.BLS12_381.ScalarField(), frontend.PublicOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(p, f.VK, wrong); err == nil {
+		t.Error("verifier accepted a wrong public input of a circuit without secret inputs")
 	}
 }
 

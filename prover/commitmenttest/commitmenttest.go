@@ -3,8 +3,10 @@
 // binary with gnark's groth16.Setup: a range check (the built-in
 // "rangecheck"), emulated arithmetic over secp256k1's base field
 // (std/math/emulated), a log-derivative lookup (std/lookup/logderivlookup),
-// and a circuit with three commitments (two api.Commit calls and a range
-// check, whose deferred commitment commits to the other two).
+// a circuit with three commitments (two api.Commit calls and a range
+// check, whose deferred commitment commits to the other two), a
+// commitment to public inputs only in a circuit without secret inputs, and
+// two commitments that share a private wire and commit a computed one.
 package commitmenttest
 
 import (
@@ -28,7 +30,7 @@ import (
 )
 
 // Names lists the circuits of Setup.
-var Names = []string{"rangecheck", "emulated", "lookup", "multicommit"}
+var Names = []string{"rangecheck", "emulated", "lookup", "multicommit", "publiconly", "overlap"}
 
 // Fixture is a circuit with its keys and a satisfying witness.
 type Fixture struct {
@@ -116,6 +118,55 @@ func (c *MultiCommit) Define(api frontend.API) error {
 	return nil
 }
 
+// PublicOnly proves A² = B with no secret input, committing to the public
+// A and B only: its one private committed wire is the random mask gnark's
+// api.Commit adds, and the public values are hashed into its challenge.
+type PublicOnly struct {
+	A, B frontend.Variable `gnark:",public"`
+}
+
+// Define implements frontend.Circuit.
+func (c *PublicOnly) Define(api frontend.API) error {
+	committer, ok := api.(frontend.Committer)
+	if !ok {
+		return fmt.Errorf("builder %T cannot commit", api)
+	}
+	ch, err := committer.Commit(c.A, c.B)
+	if err != nil {
+		return err
+	}
+	api.AssertIsDifferent(ch, 0)
+	api.AssertIsEqual(api.Mul(c.A, c.A), c.B)
+	return nil
+}
+
+// Overlap proves X[0]+X[1]+X[2] = S with two commitments that share the
+// private wire X[1], the second also committing the computed wire
+// X[1]·X[2]: the K MSM leaves each shared wire out once.
+type Overlap struct {
+	X [3]frontend.Variable
+	S frontend.Variable `gnark:",public"`
+}
+
+// Define implements frontend.Circuit.
+func (c *Overlap) Define(api frontend.API) error {
+	committer, ok := api.(frontend.Committer)
+	if !ok {
+		return fmt.Errorf("builder %T cannot commit", api)
+	}
+	c1, err := committer.Commit(c.X[0], c.X[1])
+	if err != nil {
+		return err
+	}
+	c2, err := committer.Commit(c.X[1], api.Mul(c.X[1], c.X[2]))
+	if err != nil {
+		return err
+	}
+	api.AssertIsDifferent(api.Mul(c1, c2), 0)
+	api.AssertIsEqual(api.Add(c.X[0], c.X[1], c.X[2]), c.S)
+	return nil
+}
+
 func build(name string) (frontend.Circuit, frontend.Circuit, error) {
 	switch name {
 	case "emulated":
@@ -143,6 +194,10 @@ func build(name string) (frontend.Circuit, frontend.Circuit, error) {
 		return &Lookup{}, &a, nil
 	case "multicommit":
 		return &MultiCommit{}, &MultiCommit{X: [4]frontend.Variable{40503, 77777, 5, 6}, P: 40503 * 77777}, nil
+	case "publiconly":
+		return &PublicOnly{}, &PublicOnly{A: 12345, B: 12345 * 12345}, nil
+	case "overlap":
+		return &Overlap{}, &Overlap{X: [3]frontend.Variable{11, 22, 33}, S: 66}, nil
 	}
 	return nil, nil, fmt.Errorf("commitmenttest: unknown circuit %q", name)
 }
