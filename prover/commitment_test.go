@@ -88,14 +88,16 @@ func TestTamperedCommitmentPokOrPublicInputIsRejected(t *testing.T) {
 					t.Errorf("verifier accepted tampered commitment %d", i)
 				}
 			}
-			bad := *p
-			bad.CommitmentPok.Add(&bad.CommitmentPok, &g1)
-			if err := groth16.Verify(&bad, f.VK, f.Public); err == nil {
+			// A fresh copy for each call: gnark's Verify returns on a
+			// failed check while its goroutine may still read the proof.
+			badPok := *p
+			badPok.CommitmentPok.Add(&badPok.CommitmentPok, &g1)
+			if err := groth16.Verify(&badPok, f.VK, f.Public); err == nil {
 				t.Error("verifier accepted a tampered proof of knowledge")
 			}
-			bad = *p
-			bad.CommitmentPok = p.Commitments[0]
-			if err := groth16.Verify(&bad, f.VK, f.Public); err == nil {
+			comAsPok := *p
+			comAsPok.CommitmentPok = p.Commitments[0]
+			if err := groth16.Verify(&comAsPok, f.VK, f.Public); err == nil {
 				t.Error("verifier accepted a commitment as its proof of knowledge")
 			}
 		})
