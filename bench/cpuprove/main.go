@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
-	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -38,10 +36,7 @@ import (
 
 func main() {
 	cf := benchutil.NewCircuitFlags("14,16", 5, "repetitions of each variant (after one warm-up)")
-	flag.Parse()
-	logger.Disable()
-	sizes, err := cf.Log2()
-	benchutil.Exit("cpuprove", err)
+	sizes := cf.Parse("cpuprove")
 	benchutil.Exit("cpuprove", run(*cf.Circuit, sizes, *cf.Reps))
 }
 

@@ -46,7 +46,7 @@ func main() {
 	lg := flag.Int("log2", 20, "log2 of the constraint count")
 	reps := flag.Int("reps", 5, "timed proofs with capture off, and as many with it on")
 	backend := flag.String("backend", "cuda", "prover backend (cpu: a check of this program without a GPU)")
-	cacheDir := flag.String("cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
+	cacheDir := benchutil.CacheDirFlag()
 	outPath := flag.String("out", "", "results file (default $OUT/cuptibench.txt when $OUT is set, else stdout only)")
 	flag.Parse()
 	logger.Disable()

@@ -16,7 +16,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,7 +25,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
-	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
@@ -37,11 +35,8 @@ import (
 
 func main() {
 	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
-	cacheDir := flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or the user cache)")
-	flag.Parse()
-	logger.Disable()
-	sizes, err := cf.Log2()
-	benchutil.Exit("keyload", err)
+	cacheDir := benchutil.CacheDirFlag()
+	sizes := cf.Parse("keyload")
 	benchutil.Exit("keyload", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir))
 }
 

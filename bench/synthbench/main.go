@@ -44,7 +44,6 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/constraint/solver"
 	fcs "github.com/consensys/gnark/frontend/cs"
-	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/sys/unix"
 
@@ -59,10 +58,9 @@ import (
 
 func main() {
 	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
-	cacheDir := flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or the user cache)")
+	cacheDir := benchutil.CacheDirFlag()
 	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU); empty for none")
-	flag.Parse()
-	logger.Disable()
+	sizes := cf.Parse("synthbench")
 	var tasks []int
 	for _, f := range strings.Split(*taskList, ",") {
 		if strings.TrimSpace(f) == "" {
@@ -75,8 +73,6 @@ func main() {
 		}
 		tasks = append(tasks, n)
 	}
-	sizes, err := cf.Log2()
-	benchutil.Exit("synthbench", err)
 	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks))
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/logger"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -110,6 +111,23 @@ func (f CircuitFlags) Log2() ([]int, error) {
 		out = append(out, lg)
 	}
 	return out, nil
+}
+
+// Parse parses the command line, silences gnark's logger (its lines
+// would interleave with the report) and returns the -log2 sizes; a bad
+// -log2 ends the program name through Exit.
+func (f CircuitFlags) Parse(name string) []int {
+	flag.Parse()
+	logger.Disable()
+	sizes, err := f.Log2()
+	Exit(name, err)
+	return sizes
+}
+
+// CacheDirFlag defines -cache-dir on flag.CommandLine: the key and
+// circuit cache of keycache.New ("": its default).
+func CacheDirFlag() *string {
+	return flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
 }
 
 // Exit ends a benchmark that failed: "name: err" on stderr and status 1.
