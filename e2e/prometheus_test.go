@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/frontend"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
@@ -277,15 +276,7 @@ func legends(legend string, series []map[string]string) ([]string, error) {
 // satisfy the circuit: the daemon accepts it and the job fails in solving.
 func badWitness(t *testing.T) []byte {
 	t.Helper()
-	w, err := frontend.NewWitness(&circuits.MulChain{X: 3, Out: 5}, ecc.BLS12_381.ScalarField())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return circuitstest.Marshal(t, circuitstest.NewWitness(t, &circuits.MulChain{X: 3, Out: 5}))
 }
 
 // TestDashboardQueriesAgainstPrometheus scrapes, with a real Prometheus,

@@ -11,14 +11,12 @@ func TestConcurrentWritesAndReadsKeepEveryWrite(t *testing.T) {
 	var b Buffer
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 100 {
 				b.Write([]byte("x"))
 				_ = b.String()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := b.String(); got != strings.Repeat("x", 800) {

@@ -163,6 +163,13 @@ func WitnessBytes(t testing.TB, name string, n int, seed int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Marshal(t, w)
+}
+
+// Marshal returns w in gnark's binary format (what a client sends); it
+// fails t on error.
+func Marshal(t testing.TB, w witness.Witness) []byte {
+	t.Helper()
 	b, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
