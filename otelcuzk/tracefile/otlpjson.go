@@ -95,23 +95,35 @@ func linesError(data []byte, start int, err error) error {
 	return fmt.Errorf("tracefile: line %d: %w: %v", line, ErrMalformed, err)
 }
 
-type linesDoc struct {
-	ResourceSpans *[]linesResourceSpans `json:"resourceSpans"`
-	Batches       *[]linesResourceSpans `json:"batches"`
-	Trace         *linesDoc             `json:"trace"`
+// otlpDoc is one OTLP/JSON traces document: "resourceSpans" (OTLP),
+// "batches" (Jaeger's api_v3) or either inside {"trace": ...}, with its
+// spans as S: decoded (linesSpan), or left as slices of the input
+// (rawSpan) to be decoded one at a time.
+type otlpDoc[S spanJSON] struct {
+	ResourceSpans *[]otlpResourceSpans[S] `json:"resourceSpans"`
+	Batches       *[]otlpResourceSpans[S] `json:"batches"`
+	Trace         *otlpDoc[S]             `json:"trace"`
 }
 
-type linesResourceSpans struct {
+type otlpResourceSpans[S spanJSON] struct {
 	Resource struct {
 		Attributes []linesKV `json:"attributes"`
 	} `json:"resource"`
-	ScopeSpans                  []linesScopeSpans `json:"scopeSpans"`
-	InstrumentationLibrarySpans []linesScopeSpans `json:"instrumentationLibrarySpans"`
+	ScopeSpans                  []otlpScopeSpans[S] `json:"scopeSpans"`
+	InstrumentationLibrarySpans []otlpScopeSpans[S] `json:"instrumentationLibrarySpans"`
 }
 
-type linesScopeSpans struct {
-	Spans []linesSpan `json:"spans"`
+type otlpScopeSpans[S spanJSON] struct {
+	Spans []S `json:"spans"`
 }
+
+// spanJSON is a span of an otlpDoc: span gives it as a Span of service.
+type spanJSON interface {
+	span(service string) (Span, error)
+}
+
+// linesDoc is an otlpDoc with its spans decoded.
+type linesDoc = otlpDoc[linesSpan]
 
 type linesSpan struct {
 	TraceID           string          `json:"traceId"`
@@ -149,30 +161,45 @@ type linesValue struct {
 	} `json:"kvlistValue"`
 }
 
-func (d *linesDoc) spans() ([]Span, error) {
-	var rss []linesResourceSpans
+// each hands fn the spans of d in order, each with its resource's
+// service.name; it stops at the first error (errNotTraces for a document
+// of none of the three shapes).
+func (d *otlpDoc[S]) each(fn func(Span) error) error {
+	var rss []otlpResourceSpans[S]
 	switch {
 	case d.ResourceSpans != nil:
 		rss = *d.ResourceSpans
 	case d.Batches != nil:
 		rss = *d.Batches
 	case d.Trace != nil:
-		return d.Trace.spans()
+		return d.Trace.each(fn)
 	default:
-		return nil, errNotTraces
+		return errNotTraces
 	}
-	var out []Span
 	for _, rs := range rss {
 		service := serviceName(rs.Resource.Attributes)
-		for _, ss := range append(rs.ScopeSpans, rs.InstrumentationLibrarySpans...) {
-			for _, rsp := range ss.Spans {
-				s, err := rsp.span(service)
-				if err != nil {
-					return nil, err
+		for _, group := range [][]otlpScopeSpans[S]{rs.ScopeSpans, rs.InstrumentationLibrarySpans} {
+			for _, ss := range group {
+				for _, sp := range ss.Spans {
+					s, err := sp.span(service)
+					if err != nil {
+						return err
+					}
+					if err := fn(s); err != nil {
+						return err
+					}
 				}
-				out = append(out, s)
 			}
 		}
+	}
+	return nil
+}
+
+// spans returns the spans of d in order (each), nil on error.
+func (d *otlpDoc[S]) spans() ([]Span, error) {
+	var out []Span
+	if err := d.each(func(s Span) error { out = append(out, s); return nil }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -101,25 +101,8 @@ func splitValues(data []byte, fn func([]byte) error) error {
 	}
 }
 
-// skelDoc, skelResourceSpans and skelScopeSpans are linesDoc,
-// linesResourceSpans and linesScopeSpans with each span left undecoded.
-type skelDoc struct {
-	ResourceSpans *[]skelResourceSpans `json:"resourceSpans"`
-	Batches       *[]skelResourceSpans `json:"batches"`
-	Trace         *skelDoc             `json:"trace"`
-}
-
-type skelResourceSpans struct {
-	Resource struct {
-		Attributes []linesKV `json:"attributes"`
-	} `json:"resource"`
-	ScopeSpans                  []skelScopeSpans `json:"scopeSpans"`
-	InstrumentationLibrarySpans []skelScopeSpans `json:"instrumentationLibrarySpans"`
-}
-
-type skelScopeSpans struct {
-	Spans []rawSpan `json:"spans"`
-}
+// skelDoc is linesDoc with each span left undecoded.
+type skelDoc = otlpDoc[rawSpan]
 
 // rawSpan is one span's JSON as json.Unmarshal hands it over: a slice of
 // the input value (Unmarshal does not copy or reuse its input, so keeping
@@ -131,39 +114,11 @@ func (r *rawSpan) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// each decodes the spans of d in order, as linesDoc.spans does, and hands
-// each to fn; it stops at the first error.
-func (d *skelDoc) each(fn func(Span) error) error {
-	var rss []skelResourceSpans
-	switch {
-	case d.ResourceSpans != nil:
-		rss = *d.ResourceSpans
-	case d.Batches != nil:
-		rss = *d.Batches
-	case d.Trace != nil:
-		return d.Trace.each(fn)
-	default:
-		return errNotTraces
+// span decodes r as linesDoc does its spans.
+func (r rawSpan) span(service string) (Span, error) {
+	var ls linesSpan
+	if err := json.Unmarshal(r, &ls); err != nil {
+		return Span{}, err
 	}
-	for _, rs := range rss {
-		service := serviceName(rs.Resource.Attributes)
-		for _, group := range [][]skelScopeSpans{rs.ScopeSpans, rs.InstrumentationLibrarySpans} {
-			for _, ss := range group {
-				for _, raw := range ss.Spans {
-					var ls linesSpan
-					if err := json.Unmarshal(raw, &ls); err != nil {
-						return err
-					}
-					s, err := ls.span(service)
-					if err != nil {
-						return err
-					}
-					if err := fn(s); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	return nil
+	return ls.span(service)
 }
