@@ -34,17 +34,13 @@ type affinePoint[A, J any] interface {
 }
 
 // curveCase is one group under test: its Group, gnark's generator, a random
-// source, how many random points a test draws, and the three things the
-// tests do to coordinates, which generic code cannot reach (struct fields).
+// source, how many random points a test draws, and the points off the
+// curve it is tested with.
 type curveCase[A, J any, F Coord, PJ jacobian[J, A], PA affinePoint[A, J]] struct {
 	g   Group[A, J, F]
 	gen J
 	rng *rand.Rand
 	n   int // random points per addition test; G2's arithmetic is slower, so fewer
-	// rescale returns p with (X·λ², Y·λ³, Z·λ) for a random λ.
-	rescale func(t *testing.T, p J) J
-	// atInfinity says whether p's Z is zero.
-	atInfinity func(p *J) bool
 	// offCurve gives points that are not on the curve from two that are:
 	// p with Y's first coordinate limb set to 7, q with X and Y swapped,
 	// and (1, 0).
@@ -55,8 +51,6 @@ var (
 	g1Case = curveCase[curve.G1Affine, curve.G1Jac, fp.Element, *curve.G1Jac, *curve.G1Affine]{
 		g: G1, gen: func() curve.G1Jac { g, _, _, _ := curve.Generators(); return g }(),
 		rng: rand.New(rand.NewPCG(11, 12)), n: 64,
-		rescale:    func(t *testing.T, p curve.G1Jac) curve.G1Jac { randomScale(t, &p.X, &p.Y, &p.Z); return p },
-		atInfinity: func(p *curve.G1Jac) bool { return p.Z.IsZero() },
 		offCurve: func(p, q curve.G1Affine) []curve.G1Affine {
 			p.Y.SetUint64(7)
 			q.X, q.Y = q.Y, q.X
@@ -68,8 +62,6 @@ var (
 	g2Case = curveCase[curve.G2Affine, curve.G2Jac, curve.E2, *curve.G2Jac, *curve.G2Affine]{
 		g: G2, gen: func() curve.G2Jac { _, g, _, _ := curve.Generators(); return g }(),
 		rng: rand.New(rand.NewPCG(21, 22)), n: 32,
-		rescale:    func(t *testing.T, p curve.G2Jac) curve.G2Jac { randomScale(t, &p.X, &p.Y, &p.Z); return p },
-		atInfinity: func(p *curve.G2Jac) bool { return p.Z.IsZero() },
 		offCurve: func(p, q curve.G2Affine) []curve.G2Affine {
 			p.Y.A0.SetUint64(7)
 			q.X, q.Y = q.Y, q.X
@@ -109,6 +101,32 @@ func randomScale[F any, PF field[F]](t *testing.T, x, y, z *F) {
 		t.Fatal(err)
 	}
 	scaleXYZ[F, PF](x, y, z, &l)
+}
+
+// The coordinates of gnark's points are struct fields, which generic code
+// cannot reach: rescale and atInfinity switch on the group, as FromJac
+// does.
+
+// rescale returns p with (X·λ², Y·λ³, Z·λ) for a random λ: the same point.
+func (c curveCase[A, J, F, PJ, PA]) rescale(t *testing.T, p J) J {
+	switch q := any(&p).(type) {
+	case *curve.G1Jac:
+		randomScale(t, &q.X, &q.Y, &q.Z)
+	case *curve.G2Jac:
+		randomScale(t, &q.X, &q.Y, &q.Z)
+	}
+	return p
+}
+
+// atInfinity says whether p's Z is zero.
+func (c curveCase[A, J, F, PJ, PA]) atInfinity(p *J) bool {
+	switch q := any(p).(type) {
+	case *curve.G1Jac:
+		return q.Z.IsZero()
+	case *curve.G2Jac:
+		return q.Z.IsZero()
+	}
+	panic("hostec: not a gnark Jacobian point")
 }
 
 // randJac returns a random odd multiple of the generator with a random Z
