@@ -338,48 +338,38 @@ func TestGRPCEndpointDownAtStartGetsTheSpansOnceItIsUp(t *testing.T) {
 // protocol: Shutdown returns within ShutdownBound and counts every span as
 // dropped (issue 11 item 7's endpoint, at the library).
 func TestShutdownAgainstABlackholeHoldsTheBoundAndCountsTheSpans(t *testing.T) {
-	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
-		t.Run(protocol, func(t *testing.T) {
-			clearEnv(t)
-			bh, err := otlptest.NewBlackhole()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bh.Close()
-			tel := newTel(t, WithEndpoint(bh.URL()), WithProtocol(protocol), WithInsecure(), WithTimeout(500*time.Millisecond),
-				WithLogWriter(nil), WithoutUntraced())
-			emit(tel, 7)
-			start := time.Now()
-			err = tel.Shutdown(context.Background())
-			if took := time.Since(start); took > tel.ShutdownBound()+500*time.Millisecond {
-				t.Errorf("Shutdown took %v, bound %v", took, tel.ShutdownBound())
-			}
-			if d := tel.DroppedSpans(); d != 7 || !errors.Is(err, ErrSpansDropped) {
-				t.Fatalf("DroppedSpans = %d, Shutdown err = %v; want 7 dropped", d, err)
-			}
-		})
-	}
+	eachProtocol(t, func(t *testing.T, protocol string) {
+		bh, err := otlptest.NewBlackhole()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bh.Close()
+		tel := newTel(t, WithEndpoint(bh.URL()), WithProtocol(protocol), WithInsecure(), WithTimeout(500*time.Millisecond),
+			WithLogWriter(nil), WithoutUntraced())
+		emit(tel, 7)
+		start := time.Now()
+		err = tel.Shutdown(context.Background())
+		if took := time.Since(start); took > tel.ShutdownBound()+500*time.Millisecond {
+			t.Errorf("Shutdown took %v, bound %v", took, tel.ShutdownBound())
+		}
+		if d := tel.DroppedSpans(); d != 7 || !errors.Is(err, ErrSpansDropped) {
+			t.Fatalf("DroppedSpans = %d, Shutdown err = %v; want 7 dropped", d, err)
+		}
+	})
 }
 
 // Shutdown given a context that is done already (a program's signal
 // context, deferred): the queued spans are still exported, and since none
 // was lost it reports no error (it said "flush: context canceled").
 func TestShutdownWithADoneContextDeliversTheQueueWithoutAnError(t *testing.T) {
-	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
-		t.Run(protocol, func(t *testing.T) {
-			clearEnv(t)
-			r := &receiver{}
-			endpoint := startHTTPReceiver(t, r, false).URL
-			if protocol == ProtocolGRPC {
-				endpoint = "http://" + startGRPCReceiver(t, r, nil)
-			}
-			tel := newTel(t, WithEndpoint(endpoint), WithProtocol(protocol), WithInsecure(), WithoutUntraced())
-			emit(tel, 5)
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			if err := tel.Shutdown(ctx); err != nil || r.spanCount() != 5 {
-				t.Fatalf("Shutdown(done context) = %v with %d of 5 spans delivered, want nil and 5", err, r.spanCount())
-			}
-		})
-	}
+	eachProtocol(t, func(t *testing.T, protocol string) {
+		r := &receiver{}
+		tel := newTel(t, WithEndpoint(startReceiver(t, r, protocol)), WithProtocol(protocol), WithInsecure(), WithoutUntraced())
+		emit(tel, 5)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := tel.Shutdown(ctx); err != nil || r.spanCount() != 5 {
+			t.Fatalf("Shutdown(done context) = %v with %d of 5 spans delivered, want nil and 5", err, r.spanCount())
+		}
+	})
 }

@@ -157,6 +157,27 @@ func startGRPCReceiver(t *testing.T, r *receiver, cert *tls.Certificate) string 
 	return lis.Addr().String()
 }
 
+// eachProtocol runs f as a subtest per OTLP protocol (gRPC, HTTP), with
+// the OTEL_ variables cleared.
+func eachProtocol(t *testing.T, f func(t *testing.T, protocol string)) {
+	for _, p := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
+		t.Run(p, func(t *testing.T) {
+			clearEnv(t)
+			f(t, p)
+		})
+	}
+}
+
+// startReceiver serves OTLP for r over protocol (ProtocolGRPC or
+// ProtocolHTTPProtobuf, plaintext) and returns the endpoint URL.
+func startReceiver(t *testing.T, r *receiver, protocol string) string {
+	t.Helper()
+	if protocol == ProtocolGRPC {
+		return "http://" + startGRPCReceiver(t, r, nil)
+	}
+	return startHTTPReceiver(t, r, false).URL
+}
+
 // startHTTPReceiver serves OTLP/HTTP on 127.0.0.1 and returns its base URL.
 func startHTTPReceiver(t *testing.T, r *receiver, useTLS bool) *httptest.Server {
 	t.Helper()

@@ -81,40 +81,32 @@ func checkCleanJSON(t *testing.T, js string) {
 }
 
 func TestInvalidUTF8NeverLosesABatchOverOTLP(t *testing.T) {
-	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
-		t.Run(protocol, func(t *testing.T) {
-			clearEnv(t)
-			r := &receiver{}
-			endpoint := ""
-			if protocol == ProtocolGRPC {
-				endpoint = "http://" + startGRPCReceiver(t, r, nil)
-			} else {
-				endpoint = startHTTPReceiver(t, r, false).URL
+	eachProtocol(t, func(t *testing.T, protocol string) {
+		r := &receiver{}
+		endpoint := startReceiver(t, r, protocol)
+		tel := newTel(t, WithEndpoint(endpoint), WithProtocol(protocol), WithInsecure(), WithoutUntraced(),
+			WithResourceAttributes(attribute.String("note", "res\xff")), WithLogWriter(&strings.Builder{}))
+		emitBadBatch(tel)
+		// One more batch after it: a failure would have started the
+		// cooldown and lost this one too.
+		emit(tel, 2)
+		shutdown(t, tel)
+		if n := r.spanCount(); n != 5 {
+			t.Fatalf("receiver got %d spans, want 5 (3 in the batch with the bad span, 2 after)", n)
+		}
+		var all strings.Builder
+		for _, e := range r.got() {
+			b, err := protojson.Marshal(e.req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			tel := newTel(t, WithEndpoint(endpoint), WithProtocol(protocol), WithInsecure(), WithoutUntraced(),
-				WithResourceAttributes(attribute.String("note", "res\xff")), WithLogWriter(&strings.Builder{}))
-			emitBadBatch(tel)
-			// One more batch after it: a failure would have started the
-			// cooldown and lost this one too.
-			emit(tel, 2)
-			shutdown(t, tel)
-			if n := r.spanCount(); n != 5 {
-				t.Fatalf("receiver got %d spans, want 5 (3 in the batch with the bad span, 2 after)", n)
-			}
-			var all strings.Builder
-			for _, e := range r.got() {
-				b, err := protojson.Marshal(e.req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all.Write(b)
-			}
-			checkCleanJSON(t, all.String())
-			if d := tel.DroppedSpans(); d != 0 {
-				t.Errorf("DroppedSpans = %d, want 0", d)
-			}
-		})
-	}
+			all.Write(b)
+		}
+		checkCleanJSON(t, all.String())
+		if d := tel.DroppedSpans(); d != 0 {
+			t.Errorf("DroppedSpans = %d, want 0", d)
+		}
+	})
 }
 
 func TestInvalidUTF8ReachesTheFileExporterCleaned(t *testing.T) {

@@ -46,12 +46,8 @@ func TestAFaultingFakeDeviceIsFencedAndItsJobsProvedOnTheOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = eng.Shutdown(ctx)
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(func() { _ = eng.Shutdown(ctx) })
 	defer cancel()
 	var ids []string
 	for i := range 4 {
