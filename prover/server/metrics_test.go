@@ -70,3 +70,39 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		t.Logf("metrics:\n%s", body)
 	}
 }
+
+// cuzk_device_healthy of a worker falls to 0 once its device faulted.
+func TestDeviceHealthyMetricFallsToZeroOnAFault(t *testing.T) {
+	mp, handler, err := NewPrometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mp.Shutdown(context.Background())
+	var eng *engine.Engine
+	if _, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, func() []Device { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eng, err = engine.New([]engine.Worker{{Name: "cuda:0", Runner: &faultingRunner{}}}, engine.WithTracerProvider(noop.NewTracerProvider()), engine.WithSynthesisWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body, _ := io.ReadAll(rec.Body)
+		return string(body)
+	}
+	healthy := func(v string) *regexp.Regexp {
+		return regexp.MustCompile(`cuzk_device_healthy\{[^}]*cuzk_worker="cuda:0"[^}]*\} ` + v + `\n`)
+	}
+	if body := scrape(); !healthy("1").MatchString(body) {
+		t.Fatalf("before the fault, metrics lack cuda:0 healthy 1:\n%s", body)
+	}
+	if _, err := eng.Prove(context.Background(), &prover.Request{RequestID: "x", Circuit: "mulchain", Constraints: 16}); err == nil {
+		t.Fatal("a proof on a device that faults succeeded")
+	}
+	if body := scrape(); !healthy("0").MatchString(body) {
+		t.Errorf("after the fault, metrics lack cuda:0 healthy 0:\n%s", body)
+	}
+}
