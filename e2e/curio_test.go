@@ -24,11 +24,8 @@ var lotusTraces = regexp.MustCompile(`task trace ([0-9a-f]{32})\ndaemon trace ([
 // otelgrpc's defaults instead (the globals Lotus leaves unset) the daemon's
 // proof is a trace of its own, which is why the lines are needed.
 func TestLotusStyleClientJoinsWithDocumentedLines(t *testing.T) {
-	j := startJaeger(t)
-	stamp := time.Now().UnixNano()
-	daemonService := fmt.Sprintf("e2e-serve-%d", stamp)
+	j, d, daemonService, stamp := startTracedDaemon(t)
 	lotusService := fmt.Sprintf("e2e-lotus-%d", stamp)
-	d := startDaemon(t, j.otlpEnv("grpc", daemonService))
 	prove := func(requestID string, extra ...string) (task, daemon string) {
 		args := append([]string{"-addr", d.Addr, "-otlp-endpoint", j.OTLPHTTP, "-service", lotusService,
 			"-request-id", requestID, "-constraints", fmt.Sprint(e2eConstraints)}, extra...)

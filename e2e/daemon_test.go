@@ -30,6 +30,16 @@ type daemon struct {
 	exited      bool
 }
 
+// startTracedDaemon starts a Jaeger and a daemon exporting to it over
+// OTLP/gRPC as service e2e-serve-STAMP, STAMP the start's Unix time in ns
+// (for the test's other names).
+func startTracedDaemon(t *testing.T) (j *jaegerInstance, d *daemon, service string, stamp int64) {
+	j = startJaeger(t)
+	stamp = time.Now().UnixNano()
+	service = fmt.Sprintf("e2e-serve-%d", stamp)
+	return j, startDaemon(t, j.otlpEnv("grpc", service)), service, stamp
+}
+
 // startDaemon runs `cuzk serve` with env (the OTEL_* of the test) and
 // waits until its gRPC and metrics ports answer; it is stopped with SIGTERM
 // at the end of the test, which must exit 0.
@@ -192,10 +202,7 @@ const submitService = "cuzk-submit"
 // request id finds it through the tag search, and the dashboard's metrics
 // are served.
 func TestSubmitTraceCrossesDaemon(t *testing.T) {
-	j := startJaeger(t)
-	stamp := time.Now().UnixNano()
-	daemonService := fmt.Sprintf("e2e-serve-%d", stamp)
-	d := startDaemon(t, j.otlpEnv("grpc", daemonService))
+	j, d, daemonService, stamp := startTracedDaemon(t)
 
 	requestID := fmt.Sprintf("e2e-req-%d", stamp)
 	_, traceID := submit(t, d, j.otlpEnv("grpc", submitService), requestID)
@@ -257,11 +264,8 @@ func TestSubmitTraceCrossesDaemon(t *testing.T) {
 // task's trace id kept through the daemon, and whose engine.job carries
 // the task's correlation fields, by which the tag search finds it.
 func TestCurioTaskExampleIsOneTraceWithDaemon(t *testing.T) {
-	j := startJaeger(t)
-	stamp := time.Now().UnixNano()
-	daemonService := fmt.Sprintf("e2e-serve-%d", stamp)
+	j, d, daemonService, stamp := startTracedDaemon(t)
 	curioService := fmt.Sprintf("e2e-curio-%d", stamp)
-	d := startDaemon(t, j.otlpEnv("grpc", daemonService))
 
 	taskID, sector := fmt.Sprint(stamp%1_000_000_000), fmt.Sprint(stamp%100_000)
 	out, _ := runProgram(t, 3*time.Minute, nil, curioTaskBin(t),
