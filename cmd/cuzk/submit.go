@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -70,6 +71,13 @@ func submitAction(c *cli.Context) error {
 		RequestID: c.String("request-id"), Circuit: c.String("circuit"), Constraints: uint64(n),
 		Priority: prio, Verify: c.Bool("verify"), MinerID: c.String("miner"), SectorNumber: c.Int64("sector"),
 		TaskID: c.Int64("task-id"), TaskName: c.String("task-name"),
+	}
+	// gRPC refuses to marshal a string that is not UTF-8, in words that
+	// name no flag ("Internal: grpc: error while marshaling: ...").
+	for _, f := range []string{"request-id", "circuit", "miner", "task-name"} {
+		if v := c.String(f); !utf8.ValidString(v) {
+			return fmt.Errorf("--%s %q: not valid UTF-8", f, v)
+		}
 	}
 	if req.RequestID == "" {
 		req.RequestID = fmt.Sprintf("submit-%d", time.Now().UnixNano())

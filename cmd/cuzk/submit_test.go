@@ -29,6 +29,18 @@ func TestSubmitRefusesNegativeConstraintsInProvesWords(t *testing.T) {
 	}
 }
 
+// A string flag that is not UTF-8 is refused naming the flag, before any
+// dial (gRPC refused to marshal it: "Internal: grpc: error while
+// marshaling: string field contains invalid UTF-8").
+func TestSubmitRefusesAFlagThatIsNotUTF8NamingIt(t *testing.T) {
+	for _, flag := range []string{"--request-id", "--circuit", "--miner", "--task-name"} {
+		_, _, err := runCuzk(t, "submit", flag, "f0\xfe", "--addr", "127.0.0.1:1")
+		if err == nil || !strings.Contains(err.Error(), flag+" ") || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("submit %s with a byte that is not UTF-8: %v, want it refused naming the flag", flag, err)
+		}
+	}
+}
+
 // A reused request id: with other parameters the daemon refuses it
 // (ALREADY_EXISTS) and submit prints no "returns the earlier job" note;
 // with the same parameters it returns the earlier job, and says so.
