@@ -19,16 +19,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
-var (
-	// ErrBaseSetEvicted is returned by an MSM over a base set that was
-	// evicted before the MSM started. error.type evicted.
-	ErrBaseSetEvicted = otelcuzk.NewError(otelcuzk.ErrorTypeEvicted, "base set evicted from the device")
-	// ErrBaseBudget is returned by Preload when a base set does not fit in
-	// the device budget (WithBaseBudget) even after evicting every idle set.
-	// error.type over_budget.
-	ErrBaseBudget = otelcuzk.NewError(otelcuzk.ErrorTypeOverBudget, "base set exceeds the device base budget")
-)
-
 // DeviceBases keeps proving-key base sets (prover.BaseSet) in device
 // memory across proofs, uploaded once per circuit: cuzk's hot tier of the
 // SRS. Sets are found by BaseSet.ID, evicted explicitly (Evict) or, when

@@ -10,7 +10,9 @@
 // per group, compiled at once), the device plan of one pass, the C
 // layouts of the window sums, and G1 and G2 as one generic Go path over
 // the gnark-crypto types (the G1*/G2* methods are its instances).
-// devicebases.go: DeviceBases and ResidentBases. Scalars and points are
+// devicebases.go: DeviceBases and ResidentBases; proofbuffers.go: the
+// device buffers kept per proving key; errors.go: the sentinel errors
+// (ErrTooLarge, ErrBaseSetEvicted, ErrBaseBudget). Scalars and points are
 // gnark-crypto values in Montgomery form, copied byte for byte.
 //
 // Spans: msm.g1.*, msm.g2.b (with cuzk.msm.size, window bits, chunks) and

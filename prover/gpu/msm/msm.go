@@ -36,11 +36,6 @@ const (
 	msmScalarBytes   = 32
 )
 
-// ErrTooLarge is returned (wrapped, with cudaspans.ErrOutOfMemory) when
-// an MSM does not fit in device memory even split into the smallest chunks.
-// error.type out_of_memory.
-var ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "MSM does not fit in device memory")
-
 // MSM computes multi-scalar multiplications on G1 and G2 of BLS12-381 on
 // one GPU with Pippenger's bucket method (kernels/msm.cuh describes the steps):
 // signed c-bit digits computed on the GPU from the Montgomery-form scalars,
