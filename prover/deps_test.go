@@ -1,9 +1,9 @@
 package prover
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/internal/depstest"
 )
 
 // TestCPUProverLinksNoCgo proves that a program proving on the CPU (this
@@ -12,29 +12,16 @@ import (
 // bridge (cudaspans) comes in only with prover/gpu, and munmap is a plain
 // system call (golang.org/x/sys/unix).
 func TestCPUProverLinksNoCgo(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not found")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{len .CgoFiles}}",
-		".", "./engine", "./server", "../buffer").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
 	seen := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			t.Fatalf("go list line %q", line)
-		}
-		if f[0] == "github.com/otelcuzk/otelcuzk/buffer" {
+	for _, p := range depstest.List(t, nil, ".", "./engine", "./server", "../buffer") {
+		if p.ImportPath == "github.com/otelcuzk/otelcuzk/buffer" {
 			seen++
 		}
-		if f[0] == "github.com/otelcuzk/otelcuzk/cudaspans" {
-			t.Errorf("the CPU prover links the CUDA bridge %s", f[0])
+		if p.ImportPath == "github.com/otelcuzk/otelcuzk/cudaspans" {
+			t.Errorf("the CPU prover links the CUDA bridge %s", p.ImportPath)
 		}
-		if f[1] == "false" && f[2] != "0" {
-			t.Errorf("the CPU prover links %s, a cgo package", f[0])
+		if !p.Standard && p.CgoFiles != 0 {
+			t.Errorf("the CPU prover links %s, a cgo package", p.ImportPath)
 		}
 	}
 	if seen == 0 {

@@ -4,12 +4,13 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/internal/depstest"
 )
 
 // testPackage reports whether an import path names a test package:
@@ -101,21 +102,13 @@ func TestNoProductionFileImportsATestPackage(t *testing.T) {
 // TestCuzkLinksNoTestPackage: the binary users run links no test package,
 // whatever its dependencies do.
 func TestCuzkLinksNoTestPackage(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not found")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
+	deps := depstest.List(t, nil, ".")
 	if len(deps) < 50 {
-		t.Fatalf("go list -deps listed %d packages: %q", len(deps), out)
+		t.Fatalf("go list -deps listed %d packages: %v", len(deps), deps)
 	}
 	for _, d := range deps {
-		if testPackage(d) {
-			t.Errorf("cuzk links the test package %s", d)
+		if testPackage(d.ImportPath) {
+			t.Errorf("cuzk links the test package %s", d.ImportPath)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package client
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/internal/depstest"
 )
 
 // TestNoGnarkNoCgo proves Curio can import this package without pulling in
@@ -14,28 +14,17 @@ import (
 // package links runtime/cgo for the system DNS resolver; that is Go's
 // choice, present in any gRPC client, and disappears with CGO_ENABLED=0.)
 func TestNoGnarkNoCgo(t *testing.T) {
-	list := func(env ...string) []string {
-		t.Helper()
-		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{len .CgoFiles}}", ".")
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, out)
+	for _, p := range depstest.List(t, nil, ".") {
+		if strings.HasPrefix(p.ImportPath, "github.com/consensys") {
+			t.Errorf("client depends on %s", p.ImportPath)
 		}
-		return strings.Split(strings.TrimSpace(string(out)), "\n")
-	}
-	for _, line := range list() {
-		f := strings.Fields(line)
-		if strings.HasPrefix(f[0], "github.com/consensys") {
-			t.Errorf("client depends on %s", f[0])
-		}
-		if f[1] == "false" && f[2] != "0" {
-			t.Errorf("client depends on %s, a cgo package", f[0])
+		if !p.Standard && p.CgoFiles != 0 {
+			t.Errorf("client depends on %s, a cgo package", p.ImportPath)
 		}
 	}
-	for _, line := range list("CGO_ENABLED=0") {
-		if f := strings.Fields(line); f[0] == "runtime/cgo" || strings.HasPrefix(f[0], "github.com/consensys") {
-			t.Errorf("with CGO_ENABLED=0 the client still depends on %s", f[0])
+	for _, p := range depstest.List(t, []string{"CGO_ENABLED=0"}, ".") {
+		if p.ImportPath == "runtime/cgo" || strings.HasPrefix(p.ImportPath, "github.com/consensys") {
+			t.Errorf("with CGO_ENABLED=0 the client still depends on %s", p.ImportPath)
 		}
 	}
 }

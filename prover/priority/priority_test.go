@@ -2,11 +2,10 @@ package priority
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/otelcuzk/otelcuzk/internal/depstest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -126,19 +125,12 @@ func TestJSONUsesTheNames(t *testing.T) {
 
 // TestNoGnarkNoCgo: the client imports this package, and Curio the client.
 func TestNoGnarkNoCgo(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{len .CgoFiles}}", ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if strings.HasPrefix(f[0], "github.com/consensys") || f[0] == "runtime/cgo" {
-			t.Errorf("priority depends on %s", f[0])
+	for _, p := range depstest.List(t, []string{"CGO_ENABLED=0"}, ".") {
+		if strings.HasPrefix(p.ImportPath, "github.com/consensys") || p.ImportPath == "runtime/cgo" {
+			t.Errorf("priority depends on %s", p.ImportPath)
 		}
-		if strings.HasPrefix(f[0], "github.com/otelcuzk/otelcuzk/") && f[0] != "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1" && f[0] != "github.com/otelcuzk/otelcuzk/prover/priority" {
-			t.Errorf("priority depends on %s", f[0])
+		if strings.HasPrefix(p.ImportPath, "github.com/otelcuzk/otelcuzk/") && p.ImportPath != "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1" && p.ImportPath != "github.com/otelcuzk/otelcuzk/prover/priority" {
+			t.Errorf("priority depends on %s", p.ImportPath)
 		}
 	}
 }
