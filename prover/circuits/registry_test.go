@@ -95,15 +95,13 @@ func TestConcurrentRegistrationsOfOneNameLetOneIn(t *testing.T) {
 	var ok atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if RegisterFiles(name, f) == nil {
 				ok.Add(1)
 			}
 			_, _ = Lookup(name)
 			_ = Names()
-		}()
+		})
 	}
 	wg.Wait()
 	if ok.Load() != 1 {

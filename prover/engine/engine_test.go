@@ -106,6 +106,13 @@ func newEngine(t *testing.T, runners []prover.Runner, opts ...Option) *Engine {
 	for i, r := range runners {
 		ws = append(ws, Worker{Name: fmt.Sprintf("w%d", i), Runner: r})
 	}
+	return newEngineOf(t, ws, opts...)
+}
+
+// newEngineOf starts an engine on workers ws, shut down (5 s) when the
+// test ends.
+func newEngineOf(t *testing.T, ws []Worker, opts ...Option) *Engine {
+	t.Helper()
 	e, err := New(ws, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -701,9 +708,7 @@ func TestManyConcurrentSubmitsNoneLostOrDoubled(t *testing.T) {
 	var ok, full atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			id := fmt.Sprintf("load-%d", i)
 			info, err := e.Prove(context.Background(), req(id, priority.All[i%len(priority.All)]))
 			switch {
@@ -716,7 +721,7 @@ func TestManyConcurrentSubmitsNoneLostOrDoubled(t *testing.T) {
 			default:
 				ok.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	n := 0

@@ -336,9 +336,7 @@ func TestBudgetNeverExceededUnderHundredConcurrentJobs(t *testing.T) {
 	var failures atomic.Int64
 	var waited atomic.Int64
 	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			info, err := e.Prove(context.Background(), req(fmt.Sprintf("j%d", i), priority.All[i%len(priority.All)]))
 			if err != nil {
 				failures.Add(1)
@@ -348,7 +346,7 @@ func TestBudgetNeverExceededUnderHundredConcurrentJobs(t *testing.T) {
 			if info.Result.Timings.MemoryWait > 0 {
 				waited.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	f.mu.Lock()
@@ -836,16 +834,7 @@ func faultyEngine(t *testing.T, synth int, bad map[string]bool, hold chan struct
 	for _, n := range []string{"gpu0", "gpu1"} {
 		ws = append(ws, Worker{Name: n, Runner: &faultyFake{stagedFake: f, name: n, mu: mu, bad: bad, hold: hold}})
 	}
-	e, err := New(ws, append([]Option{WithSynthesisWorkers(synth)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Shutdown(ctx)
-	})
-	return e, f
+	return newEngineOf(t, ws, append([]Option{WithSynthesisWorkers(synth)}, opts...)...), f
 }
 
 func TestDeviceFaultMarksTheWorkerAndRequeuesItsJob(t *testing.T) {

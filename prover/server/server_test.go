@@ -551,9 +551,7 @@ func TestHundredConcurrentProofsNoneLostOrDoubled(t *testing.T) {
 	seen := map[string]string{}
 	var wg sync.WaitGroup
 	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			id := fmt.Sprintf("load-%03d", i)
 			res, err := c.Prove(ctx, client.Request{RequestID: id, Circuit: "mulchain", Constraints: 16, Priority: priority.All[i%len(priority.All)]})
 			switch status.Code(err) {
@@ -573,7 +571,7 @@ func TestHundredConcurrentProofsNoneLostOrDoubled(t *testing.T) {
 			default:
 				t.Errorf("%s: %v", id, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if ok.Load() == 0 || refused.Load() == 0 {
