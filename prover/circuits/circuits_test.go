@@ -10,9 +10,12 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	nativemimc "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
 	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/frontend"
 )
 
-func compileAndSolve(t *testing.T, name string, n int) (constraint.ConstraintSystem, *Instance) {
+// compile builds circuit name at n constraints and compiles it; it fails t
+// on any error.
+func compile(t *testing.T, name string, n int) (constraint.ConstraintSystem, *Instance) {
 	t.Helper()
 	in, err := Build(name, n)
 	if err != nil {
@@ -22,6 +25,12 @@ func compileAndSolve(t *testing.T, name string, n int) (constraint.ConstraintSys
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ccs, in
+}
+
+func compileAndSolve(t *testing.T, name string, n int) (constraint.ConstraintSystem, *Instance) {
+	t.Helper()
+	ccs, in := compile(t, name, n)
 	w, err := in.Witness(7)
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +39,20 @@ func compileAndSolve(t *testing.T, name string, n int) (constraint.ConstraintSys
 		t.Fatalf("%s (%s): sample witness does not satisfy the circuit: %v", name, in.Shape, err)
 	}
 	return ccs, in
+}
+
+// requireSolve fails t unless gnark's solver says ccs is satisfied by the
+// assignment a (want true) or is not (want false); what names a in the
+// message.
+func requireSolve(t *testing.T, ccs constraint.ConstraintSystem, a frontend.Circuit, want bool, what string) {
+	t.Helper()
+	w, err := witnessOf(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ccs.Solve(w); (err == nil) != want {
+		t.Errorf("%s: solve error %v, want satisfied %v", what, err, want)
+	}
 }
 
 func TestMulChainHasExactlyNConstraintsAndSatisfyingWitness(t *testing.T) {
@@ -66,14 +89,7 @@ func TestMerkleHitsRequestedSizeAndVerifiesInclusion(t *testing.T) {
 }
 
 func TestMerkleWitnessWithWrongRootIsRejected(t *testing.T) {
-	in, err := Build("merkle", 2000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccs, _ := compile(t, "merkle", 2000)
 	// The instance's own shape, with one sibling corrupted.
 	k, depth, filler, _ := MerkleShape(2000)
 	bad, err := assignMerkle(3, k, depth, filler)
@@ -81,13 +97,7 @@ func TestMerkleWitnessWithWrongRootIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad.Paths[0][depth-1] = 12345
-	w, err := witnessOf(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ccs.Solve(w); err == nil {
-		t.Fatal("a corrupted Merkle path satisfied the circuit")
-	}
+	requireSolve(t, ccs, bad, false, "a corrupted Merkle path")
 }
 
 func TestAssignmentIsDeterministicInSeed(t *testing.T) {

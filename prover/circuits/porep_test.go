@@ -183,27 +183,14 @@ func TestPoRepHitsRequestedSizeAndIsMostlyBits(t *testing.T) {
 func TestPoRepWitnessWithWrongPreimageIsRejected(t *testing.T) {
 	level, challenge := poRepCosts()
 	n := 2*level + challenge
-	in, err := Build("porep", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccs, _ := compile(t, "porep", n)
 	k, depth, filler, _ := PoRepShape(n)
 	bad, err := assignPoRep(3, k, depth, filler)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad.Preimages[0][5] = bad.Preimages[0][5].(uint64) ^ 1<<31
-	w, err := witnessOf(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ccs.Solve(w); err == nil {
-		t.Fatal("a changed preimage bit satisfied the circuit")
-	}
+	requireSolve(t, ccs, bad, false, "a changed preimage bit")
 }
 
 func TestFr32LeafIsTheTruncatedLittleEndianDigest(t *testing.T) {

@@ -27,14 +27,7 @@ func TestRangeCheckHitsRequestedSizeWithACommitment(t *testing.T) {
 }
 
 func TestRangeCheckRejectsAValueOutOfRange(t *testing.T) {
-	in, err := Build("rangecheck", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccs, in := compile(t, "rangecheck", 1000)
 	a, err := in.Assignment(3)
 	if err != nil {
 		t.Fatal(err)
@@ -55,19 +48,8 @@ func TestRangeCheckRejectsAValueOutOfRange(t *testing.T) {
 		acc.Square(&acc).Add(&acc, &one)
 	}
 	bad.Out = acc
-	w, err := witnessOf(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ccs.Solve(w); err == nil {
-		t.Error("a value of 2^64 passed a 64-bit range check")
-	}
+	requireSolve(t, ccs, bad, false, "a value of 2^64 in a 64-bit range check")
 	// The same values below 2^64 satisfy the circuit (the chain is right).
 	good, _ := in.Assignment(3)
-	if w, err = witnessOf(good); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ccs.Solve(w); err != nil {
-		t.Errorf("sample witness rejected: %v", err)
-	}
+	requireSolve(t, ccs, good, true, "the sample witness")
 }
