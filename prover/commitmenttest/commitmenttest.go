@@ -15,18 +15,16 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
-	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/std/lookup/logderivlookup"
 	"github.com/consensys/gnark/std/math/emulated"
 	"github.com/consensys/gnark/std/math/emulated/emparams"
 	"github.com/consensys/gnark/std/rangecheck"
 
-	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // Names lists the circuits of Setup.
@@ -209,7 +207,7 @@ var (
 
 // Setup returns the fixture of circuit name (one of Names), building it on
 // first use; it fails t on any error. "rangecheck" is the built-in at 2^10
-// constraints (sample witness of seed 7).
+// constraints (sample witness of seed 7), circuitstest's fixture.
 func Setup(t testing.TB, name string) *Fixture {
 	t.Helper()
 	mu.Lock()
@@ -217,49 +215,23 @@ func Setup(t testing.TB, name string) *Fixture {
 	if f, ok := fixtures[name]; ok {
 		return f
 	}
-	f, err := setup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixtures[name] = f
-	return f
-}
-
-func setup(name string) (*Fixture, error) {
-	var ccs constraint.ConstraintSystem
-	var w witness.Witness
-	var err error
+	var f *Fixture
 	if name == "rangecheck" {
-		in, err := circuits.Build("rangecheck", 1<<10)
-		if err != nil {
-			return nil, err
-		}
-		if ccs, err = in.Compile(); err != nil {
-			return nil, err
-		}
-		if w, err = in.Witness(7); err != nil {
-			return nil, err
-		}
+		b := circuitstest.Setup(t, "rangecheck", 1<<10, 7)
+		f = &Fixture{CCS: b.CCS, PK: b.PK, VK: b.VK, Witness: b.Witness, Public: b.Public}
 	} else {
 		def, asg, err := build(name)
 		if err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
-		if ccs, err = frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, def); err != nil {
-			return nil, fmt.Errorf("compile %s: %w", name, err)
-		}
-		if w, err = frontend.NewWitness(asg, ecc.BLS12_381.ScalarField()); err != nil {
-			return nil, fmt.Errorf("witness %s: %w", name, err)
+		f = &Fixture{Witness: circuitstest.NewWitness(t, asg)}
+		f.CCS, f.PK, f.VK = circuitstest.SetupCircuit(t, def)
+		if f.Public, err = f.Witness.Public(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		return nil, fmt.Errorf("setup %s: %w", name, err)
-	}
-	pub, err := w.Public()
-	if err != nil {
-		return nil, err
-	}
-	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
-	return &Fixture{Name: name, CCS: ccs, PK: pk, VK: vk, Witness: w, Public: pub, Commitments: len(info)}, nil
+	info, _ := f.CCS.GetCommitments().(constraint.Groth16Commitments)
+	f.Name, f.Commitments = name, len(info)
+	fixtures[name] = f
+	return f
 }
