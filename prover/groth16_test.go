@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -114,9 +115,7 @@ func requireFixedByRandomness(t *testing.T, why string, vk groth16.VerifyingKey,
 		if err := groth16.Verify(p, vk, public); err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		p.WriteTo(&b)
-		return b.Bytes()
+		return circuitstest.Bytes(t, p)
 	}
 	p1, p2 := ser(WithRandomness(r, s)), ser(WithRandomness(r, s))
 	if !bytes.Equal(p1, p2) {

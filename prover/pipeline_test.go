@@ -394,15 +394,7 @@ func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T
 
 func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
-	in, err := circuits.Build("mulchain", 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.MarshalBinary()
+	b, err := circuitstest.Setup(t, "mulchain", 512, 1).Witness.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

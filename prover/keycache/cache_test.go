@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 func compile(t *testing.T, n int) constraint.ConstraintSystem {
@@ -37,12 +38,30 @@ func compile(t *testing.T, n int) constraint.ConstraintSystem {
 	return ccs
 }
 
-func vkBytes(t *testing.T, vk groth16.VerifyingKey) []byte {
-	var b bytes.Buffer
-	if _, err := vk.WriteTo(&b); err != nil {
+// requireProveAndVerify proves ccs, mulchain at n constraints (compile's),
+// with k's proving key and the sample witness of seed 1, and fails t
+// unless gnark's verifier accepts the proof with k's verifying key.
+func requireProveAndVerify(t *testing.T, ccs constraint.ConstraintSystem, k *Keys, n int) {
+	t.Helper()
+	in, err := circuits.Build("mulchain", n)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	w, err := in.Witness(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof, err := groth16.Prove(ccs, k.PK, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := w.Public()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, k.VK, pub); err != nil {
+		t.Fatalf("the keys' proof does not verify: %v", err)
+	}
 }
 
 func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
@@ -65,23 +84,14 @@ func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
 	if k1.CacheHit || !k2.CacheHit {
 		t.Fatalf("cache hits %v, %v; want false, true", k1.CacheHit, k2.CacheHit)
 	}
-	if k1.Hash != k2.Hash || !bytes.Equal(vkBytes(t, k1.VK), vkBytes(t, k2.VK)) {
+	if k1.Hash != k2.Hash || !bytes.Equal(circuitstest.Bytes(t, k1.VK), circuitstest.Bytes(t, k2.VK)) {
 		t.Fatal("second load returned other keys")
 	}
 	if k1.PK.(interface{ IsDifferent(any) bool }).IsDifferent(k2.PK) {
 		t.Fatal("cached proving key differs from the one setup made")
 	}
 	// The cached keys prove and verify together.
-	in, _ := circuits.Build("mulchain", 1<<10)
-	w, _ := in.Witness(1)
-	proof, err := groth16.Prove(ccs, k2.PK, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := w.Public()
-	if err := groth16.Verify(proof, k2.VK, pub); err != nil {
-		t.Fatalf("cached keys do not verify: %v", err)
-	}
+	requireProveAndVerify(t, ccs, k2, 1<<10)
 
 	var hits []string
 	for _, s := range exp.GetSpans() {
@@ -272,14 +282,5 @@ func TestAStoreThatFailsStillReturnsTheKeys(t *testing.T) {
 		t.Errorf("keys.store failed %v, keys.load ok %v: want the failure on keys.store only", stored, loaded)
 	}
 	// The keys prove and verify.
-	in, _ := circuits.Build("mulchain", 1<<8)
-	w, _ := in.Witness(1)
-	proof, err := groth16.Prove(ccs, k.PK, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := w.Public()
-	if err := groth16.Verify(proof, k.VK, pub); err != nil {
-		t.Fatal(err)
-	}
+	requireProveAndVerify(t, ccs, k, 1<<8)
 }

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 func randomBytes(n int) []byte {
@@ -176,7 +177,7 @@ func TestFastKeyLoadEqualsTheCheckedLoad(t *testing.T) {
 	if !reflect.DeepEqual(pk, made.PK) {
 		t.Error("loaded proving key differs from the one setup made")
 	}
-	if !bytes.Equal(vkBytes(t, vk), vkBytes(t, refVK)) || !bytes.Equal(vkBytes(t, vk), vkBytes(t, made.VK)) {
+	if !bytes.Equal(circuitstest.Bytes(t, vk), circuitstest.Bytes(t, refVK)) || !bytes.Equal(circuitstest.Bytes(t, vk), circuitstest.Bytes(t, made.VK)) {
 		t.Error("verifying keys differ")
 	}
 }

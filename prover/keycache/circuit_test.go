@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 func TestBuildRevisionIsRefusedForAModifiedTreeOrNoVCSInfo(t *testing.T) {
@@ -60,15 +61,6 @@ func (c *compiler) compile() (constraint.ConstraintSystem, error) {
 		return nil, err
 	}
 	return in.Compile()
-}
-
-func ccsBytes(t *testing.T, ccs constraint.ConstraintSystem) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if _, err := ccs.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }
 
 func compileOutcome(t *testing.T, rec *tracetest.SpanRecorder) (outcome string, children []string) {
@@ -127,7 +119,7 @@ func TestCompiledCircuitIsCachedBesideTheKeysAndReadBack(t *testing.T) {
 	if !second.CacheHit || comp.calls.Load() != 1 {
 		t.Fatalf("second compile: hit %v, %d compiles; want a hit without compiling", second.CacheHit, comp.calls.Load())
 	}
-	if second.Hash != want || !bytes.Equal(ccsBytes(t, second.CCS), ccsBytes(t, first.CCS)) {
+	if second.Hash != want || !bytes.Equal(circuitstest.Bytes(t, second.CCS), circuitstest.Bytes(t, first.CCS)) {
 		t.Fatal("cached circuit differs from the compiled one")
 	}
 	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheHit ||

@@ -138,11 +138,7 @@ func WriteFiles(t testing.TB, dir, name string, ccs constraint.ConstraintSystem,
 	t.Helper()
 	write := func(ext string, v io.WriterTo) string {
 		path := filepath.Join(dir, name+ext)
-		var b bytes.Buffer
-		if _, err := v.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		if err := os.WriteFile(path, Bytes(t, v), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
@@ -175,4 +171,15 @@ func Marshal(t testing.TB, w witness.Witness) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Bytes returns what v writes (gnark's binary form of a constraint system,
+// key or proof); it fails t on error.
+func Bytes(t testing.TB, v io.WriterTo) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := v.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
