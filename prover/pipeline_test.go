@@ -394,10 +394,7 @@ func TestAKeyLoadGivenUpByItsCallerDoesNotFailTheOthersWaitingForIt(t *testing.T
 
 func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
-	b, err := circuitstest.Setup(t, "mulchain", 512, 1).Witness.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := circuitstest.WitnessBytes(t, "mulchain", 512, 1)
 	// gnark's binary witness: public count, secret count, total, values.
 	pub, sec := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[4:8])
 	binary.BigEndian.PutUint32(b[0:4], pub+1)
