@@ -7,18 +7,32 @@ import (
 	"regexp"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
-func TestMetricsOnPrometheusEndpoint(t *testing.T) {
+// prometheusScrape returns a NewPrometheus provider, shut down when the
+// test ends, and a scrape that reads its handler's /metrics page.
+func prometheusScrape(t *testing.T) (*sdkmetric.MeterProvider, func() string) {
+	t.Helper()
 	mp, handler, err := NewPrometheus()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mp.Shutdown(context.Background())
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	return mp, func() string {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body, _ := io.ReadAll(rec.Body)
+		return string(body)
+	}
+}
+
+func TestMetricsOnPrometheusEndpoint(t *testing.T) {
+	mp, scrape := prometheusScrape(t)
 	var eng *engine.Engine
 	devs := func() []Device {
 		return []Device{{Ordinal: 0, MemoryTotal: 1000, MemoryUsed: 250}, {Ordinal: -1, Name: "host", MemoryTotal: 7777}}
@@ -38,9 +52,7 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 	} {
 		_, _ = eng.Prove(context.Background(), r)
 	}
-	rec := httptest.NewRecorder()
-	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body, _ := io.ReadAll(rec.Body)
+	body := scrape()
 	for _, re := range []string{
 		`cuzk_proofs_completed_total\{[^}]*cuzk_circuit_id="mulchain"[^}]*\} 2`,
 		`cuzk_proofs_failed_total\{[^}]*cuzk_circuit_id="fail-internal"[^}]*cuzk_outcome="failed"[^}]*\} 1`,
@@ -59,11 +71,11 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 		`cuzk_memory_budget_bytes\{[^}]*\} 0`,
 		`cuzk_device_healthy\{[^}]*cuzk_worker="w"[^}]*\} 1`,
 	} {
-		if !regexp.MustCompile(re).Match(body) {
+		if !regexp.MustCompile(re).MatchString(body) {
 			t.Errorf("metrics lack %s", re)
 		}
 	}
-	if regexp.MustCompile(`cuzk_device_memory_total_bytes\{[^}]*\} 7777`).Match(body) {
+	if regexp.MustCompile(`cuzk_device_memory_total_bytes\{[^}]*\} 7777`).MatchString(body) {
 		t.Error("the host (CPU backend) is reported as a device")
 	}
 	if t.Failed() {
@@ -73,26 +85,17 @@ func TestMetricsOnPrometheusEndpoint(t *testing.T) {
 
 // cuzk_device_healthy of a worker falls to 0 once its device faulted.
 func TestDeviceHealthyMetricFallsToZeroOnAFault(t *testing.T) {
-	mp, handler, err := NewPrometheus()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mp.Shutdown(context.Background())
+	mp, scrape := prometheusScrape(t)
 	var eng *engine.Engine
 	if _, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, func() []Device { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	eng, err = engine.New([]engine.Worker{{Name: "cuda:0", Runner: &faultingRunner{}}}, engine.WithTracerProvider(noop.NewTracerProvider()), engine.WithSynthesisWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Shutdown(context.Background())
-	scrape := func() string {
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		body, _ := io.ReadAll(rec.Body)
-		return string(body)
-	}
 	healthy := func(v string) *regexp.Regexp {
 		return regexp.MustCompile(`cuzk_device_healthy\{[^}]*cuzk_worker="cuda:0"[^}]*\} ` + v + `\n`)
 	}
