@@ -34,8 +34,9 @@ func decodeEach(data []byte, deliver func([]Span) error) (parseErr, deliverErr e
 // values are decoded by encoding/json into skeletons of linesDoc whose
 // spans are left as slices of data (rawSpan), so encoding/json's rules
 // (keys matched without case, the last of a repeated key winning, null)
-// are the same as decodeValues'. Each span is then decoded twice: once to
-// check them all before any is delivered, once to deliver it.
+// are the same as decodeValues'. Each span is decoded three times: as
+// encoding/json meets it, to check them all before any is delivered, and
+// to deliver it.
 func decodeBig(data []byte, deliver func([]Span) error) (parseErr, deliverErr error) {
 	var docs []skelDoc
 	if err := splitValues(data, func(v []byte) error {
@@ -109,7 +110,15 @@ type skelDoc = otlpDoc[rawSpan]
 // the slice costs nothing; TestBigValueSpansAreSlicesOfTheInput checks it).
 type rawSpan []byte
 
+// UnmarshalJSON keeps b, once it decodes as a span: decodeValues fails a
+// value on a span that does not decode (a number that is no number) even
+// where a repeated key then replaces that span, so the check is made here,
+// on every span encoding/json meets, not only on those that remain.
 func (r *rawSpan) UnmarshalJSON(b []byte) error {
+	var ls linesSpan
+	if err := json.Unmarshal(b, &ls); err != nil {
+		return err
+	}
 	*r = b
 	return nil
 }
