@@ -4,7 +4,9 @@
 # small circuit for a real trace line, writes in $DIR (default a temporary
 # folder) a real file of N_LINES copies of it under distinct trace ids, a
 # sparse file of SPARSE bytes (zeros: no newline) and reads each with
-# /usr/bin/time -v, then /dev/zero for 30 s. Everything it writes is
+# /usr/bin/time -v, then /dev/zero for 30 s; then `cuzk trace diff` of the
+# real file against a copy (its last trace, --last 1000, two traces of one
+# file by --trace-id, the sparse file as A: refused, once read). Everything it writes is
 # deleted at the end (the disk is shared).
 #
 #   N_LINES=80000 SPARSE=10G bench/trace-memory.sh     # ~1 GB real + 10 GB sparse
@@ -33,3 +35,8 @@ measure "real: $N_LINES traces, $(du -h --apparent-size "$dir/real.jsonl" | cut 
 measure "real, --trace-id of the first" "$dir/cuzk" trace "$dir/real.jsonl" --trace-id 1
 measure "sparse $SPARSE (zeros, no newline)" "$dir/cuzk" trace "$dir/sparse.jsonl"
 measure "/dev/zero for 30 s" timeout -s INT 30 "$dir/cuzk" trace /dev/zero
+cp "$dir/real.jsonl" "$dir/real2.jsonl"
+measure "diff real real2 (last trace each)" "$dir/cuzk" trace diff "$dir/real.jsonl" "$dir/real2.jsonl"
+measure "diff real real2 --last 1000" "$dir/cuzk" trace diff "$dir/real.jsonl" "$dir/real2.jsonl" --last 1000
+measure "diff real real --trace-id 1 --trace-id 2" "$dir/cuzk" trace diff "$dir/real.jsonl" "$dir/real.jsonl" --trace-id 1 --trace-id 2
+measure "diff sparse real (refused: A unreadable)" "$dir/cuzk" trace diff "$dir/sparse.jsonl" "$dir/real.jsonl"
