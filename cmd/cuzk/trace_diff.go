@@ -142,6 +142,9 @@ func runTraceDiff(c *cli.Context) error {
 		warn: errOut, jaeger: flags.String("jaeger"), tempo: flags.String("tempo"),
 		last: flags.Int("last"), all: flags.Bool("all"), timeout: flags.Duration("timeout"),
 	}
+	if page := flags.String("html"); page != "" && (sameFile(page, args[0]) || sameFile(page, args[1])) {
+		return fmt.Errorf("trace diff: --html %s: is a trace file this diff reads; name another file for the page", page)
+	}
 	pickA, pickB, err := tracePicks(flags, args[0], args[1])
 	if err != nil {
 		return err

@@ -560,3 +560,29 @@ func TestTraceDiffFromTempo(t *testing.T) {
 		t.Errorf("--tempo and --jaeger: %v, want a refusal", err)
 	}
 }
+
+// --html naming A's or B's trace file (or a link to it) is refused before
+// anything is written: the trace would be replaced by the page.
+func TestTraceDiffHTMLDoesNotOverwriteAnInput(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "merkle", 6500))
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]byte{}
+	for _, p := range []string{a, b} {
+		before[p], _ = os.ReadFile(p)
+	}
+	for _, page := range []string{a, b, link} {
+		out, err := runTraceCmd(t, "trace", "diff", a, b, "--html", page)
+		if err == nil || !strings.Contains(err.Error(), "--html "+page+": is a trace file this diff reads") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--html %s: err %v, want a one-line refusal (output %q)", page, err, out)
+		}
+	}
+	for p, want := range before {
+		if got, _ := os.ReadFile(p); string(got) != string(want) {
+			t.Errorf("%s was changed by a refused diff", p)
+		}
+	}
+}
