@@ -195,10 +195,7 @@ func TestServeSubmitAndShutdownOnSIGTERM(t *testing.T) {
 func TestServeRejectsBadFlags(t *testing.T) {
 	clearOTLPEnv(t)
 	dir := t.TempDir()
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, []string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, []badArgs{
 		{[]string{"--tls-cert", "c.pem"}, "go together"},
 		{[]string{"--queue-size", "0"}, "queue-size"},
 		{[]string{"--release", "later"}, "later"},
@@ -210,11 +207,24 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{[]string{"--circuit-file", "mulchain:a:b"}, "built-in"},
 		{[]string{"--circuit-file", "x::" + filepath.Join(dir, "no.pk")}, "empty R1CS or PK path"},
 		{[]string{"--circuit-file", "my circuit:a:b"}, "U+0020"},
-	} {
-		args := append([]string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, c.args...)
-		_, _, err := runCuzk(t, args...)
+	})
+}
+
+// badArgs is extra arguments of a command line that cuzk must refuse, and
+// a word of the error it must give.
+type badArgs struct {
+	args []string
+	want string
+}
+
+// wantRefused runs cuzk with base and then each case's arguments, and
+// fails t unless each returns an error that contains the case's word.
+func wantRefused(t *testing.T, base []string, cases []badArgs) {
+	t.Helper()
+	for _, c := range cases {
+		_, _, err := runCuzk(t, append(append([]string(nil), base...), c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("serve %v: %v, want an error about %q", c.args, err, c.want)
+			t.Errorf("%v %v: %v, want an error naming %q", base[0], c.args, err, c.want)
 		}
 	}
 }
@@ -399,19 +409,11 @@ func TestServeAndProveRefuseNonsenseValuesAtStart(t *testing.T) {
 	clearOTLPEnv(t)
 	dir := t.TempDir()
 	base := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantRefused(t, base, []badArgs{
 		{[]string{"--cpu-workers", "-5"}, "--cpu-workers"},
 		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
 		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
-	} {
-		_, _, err := runCuzk(t, append(base, tc.args...)...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("serve %v: %v, want an error naming %s", tc.args, err, tc.want)
-		}
-	}
+	})
 	for _, env := range []string{"CUZK_CUDA_MSM_G2", "CUZK_CUDA_HOST_COPY"} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, "bogus")
