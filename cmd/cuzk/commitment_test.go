@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
@@ -24,7 +28,9 @@ import (
 func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 	clearOTLPEnv(t)
 	fx := commitmenttest.Setup(t, "multicommit")
-	spec, wb := circuitFiles(t, "committed", fx.CCS, fx.PK, fx.VK, fx.Witness)
+	// A name of its own per run: the circuit registry is the process's.
+	name := fmt.Sprintf("committed-%d", time.Now().UnixNano())
+	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
 	d := startDaemon(t, serveConfig{backend: "cpu", release: "pool", cpuWorkers: 1,
 		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
 		circuitFiles: []string{spec}})
@@ -32,7 +38,7 @@ func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
 	for i := range 2 { // the second with the pooled buffers of the first
-		res, err := c.Prove(pctx, client.Request{RequestID: "commit-" + string(rune('a'+i)), Circuit: "committed", Witness: wb, Verify: true})
+		res, err := c.Prove(pctx, client.Request{RequestID: "commit-" + string(rune('a'+i)), Circuit: name, Witness: wb, Verify: true})
 		if err != nil || !res.Verified {
 			t.Fatalf("prove a commitment circuit from files: %+v %v", res, err)
 		}
@@ -47,6 +53,73 @@ func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 			t.Errorf("served proof rejected by gnark: %v", err)
 		}
 	}
+	if err := d.stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+// cpuAsGPU is the CPU backend posing as a GPU, so serve runs the pipelined
+// engine (synthesis workers beside the devices) on a machine without one.
+type cpuAsGPU struct{ *prover.CPU }
+
+func (cpuAsGPU) Name() string { return "cuda" }
+
+var (
+	cpuAsGPUOnce    sync.Once
+	cpuAsGPUFactory = "fake-cpu-as-gpu-commit-test"
+)
+
+// TestServePipelinedProvesCommitmentCircuitFromFiles: in the pipelined
+// engine the synthesis stage has no device, yet makes the commitments
+// (msm.g1.commitment) with the key's commitment keys; the proofs of a
+// circuit from files with three commitments verify.
+func TestServePipelinedProvesCommitmentCircuitFromFiles(t *testing.T) {
+	clearOTLPEnv(t)
+	cpuAsGPUOnce.Do(func() {
+		prover.RegisterBackend(cpuAsGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+			return cpuAsGPU{prover.NewCPU(o.TracerProvider)}, nil
+		})
+	})
+	fx := commitmenttest.Setup(t, "multicommit")
+	name := fmt.Sprintf("committed-piped-%d", time.Now().UnixNano())
+	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
+	d := startDaemon(t, serveConfig{backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
+		synthesisWorkers: 2, memoryBudget: "4GiB", shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
+		gpuFactory: cpuAsGPUFactory, circuitFiles: []string{spec},
+		gpus: func() ([]cudaspans.DeviceInfo, error) {
+			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
+		},
+	})
+	if !strings.Contains(d.log.String(), "2 synthesis workers") {
+		t.Fatalf("not the pipelined engine:\n%s", d.log.String())
+	}
+	c := d.client(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer pcancel()
+	var wg sync.WaitGroup
+	for i := range 3 { // at once: synthesis of one beside the prove of another
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Prove(pctx, client.Request{RequestID: "piped-commit-" + string(rune('a'+i)), Circuit: name, Witness: wb, Verify: true})
+			if err != nil || !res.Verified {
+				t.Errorf("prove a commitment circuit through the pipelined engine: %+v %v", res, err)
+				return
+			}
+			proof := groth16.NewProof(ecc.BLS12_381)
+			if _, err := proof.ReadFrom(bytes.NewReader(res.Proof)); err != nil {
+				t.Error(err)
+				return
+			}
+			if n := len(proof.(*groth16_bls12381.Proof).Commitments); n != fx.Commitments {
+				t.Errorf("proof carries %d commitments, want %d", n, fx.Commitments)
+			}
+			if err := groth16.Verify(proof, fx.VK, fx.Public); err != nil {
+				t.Errorf("served proof rejected by gnark: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
 	if err := d.stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
