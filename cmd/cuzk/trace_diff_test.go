@@ -586,3 +586,17 @@ func TestTraceDiffHTMLDoesNotOverwriteAnInput(t *testing.T) {
 		}
 	}
 }
+
+// --fail-layer naming a path on one side only: new on B is a regression
+// (exit 2, "new on B"), gone on B is none.
+func TestTraceDiffFailOverOnASpanOfOneSide(t *testing.T) {
+	a := writeLines(t, "a.jsonl", seedRun(idA, "async", "merkle", 10000))
+	b := writeLines(t, "b.jsonl", seedRun(idB, "sync", "merkle", 6500))
+	_, err := runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "1000", "--fail-layer", "engine.job/pipeline.prove/buffer.release")
+	if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != exitRegressed || !strings.Contains(err.Error(), "engine.job/pipeline.prove/buffer.release regressed: +2.0 s (new on B)") {
+		t.Errorf("a layer new on B: %v, want exit %d naming it new on B", err, exitRegressed)
+	}
+	if out, err := runTraceCmd(t, "trace", "diff", a, b, "--fail-over", "0", "--fail-layer", "engine.job/buffer.release"); err != nil {
+		t.Errorf("a layer gone on B: %v, want no regression\n%s", err, out)
+	}
+}
