@@ -134,13 +134,14 @@ func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnly
 	n := int64(len(spans))
 	ok := e.try(ctx, spans)
 	e.acct.Lock()
-	late := e.settled
-	if !late {
+	defer e.acct.Unlock()
+	if !e.settled {
+		// Under acct, so the shutdown's accounting counts these spans
+		// either in flight or dropped, never both or neither.
 		e.inflight -= n
-	}
-	e.acct.Unlock()
-	if !ok && !late {
-		e.drop(n)
+		if !ok {
+			e.drop(n)
+		}
 	}
 	return nil
 }
