@@ -110,8 +110,13 @@ func TestDiffNamesTheReleaseAsTheCauseOfTheSeedsCase(t *testing.T) {
 	if root := d.Roots[0]; root.Name != "engine.job" || root.Children[0] != relA || root.Children[1] != synth {
 		t.Errorf("engine.job's children are not sorted by move: %v", names2(root.Children))
 	}
-	if !strings.HasPrefix(d.Verdicts[0], "engine.job −5.7 s: buffer.release −4.0 s (async on A), pipeline.synthesize −3.5 s, pipeline.prove +2.0 s") {
+	if d.Verdicts[0] != "engine.job −5.7 s: buffer.release −4.0 s (async on A), pipeline.synthesize −3.5 s, pipeline.prove +2.0 s, untraced −150.0 ms" {
 		t.Errorf("first verdict %q", d.Verdicts[0])
+	}
+	// Untraced per side: the job's own gaps (19300 − 100 − 10000 − 5000 −
+	// 4000 ms on A, 13650 − 100 − 6500 − 7000 ms on B), and over the trace.
+	if root := d.Roots[0]; root.UntracedA != 200*time.Millisecond || root.UntracedB != 50*time.Millisecond {
+		t.Errorf("engine.job untraced A %v, B %v; want 200ms, 50ms", root.UntracedA, root.UntracedB)
 	}
 
 	var text bytes.Buffer
@@ -120,6 +125,7 @@ func TestDiffNamesTheReleaseAsTheCauseOfTheSeedsCase(t *testing.T) {
 	}
 	for _, line := range []string{
 		"   10000.000     6500.000    -3500.000   -35.0%",
+		"   19300.000    13650.000    -5650.000   -29.3%    200.000     50.000  engine.job  *",
 		"[only A]", "[only B]", "msm.kernel ×3/3", want,
 	} {
 		if !strings.Contains(text.String(), line) {
