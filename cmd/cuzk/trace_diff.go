@@ -149,6 +149,20 @@ func runTraceDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// A side that is no file is a trace id to fetch: a mistyped file name
+	// is said to be one, before anything is fetched.
+	for i, label := range []string{"A", "B"} {
+		if !src.remote(args[i]) {
+			continue
+		}
+		if _, err := tracefile.NormalizeTraceID(args[i]); err != nil {
+			why := "a directory"
+			if _, statErr := os.Stat(args[i]); statErr != nil {
+				why = strings.TrimPrefix(statErr.Error(), "stat "+args[i]+": ")
+			}
+			return fmt.Errorf("trace diff: %s: %s is neither a file (%s) nor a trace id (up to 32 hex digits) to fetch from %s", label, args[i], why, src.remoteFlag())
+		}
+	}
 	if src.remote(args[0]) && src.remote(args[1]) {
 		// The same remote trace twice: refused before it is fetched.
 		ia, errA := tracefile.NormalizeTraceID(args[0])
@@ -438,6 +452,14 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 func (s diffSource) remote(arg string) bool {
 	st, err := os.Stat(arg)
 	return (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "")
+}
+
+// remoteFlag names the flag that makes A and B trace ids.
+func (s diffSource) remoteFlag() string {
+	if s.jaeger != "" {
+		return "--jaeger " + s.jaeger
+	}
+	return "--tempo " + s.tempo
 }
 
 // latestProfiles returns the n profiles of ps that start last, by start.

@@ -199,16 +199,18 @@ func TestTraceDiffBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"one argument":      {[]string{a}, "want two arguments"},
-		"different circuit": {[]string{a, b}, "A is of circuit merkle, B of mulchain"},
-		"missing trace id":  {[]string{a, a, "--trace-id-b", idB}, "B: trace " + idB + ": not found"},
-		"not a trace id":    {[]string{a, a, "--trace-id-a", "xyz"}, "--trace-id-a xyz: not a trace id"},
-		"malformed file":    {[]string{a, garbage}, "holds no readable spans"},
-		"missing file":      {[]string{a, filepath.Join(t.TempDir(), "nope")}, "no such file"},
-		"unknown layer":     {[]string{a, copyOf(t, a), "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
-		"last and all":      {[]string{a, a, "--last", "2", "--all"}, "not both"},
-		"remote with last":  {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1", "--last", "2"}, "take a FILE"},
-		"unreachable":       {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1"}, "127.0.0.1:1"},
+		"one argument":       {[]string{a}, "want two arguments"},
+		"different circuit":  {[]string{a, b}, "A is of circuit merkle, B of mulchain"},
+		"missing trace id":   {[]string{a, a, "--trace-id-b", idB}, "B: trace " + idB + ": not found"},
+		"not a trace id":     {[]string{a, a, "--trace-id-a", "xyz"}, "--trace-id-a xyz: not a trace id"},
+		"malformed file":     {[]string{a, garbage}, "holds no readable spans"},
+		"missing file":       {[]string{a, filepath.Join(t.TempDir(), "nope")}, "no such file"},
+		"unknown layer":      {[]string{a, copyOf(t, a), "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
+		"last and all":       {[]string{a, a, "--last", "2", "--all"}, "not both"},
+		"remote with last":   {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1", "--last", "2"}, "take a FILE"},
+		"unreachable":        {[]string{idA, idB, "--jaeger", "http://127.0.0.1:1"}, "127.0.0.1:1"},
+		"typo with --jaeger": {[]string{a + "x", idB, "--jaeger", "http://127.0.0.1:1"}, "A: " + a + "x is neither a file (no such file or directory) nor a trace id (up to 32 hex digits) to fetch from --jaeger"},
+		"typo with --tempo":  {[]string{idA, "b.jsnl", "--tempo", "http://127.0.0.1:1"}, "B: b.jsnl is neither a file (no such file or directory) nor a trace id (up to 32 hex digits) to fetch from --tempo"},
 	} {
 		out, err := runTraceCmd(t, append([]string{"trace", "diff"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
