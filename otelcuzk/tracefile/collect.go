@@ -52,7 +52,7 @@ type CollectOptions struct {
 	OnEvict func(spans []Span)
 }
 
-// TraceSummary is what a Collector knows of every trace it saw, kept or
+// TraceSummary is what a Collector knows of a trace it lists, kept or
 // not.
 type TraceSummary struct {
 	ID      string    // 32 lowercase hex digits
@@ -112,8 +112,9 @@ func (c *Collection) Latest() (TraceSummary, bool) {
 }
 
 // Collector groups a stream of spans (as ScanOTLPJSONLines delivers them)
-// by trace in bounded memory: it lists every trace with a summary, and
-// keeps the spans of the latest traces to start, within CollectOptions.
+// by trace in bounded memory: it lists the latest traces to start (up to
+// MaxSummaries) with a summary, and keeps the spans of the latest of them,
+// within CollectOptions.
 // A trace loses its spans when the kept spans pass MaxKeptBytes or the kept
 // traces pass MaxTraces, the earliest to start first (a heap by start, so
 // each span costs O(log traces)); its later spans are only counted. A
