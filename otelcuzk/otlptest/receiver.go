@@ -1,7 +1,8 @@
-// Package otlptest is a fake OTLP/HTTP trace receiver for tests: it records
-// the spans it is sent, can be stopped and started again on the same
-// address (a collector going down and coming back), and Blackhole is an
-// endpoint that accepts connections and never answers.
+// Package otlptest is a fake OTLP trace receiver for tests (OTLP/HTTP, or
+// OTLP/gRPC with NewGRPCReceiver): it records the spans it is sent, can be
+// stopped and started again on the same address (a collector going down
+// and coming back), and Blackhole is an endpoint that accepts connections
+// and never answers.
 package otlptest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -42,6 +44,8 @@ type Receiver struct {
 	countOnly bool
 	srv       *http.Server
 	lis       net.Listener
+	grpc      bool         // serve OTLP/gRPC instead (NewGRPCReceiver)
+	gsrv      *grpc.Server // while started, with grpc
 }
 
 // CountOnly makes the receiver keep only the number of spans of each trace
@@ -68,6 +72,11 @@ func (r *Receiver) Counts() map[string]int {
 // (host:port; "127.0.0.1:0" picks a free port on the first Start).
 func NewReceiver(addr string) *Receiver { return &Receiver{addr: addr} }
 
+// NewGRPCReceiver is NewReceiver for OTLP/gRPC (plaintext): its URL is the
+// endpoint for OTEL_EXPORTER_OTLP_ENDPOINT with
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc.
+func NewGRPCReceiver(addr string) *Receiver { return &Receiver{addr: addr, grpc: true} }
+
 // FreeAddr returns a 127.0.0.1 address nothing listens on now, for a
 // receiver that starts later.
 func FreeAddr() (string, error) {
@@ -85,7 +94,7 @@ func FreeAddr() (string, error) {
 func (r *Receiver) Start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.srv != nil {
+	if r.srv != nil || r.gsrv != nil {
 		return errors.New("otlptest: receiver already started")
 	}
 	var lis net.Listener
@@ -101,6 +110,12 @@ func (r *Receiver) Start() error {
 	}
 	r.addr = lis.Addr().String()
 	r.lis = lis
+	if r.grpc {
+		r.gsrv = grpc.NewServer()
+		collectortrace.RegisterTraceServiceServer(r.gsrv, traceService{r: r})
+		go r.gsrv.Serve(lis)
+		return nil
+	}
 	r.srv = &http.Server{Handler: http.HandlerFunc(r.serveHTTP), ReadHeaderTimeout: 5 * time.Second}
 	go r.srv.Serve(lis)
 	return nil
@@ -113,9 +128,18 @@ func (r *Receiver) Start() error {
 // does nothing.
 func (r *Receiver) Stop() {
 	r.mu.Lock()
-	srv := r.srv
-	r.srv, r.lis = nil, nil
+	srv, gsrv := r.srv, r.gsrv
+	r.srv, r.gsrv, r.lis = nil, nil, nil
 	r.mu.Unlock()
+	if gsrv != nil {
+		done := make(chan struct{})
+		go func() { gsrv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+		gsrv.Stop()
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -163,6 +187,25 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	r.record(m)
+	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+// traceService is a Receiver's OTLP/gRPC trace service.
+type traceService struct {
+	collectortrace.UnimplementedTraceServiceServer
+	r *Receiver
+}
+
+func (s traceService) Export(_ context.Context, m *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	s.r.record(m)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// record keeps the spans of one export request.
+func (r *Receiver) record(m *collectortrace.ExportTraceServiceRequest) {
 	var got []Span
 	for _, rs := range m.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
@@ -187,9 +230,6 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.spans = append(r.spans, got...)
 	}
 	r.mu.Unlock()
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 // Blackhole accepts TCP connections on 127.0.0.1 and never reads or

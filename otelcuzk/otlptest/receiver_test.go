@@ -8,9 +8,12 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
+// protocol of the receiver the test sends to (send).
+var protocol = otelcuzk.ProtocolHTTPProtobuf
+
 func send(t *testing.T, url, name string) (traceID string, err error) {
 	t.Helper()
-	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithEndpoint(url),
+	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithEndpoint(url), otelcuzk.WithProtocol(protocol),
 		otelcuzk.WithSyncExport(), otelcuzk.WithTimeout(500*time.Millisecond), otelcuzk.WithLogWriter(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -21,11 +24,24 @@ func send(t *testing.T, url, name string) (traceID string, err error) {
 }
 
 func TestReceiverRecordsStopsAndComesBackOnTheSameAddress(t *testing.T) {
+	for _, c := range []struct {
+		protocol string
+		make     func(string) *Receiver
+	}{{otelcuzk.ProtocolHTTPProtobuf, NewReceiver}, {otelcuzk.ProtocolGRPC, NewGRPCReceiver}} {
+		t.Run(c.protocol, func(t *testing.T) {
+			protocol = c.protocol
+			defer func() { protocol = otelcuzk.ProtocolHTTPProtobuf }()
+			receiverStopsAndComesBack(t, c.make)
+		})
+	}
+}
+
+func receiverStopsAndComesBack(t *testing.T, newReceiver func(string) *Receiver) {
 	addr, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReceiver(addr)
+	r := newReceiver(addr)
 	if _, err := send(t, r.URL(), "while down"); err == nil {
 		t.Fatal("export to a receiver not started succeeded")
 	}
