@@ -1,0 +1,80 @@
+package prover_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/logger"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+// countingBackend is a backend of one's own (DESIGN.md, "Where things
+// are", a backend): it implements prover.Backend by handing the work to
+// the CPU backend, the reference every backend is compared with, and
+// counts the MSMs the prove asks of it. A real backend records its spans
+// under the names it is given (span) as children of the span in ctx.
+type countingBackend struct{ cpu *prover.CPU }
+
+// msmCalls counts the MSMs of every countingBackend.
+var msmCalls atomic.Int32
+
+// A backend package registers its factory from its init, so a binary has
+// the backend exactly when it links the package (cmd/cuzk/backends.go).
+func init() {
+	prover.RegisterBackend("counting", func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+		return countingBackend{prover.NewCPU(o.TracerProvider)}, nil
+	})
+}
+
+func (countingBackend) Name() string { return "counting" }
+
+func (b countingBackend) ComputeH(ctx context.Context, d *fft.Domain, a, bb, c []fr.Element) error {
+	return b.cpu.ComputeH(ctx, d, a, bb, c)
+}
+
+func (b countingBackend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[bls.G1Affine], scalars []fr.Element) (bls.G1Jac, error) {
+	msmCalls.Add(1)
+	return b.cpu.MSMG1(ctx, span, bases, scalars)
+}
+
+func (b countingBackend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[bls.G2Affine], scalars []fr.Element) (bls.G2Jac, error) {
+	msmCalls.Add(1)
+	return b.cpu.MSMG2(ctx, span, bases, scalars)
+}
+
+func (b countingBackend) Close() error { return b.cpu.Close() }
+
+// Add a backend: implement prover.Backend, register a factory under a
+// name (init, above), and open it by that name: prover.NewPipeline, or
+// `cuzk prove --backend NAME` once cmd/cuzk links the package.
+func ExampleRegisterBackend() {
+	logger.Disable()
+	msmCalls.Store(0)
+	dir, err := os.MkdirTemp("", "backend-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	p, err := prover.NewPipeline(ctx, "counting", prover.WithKeyCacheDir(dir), prover.WithNotice(io.Discard))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close(ctx)
+	res, err := p.Run(ctx, &prover.Request{Circuit: "mulchain", Constraints: 64, Verify: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("backend %s, verified %v, %d MSMs\n", res.Backend, res.Verified, msmCalls.Load())
+	// Output: backend counting, verified true, 5 MSMs
+}
