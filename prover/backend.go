@@ -116,10 +116,10 @@ var (
 	backends   = map[string]BackendFactory{}
 )
 
-// RegisterBackend makes a backend available to OpenBackend under name
-// ("cpu", "cuda"). Device backends register from their package's init, so
-// a binary has the CUDA backend exactly when it imports prover/gpu.
-// It panics if name is registered twice.
+// RegisterBackend makes a backend available under name ("cpu", "cuda") to
+// NewPipeline and LookupBackend. Device backends register from their
+// package's init, so a binary has the CUDA backend exactly when it imports
+// prover/gpu. It panics if name is registered twice.
 func RegisterBackend(name string, f BackendFactory) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
