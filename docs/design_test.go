@@ -63,27 +63,23 @@ var (
 	parenthesized = regexp.MustCompile(`\([^)]*\)`)
 )
 
-// parseSpanTable reads the table of the section titled section: every row
+// parseSpanTable reads the table of the section titled title: every row
 // whose first cell holds backticked names (the header and rule are not).
-func parseSpanTable(t *testing.T, doc, section string) []spanRow {
+func parseSpanTable(t *testing.T, doc, title string) []spanRow {
 	t.Helper()
-	lines := strings.Split(doc, "\n")
-	in := false
+	lines, first := section(t, doc, title)
 	var rows []spanRow
 	for i, l := range lines {
-		if strings.HasPrefix(l, "## ") {
-			in = strings.TrimSpace(strings.TrimPrefix(l, "## ")) == section
+		if !strings.HasPrefix(l, "| `") {
 			continue
 		}
-		if !in || !strings.HasPrefix(l, "| `") {
-			continue
-		}
+		line := first + i
 		cells := strings.Split(l, "|")
 		if len(cells) != 4 {
-			t.Errorf("DESIGN.md:%d: want two cells, got %q", i+1, l)
+			t.Errorf("DESIGN.md:%d: want two cells, got %q", line, l)
 			continue
 		}
-		r := spanRow{line: i + 1, funcs: map[string][]string{}}
+		r := spanRow{line: line, funcs: map[string][]string{}}
 		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
 			r.spans = append(r.spans, m[1])
 		}
@@ -107,7 +103,7 @@ func parseSpanTable(t *testing.T, doc, section string) []spanRow {
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		t.Fatalf("DESIGN.md has no table under %q", section)
+		t.Fatalf("DESIGN.md has no table under %q", title)
 	}
 	return rows
 }
@@ -204,5 +200,66 @@ func TestDesignSpanTableMatchesTheTree(t *testing.T) {
 	sort.Strings(missing)
 	for _, m := range missing {
 		t.Errorf("DESIGN.md's table of where each span is made has no row for %s", m)
+	}
+}
+
+// section returns the lines of DESIGN.md under the "## title" heading,
+// up to the next one, with their line numbers.
+func section(t *testing.T, doc, title string) (lines []string, first int) {
+	t.Helper()
+	all := strings.Split(doc, "\n")
+	for i, l := range all {
+		if l != "## "+title {
+			continue
+		}
+		for j := i + 1; j < len(all) && !strings.HasPrefix(all[j], "## "); j++ {
+			lines = append(lines, all[j])
+		}
+		return lines, i + 2
+	}
+	t.Fatalf("DESIGN.md has no section %q", title)
+	return nil, 0
+}
+
+// TestDesignKernelTableMatchesTheTree: DESIGN.md's table of where each
+// kernel lives has a row for every CUDA source of prover/gpu/kernels, and
+// every repository path it names exists.
+func TestDesignKernelTableMatchesTheTree(t *testing.T) {
+	doc, err := os.ReadFile("DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, first := section(t, string(doc), "Where each kernel lives")
+	rowed := map[string]bool{}
+	rows := 0
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		rows++
+		cells := strings.Split(l, "|")
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			rowed[m[1]] = true
+		}
+		for _, m := range backticked.FindAllStringSubmatch(l, -1) {
+			if p := m[1]; strings.HasPrefix(p, "prover/") {
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+					t.Errorf("DESIGN.md:%d: %v", first+i, err)
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no rows in DESIGN.md's kernel table")
+	}
+	srcs, err := filepath.Glob(filepath.Join(root, "prover", "gpu", "kernels", "*.cu*"))
+	if err != nil || len(srcs) == 0 {
+		t.Fatalf("no kernel sources found: %v", err)
+	}
+	for _, s := range srcs {
+		rel := "prover/gpu/kernels/" + filepath.Base(s)
+		if !rowed[rel] {
+			t.Errorf("DESIGN.md's kernel table has no row for %s", rel)
+		}
 	}
 }
