@@ -3,36 +3,27 @@ package docs
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/internal/depstest"
 )
 
 // packageDocs maps every folder of the repository that holds a Go package
 // (non-test .go files) to that package's name and doc comment: the first
 // file's package comment that go doc would show, "" when no file has one.
-// testdata, node_modules and hidden or _-prefixed folders are skipped, as
-// the go tool skips them.
+// The folders the go tool skips are skipped (depstest.GoFiles).
 func packageDocs(t *testing.T) map[string][2]string {
 	t.Helper()
 	pkgs := map[string][2]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
+	for _, p := range depstest.GoFiles(t, root) {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		dir, _ := filepath.Rel(root, filepath.Dir(p))
 		dir = filepath.ToSlash(dir)
@@ -42,10 +33,6 @@ func packageDocs(t *testing.T) map[string][2]string {
 			cur[1] = f.Doc.Text()
 		}
 		pkgs[dir] = cur
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return pkgs
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -45,22 +44,10 @@ func TestNoProductionFileImportsATestPackage(t *testing.T) {
 	type use struct{ file, imp string }
 	var bad, support []use
 	scanned := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
+	for _, p := range depstest.GoFiles(t, root) {
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		scanned++
 		rel, _ := filepath.Rel(root, p)
@@ -78,10 +65,6 @@ func TestNoProductionFileImportsATestPackage(t *testing.T) {
 				bad = append(bad, use{rel, imp})
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if scanned < 100 {
 		t.Fatalf("scanned %d Go files under %s: not the module", scanned, root)

@@ -1,7 +1,8 @@
 // Package depstest lists a package graph with `go list -deps`, for the
 // tests that keep a package free of another (gnark, cgo, the CUDA bridge,
 // a test package): Curio imports the client and otelcuzk, and cuzk must
-// link no test package.
+// link no test package. GoFiles lists the Go files of the tree, for the
+// tests that read every file (imports, package docs).
 package depstest
 
 import (
