@@ -123,21 +123,19 @@ func withDefaultPort(addr string) string {
 type atomicFile struct{ path string }
 
 func newAtomicFile(path string) (*atomicFile, error) {
-	if path == "" {
-		return nil, errors.New("empty path")
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, errors.New("is a directory")
-	}
-	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	probe.Close()
-	if err := os.Remove(probe.Name()); err != nil {
+	if err := atomicfile.Check(path); err != nil {
 		return nil, err
 	}
 	return &atomicFile{path: path}, nil
+}
+
+// samePath reports whether a and b name one file: the same path once
+// absolute and clean (whether or not it exists yet), or one existing file
+// (a link to it, a hard link).
+func samePath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB || sameFile(a, b)
 }
 
 func (f *atomicFile) commit(data []byte) error {

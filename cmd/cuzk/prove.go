@@ -82,6 +82,10 @@ func proveAction(c *cli.Context) (err error) {
 		return err
 	}
 	proofPath := c.String("proof")
+	if tf := c.String("trace-file"); samePath(proofPath, tf) {
+		// The proof's rename would replace every trace the file holds.
+		return fmt.Errorf("--proof %s is also the --trace-file: the proof would replace the traces; name two files", proofPath)
+	}
 	proofOut, err := newAtomicFile(proofPath)
 	if err != nil {
 		return fmt.Errorf("proof file %s: %w", proofPath, err)

@@ -8,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -100,6 +100,16 @@ func runTrace(c *cli.Context) error {
 	}
 	if w := flags.Int("width"); w <= 0 {
 		return fmt.Errorf("trace: --width %d: want a positive bar width", w)
+	}
+	if page := flags.String("html"); page != "" {
+		// Before anything is read or printed: the page must not replace
+		// the trace file it is drawn from, and must be writable.
+		if jaegerURL == "" && tempoURL == "" && samePath(page, arg) {
+			return fmt.Errorf("trace: --html %s: is the trace file read; name another file for the page", page)
+		}
+		if err := atomicfile.Check(page); err != nil {
+			return fmt.Errorf("trace: --html %s: %w", page, err)
+		}
 	}
 	errOut := c.App.ErrWriter
 	if errOut == nil {
@@ -189,6 +199,15 @@ func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, 
 	client := &http.Client{Timeout: timeout}
 	var spans []tracefile.Span
 	var err error
+	if jaegerURL != "" || tempoURL != "" {
+		if _, err := tracefile.NormalizeTraceID(arg); err != nil {
+			flagName, url := "--jaeger", jaegerURL
+			if tempoURL != "" {
+				flagName, url = "--tempo", tempoURL
+			}
+			return nil, "", nil, fmt.Errorf("trace: %s is not a trace id (up to 32 hex digits) to fetch from %s %s; a FILE is read without %s", arg, flagName, url, flagName)
+		}
+	}
 	switch {
 	case jaegerURL != "":
 		spans, err = tracefile.FetchJaeger(ctx, client, jaegerURL, arg)
@@ -417,22 +436,7 @@ func printFileTrace(w, warn io.Writer, path, traceID string, from fileOffset) er
 }
 
 // writeFileAtomic writes path through write: the file appears whole or not
-// at all.
+// at all, and an error names path (not a temporary file).
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, 0o644, write)
 }

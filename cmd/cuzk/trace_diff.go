@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -144,6 +145,11 @@ func runTraceDiff(c *cli.Context) error {
 	}
 	if page := flags.String("html"); page != "" && (sameFile(page, args[0]) || sameFile(page, args[1])) {
 		return fmt.Errorf("trace diff: --html %s: is a trace file this diff reads; name another file for the page", page)
+	}
+	if page := flags.String("html"); page != "" {
+		if err := atomicfile.Check(page); err != nil { // before reading both sides
+			return fmt.Errorf("trace diff: --html %s: %w", page, err)
+		}
 	}
 	pickA, pickB, err := tracePicks(flags, args[0], args[1])
 	if err != nil {
