@@ -131,6 +131,10 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	if strings.TrimSpace(cfg.listen) == "" {
+		// net.Listen would take "" as every interface on a random port.
+		return fmt.Errorf("serve: --listen is empty: want host:port (default %s)", defaultListen)
+	}
 	if cfg.queueSize < 1 {
 		return fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.queueSize)
 	}

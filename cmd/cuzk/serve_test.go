@@ -201,6 +201,9 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{[]string{"--release", "later"}, "later"},
 		{[]string{"--backend", "tpu"}, "backend"},
 		{[]string{"--listen", "256.0.0.1:1"}, "listen"},
+		{[]string{"--listen", ""}, "--listen is empty"}, // not every interface on a random port
+		{[]string{"--listen", " "}, "--listen is empty"},
+		{[]string{"--memory-budget", "0.5"}, "less than one byte"}, // not "no budget"
 		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none.key")}, "TLS"},
 		{[]string{"--circuit-file", "onlyname"}, "NAME:R1CS:PK"},
 		{[]string{"--circuit-file", "x:" + filepath.Join(dir, "no.r1cs") + ":" + filepath.Join(dir, "no.pk")}, "no.r1cs"},

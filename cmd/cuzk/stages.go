@@ -55,7 +55,12 @@ func parseMemoryBudget(s string) (memoryBudget, error) {
 	if !ok || err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*float64(uint64(1)<<sh) >= 1<<63 {
 		return memoryBudget{}, fmt.Errorf("%q: want bytes (64GiB, 512MiB, 1073741824), a share (70%%) or 0", s)
 	}
-	return memoryBudget{bytes: uint64(v * float64(uint64(1)<<sh))}, nil
+	n := uint64(v * float64(uint64(1)<<sh))
+	if n == 0 && v != 0 {
+		// "0.5" is no budget of half a byte, and not "0" (none) either.
+		return memoryBudget{}, fmt.Errorf("%q: less than one byte; want bytes (64GiB, 512MiB, 1073741824), a share (70%%) or 0", s)
+	}
+	return memoryBudget{bytes: n}, nil
 }
 
 // resolve returns the budget in bytes on a host with total bytes of

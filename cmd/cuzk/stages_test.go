@@ -37,7 +37,7 @@ func TestParseMemoryBudget(t *testing.T) {
 	if got := (memoryBudget{share: 0.5}).resolve(10 << 30); got != 5<<30 {
 		t.Errorf("50%% of 10 GiB = %d", got)
 	}
-	for _, bad := range []string{"-1", "lots", "12XB", "0%", "101%", "NaN", "1e30GiB", "%"} {
+	for _, bad := range []string{"-1", "lots", "12XB", "0%", "101%", "NaN", "1e30GiB", "%", "0.5", "0.9B"} {
 		if _, err := parseMemoryBudget(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("parseMemoryBudget(%q): %v, want an error naming it", bad, err)
 		}
