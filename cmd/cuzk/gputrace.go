@@ -39,7 +39,7 @@ func init() {
 libcuzkinject.so, a C library embedded in cuzk, which starts CUPTI activity
 capture in the program and sends the records to this process over a Unix
 socket; here they become spans, exported by the standard OTEL_* variables
-(default: the file cuzk-traces.jsonl).
+(default: the file ` + otelcuzk.DefaultTraceFile + `).
 
    cuzk gpu-trace -- ./my-cuda-program --its-flags
    TRACEPARENT=00-<trace>-<span>-01 cuzk gpu-trace ./task   # a task's kernels in its trace
@@ -53,12 +53,12 @@ carries "traceparent=00-..." joins that trace, with its kernels.
 The program is never stopped by tracing: if anything fails (no CUDA driver,
 no CUPTI, CUPTI in use by another tool, this process gone) the program runs
 untraced or the library detaches, and says so once. cuzk gpu-trace exits
-with the program's exit code. --window must be more than 0.`,
+with the program's exit code. --window must be more than 0, --drain 0 or more.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cupti", Usage: "CUPTI library `PATH` (default: $CUZK_CUPTI, libcupti.so.13, .so.12, /usr/local/cuda)"},
 			&cli.DurationFlag{Name: "window", Value: cupti.DefaultWindow, Usage: "length (more than 0) of a device window span for work outside NVTX ranges"},
 			&cli.IntFlag{Name: "max-kernel-spans", Value: 256, Usage: "kernel spans per parent before further ones are aggregated per name"},
-			&cli.StringFlag{Name: "trace-file", Usage: "OTLP JSON lines `FILE` when no OTLP endpoint is set (default cuzk-trace.jsonl)"},
+			&cli.StringFlag{Name: "trace-file", Usage: "OTLP JSON lines `FILE` when no OTLP endpoint is set (default " + otelcuzk.DefaultTraceFile + ")"},
 			&cli.DurationFlag{Name: "drain", Value: 5 * time.Second, Usage: "how long to wait for the last records after the program exits"},
 		},
 		Action: runGPUTrace,
@@ -68,6 +68,9 @@ with the program's exit code. --window must be more than 0.`,
 func runGPUTrace(c *cli.Context) error {
 	if w := c.Duration("window"); w <= 0 {
 		return fmt.Errorf("gpu-trace: --window %v: want a positive duration (e.g. 1s)", w)
+	}
+	if d := c.Duration("drain"); d < 0 {
+		return fmt.Errorf("gpu-trace: --drain %v: want 0 or more (e.g. 5s)", d)
 	}
 	args := c.Args().Slice()
 	if len(args) > 0 && args[0] == "--" {

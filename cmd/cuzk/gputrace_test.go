@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/cupti/inject"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
@@ -311,6 +314,38 @@ func TestGPUTraceRefusesAWindowThatIsNotPositive(t *testing.T) {
 		}
 		if _, serr := os.Stat(marker); serr == nil {
 			t.Fatalf("--window %s: the program ran", w)
+		}
+	}
+}
+
+// --drain must not be negative (it waited no time and then said records
+// were "still arriving -1s after the program exited").
+func TestGPUTraceRefusesANegativeDrain(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	err := newApp().Run([]string{"cuzk", "gpu-trace", "--drain", "-1s", "--", "touch", marker})
+	if err == nil || err.Error() != "gpu-trace: --drain -1s: want 0 or more (e.g. 5s)" {
+		t.Errorf("--drain -1s: err %v, want a one-line refusal", err)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Error("--drain -1s: the program ran")
+	}
+}
+
+// The help names the trace file gpu-trace writes by default, and no other.
+func TestGPUTraceHelpNamesTheDefaultTraceFile(t *testing.T) {
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	if err := app.Run([]string{"cuzk", "gpu-trace", "--help"}); err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`[\w.-]+\.jsonl`).FindAllString(out.String(), -1)
+	if len(names) == 0 {
+		t.Fatalf("the help names no trace file:\n%s", out.String())
+	}
+	for _, n := range names {
+		if n != otelcuzk.DefaultTraceFile {
+			t.Errorf("the help names %s, but the default trace file is %s", n, otelcuzk.DefaultTraceFile)
 		}
 	}
 }

@@ -7,7 +7,7 @@
 //	go run ./examples/foreign-cuda [-iters 10] [-elems 1048576]
 //
 // Spans go where otelcuzk.Setup sends them (OTEL_* variables; by default
-// the file cuzk-traces.jsonl). The same C code as a standalone executable
+// the file cuzk-trace.jsonl). The same C code as a standalone executable
 // (build.sh) is what `cuzk gpu-trace` traces from outside; README.md has
 // both.
 package main
