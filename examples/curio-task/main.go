@@ -170,6 +170,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	fmt.Fprintf(out, "task trace   %s\n", taskTID)
 	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %v, verified %v)\n",
 		res.TraceID, res.JobID, res.Worker, res.Timings.Prove, res.Verified)
+	// The task's spans must have reached the backend for the one trace to
+	// be there to open: a batch that failed would only be logged.
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer fcancel()
+	if err := tp.ForceFlush(fctx); err != nil {
+		return fmt.Errorf("the task's spans did not reach the OTLP endpoint %s (--otlp-endpoint; is a collector listening?): %w", cfg.otlpEndpoint, err)
+	}
 	if res.TraceID != taskTID {
 		return fmt.Errorf("the daemon traced the proof in %s, not in the task's trace %s: either request id %s named a proof an earlier run made "+
 			"(a request id proves once; pass another --task-id), or the daemon does not read W3C trace context", res.TraceID, taskTID, res.RequestID)

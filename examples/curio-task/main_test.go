@@ -68,20 +68,11 @@ func otlpReceiver(t *testing.T) (endpoint string, spans func() []received) {
 	}
 }
 
-type quickRunner struct{ tp trace.TracerProvider }
-
-func (q quickRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
-	_, s := q.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineProve)
-	s.End()
-	return &prover.Result{Proof: []byte{1}, Verified: r.Verify, Backend: "fake"}, nil
-}
-
-// TestOneTraceAcrossCurioAndDaemon runs the example against an in-process
-// daemon (fake runner) and an OTLP HTTP receiver, and follows the parent
-// links from the daemon's engine.job back to the task's curio.task span.
-func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
-	endpoint, spans := otlpReceiver(t)
-	exp := tracetest.NewInMemoryExporter()
+// startDaemon serves the daemon (fake runner) on a loopback port until the
+// test ends; its spans go to the returned exporter.
+func startDaemon(t *testing.T) (addr string, exp *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp = tracetest.NewInMemoryExporter()
 	dtp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	eng, err := engine.New([]engine.Worker{{Name: "cpu:0", Runner: quickRunner{dtp}}}, engine.WithTracerProvider(dtp))
 	if err != nil {
@@ -96,12 +87,57 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return lis.Addr().String(), exp
+}
 
-	var out bytes.Buffer
-	cfg := config{addr: lis.Addr().String(), otlpEndpoint: endpoint, service: "curio", circuit: "mulchain",
+// taskConfig is the example's configuration against a daemon at addr and
+// an OTLP HTTP receiver at endpoint.
+func taskConfig(addr, endpoint string) config {
+	return config{addr: addr, otlpEndpoint: endpoint, service: "curio", circuit: "mulchain",
 		constraints: 256, priority: "HIGH", timeout: 10 * time.Second,
 		task: otelcuzk.Task{ID: 9, Name: "WdPost", MinerID: "f01234", SectorNumber: 3}}
+}
+
+// TestSpansThatNeverReachTheBackendFailTheRun: with no collector at the
+// endpoint the proof succeeds, but the trace the run announces is nowhere
+// to open; the run fails naming the endpoint and does not claim one trace.
+func TestSpansThatNeverReachTheBackendFailTheRun(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := lis.Addr().String()
+	lis.Close() // nothing listens there now: connections are refused
+	addr, _ := startDaemon(t)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = run(ctx, taskConfig(addr, endpoint), &out)
+	if err == nil || !strings.Contains(err.Error(), "did not reach the OTLP endpoint "+endpoint) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("run: %v, want one line naming the endpoint %s", err, endpoint)
+	}
+	if strings.Contains(out.String(), "one trace across") {
+		t.Errorf("the run claimed one trace whose spans were lost:\n%s", out.String())
+	}
+}
+
+type quickRunner struct{ tp trace.TracerProvider }
+
+func (q quickRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
+	_, s := q.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineProve)
+	s.End()
+	return &prover.Result{Proof: []byte{1}, Verified: r.Verify, Backend: "fake"}, nil
+}
+
+// TestOneTraceAcrossCurioAndDaemon runs the example against an in-process
+// daemon (fake runner) and an OTLP HTTP receiver, and follows the parent
+// links from the daemon's engine.job back to the task's curio.task span.
+func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
+	endpoint, spans := otlpReceiver(t)
+	addr, exp := startDaemon(t)
+	var out bytes.Buffer
+	cfg := taskConfig(addr, endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := run(ctx, cfg, &out); err != nil {
