@@ -95,6 +95,54 @@ __device__ __forceinline__ msm_u32 msm_digit(const msm_u64 s[4], msm_u32 w, msm_
   return d;
 }
 
+// Calls visit(w, key, neg, peers) for each window w < nwin of the
+// canonical scalar s, in order (the carry runs from window to window):
+// key is the bucket of w's signed digit (w·2^(c−1) + |digit| − 1, or
+// MSM_NO_BUCKET for digit 0), neg its sign, and peers the lanes of the
+// warp with the same key (__match_any_sync: every lane of the warp calls
+// this for the same nwin). The digit count and the scatter walk the digits
+// through it, so they agree on every bucket's size. (Visitors are structs,
+// not lambdas: NVRTC before CUDA 12 parses these modules as C++03.)
+template <class Visit>
+__device__ __forceinline__ void msm_each_digit(const ff::fr_t &s, msm_u32 c, msm_u32 nwin, Visit &visit) {
+  msm_u32 nb = 1u << (c - 1);
+  msm_u32 carry = 0;
+  for (msm_u32 w = 0; w < nwin; w++) {
+    bool neg;
+    msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
+    msm_u32 key = d ? w * nb + d - 1 : MSM_NO_BUCKET;
+    visit(w, key, neg, __match_any_sync(__activemask(), key));
+  }
+}
+
+// msm_digits_count's visitor: one count per non-zero digit. Lanes with
+// the same bucket add once (all scalars equal would otherwise serialise n
+// atomics on one address).
+struct msm_count_digit {
+  msm_u32 *counts;
+  msm_u32 lane;
+  __device__ __forceinline__ void operator()(msm_u32, msm_u32 key, bool, msm_u32 peers) {
+    if (key != MSM_NO_BUCKET && lane == (msm_u32)(__ffs(peers) - 1)) atomicAdd(&counts[key], (msm_u32)__popc(peers));
+  }
+};
+
+// msm_scatter's visitor: the leader of each group of peers takes their
+// places in the bucket (one atomic), each lane writes its point's index
+// (with MSM_NEG_FLAG for a negative digit) at its own place.
+struct msm_scatter_digit {
+  msm_u32 *cursor, *sorted;
+  msm_u32 n, i, lane;
+  __device__ __forceinline__ void operator()(msm_u32 w, msm_u32 key, bool neg, msm_u32 peers) {
+    msm_u32 leader = (msm_u32)(__ffs(peers) - 1);
+    msm_u32 pos = 0;
+    if (key != MSM_NO_BUCKET && lane == leader) pos = atomicAdd(&cursor[key], (msm_u32)__popc(peers));
+    pos = __shfl_sync(peers, pos, leader);
+    if (key == MSM_NO_BUCKET) return;
+    pos += __popc(peers & ((1u << lane) - 1));
+    sorted[(msm_u64)w * n + pos] = i | (neg ? MSM_NEG_FLAG : 0u);
+  }
+};
+
 #if MSM_HAS(MSM_PART_SCALAR)
 extern "C" __global__ void msm_fill_u32(msm_u32 *p, msm_u32 v, msm_u32 n) {
   msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -109,18 +157,8 @@ extern "C" __global__ void msm_digits_count(ff::fr_t *scalars, msm_u32 n, msm_u3
   if (i >= n) return;
   ff::fr_t s = ff::fr_t::from_mont(scalars[i]);
   scalars[i] = s;
-  msm_u32 nb = 1u << (c - 1);
-  msm_u32 carry = 0;
-  msm_u32 lane = threadIdx.x & 31;
-  for (msm_u32 w = 0; w < nwin; w++) {
-    bool neg;
-    msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
-    msm_u32 key = d ? w * nb + d - 1 : MSM_NO_BUCKET;
-    // Lanes with the same bucket add once (all scalars equal would
-    // otherwise serialise n atomics on one address).
-    msm_u32 peers = __match_any_sync(__activemask(), key);
-    if (key != MSM_NO_BUCKET && lane == (msm_u32)(__ffs(peers) - 1)) atomicAdd(&counts[key], (msm_u32)__popc(peers));
-  }
+  msm_count_digit visit = {counts, threadIdx.x & 31};
+  msm_each_digit(s, c, nwin, visit);
 }
 
 // Exclusive prefix sums of the bucket counts and of the segments per
@@ -171,23 +209,8 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
                                        msm_u32 *cursor, msm_u32 *sorted) {
   msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  ff::fr_t s = scalars[i];
-  msm_u32 nb = 1u << (c - 1);
-  msm_u32 carry = 0;
-  msm_u32 lane = threadIdx.x & 31;
-  for (msm_u32 w = 0; w < nwin; w++) {
-    bool neg;
-    msm_u32 d = msm_digit(s.limb, w, c, carry, neg);
-    msm_u32 key = d ? w * nb + d - 1 : MSM_NO_BUCKET;
-    msm_u32 peers = __match_any_sync(__activemask(), key);
-    msm_u32 leader = (msm_u32)(__ffs(peers) - 1);
-    msm_u32 pos = 0;
-    if (key != MSM_NO_BUCKET && lane == leader) pos = atomicAdd(&cursor[key], (msm_u32)__popc(peers));
-    pos = __shfl_sync(peers, pos, leader);
-    if (key == MSM_NO_BUCKET) continue;
-    pos += __popc(peers & ((1u << lane) - 1));
-    sorted[(msm_u64)w * n + pos] = i | (neg ? MSM_NEG_FLAG : 0u);
-  }
+  msm_scatter_digit visit = {cursor, sorted, n, i, threadIdx.x & 31};
+  msm_each_digit(scalars[i], c, nwin, visit);
 }
 #endif  // MSM_PART_SCALAR
 
