@@ -32,6 +32,9 @@ type ScanOptions struct {
 	MaxLineBytes int
 }
 
+// utf8BOM is the UTF-8 byte-order mark, skipped at the start of a file.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
 // ScanOTLPJSONLines reads OTLP JSON traces as ReadOTLPJSONLines does (the
 // same shapes: otelcuzk's and the Collector's JSON lines, Tempo's
 // documents) but streaming: each span is passed to fn as soon as the value
@@ -72,7 +75,13 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 	if skip == nil {
 		skip = func(error) {}
 	}
-	sc := &lineScanner{r: bufio.NewReaderSize(r, min(1<<20, max(4096, limit+1))), max: limit, onOver: func(n int) {
+	br := bufio.NewReaderSize(r, min(1<<20, max(4096, limit+1)))
+	// A byte-order mark (Windows editors and PowerShell's redirection
+	// write one) is not part of the first document.
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+	}
+	sc := &lineScanner{r: br, max: limit, onOver: func(n int) {
 		skip(fmt.Errorf("tracefile: line %d: %w: %w: longer than %d bytes, skipped", n, ErrMalformed, ErrLineTooLong, limit))
 	}}
 	deliver := func(spans []Span) error {

@@ -204,3 +204,21 @@ func TestNormalizeTraceID(t *testing.T) {
 		}
 	}
 }
+
+// A byte-order mark at the start of a file (Windows editors and
+// PowerShell's redirection write one) is skipped: the first document's
+// spans are read, with nothing reported as unreadable. One later in the
+// file is damage like any other.
+func TestScanOTLPJSONLinesSkipsALeadingByteOrderMark(t *testing.T) {
+	bom := "\xef\xbb\xbf"
+	input := bom + traceLine(traceA, "00000000000000a1", "a") + "\n" +
+		bom + traceLine(traceA, "00000000000000a2", "b") + "\n" +
+		traceLine(traceA, "00000000000000a3", "c")
+	got, skipped := scanAll(t, strings.NewReader(input), tracefile.ScanOptions{})
+	if want := []string{"a", "c"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("spans %v, want %v", got, want)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0].Error(), "line 2") {
+		t.Errorf("skipped %v, want line 2 only", skipped)
+	}
+}
