@@ -236,6 +236,11 @@ func readPartitions(req *client.Request, paths []string, n int) error {
 		if err != nil {
 			return fmt.Errorf("witness: %w", err)
 		}
+		if len(w) == 0 {
+			// An empty witness asks the daemon for the circuit's sample:
+			// a file cut short would prove the sample, not its witness.
+			return fmt.Errorf("witness %s: empty file (want a full witness in gnark's binary format)", path)
+		}
 		ws = append(ws, w)
 	}
 	switch {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -26,6 +28,26 @@ func TestSubmitRefusesNegativeConstraintsInProvesWords(t *testing.T) {
 	}
 	if submitErr.Error() != proveErr.Error() {
 		t.Errorf("submit --constraints -1: %q; prove says %q", submitErr, proveErr)
+	}
+}
+
+// An empty --witness file (a write cut short) is refused before any dial:
+// sent, it read as no witness, and the daemon proved the circuit's sample.
+func TestSubmitRefusesAnEmptyWitnessFile(t *testing.T) {
+	dir := t.TempDir()
+	empty, other := filepath.Join(dir, "empty.wit"), filepath.Join(dir, "other.wit")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte{1}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--witness", empty}, {"--witness", other, "--witness", empty}} {
+		_, _, err := runCuzk(t, append([]string{"submit", "--addr", "127.0.0.1:1"}, args...)...)
+		want := "witness " + empty + ": empty file (want a full witness in gnark's binary format)"
+		if err == nil || err.Error() != want {
+			t.Errorf("submit %q: %v, want %q", args, err, want)
+		}
 	}
 }
 
