@@ -386,7 +386,10 @@ func circuitFiles(t *testing.T, name string, ccs, pk, vk io.WriterTo, w encoding
 func TestServeProvesCircuitFromFiles(t *testing.T) {
 	clearOTLPEnv(t)
 	fx := circuitstest.Setup(t, "mulchain", 256, 3)
-	spec, wb := circuitFiles(t, "usercircuit", fx.CCS, fx.PK, fx.VK, fx.Witness)
+	// A name of its own per run: the circuit registry is the process's
+	// (go test -count=2 runs this twice in one process).
+	name := fmt.Sprintf("usercircuit-%d", time.Now().UnixNano())
+	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
 
 	d := startDaemon(t, serveConfig{backend: "cpu", release: "sync", cpuWorkers: 1,
 		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
@@ -394,11 +397,11 @@ func TestServeProvesCircuitFromFiles(t *testing.T) {
 	c := d.client(t)
 	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
-	res, err := c.Prove(pctx, client.Request{RequestID: "file-1", Circuit: "usercircuit", Witness: wb, Verify: true})
+	res, err := c.Prove(pctx, client.Request{RequestID: "file-1", Circuit: name, Witness: wb, Verify: true})
 	if err != nil || !res.Verified {
 		t.Fatalf("prove a circuit from files: %+v %v", res, err)
 	}
-	if _, err := c.Prove(pctx, client.Request{RequestID: "file-2", Circuit: "usercircuit", Verify: true}); status.Code(err) != codes.InvalidArgument {
+	if _, err := c.Prove(pctx, client.Request{RequestID: "file-2", Circuit: name, Verify: true}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("file circuit without a witness: %v, want INVALID_ARGUMENT", err)
 	}
 	if err := d.stop(); err != nil {
