@@ -13,18 +13,30 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
 // Write writes path with mode perm from what write writes (buffered by
-// 1 MiB). The directory must exist; on an error path is left as it was.
+// 1 MiB). The directory must exist; on an error path is left as it was
+// (but for a path written in place, below).
 // An error of the file system is an *os.PathError naming path (a
 // directory at path: syscall.EISDIR); write's own error is returned as is.
+//
+// A path that is no regular file (a device such as /dev/null, a FIFO) or
+// is a link under /dev or /proc (/dev/stdout) is written in place,
+// appended: a rename would replace the device or the link itself (as root,
+// /dev/null became an HTML file). Another link to a regular file is
+// resolved: the file it names is replaced and the link stays.
 func Write(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &os.PathError{Op: "write", Path: path, Err: syscall.EISDIR}
+	dest, inPlace, err := destination(path)
+	if err != nil {
+		return err
 	}
-	tmp, err := createTemp(path)
+	if inPlace {
+		return writeInPlace(path, write)
+	}
+	tmp, err := createTemp(dest)
 	if err != nil {
 		return err
 	}
@@ -51,7 +63,59 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) (err erro
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), dest)
+}
+
+// destination returns the file Write replaces for path (path, or the
+// regular file a link at path names), or inPlace for a path that is to be
+// written in place (see Write); an error for a directory at path.
+func destination(path string) (dest string, inPlace bool, err error) {
+	fi, statErr := os.Stat(path) // through links
+	if statErr == nil && fi.IsDir() {
+		return "", false, &os.PathError{Op: "write", Path: path, Err: syscall.EISDIR}
+	}
+	if statErr != nil {
+		return path, false, nil
+	}
+	if !fi.Mode().IsRegular() || fdLink(path) {
+		return path, true, nil
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real, false, nil
+	}
+	return path, false, nil
+}
+
+// fdLink reports whether path is a link under /dev or /proc, such as
+// /dev/stdout or /proc/self/fd/1: it names an open file of the process
+// (a shell's redirect), written through, not replaced.
+func fdLink(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil || !strings.HasPrefix(abs, "/dev/") && !strings.HasPrefix(abs, "/proc/") {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
+
+// writeInPlace writes to path, which exists, what write writes; appended,
+// so a /dev/stdout redirected to a file keeps what the process printed
+// before.
+func writeInPlace(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // WriteBytes is Write of data.
@@ -71,10 +135,22 @@ func Check(path string) error {
 	if path == "" {
 		return errors.New("empty path")
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	dest, inPlace, err := destination(path)
+	if err != nil {
 		return errors.New("is a directory")
 	}
-	probe, err := createTemp(path)
+	if inPlace {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0) // no O_TRUNC: nothing is written yet
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("cannot write it: %w", pe.Err)
+			}
+			return err
+		}
+		return f.Close()
+	}
+	probe, err := createTemp(dest)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -121,4 +122,69 @@ func TestCheckRefusesWhatWriteWouldAndLeavesNothing(t *testing.T) {
 		t.Errorf("Check changed the file to %q", b)
 	}
 	assertOnly(t, dir, "file")
+}
+
+// TestWriteThroughLinksAndSpecialFiles: a rename over a FIFO, a device or
+// /dev/stdout replaces that file itself (as root, `cuzk trace --html
+// /dev/null` turned /dev/null into an HTML file); those are written in
+// place, and a link to a regular file keeps being a link.
+func TestWriteThroughLinksAndSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := os.ReadFile(fifo) // opens the read end; EOF when the writer closes
+		got <- b
+	}()
+	if err := WriteBytes(fifo, 0o644, []byte("through the fifo")); err != nil {
+		t.Fatalf("write to a FIFO: %v", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced (%v)", err) // its reader waits for ever
+	}
+	if b := <-got; string(b) != "through the fifo" {
+		t.Errorf("the FIFO's reader got %q", b)
+	}
+
+	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, 0o644, []byte("new")); err != nil {
+		t.Fatalf("write through a link: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Errorf("the link's target holds %q, want new", b)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced (%v)", err)
+	}
+
+	// /proc/self/fd/N, as /dev/stdout is: the open file, appended to.
+	out, err := os.OpenFile(filepath.Join(dir, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	out.WriteString("printed before\n")
+	fdPath := fmt.Sprintf("/proc/self/fd/%d", out.Fd())
+	if _, err := os.Lstat(fdPath); err != nil {
+		t.Skipf("no %s: %v", fdPath, err)
+	}
+	if err := Check(fdPath); err != nil {
+		t.Errorf("Check(%s): %v", fdPath, err)
+	}
+	if err := WriteBytes(fdPath, 0o644, []byte("page\n")); err != nil {
+		t.Fatalf("write to %s: %v", fdPath, err)
+	}
+	if b, _ := os.ReadFile(out.Name()); string(b) != "printed before\npage\n" {
+		t.Errorf("the file open as fd %d holds %q, want what was printed, then the page", out.Fd(), b)
+	}
+	assertOnly(t, dir, "fifo", "link", "stdout", "target")
 }
