@@ -40,7 +40,8 @@ func init() {
 		Description: "Proves one circuit as one engine job, with every layer traced: spans go to\n" +
 			"the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set, else to\n" +
 			"--trace-file as OTLP JSON lines. The proof is gnark's compressed Groth16\n" +
-			"proof (BLS12-381), written atomically to --proof.",
+			"proof (BLS12-381), written atomically to --proof. Ctrl-C (SIGINT) or SIGTERM\n" +
+			"stops the proof, flushes its trace, writes no proof file and exits 130.",
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
 			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
@@ -145,7 +146,7 @@ func proveAction(c *cli.Context) (err error) {
 	closeErr := errors.Join(pipe.Close(context.Background()), rel.Close(context.Background()))
 	if runErr != nil {
 		if ctx.Err() != nil {
-			return errors.New("interrupted by a signal; no proof written")
+			return cli.Exit("interrupted by a signal; no proof written", exitInterrupted) // 128+SIGINT, as submit
 		}
 		return runErr
 	}

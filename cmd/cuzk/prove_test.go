@@ -382,3 +382,25 @@ func TestATraceFileWithADamagedLineStillShowsTheProofAndTheTrace(t *testing.T) {
 		t.Errorf("trace: stdout %q, stderr %q; want the waterfall and a note on line 1", out, errOut)
 	}
 }
+
+// An interrupted prove exits 130 (128+SIGINT, as submit does), saying no
+// proof was written, and writes none.
+func TestAnInterruptedProveExits130WithoutAProof(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	ctx, interrupt := context.WithCancel(context.Background())
+	interrupt() // the signal's context is this one's child: already done
+	proof := filepath.Join(dir, "p.bin")
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.RunContext(ctx, []string{"cuzk", "prove", "--circuit", "mulchain", "--constraints", "64", "--backend", "cpu",
+		"--proof", proof, "--trace-file", filepath.Join(dir, "t.jsonl")})
+	var ec interface{ ExitCode() int }
+	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted || err.Error() != "interrupted by a signal; no proof written" {
+		t.Errorf("interrupted prove: %v, want exit %d saying no proof was written", err, exitInterrupted)
+	}
+	if _, serr := os.Stat(proof); !os.IsNotExist(serr) {
+		t.Errorf("an interrupted prove wrote %s (%v)", proof, serr)
+	}
+}
