@@ -66,6 +66,10 @@ func noArgs(c *cli.Context) error {
 
 // clientOptions are the client options of --token and --tls-ca.
 func clientOptions(c *cli.Context) ([]client.Option, error) {
+	if daemonAddr(c) == "" {
+		// gRPC's own words: "delegating_resolver: invalid target address "": missing address".
+		return nil, fmt.Errorf("--addr is empty: want a daemon's host[:port] (default 127.0.0.1:%s)", defaultPort)
+	}
 	var opts []client.Option
 	if tok := c.String("token"); tok != "" {
 		opts = append(opts, client.WithBearerToken(tok))

@@ -51,6 +51,19 @@ func TestSubmitRefusesAnEmptyWitnessFile(t *testing.T) {
 	}
 }
 
+// An empty --addr is refused in one line naming the flag, before any dial,
+// by each command that calls a daemon.
+func TestDaemonCommandsRefuseAnEmptyAddr(t *testing.T) {
+	for _, args := range [][]string{{"submit"}, {"status"}, {"cancel", "--request-id", "r"}} {
+		for _, addr := range []string{"", " "} {
+			_, _, err := runCuzk(t, append(args, "--addr", addr)...)
+			if err == nil || err.Error() != "--addr is empty: want a daemon's host[:port] (default 127.0.0.1:9820)" {
+				t.Errorf("%s --addr %q: %v, want the empty --addr named", args[0], addr, err)
+			}
+		}
+	}
+}
+
 // A string flag that is not UTF-8 is refused naming the flag, before any
 // dial (gRPC refused to marshal it: "Internal: grpc: error while
 // marshaling: string field contains invalid UTF-8").
