@@ -51,7 +51,14 @@ func runForeign(ctx context.Context, iters, elems int) error {
 
 // run starts the capture, runs the foreign code under a SpanJob span of
 // tp and flushes the GPU spans before ending it.
+// errNoDriver is run's error on a host without the CUDA driver: said
+// first, as cuzk gpu-trace does, not the CUPTI paths tried.
+var errNoDriver = errors.New("foreign-cuda: no CUDA driver (" + cupti.DriverLibrary + ") on this host; this example needs an NVIDIA GPU")
+
 func run(ctx context.Context, tp trace.TracerProvider, iters, elems int) error {
+	if cupti.LibraryLoads(cupti.DriverLibrary) != nil {
+		return errNoDriver
+	}
 	c, err := cupti.Start(ctx, cupti.WithTracerProvider(tp))
 	if err != nil {
 		return err
