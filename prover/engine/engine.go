@@ -702,6 +702,11 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case <-e.workersDone:
+		if n == 0 {
+			// The deadline passed while idle workers were still exiting
+			// (--shutdown-timeout 0): nothing was cancelled.
+			return nil
+		}
 		return fmt.Errorf("engine: shutdown: cancelled %d running jobs: %w", n, ctx.Err())
 	case <-t.C:
 		// The runners that ignore their context are left behind, but their

@@ -560,6 +560,24 @@ func TestShutdownDeadlineCancelsRunning(t *testing.T) {
 	}
 }
 
+// An idle engine shut down with a context already done (cuzk serve
+// --shutdown-timeout 0) cancels nothing, and says no error: it said
+// "cancelled 0 running jobs: context deadline exceeded" when the deadline
+// won the race with the idle workers' exit.
+func TestShutdownOfAnIdleEngineWithNoTimeLeftIsNoError(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		e, err := New([]Worker{{Name: "w0", Runner: &fakeRunner{}}, {Name: "w1", Runner: &fakeRunner{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Fatalf("shutdown %d of an idle engine: %v, want nil", i, err)
+		}
+	}
+}
+
 func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 	exp, tp := recorder(t)
 	r := &fakeRunner{gate: make(chan struct{}), started: make(chan string, 1), ignoreCtx: true}
