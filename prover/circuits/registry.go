@@ -162,8 +162,12 @@ func RegisterFiles(name string, f Files) error {
 		if path == "" {
 			continue
 		}
-		if _, err := os.Stat(path); err != nil {
+		fi, err := os.Stat(path)
+		if err != nil {
 			return fmt.Errorf("register circuit %s: %w", name, err)
+		}
+		if fi.IsDir() { // refused now, not at the first proof that loads it
+			return fmt.Errorf("register circuit %s: %s is a directory", name, path)
 		}
 	}
 	mu.Lock()

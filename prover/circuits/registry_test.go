@@ -67,6 +67,7 @@ func TestFileCircuitsShareTheRegistryWithTheBuiltins(t *testing.T) {
 func TestRegisterFilesRefusesBadNamesPathsAndMissingFiles(t *testing.T) {
 	_, f := fileCircuit(t, "x")
 	missing := filepath.Join(t.TempDir(), "none")
+	dir := t.TempDir()
 	for _, c := range []struct {
 		name string
 		f    Files
@@ -76,6 +77,7 @@ func TestRegisterFilesRefusesBadNamesPathsAndMissingFiles(t *testing.T) {
 		{"fresh-empty-pk", Files{CS: f.CS}, "empty R1CS or proving key path"},
 		{"fresh-missing-cs", Files{CS: missing, PK: f.PK}, "no such file"},
 		{"fresh-missing-vk", Files{CS: f.CS, PK: f.PK, VK: missing}, "no such file"},
+		{"fresh-dir-cs", Files{CS: dir, PK: f.PK}, dir + " is a directory"},
 		{"tab\tname", f, "U+0009"},
 		{"", f, "empty name"},
 		{"\xff", f, "not valid UTF-8"},
