@@ -12,11 +12,8 @@ import (
 // refused before anything is read, and the trace file keeps every byte.
 func TestTraceHTMLNeverReplacesTheTraceFileItReads(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "cuzk-trace.jsonl")
-	data := []byte(traceFileLine + "\n" + secondTraceLine + "\n")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data := traceFileLine + "\n" + secondTraceLine + "\n"
+	file := writeTestFile(t, dir, "cuzk-trace.jsonl", data)
 	link := filepath.Join(dir, "link.jsonl")
 	if err := os.Symlink(file, link); err != nil {
 		t.Fatal(err)
@@ -36,7 +33,7 @@ func TestTraceHTMLNeverReplacesTheTraceFileItReads(t *testing.T) {
 		if strings.Contains(out, "engine.job") {
 			t.Errorf("%q printed a waterfall before refusing:\n%s", args, out)
 		}
-		if got, _ := os.ReadFile(file); string(got) != string(data) {
+		if got, _ := os.ReadFile(file); string(got) != data {
 			t.Fatalf("%q replaced the trace file by %d bytes", args, len(got))
 		}
 	}
@@ -48,14 +45,8 @@ func TestTraceHTMLNeverReplacesTheTraceFileItReads(t *testing.T) {
 func TestOutputPathErrorsNameTheGivenPath(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
-	file := filepath.Join(dir, "t.jsonl")
-	if err := os.WriteFile(file, []byte(traceFileLine+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(dir, "b.jsonl")
-	if err := os.WriteFile(other, []byte(secondTraceLine+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTestFile(t, dir, "t.jsonl", traceFileLine+"\n")
+	other := writeTestFile(t, dir, "b.jsonl", secondTraceLine+"\n")
 	missing := filepath.Join(dir, "no", "page.html")
 	for _, c := range []struct {
 		args []string
@@ -90,10 +81,7 @@ func TestOutputPathErrorsNameTheGivenPath(t *testing.T) {
 func TestProveRefusesAProofPathThatIsTheTraceFile(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
-	file := filepath.Join(dir, "t.jsonl")
-	if err := os.WriteFile(file, []byte(traceFileLine+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTestFile(t, dir, "t.jsonl", traceFileLine+"\n")
 	link := filepath.Join(dir, "link.jsonl")
 	if err := os.Symlink(file, link); err != nil {
 		t.Fatal(err)
@@ -117,10 +105,7 @@ func TestProveRefusesAProofPathThatIsTheTraceFile(t *testing.T) {
 // TestTraceRemoteRefusesAFileNameAsTheID: `cuzk trace FILE --jaeger URL`
 // says the argument is no trace id, naming the flag, before any fetch.
 func TestTraceRemoteRefusesAFileNameAsTheID(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "cuzk-trace.jsonl")
-	if err := os.WriteFile(file, []byte(traceFileLine+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeTestFile(t, t.TempDir(), "cuzk-trace.jsonl", traceFileLine+"\n")
 	for _, flag := range []string{"--jaeger", "--tempo"} {
 		_, err := runTraceCmd(t, "trace", file, flag, "http://127.0.0.1:1")
 		want := file + " is not a trace id (up to 32 hex digits) to fetch from " + flag + " http://127.0.0.1:1; a FILE is read without " + flag
@@ -128,4 +113,15 @@ func TestTraceRemoteRefusesAFileNameAsTheID(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", flag, err, want)
 		}
 	}
+}
+
+// writeTestFile writes data to dir/name and returns its path, failing the
+// test on an error.
+func writeTestFile(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -99,10 +99,7 @@ func TestErrorsNameTheDestinationNotTheTemporary(t *testing.T) {
 
 func TestCheckRefusesWhatWriteWouldAndLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "file")
-	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := oldFile(t, dir, "file")
 	for _, c := range []struct{ path, want string }{
 		{"", "empty path"},
 		{dir, "is a directory"},
@@ -149,10 +146,7 @@ func TestWriteThroughLinksAndSpecialFiles(t *testing.T) {
 		t.Errorf("the FIFO's reader got %q", b)
 	}
 
-	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
-	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	target, link := oldFile(t, dir, "target"), filepath.Join(dir, "link")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
@@ -187,4 +181,14 @@ func TestWriteThroughLinksAndSpecialFiles(t *testing.T) {
 		t.Errorf("the file open as fd %d holds %q, want what was printed, then the page", out.Fd(), b)
 	}
 	assertOnly(t, dir, "fifo", "link", "stdout", "target")
+}
+
+// oldFile writes "old" to dir/name and returns its path.
+func oldFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
