@@ -63,26 +63,51 @@ type config struct {
 }
 
 func main() {
-	var cfg config
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:9820", "cuzk daemon address")
-	flag.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", envOr("CURIO_OTEL_EXPORTER_ENDPOINT", "localhost:4318"),
-		"OTLP over HTTP endpoint, host:port (Lotus reads LOTUS_OTEL_EXPORTER_ENDPOINT)")
-	flag.StringVar(&cfg.service, "service", "curio", "service.name of this program's spans")
-	flag.StringVar(&cfg.circuit, "circuit", "mulchain", "circuit to prove")
-	flag.Uint64Var(&cfg.constraints, "constraints", 1<<10, "constraints of the circuit")
-	flag.Int64Var(&cfg.task.ID, "task-id", 4711, "harmonytask id")
-	flag.StringVar(&cfg.task.Name, "task-name", "WdPost", "harmonytask name")
-	flag.StringVar(&cfg.task.MinerID, "miner", "f01234", "miner id")
-	flag.Int64Var(&cfg.task.SectorNumber, "sector", 17, "sector number")
-	flag.StringVar(&cfg.priority, "priority", "HIGH", "LOW|NORMAL|HIGH|CRITICAL")
-	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "longest wait for the proof")
-	flag.Parse()
+	cfg, err := parseConfig(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "curio-task:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "curio-task:", err)
 		os.Exit(1)
 	}
+}
+
+// parseConfig reads the command line (without the program name); usage
+// goes to usage. It refuses arguments that are not flags, which flag
+// would leave unread, and --constraints 0.
+func parseConfig(args []string, usage io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("curio-task", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:9820", "cuzk daemon address")
+	fs.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", envOr("CURIO_OTEL_EXPORTER_ENDPOINT", "localhost:4318"),
+		"OTLP over HTTP endpoint, host:port (Lotus reads LOTUS_OTEL_EXPORTER_ENDPOINT)")
+	fs.StringVar(&cfg.service, "service", "curio", "service.name of this program's spans")
+	fs.StringVar(&cfg.circuit, "circuit", "mulchain", "circuit to prove")
+	fs.Uint64Var(&cfg.constraints, "constraints", 1<<10, "constraints of the circuit")
+	fs.Int64Var(&cfg.task.ID, "task-id", 4711, "harmonytask id")
+	fs.StringVar(&cfg.task.Name, "task-name", "WdPost", "harmonytask name")
+	fs.StringVar(&cfg.task.MinerID, "miner", "f01234", "miner id")
+	fs.Int64Var(&cfg.task.SectorNumber, "sector", 17, "sector number")
+	fs.StringVar(&cfg.priority, "priority", "HIGH", "LOW|NORMAL|HIGH|CRITICAL")
+	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "longest wait for the proof")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("takes no arguments, got %q (flags go before any argument: -name value)", fs.Args())
+	}
+	if cfg.constraints == 0 {
+		return config{}, errors.New("-constraints 0: want 1 or more")
+	}
+	return cfg, nil
 }
 
 func envOr(k, def string) string {

@@ -122,6 +122,28 @@ func TestSpansThatNeverReachTheBackendFailTheRun(t *testing.T) {
 	}
 }
 
+// Arguments flag leaves unread, and --constraints 0, are refused in one
+// line (the first ran with them ignored; the second reached the daemon).
+func TestParseConfigRefusesStrayArgumentsAndZeroConstraints(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"extra"}, `takes no arguments, got ["extra"]`},
+		{[]string{"-addr", "127.0.0.1:1", "extra", "-task-id", "3"}, `takes no arguments, got ["extra" "-task-id" "3"]`},
+		{[]string{"-constraints", "0"}, "-constraints 0: want 1 or more"},
+	} {
+		_, err := parseConfig(c.args, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("parseConfig(%q): %v, want %q", c.args, err, c.want)
+		}
+	}
+	cfg, err := parseConfig([]string{"-addr", "h:1", "-task-id", "5"}, io.Discard)
+	if err != nil || cfg.addr != "h:1" || cfg.task.ID != 5 || cfg.constraints != 1<<10 || cfg.priority != "HIGH" {
+		t.Errorf("parseConfig of good flags: %+v, %v", cfg, err)
+	}
+}
+
 type quickRunner struct{ tp trace.TracerProvider }
 
 func (q quickRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
