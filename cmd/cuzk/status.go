@@ -130,7 +130,14 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		proofs[2] += w.Cancelled
 	}
 	for _, k := range st.Keys {
-		fmt.Fprintf(out, "key       %s/%d  %s\n", k.Circuit, k.Constraints, k.ID)
+		name := k.Circuit
+		if k.Constraints > 0 {
+			name = fmt.Sprintf("%s/%d", k.Circuit, k.Constraints)
+		}
+		if k.ID != "" && k.ID != name { // the daemon's id is often this name itself
+			name += "  " + k.ID
+		}
+		fmt.Fprintf(out, "key       %s\n", name)
 	}
 	for _, j := range st.Running {
 		parts := ""
