@@ -250,8 +250,24 @@ func TestLoadCircuitAndEvictCircuit(t *testing.T) {
 	if got := p.LoadedCircuits(); len(got) != 1 || got[0] != "mulchain/128" {
 		t.Errorf("Loaded = %v", got)
 	}
+	// LoadedKey: the key id is the constraint system's hash (the id its
+	// bases have on a device), the bytes the proving key's estimate.
+	keyID, bytes, ok := p.LoadedKey("mulchain/128")
+	lc := p.loaded["mulchain/128"]
+	if want, _ := keycache.Hash(lc.ccs); !ok || keyID != want || keyID == "mulchain/128" {
+		t.Errorf("LoadedKey = %q, %v, want %q", keyID, ok, want)
+	}
+	if want := circuitKeyMemory(lc); bytes != want || bytes == 0 {
+		t.Errorf("LoadedKey bytes %d, want KeyMemory %d", bytes, want)
+	}
+	if _, _, ok := p.LoadedKey("mulchain/64"); ok {
+		t.Error("LoadedKey of a circuit not loaded: ok")
+	}
 	if !p.EvictCircuit("mulchain", 128) || p.EvictCircuit("mulchain", 128) {
 		t.Error("Evict should report true once, then false")
+	}
+	if _, _, ok := p.LoadedKey("mulchain/128"); ok {
+		t.Error("LoadedKey after EvictCircuit: ok")
 	}
 	if err := p.LoadCircuit(context.Background(), "nosuch", 1); !errors.Is(err, ErrUnknownCircuit) {
 		t.Errorf("preload unknown: %v", err)

@@ -148,6 +148,35 @@ func (p *Pipeline) EstimateMemory(req *Request) (uint64, error) {
 // Pipeline holds, bytes (KeyMemory of each loaded circuit).
 func (p *Pipeline) KeyMemory() uint64 { return KeyMemoryOf(p) }
 
+// LoadedKey describes the keys of one loaded circuit (id as
+// LoadedCircuits lists it): KeyID, the hex SHA-256 of its compiled
+// constraint system (the id its bases have on a device), and the
+// estimated host bytes of its proving key (KeyMemory). ok is false when
+// the circuit is not loaded (or still loading, or failed to).
+func (p *Pipeline) LoadedKey(id string) (keyID string, bytes uint64, ok bool) {
+	p.mu.Lock()
+	lc := p.loaded[id]
+	p.mu.Unlock()
+	if lc == nil {
+		return "", 0, false
+	}
+	select {
+	case <-lc.ready:
+	default:
+		return "", 0, false
+	}
+	if lc.err != nil || lc.keys == nil || lc.ccs == nil {
+		return "", 0, false
+	}
+	return lc.keys.Hash, circuitKeyMemory(lc), true
+}
+
+// circuitKeyMemory is KeyMemory of a loaded circuit's size.
+func circuitKeyMemory(lc *loadedCircuit) uint64 {
+	wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
+	return KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+}
+
 // KeyMemoryOf returns the estimated host memory of the proving keys the
 // pipelines hold, bytes, counting once the keys that several share (one
 // Pipeline synthesizes for the others, which then hold its keys).
@@ -161,8 +190,7 @@ func KeyMemoryOf(pipes ...*Pipeline) uint64 {
 			case <-lc.ready:
 				if lc.err == nil && lc.ccs != nil && !seen[lc] {
 					seen[lc] = true
-					wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-					n += KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+					n += circuitKeyMemory(lc)
 				}
 			default:
 			}

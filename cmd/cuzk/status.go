@@ -134,10 +134,14 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if k.Constraints > 0 {
 			name = fmt.Sprintf("%s/%d", k.Circuit, k.Constraints)
 		}
-		if k.ID != "" && k.ID != name { // the daemon's id is often this name itself
-			name += "  " + k.ID
+		line := name
+		if k.Bytes > 0 { // the daemon's estimate of the host memory the keys hold
+			line += "  " + bytesStr(k.Bytes)
 		}
-		fmt.Fprintf(out, "key       %s\n", name)
+		if k.ID != "" && k.ID != name { // the constraint system's hash, or this name itself
+			line += "  " + k.ID
+		}
+		fmt.Fprintf(out, "key       %s\n", line)
 	}
 	for _, j := range st.Running {
 		parts := ""

@@ -46,7 +46,8 @@ func TestStatusBytesInAUnitThatShowsThem(t *testing.T) {
 	}
 	st := &client.Status{Memory: client.Memory{Budget: 64 << 20, Reserved: 3 << 20, Keys: 512 << 10, Peak: 5 << 20},
 		Keys: []client.Key{{Circuit: "merkle", Constraints: 262144, ID: "merkle/262144"}, {Circuit: "mine", ID: "mine"},
-			{Circuit: "cube", Constraints: 8, ID: "ab12"}}}
+			{Circuit: "cube", Constraints: 8, ID: "ab12"}, {Circuit: "porep", Constraints: 1024, ID: "porep/1024", Bytes: 3 << 20},
+			{Circuit: "rangecheck", Constraints: 64, ID: "cd34", Bytes: 5 << 10}}}
 	var out bytes.Buffer
 	printStatus(&out, "a", st)
 	if want := "memory    budget 64.0 MiB, in flight 3.5 MiB (proofs 3.0 MiB, keys 512.0 KiB), peak 5.0 MiB\n"; !strings.Contains(out.String(), want) {
@@ -55,7 +56,8 @@ func TestStatusBytesInAUnitThatShowsThem(t *testing.T) {
 	// A key's id is shown when it says more than its circuit and size
 	// ("key merkle/262144  merkle/262144" said it twice; "mine/0" a size
 	// the circuit file does not have).
-	for _, want := range []string{"key       merkle/262144\n", "key       mine\n", "key       cube/8  ab12\n"} {
+	for _, want := range []string{"key       merkle/262144\n", "key       mine\n", "key       cube/8  ab12\n",
+		"key       porep/1024  3.0 MiB\n", "key       rangecheck/64  5.0 KiB  cd34\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}

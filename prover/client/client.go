@@ -388,7 +388,13 @@ type Worker struct {
 type Key struct {
 	Circuit     string
 	Constraints uint64
-	ID          string
+	// ID is the key's id: the hex SHA-256 of the compiled constraint
+	// system when the daemon knows it (prover.Pipeline does), else the
+	// circuit's "name/constraints".
+	ID string
+	// Bytes is the daemon's estimate of the host memory the keys hold (0
+	// when it does not say).
+	Bytes uint64
 }
 
 // RunningJob is a job being proved.
@@ -492,7 +498,7 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 			Faulted: w.GetFaulted(), Fault: w.GetFault()})
 	}
 	for _, k := range r.GetKeys() {
-		s.Keys = append(s.Keys, Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()})
+		s.Keys = append(s.Keys, keyOf(k))
 	}
 	for _, q := range r.GetQueues() {
 		s.Queued[priorityFrom(q.GetPriority())] = int(q.GetDepth())
@@ -519,7 +525,7 @@ func (c *Client) PreloadKeys(ctx context.Context, circuit string, constraints ui
 		return Key{}, false, err
 	}
 	k := r.GetKey()
-	return Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()}, r.GetCacheHit(), nil
+	return keyOf(k), r.GetCacheHit(), nil
 }
 
 // EvictKeys makes the daemon drop the proving key of circuit at
@@ -546,4 +552,9 @@ func ResultOf(err error) (*Result, error) {
 		return r, nil
 	}
 	return nil, ErrNoResult
+}
+
+// keyOf is the Key a daemon's LoadedKey describes.
+func keyOf(k *cuzkv1.LoadedKey) Key {
+	return Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId(), Bytes: k.GetBytes()}
 }

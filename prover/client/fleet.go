@@ -585,7 +585,7 @@ func (c *Client) preloadAll(ctx context.Context, circuit string, constraints uin
 			return Key{}, false, fmt.Errorf("client: preload keys on %s: %w", a, err)
 		}
 		k := r.GetKey()
-		key = Key{Circuit: k.GetCircuit(), Constraints: k.GetConstraints(), ID: k.GetKeyId()}
+		key = keyOf(k)
 		all = all && r.GetCacheHit()
 	}
 	return key, all, nil

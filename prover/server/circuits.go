@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 // CircuitManager loads circuits into memory (compiled constraint system
@@ -17,6 +19,37 @@ type CircuitManager interface {
 	LoadCircuit(ctx context.Context, circuit string, constraints int) error
 	EvictCircuit(circuit string, constraints int) bool
 	LoadedCircuits() []string
+}
+
+// KeyDescriber is what a CircuitManager may also tell of a loaded
+// circuit (id as LoadedCircuits lists it) for GetStatus and PreloadKeys:
+// its key id (the hash of its compiled constraint system) and the host
+// bytes its keys hold; prover.Pipeline implements it. Without it a key's
+// id is the circuit id and its bytes 0.
+type KeyDescriber interface {
+	LoadedKey(id string) (keyID string, bytes uint64, ok bool)
+}
+
+// describeKey fills k's KeyId and Bytes from the first of managers that
+// describes circuit id (KeyDescriber); the circuit id when none does.
+func describeKey(k *cuzkv1.LoadedKey, id string, ms ...CircuitManager) {
+	k.KeyId = id
+	for _, m := range ms {
+		if d, ok := m.(KeyDescriber); ok {
+			if keyID, bytes, ok := d.LoadedKey(id); ok {
+				k.KeyId, k.Bytes = keyID, bytes
+				return
+			}
+		}
+	}
+}
+
+// managers returns the managers behind m: each of CircuitManagers, or m.
+func managers(m CircuitManager) []CircuitManager {
+	if ms, ok := m.(CircuitManagers); ok {
+		return ms
+	}
+	return []CircuitManager{m}
 }
 
 // CircuitManagers is the CircuitManager of several workers' pipelines (one

@@ -472,7 +472,8 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		}
 		for _, id := range s.cfg.circuits.LoadedCircuits() {
 			name, n := splitCircuitID(id)
-			k := &cuzkv1.LoadedKey{Circuit: name, Constraints: n, KeyId: id}
+			k := &cuzkv1.LoadedKey{Circuit: name, Constraints: n}
+			describeKey(k, id, managers(s.cfg.circuits)...)
 			for _, i := range holders[id] {
 				k.DeviceOrdinals = append(k.DeviceOrdinals, int32(i))
 			}
@@ -514,7 +515,8 @@ func (s *Server) PreloadKeys(ctx context.Context, r *cuzkv1.PreloadKeysRequest) 
 	var key *cuzkv1.LoadedKey
 	for _, id := range s.cfg.circuits.LoadedCircuits() {
 		if name, c := splitCircuitID(id); name == r.GetCircuit() && (c == 0 || c == r.GetConstraints()) {
-			key = &cuzkv1.LoadedKey{Circuit: name, Constraints: c, KeyId: id}
+			key = &cuzkv1.LoadedKey{Circuit: name, Constraints: c}
+			describeKey(key, id, managers(s.cfg.circuits)...)
 			hit := false
 			for _, b := range before {
 				hit = hit || b == id

@@ -627,3 +627,37 @@ func TestShutdownAnswersRunningAndRefusesNew(t *testing.T) {
 		t.Errorf("shutdown: %v", err)
 	}
 }
+
+// describedCircuits is a fakeCircuits that also describes its keys
+// (KeyDescriber), as prover.Pipeline does.
+type describedCircuits struct{ *fakeCircuits }
+
+func (d describedCircuits) LoadedKey(id string) (string, uint64, bool) {
+	for _, l := range d.LoadedCircuits() {
+		if l == id {
+			return "sha256-of-" + id, 4096, true
+		}
+	}
+	return "", 0, false
+}
+
+// A manager that describes its keys gives GetStatus and PreloadKeys the
+// key id the proto documents (the constraint system's hash) and the
+// bytes; one that does not, the circuit id and 0 (TestStatusKeysAndDevices).
+func TestStatusAndPreloadNameTheKeyByItsHash(t *testing.T) {
+	gpu0 := describedCircuits{&fakeCircuits{loaded: map[string]bool{}}}
+	d := startDaemon(t, nil, WithCircuitManager(CircuitManagers{gpu0}))
+	c := d.client(t)
+	ctx := ctx5(t)
+	key, _, err := c.PreloadKeys(ctx, "mulchain", 1024)
+	if err != nil || key.ID != "sha256-of-mulchain/1024" || key.Bytes != 4096 || key.Circuit != "mulchain" {
+		t.Fatalf("preload: %+v %v", key, err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Keys) != 1 || st.Keys[0].ID != "sha256-of-mulchain/1024" || st.Keys[0].Bytes != 4096 {
+		t.Errorf("status keys %+v", st.Keys)
+	}
+}
