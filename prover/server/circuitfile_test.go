@@ -16,6 +16,10 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
+// prover.Pipeline, the manager cuzk serve gives the server, describes its
+// keys (GetStatus and PreloadKeys then name them by their hash).
+var _ KeyDescriber = (*prover.Pipeline)(nil)
+
 // TestDefaultServerProvesACircuitRegisteredFromFiles: a server built with
 // New's defaults (no WithKnownCircuit) knows a circuit registered from files
 // through the one registry, as soon as it is registered, and a real CPU
