@@ -60,5 +60,5 @@ func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, 
 	case codes.DeadlineExceeded:
 		return "", "", fmt.Errorf("no answer in time")
 	}
-	return "", "", fmt.Errorf("%s: %s", s.Code(), s.Message())
+	return "", "", rpcError(err)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -62,6 +63,18 @@ func noArgs(c *cli.Context) error {
 		return fmt.Errorf("%s takes no arguments, got %q (flags go before any argument: --name value)", c.Command.Name, c.Args().Slice())
 	}
 	return nil
+}
+
+// rpcError is a gRPC status error as every command that calls a daemon
+// (status, cancel, submit) prints it: its code's name, then its message
+// ("Unavailable: connection error: ..."), not gRPC's "rpc error: code =
+// Unavailable desc = ...". Any other error is returned as it is.
+func rpcError(err error) error {
+	s, ok := status.FromError(err)
+	if !ok || err == nil {
+		return err
+	}
+	return fmt.Errorf("%s: %s", s.Code(), s.Message())
 }
 
 // clientOptions are the client options of --token and --tls-ca.

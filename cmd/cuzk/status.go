@@ -36,7 +36,7 @@ func statusAction(c *cli.Context) error {
 	defer done()
 	st, err := cl.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", daemonAddr(c), err)
+		return fmt.Errorf("status of %s: %w", daemonAddr(c), rpcError(err))
 	}
 	printStatus(c.App.Writer, daemonAddr(c), st)
 	return nil

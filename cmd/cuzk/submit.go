@@ -148,7 +148,7 @@ func submitAction(c *cli.Context) error {
 			return fmt.Errorf("submit %s: the daemon at %s did not answer within --timeout %v: nothing was submitted (is it a cuzk daemon, with TLS if it uses TLS?)",
 				req.RequestID, daemonAddr(c), c.Duration("timeout"))
 		}
-		msg := fmt.Sprintf("submit %s: %s: %s", req.RequestID, st.Code(), st.Message())
+		msg := fmt.Sprintf("submit %s: %v", req.RequestID, rpcError(err))
 		if res != nil {
 			msg += fmt.Sprintf(" (job %s, trace %s)", res.JobID, res.TraceID)
 		}

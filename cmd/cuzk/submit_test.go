@@ -270,3 +270,22 @@ func serveEngineOn(t *testing.T, lis net.Listener, e cuzkv1.ProvingEngineServer)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 }
+
+// A daemon that cannot be reached is named in one form by each command
+// that calls one, its gRPC code then its message ("Unavailable: ..."):
+// status printed gRPC's raw "rpc error: code = Unavailable desc = ...".
+func TestDaemonCommandsSayAGRPCErrorAlike(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now: connection refused
+	for _, args := range [][]string{{"submit", "--request-id", "r"}, {"status"}, {"cancel", "--request-id", "r"}} {
+		_, _, err := runCuzk(t, append(args, "--addr", addr)...)
+		if err == nil || strings.Contains(err.Error(), "rpc error") || !strings.Contains(err.Error(), " "+addr+": Unavailable: ") &&
+			!strings.Contains(err.Error(), "submit r: Unavailable: ") {
+			t.Errorf("%s at a closed port: %v, want the address then \"Unavailable: \" and gRPC's message", args[0], err)
+		}
+	}
+}
