@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/consensys/gnark/logger"
@@ -20,7 +23,8 @@ func init() {
 			"in the key cache (keyed by the SHA-256 of the constraint system), so that\n" +
 			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.\n" +
 			"The compiled circuit is cached beside the keys, for builds with a clean VCS\n" +
-			"revision (keyed by circuit, size, gnark version and revision).",
+			"revision (keyed by circuit, size, gnark version and revision). Ctrl-C or\n" +
+			"SIGTERM stops it and exits 130; the key file is written whole or not at all.",
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
@@ -31,6 +35,21 @@ func init() {
 }
 
 func setupAction(c *cli.Context) error {
+	// Ctrl-C or SIGTERM ends the run with one line and exit 130, as prove:
+	// the keys are stored through a temporary file renamed into place
+	// (atomicfile), so an interrupted setup leaves no partial key file.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := setupKeys(ctx, c)
+	if err != nil && ctx.Err() != nil {
+		return cli.Exit("interrupted by a signal; no key written", exitInterrupted)
+	}
+	return err
+}
+
+// setupKeys compiles the circuit of c and loads or makes its keys until
+// ctx ends, printing where they are.
+func setupKeys(ctx context.Context, c *cli.Context) error {
 	logger.Disable()
 	errOut := c.App.ErrWriter
 	if errOut == nil {
@@ -46,13 +65,13 @@ func setupAction(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	comp, err := cache.Compile(c.Context, name, n, in.Compile)
+	comp, err := cache.Compile(ctx, name, n, in.Compile)
 	if err != nil {
 		return err
 	}
 	compiled := time.Since(start)
 	ccs := comp.CCS
-	k, err := cache.LoadHashed(c.Context, ccs, comp.Hash)
+	k, err := cache.LoadHashed(ctx, ccs, comp.Hash)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// noKeyFiles fails t if the cache directory dir holds a key file or the
+// temporary file of an interrupted key write (".HASH.keys.tmp-*").
+func noKeyFiles(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".keys") {
+			t.Errorf("an interrupted setup left %s", path)
+		}
+		return nil
+	})
+}
+
+// A setup whose context has ended (the signal's context is its child)
+// exits 130 with prove's one line, and writes no key (it returned
+// "context canceled", exit 1).
+func TestAnInterruptedSetupExits130WithoutAKey(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	ctx, interrupt := context.WithCancel(context.Background())
+	interrupt()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.RunContext(ctx, []string{"cuzk", "setup", "--circuit", "mulchain", "--constraints", "64", "--cache-dir", cache})
+	var ec interface{ ExitCode() int }
+	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted || err.Error() != "interrupted by a signal; no key written" {
+		t.Errorf("interrupted setup: %v, want exit %d saying no key was written", err, exitInterrupted)
+	}
+	noKeyFiles(t, cache)
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// SIGINT and SIGTERM during groth16.Setup end cuzk setup with exit 130
+// and one line, and leave no key file (they killed it with no message).
+// The signal is sent once setup's spinner shows, so the handler is in
+// place; the setup of 2^18 constraints lasts far longer than the spinner's
+// 2 s delay.
+func TestSetupStopsOnASignalWithOneLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a setup of 2^18 constraints")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cache := filepath.Join(t.TempDir(), "cache")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+			"setup", "--circuit", "mulchain", "--constraints", "262144", "--cache-dir", cache, "--progress")
+		cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1")
+		var stdout, stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for !strings.Contains(stderr.String(), "groth16 setup") && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+			t.Errorf("setup on %v: %v, want exit %d\nstdout %q\nstderr %q", sig, err, exitInterrupted, stdout.String(), stderr.String())
+		}
+		if !strings.HasSuffix(stderr.String(), "cuzk: interrupted by a signal; no key written\n") {
+			t.Errorf("setup on %v: stderr %q, want it to end in one line saying no key was written", sig, stderr.String())
+		}
+		noKeyFiles(t, cache)
+	}
+}
