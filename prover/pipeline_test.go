@@ -370,10 +370,12 @@ type deviceCPU struct{ *CPU }
 func (deviceCPU) MemInfo() (free, total uint64, err error) { return 3 << 30, 8 << 30, nil }
 
 func TestPipelineMemInfoComesFromTheBackendsDevice(t *testing.T) {
-	RegisterBackend("test-device", func(_ context.Context, o BackendOptions) (Backend, error) {
+	// A fresh name per run: the backend registry is per process (go test -count).
+	name := fmt.Sprintf("test-device-%d", time.Now().UnixNano())
+	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
 		return deviceCPU{NewCPU(o.TracerProvider)}, nil
 	})
-	dev := newTestPipeline(t, "test-device", buffer.ReleaseSync)
+	dev := newTestPipeline(t, name, buffer.ReleaseSync)
 	if free, total, err := dev.MemInfo(); err != nil || free != 3<<30 || total != 8<<30 {
 		t.Errorf("device pipeline: free %d total %d err %v, want 3 GiB of 8 GiB", free, total, err)
 	}
@@ -480,10 +482,13 @@ func (w warmCPU) Warmup(context.Context) error {
 func TestPipelineWarmupCallsTheBackendsWarmupAndIsANoOpWithoutOne(t *testing.T) {
 	var calls int
 	fail := true
-	RegisterBackend("test-warm", func(_ context.Context, o BackendOptions) (Backend, error) {
+	// A fresh name per run: the backend registry is per process and the
+	// factory holds this run's counters (go test -count).
+	name := fmt.Sprintf("test-warm-%d", time.Now().UnixNano())
+	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
 		return warmCPU{NewCPU(o.TracerProvider), &calls, &fail}, nil
 	})
-	p := newTestPipeline(t, "test-warm", buffer.ReleaseSync)
+	p := newTestPipeline(t, name, buffer.ReleaseSync)
 	if err := p.Warmup(context.Background()); err == nil || err.Error() != "kernels: compile failed" || calls != 1 {
 		t.Errorf("Warmup = %v after %d calls, want the backend's error after 1", err, calls)
 	}

@@ -256,6 +256,10 @@ var (
 // abandoned job.
 func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
 	clearOTLPEnv(t)
+	// Channels of this run's own (the factory reads them when the daemon
+	// makes its backend): closed at the end, they cannot serve a second
+	// run (go test -count=2).
+	stuckEntered, stuckRelease = make(chan struct{}, 1), make(chan struct{})
 	stuckGPUOnce.Do(func() {
 		prover.RegisterBackend(stuckGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
 			return stuckGPU{CPU: prover.NewCPU(o.TracerProvider), entered: stuckEntered, release: stuckRelease}, nil
