@@ -15,6 +15,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ErrSpansDropped is returned (wrapped, with the last export error) by
@@ -25,9 +27,21 @@ var ErrSpansDropped = errors.New("otelcuzk: spans dropped by the exporter")
 // of the process.
 var droppedTotal atomic.Int64
 
+// uncertainTotal counts, of droppedTotal, the spans of failed exports
+// whose request may still have reached the collector.
+var uncertainTotal atomic.Int64
+
 // DroppedSpans returns how many spans failed exports have lost since the
 // process started, over every Setup or New. Safe for concurrent use.
 func DroppedSpans() int64 { return droppedTotal.Load() }
+
+// DroppedSpansUncertain returns how many of DroppedSpans were in exports
+// whose outcome is unknown: the export timed out, or its connection broke
+// under the request, after the request may have reached the collector.
+// They are counted as dropped (the exporter cannot know), so the spans a
+// collector lacks are between DroppedSpans − DroppedSpansUncertain and
+// DroppedSpans. Safe for concurrent use.
+func DroppedSpansUncertain() int64 { return uncertainTotal.Load() }
 
 // RegisterMetrics registers the observable counter MetricSpansDropped
 // ("cuzk.spans.dropped", unit "{span}") on meter; it reports DroppedSpans.
@@ -132,7 +146,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 // outlived Shutdown: its outcome is no longer counted).
 func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := int64(len(spans))
-	ok := e.try(ctx, spans)
+	ok, uncertain := e.try(ctx, spans)
 	e.acct.Lock()
 	defer e.acct.Unlock()
 	if !e.settled {
@@ -141,18 +155,22 @@ func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnly
 		e.inflight -= n
 		if !ok {
 			e.drop(n)
+			if uncertain {
+				uncertainTotal.Add(n)
+			}
 		}
 	}
 	return nil
 }
 
 // try exports spans unless the exporter is cooling down and reports
-// whether they were delivered; a failure is noted (cooldown, log line) but
-// not counted.
-func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpan) bool {
+// whether they were delivered, and for spans not delivered whether the
+// collector may have received them all the same (uncertainOutcome); a
+// failure is noted (cooldown, log line) but not counted.
+func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpan) (ok, uncertain bool) {
 	final := e.final.Swap(false)
 	if !final && e.coolingDown() {
-		return false
+		return false, false
 	}
 	deadline := e.now().Add(e.timeout)
 	if s := e.stopBy.Load(); s != 0 && s < deadline.UnixNano() {
@@ -186,7 +204,7 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		e.mu.Lock()
 		e.failures = 0
 		e.mu.Unlock()
-		return true
+		return true, false
 	}
 	elapsed := time.Since(began)
 	e.mu.Lock()
@@ -210,7 +228,15 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if !e.failing.Swap(true) && e.log != nil {
 		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
 	}
-	return false
+	return false, uncertainOutcome(err)
+}
+
+// uncertainOutcome reports whether a failed export's request may have
+// reached the collector: it timed out (over HTTP, or gRPC's
+// DEADLINE_EXCEEDED) or its connection broke under it. A refused
+// connection or an error status is a request the collector did not take.
+func uncertainOutcome(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || brokenConnection(err)
 }
 
 // coolingDown reports whether an export now is to be dropped untried.

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // flakyExporter fails while fail is set and counts its calls and the spans
@@ -157,5 +161,58 @@ func TestDroppedSpansCooldownDoublesAndResets(t *testing.T) {
 	}
 	if tel.DroppedSpans() != 4 {
 		t.Fatalf("DroppedSpans = %d, want 4", tel.DroppedSpans())
+	}
+}
+
+// errExporter takes each batch (as a collector that read the request
+// would) and then fails it with err.
+type errExporter struct {
+	mu    sync.Mutex
+	err   error
+	taken int
+}
+
+func (e *errExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.taken += len(spans)
+	return e.err
+}
+
+func (e *errExporter) Shutdown(context.Context) error { return nil }
+
+// A failed export whose request may have reached the collector (a
+// timeout, over HTTP or gRPC, or a connection broken under it) is counted
+// dropped and also of unknown outcome (DroppedSpansUncertain); an error
+// status or a refusal only dropped. Not parallel: the counters are the
+// process's.
+func TestDroppedSpansOfUnknownOutcomeAreCountedApart(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		err       error
+		uncertain bool
+	}{
+		{"http timeout", fmt.Errorf("traces export: %w", context.DeadlineExceeded), true},
+		{"grpc deadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true},
+		{"connection reset", fmt.Errorf("post: %w", syscall.ECONNRESET), true},
+		{"error status", errors.New("traces export: 503 Service Unavailable"), false},
+		{"grpc unavailable", status.Error(codes.Unavailable, "connection refused"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			exp := &errExporter{err: c.err}
+			tel := newTel(t, WithExporter(exp), WithSyncExport(), WithLogWriter(nil))
+			tel.exporter.cooldown = 0
+			dropped0, uncertain0 := DroppedSpans(), DroppedSpansUncertain()
+			emit(tel, 3)
+			dropped, uncertain := DroppedSpans()-dropped0, DroppedSpansUncertain()-uncertain0
+			want := int64(0)
+			if c.uncertain {
+				want = 3
+			}
+			if dropped != 3 || uncertain != want || exp.taken < 3 {
+				t.Errorf("dropped %d, of unknown outcome %d (collector took %d), want 3 and %d", dropped, uncertain, exp.taken, want)
+			}
+		})
 	}
 }

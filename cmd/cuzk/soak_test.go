@@ -120,7 +120,7 @@ func TestSoak(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "3000") // a loaded 2-core host answers late
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	counter := &spanCounter{byTrace: map[string]int{}, lastEnd: map[string]time.Time{}}
-	dropped0 := otelcuzk.DroppedSpans()
+	dropped0, uncertain0 := otelcuzk.DroppedSpans(), otelcuzk.DroppedSpansUncertain()
 	d := startDaemon(t, serveConfig{backend: "cpu", cpuWorkers: 2, queueSize: 32,
 		telemetry: []otelcuzk.Option{otelcuzk.WithSpanProcessor(counter)}})
 	c, err := client.Dial(d.addr, client.WithTracerProvider(tracenoop.NewTracerProvider()))
@@ -288,6 +288,7 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	dropped := otelcuzk.DroppedSpans() - dropped0
+	uncertain := otelcuzk.DroppedSpansUncertain() - uncertain0
 
 	received := recv.Counts()
 	counter.mu.Lock()
@@ -305,8 +306,12 @@ func TestSoak(t *testing.T) {
 			t.Errorf("trace %s received but never ended here", id)
 		}
 	}
-	if missing != dropped {
-		t.Errorf("%d spans missing at the receiver, the dropped-span counter says %d", missing, dropped)
+	// The counter accounts for what is missing: every missing span was
+	// counted, and every span counted but received was in an export whose
+	// outcome the exporter could not know (it timed out, or its connection
+	// broke, after the receiver took the request: DroppedSpansUncertain).
+	if missing > dropped || dropped-missing > uncertain {
+		t.Errorf("%d spans missing at the receiver, the dropped-span counter says %d (%d of them in exports of unknown outcome)", missing, dropped, uncertain)
 	}
 	// A job clear of every outage (2 s before it, for the batch delay and
 	// an export in flight on a loaded 2-core host, where 1.2 s was seen to
@@ -345,9 +350,9 @@ func TestSoak(t *testing.T) {
 		t.Logf("daemon log:\n%s", d.log.String())
 	}
 	grew := end.goroutines - warm.goroutines
-	t.Logf("soak %v: %d jobs accepted %v, refused at submit %v; %d outages; spans ended %d, received %d, dropped %d (missing %d); "+
+	t.Logf("soak %v: %d jobs accepted %v, refused at submit %v; %d outages; spans ended %d, received %d, dropped %d (missing %d, of unknown outcome %d); "+
 		"%d of %d jobs clear of outages whole; goroutines %d -> %d, RSS %.1f -> %.1f MiB, heap %.1f -> %.1f MiB",
-		dur, len(jobs), byStatus, refused, len(outages), ended, ended-missing, dropped, missing, whole, checked,
+		dur, len(jobs), byStatus, refused, len(outages), ended, ended-missing, dropped, missing, uncertain, whole, checked,
 		warm.goroutines, end.goroutines, mib(warm.rssBytes), mib(end.rssBytes), mib(int64(warm.heapBytes)), mib(int64(end.heapBytes)))
 	if grew > 20 {
 		t.Errorf("goroutines grew from %d to %d", warm.goroutines, end.goroutines)
