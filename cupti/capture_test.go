@@ -339,6 +339,20 @@ func TestSecondCaptureIsRefused(t *testing.T) {
 }
 
 func TestNoLibcupti(t *testing.T) {
+	openMu.Lock()
+	loaded := openPath
+	openMu.Unlock()
+	if loaded != "" {
+		// A CUPTI (the C fake) was loaded by an earlier test of this
+		// process (go test -count=2): a bare name would be served by it,
+		// and another file cannot be loaded, which is said in one line.
+		_, err := Start(context.Background(), WithLibraryPaths("/nonexistent/libcupti.so.13"))
+		if !errors.Is(err, ErrNoCUPTI) || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), loaded+" is already loaded") || !strings.Contains(err.Error(), "/nonexistent/libcupti.so.13") {
+			t.Fatalf("err %q, want one line wrapping ErrNoCUPTI that names %s and the path asked for", err, loaded)
+		}
+		return
+	}
 	_, err := Start(context.Background(), WithLibraryPaths("/nonexistent/libcupti.so.13", "libc.so.6"))
 	if !errors.Is(err, ErrNoCUPTI) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err %q, want one line wrapping ErrNoCUPTI", err)

@@ -2,14 +2,51 @@ package cupti
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
+
+// fakeLib is testdata/fakecupti.c built once per test process: CUPTI is
+// one per process (cBackend.open), so a second build at another path
+// could not be loaded by a second run (go test -count=2). TestMain
+// removes its folder.
+var fakeLib struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// fakeCUPTILibrary returns the path of the fake libcupti, building it on first use.
+func fakeCUPTILibrary() (string, error) {
+	fakeLib.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cupti-fake-")
+		if err != nil {
+			fakeLib.err = err
+			return
+		}
+		fakeLib.dir, fakeLib.path = dir, filepath.Join(dir, "libcupti-fake.so")
+		if out, err := exec.Command("cc", "-shared", "-fPIC", "-o", fakeLib.path, "testdata/fakecupti.c", "-lpthread").CombinedOutput(); err != nil {
+			fakeLib.err = fmt.Errorf("building the fake: %v\n%s", err, out)
+		}
+	})
+	return fakeLib.path, fakeLib.err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fakeLib.dir != "" {
+		os.RemoveAll(fakeLib.dir)
+	}
+	os.Exit(code)
+}
 
 // TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide runs the real C
 // side (cz_core.c: loading, subscription, buffers, NVTX callbacks,
@@ -24,9 +61,9 @@ func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
 		// real one, not this fake.
 		t.Skip("a CUDA driver is here: the GPU tests use the real CUPTI")
 	}
-	lib := filepath.Join(t.TempDir(), "libcupti-fake.so")
-	if out, err := exec.Command("cc", "-shared", "-fPIC", "-o", lib, "testdata/fakecupti.c", "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("building the fake: %v\n%s", err, out)
+	lib, err := fakeCUPTILibrary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Setenv("NVTX_INJECTION64_PATH", "")
 	rec, tp := spantest.New()
