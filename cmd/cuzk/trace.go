@@ -52,7 +52,7 @@ concurrent jobs can be seen. With --html the same as an HTML page.`,
 			&cli.StringFlag{Name: "trace-id", Usage: "with a FILE, only the trace of this `ID`"},
 			&cli.StringFlag{Name: "html", Usage: "also write the trace as a self-contained HTML waterfall to `FILE`"},
 			&cli.IntFlag{Name: "depth", Usage: "print tree levels down to `N` (0: all)"},
-			&cli.IntFlag{Name: "width", Value: 40, Usage: "bar width in characters"},
+			&cli.IntFlag{Name: "width", Value: 40, Usage: fmt.Sprintf("bar width in characters (at most %d)", maxTraceWidth)},
 			&cli.BoolFlag{Name: "ascii", Usage: "draw bars with ASCII characters"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "limit for reading from Jaeger or Tempo"},
 			&cli.BoolFlag{Name: "timeline", Usage: "draw every job of the FILE on one time axis, a row per job, its stages as segments (with --html: as HTML)"},
@@ -79,6 +79,10 @@ func limitMemory() func() {
 	return func() { debug.SetMemoryLimit(prev) }
 }
 
+// maxTraceWidth is the widest --width: a wider bar is no longer read at a
+// glance, and --width 100000 drew lines of 100 KB.
+const maxTraceWidth = 1000
+
 func runTrace(c *cli.Context) error {
 	defer limitMemory()()
 	if c.NArg() == 0 {
@@ -98,8 +102,8 @@ func runTrace(c *cli.Context) error {
 	if d := flags.Int("depth"); d < 0 {
 		return fmt.Errorf("trace: --depth %d: want 0 (all) or more", d)
 	}
-	if w := flags.Int("width"); w <= 0 {
-		return fmt.Errorf("trace: --width %d: want a positive bar width", w)
+	if w := flags.Int("width"); w <= 0 || w > maxTraceWidth {
+		return fmt.Errorf("trace: --width %d: want a bar width of 1 to %d characters", w, maxTraceWidth)
 	}
 	if page := flags.String("html"); page != "" {
 		// Before anything is read or printed: the page must not replace

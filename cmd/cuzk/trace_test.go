@@ -134,6 +134,8 @@ func TestTraceBadInput(t *testing.T) {
 		"unwritable html":  {[]string{"trace", "--html", filepath.Join(dir, "no", "dir", "t.html"), good}, "--html"},
 		"bad width":        {[]string{"trace", "--width", "0", good}, "width"},
 		"bad width after":  {[]string{"trace", good, "--width", "0"}, "width"},
+		"huge width":       {[]string{"trace", "--width", "100000", good}, "--width 100000: want a bar width of 1 to 1000 characters"},
+		"huge timeline":    {[]string{"trace", good, "--timeline", "--width", "1001"}, "--width 1001: want a bar width of 1 to 1000 characters"},
 		"two arguments":    {[]string{"trace", good, good}, "want one argument"},
 		"unknown flag":     {[]string{"trace", good, "--frobnicate"}, "frobnicate"},
 	} {
