@@ -2,12 +2,15 @@ package circuits
 
 import (
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	nativemimc "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
@@ -138,6 +141,33 @@ func TestBadInputGivesSentinelErrors(t *testing.T) {
 	}
 }
 
+// Above 2^32 constraints no Groth16 proof on BLS12-381 exists (its FFT
+// domain has no root of unity): Build and checkMemory refuse the size
+// itself, before any estimate (checkMemory said "needs about
+// 17179869184.0 GiB", its estimate saturated at 2^64 bytes).
+func TestSizesAboveTheLargestDomainAreRefusedAsSuch(t *testing.T) {
+	for _, n := range []int{MaxConstraints + 1, 1<<40 + 1, math.MaxInt} {
+		for _, name := range Names() {
+			if _, err := LookupBuiltin(name); err != nil {
+				continue // a circuit from files another test registered
+			}
+			if _, err := Build(name, n); !errors.Is(err, ErrBadConstraints) || !strings.Contains(err.Error(), "above 2^32") {
+				t.Errorf("Build(%s, %d) = %v, want ErrBadConstraints naming 2^32", name, n, err)
+			}
+			err := checkMemory(name, n, math.MaxUint64)
+			if !errors.Is(err, ErrBadConstraints) || !strings.Contains(err.Error(), "above 2^32") || strings.Contains(err.Error(), "GiB") {
+				t.Errorf("checkMemory(%s, %d) = %v, want ErrBadConstraints naming 2^32, no estimate", name, n, err)
+			}
+		}
+	}
+	if _, err := fft.Generator(MaxConstraints); err != nil {
+		t.Errorf("no root of unity of order MaxConstraints: %v", err)
+	}
+	if _, err := fft.Generator(MaxConstraints + 1); err == nil {
+		t.Error("a root of unity beyond MaxConstraints exists: the limit is too low")
+	}
+}
+
 func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
 	if err := checkMemory("mulchain", 1<<10, 8<<30); err != nil {
 		t.Errorf("2^10 in 8 GiB: %v", err)
@@ -145,8 +175,8 @@ func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
 	if err := checkMemory("mulchain", 1<<30, 8<<30); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("2^30 in 8 GiB: %v, want ErrTooLarge", err)
 	}
-	if err := checkMemory("merkle", 1<<62, 1<<62); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("2^62: %v, want ErrTooLarge (no overflow)", err)
+	if err := checkMemory("merkle", MaxConstraints, 1<<30); !errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), "17179869184") {
+		t.Errorf("2^32: %v, want ErrTooLarge with the estimate (no overflow)", err)
 	}
 	if err := CheckMemory("mulchain", -1); !errors.Is(err, ErrBadConstraints) {
 		t.Errorf("negative: %v", err)

@@ -48,7 +48,8 @@ func meminfo(path, key string) (uint64, error) {
 // CheckMemory estimates the memory that compiling, setting up and proving
 // circuit name at constraints needs, and returns an error wrapping
 // ErrTooLarge when it exceeds MemAvailable, before anything is allocated.
-// Errors also wrap ErrUnknownCircuit, ErrNotBuiltin or ErrBadConstraints.
+// Errors also wrap ErrUnknownCircuit, ErrNotBuiltin or ErrBadConstraints
+// (constraints not positive or above MaxConstraints).
 func CheckMemory(name string, constraints int) error {
 	avail, err := MemAvailable()
 	if err != nil {
@@ -62,7 +63,7 @@ func checkMemory(name string, constraints int, avail uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPositive(constraints); err != nil {
+	if err := checkConstraints(constraints); err != nil {
 		return err
 	}
 	need := s.MemoryBytes(constraints)
@@ -192,7 +193,8 @@ type shape struct {
 // and setupFixedBytes) or proves with them (RuntimeBytes, the R1CS,
 // KeyMemory and ProofMemory), whichever is larger: a check before the
 // build cannot know whether the keys are cached. It saturates at the
-// largest uint64 for absurd sizes.
+// largest uint64 for absurd sizes (far above MaxConstraints, which
+// checkMemory refuses first, so no saturated estimate is printed).
 func (s shape) peakBytes(n int) uint64 {
 	if n <= 0 {
 		n = 1

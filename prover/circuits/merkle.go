@@ -140,7 +140,7 @@ const merkleFixed = 2
 // exactly n. Errors wrap ErrBadConstraints when n is below the cost
 // of one proof of depth 2.
 func MerkleShape(n int) (k, depth, filler int, err error) {
-	if err := checkPositive(n); err != nil {
+	if err := checkConstraints(n); err != nil {
 		return 0, 0, 0, err
 	}
 	level, proof := merkleCosts()

@@ -37,7 +37,7 @@ func defineMulChain(api frontend.API, x, out frontend.Variable, n int) {
 }
 
 func buildMulChain(n int) (*Instance, error) {
-	if err := checkPositive(n); err != nil {
+	if err := checkConstraints(n); err != nil {
 		return nil, err
 	}
 	return &Instance{

@@ -353,7 +353,7 @@ var poRepCosts = sync.OnceValues(func() (level, challenge int) {
 // Errors wrap ErrBadConstraints when n is below one challenge of depth 2
 // (about 110,000 constraints).
 func PoRepShape(n int) (k, depth, filler int, err error) {
-	if err := checkPositive(n); err != nil {
+	if err := checkConstraints(n); err != nil {
 		return 0, 0, 0, err
 	}
 	level, challenge := poRepCosts()

@@ -75,7 +75,7 @@ const rangeCheckMin = 64
 // 16 folds a range-checked value in; their checks take about half the
 // circuit), the rest filler, so that the R1CS has exactly n constraints.
 func buildRangeCheck(n int) (*Instance, error) {
-	if err := checkPositive(n); err != nil {
+	if err := checkConstraints(n); err != nil {
 		return nil, err
 	}
 	if n < rangeCheckMin {

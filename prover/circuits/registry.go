@@ -232,23 +232,38 @@ func Names() []string {
 	return names
 }
 
-// Build looks name up, checks constraints is positive and returns the
-// instance. Errors wrap ErrUnknownCircuit, ErrNotBuiltin or
-// ErrBadConstraints.
+// Build looks name up, checks constraints (positive, at most
+// MaxConstraints) and returns the instance. Errors wrap ErrUnknownCircuit,
+// ErrNotBuiltin or ErrBadConstraints.
 func Build(name string, constraints int) (*Instance, error) {
 	s, err := LookupBuiltin(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPositive(constraints); err != nil {
+	if err := checkConstraints(constraints); err != nil {
 		return nil, err
 	}
 	return s.Build(constraints)
 }
 
-func checkPositive(constraints int) error {
+// MaxConstraints is the most R1CS constraints a Groth16 proof on
+// BLS12-381 can have: gnark's setup and prover work on the FFT domain of
+// the next power of two of the constraint count, and that domain must be
+// a subgroup of the scalar field's multiplicative group, whose largest
+// power-of-two order is 2^32 (2-adicity 32; gnark-crypto's fr.Generator
+// refuses more and fft.NewDomain panics).
+const MaxConstraints = 1 << 32
+
+// checkConstraints returns an error wrapping ErrBadConstraints for a
+// constraint count that is not positive or above MaxConstraints (whose
+// memory estimate would be nonsense: no proof of that size exists).
+func checkConstraints(constraints int) error {
 	if constraints <= 0 {
 		return fmt.Errorf("%w: %d (must be positive)", ErrBadConstraints, constraints)
+	}
+	if uint64(constraints) > MaxConstraints {
+		return fmt.Errorf("%w: %d (above 2^32 = %d, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)",
+			ErrBadConstraints, constraints, uint64(MaxConstraints))
 	}
 	return nil
 }
