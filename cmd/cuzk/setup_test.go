@@ -101,3 +101,19 @@ func TestSetupStopsOnASignalWithOneLine(t *testing.T) {
 		noKeyFiles(t, cache)
 	}
 }
+
+// prove and setup refuse a size above 2^32 constraints as such, in one
+// line: they printed a memory estimate saturated at 2^64 bytes ("needs
+// about 17179869184.0 GiB").
+func TestProveAndSetupRefuseSizesNoProofHas(t *testing.T) {
+	t.Setenv("CUZK_CACHE_DIR", t.TempDir())
+	for _, cmd := range []string{"prove", "setup"} {
+		for _, n := range []string{"4294967297", "1099511627777", "9223372036854775807"} {
+			_, _, err := runCuzk(t, cmd, "--circuit", "mulchain", "--constraints", n)
+			want := "bad constraint count: " + n + " (above 2^32 = 4294967296, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)"
+			if err == nil || err.Error() != want {
+				t.Errorf("%s --constraints %s: %v, want %q", cmd, n, err, want)
+			}
+		}
+	}
+}
