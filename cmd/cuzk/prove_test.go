@@ -91,12 +91,13 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 		{"unknown circuit", base("--circuit", "fibonacci"), "unknown circuit"},
 		{"zero constraints", base("--constraints", "0"), "bad constraint count"},
 		{"negative constraints", base("--constraints", "-5"), "bad constraint count"},
-		{"too large for memory", base("--constraints", "1099511627776"), "too large for this machine's memory"},
+		{"too large for memory", base("--constraints", "4294967296"), "too large for this machine's memory"},
+		{"too large for any proof", base("--constraints", "1099511627776"), "above 2^32"},
 		// Refused before the circuit is built: building these at this size
 		// ran out of memory (merkle, rangecheck) or grew without bound (porep).
-		{"merkle too large for memory", base("--circuit", "merkle", "--constraints", "99999999999999"), "too large for this machine's memory"},
-		{"rangecheck too large for memory", base("--circuit", "rangecheck", "--constraints", "99999999999999"), "too large for this machine's memory"},
-		{"porep too large for memory", base("--circuit", "porep", "--constraints", "99999999999999"), "too large for this machine's memory"},
+		{"merkle too large for memory", base("--circuit", "merkle", "--constraints", "4294967296"), "too large for this machine's memory"},
+		{"rangecheck too large for memory", base("--circuit", "rangecheck", "--constraints", "4294967296"), "too large for this machine's memory"},
+		{"porep too large for memory", base("--circuit", "porep", "--constraints", "4294967296"), "too large for this machine's memory"},
 		{"unwritable proof path", base("--proof", filepath.Join(dir, "no", "such", "dir", "p.bin")), "proof file"},
 		{"proof path is a directory", base("--proof", dir), "is a directory"},
 		{"unwritable trace path", base("--trace-file", filepath.Join(dir, "no", "such", "t.jsonl")), "trace"},
