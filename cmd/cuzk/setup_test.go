@@ -8,10 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 )
 
 // noKeyFiles fails t if the cache directory dir holds a key file or the
@@ -44,25 +45,6 @@ func TestAnInterruptedSetupExits130WithoutAKey(t *testing.T) {
 	noKeyFiles(t, cache)
 }
 
-// lockedBuffer is a bytes.Buffer a child process writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // SIGINT and SIGTERM during groth16.Setup end cuzk setup with exit 130
 // and one line, and leave no key file (they killed it with no message).
 // The signal is sent once setup's spinner shows, so the handler is in
@@ -78,7 +60,7 @@ func TestSetupStopsOnASignalWithOneLine(t *testing.T) {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
 			"setup", "--circuit", "mulchain", "--constraints", "262144", "--cache-dir", cache, "--progress")
 		cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1")
-		var stdout, stderr lockedBuffer
+		var stdout, stderr logtest.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
