@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/parallel"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
@@ -725,27 +726,18 @@ func (b *Backend) endSpan(ctx context.Context, span trace.Span, err error) {
 	span.End()
 }
 
-// parallelCopy copies src into dst (equal lengths) on up to 8 goroutines:
-// one core copies about 10 GB/s, below the link's DMA rate.
+// parallelCopy copies src into dst (equal lengths) in up to 8 pieces of
+// at least 2 MiB, side by side (parallel.For): one core copies about
+// 10 GB/s, below the link's DMA rate.
 func parallelCopy(dst, src []byte) {
 	const minPiece = 2 << 20
 	p := min(runtime.GOMAXPROCS(0), 8, max(1, len(src)/minPiece))
-	if p <= 1 {
-		copy(dst, src)
-		return
-	}
-	piece := (len(src) + p - 1) / p
-	piece = (piece + 63) &^ 63
-	var wg sync.WaitGroup
-	for off := 0; off < len(src); off += piece {
+	piece := ((len(src)+p-1)/p + 63) &^ 63
+	parallel.For(p, func(i int) {
+		off := min(i*piece, len(src))
 		end := min(off+piece, len(src))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			copy(dst[off:end], src[off:end])
-		}()
-	}
-	wg.Wait()
+		copy(dst[off:end], src[off:end])
+	})
 }
 
 // minStaged is the smallest vector (bytes) copied through pinned memory:
