@@ -263,6 +263,7 @@ func init() {
 		Name:        "merkle",
 		Usage:       "K MiMC Merkle inclusion proofs of depth ≤ 30, like a Filecoin PoSt",
 		Build:       buildMerkle,
+		CheckSize:   func(n int) error { _, _, _, err := MerkleShape(n); return err },
 		MemoryBytes: merkleShape.peakBytes,
 	})
 }

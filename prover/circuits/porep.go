@@ -422,6 +422,7 @@ func init() {
 		Name:        "porep",
 		Usage:       "K SHA-256 (bit-constrained, as bellperson) leaves with MiMC Merkle paths, like a Filecoin PoRep: most wires 0 or 1",
 		Build:       buildPoRep,
+		CheckSize:   func(n int) error { _, _, _, err := PoRepShape(n); return err },
 		MemoryBytes: poRepShape.peakBytes,
 	})
 }

@@ -71,6 +71,14 @@ func rangeCheckBase(k int) (int, error) {
 // table of its limbs.
 const rangeCheckMin = 64
 
+// checkRangeCheckSize refuses a size below rangeCheckMin.
+func checkRangeCheckSize(n int) error {
+	if n < rangeCheckMin {
+		return fmt.Errorf("%w: %d (rangecheck needs at least %d)", ErrBadConstraints, n, rangeCheckMin)
+	}
+	return nil
+}
+
 // buildRangeCheck sizes the instance: K = n/16 values (one constraint in
 // 16 folds a range-checked value in; their checks take about half the
 // circuit), the rest filler, so that the R1CS has exactly n constraints.
@@ -78,8 +86,8 @@ func buildRangeCheck(n int) (*Instance, error) {
 	if err := checkConstraints(n); err != nil {
 		return nil, err
 	}
-	if n < rangeCheckMin {
-		return nil, fmt.Errorf("%w: %d (rangecheck needs at least %d)", ErrBadConstraints, n, rangeCheckMin)
+	if err := checkRangeCheckSize(n); err != nil {
+		return nil, err
 	}
 	k := max(1, n/16)
 	base, err := rangeCheckBase(k)
@@ -130,6 +138,7 @@ func init() {
 		Name:        "rangecheck",
 		Usage:       "N/16 values range-checked to 64 bits (std/rangecheck, one api.Commit) and a multiplication chain, N constraints",
 		Build:       buildRangeCheck,
+		CheckSize:   checkRangeCheckSize,
 		MemoryBytes: rangeCheckShape.peakBytes,
 	})
 }

@@ -104,6 +104,11 @@ type Spec struct {
 	// Build returns the instance with constraints R1CS constraints,
 	// or an error wrapping ErrBadConstraints. Nil for a circuit from files.
 	Build func(constraints int) (*Instance, error)
+	// CheckSize refuses, with an error wrapping ErrBadConstraints, a size
+	// below the smallest instance of the shape, without building or
+	// allocating it (checked at submit, so a request that cannot be built
+	// is refused before it queues). Nil: any size checkConstraints takes.
+	CheckSize func(constraints int) error
 	// MemoryBytes estimates the peak resident memory, in bytes, of compile,
 	// Groth16 setup and one prove at this size. Nil for a circuit from
 	// files.
@@ -253,6 +258,28 @@ func Build(name string, constraints int) (*Instance, error) {
 // power-of-two order is 2^32 (2-adicity 32; gnark-crypto's fr.Generator
 // refuses more and fft.NewDomain panics).
 const MaxConstraints = 1 << 32
+
+// CheckSize returns an error wrapping ErrBadConstraints when circuit name
+// cannot be built at constraints: not positive, above MaxConstraints, or
+// below the smallest instance of its shape (merkle: two MiMC levels of one
+// proof). It builds nothing. A circuit registered from files is nil (its
+// size is its files'); an unknown name wraps ErrUnknownCircuit.
+func CheckSize(name string, constraints int) error {
+	s, err := Lookup(name)
+	if err != nil {
+		return err
+	}
+	if s.Files != nil {
+		return nil
+	}
+	if err := checkConstraints(constraints); err != nil {
+		return err
+	}
+	if s.CheckSize != nil {
+		return s.CheckSize(constraints)
+	}
+	return nil
+}
 
 // checkConstraints returns an error wrapping ErrBadConstraints for a
 // constraint count that is not positive or above MaxConstraints (whose

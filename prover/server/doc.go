@@ -9,7 +9,13 @@
 //
 // Status codes: INVALID_ARGUMENT for an empty request id, a malformed or
 // out-of-field witness, a witness of the wrong size or one the circuit
-// rejects, a bad constraint count; NOT_FOUND for an unknown circuit or job;
+// rejects, a bad constraint count (a built-in's smallest size is checked
+// at submit), a string field longer than its limit (MaxStringBytes; the
+// error names the field and the limit), and a request message that does
+// not decode (truncated or garbage protobuf, an overlong varint, invalid
+// UTF-8 in a string field: "malformed request message", where grpc-go
+// alone answers INTERNAL); metadata over MaxHeaderBytes is refused by the
+// HTTP/2 layer (INTERNAL, never retried by default, the connection kept); NOT_FOUND for an unknown circuit or job;
 // RESOURCE_EXHAUSTED for a full queue, a proof whose estimated memory
 // exceeds the engine's memory budget (and, from grpc itself, a message
 // over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED

@@ -16,6 +16,20 @@ import (
 // RESOURCE_EXHAUSTED.
 const DefaultMaxMessageBytes = 64 << 20
 
+// MaxHeaderBytes bounds the metadata (HTTP/2 header list) of one RPC: a
+// traceparent, tracestate, W3C baggage (at most 8192 bytes by its
+// specification) and a bearer token fit many times over. The server
+// announces it in its HTTP/2 SETTINGS, so a grpc-go client refuses a
+// larger header itself, before sending, with INTERNAL "header list size
+// to send violates the maximum size (65536 bytes) set by server"; from
+// other clients the server resets that stream (RST_STREAM
+// FRAME_SIZE_ERROR, INTERNAL to the caller). Either way the connection
+// stays up and the code is one no retry policy retries by default (gRPC
+// retries only the codes a service config lists; transparent retry only
+// streams the server never saw). Without the bound grpc-go allows 16 MiB
+// and a larger header broke the connection: UNAVAILABLE, retried.
+const MaxHeaderBytes = 64 << 10
+
 // Option configures a Server.
 type Option interface{ apply(*config) }
 

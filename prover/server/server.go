@@ -51,6 +51,7 @@ type Server struct {
 // until SetNotReady or Shutdown. Errors: unreadable TLS files.
 func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 	s := &Server{cfg: newConfig(opts), eng: eng, ready: newReadiness()}
+	codec := newMalformedCodec()
 	if s.cfg.known == nil {
 		s.cfg.known = func(name string) bool { _, err := circuits.Lookup(name); return err == nil }
 	}
@@ -64,6 +65,8 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
 		grpc.MaxRecvMsgSize(s.cfg.maxMsg),
 		grpc.MaxSendMsgSize(s.cfg.maxMsg),
+		grpc.MaxHeaderListSize(MaxHeaderBytes),
+		grpc.ForceServerCodecV2(codec),
 	}
 	if s.cfg.certFile != "" || s.cfg.keyFile != "" {
 		creds, err := credentials.NewServerTLSFromFile(s.cfg.certFile, s.cfg.keyFile)
@@ -72,9 +75,12 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 		}
 		gopts = append(gopts, grpc.Creds(creds))
 	}
+	unary := []grpc.UnaryServerInterceptor{codec.unary, limitUnary}
 	if s.cfg.token != "" {
-		gopts = append(gopts, grpc.UnaryInterceptor(s.checkToken))
+		unary = append(unary, s.checkToken)
 	}
+	gopts = append(gopts, grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(codec.stream, limitStream))
 	s.grpc = grpc.NewServer(gopts...)
 	cuzkv1.RegisterProvingEngineServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.ready.h)
@@ -145,6 +151,12 @@ func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
 	}
 	if r.GetConstraints() > math.MaxInt32 {
 		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range", r.GetConstraints())
+	}
+	// A built-in's smallest size is checked here, not when the job runs
+	// (merkle at 100 constraints queued and failed later). Names outside
+	// the registry (WithKnownCircuit) have no shape to check.
+	if err := circuits.CheckSize(r.GetCircuit(), int(r.GetConstraints())); err != nil && !errors.Is(err, circuits.ErrUnknownCircuit) {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	p, err := priority.FromProto(r.GetPriority())
 	if err != nil {
