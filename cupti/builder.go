@@ -1,9 +1,11 @@
 package cupti
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +34,7 @@ const (
 	KeyNVTXKind         = attribute.Key("nvtx.kind")                 // string: push (push/pop) or start (start/end)
 	KeyNVTXUnclosed     = attribute.Key("nvtx.unclosed")             // bool, still open when the capture ended
 	KeyThreadID         = attribute.Key("thread.id")                 // int, OS thread (semantic conventions)
+	KeyIdleGaps         = attribute.Key("cuda.idle.gaps")            // int, gaps between GPU work in a device window
 )
 
 // Span names.
@@ -41,6 +44,7 @@ const (
 	SpanNVTX    = "nvtx.range"  // an NVTX range with an empty message
 	SpanMemcpy  = "cuda.memcpy" // copies of kinds other than htod/dtoh/dtod
 	SpanUnknown = "cuda.kernel" // a kernel record without a name
+	SpanIdle    = "cuda.idle"   // a gap in a device window where no record of the device ran
 )
 
 // builderConfig is what a builder needs from its owner.
@@ -53,6 +57,10 @@ type builderConfig struct {
 	log           func(string)                            // one line; each distinct line once
 	keepCudaspans bool                                    // keep CUPTI durations for cudaspans' hook
 	now           func() time.Time
+	// job, when set, finds the span of a job (another process's, by
+	// its published time window and device) that a record with no
+	// parent of its own ran inside: wall-clock start and end, device.
+	job func(device int, start, end time.Time) (context.Context, bool)
 }
 
 // builder turns decoded frames into spans. Not safe for concurrent use:
@@ -86,6 +94,9 @@ type Stats struct {
 	UnclosedRanges                   int // ranges still open at the end
 	Dropped                          uint64
 	Windows                          int
+	Idle                             int // cuda.idle spans (gaps in device windows)
+	Jobs                             int // records parented by a published job's window
+	Spans                            int // spans made, of every kind
 }
 
 type extIDs struct {
@@ -110,7 +121,10 @@ type window struct {
 	first   uint64 // CUPTI ns of the first record
 	lastEnd uint64
 	records int
+	busy    []busySpan // [start, end) of every record, CUPTI ns
 }
+
+type busySpan struct{ start, end uint64 }
 
 type csDur struct {
 	ms   float64
@@ -253,6 +267,12 @@ func (b *builder) parentOf(x *extIDs, device int, start, end uint64) context.Con
 			return ctx
 		}
 	}
+	if b.cfg.job != nil && b.clock.ready() {
+		if ctx, ok := b.cfg.job(device, b.clock.wall(start), b.clock.wall(end)); ok {
+			b.stats.Jobs++
+			return ctx
+		}
+	}
 	return b.windowFor(device, start, end)
 }
 
@@ -389,6 +409,7 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 		}
 		b.counts[pid] = n + 1
 	}
+	b.stats.Spans++
 	_, span := b.cfg.tracer.Start(parent, name, trace.WithTimestamp(b.clock.wall(start)), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(b.clock.wall(end)))
 }
@@ -428,6 +449,7 @@ func (b *builder) emitAggregate(a *aggregate) {
 		attrs = append(attrs, kv)
 	}
 	attrs = append(append(attrs, a.stats.Attributes()...), KeyCUPTIMS.Float64(a.stats.TotalMS))
+	b.stats.Spans++
 	_, span := b.cfg.tracer.Start(a.parent, a.name, trace.WithTimestamp(b.clock.wall(a.start)), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(b.clock.wall(a.end)))
 }
@@ -450,18 +472,83 @@ func (b *builder) windowFor(device int, start, end uint64) context.Context {
 		w = &window{device: device, ctx: ctx, span: span, first: start}
 		b.windows[device] = w
 		b.stats.Windows++
+		b.stats.Spans++
 	}
 	w.records++
 	if end > w.lastEnd {
 		w.lastEnd = end
 	}
+	w.busy = append(w.busy, busySpan{start, end})
 	return w.ctx
 }
 
+// endWindow ends a device window with its idle accounting: the gaps
+// between the union of its records' intervals are the device's idle time
+// (nothing of this process ran on it), shown as cuda.idle children, so
+// the untraced-time processor finds nothing of the window unexplained.
+// Past maxPerParent gaps the largest get spans and the rest are folded
+// into one cuda.idle aggregate, as kernels are. The window carries
+// cuda.gpu_busy_ms, cuda.gpu_idle_ms and cuda.idle.gaps.
 func (b *builder) endWindow(w *window) {
-	w.span.SetAttributes(KeyWindowRecords.Int(w.records))
+	gaps, busy := idleGaps(w.busy)
+	var idle uint64
+	for _, g := range gaps {
+		idle += g.end - g.start
+	}
+	w.span.SetAttributes(KeyWindowRecords.Int(w.records), otelcuzk.KeyCUDABusyMS.Float64(float64(busy)/1e6),
+		otelcuzk.KeyCUDAIdleMS.Float64(float64(idle)/1e6), KeyIdleGaps.Int(len(gaps)))
+	limit := b.cfg.maxPerParent
+	if limit < 1 {
+		limit = 1
+	}
+	if len(gaps) > limit {
+		// The largest as spans, the rest folded (a gap's time order is
+		// kept in the spans' timestamps, not in this slice).
+		slices.SortFunc(gaps, func(a, c busySpan) int { return cmp.Compare(c.end-c.start, a.end-a.start) })
+		rest := &aggregate{parent: w.ctx, name: SpanIdle, attrs: []attribute.KeyValue{otelcuzk.KeyCUDAClock.String("cupti")}}
+		for _, g := range gaps[limit:] {
+			rest.add(g.start, g.end)
+		}
+		gaps = gaps[:limit]
+		b.emitAggregate(rest)
+		b.stats.Idle++
+	}
+	for _, g := range gaps {
+		b.stats.Idle++
+		b.stats.Spans++
+		_, span := b.cfg.tracer.Start(w.ctx, SpanIdle, trace.WithTimestamp(b.clock.wall(g.start)),
+			trace.WithAttributes(otelcuzk.KeyCUDAClock.String("cupti"), KeyCUPTIMS.Float64(msOf(g.start, g.end))))
+		span.End(trace.WithTimestamp(b.clock.wall(g.end)))
+	}
 	w.span.End(trace.WithTimestamp(b.clock.wall(w.lastEnd)))
 	delete(b.windows, w.device)
+}
+
+// idleGaps returns the gaps between the union of intervals (records of
+// several streams overlap) and the union's total length, ns. It sorts
+// spans in place.
+func idleGaps(spans []busySpan) (gaps []busySpan, busy uint64) {
+	slices.SortFunc(spans, func(a, c busySpan) int { return cmp.Compare(a.start, c.start) })
+	var cur busySpan
+	for i, s := range spans {
+		if s.end < s.start {
+			s.end = s.start
+		}
+		switch {
+		case i == 0:
+			cur = s
+		case s.start > cur.end:
+			busy += cur.end - cur.start
+			gaps = append(gaps, busySpan{cur.end, s.start})
+			cur = s
+		case s.end > cur.end:
+			cur.end = s.end
+		}
+	}
+	if len(spans) > 0 {
+		busy += cur.end - cur.start
+	}
+	return gaps, busy
 }
 
 // closeWindows ends the windows whose time is over: those whose length
@@ -538,6 +625,7 @@ func (b *builder) push(e nvtxPush) {
 	if kv, ok := payloadAttr(e.payloadType, e.payload); ok {
 		attrs = append(attrs, kv)
 	}
+	b.stats.Spans++
 	ctx, span := b.cfg.tracer.Start(parent, name, trace.WithTimestamp(b.clock.wall(e.ts)), trace.WithAttributes(attrs...))
 	b.ranges[rangeKey{e.id, e.flags&pushStartEnd != 0}] = &openRange{ctx: ctx, span: span}
 }

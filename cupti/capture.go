@@ -111,6 +111,7 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		log:           cfg.log,
 		keepCudaspans: true,
 		now:           cfg.now,
+		job:           cfg.job,
 	})
 	c.lastCal = cfg.now()
 	durations := c.cudaspansDurations

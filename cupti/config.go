@@ -1,6 +1,7 @@
 package cupti
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -44,6 +45,7 @@ type config struct {
 	log            func(string)
 	backend        backend
 	now            func() time.Time
+	job            func(device int, start, end time.Time) (context.Context, bool)
 }
 
 func newConfig(opts []Option) config {
@@ -126,3 +128,14 @@ func WithoutCudaspansDurations() Option {
 func withBackend(b backend) Option { return optionFunc(func(c *config) { c.backend = b }) }
 
 func withClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
+
+// WithJobs parents records that have no NVTX range or Go parent of their
+// own under the job whose published time window and device contain them
+// (package cupti/jobs: a daemon forwarding jobs to this process publishes
+// them; `cuzk gpu-trace --jobs FILE`). find gets the device ordinal and
+// the record's wall-clock start and end, and returns the job's span
+// context (a remote span), or false for none; it is called from the
+// capture's drain, one record at a time.
+func WithJobs(find func(device int, start, end time.Time) (context.Context, bool)) Option {
+	return optionFunc(func(c *config) { c.job = find })
+}

@@ -39,6 +39,7 @@ static struct {
 	CUptiResult (*GetTimestamp)(uint64_t *);
 	CUptiResult (*PushExternalCorrelationId)(int, uint64_t);
 	CUptiResult (*PopExternalCorrelationId)(int, uint64_t *);
+	CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, int, uint32_t); /* optional */
 	char path[4096];
 } L;
 
@@ -172,6 +173,7 @@ int cz_open(const char *path, char *err, size_t errlen) {
 	SYM(GetTimestamp, "cuptiGetTimestamp");
 	SYM(PushExternalCorrelationId, "cuptiActivityPushExternalCorrelationId");
 	SYM(PopExternalCorrelationId, "cuptiActivityPopExternalCorrelationId");
+	*(void **)&L.EnableCallback = dlsym(L.lib, "cuptiEnableCallback");
 	Dl_info info;
 	if (dladdr(*(void **)&L.GetVersion, &info) && info.dli_fname)
 		snprintf(L.path, sizeof L.path, "%s", info.dli_fname);
@@ -227,7 +229,11 @@ static const char *result_text(CUptiResult r) {
 
 // ---- activity buffers ----
 
-#define CZ_BUFFER_BYTES (8u << 20)
+// 2 MiB (about 10k kernel records): CUPTI hands over a buffer only once
+// every record in it is complete (or on a forced flush), so a smaller
+// buffer bounds what a process that dies without a flush (Go's os.Exit,
+// _exit) takes with it, at the cost of more buffer callbacks.
+#define CZ_BUFFER_BYTES (2u << 20)
 
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max) {
 	void *p = NULL;
@@ -636,10 +642,18 @@ static void nvtx_callback(uint32_t cbid, const cz_nvtx_data *d) {
 	}
 }
 
+static void (*flush_hook)(int reason);
+
+void cz_set_flush_hook(void (*fn)(int reason)) { flush_hook = fn; }
+
 static void callback(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
 	(void)userdata;
 	if (running && domain == 5 /* CUPTI_CB_DOMAIN_NVTX */ && cbdata)
 		nvtx_callback(cbid, (const cz_nvtx_data *)cbdata);
+	// CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+	// the context is still alive, and for a Go program (whose exit runs
+	// no atexit handler) often the last moment its records can be had.
+	if (running && domain == 3 && cbid == 2 && flush_hook) flush_hook(CZ_FLUSH_CONTEXT_DESTROY);
 }
 
 // ---- start / stop ----
@@ -698,6 +712,9 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 		snprintf(msg, sizeof msg, "NVTX ranges not captured: cuptiEnableDomain(NVTX): %s (%d)", result_text(r), r);
 		cz_note(msg);
 	}
+	// Context destruction: a flush point (cz_set_flush_hook). Optional: a
+	// CUPTI without cuptiEnableCallback still captures.
+	if (L.EnableCallback) L.EnableCallback(1, sub, 3 /* RESOURCE */, 2 /* CONTEXT_DESTROY_STARTING */);
 	running = 1;
 	cz_calibrate(16);
 	return 0;

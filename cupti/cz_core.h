@@ -26,6 +26,13 @@ enum {
 	CZ_FRAME_NOTE = 6,
 	CZ_FRAME_HELLO = 7,
 	CZ_FRAME_BYE = 8,
+	CZ_FRAME_FLUSHED = 9,
+};
+
+/* Why a FLUSHED frame was sent (frames.go). */
+enum {
+	CZ_FLUSH_SIGNAL = 1,          /* a fatal signal: flushed before the default action */
+	CZ_FLUSH_CONTEXT_DESTROY = 2, /* a CUDA context is being destroyed */
 };
 
 /* CUPTI activity kinds (cupti_activity.h). */
@@ -88,6 +95,11 @@ void cz_note(const char *msg);
 void cz_queue_frame(uint16_t type, const void *payload, size_t n);
 /* cz_set_queue_limit caps queued bytes (frames past it are dropped and counted). */
 void cz_set_queue_limit(size_t bytes);
+
+/* cz_set_flush_hook names a function called (on the program's thread)
+ * when a CUDA context is about to be destroyed, with CZ_FLUSH_CONTEXT_DESTROY:
+ * the injection library flushes and sends there. */
+void cz_set_flush_hook(void (*fn)(int reason));
 
 /* cz_call runs fn(arg) with parent pushed as the calling thread's external
  * correlation id (and current parent of NVTX ranges), then pops it: one

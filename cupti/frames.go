@@ -33,6 +33,9 @@ import (
 // frameNote:     a one-line message.
 // frameHello:    u32 pid, u32 CUPTI version, then the program's name.
 // frameBye:      empty: the program is exiting.
+// frameFlushed:  u32 reason (1 a fatal signal, 2 a CUDA context destroyed),
+//
+//	u32 signal: everything CUPTI held was flushed there.
 const (
 	frameRecord   = 1
 	frameNVTXPush = 2
@@ -42,6 +45,13 @@ const (
 	frameNote     = 6
 	frameHello    = 7
 	frameBye      = 8
+	frameFlushed  = 9
+)
+
+// Reasons of a frameFlushed.
+const (
+	flushedSignal         = 1
+	flushedContextDestroy = 2
 )
 
 const frameHeader = 8
@@ -79,6 +89,8 @@ type hello struct {
 type note string
 
 type bye struct{}
+
+type flushed struct{ reason, signal uint32 }
 
 // parseFrames splits b into frames and decodes each into one of the event
 // types above or a record (records.go). A frame that cannot be decoded is
@@ -196,6 +208,8 @@ func decodeFrame(typ uint16, p []byte) (any, error) {
 		ev = h
 	case frameBye:
 		ev = bye{}
+	case frameFlushed:
+		ev = flushed{reason: r.u32(), signal: r.u32()}
 	default:
 		// Unknown types are skipped: a newer injection library may send more.
 		return nil, nil

@@ -18,6 +18,12 @@ type Program struct {
 	Version uint32 // its CUPTI's API version
 	Stats   Stats
 	Exited  bool // it said goodbye (frames ended with its exit, not a broken connection)
+	// Signal is the fatal signal whose handler flushed its records last
+	// (0: none); ContextFlushes counts the CUDA contexts it destroyed,
+	// each a flush. A program that did not say goodbye lost nothing when
+	// either is set and it launched nothing after.
+	Signal         int
+	ContextFlushes int
 }
 
 // ReadFrames turns the frames a traced process sends (cz_core.c's wire
@@ -37,6 +43,7 @@ func ReadFrames(ctx context.Context, r io.Reader, opts ...Option) (Program, erro
 		root:         ctx,
 		log:          cfg.log,
 		now:          cfg.now,
+		job:          cfg.job,
 	})
 	var (
 		mu   sync.Mutex
@@ -77,6 +84,13 @@ func ReadFrames(ctx context.Context, r io.Reader, opts ...Option) (Program, erro
 					prog.PID, prog.Path, prog.Version = int(e.pid), e.name, e.version
 				case bye:
 					prog.Exited = true
+				case flushed:
+					switch e.reason {
+					case flushedSignal:
+						prog.Signal = int(e.signal)
+					case flushedContextDestroy:
+						prog.ContextFlushes++
+					}
 				}
 			}
 			b.batch(evs, false)

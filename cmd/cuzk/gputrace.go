@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/cupti/inject"
+	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -48,7 +50,17 @@ With TRACEPARENT set (a per-task program), every span goes under that
 parent: one trace. Without it (a long-running program), each top-level NVTX
 range and each --window of other GPU work is its own trace, exported as it
 ends, with a resource naming the process. An NVTX range whose message
-carries "traceparent=00-..." joins that trace, with its kernels.
+carries "traceparent=00-..." joins that trace, with its kernels. With
+--jobs, work outside NVTX ranges that ran inside a job a daemon published
+(cuzk serve --upstream) goes under that job. In a window, the gaps between
+GPU work are cuda.idle spans.
+
+Records still in CUDA's buffers when the program ends are flushed at
+exit(), at each CUDA context's destruction (what a Go program does before
+os.Exit) and at a fatal signal whose action the program left the default;
+a program that ends otherwise (_exit, SIGKILL, Go's exit without
+destroying its context) loses its last ` + "100 ms" + ` of records, and one line
+says so. A run that yields no trace says why in one line.
 
 The program is never stopped by tracing: if anything fails (no CUDA driver,
 no CUPTI, CUPTI in use by another tool, this process gone) the program runs
@@ -60,6 +72,7 @@ with the program's exit code. --window must be more than 0, --drain 0 or more.`,
 			&cli.IntFlag{Name: "max-kernel-spans", Value: 256, Usage: "kernel spans per parent before further ones are aggregated per name"},
 			&cli.StringFlag{Name: "trace-file", Usage: "OTLP JSON lines `FILE` when no OTLP endpoint is set (default " + otelcuzk.DefaultTraceFile + ")"},
 			&cli.DurationFlag{Name: "drain", Value: 5 * time.Second, Usage: "how long to wait for the last records after the program exits"},
+			&cli.StringFlag{Name: "jobs", Usage: "jobs `FILE` a daemon forwarding work to this program publishes (package cupti/jobs; default $" + jobs.EnvFile + "): work outside NVTX ranges goes under the job whose time window holds it"},
 		},
 		Action: runGPUTrace,
 	})
@@ -84,7 +97,7 @@ func runGPUTrace(c *cli.Context) error {
 		return fmt.Errorf("gpu-trace: %w", err)
 	}
 	ctx := context.Background()
-	warn := func(msg string) { fmt.Fprintln(os.Stderr, "cuzk gpu-trace:", msg) }
+	warn := func(msg string) { fmt.Fprintln(gpuTraceStderr, "cuzk gpu-trace:", msg) }
 	cmd := exec.Command(bin, args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 
@@ -127,10 +140,14 @@ func runGPUTrace(c *cli.Context) error {
 		cupti.WithMaxKernelSpans(c.Int("max-kernel-spans")),
 		cupti.WithLogger(func(s string) { warn(s) }),
 	}
+	if ix := jobs.NewIndex(c.String("jobs"), 50*time.Millisecond); ix != nil {
+		ropts = append(ropts, cupti.WithJobs(ix.Find))
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		open     []net.Conn
+		progs    []cupti.Program
 		accepted = make(chan struct{})
 	)
 	go func() {
@@ -147,9 +164,13 @@ func runGPUTrace(c *cli.Context) error {
 			go func() {
 				defer wg.Done()
 				defer conn.Close()
-				if _, err := cupti.ReadFrames(root, conn, ropts...); err != nil {
+				p, err := cupti.ReadFrames(root, conn, ropts...)
+				if err != nil {
 					warn(err.Error())
 				}
+				mu.Lock()
+				progs = append(progs, p)
+				mu.Unlock()
 			}()
 		}
 	}()
@@ -181,8 +202,54 @@ func runGPUTrace(c *cli.Context) error {
 		warn(err.Error())
 	}
 	tr.cleanup()
+	mu.Lock()
+	for _, line := range traceOutcome(name, progs, werr, c.String("trace-file")) {
+		warn(line)
+	}
+	mu.Unlock()
 	return exitLike(werr)
 }
+
+// flushMS is the injection library's periodic flush (inject.c FLUSH_MS):
+// what a program that ends with no flush point can lose.
+const flushMS = 100
+
+// traceOutcome says, one line each, what the run's trace lacks: no
+// program connected, a program whose last records were lost (it ended
+// with no flush point), or no spans at all. Nothing when all is well.
+func traceOutcome(name string, progs []cupti.Program, werr error, traceFile string) []string {
+	var lines []string
+	how := "exited"
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			how = "was killed by " + ws.Signal().String()
+		}
+	}
+	if len(progs) == 0 {
+		return []string{fmt.Sprintf("no trace: %s %s without starting CUDA under the injection library (no cuInit, or CUDA did not load %s)", name, how, envInjection)}
+	}
+	spans := 0
+	for _, p := range progs {
+		spans += p.Stats.Spans
+		if p.Exited || p.Signal != 0 || p.ContextFlushes > 0 {
+			continue
+		}
+		// It ended with no flush point: what CUPTI still held is gone.
+		lines = append(lines, fmt.Sprintf("%s (pid %d) %s with no flush point (no exit(), CUDA context destroyed or catchable signal: _exit, SIGKILL, or Go's exit with its context alive): the GPU work of its last %d ms before that, %d records delivered up to then, is missing", name, p.PID, how, flushMS, p.Stats.Kernels+p.Stats.Memcpys+p.Stats.Memsets+p.Stats.Syncs))
+	}
+	if spans == 0 {
+		where := "the trace"
+		if traceFile != "" {
+			where = traceFile
+		}
+		lines = append(lines, fmt.Sprintf("no trace: %s %s with no GPU work recorded by CUPTI; nothing written to %s", name, how, where))
+	}
+	return lines
+}
+
+// gpuTraceStderr is where gpu-trace's own lines go (a variable for the tests).
+var gpuTraceStderr io.Writer = os.Stderr
 
 // gpuTrace is what tracing one program needs: the injection library on
 // disk, CUPTI's path and the socket the library connects to.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -368,5 +369,85 @@ func TestGPUTraceSaysNoDriverFirst(t *testing.T) {
 	_, err = prepareTrace(missing)
 	if err == nil || !strings.HasPrefix(err.Error(), "no usable CUPTI (--cupti PATH or $CUZK_CUPTI names one): ") || !strings.Contains(err.Error(), missing) || !errors.Is(err, cupti.ErrNoCUPTI) {
 		t.Errorf("a driver, no CUPTI: err %v", err)
+	}
+}
+
+// Every way a program ends either flushes its last records or says, in
+// one line, that they are lost; gpu-trace always exits with the
+// program's code (issue 23, item 1). The fake program ends as a Go
+// program does (context destroyed, then exit_group: no atexit handler),
+// by _exit, by SIGTERM and by a crash.
+func TestGPUTraceExitPaths(t *testing.T) {
+	_, prog := buildFakes(t)
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		kernel string // the span that must be there ("" for none)
+		line   string // a line gpu-trace must say ("" for none)
+	}{
+		{"go exit after destroying its context", []string{"goexit"}, 0, "before_goexit", ""},
+		{"_exit", []string{"_exit", "5"}, 5, "", "with no flush point"},
+		{"SIGTERM", []string{"sigterm"}, 128 + 15, "before_sigterm", ""},
+		{"crash", []string{"crash"}, 128 + 11, "before_crash", ""},
+		{"exit", []string{"exit", "0"}, 0, "before_exit", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			defer func(w io.Writer) { gpuTraceStderr = w }(gpuTraceStderr)
+			gpuTraceStderr = &stderr
+			spans, err := runGPUTraceCmd(t, nil, append([]string{prog}, tc.args...)...)
+			var code exitCode
+			if tc.code == 0 && err != nil && !errors.As(err, &code) {
+				t.Fatalf("err %v", err)
+			}
+			errors.As(err, &code)
+			if int(code) != tc.code {
+				t.Fatalf("exit %d (err %v), want %d", code, err, tc.code)
+			}
+			if tc.kernel != "" {
+				if errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("no trace file; stderr %q", stderr.String())
+				}
+				byName(t, spans, tc.kernel)
+			}
+			out := strings.TrimSpace(stderr.String())
+			if tc.line == "" && out != "" {
+				t.Errorf("gpu-trace said %q, want nothing", out)
+			}
+			if tc.line != "" {
+				lost := 0
+				for _, l := range strings.Split(out, "\n") {
+					if strings.Contains(l, tc.line) {
+						lost++
+					}
+				}
+				if lost != 1 {
+					t.Errorf("stderr %q, want one line saying %q", out, tc.line)
+				}
+				if !strings.Contains(out, "no trace: fakeprog exited with no GPU work recorded") {
+					t.Errorf("stderr %q, want the no-trace line", out)
+				}
+			}
+		})
+	}
+}
+
+// A program that never starts CUDA yields no trace and says why in one
+// line, with its own exit code.
+func TestGPUTraceSaysWhyThereIsNoTrace(t *testing.T) {
+	buildFakes(t)
+	var stderr bytes.Buffer
+	defer func(w io.Writer) { gpuTraceStderr = w }(gpuTraceStderr)
+	gpuTraceStderr = &stderr
+	_, err := runGPUTraceCmd(t, nil, "sh", "-c", "exit 6")
+	var code exitCode
+	if !errors.As(err, &code) || code != 6 {
+		t.Fatalf("err %v, want exit status 6", err)
+	}
+	out := strings.TrimSpace(stderr.String())
+	if strings.Count(out, "\n") != 0 || !strings.HasPrefix(out, "cuzk gpu-trace: no trace: sh exited without starting CUDA") {
+		t.Fatalf("stderr %q, want one line saying why", out)
 	}
 }

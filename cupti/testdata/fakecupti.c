@@ -49,6 +49,18 @@ int cuptiSubscribe(void **sub, callback cb, void *ud) {
 }
 int cuptiUnsubscribe(void *sub) { (void)sub; sub_cb = NULL; return 0; }
 int cuptiEnableDomain(uint32_t en, void *sub, int dom) { (void)sub; if (dom == 5) nvtx_on = (int)en; return 0; }
+static int resource_on;
+int cuptiEnableCallback(uint32_t en, void *sub, int dom, uint32_t cbid) {
+	(void)sub;
+	if (dom == 3 && cbid == 2) resource_on = (int)en;
+	return 0;
+}
+// fake_ctx_destroy raises CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, as
+// cuCtxDestroy (or the primary context's release) does.
+void fake_ctx_destroy(void) {
+	struct { void *ctx; void *stream; } d = {NULL, NULL};
+	if (sub_cb && resource_on) sub_cb(NULL, 3, 2, &d);
+}
 int cuptiActivityEnable(int k) { (void)k; return 0; }
 int cuptiActivityDisable(int k) { (void)k; return 0; }
 int cuptiActivityRegisterCallbacks(buf_request r, buf_complete c) { req = r; comp = c; return 0; }

@@ -9,11 +9,25 @@
 // once on stderr, and the program runs on untraced. Sends time out rather
 // than block, SIGPIPE is never raised, exit waits at most a few seconds
 // for the last records, and a forked child carries no capture.
+//
+// Where the last records are flushed, by how the program ends:
+//   exit() or main's return   atexit handler and destructor: flush, goodbye
+//   a CUDA context destroyed  the CUPTI resource callback: flush and send there
+//                             (Go programs: os.Exit and main's return run no
+//                             atexit handler, but cuCtxDestroy comes first)
+//   a fatal signal            our handler, installed only where the program
+//   (SIGTERM, SIGSEGV, ...)   left the default action: the writer flushes
+//                             (bounded wait), then the default action runs
+//   _exit, SIGKILL, exit_group  nothing can run: what the writer's last
+//                             periodic flush (every FLUSH_MS) had not sent
+//                             is lost, and cuzk gpu-trace says so
+#define FLUSH_MS 100
 #define _GNU_SOURCE
 #include "../../cz_core.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +44,8 @@ static int fd = -1;
 static volatile int detached, stopping, writer_done;
 static pthread_t writer;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER; // one sender at a time: frames stay whole
+static volatile sig_atomic_t sig_pending, sig_done;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static int said;
 
@@ -63,14 +79,35 @@ static void detach(const char *why) {
 	say("%s", why);
 }
 
-// send_queued sends what the queue holds; 0 on success.
+// send_queued sends what the queue holds; 0 on success. The writer
+// thread and the context-destroy hook both send: send_mu keeps the
+// batches in order and whole.
 static int send_queued(void) {
+	pthread_mutex_lock(&send_mu);
 	size_t n = 0;
 	uint8_t *b = cz_take(&n);
 	int r = 0;
 	if (b && n && fd >= 0) r = send_all(b, n);
 	free(b);
+	pthread_mutex_unlock(&send_mu);
 	return r;
+}
+
+static void queue_flushed(uint32_t reason, uint32_t sig) {
+	uint8_t pl[8];
+	memcpy(pl, &reason, 4);
+	memcpy(pl + 4, &sig, 4);
+	cz_queue_frame(CZ_FRAME_FLUSHED, pl, sizeof pl);
+}
+
+// on_context_destroy runs on the program's thread as a CUDA context is
+// about to go: the last moment a Go program's records can be had.
+static void on_context_destroy(int reason) {
+	if (detached || stopping) return;
+	cz_calibrate(16);
+	cz_flush(1);
+	queue_flushed((uint32_t)reason, 0);
+	if (send_queued() != 0) detach("lost the connection to cuzk gpu-trace");
 }
 
 static double now_s(void) {
@@ -83,9 +120,19 @@ static void *write_loop(void *arg) {
 	(void)arg;
 	double last_flush = now_s(), last_cal = last_flush;
 	while (!stopping && !detached) {
-		cz_wait_data(100);
+		cz_wait_data(FLUSH_MS / 2);
 		double t = now_s();
-		if (t - last_flush >= 0.2) {
+		if (sig_pending && !sig_done) {
+			// A fatal signal's handler waits for this: every record,
+			// complete or not, then the default action ends the program.
+			cz_calibrate(16);
+			cz_flush(1);
+			queue_flushed(CZ_FLUSH_SIGNAL, (uint32_t)sig_pending);
+			send_queued();
+			sig_done = 1;
+			continue;
+		}
+		if (t - last_flush >= FLUSH_MS / 1000.0) {
 			cz_flush(0);
 			last_flush = t;
 		}
@@ -126,6 +173,49 @@ static void at_exit(void) {
 	while (!writer_done)
 		if (pthread_cond_timedwait(&done_cv, &mu, &ts) == ETIMEDOUT) break;
 	pthread_mutex_unlock(&mu);
+}
+
+// on_signal: a fatal signal whose action was the default. The writer
+// thread flushes (a signal handler may not call CUPTI: the interrupted
+// thread may hold its locks, or ours); this waits for it at most 1.5 s
+// with nanosleep (async-signal-safe), then the default action runs
+// (SA_RESETHAND restored it; the re-raised signal is delivered on return).
+static void on_signal(int sig) {
+	if (!detached && !stopping && !sig_pending) {
+		sig_pending = sig;
+		struct timespec ms = {0, 1000000};
+		for (int i = 0; i < 1500 && !sig_done && !detached; i++) nanosleep(&ms, NULL);
+	}
+	raise(sig);
+}
+
+static void install_signal_handlers(void) {
+	const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) != 0) continue;
+		// Only where the program left the default: a handler of its own
+		// (every Go program has them) is never replaced.
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+// A library unloaded (dlclose) or a process ending through exit after
+// atexit ran: the same goodbye, once.
+__attribute__((destructor)) static void on_unload(void) {
+	if (!writer_done && !stopping) {
+		stopping = 1;
+		for (int i = 0; i < 3000 && !writer_done; i++) {
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+		}
+	}
 }
 
 // In a child of fork the writer thread does not exist and the socket is
@@ -221,5 +311,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
 	pthread_detach(writer);
 	pthread_atfork(NULL, NULL, in_child);
 	atexit(at_exit);
+	cz_set_flush_hook(on_context_destroy);
+	if (!getenv("CUZK_GPUTRACE_NO_SIGNALS")) install_signal_handlers();
 	return 1;
 }

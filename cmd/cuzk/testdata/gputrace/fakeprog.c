@@ -2,12 +2,19 @@
 // as the CUDA driver would at cuInit, then launches fake kernels and NVTX
 // ranges through fakecupti.so.
 //
-//   fakeprog basic|unbalanced|badname|traceparent TP|exit N
+//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash
+//
+// The exit paths: goexit ends as a Go program does (its context destroyed,
+// then the exit_group system call: no atexit handler runs), _exit with no
+// flush point at all, sigterm and crash by a fatal signal with the
+// default action.
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void (*launch)(const char *, uint64_t);
@@ -58,6 +65,22 @@ int main(int argc, char **argv) {
 	} else if (!strcmp(mode, "exit") && argc > 2) {
 		launch("before_exit", 1000);
 		return atoi(argv[2]);
+	} else if (!strcmp(mode, "goexit")) {
+		void (*destroy)(void) = (void (*)(void))dlsym(c, "fake_ctx_destroy");
+		launch("before_goexit", 1000);
+		destroy();
+		syscall(SYS_exit_group, 0);
+	} else if (!strcmp(mode, "_exit") && argc > 2) {
+		launch("before__exit", 1000);
+		_exit(atoi(argv[2]));
+	} else if (!strcmp(mode, "sigterm")) {
+		launch("before_sigterm", 1000);
+		raise(SIGTERM);
+		return 0; // not reached
+	} else if (!strcmp(mode, "crash")) {
+		launch("before_crash", 1000);
+		*(volatile int *)(uintptr_t)8 = 1;
+		return 0;
 	}
 	usleep(300000); // a writer flush
 	printf("fakeprog: %s done\n", mode);

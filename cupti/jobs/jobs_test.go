@@ -1,0 +1,119 @@
+package jobs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+func TestPublishedWindowsParentRecordsByTimeAndDevice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	p, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	clock := time.Unix(1_700_000_000, 0)
+	p.now = func() time.Time { return clock }
+	tp := sdktrace.NewTracerProvider()
+	ctxA, a := tp.Tracer("t").Start(context.Background(), "job.a")
+	ctxB, b := tp.Tracer("t").Start(context.Background(), "job.b")
+	endA := p.Begin(ctxA, 0) // [0 s, 10 s) on device 0
+	clock = clock.Add(2 * time.Second)
+	endB := p.Begin(ctxB, AnyDevice) // [2 s, 4 s) on any device
+	clock = clock.Add(2 * time.Second)
+	endB()
+	clock = clock.Add(6 * time.Second)
+	endA()
+	endA()                             // a second end writes nothing more
+	p.Begin(context.Background(), 0)() // no span: nothing published
+
+	ix := NewIndex(path, 0)
+	at := func(s float64) time.Time {
+		return time.Unix(1_700_000_000, 0).Add(time.Duration(s * float64(time.Second)))
+	}
+	cases := []struct {
+		device int
+		t      float64
+		want   trace.SpanID
+	}{
+		{0, 1, a.SpanContext().SpanID()},
+		{0, 3, b.SpanContext().SpanID()}, // inside both: the later start
+		{1, 3, b.SpanContext().SpanID()}, // b is on any device
+		{1, 5, trace.SpanID{}},           // a is device 0's
+		{0, 9.5, a.SpanContext().SpanID()},
+		{0, 10, trace.SpanID{}}, // a's end is exclusive
+		{0, -1, trace.SpanID{}},
+	}
+	for _, c := range cases {
+		ctx, ok := ix.Find(c.device, at(c.t), at(c.t+0.001))
+		got := trace.SpanID{}
+		if ok {
+			sc := trace.SpanContextFromContext(ctx)
+			if !sc.IsRemote() || sc.TraceID() != a.SpanContext().TraceID() && sc.TraceID() != b.SpanContext().TraceID() {
+				t.Errorf("device %d at %v s: span context %v, want a remote job span", c.device, c.t, sc)
+			}
+			got = sc.SpanID()
+		}
+		if got != c.want {
+			t.Errorf("device %d at %v s: job %v, want %v", c.device, c.t, got, c.want)
+		}
+	}
+	if n := ix.Malformed(); n != 0 {
+		t.Errorf("%d malformed lines in what Publisher wrote", n)
+	}
+}
+
+func TestIndexReadsTheFileAsItGrowsAndSkipsBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	ix := NewIndex(path, 0)
+	now := time.Now()
+	if _, ok := ix.Find(0, now, now); ok {
+		t.Fatal("a job found before the file exists")
+	}
+	start := now.Add(-time.Second).UnixNano()
+	os.WriteFile(path, []byte("not json\n{\"job\":\"1-1\",\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\",\"device\":0,\"start_ns\":"), 0o644)
+	if _, ok := ix.Find(0, now, now); ok {
+		t.Fatal("a job found from half a line")
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(itoa(start) + "}\n{\"job\":\"1-2\",\"traceparent\":\"garbage\",\"start_ns\":5}\n")
+	f.Close()
+	ctx, ok := ix.Find(0, now, now)
+	if !ok || trace.SpanContextFromContext(ctx).SpanID().String() != "b7ad6b7169203331" {
+		t.Fatalf("the open job is not found once its line is whole (%v)", ok)
+	}
+	if n := ix.Malformed(); n != 2 {
+		t.Errorf("%d malformed lines, want 2 (not json, a bad traceparent)", n)
+	}
+}
+
+func TestNoFileNoPublisherNoIndex(t *testing.T) {
+	t.Setenv(EnvFile, "")
+	p, err := Open("")
+	if p != nil || err != nil {
+		t.Fatalf("Open without a path: %v, %v", p, err)
+	}
+	p.Begin(context.Background(), 0)() // a nil Publisher does nothing
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if NewIndex("", time.Second) != nil {
+		t.Fatal("an Index without a path")
+	}
+	var ix *Index
+	if _, ok := ix.Find(0, time.Now(), time.Now()); ok {
+		t.Fatal("a nil Index found a job")
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "no", "such", "dir", "jobs")); err == nil {
+		t.Fatal("Open in a missing folder: no error")
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
