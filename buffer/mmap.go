@@ -29,8 +29,11 @@ func NewMmap(size int) (*Mmap, error) {
 	return &Mmap{data: data}, nil
 }
 
-// Bytes returns the mapped memory; nil after Free.
+// Bytes returns the mapped memory; nil after Free and for a nil *Mmap.
 func (b *Mmap) Bytes() []byte {
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.data
@@ -39,15 +42,23 @@ func (b *Mmap) Bytes() []byte {
 // Kind returns KindMmap.
 func (b *Mmap) Kind() Kind { return KindMmap }
 
-// Size returns the mapped length in bytes; 0 after Free.
+// Size returns the mapped length in bytes; 0 after Free and for a nil
+// *Mmap.
 func (b *Mmap) Size() int {
+	if b == nil {
+		return 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.data)
 }
 
-// Free unmaps the memory. A second Free is a no-op.
+// Free unmaps the memory. A second Free, and Free of a nil *Mmap, is a
+// no-op.
 func (b *Mmap) Free() error {
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.data == nil {

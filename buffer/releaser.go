@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -109,7 +110,9 @@ func NewReleaser(mode ReleaseMode, opts ...Option) (*Releaser, error) {
 	}
 	cfg := config{tp: otel.GetTracerProvider(), poolLimit: 64 << 30, queueLen: 64}
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	return newReleaser(mode, cfg), nil
 }
@@ -203,10 +206,10 @@ func HasReleaseParent(ctx context.Context) bool {
 // how it was released. Device memory is always freed at once (the next
 // device allocation needs it back), and pool mode keeps only Mmap buffers
 // (those Reuse hands out). A synchronous free returns Free's error; an
-// async free records it on its span and Close returns it; a nil buf is
-// ignored.
+// async free records it on its span and Close returns it; a nil buf (or
+// a typed nil, a (*Mmap)(nil)) is ignored.
 func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
-	if buf == nil {
+	if isNil(buf) {
 		return nil
 	}
 	if r == nil {
@@ -313,8 +316,12 @@ func (r *Releaser) worker() {
 // has been freed: at once in sync and pool modes (their Release frees or
 // pools before it returns), after the queued frees in async mode (one
 // worker frees in order), or at once after Close. A memory budget uses it
-// to count a proof's buffers until they are really gone. f must not block.
+// to count a proof's buffers until they are really gone. f must not block;
+// a nil f is ignored.
 func (r *Releaser) AfterQueued(f func()) {
+	if f == nil {
+		return
+	}
 	if r != nil && r.mode == ReleaseAsync && r.enqueue(releaseJob{ctx: context.Background(), after: f}) {
 		return
 	}
@@ -361,4 +368,14 @@ func (r *Releaser) Close(ctx context.Context) error {
 	errs = append(errs, r.errs...)
 	r.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// isNil reports whether buf is nil or holds a nil pointer (a (*Mmap)(nil)
+// passed as a Buffer): nothing to release.
+func isNil(buf Buffer) bool {
+	if buf == nil {
+		return true
+	}
+	rv := reflect.ValueOf(buf)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

@@ -75,7 +75,12 @@ func newConfig(opts []Option) config {
 		logOut:       os.Stderr,
 	}
 	for _, o := range opts {
-		c = o.apply(c)
+		if o != nil {
+			c = o.apply(c)
+		}
+	}
+	if c.logOut == nil {
+		c.logOut = io.Discard
 	}
 	return c
 }
@@ -157,11 +162,16 @@ func WithDevices(devices []Device) Option {
 // for example an sdktrace.NewSimpleSpanProcessor over a
 // tracetest.InMemoryExporter in tests.
 func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
-	return optionFunc(func(c config) config { c.processors = append(c.processors, p); return c })
+	return optionFunc(func(c config) config {
+		if p != nil {
+			c.processors = append(c.processors, p)
+		}
+		return c
+	})
 }
 
 // WithExporter replaces the OTLP or file exporter Setup would choose with
-// exp. The dropped-span counter still wraps it.
+// exp (nil: no replacement). The dropped-span counter still wraps it.
 func WithExporter(exp sdktrace.SpanExporter) Option {
 	return optionFunc(func(c config) config { c.exporter = exp; return c })
 }
@@ -192,7 +202,7 @@ func WithoutGlobal() Option {
 }
 
 // WithLogWriter sets where the one-line export failure messages go (default
-// os.Stderr).
+// os.Stderr; nil: nowhere).
 func WithLogWriter(w io.Writer) Option {
 	return optionFunc(func(c config) config { c.logOut = w; return c })
 }

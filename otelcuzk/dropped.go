@@ -47,6 +47,9 @@ func DroppedSpansUncertain() int64 { return uncertainTotal.Load() }
 // ("cuzk.spans.dropped", unit "{span}") on meter; it reports DroppedSpans.
 // It returns the meter's registration error.
 func RegisterMetrics(meter metric.Meter) error {
+	if meter == nil {
+		return fmt.Errorf("otelcuzk: register %s: nil meter", MetricSpansDropped)
+	}
 	_, err := meter.Int64ObservableCounter(MetricSpansDropped,
 		metric.WithDescription("Spans lost because their export failed (endpoint unreachable, timeout, write error)."),
 		metric.WithUnit("{span}"),

@@ -19,7 +19,7 @@ import (
 // records nothing. It does not end span. Safe for concurrent use as span
 // is.
 func SetError(span trace.Span, err error) {
-	if err == nil {
+	if err == nil || span == nil {
 		return
 	}
 	span.RecordError(err)

@@ -31,6 +31,9 @@ type FileExporter struct {
 // could be created. It fails, naming the path, when the file cannot be
 // opened or created for writing.
 func NewFileExporter(path string) (*FileExporter, error) {
+	if path == "" {
+		return nil, errors.New("otelcuzk: trace file: empty path")
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		return &FileExporter{path: path, f: f}, nil
@@ -51,11 +54,20 @@ func NewFileExporter(path string) (*FileExporter, error) {
 	return &FileExporter{path: path}, nil
 }
 
-// Path is the file the exporter writes.
-func (e *FileExporter) Path() string { return e.path }
+// Path is the file the exporter writes ("" for a nil *FileExporter).
+func (e *FileExporter) Path() string {
+	if e == nil {
+		return ""
+	}
+	return e.path
+}
 
-// ExportSpans appends spans as one line. After Shutdown it returns an error.
+// ExportSpans appends spans as one line; nil spans are left out. After
+// Shutdown, and for a nil *FileExporter, it returns an error.
 func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if e == nil {
+		return errors.New("otelcuzk: nil trace file exporter (make one with NewFileExporter)")
+	}
 	if len(spans) == 0 {
 		return nil
 	}
@@ -86,8 +98,12 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	return nil
 }
 
-// Shutdown closes the file; later calls do nothing.
+// Shutdown closes the file; later calls, and a nil *FileExporter's, do
+// nothing.
 func (e *FileExporter) Shutdown(context.Context) error {
+	if e == nil {
+		return nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

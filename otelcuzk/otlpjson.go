@@ -30,6 +30,9 @@ func TracesData(spans []sdktrace.ReadOnlySpan) *tracepb.TracesData {
 	resIdx := map[*resource.Resource]*tracepb.ResourceSpans{}
 	scopeIdx := map[scopeKey]*tracepb.ScopeSpans{}
 	for _, s := range spans {
+		if s == nil {
+			continue
+		}
 		res := s.Resource()
 		rs, ok := resIdx[res]
 		if !ok {

@@ -32,6 +32,9 @@ func (r *Recorder) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 // OnEnd keeps s.
 func (r *Recorder) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s == nil {
+		return
+	}
 	r.mu.Lock()
 	r.ended = append(r.ended, s)
 	r.mu.Unlock()

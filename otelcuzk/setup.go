@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 )
@@ -294,16 +295,32 @@ func joinLine(errs []error) error {
 // installs as the global: TracerProvider itself, or with
 // WithUnsampledCallerAsLink (and no sampler configured) a wrapper of it that
 // turns a span under an unsampled remote parent into a linked new root.
-func (t *Telemetry) Provider() trace.TracerProvider { return t.provider }
+// A nil *Telemetry (New failed) gives a no-op provider.
+func (t *Telemetry) Provider() trace.TracerProvider {
+	if t == nil {
+		return noop.NewTracerProvider()
+	}
+	return t.provider
+}
 
 // Destination says where spans go: protocol is "file", ProtocolGRPC,
 // ProtocolHTTPProtobuf or "custom" (WithExporter); target is the file path
 // or the endpoint as configured.
-func (t *Telemetry) Destination() (protocol, target string) { return t.protocol, t.target }
+func (t *Telemetry) Destination() (protocol, target string) {
+	if t == nil {
+		return "", ""
+	}
+	return t.protocol, t.target
+}
 
 // DroppedSpans returns how many spans failed exports of this Telemetry have
 // lost. Safe for concurrent use.
-func (t *Telemetry) DroppedSpans() int64 { return t.exporter.dropped.Load() }
+func (t *Telemetry) DroppedSpans() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.exporter.dropped.Load()
+}
 
 // ShutdownMargin is what Telemetry.Shutdown may take beyond the export
 // timeout: one second for the flush past its last export, one second for
@@ -313,7 +330,12 @@ const ShutdownMargin = 2 * time.Second
 // ShutdownBound is the longest Shutdown takes: the export timeout plus
 // ShutdownMargin, however the endpoint behaves (refusing connections,
 // accepting them and never answering).
-func (t *Telemetry) ShutdownBound() time.Duration { return t.timeout + ShutdownMargin }
+func (t *Telemetry) ShutdownBound() time.Duration {
+	if t == nil {
+		return 0
+	}
+	return t.timeout + ShutdownMargin
+}
 
 // Shutdown flushes the spans not yet exported, then shuts the provider and
 // exporter down, within ShutdownBound (sooner if ctx ends; the stop itself
@@ -326,6 +348,9 @@ func (t *Telemetry) ShutdownBound() time.Duration { return t.timeout + ShutdownM
 // error wrapping ErrSpansDropped with the count and the last export error.
 // Calls after the first return the first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
 	t.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, t.timeout+time.Second)
 		defer cancel()

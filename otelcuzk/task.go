@@ -2,6 +2,7 @@ package otelcuzk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel"
@@ -57,9 +58,14 @@ func WithTaskTracerProvider(tp trace.TracerProvider) TaskOption {
 // ends. Safe for
 // concurrent use.
 func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done bool, err error), opts ...TaskOption) (done bool, err error) {
+	if do == nil {
+		return false, errors.New("otelcuzk: RunTask: nil task function")
+	}
 	var c taskConfig
 	for _, o := range opts {
-		c = o.applyTask(c)
+		if o != nil {
+			c = o.applyTask(c)
+		}
 	}
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()

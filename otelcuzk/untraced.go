@@ -120,7 +120,7 @@ func NewUntracedProcessor(minimum time.Duration, fraction float64) *UntracedProc
 
 // OnStart records s as a child of its parent, when the parent is tracked.
 func (p *UntracedProcessor) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
-	if parent != nil && parent.Value(untracedMarker{}) != nil {
+	if s == nil || parent != nil && parent.Value(untracedMarker{}) != nil {
 		return
 	}
 	sc := s.SpanContext()
@@ -143,6 +143,9 @@ func (p *UntracedProcessor) OnStart(parent context.Context, s sdktrace.ReadWrite
 // OnEnd closes s in its parent's record and, when s has children, computes
 // its uncovered time and emits an `untraced` span above the threshold.
 func (p *UntracedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s == nil {
+		return
+	}
 	sc := s.SpanContext()
 	key := spanKey{sc.TraceID(), sc.SpanID()}
 	p.mu.Lock()

@@ -2,6 +2,7 @@ package prover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"runtime"
@@ -33,6 +34,9 @@ func NewCPU(tp trace.TracerProvider) *CPU {
 	return &CPU{tracer: tp.Tracer(otelcuzk.ScopeName), nbCPU: runtime.NumCPU()}
 }
 
+// errNilCPU is returned by the methods of a nil *CPU (NewCPU makes one).
+var errNilCPU = errors.New("nil *prover.CPU backend (make one with NewCPU)")
+
 func init() {
 	RegisterBackend("cpu", func(_ context.Context, o BackendOptions) (Backend, error) {
 		return NewCPU(o.TracerProvider), nil
@@ -53,6 +57,12 @@ func (*CPU) Close() error { return nil }
 // groth16.pointwise span, children of the span in ctx. It returns an error
 // when the lengths differ from the domain's cardinality.
 func (c *CPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.Element) error {
+	if c == nil {
+		return errNilCPU
+	}
+	if domain == nil || domain.Cardinality == 0 {
+		return errors.New("compute H: nil or empty domain")
+	}
 	n := int(domain.Cardinality)
 	if len(a) != n || len(b) != n || len(cc) != n {
 		return fmt.Errorf("compute H: vectors of length %d, %d, %d, domain of %d", len(a), len(b), len(cc), n)
@@ -93,6 +103,9 @@ func (c *CPU) step(ctx context.Context, name, buf string, n int, f func()) {
 // gnark runs its four G1 MSMs two at a time. The span is named span.
 func (c *CPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
 	var res curve.G1Jac
+	if c == nil {
+		return res, fmt.Errorf("%s: %w", span, errNilCPU)
+	}
 	err := c.msm(ctx, span, len(bases.Points), len(scalars), func() error {
 		_, err := res.MultiExp(bases.Points, scalars, ecc.MultiExpConfig{NbTasks: c.nbCPU / 2})
 		return err
@@ -104,6 +117,9 @@ func (c *CPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affi
 // to 16 CPUs and NumCPU above, as gnark does for [B]₂.
 func (c *CPU) MSMG2(ctx context.Context, span string, bases BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
 	var res curve.G2Jac
+	if c == nil {
+		return res, fmt.Errorf("%s: %w", span, errNilCPU)
+	}
 	nbTasks := c.nbCPU
 	if nbTasks <= 16 {
 		nbTasks *= 2
@@ -116,6 +132,9 @@ func (c *CPU) MSMG2(ctx context.Context, span string, bases BaseSet[curve.G2Affi
 }
 
 func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f func() error) error {
+	if c == nil {
+		return fmt.Errorf("%s: %w", name, errNilCPU)
+	}
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
 		otelcuzk.KeyMSMSize.Int(nbScalars), otelcuzk.KeyBackend.String("cpu")),
 		trace.WithAttributes(MSMScalarAttributes(ctx)...))

@@ -33,13 +33,17 @@ import (
 // Options read: WithBackend, WithReleaser, WithRandomness,
 // WithTracerProvider, WithKeyID. Errors wrap
 // ErrUnsupported (other curve or proof system: PLONK, a key or witness
-// not of BLS12-381), ErrWitnessSize, ErrUnsatisfied, ErrKeyMismatch, ctx's
+// not of BLS12-381, a nil or typed-nil ccs or pk), ErrWitnessSize (a nil
+// witness too), ErrUnsatisfied, ErrKeyMismatch, ctx's
 // error (a ctx done before the call proves nothing), or the backend's
 // error.
 // Safe for concurrent use with distinct witnesses.
 func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.ProvingKey, fullWitness witness.Witness, opts ...ProveOption) (groth16.Proof, error) {
 	// A caller that gave up before the call gets its reason, not a proof.
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := asProvingKey(pk); err != nil {
 		return nil, err
 	}
 	cfg := newConfig(opts, ProveOption.applyProve)
@@ -84,7 +88,9 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk groth16.Prov
 // job's), else of the span in ctx, outside groth16.prove.
 //
 // Options read: WithBackend, WithReleaser, WithRandomness,
-// WithTracerProvider, WithKeyID.
+// WithTracerProvider, WithKeyID. Errors wrap ErrUnsupported (pk not a
+// BLS12-381 key, nil or typed-nil), ErrKeyMismatch, ctx's error or the
+// backend's; a nil asg, or a typed-nil backend, is an error too.
 func ProveAssignment(ctx context.Context, pk groth16.ProvingKey, asg *Assignment, opts ...ProveOption) (groth16.Proof, error) {
 	return proveAssignmentWith(ctx, pk, asg, newConfig(opts, ProveOption.applyProve))
 }
@@ -99,6 +105,9 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 	backend := cfg.backend
 	if backend == nil {
 		backend = NewCPU(cfg.tp)
+	} else if isNil(backend) {
+		// Released like any refused proof: the caller gave asg away.
+		return nil, errors.Join(fmt.Errorf("prove: nil backend (%T)", backend), asg.Release(ctx, rel))
 	}
 	callerCtx := ctx
 	ctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Prove, trace.WithAttributes(
@@ -129,14 +138,27 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 		}
 		span.End()
 	}()
-	gpk, ok := pk.(*groth16_bls12381.ProvingKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: proving key %T (want *groth16_bls12381.ProvingKey)", ErrUnsupported, pk)
+	gpk, err := asProvingKey(pk)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.prove(ctx, gpk); err != nil {
 		return nil, err
 	}
 	return p.proof, nil
+}
+
+// asProvingKey checks that pk is a non-nil BLS12-381 proving key of gnark.
+// Errors wrap ErrUnsupported.
+func asProvingKey(pk groth16.ProvingKey) (*groth16_bls12381.ProvingKey, error) {
+	gpk, ok := pk.(*groth16_bls12381.ProvingKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: proving key %T (want *groth16_bls12381.ProvingKey)", ErrUnsupported, pk)
+	}
+	if gpk == nil {
+		return nil, fmt.Errorf("%w: nil proving key (%T)", ErrUnsupported, pk)
+	}
+	return gpk, nil
 }
 
 // proving is the state of one proof.

@@ -179,11 +179,15 @@ func circuitKeyMemory(lc *loadedCircuit) uint64 {
 
 // KeyMemoryOf returns the estimated host memory of the proving keys the
 // pipelines hold, bytes, counting once the keys that several share (one
-// Pipeline synthesizes for the others, which then hold its keys).
+// Pipeline synthesizes for the others, which then hold its keys). Nil
+// pipelines hold none.
 func KeyMemoryOf(pipes ...*Pipeline) uint64 {
 	seen := map[*loadedCircuit]bool{}
 	var n uint64
 	for _, p := range pipes {
+		if p == nil {
+			continue
+		}
 		p.mu.Lock()
 		for _, lc := range p.loaded {
 			select {
@@ -213,6 +217,9 @@ func (p *Pipeline) Warmup(ctx context.Context) error {
 // first use), then pipeline.synthesize, which covers the witness too
 // (parsing the request's, or computing a built-in's sample).
 func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil request", ErrBadWitness)
+	}
 	s := &synthesis{p: p, req: *req, start: time.Now(), freed: make(chan struct{})}
 	s.res = &Result{Backend: p.backend.Name()}
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
@@ -254,7 +261,7 @@ func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, e
 // back through the synthesizing Pipeline's releaser.
 func (p *Pipeline) ProveSynthesized(ctx context.Context, sz Synthesized) (*Result, error) {
 	s, ok := sz.(*synthesis)
-	if !ok || s.p == nil {
+	if !ok || s == nil || s.p == nil {
 		return nil, fmt.Errorf("%w: %T", ErrForeignSynthesis, sz)
 	}
 	if s.done {

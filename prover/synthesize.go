@@ -59,8 +59,12 @@ func (asg *Assignment) slots() []bufferSlot {
 // Release gives back the buffers the assignment still holds, through rel
 // (nil: synchronously, buffer's one meaning of a nil Releaser), as
 // buffer.release spans. Use it when an Assignment is not proved;
-// ProveAssignment releases them itself.
+// ProveAssignment releases them itself. A second Release, and Release on a
+// nil *Assignment, do nothing and return nil.
 func (asg *Assignment) Release(ctx context.Context, rel *buffer.Releaser) error {
+	if asg == nil {
+		return nil
+	}
 	var errs []error
 	for _, x := range asg.slots() {
 		if *x.b == nil {
@@ -94,6 +98,9 @@ func newFrBuffer(rel *buffer.Releaser, n int) (hb *buffer.Mmap, v []fr.Element, 
 // asBLS12381 checks that ccs is a BLS12-381 R1CS of gnark (not a PLONK
 // SparseR1CS), with or without commitments.
 func asBLS12381(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
+	if isNil(ccs) {
+		return nil, fmt.Errorf("%w: nil constraint system (%T)", ErrUnsupported, ccs)
+	}
 	r1cs, ok := ccs.(*cs.R1CS)
 	if !ok {
 		return nil, fmt.Errorf("%w: constraint system %T over %s (want a BLS12-381 R1CS, *cs.R1CS)", ErrUnsupported, ccs, curveOf(ccs))
@@ -178,7 +185,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	if err != nil {
 		return nil, err
 	}
-	if fullWitness == nil {
+	if isNil(fullWitness) {
 		return nil, fmt.Errorf("%w: nil witness", ErrWitnessSize)
 	}
 	if err := checkWitnessShape(fullWitness, r1cs); err != nil {

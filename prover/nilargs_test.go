@@ -1,0 +1,173 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+
+	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
+)
+
+// callNoPanic runs f and turns a panic into an error naming it, so that a
+// table of calls reports every panicking entry point, not only the first.
+func callNoPanic(f func() error) (err error, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	return f(), nil
+}
+
+// TestNilArgumentsAreErrorsNotPanics proves that every exported entry point
+// of prover given a nil or typed-nil argument (a constraint system, proving
+// key, witness, assignment, request, synthesized proof or receiver) returns
+// an error and does not panic; nil contexts aside, as the context package
+// asks.
+func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "mulchain", 1<<10)
+	com := commitmenttest.Setup(t, "rangecheck")
+	var nilR1CS *cs.R1CS
+	var nilPK *groth16_bls12381.ProvingKey
+	pipe, err := NewPipeline(ctx, "cpu", WithKeyCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipe.Close(ctx)
+	released := func() *Assignment {
+		asg, err := Synthesize(ctx, f.ccs, f.w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := asg.Release(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		return asg
+	}
+	// Nils that mean a default (documented): these calls succeed.
+	succeeds := map[string]bool{
+		"Prove nil backend is the CPU":    true,
+		"nil Assignment Release":          true,
+		"KeyMemoryOf nil pipeline":        true,
+		"Prove nil releaser and provider": true,
+	}
+	// The sentinel a caller branches on, where one applies.
+	wantIs := map[string]error{
+		"Prove nil ccs":                       ErrUnsupported,
+		"Prove typed-nil ccs":                 ErrUnsupported,
+		"Prove nil pk":                        ErrUnsupported,
+		"Prove typed-nil pk":                  ErrUnsupported,
+		"Prove nil witness":                   ErrWitnessSize,
+		"Synthesize nil ccs":                  ErrUnsupported,
+		"Synthesize typed-nil ccs":            ErrUnsupported,
+		"Synthesize nil witness":              ErrWitnessSize,
+		"ProveAssignment typed-nil pk":        ErrUnsupported,
+		"Pipeline.Run nil request":            ErrBadWitness,
+		"Pipeline.Synthesize nil request":     ErrBadWitness,
+		"Pipeline.ProveSynthesized nil":       ErrForeignSynthesis,
+		"Pipeline.ProveSynthesized typed-nil": ErrForeignSynthesis,
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"Prove nil ccs", func() error { _, err := Prove(ctx, nil, f.pk, f.w); return err }},
+		{"Prove typed-nil ccs", func() error { _, err := Prove(ctx, nilR1CS, f.pk, f.w); return err }},
+		{"Prove nil pk", func() error { _, err := Prove(ctx, f.ccs, nil, f.w); return err }},
+		{"Prove typed-nil pk", func() error { _, err := Prove(ctx, f.ccs, nilPK, f.w); return err }},
+		{"Prove nil witness", func() error { _, err := Prove(ctx, f.ccs, f.pk, nil); return err }},
+		{"Prove nil backend is the CPU", func() error { _, err := Prove(ctx, f.ccs, f.pk, f.w, WithBackend(nil)); return err }},
+		{"Prove nil releaser and provider", func() error {
+			_, err := Prove(ctx, f.ccs, f.pk, f.w, WithReleaser(nil), WithTracerProvider(nil))
+			return err
+		}},
+		{"Prove typed-nil backend", func() error { _, err := Prove(ctx, f.ccs, f.pk, f.w, WithBackend((*CPU)(nil))); return err }},
+		{"Synthesize nil ccs", func() error { _, err := Synthesize(ctx, nil, f.w); return err }},
+		{"Synthesize typed-nil ccs", func() error { _, err := Synthesize(ctx, nilR1CS, f.w); return err }},
+		{"Synthesize nil witness", func() error { _, err := Synthesize(ctx, f.ccs, nil); return err }},
+		{"Synthesize typed-nil key of a circuit with commitments", func() error {
+			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nilPK))
+			return err
+		}},
+		{"Synthesize nil key of a circuit with commitments", func() error {
+			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nil))
+			return err
+		}},
+		{"ProveAssignment nil assignment", func() error { _, err := ProveAssignment(ctx, f.pk, nil); return err }},
+		{"ProveAssignment typed-nil pk", func() error {
+			asg, err := Synthesize(ctx, f.ccs, f.w)
+			if err != nil {
+				return fmt.Errorf("setup: %v", err)
+			}
+			_, err = ProveAssignment(ctx, nilPK, asg)
+			return err
+		}},
+		{"ProveAssignment released assignment", func() error { _, err := ProveAssignment(ctx, f.pk, released()); return err }},
+		{"ProveAssignment zero assignment", func() error { _, err := ProveAssignment(ctx, f.pk, &Assignment{}); return err }},
+		{"nil Assignment Release", func() error { return (*Assignment)(nil).Release(ctx, nil) }},
+		{"Pipeline.Run nil request", func() error { _, err := pipe.Run(ctx, nil); return err }},
+		{"Pipeline.Validate nil request", func() error { return pipe.Validate(nil) }},
+		{"Pipeline.EstimateMemory nil request", func() error { _, err := pipe.EstimateMemory(nil); return err }},
+		{"Pipeline.Synthesize nil request", func() error { _, err := pipe.Synthesize(ctx, nil); return err }},
+		{"Pipeline.ProveSynthesized nil", func() error { _, err := pipe.ProveSynthesized(ctx, nil); return err }},
+		{"Pipeline.ProveSynthesized typed-nil", func() error { _, err := pipe.ProveSynthesized(ctx, (*synthesis)(nil)); return err }},
+		{"CPU.ComputeH nil domain", func() error {
+			return NewCPU(nil).ComputeH(ctx, nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+		}},
+		{"CPU.ComputeH zero domain", func() error {
+			return NewCPU(nil).ComputeH(ctx, &fft.Domain{}, nil, nil, nil)
+		}},
+		{"CPU.MSMG1 typed-nil receiver", func() error {
+			_, err := (*CPU)(nil).MSMG1(ctx, "msm.g1.a", BaseSet[curve.G1Affine]{Points: make([]curve.G1Affine, 1)}, make([]fr.Element, 1))
+			return err
+		}},
+		{"CPU.MSMG2 typed-nil receiver", func() error {
+			_, err := (*CPU)(nil).MSMG2(ctx, "msm.g2.b", BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 1)}, make([]fr.Element, 1))
+			return err
+		}},
+		{"CPU.ComputeH typed-nil receiver", func() error {
+			return (*CPU)(nil).ComputeH(ctx, fft.NewDomain(4), make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+		}},
+		{"NewPipeline with nil options", func() error {
+			p, err := NewPipeline(ctx, "cpu", WithKeyCacheDir(t.TempDir()), WithNotice(nil), WithReleaser(nil), WithTracerProvider(nil))
+			if err != nil {
+				return fmt.Errorf("setup: %v", err)
+			}
+			defer p.Close(ctx)
+			_, err = p.Run(ctx, &Request{Circuit: "nosuch", Constraints: 4})
+			return err
+		}},
+		{"KeyMemoryOf nil pipeline", func() error { KeyMemoryOf(nil, pipe); return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err, p := callNoPanic(c.call)
+			if p != nil {
+				t.Fatalf("panicked: %v", p)
+			}
+			if succeeds[c.name] {
+				if err != nil {
+					t.Fatalf("err = %v, want none", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if want := wantIs[c.name]; want != nil && !errors.Is(err, want) {
+				t.Errorf("err = %v, want one wrapping %v", err, want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %q, want one line", err)
+			}
+		})
+	}
+}
