@@ -33,18 +33,19 @@ func deviceSettings() (prover.DeviceSettings, error) {
 	return s, nil
 }
 
-// deviceOptions puts the host's GPUs into the trace resource (hw.id,
-// hw.model, ...) unless the backend is the CPU; without a driver or device
-// there is nothing to add.
+// deviceOptions puts the build (service.version, versionOption) and the
+// host's GPUs into the trace resource (hw.id, hw.model, ...; not for the CPU
+// backend, nor without a driver or device).
 func deviceOptions(backend string) []otelcuzk.Option {
+	opts := versionOption()
 	if backend == "cpu" {
-		return nil
+		return opts
 	}
 	devs, err := cudaspans.Devices()
 	if err != nil {
-		return nil
+		return opts
 	}
-	return []otelcuzk.Option{otelcuzk.WithDevices(cudaspans.ResourceDevices(devs))}
+	return append(opts, otelcuzk.WithDevices(cudaspans.ResourceDevices(devs)))
 }
 
 // warmupInBackground starts the backend's warm-up (prover.Warmer: the CUDA

@@ -37,6 +37,12 @@ which layers moved. A and B are each:
                            traces): --last N (the N that start last) or --all
    TRACE_ID                with --jaeger URL or --tempo URL
 
+--circuit NAME and --constraints N pick the jobs of one circuit and size in
+each FILE (its last such job, or with --last/--all the set of them): a
+daemon's file holding several sizes is a set only with a filter. Sides of
+different sizes are refused unless --normalize, which scales every trace's
+times to A's size (B × A's constraints / B's: a cost per constraint).
+
 Spans are matched by their path of names from the job's engine.job span
 (engine.job/pipeline.prove/groth16.prove/msm.g1.a, kernel spans included),
 so a daemon's job (under its server span) and a cuzk prove run compare path
@@ -54,8 +60,22 @@ path on one side only: by --threshold-ms; each finite and 0 or more, 0
 taken as 0: every change moves by that measure). Then one verdict line per layer
 (a span with children) that moved or holds a path that moved, and per root
 that moved, naming the children that moved, e.g.
-"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms";
-"no span moved" when no row has a "*".
+"pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode:
+sync), untraced +0.0 ms", an attribute that differs named with both values
+("keys.load −23.6 s (cuzk.key.cache_hit: false → true)"); "no span moved"
+when no row has a "*". A change on a baseline under 1 ms is shown in ms, not
+as a percentage.
+
+A row also moves only beyond the run-to-run spread: with several traces on a
+side, when the ranges of its time over A's and B's traces do not overlap;
+with one trace a side there is no spread to measure, so it must change by
+more than --noise-pct (default 25, the spread of identical CPU proofs in
+bench/trace-noise.md; 0: no floor) % of A. A row within it ends in "~".
+
+The header says what each side ran: circuit, size, backend, release mode,
+host and build (service.version). A side whose job did not succeed
+(cancelled, failed) is flagged with the verdicts; a set leaves such jobs out
+and says how many.
 
 --fail-over PCT exits with status 2 when the layer --fail-layer names (a
 path or a span name, its shallowest occurrence; default: the root span, i.e.
@@ -80,6 +100,10 @@ remote trace is refused: pick two traces with --trace-id twice.`,
 			&cli.StringFlag{Name: "trace-id-b", Usage: "with a FILE as B, its trace of this `ID`"},
 			&cli.IntFlag{Name: "last", DefaultText: "off", Usage: "compare the medians of the last `N` engine.job traces of each FILE"},
 			&cli.BoolFlag{Name: "all", Usage: "compare the medians of every engine.job trace of each FILE"},
+			&cli.StringFlag{Name: "circuit", Usage: "only the jobs of the circuit `NAME` (cuzk.circuit.id) in each FILE"},
+			&cli.Int64Flag{Name: "constraints", DefaultText: "any", Usage: "only the jobs of `N` constraints (cuzk.circuit.constraints) in each FILE"},
+			&cli.BoolFlag{Name: "normalize", Usage: "compare different sizes per constraint: every time scaled to A's size"},
+			&cli.Float64Flag{Name: "noise-pct", Value: tracefile.DefaultNoiseFloorPct, Usage: "with one trace a side, a span moved only by more than `PCT` % of A (0: no floor)"},
 			&cli.Float64Flag{Name: "threshold-ms", Value: 10, Usage: "a span moved (marked *) when it changed by at least `MS` ms ..."},
 			&cli.Float64Flag{Name: "threshold-pct", Value: 5, Usage: "... and by at least `PCT` % of A"},
 			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
@@ -113,7 +137,7 @@ func runTraceDiff(c *cli.Context) error {
 	if flags.Int("last") > 0 && flags.Bool("all") {
 		return errors.New("trace diff: give --last N or --all, not both")
 	}
-	for _, name := range []string{"threshold-ms", "threshold-pct"} {
+	for _, name := range []string{"threshold-ms", "threshold-pct", "noise-pct"} {
 		// NaN would mark nothing (or, for the ms, every path on one side).
 		if v := flags.Float64(name); !(v >= 0 && !math.IsInf(v, 1)) {
 			return fmt.Errorf("trace diff: --%s %g: want a finite number of 0 or more", name, v)
@@ -139,9 +163,13 @@ func runTraceDiff(c *cli.Context) error {
 	if out == nil {
 		out = os.Stdout
 	}
+	if n := flags.Int64("constraints"); flags.IsSet("constraints") && n <= 0 {
+		return fmt.Errorf("trace diff: --constraints %d: want a positive constraint count", n)
+	}
 	src := diffSource{
 		warn: errOut, jaeger: flags.String("jaeger"), tempo: flags.String("tempo"),
 		last: flags.Int("last"), all: flags.Bool("all"), timeout: flags.Duration("timeout"),
+		circuit: flags.String("circuit"), constraints: flags.Int64("constraints"), normalize: flags.Bool("normalize"),
 	}
 	if page := flags.String("html"); page != "" && (sameFile(page, args[0]) || sameFile(page, args[1])) {
 		return fmt.Errorf("trace diff: --html %s: is a trace file this diff reads; name another file for the page", page)
@@ -181,6 +209,9 @@ func runTraceDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if src.normalize {
+		src.normalizeTo = a.size // B's times scaled to A's size
+	}
 	b, err := src.load(c.Context, "B", args[1], pickB)
 	if err != nil {
 		return err
@@ -190,6 +221,7 @@ func runTraceDiff(c *cli.Context) error {
 	}
 	d, err := tracefile.DiffSets(a.set, b.set, tracefile.DiffOptions{
 		ThresholdMS: flags.Float64("threshold-ms"), ThresholdPct: flags.Float64("threshold-pct"), Exact: true,
+		NoiseFloorPct: flags.Float64("noise-pct"), Normalize: src.normalize,
 	})
 	if err != nil {
 		return fmt.Errorf("trace diff: %w", err)
@@ -235,8 +267,11 @@ func checkRegression(d *tracefile.Diff, layer string, pct float64) error {
 	}
 	if p := n.Pct(); p > pct {
 		by := fmt.Sprintf("%.1f %%", p)
-		if math.IsInf(p, 1) {
+		switch {
+		case math.IsInf(p, 1):
 			by = "new on B"
+		case !n.PctShown():
+			by = fmt.Sprintf("on a baseline of %.3f ms", float64(n.A)/float64(time.Millisecond))
 		}
 		return cli.Exit(fmt.Sprintf("trace diff: %s regressed: %s (%s), over --fail-over %g %%", n.Path, tracefile.FormatDelta(n.Delta()), by, pct), exitRegressed)
 	}
@@ -283,6 +318,33 @@ type diffSource struct {
 	last          int
 	all           bool
 	timeout       time.Duration
+	// circuit and constraints ("", 0: any) pick the jobs of a FILE;
+	// normalize scales each trace's times to normalizeTo constraints (0:
+	// the side's first trace's size, which B then takes from A).
+	circuit     string
+	constraints int64
+	normalize   bool
+	normalizeTo int64
+}
+
+// picks says whether p is a job the filters keep.
+func (s diffSource) picks(p tracefile.Profile) bool {
+	return (s.circuit == "" || p.Run.CircuitID == s.circuit) && (s.constraints == 0 || p.Run.Constraints == s.constraints)
+}
+
+// filtered says whether any filter is set.
+func (s diffSource) filtered() bool { return s.circuit != "" || s.constraints != 0 }
+
+// filterText names the filters, for messages: "--circuit merkle --constraints 65536".
+func (s diffSource) filterText() string {
+	var parts []string
+	if s.circuit != "" {
+		parts = append(parts, "--circuit "+s.circuit)
+	}
+	if s.constraints != 0 {
+		parts = append(parts, fmt.Sprintf("--constraints %d", s.constraints))
+	}
+	return strings.Join(parts, " ")
 }
 
 // diffSide is one side, reduced: the profiles of its traces and the
@@ -293,6 +355,7 @@ type diffSide struct {
 	spans  []tracefile.Span
 	file   string   // the FILE read; "" for a trace from Jaeger or Tempo
 	ids    []string // the ids of set's traces, sorted
+	size   int64    // with --normalize: the constraints its times are scaled to
 }
 
 // sameTraces refuses a diff whose sides resolved to the same traces of
@@ -349,9 +412,33 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 			otherIDs = append(otherIDs, p.TraceID)
 		}
 	}
+	set := s.all || s.last > 0
+	ref := s.normalizeTo
+	held := map[string]int{}     // "circuit size" of the jobs read, for a filter that matches none
+	var failed, unsized []string // jobs left out of a set: not succeeded; not scalable
 	add := func(t tracefile.Trace) {
 		p := tracefile.ProfileOf(t)
 		isJob := p.Jobs > 0
+		if isJob && traceID == "" {
+			held[strings.TrimSpace(fmt.Sprintf("%s %d", p.Run.CircuitID, p.Run.Constraints))]++
+			if !s.picks(p) {
+				return
+			}
+			if set && p.Run.Failed() {
+				failed = append(failed, p.Run.Outcome)
+				return
+			}
+		}
+		if s.normalize {
+			if p.Run.Constraints <= 0 {
+				unsized = append(unsized, p.TraceID)
+				return
+			}
+			if ref == 0 {
+				ref = p.Run.Constraints
+			}
+			p = p.Scale(float64(ref) / float64(p.Run.Constraints))
+		}
 		switch {
 		case s.last > 0 && traceID == "" && isJob:
 			keepRecent(&recentJobs, p)
@@ -364,7 +451,6 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		}
 	}
 	opts := tracefile.CollectOptions{MaxKeptBytes: tracefile.DefaultMaxKeptBytes / 2}
-	set := s.all || s.last > 0
 	if set && traceID == "" {
 		// Traces let go to bound memory are profiled first: --all and
 		// --last read a file of any number of traces (a daemon's holds
@@ -394,6 +480,20 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 			return nil, fmt.Errorf("trace diff: %s: trace %s: not found in %s%s", label, traceID, arg, hint)
 		}
 	case set:
+	case s.filtered():
+		// The last job the filters pick.
+		kept := col.Kept()
+		chosen = nil
+		for i := len(kept) - 1; i >= 0 && chosen == nil; i-- {
+			for _, t := range tracefile.BuildTraces(col.Spans[kept[i].ID]) {
+				if p := tracefile.ProfileOf(t); t.ID == kept[i].ID && p.Jobs > 0 && s.picks(p) {
+					chosen = []tracefile.TraceSummary{kept[i]}
+				}
+			}
+		}
+		if chosen == nil {
+			return nil, fmt.Errorf("trace diff: %s: %s holds no job of %s%s", label, arg, s.filterText(), heldText(col, held))
+		}
 	default:
 		latest, _ := col.Latest()
 		chosen = []tracefile.TraceSummary{latest}
@@ -433,9 +533,21 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 	if late > 0 {
 		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d spans arrived after their trace was compared (its spans were let go to bound memory) and are left out\n", label, arg, late)
 	}
+	if len(failed) > 0 {
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d job%s that did not succeed (%s) left out of the set\n", label, arg, len(failed), pluralS(len(failed)), outcomeCounts(failed))
+	}
+	if len(unsized) > 0 {
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d trace%s without cuzk.circuit.constraints left out (--normalize needs the size)\n", label, arg, len(unsized), pluralS(len(unsized)))
+	}
+	if set && s.filtered() && jobs.Len() == 0 {
+		return nil, fmt.Errorf("trace diff: %s: %s holds no job of %s that succeeded%s", label, arg, s.filterText(), heldText(col, held))
+	}
+	if set && jobs.Len() == 0 && len(failed) > 0 {
+		return nil, fmt.Errorf("trace diff: %s: %s: none of its %d jobs succeeded (%s); nothing to compare", label, arg, len(failed), outcomeCounts(failed))
+	}
 	// A set is the file's jobs (engine.job roots); a file without any
 	// is a set of whatever runs it holds.
-	side := &diffSide{set: jobs, file: arg, ids: jobIDs}
+	side := &diffSide{set: jobs, file: arg, ids: jobIDs, size: ref}
 	if jobs.Len() == 0 {
 		side.set, side.ids = others, otherIDs
 	}
@@ -451,6 +563,50 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, side.set.Len(), med)
 	}
 	return side, nil
+}
+
+// heldText lists the jobs a file holds by circuit and size, for a filter
+// that picks none: " (it holds merkle 65536 ×3, porep 1024 ×1)".
+func heldText(col *tracefile.Collection, held map[string]int) string {
+	if len(held) == 0 {
+		for _, sum := range col.Kept() {
+			for _, t := range tracefile.BuildTraces(col.Spans[sum.ID]) {
+				if p := tracefile.ProfileOf(t); t.ID == sum.ID && p.Jobs > 0 {
+					held[strings.TrimSpace(fmt.Sprintf("%s %d", p.Run.CircuitID, p.Run.Constraints))]++
+				}
+			}
+		}
+	}
+	if len(held) == 0 {
+		return " (it holds no job)"
+	}
+	var parts []string
+	for k, n := range held {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, n))
+	}
+	slices.Sort(parts)
+	return " (it holds " + strings.Join(parts, ", ") + ")"
+}
+
+// outcomeCounts writes outcomes counted: "canceled ×2, device_fault ×1".
+func outcomeCounts(outcomes []string) string {
+	n := map[string]int{}
+	for _, o := range outcomes {
+		n[o]++
+	}
+	var parts []string
+	for k, c := range n {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, c))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func pluralS(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // remote says whether arg is a trace id to fetch: not a file, with
@@ -512,8 +668,19 @@ func (s diffSource) loadRemote(ctx context.Context, label, arg string, pick trac
 		return nil, fmt.Errorf("trace diff: %s: trace %s has no spans", label, arg)
 	}
 	set := &tracefile.ProfileSet{}
-	set.Add(tracefile.ProfileOf(traces[0]))
-	return &diffSide{source: "trace " + traces[0].ID, set: set, spans: spans, ids: []string{traces[0].ID}}, nil
+	p := tracefile.ProfileOf(traces[0])
+	ref := s.normalizeTo
+	if s.normalize {
+		if p.Run.Constraints <= 0 {
+			return nil, fmt.Errorf("trace diff: %s: trace %s has no cuzk.circuit.constraints; --normalize needs the size", label, arg)
+		}
+		if ref == 0 {
+			ref = p.Run.Constraints
+		}
+		p = p.Scale(float64(ref) / float64(p.Run.Constraints))
+	}
+	set.Add(p)
+	return &diffSide{source: "trace " + traces[0].ID, set: set, spans: spans, ids: []string{traces[0].ID}, size: ref}, nil
 }
 
 // interspersed parses c's arguments with flags allowed between and after

@@ -110,7 +110,7 @@ func TestTraceDiffFilesNamesTheCause(t *testing.T) {
 		t.Fatalf("trace diff: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms",
+		"pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode: sync), untraced +0.0 ms",
 		"[only A]", "[only B]", "trace " + idA, "trace " + idB, "HTML diff: " + page,
 	} {
 		if !strings.Contains(out, want) {
@@ -234,7 +234,7 @@ func TestTraceDiffStreamsLargeInput(t *testing.T) {
 	f.WriteString("\n" + seedRun(idB, "sync", "merkle", 6500) + "\n")
 	f.Close()
 	out, err := runTraceCmd(t, "trace", "diff", a, b, "--threshold-ms", "100")
-	if err != nil || !strings.Contains(out, "longer than 67108864 bytes, skipped") || !strings.Contains(out, "buffer.release +2.0 s (sync on B)") {
+	if err != nil || !strings.Contains(out, "longer than 67108864 bytes, skipped") || !strings.Contains(out, "buffer.release +2.0 s (only on B, cuzk.release.mode: sync)") {
 		t.Errorf("diff past a 100 MiB line: %v\n%s", err, out)
 	}
 }
@@ -321,7 +321,7 @@ func TestTraceDiffTraceIDPerSide(t *testing.T) {
 	const idC = "00000000000000000000000000000c0c"
 	// One file of two proofs (then a third, so neither is "the last").
 	both := writeLines(t, "both.jsonl", seedRun(idA, "async", "merkle", 10000), seedRun(idB, "sync", "merkle", 6500), seedRun(idC, "async", "merkle", 1))
-	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B)"
+	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode: sync)"
 	for name, args := range map[string][]string{
 		"after the files":    {both, both, "--trace-id", idA, "--trace-id", idB},
 		"before the files":   {"--trace-id", idA, "--trace-id", idB, both, both},
@@ -492,10 +492,10 @@ func TestTraceDiffThresholdsOfZeroAreKept(t *testing.T) {
 		}
 		return fmt.Sprint(doc.ThresholdMS, " ", doc.ThresholdPct), doc.Verdicts
 	}
-	if th, v := moved(a, small, "--threshold-ms", "0", "--threshold-pct", "0"); th != "0 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +0.5 ms") {
+	if th, v := moved(a, small, "--threshold-ms", "0", "--threshold-pct", "0", "--noise-pct", "0"); th != "0 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +0.5 ms") {
 		t.Errorf("--threshold-ms 0 --threshold-pct 0: thresholds %s, verdicts %q; want 0 0 and pipeline.prove +0.5 ms", th, v)
 	}
-	if th, v := moved(a, wide, "--threshold-pct", "0"); th != "10 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +200.0 ms") {
+	if th, v := moved(a, wide, "--threshold-pct", "0", "--noise-pct", "0"); th != "10 0" || len(v) == 0 || !strings.Contains(v[0], "pipeline.prove +200.0 ms") {
 		t.Errorf("--threshold-pct 0: thresholds %s, verdicts %q; want 10 0 and pipeline.prove +200.0 ms", th, v)
 	}
 	if th, v := moved(a, wide); th != "10 5" || len(v) != 0 {
@@ -504,11 +504,11 @@ func TestTraceDiffThresholdsOfZeroAreKept(t *testing.T) {
 	if _, v := moved(a, copyOf(t, a), "--threshold-ms", "0", "--threshold-pct", "0"); len(v) != 0 {
 		t.Errorf("the same run under thresholds of 0: verdicts %q, want none (a change of 0 is no move)", v)
 	}
-	out, err := runTraceCmd(t, "trace", "diff", a, small, "--threshold-ms", "0", "--threshold-pct", "0")
+	out, err := runTraceCmd(t, "trace", "diff", a, small, "--threshold-ms", "0", "--threshold-pct", "0", "--noise-pct", "0")
 	if err != nil || !strings.Contains(out, "moved (by 0 ms and 0 % or more)") {
 		t.Errorf("text under thresholds of 0: %v\n%s", err, out)
 	}
-	for _, c := range [][]string{{"--threshold-ms", "-1"}, {"--threshold-pct", "-0.5"}, {"--threshold-ms", "NaN"}, {"--threshold-pct", "+Inf"}} {
+	for _, c := range [][]string{{"--threshold-ms", "-1"}, {"--threshold-pct", "-0.5"}, {"--threshold-ms", "NaN"}, {"--threshold-pct", "+Inf"}, {"--noise-pct", "-1"}} {
 		out, err := runTraceCmd(t, append([]string{"trace", "diff", a, small}, c...)...)
 		if err == nil || !strings.Contains(err.Error(), c[0]+" ") || !strings.Contains(err.Error(), "want a finite number of 0 or more") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err %v, want a one-line refusal naming the flag (output %q)", c, err, out)
@@ -544,7 +544,7 @@ func TestTraceDiffFromTempo(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms"
+	const verdict = "pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode: sync), untraced +0.0 ms"
 	out, err := runTraceCmd(t, "trace", "diff", idA, idB, "--tempo", srv.URL, "--threshold-ms", "100")
 	if err != nil || !strings.Contains(out, verdict) || !strings.Contains(out, "A: trace "+idA) || !strings.Contains(out, "B: trace "+idB) {
 		t.Errorf("diff from Tempo: %v\n%s", err, out)

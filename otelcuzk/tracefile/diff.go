@@ -48,11 +48,47 @@ type Profile struct {
 	Circuit string        // "<cuzk.circuit.id> <cuzk.circuit.constraints>" of the first span that has them, "" if none
 	Start   time.Time     // the trace's first span start
 	Total   time.Duration // the trace's duration
+	Run     Run           // what ran: circuit, size, backend, release mode, host, build, outcome
 	paths   map[string]*PathStat
 }
 
+// Run is what a trace says of the run it records, for a diff's header:
+// the first value found walking its job spans and their descendants
+// (parents first), "" or 0 where no span carries it.
+type Run struct {
+	CircuitID   string   // cuzk.circuit.id
+	Constraints int64    // cuzk.circuit.constraints
+	Backend     string   // cuzk.backend (cpu, cuda)
+	Releases    []string // the cuzk.release.mode values of its buffer.release spans, sorted (sync, async, pool)
+	Host        string   // host.name of the job span's resource
+	Build       string   // service.version of the job span's resource (cuzk: its VCS revision)
+	// Outcome is "" for a job that succeeded, else why it did not: the
+	// error.type of its failed job span (canceled, device_fault, ...), or
+	// "error" without one; Message is the span's status message.
+	Outcome, Message string
+}
+
+// Failed says the job did not succeed (cancelled or failed).
+func (r Run) Failed() bool { return r.Outcome != "" }
+
 // Path returns the stats of the path of names from the root, or nil.
 func (p Profile) Path(names ...string) *PathStat { return p.paths[strings.Join(names, keySep)] }
+
+// Scale multiplies every time of p by f (p's paths are copied): a run of
+// one size made comparable per constraint with another (cuzk trace diff
+// --normalize). f must be positive.
+func (p Profile) Scale(f float64) Profile {
+	sc := func(d time.Duration) time.Duration { return time.Duration(math.Round(float64(d) * f)) }
+	out := p
+	out.Total = sc(p.Total)
+	out.paths = make(map[string]*PathStat, len(p.paths))
+	for k, st := range p.paths {
+		c := *st
+		c.Duration, c.Untraced = sc(st.Duration), sc(st.Untraced)
+		out.paths[k] = &c
+	}
+	return out
+}
 
 // ProfileOf reduces t to its paths: each span's path is the names from
 // its job's engine.job span down to it joined by PathSep (`engine.job/
@@ -66,12 +102,21 @@ func ProfileOf(t Trace) Profile {
 	roots := jobRoots(t)
 	if len(roots) > 0 {
 		p.Root = roots[0].Name
+		p.Run.Host, p.Run.Build = roots[0].Host, roots[0].Version
 	}
 	if len(roots) > 0 && roots[0].Name == otelcuzk.SpanEngineJob {
 		p.Jobs = len(roots)
 		p.Total = 0
 		for _, r := range roots {
 			p.Total += r.Duration()
+		}
+	}
+	for _, r := range roots {
+		if r.Status.Code == StatusError && p.Run.Outcome == "" {
+			p.Run.Outcome, p.Run.Message = "error", r.Status.Message
+			if et, ok := r.Attrs[string(otelcuzk.KeyErrorType)].(string); ok && et != "" {
+				p.Run.Outcome = et
+			}
 		}
 	}
 	var walk func(n *Node, prefix string)
@@ -102,6 +147,7 @@ func ProfileOf(t Trace) Profile {
 		st.Duration += n.Duration()
 		st.Untraced += n.Untraced
 		st.Count++
+		p.Run.note(n)
 		if p.Circuit == "" {
 			if id, ok := n.Attrs[string(otelcuzk.KeyCircuitID)].(string); ok {
 				p.Circuit = strings.TrimSpace(fmt.Sprintf("%s %v", id, n.Attrs[string(otelcuzk.KeyCircuitConstraints)]))
@@ -115,7 +161,30 @@ func ProfileOf(t Trace) Profile {
 	for _, r := range roots {
 		walk(r, "")
 	}
+	slices.Sort(p.Run.Releases)
 	return p
+}
+
+// note takes what n says of the run where nothing has yet.
+func (r *Run) note(n *Node) {
+	if v, ok := n.Attrs[string(otelcuzk.KeyCircuitID)].(string); ok && r.CircuitID == "" {
+		r.CircuitID = v
+	}
+	if v, ok := n.Attrs[string(otelcuzk.KeyCircuitConstraints)].(int64); ok && r.Constraints == 0 {
+		r.Constraints = v
+	}
+	if v, ok := n.Attrs[string(otelcuzk.KeyBackend)].(string); ok && r.Backend == "" {
+		r.Backend = v
+	}
+	if v, ok := n.Attrs[string(otelcuzk.KeyReleaseMode)].(string); ok && v != "" && !slices.Contains(r.Releases, v) {
+		r.Releases = append(r.Releases, v)
+	}
+	if r.Host == "" {
+		r.Host = n.Host
+	}
+	if r.Build == "" {
+		r.Build = n.Version
+	}
 }
 
 // jobRoots returns the shallowest engine.job spans of t, else its roots.
@@ -160,7 +229,23 @@ type DiffOptions struct {
 	// --threshold-pct 0 is no relative threshold, not 5 %); negative
 	// values are 0.
 	Exact bool
+	// NoiseFloorPct: with one trace on each side there is no run-to-run
+	// spread to measure, so a path did not move unless |B − A| is over
+	// NoiseFloorPct % of A as well (default DefaultNoiseFloorPct; with
+	// Exact as given, 0 none). With more traces on a side the spread is
+	// measured instead (Diff.WithinSpread).
+	NoiseFloorPct float64
+	// Normalize lets the sides be of different sizes of one circuit: the
+	// caller has scaled their times to one size (Profile.Scale).
+	Normalize bool
 }
+
+// DefaultNoiseFloorPct is the noise floor of a diff of one trace a side:
+// the run-to-run spread of identical CPU proofs (bench/trace-noise.md):
+// the 75th percentile of |B − A| / A over the spans of 10 ms or more of 9
+// consecutive pairs of merkle 2^16 proofs on a shared 2-core VM was 24.5 %
+// (median 9.7 %, 90th 38.7 %).
+const DefaultNoiseFloorPct = 25
 
 // DiffNode is one path in both sides: the medians over each side's traces
 // of the path's PathStat (a trace without the path counts as 0, so a span
@@ -171,8 +256,11 @@ type DiffNode struct {
 	Depth                int // 0 for a root
 	A, B                 time.Duration
 	UntracedA, UntracedB time.Duration
-	CountA, CountB       float64 // median span counts
-	TracesA, TracesB     int     // traces of each side that have the path
+	// MinA … MaxB: the range of the path's time over each side's traces
+	// (a trace without the path counts 0), its run-to-run spread.
+	MinA, MaxA, MinB, MaxB time.Duration
+	CountA, CountB         float64 // median span counts
+	TracesA, TracesB       int     // traces of each side that have the path
 	// AttrsA and AttrsB: attributes with one value over every span of the
 	// path on that side (see PathStat.Attrs).
 	AttrsA, AttrsB map[string]string
@@ -213,6 +301,14 @@ type Diff struct {
 	// verdict means nothing moved: a child can move by the thresholds while
 	// its layer, much longer, does not move by ThresholdPct of its own time.
 	Verdicts []string
+	// RunsA and RunsB: what each side's traces say of their runs
+	// (circuit, size, backend, release mode, host, build, failures).
+	RunsA, RunsB SideRuns
+	// Failures: a line per side some of whose jobs did not succeed
+	// (cancelled or failed), printed with the verdicts: "B: its job did
+	// not succeed (canceled: …); its times are of a run cut short, not
+	// comparable".
+	Failures []string
 	opts     DiffOptions
 	byKey    map[string]*DiffNode // by the path key (names joined by keySep)
 }
@@ -247,16 +343,52 @@ func (d *Diff) Find(name string) *DiffNode {
 	return byName
 }
 
-// Moved says whether n moved beyond the thresholds (a path on one side
-// only moved when its time passes ThresholdMS); a change of 0 never moved,
-// whatever the thresholds.
+// Moved says whether n moved: beyond the thresholds (a path on one side
+// only moved when its time passes ThresholdMS) and not WithinSpread; a
+// change of 0 never moved, whatever the thresholds.
 func (d *Diff) Moved(n *DiffNode) bool {
+	return d.beyondThresholds(n) && !d.WithinSpread(n)
+}
+
+func (d *Diff) beyondThresholds(n *DiffNode) bool {
 	delta := math.Abs(ms(n.Delta()))
 	if delta == 0 || delta < d.opts.ThresholdMS {
 		return false
 	}
 	return n.A == 0 || math.Abs(n.Pct()) >= d.opts.ThresholdPct
 }
+
+// OneTraceEach says each side is one trace: there is no run-to-run spread
+// to measure, and the noise floor (DiffOptions.NoiseFloorPct) stands in.
+func (d *Diff) OneTraceEach() bool { return d.TracesA == 1 && d.TracesB == 1 }
+
+// NoiseFloorPct is the noise floor in use (see DiffOptions).
+func (d *Diff) NoiseFloorPct() float64 { return d.opts.NoiseFloorPct }
+
+// WithinSpread says n's change is within the run-to-run spread: with more
+// than one trace on a side, the ranges of its time over A's and over B's
+// traces overlap; with one trace a side, |B − A| is at most NoiseFloorPct
+// % of A. A path on one side only is never within it.
+func (d *Diff) WithinSpread(n *DiffNode) bool {
+	if n.OnlyA() || n.OnlyB() {
+		return false
+	}
+	if d.OneTraceEach() {
+		return math.Abs(float64(n.Delta())) <= d.opts.NoiseFloorPct/100*float64(n.A)
+	}
+	return n.MinA <= n.MaxB && n.MinB <= n.MaxA
+}
+
+// Noisy says n changed by the thresholds but within the spread: a change
+// the diff does not call a move.
+func (d *Diff) Noisy(n *DiffNode) bool { return d.beyondThresholds(n) && d.WithinSpread(n) }
+
+// SmallBase is the baseline under which a change is shown in ms, not %:
+// a percentage of a sub-millisecond time says nothing.
+const SmallBase = time.Millisecond
+
+// PctShown says whether n's Pct is worth showing: A is at least SmallBase.
+func (n *DiffNode) PctShown() bool { return n.A >= SmallBase }
 
 // ProfileSet gathers the profiles of one side of a diff as they are read:
 // per path, the values of the traces that have it (24 bytes a path a
@@ -265,12 +397,58 @@ func (d *Diff) Moved(n *DiffNode) bool {
 type ProfileSet struct {
 	n                int
 	roots            []string
-	circuit          string
-	mixed            error
+	circuit          string // the first profile's cuzk.circuit.id
+	size             int64  // ... and its cuzk.circuit.constraints
+	mixed, mixedSize error
+	runs             SideRuns
 	totals, untraced []time.Duration
 	paths            map[string]*pathValues
 	values           int
 }
+
+// SideRuns sums the Runs of one side's traces for a diff's header: each
+// field's distinct values in the order first seen.
+type SideRuns struct {
+	Circuits    []string
+	Constraints []int64
+	Backends    []string
+	Releases    []string
+	Hosts       []string
+	Builds      []string
+	// Failed counts the traces whose job did not succeed; Outcomes lists
+	// their distinct Run.Outcome values, Message the first one's message.
+	Failed   int
+	Outcomes []string
+	Message  string
+}
+
+func (r *SideRuns) add(run Run) {
+	addTo := func(list *[]string, v string) {
+		if v != "" && !slices.Contains(*list, v) {
+			*list = append(*list, v)
+		}
+	}
+	addTo(&r.Circuits, run.CircuitID)
+	if run.Constraints != 0 && !slices.Contains(r.Constraints, run.Constraints) {
+		r.Constraints = append(r.Constraints, run.Constraints)
+	}
+	addTo(&r.Backends, run.Backend)
+	for _, m := range run.Releases {
+		addTo(&r.Releases, m)
+	}
+	addTo(&r.Hosts, run.Host)
+	addTo(&r.Builds, run.Build)
+	if run.Failed() {
+		if r.Failed == 0 {
+			r.Message = run.Message
+		}
+		r.Failed++
+		addTo(&r.Outcomes, run.Outcome)
+	}
+}
+
+// Runs returns what the set's traces say of their runs.
+func (s *ProfileSet) Runs() SideRuns { return s.runs }
 
 type pathValues struct {
 	durs, unts []time.Duration
@@ -287,11 +465,15 @@ func (s *ProfileSet) Add(p Profile) {
 	if !slices.Contains(s.roots, p.Root) {
 		s.roots = append(s.roots, p.Root)
 	}
-	if p.Circuit != "" {
-		if s.circuit == "" {
-			s.circuit = p.Circuit
-		} else if p.Circuit != s.circuit && s.mixed == nil {
-			s.mixed = fmt.Errorf("mixes circuits %s and %s", s.circuit, p.Circuit)
+	s.runs.add(p.Run)
+	if id := p.Run.CircuitID; id != "" {
+		switch {
+		case s.circuit == "":
+			s.circuit, s.size = id, p.Run.Constraints
+		case id != s.circuit && s.mixed == nil:
+			s.mixed = fmt.Errorf("mixes circuits %s and %s", s.circuit, id)
+		case p.Run.Constraints != s.size && s.mixedSize == nil:
+			s.mixedSize = fmt.Errorf("mixes sizes of %s: %d and %d constraints", id, s.size, p.Run.Constraints)
 		}
 	}
 	s.totals = append(s.totals, p.Total)
@@ -344,7 +526,11 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 	switch {
 	case opts.Exact:
 		opts.ThresholdMS, opts.ThresholdPct = max(opts.ThresholdMS, 0), max(opts.ThresholdPct, 0)
+		opts.NoiseFloorPct = max(opts.NoiseFloorPct, 0)
 	default:
+		if opts.NoiseFloorPct <= 0 {
+			opts.NoiseFloorPct = DefaultNoiseFloorPct
+		}
 		if opts.ThresholdMS <= 0 {
 			opts.ThresholdMS = 1
 		}
@@ -360,17 +546,23 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 		s    *ProfileSet
 	}{{"A", a}, {"B", b}} {
 		if side.s.mixed != nil {
-			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v", ErrMismatch, side.name, side.s.mixed)
+			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v (--circuit picks one)", ErrMismatch, side.name, side.s.mixed)
+		}
+		if side.s.mixedSize != nil && !opts.Normalize {
+			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v (--constraints picks one, --normalize compares per constraint)", ErrMismatch, side.name, side.s.mixedSize)
 		}
 	}
 	if a.circuit != b.circuit && a.circuit != "" && b.circuit != "" {
 		return nil, fmt.Errorf("tracefile: diff: %w: A is of circuit %s, B of %s", ErrMismatch, a.circuit, b.circuit)
 	}
+	if a.circuit != "" && b.circuit != "" && a.size != b.size && !opts.Normalize {
+		return nil, fmt.Errorf("tracefile: diff: %w: A is of %d constraints, B of %d (--normalize compares per constraint)", ErrMismatch, a.size, b.size)
+	}
 	if !slices.ContainsFunc(a.roots, func(r string) bool { return slices.Contains(b.roots, r) }) {
 		return nil, fmt.Errorf("tracefile: diff: %w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(a.roots, ", "), strings.Join(b.roots, ", "))
 	}
 
-	d := &Diff{TracesA: a.n, TracesB: b.n, opts: opts}
+	d := &Diff{TracesA: a.n, TracesB: b.n, RunsA: a.runs, RunsB: b.runs, opts: opts}
 	d.TotalA, d.TotalB = median(slices.Clone(a.totals)), median(slices.Clone(b.totals))
 	d.UntracedA, d.UntracedB = median(slices.Clone(a.untraced)), median(slices.Clone(b.untraced))
 
@@ -391,6 +583,8 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 		n := &DiffNode{Path: strings.ReplaceAll(path, keySep, PathSep), Name: path[strings.LastIndex(path, keySep)+1:], Depth: strings.Count(path, keySep)}
 		n.A, n.UntracedA, n.CountA, n.TracesA, n.AttrsA = sideStats(a, path)
 		n.B, n.UntracedB, n.CountB, n.TracesB, n.AttrsB = sideStats(b, path)
+		n.MinA, n.MaxA = sideRange(a, path)
+		n.MinB, n.MaxB = sideRange(b, path)
 		nodes[path] = n
 		if i := strings.LastIndex(path, keySep); i >= 0 {
 			if parent := nodes[path[:i]]; parent != nil {
@@ -414,12 +608,35 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 	for _, n := range nodes {
 		slices.SortFunc(n.Children, bySize)
 	}
+	for _, side := range []struct {
+		name string
+		r    SideRuns
+		n    int
+	}{{"A", a.runs, a.n}, {"B", b.runs, b.n}} {
+		if side.r.Failed > 0 {
+			d.Failures = append(d.Failures, failedVerdict(side.name, side.r, side.n))
+		}
+	}
 	d.Walk(func(n *DiffNode) {
 		if d.Moved(n) && (len(n.Children) > 0 || n.Depth == 0) || slices.ContainsFunc(n.Children, d.Moved) {
 			d.Verdicts = append(d.Verdicts, d.verdict(n))
 		}
 	})
 	return d, nil
+}
+
+// failedVerdict is the verdict line of a side some of whose jobs did not
+// succeed: their times are of runs cut short.
+func failedVerdict(side string, r SideRuns, n int) string {
+	what := "its job"
+	if n > 1 {
+		what = fmt.Sprintf("%d of its %d jobs", r.Failed, n)
+	}
+	msg := ""
+	if r.Message != "" {
+		msg = ": " + r.Message
+	}
+	return fmt.Sprintf("%s: %s did not succeed (%s%s); its times are of a run cut short, not comparable", side, what, strings.Join(r.Outcomes, ", "), msg)
 }
 
 func (d *Diff) verdict(n *DiffNode) string {
@@ -437,9 +654,10 @@ func (d *Diff) verdict(n *DiffNode) string {
 }
 
 // changeNote says what else tells the sides apart at n: present on one side
-// only, and the attributes whose one value differs between the sides
-// (for a span on one side only, its *.mode attributes): " (sync on B)",
-// " (async on A, sync on B)", " (only on B)".
+// only, and each attribute whose one value differs between the sides,
+// named (for a span on one side only, its *.mode attributes):
+// " (cuzk.key.cache_hit: false → true)", " (only on B, cuzk.release.mode:
+// sync)", " (only on A)". Ids (keys ending in .id) are left out.
 func changeNote(n *DiffNode) string {
 	var notes []string
 	keys := func(m map[string]string) []string {
@@ -456,13 +674,11 @@ func changeNote(n *DiffNode) string {
 		if n.OnlyA() {
 			side, attrs = "A", n.AttrsA
 		}
+		notes = append(notes, "only on "+side)
 		for _, k := range keys(attrs) {
 			if strings.HasSuffix(k, ".mode") {
-				notes = append(notes, attrs[k]+" on "+side)
+				notes = append(notes, k+": "+attrs[k])
 			}
-		}
-		if len(notes) == 0 {
-			notes = append(notes, "only on "+side)
 		}
 	default:
 		for _, k := range keys(n.AttrsB) {
@@ -470,16 +686,16 @@ func changeNote(n *DiffNode) string {
 			if !ok || va == n.AttrsB[k] || strings.HasSuffix(k, ".id") {
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("%s on A, %s on B", va, n.AttrsB[k]))
+			notes = append(notes, fmt.Sprintf("%s: %s → %s", k, va, n.AttrsB[k]))
 		}
 	}
 	if len(notes) == 0 {
 		return ""
 	}
-	if len(notes) > 2 {
-		notes = notes[:2]
+	if len(notes) > 3 {
+		notes = notes[:3]
 	}
-	return " (" + strings.Join(notes, "; ") + ")"
+	return " (" + strings.Join(notes, ", ") + ")"
 }
 
 // FormatDelta writes a signed duration for people: "+2.0 s", "−350.0 ms",
@@ -521,6 +737,20 @@ func sideStats(s *ProfileSet, path string) (dur, untraced time.Duration, count f
 		counts[i] = time.Duration(c)
 	}
 	return median(pad(v.durs)), median(pad(v.unts)), float64(medianHalf(counts)) / 2, len(v.durs), maps.Clone(v.attrs)
+}
+
+// sideRange is the least and the most time of path over s's traces (a
+// trace without it counts 0).
+func sideRange(s *ProfileSet, path string) (lo, hi time.Duration) {
+	v := s.paths[path]
+	if v == nil {
+		return 0, 0
+	}
+	lo, hi = slices.Min(v.durs), slices.Max(v.durs)
+	if len(v.durs) < s.n {
+		lo = 0
+	}
+	return lo, hi
 }
 
 // median of v (v is reordered); the mean of the middle two for an even

@@ -17,14 +17,19 @@ import (
 var diffHTML string
 
 type diffHTMLDoc struct {
-	TracesA      int          `json:"traces_a"`
-	TracesB      int          `json:"traces_b"`
-	AxisMS       float64      `json:"axis_ms"`
-	ThresholdMS  float64      `json:"threshold_ms"`
-	ThresholdPct float64      `json:"threshold_pct"`
-	Verdicts     []string     `json:"verdicts"`
-	A            diffHTMLSide `json:"a"`
-	B            diffHTMLSide `json:"b"`
+	TracesA      int      `json:"traces_a"`
+	TracesB      int      `json:"traces_b"`
+	AxisMS       float64  `json:"axis_ms"`
+	ThresholdMS  float64  `json:"threshold_ms"`
+	ThresholdPct float64  `json:"threshold_pct"`
+	Verdicts     []string `json:"verdicts"`
+	// RunA and RunB say what each side ran (RunText); NoiseNote, with one
+	// trace a side, the noise floor in use.
+	RunA      string       `json:"run_a"`
+	RunB      string       `json:"run_b"`
+	NoiseNote string       `json:"noise_note,omitempty"`
+	A         diffHTMLSide `json:"a"`
+	B         diffHTMLSide `json:"b"`
 }
 
 type diffHTMLSide struct {
@@ -40,7 +45,8 @@ type diffHTMLSpan struct {
 	StartMS      float64 `json:"start_ms"` // from the side's trace start
 	DurationMS   float64 `json:"duration_ms"`
 	UntracedSpan bool    `json:"untraced_span,omitempty"`
-	Moved        bool    `json:"moved,omitempty"` // its path moved beyond the thresholds
+	Moved        bool    `json:"moved,omitempty"` // its path moved (Diff.Moved)
+	Noisy        bool    `json:"noisy,omitempty"` // by the thresholds, within the spread
 	DeltaMS      float64 `json:"delta_ms"`        // of its path (medians for sets)
 	Only         bool    `json:"only,omitempty"`  // its path is on this side only
 }
@@ -56,7 +62,10 @@ type diffHTMLSpan struct {
 func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 	doc := diffHTMLDoc{
 		TracesA: d.TracesA, TracesB: d.TracesB, ThresholdMS: d.opts.ThresholdMS, ThresholdPct: d.opts.ThresholdPct,
-		Verdicts: append([]string{}, d.Verdicts...),
+		Verdicts: append(append([]string{}, d.Failures...), d.Verdicts...), RunA: RunText(d.RunsA), RunB: RunText(d.RunsB),
+	}
+	if d.OneTraceEach() && d.opts.NoiseFloorPct > 0 {
+		doc.NoiseNote = fmt.Sprintf("one trace a side: no run-to-run spread to measure; a span moves only by more than the noise floor, %g %% of A (identical CPU proofs, bench/trace-noise.md); --last N compares N traces a side", d.opts.NoiseFloorPct)
 	}
 	for i, spans := range [][]Span{spansA, spansB} {
 		if len(spans) == 0 {
@@ -93,7 +102,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == otelcuzk.SpanUntraced,
 			}
 			if dn := d.byKey[key]; dn != nil && inJob && !row.UntracedSpan {
-				row.Moved, row.DeltaMS = d.Moved(dn), ms(dn.Delta())
+				row.Moved, row.Noisy, row.DeltaMS = d.Moved(dn), d.Noisy(dn), ms(dn.Delta())
 				row.Only = dn.OnlyA() || dn.OnlyB()
 			}
 			side.Spans = append(side.Spans, row)

@@ -136,6 +136,16 @@ func jaegerSpanToSpan(js jaegerSpan, processes map[string]jaegerProcess) (Span, 
 		return s, fmt.Errorf("unknown processID %q", js.ProcessID)
 	}
 	s.Service = p.ServiceName
+	for _, kv := range p.Tags { // the resource's attributes
+		if v, err := jaegerValue(kv); err == nil {
+			switch str, _ := v.(string); kv.Key {
+			case "host.name":
+				s.Host = str
+			case "service.version":
+				s.Version = str
+			}
+		}
+	}
 	if js.StartTime < 0 || js.Duration < 0 {
 		return s, fmt.Errorf("negative startTime %d or duration %d", js.StartTime, js.Duration)
 	}

@@ -117,9 +117,10 @@ type otlpScopeSpans[S spanJSON] struct {
 	Spans []S `json:"spans"`
 }
 
-// spanJSON is a span of an otlpDoc: span gives it as a Span of service.
+// spanJSON is a span of an otlpDoc: span gives it as a Span of the
+// resource res.
 type spanJSON interface {
-	span(service string) (Span, error)
+	span(res resourceInfo) (Span, error)
 }
 
 // linesDoc is an otlpDoc with its spans decoded.
@@ -177,11 +178,11 @@ func (d *otlpDoc[S]) each(fn func(Span) error) error {
 		return errNotTraces
 	}
 	for _, rs := range rss {
-		service := serviceName(rs.Resource.Attributes)
+		res := resourceOf(rs.Resource.Attributes)
 		for _, group := range [][]otlpScopeSpans[S]{rs.ScopeSpans, rs.InstrumentationLibrarySpans} {
 			for _, ss := range group {
 				for _, sp := range ss.Spans {
-					s, err := sp.span(service)
+					s, err := sp.span(res)
 					if err != nil {
 						return err
 					}
@@ -206,20 +207,30 @@ func (d *otlpDoc[S]) spans() ([]Span, error) {
 
 var errNotTraces = errors.New(`not an OTLP traces document: no "resourceSpans", "batches" or "trace"`)
 
-// serviceName is the last service.name string of a resource's attributes,
-// "" without one.
-func serviceName(attrs []linesKV) string {
-	var service string
+// resourceInfo is what a Span keeps of its resource (Span.Service, Host,
+// Version): the last string value of each key, "" without one.
+type resourceInfo struct{ service, host, version string }
+
+func resourceOf(attrs []linesKV) resourceInfo {
+	var r resourceInfo
 	for _, kv := range attrs {
-		if kv.Key == "service.name" && kv.Value.StringValue != nil {
-			service = *kv.Value.StringValue
+		if kv.Value.StringValue == nil {
+			continue
+		}
+		switch kv.Key {
+		case "service.name":
+			r.service = *kv.Value.StringValue
+		case "host.name":
+			r.host = *kv.Value.StringValue
+		case "service.version":
+			r.version = *kv.Value.StringValue
 		}
 	}
-	return service
+	return r
 }
 
-func (r linesSpan) span(service string) (Span, error) {
-	s := Span{Name: r.Name, Service: service}
+func (r linesSpan) span(res resourceInfo) (Span, error) {
+	s := Span{Name: r.Name, Service: res.service, Host: res.host, Version: res.version}
 	var err error
 	if s.TraceID, err = linesID(r.TraceID, 16); err != nil || s.TraceID == "" {
 		return s, fmt.Errorf("span %q: traceId %q: want 32 hex digits or base64 of 16 bytes", r.Name, r.TraceID)

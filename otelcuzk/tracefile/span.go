@@ -30,6 +30,8 @@ type Span struct {
 	Attrs   map[string]any
 	Status  Status
 	Service string // service.name of the span's resource, "" if unknown
+	Host    string // host.name of the span's resource, "" if unknown
+	Version string // service.version of the span's resource (cuzk: its build), "" if unknown
 }
 
 // Duration is End − Start, or 0 when End is before Start.
@@ -75,10 +77,15 @@ func SpansFromOTLP(tds ...*tracepb.TracesData) []Span {
 	var out []Span
 	for _, td := range tds {
 		for _, rs := range td.GetResourceSpans() {
-			var service string
+			var service, host, version string
 			for _, kv := range rs.GetResource().GetAttributes() {
-				if kv.GetKey() == "service.name" {
+				switch kv.GetKey() {
+				case "service.name":
 					service = kv.GetValue().GetStringValue()
+				case "host.name":
+					host = kv.GetValue().GetStringValue()
+				case "service.version":
+					version = kv.GetValue().GetStringValue()
 				}
 			}
 			for _, ss := range rs.GetScopeSpans() {
@@ -93,7 +100,7 @@ func SpansFromOTLP(tds ...*tracepb.TracesData) []Span {
 							Code:    StatusCode(p.GetStatus().GetCode()),
 							Message: p.GetStatus().GetMessage(),
 						},
-						Service: service,
+						Service: service, Host: host, Version: version,
 					}
 					if pid := p.GetParentSpanId(); len(pid) > 0 && !bytes.Equal(pid, make([]byte, len(pid))) {
 						s.ParentID = hex.EncodeToString(pid)

@@ -124,10 +124,10 @@ func (r *rawSpan) UnmarshalJSON(b []byte) error {
 }
 
 // span decodes r as linesDoc does its spans.
-func (r rawSpan) span(service string) (Span, error) {
+func (r rawSpan) span(res resourceInfo) (Span, error) {
 	var ls linesSpan
 	if err := json.Unmarshal(r, &ls); err != nil {
 		return Span{}, err
 	}
-	return ls.span(service)
+	return ls.span(res)
 }
