@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -101,6 +102,10 @@ type Status struct {
 	Uptime  time.Duration
 	// Closing is set once Shutdown began.
 	Closing bool
+	// JournalErrors counts the journal writes (WithJournal) that failed,
+	// JournalError is the last one's error ("" when none).
+	JournalErrors uint64
+	JournalError  string
 }
 
 // QueueDepth is the number of partitions waiting for a synthesis slot (or
@@ -168,6 +173,9 @@ type Engine struct {
 	succeeded     uint64
 	failed        uint64
 	cancelled     uint64
+
+	journalErrs atomic.Uint64
+	journalErr  atomic.Value // string: the last journal write error
 }
 
 // New starts an engine with one goroutine per device worker (and per
@@ -211,6 +219,11 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 		busySince:   make([]time.Time, len(workers)),
 		ready:       cfg.ready == nil,
 		healthy:     len(workers),
+	}
+	if cfg.journal != nil {
+		if err := e.restore(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.synthesisWorkers > 0 {
 		e.synth = cfg.synthesizer
@@ -277,6 +290,10 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		return info, err
 	}
 	parts := partitionsOf(req)
+	params := ""
+	if e.cfg.journal != nil {
+		params = paramsOf(req)
+	}
 	// Validation may parse a witness: done outside the lock, then the
 	// checks above are repeated under it.
 	var memory uint64
@@ -311,9 +328,13 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	now := e.cfg.now()
 	e.prune(now)
 	if j, ok := e.byRequest[req.RequestID]; ok {
-		info := j.info()
-		info.Existing = true
-		return info, sameProof(&j.req, req)
+		err := sameAs(j, req)
+		if !j.interrupted || err != nil {
+			info := j.info()
+			info.Existing = true
+			return info, err
+		}
+		e.forgetLocked(j) // interrupted by a restart: prove it again
 	}
 	if e.closing {
 		return JobInfo{}, ErrClosed
@@ -334,6 +355,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		submitted: now,
 		memory:    memory,
 		pending:   len(parts),
+		params:    params,
 	}
 	ahead := 0
 	for p := req.Priority; p <= priority.Critical; p++ {
@@ -384,6 +406,9 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	}
 	e.jobs[j.id] = j
 	e.byRequest[req.RequestID] = j
+	// Written before any worker can take the job (they wait for e.mu), so
+	// the record of its end is never overwritten by this one.
+	e.journalPut(e.record(j))
 	e.cond.Broadcast()
 	return j.info(), nil
 }
@@ -432,9 +457,13 @@ func (e *Engine) existing(req *prover.Request) (JobInfo, bool, error) {
 	if !ok {
 		return JobInfo{}, false, nil
 	}
+	err := sameAs(j, req)
+	if j.interrupted && err == nil {
+		return JobInfo{}, false, nil // Submit proves it again
+	}
 	info := j.info()
 	info.Existing = true
-	return info, true, sameProof(&j.req, req)
+	return info, true, err
 }
 
 // sameProof is nil when req asks for the proof that job (a request with the
@@ -626,6 +655,10 @@ func (e *Engine) Status() Status {
 		Started:          e.started,
 		Uptime:           now.Sub(e.started),
 		Closing:          e.closing,
+		JournalErrors:    e.journalErrs.Load(),
+	}
+	if v, ok := e.journalErr.Load().(string); ok {
+		s.JournalError = v
 	}
 	if e.synth != nil {
 		s.SynthesisWorkers = e.cfg.synthesisWorkers

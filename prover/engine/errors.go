@@ -45,5 +45,10 @@ var (
 	// already has a job for with another circuit, size or witness: an
 	// idempotency key names one proof, and answering with the other
 	// proof's result would be wrong (the daemon answers ALREADY_EXISTS).
+	// ErrInterrupted is the error of a job the journal (WithJournal) found
+	// unfinished at start: the daemon stopped (crashed, was killed or
+	// restarted) while it ran. Submitting the same request id proves it
+	// again (the daemon answers ABORTED: retry).
+	ErrInterrupted     = otelcuzk.NewError(otelcuzk.ErrorTypeCanceled, "engine: interrupted by a restart")
 	ErrRequestConflict = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "engine: request id already used for another proof")
 )

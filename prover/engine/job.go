@@ -121,6 +121,9 @@ type job struct {
 	span        trace.Span
 	ctx         context.Context // holds span
 	traceID     string
+	params      string // journal.ParamsHash of req; "" without a journal
+	parts       int    // partitions of a job restored from the journal (no tasks)
+	interrupted bool   // restored unfinished: Submit proves it again
 }
 
 // task is one partition of a job (the job itself for one witness): the
@@ -179,7 +182,7 @@ func (j *job) info() JobInfo {
 		Submitted:   j.submitted,
 		Started:     j.started,
 		Finished:    j.finished,
-		Partitions:  len(j.tasks),
+		Partitions:  max(len(j.tasks), j.parts),
 		MemoryBytes: j.memory,
 		Result:      j.result,
 		Err:         j.err,

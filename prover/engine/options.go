@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/journal"
 )
 
 // Defaults, sized for a small host: a queue a few proofs deep per worker,
@@ -42,6 +43,7 @@ type config struct {
 	held             func() uint64
 	ready            <-chan struct{}
 	onFault          func(worker string, err error)
+	journal          *journal.Journal
 }
 
 func newConfig(opts []Option) config {

@@ -515,7 +515,9 @@ func (e *Engine) finishJob(j *job, now time.Time) {
 	}
 	e.keep(j, now)
 	info := j.info()
+	rec := e.record(j)
 	e.mu.Unlock()
+	e.journalPut(rec)
 	if e.cfg.onFinish != nil {
 		e.cfg.onFinish(info)
 	}

@@ -20,7 +20,9 @@
 // exceeds the engine's memory budget (and, from grpc itself, a message
 // over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED
 // when AwaitProof's wait ends first; UNAVAILABLE while shutting down;
-// UNAUTHENTICATED without the bearer token when one is configured.
+// UNAUTHENTICATED without the bearer token when one is configured;
+// ABORTED for a job a restart interrupted (engine.ErrInterrupted: submit
+// the same request id again to prove it).
 //
 // The standard health service grpc.health.v1 (grpc-go's health package)
 // answers on the same address, without the bearer token: SERVING for ""

@@ -264,6 +264,8 @@ func Code(err error) codes.Code {
 		return codes.FailedPrecondition
 	case errors.Is(err, engine.ErrRequestConflict):
 		return codes.AlreadyExists
+	case errors.Is(err, engine.ErrInterrupted):
+		return codes.Aborted
 	case errors.Is(err, engine.ErrEmptyRequestID), errors.Is(err, engine.ErrInvalidRequest),
 		errors.Is(err, prover.ErrBadWitness), errors.Is(err, prover.ErrWitnessSize),
 		errors.Is(err, prover.ErrUnsatisfied), errors.Is(err, prover.ErrUnsupported),

@@ -292,6 +292,7 @@ func TestCodeMapsEveryError(t *testing.T) {
 		engine.ErrUnknownJob:      codes.NotFound,
 		engine.ErrJobFinished:     codes.FailedPrecondition,
 		engine.ErrRequestConflict: codes.AlreadyExists,
+		engine.ErrInterrupted:     codes.Aborted,
 		engine.ErrClosed:          codes.Unavailable,
 		fmt.Errorf("%w: %w", engine.ErrCancelled, engine.ErrClosed): codes.Canceled,
 		fmt.Errorf("x: %w", prover.ErrUnknownCircuit):               codes.NotFound,
