@@ -95,6 +95,10 @@ type countingExporter struct {
 	next    sdktrace.SpanExporter
 	log     io.Writer
 	dropped atomic.Int64
+	// pending counts the spans queueCounter passed to the batch processor
+	// and no export has taken yet: those in its queue or in the batch it
+	// is filling.
+	pending atomic.Int64
 	// acct guards handed (spans passed to ExportSpans, whatever became of
 	// them), inflight (those of exports not ended yet) and settled
 	// (queueCounter.settle ran: later spans, and those still in flight
@@ -128,6 +132,7 @@ func newCountingExporter(next sdktrace.SpanExporter, log io.Writer) *countingExp
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := int64(len(spans))
+	e.pending.Add(-n)
 	e.acct.Lock()
 	settled := e.settled
 	if !settled {
@@ -303,29 +308,53 @@ func dialProbe(hostport string) func() bool {
 }
 
 // queueCounter wraps the exporting span processor and counts the sampled
-// spans handed to it, so that Shutdown can count what never reached the
-// exporter as dropped too: spans the batch processor dropped because its
-// queue was full (while an export hung), spans still queued when the
-// shutdown deadline passed, and spans that ended while it shut down (the
-// provider hands spans that end after its Shutdown to no processor).
+// spans handed to it, so that no span is lost uncounted. A span that would
+// overflow the batch processor's queue (limit spans, OTEL_BSP_MAX_QUEUE_SIZE:
+// an export hangs or the spans end faster than they are sent) is dropped
+// here and counted at once, so DroppedSpans and cuzk_spans_dropped_total
+// see it while the process runs; the processor, whose queue holds as many,
+// then never drops one silently. Shutdown counts the rest: spans still
+// queued when the shutdown deadline passed, and spans that ended while it
+// shut down (the provider hands spans that end after its Shutdown to no
+// processor).
 type queueCounter struct {
 	sdktrace.SpanProcessor
 	exp     *countingExporter
+	limit   int64 // spans the batch processor may hold; 0: no queue (simple processor)
 	ended   atomic.Int64
 	stopped atomic.Bool
 	settled atomic.Bool
 }
 
 func (q *queueCounter) OnEnd(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
+	if s == nil || !s.SpanContext().IsSampled() {
 		return
 	}
-	if q.stopped.Load() {
+	if q.stopped.Load() || !q.reserve() {
 		q.exp.drop(1)
 		return
 	}
 	q.ended.Add(1)
 	q.SpanProcessor.OnEnd(s)
+}
+
+// reserve takes a place in the batch processor's queue for one span, or
+// reports false when its limit spans wait already. The queue's channel
+// holds at most the spans reserved and not yet exported, so it never
+// overflows.
+func (q *queueCounter) reserve() bool {
+	if q.limit <= 0 {
+		return true
+	}
+	for {
+		n := q.exp.pending.Load()
+		if n >= q.limit {
+			return false
+		}
+		if q.exp.pending.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 func (q *queueCounter) Shutdown(ctx context.Context) error {

@@ -373,3 +373,49 @@ func TestShutdownWithADoneContextDeliversTheQueueWithoutAnError(t *testing.T) {
 		}
 	})
 }
+
+// A receiver that accepts and never answers: the spans the queue cannot
+// hold are counted dropped the moment they end, and those of the hung
+// export and of the cooldown after it within the export timeout and a
+// schedule delay, all while the process runs (not at Shutdown).
+func TestDropsWhileAnExportHangsAreCountedLive(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "5")
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	bh, err := otlptest.NewBlackhole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bh.Close()
+	const timeout = time.Second
+	tel := newTel(t, WithEndpoint(bh.URL()), WithProtocol(ProtocolHTTPProtobuf), WithTimeout(timeout),
+		WithLogWriter(nil), WithoutUntraced())
+	before := DroppedSpans()
+	emit(tel, 1)
+	// The one span's export now hangs: wait until the processor took it.
+	for deadline := time.Now().Add(timeout / 2); tel.exporter.pending.Load() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	emit(tel, 50)
+	if got := tel.DroppedSpans(); got < 45 {
+		t.Fatalf("right after 50 spans ended behind a hung export (queue of 5): %d dropped, want at least 45", got)
+	}
+	if got := DroppedSpans() - before; got < 45 {
+		t.Errorf("process counter (cuzk_spans_dropped_total) rose by %d, want at least 45", got)
+	}
+	deadline := time.Now().Add(timeout + 2*time.Second)
+	for tel.DroppedSpans() != 51 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := tel.DroppedSpans(); got != 51 {
+		t.Fatalf("%v after the hung export began: %d dropped, want all 51 before Shutdown", timeout+2*time.Second, got)
+	}
+	if got := DroppedSpans() - before; got != 51 {
+		t.Errorf("process counter rose by %d, want 51", got)
+	}
+	tel.Shutdown(context.Background())
+	if got := tel.DroppedSpans(); got != 51 {
+		t.Errorf("after Shutdown %d dropped, want still 51 (none counted twice)", got)
+	}
+}

@@ -120,12 +120,14 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		popts = append(popts, sdktrace.WithSpanProcessor(NewUntracedProcessor(c.untracedMin, c.untracedFrac)))
 	}
 	var exporting sdktrace.SpanProcessor
+	queue := 0 // the batch processor's queue; none with a simple one
 	if c.syncExport {
 		exporting = sdktrace.NewSimpleSpanProcessor(t.exporter)
 	} else {
-		exporting = sdktrace.NewBatchSpanProcessor(t.exporter)
+		queue = batchQueueSize()
+		exporting = sdktrace.NewBatchSpanProcessor(t.exporter, sdktrace.WithMaxQueueSize(queue))
 	}
-	t.queue = &queueCounter{SpanProcessor: exporting, exp: t.exporter}
+	t.queue = &queueCounter{SpanProcessor: exporting, exp: t.exporter, limit: int64(queue)}
 	popts = append(popts, sdktrace.WithSpanProcessor(t.queue))
 	for _, p := range c.processors {
 		popts = append(popts, sdktrace.WithSpanProcessor(p))
@@ -266,6 +268,20 @@ func exportTimeout(c config) time.Duration {
 		}
 	}
 	return DefaultExportTimeout
+}
+
+// DefaultBatchQueueSize is the batch span processor's queue, spans, when
+// OTEL_BSP_MAX_QUEUE_SIZE is unset or 0: the SDK's (and the
+// specification's) default.
+const DefaultBatchQueueSize = 2048
+
+// batchQueueSize is OTEL_BSP_MAX_QUEUE_SIZE (checkEnv checked it), else
+// DefaultBatchQueueSize.
+func batchQueueSize() int {
+	if n, err := strconv.Atoi(firstEnv("OTEL_BSP_MAX_QUEUE_SIZE")); err == nil && n > 0 {
+		return n
+	}
+	return DefaultBatchQueueSize
 }
 
 func firstEnv(names ...string) string {
