@@ -73,6 +73,10 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	ui, err := jaegerUI()
+	if err != nil {
+		return err
+	}
 	name, n := c.String("circuit"), c.Int("constraints")
 	inst, err := buildCircuit(c)
 	if err != nil {
@@ -195,6 +199,9 @@ func proveAction(c *cli.Context) (err error) {
 		fmt.Fprintf(out, "trace     NOT delivered over OTLP %s to %s (trace id %s): the export failed\n", protocol, orEnv(target), res.TraceID)
 	default:
 		fmt.Fprintf(out, "trace     sent over OTLP %s to %s (trace id %s)\n", protocol, orEnv(target), res.TraceID)
+		if link := jaegerTraceURL(ui, res.TraceID); link != "" {
+			fmt.Fprintf(out, "jaeger    %s\n", link)
+		}
 	}
 	if shutErr != nil {
 		return fmt.Errorf("trace export: %w", shutErr)

@@ -82,6 +82,10 @@ func submitAction(c *cli.Context) error {
 	if req.RequestID == "" {
 		req.RequestID = fmt.Sprintf("submit-%d", time.Now().UnixNano())
 	}
+	ui, err := jaegerUI()
+	if err != nil {
+		return err
+	}
 	if d := c.Duration("timeout"); d <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", d)
 	}
@@ -159,6 +163,9 @@ func submitAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(out, "job       %s (request %s) on %s, backend %s\n", res.JobID, res.RequestID, res.Worker, res.Backend)
 	fmt.Fprintf(out, "trace     %s\n", res.TraceID)
+	if link := jaegerTraceURL(ui, res.TraceID); link != "" {
+		fmt.Fprintf(out, "jaeger    %s\n", link)
+	}
 	t := res.Timings
 	fmt.Fprintf(out, "timings   queue %s  memory %s  keys %s  synthesis %s  device wait %s  prove %s  serialize %s  verify %s  total %s\n",
 		msStr(t.QueueWait), msStr(t.MemoryWait), msStr(t.KeyLoad), msStr(t.Synthesis), msStr(t.DeviceWait),
