@@ -20,6 +20,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	// Every daemon a test starts keeps its jobs in memory, unless the test
+	// gives it a --state-dir: none shares the user's journal.
+	os.Setenv("CUZK_STATE_DIR", "none")
 	dir, err := os.MkdirTemp("", "otelcuzk-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

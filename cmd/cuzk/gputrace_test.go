@@ -35,6 +35,9 @@ var fakeBuild struct {
 
 // TestMain removes the fakes built for the package's tests.
 func TestMain(m *testing.M) {
+	// Every daemon a test starts keeps its jobs in memory, unless the test
+	// gives it a --state-dir: none shares the user's journal.
+	os.Setenv("CUZK_STATE_DIR", "none")
 	code := m.Run()
 	if fakeBuild.dir != "" {
 		os.RemoveAll(fakeBuild.dir)

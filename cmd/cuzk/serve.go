@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
@@ -60,6 +62,9 @@ func init() {
 			&cli.IntFlag{Name: "max-message-bytes", Value: server.DefaultMaxMessageBytes, Usage: "largest request (witness) accepted"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
+			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: defaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only (default $XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk)"},
+			&cli.DurationFlag{Name: "result-ttl", Value: engine.DefaultResultTTL, Usage: "how long a finished job (its proof, its request id) is kept, in memory and in the journal"},
+			&cli.IntFlag{Name: "max-results", Value: engine.DefaultMaxResults, Usage: "finished jobs kept at most, the oldest dropped first (the journal also holds at most 64 MiB of them)"},
 			&cli.StringSliceFlag{Name: "circuit-file", Usage: "register a circuit from files, NAME:R1CS:PK[:VK] (gnark WriteTo of the BLS12-381 constraint system and keys); repeatable"},
 		},
 		Action: func(c *cli.Context) error {
@@ -78,6 +83,10 @@ func init() {
 				shutdownTimeout: c.Duration("shutdown-timeout"), maxMessage: c.Int("max-message-bytes"),
 				traceFile: c.String("trace-file"), cacheDir: c.String("cache-dir"),
 				log: errOut, gpuFactory: "cuda", circuitFiles: c.StringSlice("circuit-file"),
+				stateDir: c.String("state-dir"), resultTTL: c.Duration("result-ttl"), maxResults: c.Int("max-results"),
+			}
+			if cfg.stateDir == "none" {
+				cfg.stateDir = ""
 			}
 			// After the first signal, a second one kills the process the
 			// default way instead of waiting for the shutdown.
@@ -109,6 +118,11 @@ type serveConfig struct {
 	gpus       func() ([]cudaspans.DeviceInfo, error)
 	// circuitFiles are NAME:R1CS:PK[:VK] registrations (--circuit-file).
 	circuitFiles []string
+	// stateDir holds the job journal ("": none); resultTTL and maxResults
+	// bound the finished jobs kept (0: the engine's defaults).
+	stateDir   string
+	resultTTL  time.Duration
+	maxResults int
 	// telemetry are extra otelcuzk options (tests: a span processor that
 	// counts what ended).
 	telemetry []otelcuzk.Option
@@ -161,6 +175,11 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	if err := registerCircuitFiles(cfg.circuitFiles); err != nil {
 		return err
 	}
+	keep, closeJournal, err := openJournal(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeJournal()
 	// No reachability probe: under systemd the trace backend may come up
 	// after the daemon; spans dropped meanwhile are counted and warned of.
 	var summary string // printed last, after the span flush
@@ -222,7 +241,8 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	// After --shutdown-timeout the running jobs are cancelled; a step that
 	// cannot stop (a key setup) gets one more second, not the engine's
 	// default grace, so SIGTERM ends the daemon near its deadline.
-	eng, err = engine.New(workers, append(stages.opts, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
+	eopts := append(append([]engine.Option(nil), stages.opts...), keep...)
+	eng, err = engine.New(workers, append(eopts, engine.WithQueueSize(cfg.queueSize), engine.WithFinishHook(metrics.JobFinished),
 		engine.WithValidator(validate), engine.WithCancelGrace(cancelGrace))...)
 	if err != nil {
 		return err
@@ -469,3 +489,52 @@ func orNone(s string) string {
 
 // version is the module version of the binary, or "dev".
 func version() string { return otelcuzk.Version() }
+
+// defaultStateDir is --state-dir's default: $XDG_STATE_HOME/otelcuzk, else
+// ~/.local/state/otelcuzk; "none" without a home directory.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "otelcuzk")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "otelcuzk")
+	}
+	return "none"
+}
+
+// openJournal opens the job journal of cfg.stateDir (none when empty) and
+// returns the engine options that keep finished jobs (--result-ttl,
+// --max-results, the journal) and the function that closes it. A journal
+// another daemon holds, or a corrupt one, is a one-line error naming the
+// file.
+func openJournal(cfg serveConfig) ([]engine.Option, func(), error) {
+	if cfg.resultTTL < 0 {
+		return nil, nil, fmt.Errorf("serve: --result-ttl %v: want 0 or more", cfg.resultTTL)
+	}
+	if cfg.maxResults < 0 {
+		return nil, nil, fmt.Errorf("serve: --max-results %d: want at least 1", cfg.maxResults)
+	}
+	ttl, n := cfg.resultTTL, cfg.maxResults
+	if ttl == 0 {
+		ttl = engine.DefaultResultTTL
+	}
+	if n == 0 {
+		n = engine.DefaultMaxResults
+	}
+	opts := []engine.Option{engine.WithResultTTL(ttl), engine.WithMaxResults(n)}
+	if cfg.stateDir == "" {
+		return opts, func() {}, nil
+	}
+	j, interrupted, err := journal.Open(cfg.stateDir, journal.WithTTL(ttl), journal.WithMaxEntries(n))
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: --state-dir: %w", err)
+	}
+	if len(interrupted) > 0 {
+		fmt.Fprintf(cfg.log, "cuzk serve: %d jobs were interrupted by the last stop (%s): they answer FAILED until resubmitted\n", len(interrupted), j.Path())
+	}
+	return append(opts, engine.WithJournal(j)), func() {
+		if err := j.Close(); err != nil {
+			fmt.Fprintf(cfg.log, "cuzk serve: closing the journal: %v\n", err)
+		}
+	}, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/otelcuzk/otelcuzk/prover/journal"
+)
+
+// A state dir another daemon holds, or a corrupt journal, is refused at
+// start in one line naming the file; --result-ttl and --max-results
+// refuse nonsense.
+func TestServeRefusesALockedOrCorruptStateDir(t *testing.T) {
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	base := []string{"serve", "--backend", "cpu", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}
+
+	held := filepath.Join(dir, "held")
+	j, _, err := journal.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	_, _, err = runCuzk(t, append(base, "--state-dir", held)...)
+	if err == nil || !strings.Contains(err.Error(), "another daemon uses this --state-dir") || !strings.Contains(err.Error(), filepath.Join(held, journal.FileName)) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("locked state dir: %v, want one line naming the file and the other daemon", err)
+	}
+
+	bad := filepath.Join(dir, "bad")
+	if err := os.MkdirAll(bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, journal.FileName), []byte(strings.Repeat("garbage ", 2000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCuzk(t, append(base, "--state-dir", bad)...)
+	if err == nil || !strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("corrupt journal: %v, want one line saying it is corrupt", err)
+	}
+	wantRefused(t, base, []badArgs{
+		{[]string{"--result-ttl", "-1s"}, "--result-ttl"},
+		{[]string{"--max-results", "-1"}, "--max-results"},
+	})
+}
+
+func TestServeHelpNamesTheStateDirAndItsDefault(t *testing.T) {
+	t.Setenv("CUZK_STATE_DIR", "")
+	out, _, err := runCuzk(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"--state-dir", "$XDG_STATE_HOME/otelcuzk", "interrupted by a restart", "--result-ttl", "10m0s", "--max-results"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+}
