@@ -45,7 +45,11 @@ axis instead: a row per job (engine.job, or a trace's root), its stages
 (the direct children of its span: engine.queue, pipeline.synthesize,
 gpu.queue, pipeline.prove, buffer.release, ...) as letters on the row, then
 per stage the busy time and the most jobs in it at once, so the overlap of
-concurrent jobs can be seen. With --html the same as an HTML page.`,
+concurrent jobs can be seen. With --html the same as an HTML page. Rows are
+labelled by request id (cuzk.request.id, else the job id); a cancelled job
+is marked CANCELLED, a failed one FAILED (its error.type). --last N keeps
+the N jobs that start last, --since DURATION those that ran in the file's
+last DURATION (an idle gap no longer squeezes every job into one cell).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "jaeger", Usage: "Jaeger query `URL` (the UI's address); the argument is a trace id"},
 			&cli.StringFlag{Name: "tempo", Usage: "Tempo HTTP `URL`; the argument is a trace id"},
@@ -56,6 +60,8 @@ concurrent jobs can be seen. With --html the same as an HTML page.`,
 			&cli.BoolFlag{Name: "ascii", Usage: "draw bars with ASCII characters"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "limit for reading from Jaeger or Tempo"},
 			&cli.BoolFlag{Name: "timeline", Usage: "draw every job of the FILE on one time axis, a row per job, its stages as segments (with --html: as HTML)"},
+			&cli.IntFlag{Name: "last", DefaultText: "all", Usage: "with --timeline, only the `N` jobs that start last"},
+			&cli.DurationFlag{Name: "since", DefaultText: "all", Usage: "with --timeline, only the jobs that ran in the last `DURATION` of the file (before its last job's end)"},
 		},
 		Subcommands: []*cli.Command{traceDiffCommand()},
 		Action:      runTrace,
@@ -118,6 +124,15 @@ func runTrace(c *cli.Context) error {
 	errOut := c.App.ErrWriter
 	if errOut == nil {
 		errOut = os.Stderr
+	}
+	if !flags.Bool("timeline") && (flags.IsSet("last") || flags.IsSet("since")) {
+		return errors.New("trace: --last and --since pick the jobs of --timeline; give --timeline")
+	}
+	if n := flags.Int("last"); flags.IsSet("last") && n <= 0 {
+		return fmt.Errorf("trace: --last %d: want a positive count of jobs", n)
+	}
+	if d := flags.Duration("since"); flags.IsSet("since") && d <= 0 {
+		return fmt.Errorf("trace: --since %v: want a positive duration (e.g. 10m)", d)
 	}
 	if flags.Bool("timeline") {
 		if jaegerURL != "" || tempoURL != "" || flags.String("trace-id") != "" {

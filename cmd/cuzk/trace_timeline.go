@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
@@ -29,6 +30,26 @@ func runTimeline(flags *cli.Context, warn io.Writer, path string) error {
 		}
 	}
 	jobs := tracefile.TimelineJobs(traces)
+	all := len(jobs)
+	if d := flags.Duration("since"); flags.IsSet("since") && len(jobs) > 0 {
+		end := jobs[0].End
+		for _, j := range jobs {
+			if j.End.After(end) {
+				end = j.End
+			}
+		}
+		cut := end.Add(-d)
+		jobs = slices.DeleteFunc(jobs, func(j tracefile.TimelineJob) bool { return !j.End.After(cut) })
+	}
+	if n := flags.Int("last"); flags.IsSet("last") && len(jobs) > n {
+		jobs = jobs[len(jobs)-n:] // by start
+	}
+	if len(jobs) < all {
+		fmt.Fprintf(warn, "cuzk: %s: the timeline shows %d of its %d jobs (--last/--since)\n", path, len(jobs), all)
+	}
+	if len(jobs) == 0 && all > 0 {
+		return fmt.Errorf("trace: %s: no job ran in the last %v of the file", path, flags.Duration("since"))
+	}
 	out := flags.App.Writer
 	if out == nil {
 		out = os.Stdout

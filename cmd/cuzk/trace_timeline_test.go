@@ -52,3 +52,47 @@ func TestTraceTimeline(t *testing.T) {
 		}
 	}
 }
+
+// --last N and --since DURATION pick the jobs drawn (an idle hour before
+// them no longer squeezes them into one cell); each needs --timeline and a
+// positive value.
+func TestTraceTimelineLastAndSince(t *testing.T) {
+	var lines []string
+	for i, off := range []float64{0, 3_600_000, 3_601_000, 3_602_000} { // one job, an idle hour, three
+		lines = append(lines, otlpLine(fmt.Sprintf("%032x", i+1), []otlpSpan{
+			{"0000000000000001", "", "engine.job", off, off + 800, map[string]string{"cuzk.request.id": fmt.Sprintf("req-%d", i+1)}},
+			{"0000000000000002", "0000000000000001", "pipeline.prove", off, off + 800, nil},
+		}))
+	}
+	file := writeLines(t, "jobs.jsonl", lines...)
+	for _, args := range [][]string{{"--last", "3"}, {"--since", "1m"}} {
+		out, err := runTraceCmd(t, append([]string{"trace", file, "--timeline", "--width", "28", "--ascii"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		for _, want := range []string{"timeline  3 jobs  2800.000 ms", "req-2         0.000    800.000  |pppppppp", "the timeline shows 3 of its 4 jobs"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(out, "req-1 ") {
+			t.Errorf("%v: the job an hour before is drawn:\n%s", args, out)
+		}
+	}
+	for args, want := range map[string]string{
+		"--last 0":             "--last 0: want a positive count of jobs",
+		"--since -1s":          "--since -1s: want a positive duration",
+		"--last 2 --no-tl":     "--last and --since pick the jobs of --timeline",
+		"--since 1ms --no-tl2": "--last and --since pick the jobs of --timeline",
+	} {
+		a := []string{"trace", file}
+		f := strings.Fields(args)
+		if !strings.HasPrefix(f[len(f)-1], "--no-tl") {
+			a = append(a, "--timeline")
+		}
+		a = append(a, f[:2]...)
+		if _, err := runTraceCmd(t, a...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}

@@ -16,12 +16,32 @@ import (
 // trace without one, a root span) and its direct children as stages.
 type TimelineJob struct {
 	TraceID string
-	Label   string // the job's cuzk.job.id, else cuzk.request.id, else the first 8 digits of the trace id
+	Label   string // the job's cuzk.request.id, else cuzk.job.id, else the first 8 digits of the trace id
 	Name    string // the job span's name
 	Start   time.Time
 	End     time.Time
-	Error   bool
+	Error   bool // the job span failed: cancelled (Cancelled) or any other failure
+	// Outcome is why a job did not succeed: the error.type of its failed
+	// span ("canceled", "device_fault", ...), "error" without one; "" for
+	// a job that succeeded.
+	Outcome string
 	Stages  []TimelineStage // by start
+}
+
+// Cancelled says the job was cancelled (error.type canceled), not failed.
+func (j TimelineJob) Cancelled() bool { return j.Outcome == otelcuzk.ErrorTypeCanceled }
+
+// status is the job's mark on its row: "", "CANCELLED", or "FAILED (type)".
+func (j TimelineJob) status() string {
+	switch {
+	case !j.Error:
+		return ""
+	case j.Cancelled():
+		return "CANCELLED"
+	case j.Outcome == "error":
+		return "FAILED"
+	}
+	return "FAILED (" + j.Outcome + ")"
 }
 
 // TimelineStage is one direct child of a job's span: engine.queue, a
@@ -57,6 +77,12 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 		}
 		for _, n := range found {
 			j := TimelineJob{TraceID: t.ID, Name: n.Name, Start: n.Start, End: n.End, Error: n.Status.Code == StatusError, Label: jobLabel(t.ID, n)}
+			if j.Error {
+				j.Outcome = "error"
+				if et, ok := n.Attrs[string(otelcuzk.KeyErrorType)].(string); ok && et != "" {
+					j.Outcome = et
+				}
+			}
 			for _, c := range n.Children {
 				if c.Name != otelcuzk.SpanUntraced {
 					j.Stages = append(j.Stages, TimelineStage{Name: c.Name, Start: c.Start, End: c.End})
@@ -70,7 +96,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 }
 
 func jobLabel(traceID string, n *Node) string {
-	for _, k := range []string{string(otelcuzk.KeyJobID), string(otelcuzk.KeyRequestID)} {
+	for _, k := range []string{string(otelcuzk.KeyRequestID), string(otelcuzk.KeyJobID)} {
 		if v, ok := n.Attrs[k].(string); ok && v != "" {
 			return v
 		}
@@ -222,14 +248,27 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		legend = append(legend, fmt.Sprintf("%c %s", letters[s.Name], s.Name))
 	}
 	ew.printf("stages: %s  %s between stages\n", strings.Join(legend, "  "), gapMark)
+	cancelled, failed := 0, 0
+	for _, j := range jobs {
+		switch {
+		case j.Cancelled():
+			cancelled++
+		case j.Error:
+			failed++
+		}
+	}
+	if cancelled+failed > 0 {
+		ew.printf("jobs: %d cancelled (CANCELLED), %d failed (FAILED, with its error.type)\n", cancelled, failed)
+	}
 	labelW := 8
 	for _, j := range jobs {
 		labelW = max(labelW, min(len(j.Label), 24))
 	}
-	ew.printf("%-*s %10s %10s  %s\n", labelW, "job", "start ms", "dur ms", "timeline")
+	ew.printf("%-*s %10s %10s  %s\n", labelW, "request", "start ms", "dur ms", "timeline")
 	cellLen := span / time.Duration(opts.Width)
 	for _, j := range jobs {
 		cells := make([]string, opts.Width)
+		blank, most, mostCov := true, 0, time.Duration(-1)
 		for i := range cells {
 			c0 := t0.Add(time.Duration(i) * cellLen)
 			c1 := c0.Add(cellLen)
@@ -237,14 +276,25 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 				c1 = t1
 			}
 			cells[i] = cellMark(j, c0, c1, letters, gapMark)
+			blank = blank && cells[i] == " "
+			if cov := overlapOf(j.Start, j.End, c0, c1); cov > mostCov {
+				most, mostCov = i, cov
+			}
+		}
+		if blank {
+			// A job narrower than half a cell that straddles two (795 ms
+			// in cells of 1 s) covers half of neither: it is drawn in the
+			// cell it covers most, as if it were all inside it.
+			c0 := t0.Add(time.Duration(most) * cellLen)
+			cells[most] = cellMark(TimelineJob{Start: c0, End: c0, Stages: squeeze(j.Stages, c0)}, c0, c0.Add(cellLen), letters, gapMark)
 		}
 		label := j.Label
 		if len(label) > labelW {
 			label = label[:labelW]
 		}
 		suffix := ""
-		if j.Error {
-			suffix = "  ERROR"
+		if st := j.status(); st != "" {
+			suffix = "  " + st
 		}
 		ew.printf("%-*s %10.3f %10.3f  |%s|%s\n", labelW, label, ms(j.Start.Sub(t0)), ms(j.End.Sub(j.Start)), strings.Join(cells, ""), suffix)
 	}
@@ -260,6 +310,30 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		return fmt.Errorf("tracefile: write timeline: %w", ew.err)
 	}
 	return nil
+}
+
+// overlapOf is the length of [a, b) within [c0, c1).
+func overlapOf(a, b, c0, c1 time.Time) time.Duration {
+	lo, hi := later(a, c0), earlier(b, c1)
+	if hi.Before(lo) {
+		return 0
+	}
+	return hi.Sub(lo)
+}
+
+// squeeze keeps the stage that lasts longest, as a zero-length stage at
+// at, so cellMark draws its letter in a cell the job is placed in whole.
+func squeeze(stages []TimelineStage, at time.Time) []TimelineStage {
+	var best *TimelineStage
+	for i := range stages {
+		if best == nil || stages[i].End.Sub(stages[i].Start) > best.End.Sub(best.Start) {
+			best = &stages[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return []TimelineStage{{Name: best.Name, Start: at, End: at}}
 }
 
 // cellMark is what one cell [c0, c1) of job j's row shows: nothing when
@@ -322,6 +396,8 @@ type timelineJobJSON struct {
 	StartMS    float64             `json:"start_ms"`
 	DurationMS float64             `json:"duration_ms"`
 	Error      bool                `json:"error,omitempty"`
+	Cancelled  bool                `json:"cancelled,omitempty"` // an error that is a cancel
+	Outcome    string              `json:"outcome,omitempty"`   // error.type of a job that did not succeed
 	Stages     []timelineStageJSON `json:"stages"`
 }
 
@@ -357,7 +433,7 @@ func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
 	}
 	doc := timelineDoc{DurationMS: ms(t1.Sub(t0))}
 	for _, j := range jobs {
-		jj := timelineJobJSON{TraceID: j.TraceID, Label: j.Label, Name: j.Name, StartMS: ms(j.Start.Sub(t0)), DurationMS: ms(j.End.Sub(j.Start)), Error: j.Error, Stages: []timelineStageJSON{}}
+		jj := timelineJobJSON{TraceID: j.TraceID, Label: j.Label, Name: j.Name, StartMS: ms(j.Start.Sub(t0)), DurationMS: ms(j.End.Sub(j.Start)), Error: j.Error, Cancelled: j.Cancelled(), Outcome: j.Outcome, Stages: []timelineStageJSON{}}
 		for _, s := range j.Stages {
 			jj.Stages = append(jj.Stages, timelineStageJSON{Name: s.Name, StartMS: ms(s.Start.Sub(t0)), DurationMS: ms(s.End.Sub(s.Start))})
 		}

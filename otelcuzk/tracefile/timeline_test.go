@@ -114,3 +114,52 @@ func TestTimelineLeavesOutTracesWithoutAJob(t *testing.T) {
 		t.Errorf("%d jobs, want the 3 with engine.job", len(jobs))
 	}
 }
+
+// Rows are labelled by request id; a cancel is marked apart from a
+// failure (text, and HTML with a legend); a job narrower than half a cell
+// that straddles two cells (795 ms in cells of 1 s) is still drawn.
+func TestTimelineLabelsCancelsAndNarrowJobs(t *testing.T) {
+	job := func(trace, req string, start, end float64, status tracefile.Status, errType string) []tracefile.Span {
+		attrs := map[string]any{"cuzk.request.id": req, "cuzk.job.id": "job-" + req}
+		if errType != "" {
+			attrs["error.type"] = errType
+		}
+		spans := buildSpans(trace, []spanSpec{{-1, "engine.job", start, end, attrs}, {0, "pipeline.prove", start, end, nil}})
+		spans[0].Status = status
+		return spans
+	}
+	var spans []tracefile.Span
+	spans = append(spans, job(tid32(0), "req-long", 0, 20000, tracefile.Status{}, "")...)
+	spans = append(spans, job(tid32(1), "req-narrow", 5600, 6395, tracefile.Status{}, "")...) // 795 ms over the 5–6 s and 6–7 s cells
+	spans = append(spans, job(tid32(2), "req-cancel", 8000, 9000, tracefile.Status{Code: tracefile.StatusError, Message: "cancelled"}, "canceled")...)
+	spans = append(spans, job(tid32(3), "req-fault", 10000, 12000, tracefile.Status{Code: tracefile.StatusError, Message: "sticky"}, "device_fault")...)
+	jobs := tracefile.TimelineJobs(tracefile.BuildTraces(spans))
+	if jobs[1].Label != "req-narrow" || !jobs[2].Cancelled() || jobs[3].Cancelled() || jobs[3].Outcome != "device_fault" {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	var out bytes.Buffer
+	if err := tracefile.WriteTimeline(&out, jobs, tracefile.TimelineOptions{Width: 20, ASCII: true}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"request      start ms     dur ms  timeline",
+		"req-narrow   5600.000    795.000  |     p              |",
+		"req-cancel   8000.000   1000.000  |        p           |  CANCELLED",
+		"req-fault   10000.000   2000.000  |          pp        |  FAILED (device_fault)",
+		"jobs: 1 cancelled (CANCELLED), 1 failed (FAILED, with its error.type)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, text)
+		}
+	}
+	var page bytes.Buffer
+	if err := tracefile.WriteTimelineHTML(&page, jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"label":"req-cancel"`, `"cancelled":true,"outcome":"canceled"`, `"outcome":"device_fault"`, `id="status-legend"`, `tr.cancelled td.label`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("HTML lacks %s", want)
+		}
+	}
+}
