@@ -106,7 +106,8 @@ type WaterfallOptions struct {
 // ms, duration in ms, untraced ms where a span has children, a bar placing
 // the span on the trace's time line, and the span's name indented by depth,
 // with its service when the trace has several and its error message when it
-// failed), then the summary of Layers and the trace's total untraced time.
+// failed; indentation stops at MaxIndentDepth and deeper chains of single
+// children collapse to one line), then the summary of Layers and the trace's total untraced time.
 // opts.MaxDepth > 0 limits the rows to that many levels below the roots
 // (the summary still covers every span). It returns the first write error,
 // or an error when opts.TraceID names no trace in spans.
@@ -146,15 +147,12 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 		ew.printf("  service %s", strings.Join(services, ", "))
 	}
 	ew.printf("\n%10s %10s %10s  %-*s  %s\n", "start ms", "dur ms", "untraced", opts.Width+2, "", "span")
-	t.Walk(func(n *Node) bool {
-		if opts.MaxDepth > 0 && n.Depth > opts.MaxDepth {
-			return false
-		}
+	row := func(n *Node) {
 		unt := ""
 		if len(n.Children) > 0 {
 			unt = fmt.Sprintf("%.3f", ms(n.Untraced))
 		}
-		name := strings.Repeat("  ", n.Depth) + n.Name
+		name := indent(n.Depth) + n.Name
 		if len(services) > 1 && n.Service != "" {
 			name += " [" + n.Service + "]"
 		}
@@ -165,8 +163,39 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 			}
 		}
 		ew.printf("%10.3f %10.3f %10s  %s  %s\n", ms(n.Start.Sub(t.Start)), ms(n.Duration()), unt, bar(t, n.Span, opts), name)
-		return true
-	})
+	}
+	shown := func(n *Node) bool { return opts.MaxDepth <= 0 || n.Depth <= opts.MaxDepth }
+	// An explicit stack, not recursion: a chain of 100,000 spans is as
+	// deep as it is long.
+	stack := make([]*Node, 0, len(t.Roots))
+	for i := len(t.Roots) - 1; i >= 0; i-- {
+		stack = append(stack, t.Roots[i])
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !shown(n) {
+			continue
+		}
+		row(n)
+		// Past the indentation cap a chain of single children is one line:
+		// its rows would say nothing the chain's last span does not.
+		if n.Depth >= MaxIndentDepth && len(n.Children) == 1 {
+			last, skipped := n.Children[0], 0
+			for len(last.Children) == 1 && shown(last.Children[0]) {
+				last, skipped = last.Children[0], skipped+1
+			}
+			if skipped > 0 {
+				ew.printf("%10s %10s %10s  %-*s  %s… %d spans of a chain of single children (depth %d to %d)\n",
+					"", "", "", opts.Width+2, "", indent(n.Depth+1), skipped, n.Depth+1, n.Depth+skipped)
+			}
+			stack = append(stack, last)
+			continue
+		}
+		for i := len(n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, n.Children[i])
+		}
+	}
 	ew.printf("where the time went\n")
 	for _, l := range Layers(t) {
 		if l.Name == l.Parent {
@@ -185,6 +214,21 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 		share = 100 * float64(total) / float64(d)
 	}
 	ew.printf("  %-34s %12.3f ms  %5.1f%% of the trace\n", "untraced, all spans", ms(total), share)
+}
+
+// MaxIndentDepth is the deepest tree level Waterfall indents (two spaces a
+// level): a deeper span is indented as that level, its name prefixed with
+// its depth ("[depth 40] "), and a chain of single children below it is
+// printed as its first and last span and one line counting those between.
+// Output is then linear in the number of spans, whatever the depth.
+const MaxIndentDepth = 32
+
+// indent is the indentation of a span at depth, capped at MaxIndentDepth.
+func indent(depth int) string {
+	if depth <= MaxIndentDepth {
+		return strings.Repeat("  ", depth)
+	}
+	return strings.Repeat("  ", MaxIndentDepth) + fmt.Sprintf("[depth %d] ", depth)
 }
 
 // bar draws s on the trace's time line, opts.Width cells wide, between

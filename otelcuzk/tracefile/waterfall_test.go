@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -328,3 +329,72 @@ func TestWaterfallOptions(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// deepTrace is one trace of n spans: a chain, each span the parent of the
+// next, and with comb a leaf beside each link too (no chain of single
+// children to collapse).
+func deepTrace(n int, comb bool) []tracefile.Span {
+	t0 := time.Unix(1700000000, 0)
+	spans := make([]tracefile.Span, 0, n)
+	parent := ""
+	for i := 0; len(spans) < n; i++ {
+		id := fmt.Sprintf("%016x", len(spans)+1)
+		spans = append(spans, tracefile.Span{TraceID: strings.Repeat("ab", 16), SpanID: id, ParentID: parent, Name: "level",
+			Start: t0.Add(time.Duration(i) * time.Microsecond), End: t0.Add(time.Hour - time.Duration(i)*time.Microsecond)})
+		if comb && len(spans) < n {
+			spans = append(spans, tracefile.Span{TraceID: strings.Repeat("ab", 16), SpanID: fmt.Sprintf("%016x", len(spans)+1), ParentID: id, Name: "leaf",
+				Start: t0.Add(time.Duration(i) * time.Microsecond), End: t0.Add(time.Duration(i+1) * time.Microsecond)})
+		}
+		parent = id
+	}
+	return spans
+}
+
+// A parent chain of 100,000 spans printed 2 characters of indentation per
+// level (9.8 GB for 99,001 spans): indentation stops at MaxIndentDepth and
+// the chain below it is one line, and a deep tree that is no chain (a comb)
+// stays linear in its spans.
+func TestWaterfallOfADeepTraceIsLinearInItsSpans(t *testing.T) {
+	const n = 100_000
+	for _, c := range []struct {
+		name    string
+		comb    bool
+		maxSize int
+	}{
+		{"chain", false, 200 * (tracefile.MaxIndentDepth + 10)},
+		{"comb", true, 200 * n},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A bounded buffer: quadratic output fails the write at the
+			// bound instead of filling the test machine's memory.
+			out := &boundedBuffer{max: c.maxSize}
+			if err := tracefile.Waterfall(out, deepTrace(n, c.comb), tracefile.WaterfallOptions{ASCII: true}); err != nil {
+				t.Fatalf("%v: more than %d bytes for %d spans", err, c.maxSize, n)
+			}
+			for _, line := range strings.Split(out.String(), "\n") {
+				if len(line) > 250 {
+					t.Fatalf("a line of %d bytes: %.120q…", len(line), line)
+				}
+			}
+			if !c.comb && !strings.Contains(out.String(), fmt.Sprintf("… %d spans of a chain of single children (depth %d to %d)", n-tracefile.MaxIndentDepth-2, tracefile.MaxIndentDepth+1, n-2)) {
+				t.Errorf("no line counting the collapsed chain:\n%s", out.String())
+			}
+			if c.comb && !strings.Contains(out.String(), fmt.Sprintf("[depth %d] leaf", n/2)) {
+				t.Errorf("the deepest leaf is not named with its depth")
+			}
+		})
+	}
+}
+
+// boundedBuffer is a bytes.Buffer that refuses a write past max bytes.
+type boundedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("output past %d bytes", b.max)
+	}
+	return b.Buffer.Write(p)
+}
