@@ -47,6 +47,7 @@ func main() {
 	reps := flag.Int("reps", 5, "timed proofs with capture off, and as many with it on")
 	backend := flag.String("backend", "cuda", "prover backend (cpu: a check of this program without a GPU)")
 	cacheDir := benchutil.CacheDirFlag()
+	loopN := flag.Int("loop", 0, "instead of proofs: this many short kernels through cudaspans (e.g. 100000), capture off vs on")
 	outPath := flag.String("out", "", "results file (default $OUT/cuptibench.txt when $OUT is set, else stdout only)")
 	flag.Parse()
 	logger.Disable()
@@ -61,6 +62,13 @@ func main() {
 		}
 		defer f.Close()
 		out = io.MultiWriter(os.Stdout, f)
+	}
+	if *loopN > 0 {
+		if err := runLoop(context.Background(), *loopN, *reps); err != nil {
+			say("cuptibench: %v", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(context.Background(), *backend, *circuit, *lg, *reps, *cacheDir); err != nil {
 		say("cuptibench: %v", err)

@@ -54,7 +54,7 @@ DONE:
 }
 `
 
-func run(n, iters int) error {
+func run(n, iters int, keep bool) error {
 	// The context is current on the thread that made it: stay on it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -62,7 +62,9 @@ func run(n, iters int) error {
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	defer ctx.Destroy()
+	if !keep {
+		defer ctx.Destroy()
+	}
 	mod, err := cu.LoadData(scalePTX)
 	if err != nil {
 		return fmt.Errorf("loading the PTX: %w", err)
@@ -106,14 +108,18 @@ func run(n, iters int) error {
 func main() {
 	n := flag.Int("n", 1<<20, "floats")
 	iters := flag.Int("iters", 10, "launches (1..100)")
+	keep := flag.Bool("keep-context", false, "end with os.Exit(3) and the context alive (no flush point for a tracer)")
 	flag.Parse()
 	if *n < 1 || *iters < 1 || *iters > 100 {
 		fmt.Fprintln(os.Stderr, "gorgonia-cu: want -n >= 1 and 1 <= -iters <= 100")
 		os.Exit(2)
 	}
-	if err := run(*n, *iters); err != nil {
+	if err := run(*n, *iters, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "gorgonia-cu:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("gorgonia-cu: %d launches over %d floats: ok\n", *iters, *n)
+	if *keep {
+		os.Exit(3)
+	}
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Issue 23 on the GPU host, from the repository root after unpacking the
+# pack (bench/cuptibench/pack.sh): every program of item 1 under `cuzk
+# gpu-trace` (span counts, exit codes, the lines gpu-trace said), then the
+# overhead of item 2 (short-kernel loops and the prover, each against
+# itself untraced in the same run) and the CUPTI-vs-events agreement.
+# Everything goes to $OUT; bench/cupti.md says how to read it.
+#
+#   STEPS="programs loop prove"   LOG2=20   REPS=3
+set -uo pipefail
+out=${OUT:-/tmp/out}
+mkdir -p "$out/traces"
+d=.dev/bin
+export XDG_CACHE_HOME=$PWD/.dev/cache CUZK_CACHE_DIR=/tmp/cuzk-keys
+mkdir -p "$XDG_CACHE_HOME" "$CUZK_CACHE_DIR"
+steps=${STEPS:-programs loop prove}
+lg=${LOG2:-20}
+reps=${REPS:-3}
+log() { echo "== $(date -u +%T) $*"; }
+sp() { python3 bench/cuptibench/spans.py "$@"; }
+tid=4bf92f3577b34da6a3ce929d0e0e4736 sid=00f067aa0ba902b7 tp=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+# Keys of the prover's size in the background while the programs run.
+if [[ " $steps " == *" prove "* ]] && [ ! -e /tmp/cuzk-keys/.done-$lg ]; then
+	setsid bash -c "$d/cuzk setup --circuit merkle --constraints $((1 << lg)) && touch /tmp/cuzk-keys/.done-$lg" > "$out/setup.log" 2>&1 < /dev/null &
+fi
+if [ ! -x $d/multistream ]; then
+	log "build multistream"
+	sh examples/multistream-cpp/build.sh $d/multistream 2>&1 | tail -3
+fi
+gt() { # gt NAME ARGS...: one program under gpu-trace
+	local name=$1
+	shift
+	rm -f "$out/traces/$name.jsonl"
+	local t0=$(date +%s.%N)
+	$d/cuzk gpu-trace --trace-file "$out/traces/$name.jsonl" -- "$@" > "$out/traces/$name.out" 2> "$out/traces/$name.err"
+	local rc=$?
+	log "$name: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s; stdout: $(tail -c 200 "$out/traces/$name.out" | tr '\n' ' ')"
+	grep 'cuzk gpu-trace' "$out/traces/$name.err" | head -5
+	sp "$out/traces/$name.jsonl" --trace $tid
+}
+for s in $steps; do
+	case $s in
+	programs)
+		gt gorgonia $d/gorgonia-cu -n 1048576 -iters 10
+		gt gorgonia-osexit $d/gorgonia-cu -n 1048576 -iters 10 -keep-context
+		gt multistream $d/multistream --threads 4 --streams 2 --jobs 3 --traceparent $tp
+		gt multistream-nvtx0 $d/multistream --threads 2 --jobs 2
+		for e in _exit sigterm crash; do gt "c-$e" $d/multistream --threads 2 --jobs 2 --end $e; done
+		gt cupy python3 examples/python-nvtx/cupy_job.py --traceparent $tp
+		gt torch python3 examples/python-nvtx/torch_job.py --traceparent $tp
+		gt foreign-cuda $d/foreign-cuda --iters 5 --runs 3 --pause-ms 200 --traceparent $tp
+		cp "$out/traces/multistream.jsonl" "$out/traces/gorgonia.jsonl" "$out/" 2>/dev/null
+		;;
+	loop)
+		for i in $(seq "$reps"); do
+			log "loop round $i"
+			$d/multistream --loop 100000
+			$d/cuzk gpu-trace --trace-file /tmp/loop.jsonl -- $d/multistream --loop 100000
+			sp /tmp/loop.jsonl | head -1
+		done
+		$d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop.txt"
+		;;
+	prove)
+		for _ in $(seq 240); do [ -e /tmp/cuzk-keys/.done-$lg ] && break; sleep 1; done
+		tail -2 "$out/setup.log"
+		$d/cuptibench -circuit merkle -log2 "$lg" -reps "$reps" -out "$out/cuptibench.txt"
+		for i in $(seq "$reps"); do
+			$d/cuzk prove --backend cuda --circuit merkle --constraints $((1 << lg)) --trace-file /tmp/p-off.jsonl > /dev/null 2>&1
+			$d/cuzk gpu-trace --trace-file /tmp/p-gt.jsonl -- $d/cuzk prove --backend cuda --circuit merkle --constraints $((1 << lg)) --trace-file /tmp/p-on.jsonl > /dev/null 2> "$out/prove-gt.err"
+			log "prove 2^$lg round $i: pipeline.prove ms untraced $(sp /tmp/p-off.jsonl --dur pipeline.prove), under gpu-trace $(sp /tmp/p-on.jsonl --dur pipeline.prove)"
+			rm -f /tmp/p-off.jsonl /tmp/p-on.jsonl
+		done
+		sp /tmp/p-gt.jsonl
+		grep 'cuzk gpu-trace' "$out/prove-gt.err" | head -3
+		;;
+	esac
+done
+log done
