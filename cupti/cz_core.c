@@ -688,8 +688,10 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	// with an id pushed, so the API kinds must be on; their own records
 	// are not forwarded (frame_record).
 	kinds[n++] = CZ_KIND_EXTERNAL_CORRELATION;
-	kinds[n++] = CZ_KIND_DRIVER;
-	kinds[n++] = CZ_KIND_RUNTIME;
+	if (!(flags & CZ_START_NO_API)) {
+		kinds[n++] = CZ_KIND_DRIVER;
+		kinds[n++] = CZ_KIND_RUNTIME;
+	}
 	kinds[n++] = CZ_KIND_CONCURRENT_KERNEL;
 	if (flags & CZ_START_MEMCPY) kinds[n++] = CZ_KIND_MEMCPY;
 	if (flags & CZ_START_MEMSET) kinds[n++] = CZ_KIND_MEMSET;

@@ -60,6 +60,7 @@ enum {
 	CZ_START_MEMCPY = 2,
 	CZ_START_MEMSET = 4,
 	CZ_START_SYNC = 8,
+	CZ_START_NO_API = 16, /* no API records: cheaper, but no external correlation (ranges, parents) */
 };
 
 /* Offset of the kernel name pointer in CUpti_ActivityKernel4..9. */

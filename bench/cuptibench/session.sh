@@ -53,11 +53,15 @@ for s in $steps; do
 		cp "$out/traces/multistream.jsonl" "$out/traces/gorgonia.jsonl" "$out/" 2>/dev/null
 		;;
 	loop)
+		# untraced, under gpu-trace, and under gpu-trace without CUPTI's
+		# API records (CUZK_GPUTRACE_API=0: what they cost), in turn.
 		for i in $(seq "$reps"); do
 			log "loop round $i"
 			$d/multistream --loop 100000
+			rm -f /tmp/loop.jsonl
 			$d/cuzk gpu-trace --trace-file /tmp/loop.jsonl -- $d/multistream --loop 100000
-			sp /tmp/loop.jsonl | head -1
+			sp /tmp/loop.jsonl > /tmp/loop.txt; head -1 /tmp/loop.txt
+			CUZK_GPUTRACE_API=0 $d/cuzk gpu-trace --trace-file /tmp/loop0.jsonl -- $d/multistream --loop 100000 | sed 's/$/ (no API records)/'
 		done
 		$d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop.txt"
 		;;

@@ -27,7 +27,7 @@ import (
 // Environment of the traced program.
 const (
 	envInjection   = "CUDA_INJECTION64_PATH" // the CUDA driver loads this library at cuInit
-	envNVTX        = "NVTX_INJECTION64_PATH" // NVTX loads this one (CUPTI) at the first NVTX call
+	envNVTX        = "NVTX_INJECTION64_PATH" // NVTX loads this one (libcuzkinject.so, then CUPTI) at the first NVTX call
 	envGPUTraceSck = "CUZK_GPUTRACE_SOCK"    // where libcuzkinject.so sends its frames
 	envCUPTIPath   = "CUZK_CUPTI_PATH"       // the CUPTI library libcuzkinject.so loads
 )
@@ -318,7 +318,10 @@ func (t *gpuTrace) env(base []string) []string {
 	}
 	env = append(env, envInjection+"="+t.lib, envGPUTraceSck+"="+t.sock, envCUPTIPath+"="+t.cuptiPath)
 	if !nvtxSet {
-		env = append(env, envNVTX+"="+t.cuptiPath)
+		// The injection library itself (it starts the capture at the
+		// first NVTX call, which may come before cuInit, and hands NVTX
+		// on to CUPTI).
+		env = append(env, envNVTX+"="+t.lib)
 	}
 	return env
 }

@@ -16,10 +16,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--traceparent", default="")
     ap.add_argument("--n", type=int, default=2048)
-    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=3)
     a = ap.parse_args()
     msg = "torch.job" + (f" traceparent={a.traceparent}" if a.traceparent else "")
     torch.cuda.nvtx.range_push(msg)
+    torch.backends.cuda.matmul.allow_tf32 = False
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.randn(a.n, a.n, device="cuda", generator=g)
     ref = x.double()
@@ -32,7 +33,7 @@ def main():
     out = x.sum().item()  # a device-to-host copy
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
-    ok = err < 1e-3
+    ok = err < 1e-2  # float32 against float64 over a few contracting steps
     print(f"torch_job: {a.iters} steps of {a.n}x{a.n}: rel err {err:.2e} sum {out:.3f}: {'ok' if ok else 'WRONG'}")
     sys.exit(0 if ok else 1)
 

@@ -271,7 +271,29 @@ static int fail_early(const char *why) {
 	return 1;
 }
 
+static int start_capture(void);
+
 __attribute__((visibility("default"))) int InitializeInjection(void) {
+	start_capture();
+	return 1;
+}
+
+// InitializeInjectionNvtx2 is NVTX's injection entry point: cuzk
+// gpu-trace names this library in NVTX_INJECTION64_PATH, so the capture
+// starts at the program's first NVTX call, which often comes before its
+// first CUDA call (an outer range pushed before CUDA is initialized: a
+// Python job, a thread pool), and then hands NVTX on to CUPTI's own entry
+// point so CUPTI raises the NVTX callbacks. 0 (NVTX stays a no-op) when
+// CUPTI has none.
+typedef int (*nvtx_init_fn)(void *);
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(void *getExportTable) {
+	start_capture();
+	void *h = cz_sym("InitializeInjectionNvtx2");
+	if (h == NULL) return 0;
+	return ((nvtx_init_fn)h)(getExportTable);
+}
+
+static int start_capture(void) {
 	static int once;
 	if (__atomic_exchange_n(&once, 1, __ATOMIC_SEQ_CST)) return 1;
 	const char *sock = getenv("CUZK_GPUTRACE_SOCK");
@@ -300,7 +322,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
 		writer_done = 1;
 		return fail_early(err);
 	}
-	if (cz_start(CZ_START_NVTX | CZ_START_MEMCPY | CZ_START_MEMSET | CZ_START_SYNC, err, sizeof err) != 0) {
+	uint32_t flags = CZ_START_NVTX | CZ_START_MEMCPY | CZ_START_MEMSET | CZ_START_SYNC;
+	const char *api = getenv("CUZK_GPUTRACE_API");
+	if (api && !strcmp(api, "0")) flags |= CZ_START_NO_API; // measuring: no API records
+	if (cz_start(flags, err, sizeof err) != 0) {
 		writer_done = 1;
 		return fail_early(err);
 	}
