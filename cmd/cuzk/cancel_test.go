@@ -189,7 +189,7 @@ type enteredEngine struct {
 	entered chan struct{}
 }
 
-func (e *enteredEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+func (e *enteredEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
 	close(e.entered)
 	return e.stagedEngine.Prove(ctx, r)
 }

@@ -253,7 +253,7 @@ func serve(ctx context.Context, cfg serveConfig) (err error) {
 	}
 	opts := []server.Option{
 		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(version()),
-		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage),
+		server.WithBearerToken(cfg.token), server.WithMaxMessageBytes(cfg.maxMessage), server.WithMetricsHandler(metricsHandler),
 	}
 	if cfg.tlsCert != "" {
 		opts = append(opts, server.WithTLS(cfg.tlsCert, cfg.tlsKey))

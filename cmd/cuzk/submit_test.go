@@ -126,7 +126,7 @@ type stagedEngine struct {
 	done   chan struct{}
 }
 
-func (e *stagedEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+func (e *stagedEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
 	return nil, status.Error(codes.NotFound, "no such request")
 }
 
@@ -146,13 +146,14 @@ func (e *stagedEngine) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cu
 	}}, nil
 }
 
-func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
 	select {
 	case <-e.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &cuzkv1.ProofResult{JobId: "job-1", RequestId: r.GetRequest().GetRequestId(), Status: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Verified: true}, nil
+	return &cuzkv1.ProveResponse{Result: &cuzkv1.AwaitProofResponse{JobId: "job-1", RequestId: r.GetSubmit().GetRequestId(),
+		Status: cuzkv1.AwaitProofResponse_COMPLETED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Verified: true}}, nil
 }
 
 // submit prints every state it sees the job in, once each, in order, then

@@ -18,11 +18,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -114,14 +116,17 @@ type Request struct {
 	Partitions [][]byte
 }
 
-func (r Request) proto() (*cuzkv1.ProofRequest, error) {
+func (r Request) proto() (*cuzkv1.SubmitProofRequest, error) {
 	p, err := r.Priority.Proto()
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &cuzkv1.ProofRequest{
+	if r.SectorNumber < 0 {
+		return nil, fmt.Errorf("client: sector number %d is negative", r.SectorNumber)
+	}
+	return &cuzkv1.SubmitProofRequest{
 		RequestId: r.RequestID, Circuit: r.Circuit, Constraints: r.Constraints, Witness: r.Witness,
-		Priority: p, MinerId: r.MinerID, SectorNumber: r.SectorNumber, TaskId: r.TaskID,
+		Priority: p, Miner: r.MinerID, SectorNumber: uint64(r.SectorNumber), TaskId: r.TaskID,
 		TaskName: r.TaskName, Verify: r.Verify, Partitions: r.Partitions,
 	}, nil
 }
@@ -167,10 +172,10 @@ type PartitionProof struct {
 
 func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
-func resultFrom(r *cuzkv1.ProofResult) *Result {
+func resultFrom(r *cuzkv1.AwaitProofResponse) *Result {
 	res := &Result{
-		JobID: r.GetJobId(), RequestID: r.GetRequestId(), Status: statusFrom(r.GetStatus()),
-		Error: r.GetError(), Proof: r.GetProof(), PublicWitness: r.GetPublicWitness(),
+		JobID: r.GetJobId(), RequestID: r.GetRequestId(), Status: statusFrom(r.GetJobStatus()),
+		Error: r.GetErrorMessage(), Proof: r.GetProof(), PublicWitness: r.GetPublicWitness(),
 		TraceID: r.GetTraceId(), Verified: r.GetVerified(), Backend: r.GetBackend(), Worker: r.GetWorker(),
 		Timings: timingsFrom(r.GetTimings()),
 	}
@@ -190,7 +195,38 @@ func timingsFrom(t *cuzkv1.Timings) Timings {
 	}
 }
 
-// resultOfError returns the ProofResult the daemon attached to a failed
+// replyCodes are the codes of a job that did not complete, when the
+// daemon gave none (a daemon that is cuzk itself, through an upstream).
+var replyCodes = map[cuzkv1.AwaitProofResponse_Status]codes.Code{
+	cuzkv1.AwaitProofResponse_FAILED:    codes.Internal,
+	cuzkv1.AwaitProofResponse_CANCELLED: codes.Canceled,
+	cuzkv1.AwaitProofResponse_TIMEOUT:   codes.DeadlineExceeded,
+	cuzkv1.AwaitProofResponse_UNKNOWN:   codes.Unknown,
+}
+
+// replyErr is nil for a completed job; otherwise the gRPC status error of
+// the reply's error_code (or its status's code), carrying the reply, so
+// that callers branch on status.Code and ResultOf finds the job.
+func replyErr(r *cuzkv1.AwaitProofResponse) error {
+	if r.GetStatus() == cuzkv1.AwaitProofResponse_COMPLETED {
+		return nil
+	}
+	code := codes.Code(r.GetErrorCode())
+	if code == codes.OK {
+		code = replyCodes[r.GetStatus()]
+	}
+	msg := r.GetErrorMessage()
+	if msg == "" {
+		msg = "job " + r.GetJobId() + " " + strings.ToLower(r.GetStatus().String())
+	}
+	st := status.New(code, msg)
+	if d, err := st.WithDetails(r); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// resultOfError returns the reply the daemon attached to a failed
 // job's status, or nil.
 func resultOfError(err error) *Result {
 	st, ok := status.FromError(err)
@@ -198,7 +234,7 @@ func resultOfError(err error) *Result {
 		return nil
 	}
 	for _, d := range st.Details() {
-		if r, ok := d.(*cuzkv1.ProofResult); ok {
+		if r, ok := d.(*cuzkv1.AwaitProofResponse); ok {
 			return resultFrom(r)
 		}
 	}
@@ -281,7 +317,7 @@ func (c *Client) Submit(ctx context.Context, r Request) (Job, error) {
 	if held != nil {
 		return Job{ID: held.JobID, Existing: true, Status: held.Status, TraceID: held.TraceID}, nil
 	}
-	resp, err := c.api.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: pr})
+	resp, err := c.api.SubmitProof(ctx, pr)
 	if err != nil {
 		return Job{}, err
 	}
@@ -313,7 +349,7 @@ func (c *Client) await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*Resul
 	if err != nil {
 		return rt.result(resultOfError(err)), err
 	}
-	return rt.result(resultFrom(resp)), nil
+	return rt.result(resultFrom(resp)), replyErr(resp)
 }
 
 // Prove submits r and waits for its proof, in one call; errors as Submit's
@@ -328,11 +364,14 @@ func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
 		// A daemon skipped for NOT_SERVING holds it: wait for that job.
 		return c.await(ctx, &cuzkv1.AwaitProofRequest{RequestId: r.RequestID})
 	}
-	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Request: pr})
+	resp, err := c.api.Prove(ctx, &cuzkv1.ProveRequest{Submit: pr})
 	if err != nil {
 		return rt.result(resultOfError(err)), err
 	}
-	return rt.result(resultFrom(resp)), nil
+	if resp.GetResult() == nil {
+		return nil, status.Error(codes.Internal, "client: Prove answered no result")
+	}
+	return rt.result(resultFrom(resp.GetResult())), replyErr(resp.GetResult())
 }
 
 // Cancel cancels job id (queued: removed; running: its context cancelled)
@@ -475,7 +514,7 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	s := &Status{
 		Queued: map[Priority]int{}, QueueCapacity: int(r.GetQueueCapacity()),
 		Succeeded: r.GetSucceeded(), Failed: r.GetFailed(), Cancelled: r.GetCancelled(),
-		Uptime:  time.Duration(r.GetUptimeSeconds() * float64(time.Second)),
+		Uptime:  time.Duration(r.GetUptime() * float64(time.Second)),
 		Closing: r.GetClosing(), Version: r.GetVersion(),
 		Ready: r.GetReady(), NotReadyReason: r.GetNotReadyReason(),
 	}
@@ -500,7 +539,7 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	for _, k := range r.GetKeys() {
 		s.Keys = append(s.Keys, keyOf(k))
 	}
-	for _, q := range r.GetQueues() {
+	for _, q := range r.GetQueueDepths() {
 		s.Queued[priorityFrom(q.GetPriority())] = int(q.GetDepth())
 	}
 	for _, j := range r.GetRunning() {

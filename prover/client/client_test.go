@@ -24,25 +24,31 @@ import (
 type echoServer struct {
 	cuzkv1.UnimplementedProvingEngineServer
 	md  chan metadata.MD
-	req chan *cuzkv1.ProofRequest
+	req chan *cuzkv1.SubmitProofRequest
 }
 
-func (e *echoServer) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
+func (e *echoServer) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	e.md <- md
-	e.req <- r.GetRequest()
-	if r.GetRequest().GetCircuit() == "fail" {
-		st, _ := status.New(codes.InvalidArgument, "witness does not satisfy the circuit").WithDetails(
-			&cuzkv1.ProofResult{JobId: "job-1", TraceId: "abc", Status: cuzkv1.JobStatus_JOB_STATUS_FAILED, Error: "unsatisfied"})
-		return nil, st.Err()
+	e.req <- r.GetSubmit()
+	if r.GetSubmit().GetCircuit() == "fail" {
+		// A failed job is an OK reply, as cuzk's; its error_code says how.
+		return &cuzkv1.ProveResponse{Result: &cuzkv1.AwaitProofResponse{JobId: "job-1", TraceId: "abc",
+			Status: cuzkv1.AwaitProofResponse_FAILED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_FAILED,
+			ErrorMessage: "unsatisfied", ErrorCode: uint32(codes.InvalidArgument)}}, nil
 	}
-	return &cuzkv1.ProofResult{JobId: "job-1", RequestId: r.GetRequest().GetRequestId(), Proof: []byte{1, 2},
-		Status: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Timings: &cuzkv1.Timings{ProveMs: 1.5, TotalMs: 2}}, nil
+	if r.GetSubmit().GetCircuit() == "cuzk-failed" {
+		// cuzk itself sets no error_code: FAILED is INTERNAL.
+		return &cuzkv1.ProveResponse{Result: &cuzkv1.AwaitProofResponse{JobId: "job-2",
+			Status: cuzkv1.AwaitProofResponse_FAILED, ErrorMessage: "synthesis failed"}}, nil
+	}
+	return &cuzkv1.ProveResponse{Result: &cuzkv1.AwaitProofResponse{JobId: "job-1", RequestId: r.GetSubmit().GetRequestId(), Proof: []byte{1, 2},
+		Status: cuzkv1.AwaitProofResponse_COMPLETED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Timings: &cuzkv1.Timings{ProveMs: 1.5, TotalMs: 2}}}, nil
 }
 
 func TestClientSendsFieldsTokenAndTraceContext(t *testing.T) {
 	srv := grpc.NewServer()
-	echo := &echoServer{md: make(chan metadata.MD, 2), req: make(chan *cuzkv1.ProofRequest, 2)}
+	echo := &echoServer{md: make(chan metadata.MD, 2), req: make(chan *cuzkv1.SubmitProofRequest, 2)}
 	cuzkv1.RegisterProvingEngineServer(srv, echo)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,7 +77,7 @@ func TestClientSendsFieldsTokenAndTraceContext(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	md, got := <-echo.md, <-echo.req
-	if got.GetPriority() != cuzkv1.Priority_PRIORITY_CRITICAL || got.GetMinerId() != "f01" || got.GetSectorNumber() != 3 ||
+	if got.GetPriority() != cuzkv1.Priority_CRITICAL || got.GetMiner() != "f01" || got.GetSectorNumber() != 3 ||
 		got.GetTaskId() != 4 || got.GetTaskName() != "PoRep" || !got.GetVerify() || got.GetConstraints() != 8 {
 		t.Errorf("request on the wire %v", got)
 	}
@@ -99,10 +105,20 @@ func TestClientSendsFieldsTokenAndTraceContext(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument || res == nil || res.JobID != "job-1" || res.Status != Failed || res.Error != "unsatisfied" {
 		t.Errorf("failed proof: %+v %v, want the status and the job's result", res, err)
 	}
+	if r, err := ResultOf(err); err != nil || r.JobID != "job-1" {
+		t.Errorf("ResultOf: %+v %v", r, err)
+	}
 	// A request that sets no priority is Normal on the wire.
-	if got := <-echo.req; got.GetPriority() != cuzkv1.Priority_PRIORITY_NORMAL {
+	if got := <-echo.req; got.GetPriority() != cuzkv1.Priority_NORMAL {
 		t.Errorf("zero priority went out as %v, want PRIORITY_NORMAL", got.GetPriority())
 	}
+	<-echo.md
+	res, err = c.Prove(ctx, Request{RequestID: "g", Circuit: "cuzk-failed"})
+	if status.Code(err) != codes.Internal || status.Convert(err).Message() != "synthesis failed" || res == nil || res.JobID != "job-2" {
+		t.Errorf("cuzk's FAILED: %+v %v, want INTERNAL with its message", res, err)
+	}
+	<-echo.md
+	<-echo.req
 	if _, err := c.Prove(ctx, Request{RequestID: "p", Circuit: "x", Priority: Priority(7)}); err == nil {
 		t.Error("priority 7: want error")
 	}

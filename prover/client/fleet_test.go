@@ -38,9 +38,9 @@ type fakeDaemon struct {
 	health     *health.Server
 
 	mu    sync.Mutex
-	jobs  map[string]*cuzkv1.ProofResult // by job id
-	byReq map[string]string              // request id -> job id
-	stall bool                           // AwaitProof hangs until the call ends
+	jobs  map[string]*cuzkv1.AwaitProofResponse // by job id
+	byReq map[string]string                     // request id -> job id
+	stall bool                                  // AwaitProof hangs until the call ends
 }
 
 func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider, opts ...grpc.ServerOption) *fakeDaemon {
@@ -50,7 +50,7 @@ func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider, opts ..
 		t.Fatal(err)
 	}
 	d := &fakeDaemon{name: name, addr: lis.Addr().String(), health: health.NewServer(),
-		jobs: map[string]*cuzkv1.ProofResult{}, byReq: map[string]string{}}
+		jobs: map[string]*cuzkv1.AwaitProofResponse{}, byReq: map[string]string{}}
 	d.srv = grpc.NewServer(append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}))))...)
 	cuzkv1.RegisterProvingEngineServer(d.srv, d)
 	healthpb.RegisterHealthServer(d.srv, d.health)
@@ -59,32 +59,32 @@ func startFakeDaemon(t *testing.T, name string, tp trace.TracerProvider, opts ..
 	return d
 }
 
-func (d *fakeDaemon) submit(ctx context.Context, r *cuzkv1.ProofRequest) (*cuzkv1.ProofResult, bool) {
+func (d *fakeDaemon) submit(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.AwaitProofResponse, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id, ok := d.byReq[r.GetRequestId()]; ok {
 		return d.jobs[id], true
 	}
 	id := fmt.Sprintf("job-%s-%d", d.name, len(d.jobs)+1)
-	res := &cuzkv1.ProofResult{JobId: id, RequestId: r.GetRequestId(), Status: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED,
+	res := &cuzkv1.AwaitProofResponse{JobId: id, RequestId: r.GetRequestId(), Status: cuzkv1.AwaitProofResponse_COMPLETED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED,
 		Worker: d.name, TraceId: trace.SpanContextFromContext(ctx).TraceID().String()}
 	d.jobs[id], d.byReq[r.GetRequestId()] = res, id
 	return res, false
 }
 
 func (d *fakeDaemon) SubmitProof(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.SubmitProofResponse, error) {
-	res, existing := d.submit(ctx, r.GetRequest())
-	return &cuzkv1.SubmitProofResponse{JobId: res.JobId, Existing: existing, Status: res.Status, TraceId: res.TraceId}, nil
+	res, existing := d.submit(ctx, r)
+	return &cuzkv1.SubmitProofResponse{JobId: res.JobId, Existing: existing, Status: res.JobStatus, TraceId: res.TraceId}, nil
 }
 
-func (d *fakeDaemon) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
-	res, _ := d.submit(ctx, r.GetRequest())
-	return res, nil
+func (d *fakeDaemon) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
+	res, _ := d.submit(ctx, r.GetSubmit())
+	return &cuzkv1.ProveResponse{Result: res}, nil
 }
 
 // jobLocked is the job of jobID, or of requestID when jobID is empty;
 // NOT_FOUND when d has none. d.mu must be held.
-func (d *fakeDaemon) jobLocked(jobID, requestID string) (*cuzkv1.ProofResult, error) {
+func (d *fakeDaemon) jobLocked(jobID, requestID string) (*cuzkv1.AwaitProofResponse, error) {
 	if jobID == "" {
 		jobID = d.byReq[requestID]
 	}
@@ -95,7 +95,7 @@ func (d *fakeDaemon) jobLocked(jobID, requestID string) (*cuzkv1.ProofResult, er
 	return res, nil
 }
 
-func (d *fakeDaemon) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+func (d *fakeDaemon) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stall {
@@ -114,8 +114,8 @@ func (d *fakeDaemon) CancelProof(_ context.Context, r *cuzkv1.CancelProofRequest
 	if err != nil {
 		return nil, err
 	}
-	res.Status = cuzkv1.JobStatus_JOB_STATUS_CANCELLED
-	return &cuzkv1.CancelProofResponse{JobId: res.JobId, Status: res.Status}, nil
+	res.Status, res.JobStatus = cuzkv1.AwaitProofResponse_CANCELLED, cuzkv1.JobStatus_JOB_STATUS_CANCELLED
+	return &cuzkv1.CancelProofResponse{JobId: res.JobId, Status: res.JobStatus}, nil
 }
 
 func (d *fakeDaemon) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {

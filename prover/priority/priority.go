@@ -85,13 +85,13 @@ func (p *Priority) UnmarshalText(b []byte) error {
 func (p Priority) Proto() (cuzkv1.Priority, error) {
 	switch p {
 	case Low:
-		return cuzkv1.Priority_PRIORITY_LOW, nil
+		return cuzkv1.Priority_LOW, nil
 	case Normal:
-		return cuzkv1.Priority_PRIORITY_NORMAL, nil
+		return cuzkv1.Priority_NORMAL, nil
 	case High:
-		return cuzkv1.Priority_PRIORITY_HIGH, nil
+		return cuzkv1.Priority_HIGH, nil
 	case Critical:
-		return cuzkv1.Priority_PRIORITY_CRITICAL, nil
+		return cuzkv1.Priority_CRITICAL, nil
 	}
 	return cuzkv1.Priority_PRIORITY_UNSPECIFIED, fmt.Errorf("unknown priority %d", int(p))
 }
@@ -101,13 +101,13 @@ func (p Priority) Proto() (cuzkv1.Priority, error) {
 // error, with Normal.
 func FromProto(v cuzkv1.Priority) (Priority, error) {
 	switch v {
-	case cuzkv1.Priority_PRIORITY_UNSPECIFIED, cuzkv1.Priority_PRIORITY_NORMAL:
+	case cuzkv1.Priority_PRIORITY_UNSPECIFIED, cuzkv1.Priority_NORMAL:
 		return Normal, nil
-	case cuzkv1.Priority_PRIORITY_LOW:
+	case cuzkv1.Priority_LOW:
 		return Low, nil
-	case cuzkv1.Priority_PRIORITY_HIGH:
+	case cuzkv1.Priority_HIGH:
 		return High, nil
-	case cuzkv1.Priority_PRIORITY_CRITICAL:
+	case cuzkv1.Priority_CRITICAL:
 		return Critical, nil
 	}
 	return Normal, fmt.Errorf("unknown priority %d", int32(v))

@@ -53,7 +53,7 @@ func TestEveryWireValueMapsToTheSameName(t *testing.T) {
 			}
 			continue
 		}
-		if want := "PRIORITY_" + p.String(); name != want {
+		if want := p.String(); name != want {
 			t.Errorf("FromProto(%s) = %v", name, p)
 		}
 		back, err := p.Proto()

@@ -7,7 +7,17 @@
 // malformed traceparent is ignored and a new trace starts. The request's
 // correlation fields become attributes of engine.job.
 //
-// Status codes: INVALID_ARGUMENT for an empty request id, a malformed or
+// The API is cuzk's (Curio's proving daemon) on the wire, so a client
+// generated from cuzk's proving.proto works unchanged: AwaitProof and Prove
+// answer an ended job with an OK reply whose status is COMPLETED, FAILED
+// or CANCELLED (TIMEOUT when AwaitProof's timeout_ms passed first), our
+// error_code field giving the code below. A Filecoin proof kind
+// (proof_kind set) is checked (CheckFilecoin) and, as this daemon proves
+// its own circuits only, refused with UNIMPLEMENTED naming the kind.
+//
+// Status codes: INVALID_ARGUMENT for an empty request id, an unknown
+// proof_kind, sector_size or registered_proof (naming the field), a
+// request with neither a proof kind nor a circuit, a malformed or
 // out-of-field witness, a witness of the wrong size or one the circuit
 // rejects, a bad constraint count (a built-in's smallest size is checked
 // at submit), a string field longer than its limit (MaxStringBytes; the

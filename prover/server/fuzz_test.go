@@ -60,7 +60,7 @@ func FuzzRequest(f *testing.F) {
 	s := &Server{cfg: newConfig(nil)}
 	s.cfg.known = func(c string) bool { return testCircuits[c] }
 	f.Fuzz(func(t *testing.T, id, circuit string, constraints uint64, w []byte, prio int32, blob []byte, nparts uint8) {
-		r := &cuzkv1.ProofRequest{RequestId: id, Circuit: circuit, Constraints: constraints, Witness: w, Priority: cuzkv1.Priority(prio)}
+		r := &cuzkv1.SubmitProofRequest{RequestId: id, Circuit: circuit, Constraints: constraints, Witness: w, Priority: cuzkv1.Priority(prio)}
 		if n := int(nparts); n > 0 {
 			size := (len(blob) + n - 1) / n
 			for k := range n {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -223,4 +224,33 @@ func NewPrometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+}
+
+// textWriter is the http.ResponseWriter metricsText hands a handler.
+type textWriter struct {
+	header http.Header
+	code   int
+	body   strings.Builder
+}
+
+func (w *textWriter) Header() http.Header         { return w.header }
+func (w *textWriter) WriteHeader(code int)        { w.code = code }
+func (w *textWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
+
+// metricsText is the Prometheus text format h serves to a GET of /metrics.
+// Errors: a status other than 200, with the body's first line.
+func metricsText(ctx context.Context, h http.Handler) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	// Plain text, not protobuf or OpenMetrics, as cuzk's GetMetrics.
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	w := &textWriter{header: http.Header{}, code: http.StatusOK}
+	h.ServeHTTP(w, req)
+	if w.code != http.StatusOK {
+		line, _, _ := strings.Cut(w.body.String(), "\n")
+		return "", fmt.Errorf("status %d: %s", w.code, line)
+	}
+	return w.body.String(), nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -48,6 +49,7 @@ type config struct {
 	devices     func() []Device
 	known       func(circuit string) bool
 	version     string
+	metrics     http.Handler
 	stopGrace   time.Duration
 }
 
@@ -119,4 +121,11 @@ func WithKnownCircuit(f func(circuit string) bool) Option {
 // WithVersion sets the version GetStatus reports.
 func WithVersion(v string) Option {
 	return optionFunc(func(c *config) { c.version = v })
+}
+
+// WithMetricsHandler makes GetMetrics answer with the Prometheus text h
+// serves (the handler of NewPrometheus, the daemon's /metrics), instead
+// of the few totals cuzk itself reports.
+func WithMetricsHandler(h http.Handler) Option {
+	return optionFunc(func(c *config) { c.metrics = h })
 }

@@ -21,12 +21,12 @@ func TestWirePrioritiesReachTheEngine(t *testing.T) {
 	api := cuzkv1.NewProvingEngineClient(d.conn(t))
 	ctx := ctx5(t)
 	for v, want := range map[cuzkv1.Priority]string{
-		cuzkv1.Priority_PRIORITY_UNSPECIFIED: "NORMAL", cuzkv1.Priority_PRIORITY_LOW: "LOW",
-		cuzkv1.Priority_PRIORITY_NORMAL: "NORMAL", cuzkv1.Priority_PRIORITY_HIGH: "HIGH",
-		cuzkv1.Priority_PRIORITY_CRITICAL: "CRITICAL",
+		cuzkv1.Priority_PRIORITY_UNSPECIFIED: "NORMAL", cuzkv1.Priority_LOW: "LOW",
+		cuzkv1.Priority_NORMAL: "NORMAL", cuzkv1.Priority_HIGH: "HIGH",
+		cuzkv1.Priority_CRITICAL: "CRITICAL",
 	} {
 		id := fmt.Sprintf("wire-%d", v)
-		if _, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+		if _, err := api.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
 			RequestId: id, Circuit: "mulchain", Constraints: 16, Priority: v}}); err != nil {
 			t.Fatalf("%v: %v", v, err)
 		}
@@ -49,7 +49,7 @@ func TestWirePrioritiesReachTheEngine(t *testing.T) {
 			t.Errorf("wire %v: engine.job cuzk.priority %q, want %q", v, got, want)
 		}
 	}
-	_, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+	_, err := api.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
 		RequestId: "wire-9", Circuit: "mulchain", Constraints: 16, Priority: cuzkv1.Priority(9)}})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("priority 9: %v, want InvalidArgument", err)

@@ -135,16 +135,27 @@ func (s *Server) checkToken(ctx context.Context, req any, info *grpc.UnaryServer
 	return nil, status.Error(codes.Unauthenticated, "missing or wrong bearer token")
 }
 
-// request checks r and turns it into a prover.Request.
-func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
+// request checks r and turns it into a prover.Request. A Filecoin proof
+// kind is checked (CheckFilecoin) and then refused: this daemon proves its
+// own circuits only (UNIMPLEMENTED naming the kind).
+func (s *Server) request(r *cuzkv1.SubmitProofRequest) (*prover.Request, error) {
 	if r == nil {
 		return nil, status.Error(codes.InvalidArgument, "no request")
 	}
 	if r.GetRequestId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "empty request id (it is the idempotency key)")
+		return nil, status.Error(codes.InvalidArgument, "empty request_id (it is the idempotency key)")
+	}
+	if r.GetProofKind() != cuzkv1.ProofKind_PROOF_KIND_UNSPECIFIED {
+		if err := CheckFilecoin(r); err != nil {
+			return nil, err
+		}
+		if _, err := filecoinPriority(r); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		return nil, status.Errorf(codes.Unimplemented, "%s: this daemon proves its own circuits only and has no upstream cuzk to forward it to", KindName(r.GetProofKind()))
 	}
 	if r.GetCircuit() == "" {
-		return nil, status.Error(codes.InvalidArgument, "empty circuit name")
+		return nil, status.Error(codes.InvalidArgument, "neither proof_kind nor circuit set")
 	}
 	if !s.cfg.known(r.GetCircuit()) {
 		return nil, status.Errorf(codes.NotFound, "unknown circuit %q (known: %s)", r.GetCircuit(), strings.Join(circuits.Names(), ", "))
@@ -183,14 +194,24 @@ func (s *Server) request(r *cuzkv1.ProofRequest) (*prover.Request, error) {
 		Witness:     w,
 		Partitions:  parts,
 		Priority:    p,
-		Correlation: prover.Correlation{
-			MinerID:      r.GetMinerId(),
-			SectorNumber: r.GetSectorNumber(),
-			TaskID:       r.GetTaskId(),
-			TaskName:     r.GetTaskName(),
-		},
-		Verify: r.GetVerify(),
+		Correlation: correlation(r),
+		Verify:      r.GetVerify(),
 	}, nil
+}
+
+// correlation is r's correlation with the caller: miner (an address) or
+// else miner_id as "f0<id>", the sector number, Curio's task.
+func correlation(r *cuzkv1.SubmitProofRequest) prover.Correlation {
+	c := prover.Correlation{
+		MinerID:      r.GetMiner(),
+		SectorNumber: int64(min(r.GetSectorNumber(), math.MaxInt64)),
+		TaskID:       r.GetTaskId(),
+		TaskName:     r.GetTaskName(),
+	}
+	if c.MinerID == "" && r.GetMinerId() != 0 {
+		c.MinerID = fmt.Sprintf("f0%d", r.GetMinerId())
+	}
+	return c
 }
 
 // MaxPartitions bounds the partitions of one request (a PoRep C2 has 10).
@@ -198,7 +219,7 @@ const MaxPartitions = 256
 
 // partitions checks the partitions of r: at most MaxPartitions, each a
 // well-formed witness or empty, and no witness beside two or more.
-func partitions(r *cuzkv1.ProofRequest) ([][]byte, error) {
+func partitions(r *cuzkv1.SubmitProofRequest) ([][]byte, error) {
 	ps := r.GetPartitions()
 	if len(ps) == 0 {
 		return nil, nil
@@ -281,19 +302,12 @@ func Code(err error) codes.Code {
 	return codes.Internal
 }
 
-// statusErr turns err into a gRPC status error; a job's ProofResult, when
-// given, rides along as a detail so callers keep the job and trace ids.
-func statusErr(err error, res *cuzkv1.ProofResult) error {
+// statusErr turns err into a gRPC status error.
+func statusErr(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	st := status.New(Code(err), err.Error())
-	if res != nil {
-		if d, derr := st.WithDetails(res); derr == nil {
-			st = d
-		}
-	}
-	return st.Err()
+	return status.New(Code(err), err.Error()).Err()
 }
 
 // unixNano is t in Unix ns, 0 for the zero time (not yet).
@@ -306,24 +320,48 @@ func unixNano(t time.Time) int64 {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// resultOf is the ProofResult of a job snapshot.
-func resultOf(info engine.JobInfo) *cuzkv1.ProofResult {
-	out := &cuzkv1.ProofResult{
+// wholeMS is d in whole ms, rounded, as cuzk's uint64 timings.
+func wholeMS(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d + time.Millisecond/2) / time.Millisecond)
+}
+
+// awaitStatus is cuzk's status of an ended job.
+var awaitStatus = map[engine.State]cuzkv1.AwaitProofResponse_Status{
+	engine.StateSucceeded: cuzkv1.AwaitProofResponse_COMPLETED,
+	engine.StateFailed:    cuzkv1.AwaitProofResponse_FAILED,
+	engine.StateCancelled: cuzkv1.AwaitProofResponse_CANCELLED,
+}
+
+// resultOf is the AwaitProofResponse of a job snapshot: cuzk's fields
+// (status, proof, error_message, whole-ms timings) and ours.
+func resultOf(info engine.JobInfo) *cuzkv1.AwaitProofResponse {
+	out := &cuzkv1.AwaitProofResponse{
 		JobId:     info.ID,
+		Status:    awaitStatus[info.State],
 		RequestId: info.RequestID,
-		Status:    stateTo(info.State),
+		JobStatus: stateTo(info.State),
 		TraceId:   info.TraceID,
 		Worker:    info.Worker,
 	}
 	if info.Err != nil {
-		out.Error = info.Err.Error()
+		out.ErrorMessage = info.Err.Error()
+		out.ErrorCode = uint32(Code(info.Err))
 	}
 	if r := info.Result; r != nil {
+		t := r.Timings
 		out.Proof = r.Proof
 		out.PublicWitness = r.PublicWitness
 		out.Verified = r.Verified
 		out.Backend = r.Backend
-		out.Timings = timingsOf(r.Timings)
+		out.Timings = timingsOf(t)
+		out.QueueWaitMs = wholeMS(t.QueueWait + t.MemoryWait + t.DeviceWait)
+		out.SrsLoadMs = wholeMS(t.KeyLoad)
+		out.SynthesisMs = wholeMS(t.Synthesis)
+		out.GpuComputeMs = wholeMS(t.Prove)
+		out.TotalMs = wholeMS(t.Total)
 		for k, p := range r.Partitions {
 			out.Partitions = append(out.Partitions, &cuzkv1.PartitionProof{
 				Index: uint32(k), Proof: p.Proof, PublicWitness: p.PublicWitness,
@@ -344,25 +382,35 @@ func timingsOf(t prover.Timings) *cuzkv1.Timings {
 
 // SubmitProof implements cuzkv1.ProvingEngineServer.
 func (s *Server) SubmitProof(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.SubmitProofResponse, error) {
-	info, err := s.submit(ctx, r.GetRequest())
+	info, err := s.submit(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return &cuzkv1.SubmitProofResponse{
+	out := &cuzkv1.SubmitProofResponse{
 		JobId: info.ID, Existing: info.Existing, Status: stateTo(info.State), TraceId: info.TraceID,
-	}, nil
+	}
+	if info.State == engine.StateQueued {
+		st := s.eng.Status()
+		for _, p := range priority.All {
+			if p >= info.Priority {
+				out.QueuePosition += uint32(st.Queued[p])
+			}
+		}
+		out.QueuePosition = max(out.QueuePosition, 1) - 1
+	}
+	return out, nil
 }
 
 // submit converts r and submits it to the engine; its error is already a
 // gRPC status.
-func (s *Server) submit(ctx context.Context, r *cuzkv1.ProofRequest) (engine.JobInfo, error) {
+func (s *Server) submit(ctx context.Context, r *cuzkv1.SubmitProofRequest) (engine.JobInfo, error) {
 	req, err := s.request(r)
 	if err != nil {
 		return engine.JobInfo{}, err
 	}
 	info, err := s.eng.Submit(ctx, req)
 	if err != nil {
-		return engine.JobInfo{}, statusErr(err, nil)
+		return engine.JobInfo{}, statusErr(err)
 	}
 	return info, nil
 }
@@ -382,39 +430,59 @@ func (s *Server) jobID(jobID, requestID string) (string, error) {
 	return info.ID, nil
 }
 
-func (s *Server) await(ctx context.Context, id string) (*cuzkv1.ProofResult, error) {
-	info, err := s.eng.Await(ctx, id)
+// await waits for job id until ctx is done or, with wait, until wait is
+// done first (the reply then says TIMEOUT). An ended job is an OK reply
+// whatever its end; the caller's own deadline or cancellation is an error.
+func (s *Server) await(ctx context.Context, id string, wait context.Context) (*cuzkv1.AwaitProofResponse, error) {
+	if wait == nil {
+		wait = ctx
+	}
+	info, err := s.eng.Await(wait, id)
 	if errors.Is(err, engine.ErrUnknownJob) {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
-	res := resultOf(info)
-	if err != nil {
-		return nil, statusErr(err, res)
+	if err != nil && !info.State.Finished() {
+		if ctx.Err() != nil {
+			return nil, statusErr(err)
+		}
+		res := resultOf(info)
+		res.Status = cuzkv1.AwaitProofResponse_TIMEOUT
+		res.ErrorMessage = err.Error()
+		res.ErrorCode = uint32(codes.DeadlineExceeded)
+		return res, nil
 	}
-	return res, nil
+	return resultOf(info), nil
 }
 
 // AwaitProof implements cuzkv1.ProvingEngineServer.
-func (s *Server) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.ProofResult, error) {
+func (s *Server) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
 	id, err := s.jobID(r.GetJobId(), r.GetRequestId())
 	if err != nil {
 		return nil, err
 	}
+	var wait context.Context
 	if t := r.GetTimeoutMs(); t > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(min(t, math.MaxInt64/uint64(time.Millisecond)))*time.Millisecond)
+		wait, cancel = context.WithTimeout(ctx, time.Duration(min(t, math.MaxInt64/uint64(time.Millisecond)))*time.Millisecond)
 		defer cancel()
 	}
-	return s.await(ctx, id)
+	return s.await(ctx, id, wait)
 }
 
 // Prove implements cuzkv1.ProvingEngineServer.
-func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProofResult, error) {
-	info, err := s.submit(ctx, r.GetRequest())
+func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
+	if r.GetSubmit() == nil {
+		return nil, status.Error(codes.InvalidArgument, "missing submit field")
+	}
+	info, err := s.submit(ctx, r.GetSubmit())
 	if err != nil {
 		return nil, err
 	}
-	return s.await(ctx, info.ID)
+	res, err := s.await(ctx, info.ID, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &cuzkv1.ProveResponse{Result: res}, nil
 }
 
 // CancelProof implements cuzkv1.ProvingEngineServer.
@@ -424,22 +492,26 @@ func (s *Server) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) 
 		return nil, err
 	}
 	if err := s.eng.Cancel(id); err != nil {
-		return nil, statusErr(err, nil)
+		return nil, statusErr(err)
 	}
-	return &cuzkv1.CancelProofResponse{JobId: id, Status: stateTo(s.eng.Job(id).State)}, nil
+	st := s.eng.Job(id).State
+	return &cuzkv1.CancelProofResponse{WasRunning: st != engine.StateCancelled, JobId: id, Status: stateTo(st)}, nil
 }
 
 // GetStatus implements cuzkv1.ProvingEngineServer.
 func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
 	st := s.eng.Status()
 	out := &cuzkv1.GetStatusResponse{
-		QueueCapacity: uint32(st.QueueCapacity),
-		Succeeded:     st.Succeeded,
-		Failed:        st.Failed,
-		Cancelled:     st.Cancelled,
-		UptimeSeconds: st.Uptime.Seconds(),
-		Closing:       st.Closing,
-		Version:       s.cfg.version,
+		TotalProofsCompleted: st.Succeeded,
+		TotalProofsFailed:    st.Failed,
+		UptimeSeconds:        uint64(st.Uptime.Seconds()),
+		QueueCapacity:        uint32(st.QueueCapacity),
+		Succeeded:            st.Succeeded,
+		Failed:               st.Failed,
+		Cancelled:            st.Cancelled,
+		Uptime:               st.Uptime.Seconds(),
+		Closing:              st.Closing,
+		Version:              s.cfg.version,
 		Stages: &cuzkv1.Stages{
 			SynthesisWorkers: uint32(st.SynthesisWorkers), WaitingMemory: uint32(st.WaitingMemory),
 			Synthesizing: uint32(st.Synthesizing), Proving: uint32(st.Proving),
@@ -454,10 +526,22 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		out.Ready, out.NotReadyReason = false, "devices warming up"
 	}
 	for _, p := range priority.All {
-		out.Queues = append(out.Queues, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.Queued[p])})
+		out.QueueDepths = append(out.QueueDepths, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.Queued[p])})
 		out.Stages.WaitingDevice = append(out.Stages.WaitingDevice, &cuzkv1.QueueDepth{Priority: priorityTo(p), Depth: uint32(st.WaitingDevice[p])})
 	}
+	// cuzk's queues are per proof kind; ours are per priority, so the
+	// circuits of this daemon are one kind, "local": pending are the
+	// queued jobs, in progress those past the queue.
+	local := &cuzkv1.QueueStatus{ProofKind: LocalProofKind}
+	for _, n := range st.Queued {
+		local.Pending += uint32(n)
+	}
+	current := map[string]string{}
 	for _, j := range st.Running {
+		if j.State != engine.StateQueued {
+			local.InProgress++
+		}
+		current[j.Worker] = j.ID
 		out.Running = append(out.Running, &cuzkv1.JobInfo{
 			JobId: j.ID, RequestId: j.RequestID, Circuit: j.Circuit, Constraints: uint64(max(j.Constraints, 0)),
 			Priority: priorityTo(j.Priority), Status: stateTo(j.State), Worker: j.Worker, TraceId: j.TraceID,
@@ -465,6 +549,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 			Partitions: uint32(max(j.Partitions, 1)),
 		})
 	}
+	out.Queues = append(out.Queues, local)
 	for _, w := range st.Workers {
 		out.Workers = append(out.Workers, &cuzkv1.Worker{
 			Name: w.Name, JobId: w.JobID, Succeeded: w.Succeeded, Failed: w.Failed, Cancelled: w.Cancelled,
@@ -477,6 +562,19 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 				Ordinal: int32(d.Ordinal), Name: d.Name, Backend: d.Backend,
 				MemoryTotalBytes: d.MemoryTotal, MemoryUsedBytes: d.MemoryUsed,
 			})
+			if d.Ordinal < 0 {
+				continue
+			}
+			g := &cuzkv1.GPUStatus{
+				Ordinal: uint32(d.Ordinal), Name: d.Name, VramTotalBytes: d.MemoryTotal,
+				VramFreeBytes: d.MemoryTotal - min(d.MemoryUsed, d.MemoryTotal),
+			}
+			for _, w := range st.Workers {
+				if w.Name == fmt.Sprintf("%s:%d", d.Backend, d.Ordinal) && w.JobID != "" {
+					g.CurrentJobId, g.CurrentProofKind = w.JobID, LocalProofKind
+				}
+			}
+			out.Gpus = append(out.Gpus, g)
 		}
 	}
 	if s.cfg.circuits != nil {
@@ -492,9 +590,76 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 				k.DeviceOrdinals = append(k.DeviceOrdinals, int32(i))
 			}
 			out.Keys = append(out.Keys, k)
+			out.LoadedSrs = append(out.LoadedSrs, &cuzkv1.SRSStatus{CircuitId: id, Tier: cuzkv1.SRSStatus_HOT, SizeBytes: k.Bytes})
 		}
 	}
 	return out, nil
+}
+
+// LocalProofKind is the proof_kind GetStatus gives this daemon's own
+// circuits in cuzk's queues and GPU fields.
+const LocalProofKind = "local"
+
+// GetMetrics implements cuzkv1.ProvingEngineServer: the text of the
+// metrics handler (WithMetricsHandler), or without one the few totals
+// cuzk itself reports.
+func (s *Server) GetMetrics(ctx context.Context, _ *cuzkv1.GetMetricsRequest) (*cuzkv1.GetMetricsResponse, error) {
+	if s.cfg.metrics != nil {
+		text, err := metricsText(ctx, s.cfg.metrics)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "metrics: %v", err)
+		}
+		return &cuzkv1.GetMetricsResponse{PrometheusText: text}, nil
+	}
+	st := s.eng.Status()
+	queued := 0
+	for _, n := range st.Queued {
+		queued += n
+	}
+	var b strings.Builder
+	for _, m := range []struct {
+		name, typ, help string
+		v               float64
+	}{
+		{"cuzk_proofs_completed_total", "counter", "Proofs completed.", float64(st.Succeeded)},
+		{"cuzk_proofs_failed_total", "counter", "Proofs failed.", float64(st.Failed)},
+		{"cuzk_uptime_seconds", "gauge", "Daemon uptime.", st.Uptime.Seconds()},
+		{"cuzk_queue_depth", "gauge", "Jobs queued.", float64(queued)},
+		{"cuzk_running_jobs", "gauge", "Jobs past the queue.", float64(len(st.Running))},
+	} {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
+	}
+	return &cuzkv1.GetMetricsResponse{PrometheusText: b.String()}, nil
+}
+
+// PreloadSRS implements cuzkv1.ProvingEngineServer: circuit_id is a key
+// as GetStatus lists it, "NAME/CONSTRAINTS" or a file circuit's "NAME".
+func (s *Server) PreloadSRS(ctx context.Context, r *cuzkv1.PreloadSrsRequest) (*cuzkv1.PreloadSrsResponse, error) {
+	name, n := splitCircuitID(r.GetCircuitId())
+	res, err := s.PreloadKeys(ctx, &cuzkv1.PreloadKeysRequest{Circuit: name, Constraints: n})
+	if err != nil {
+		return nil, err
+	}
+	return &cuzkv1.PreloadSrsResponse{AlreadyLoaded: res.GetCacheHit(), LoadTimeMs: uint64(res.GetLoadMs())}, nil
+}
+
+// EvictSRS implements cuzkv1.ProvingEngineServer.
+func (s *Server) EvictSRS(ctx context.Context, r *cuzkv1.EvictSrsRequest) (*cuzkv1.EvictSrsResponse, error) {
+	name, n := splitCircuitID(r.GetCircuitId())
+	var freed uint64
+	if s.cfg.circuits != nil {
+		k := &cuzkv1.LoadedKey{}
+		describeKey(k, r.GetCircuitId(), managers(s.cfg.circuits)...)
+		freed = k.Bytes
+	}
+	res, err := s.EvictKeys(ctx, &cuzkv1.EvictKeysRequest{Circuit: name, Constraints: n})
+	if err != nil {
+		return nil, err
+	}
+	if !res.GetEvicted() {
+		freed = 0
+	}
+	return &cuzkv1.EvictSrsResponse{WasLoaded: res.GetEvicted(), FreedBytes: freed}, nil
 }
 
 func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
@@ -523,7 +688,7 @@ func (s *Server) PreloadKeys(ctx context.Context, r *cuzkv1.PreloadKeysRequest) 
 	before := s.cfg.circuits.LoadedCircuits()
 	start := time.Now()
 	if err := s.cfg.circuits.LoadCircuit(ctx, r.GetCircuit(), n); err != nil {
-		return nil, statusErr(err, nil)
+		return nil, statusErr(err)
 	}
 	elapsed := time.Since(start)
 	var key *cuzkv1.LoadedKey

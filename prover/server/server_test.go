@@ -225,13 +225,13 @@ func TestMalformedTraceparentStartsANewTrace(t *testing.T) {
 		"ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", // version ff is forbidden
 	} {
 		ctx := metadata.AppendToOutgoingContext(ctx5(t), "traceparent", tp)
-		res, err := api.Prove(ctx, &cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{
+		res, err := api.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
 			RequestId: fmt.Sprintf("bad-tp-%d", i), Circuit: "mulchain", Constraints: 16}})
 		if err != nil {
 			t.Fatalf("traceparent %q: %v (must be ignored)", tp, err)
 		}
-		if res.GetTraceId() == "" || res.GetTraceId() == "00000000000000000000000000000000" {
-			t.Errorf("traceparent %q: trace id %q", tp, res.GetTraceId())
+		if res.GetResult().GetTraceId() == "" || res.GetResult().GetTraceId() == "00000000000000000000000000000000" {
+			t.Errorf("traceparent %q: trace id %q", tp, res.GetResult().GetTraceId())
 		}
 	}
 	for _, s := range d.exp.GetSpans() {

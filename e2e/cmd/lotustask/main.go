@@ -89,7 +89,7 @@ func run(addr, endpoint, service, requestID string, constraints uint64, plain, p
 		err = errors.Join(err, tp.Shutdown(sctx))
 	}()
 
-	prove := func(ctx context.Context, req *cuzkv1.ProofRequest) (traceID string, err error) {
+	prove := func(ctx context.Context, req *cuzkv1.SubmitProofRequest) (traceID string, err error) {
 		if proverClient {
 			// docs/curio.md, "Switch to prover/client".
 			c, err := client.Dial(addr, client.WithTracerProvider(tp))
@@ -122,14 +122,17 @@ func run(addr, endpoint, service, requestID string, constraints uint64, plain, p
 			return "", err
 		}
 		defer conn.Close()
-		res, err := cuzkv1.NewProvingEngineClient(conn).Prove(ctx, &cuzkv1.ProveRequest{Request: req})
-		return res.GetTraceId(), err
+		res, err := cuzkv1.NewProvingEngineClient(conn).Prove(ctx, &cuzkv1.ProveRequest{Submit: req})
+		if err == nil && res.GetResult().GetStatus() != cuzkv1.AwaitProofResponse_COMPLETED {
+			err = fmt.Errorf("proof %s: %s", res.GetResult().GetStatus(), res.GetResult().GetErrorMessage())
+		}
+		return res.GetResult().GetTraceId(), err
 	}
 
 	ctx, task := octrace.StartSpan(ctx, "harmonytask.WdPost")
-	daemonTrace, err := prove(ctx, &cuzkv1.ProofRequest{
+	daemonTrace, err := prove(ctx, &cuzkv1.SubmitProofRequest{
 		RequestId: requestID, Circuit: "mulchain", Constraints: constraints,
-		Priority: cuzkv1.Priority_PRIORITY_NORMAL, Verify: true,
+		Priority: cuzkv1.Priority_NORMAL, Verify: true,
 	})
 	task.End()
 	if err != nil {

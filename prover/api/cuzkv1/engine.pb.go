@@ -1,9 +1,18 @@
-// The proving daemon's API: cuzk.v1.ProvingEngine, modelled on the
-// operations cuzk (Curio's GPU proving daemon) offers Curio, for any
-// registered Groth16 circuit over BLS12-381.
+// The proving daemon's API, cuzk.v1.ProvingEngine: on the wire the API of
+// cuzk, Curio's GPU proving daemon (filecoin-project/curio,
+// extern/cuzk/cuzk-proto/proto/cuzk/v1/proving.proto). Every service,
+// method, message, enum value and field number cuzk defines is here with
+// its name, number and type, so a client generated from cuzk's file talks
+// to this daemon unchanged (prover/api/cuzkv1/schema_test.go holds a copy
+// of those facts and fails when this file drifts from them).
+//
+// What this daemon adds (its own circuits, constraint counts, witnesses,
+// partitions, key management, trace ids in replies) uses field numbers 100
+// and above and methods cuzk does not have, which a cuzk-generated client
+// never sends and skips as unknown fields when it reads them.
 //
 // Trace context travels in gRPC metadata (W3C traceparent, tracestate);
-// the correlation fields of ProofRequest become attributes of the engine.job
+// the correlation fields of a request become attributes of the engine.job
 // span, so a proof can be found by request id, miner and sector even when
 // the caller sent no context.
 
@@ -30,34 +39,92 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ProofKind is one of the Filecoin proofs cuzk makes.
+type ProofKind int32
+
+const (
+	// Not a Filecoin proof: the request names one of this daemon's circuits.
+	ProofKind_PROOF_KIND_UNSPECIFIED ProofKind = 0
+	ProofKind_POREP_SEAL_COMMIT      ProofKind = 1
+	ProofKind_SNAP_DEALS_UPDATE      ProofKind = 2
+	ProofKind_WINDOW_POST_PARTITION  ProofKind = 3
+	ProofKind_WINNING_POST           ProofKind = 4
+)
+
+// Enum value maps for ProofKind.
+var (
+	ProofKind_name = map[int32]string{
+		0: "PROOF_KIND_UNSPECIFIED",
+		1: "POREP_SEAL_COMMIT",
+		2: "SNAP_DEALS_UPDATE",
+		3: "WINDOW_POST_PARTITION",
+		4: "WINNING_POST",
+	}
+	ProofKind_value = map[string]int32{
+		"PROOF_KIND_UNSPECIFIED": 0,
+		"POREP_SEAL_COMMIT":      1,
+		"SNAP_DEALS_UPDATE":      2,
+		"WINDOW_POST_PARTITION":  3,
+		"WINNING_POST":           4,
+	}
+)
+
+func (x ProofKind) Enum() *ProofKind {
+	p := new(ProofKind)
+	*p = x
+	return p
+}
+
+func (x ProofKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProofKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_cuzk_v1_engine_proto_enumTypes[0].Descriptor()
+}
+
+func (ProofKind) Type() protoreflect.EnumType {
+	return &file_cuzk_v1_engine_proto_enumTypes[0]
+}
+
+func (x ProofKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProofKind.Descriptor instead.
+func (ProofKind) EnumDescriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{0}
+}
+
 // Priority orders queued work; a higher one overtakes lower ones, CRITICAL
-// overtakes everything queued (WindowPoSt deadlines).
+// overtakes everything queued (WinningPoSt must finish within its epoch).
 type Priority int32
 
 const (
-	// Unset: treated as NORMAL.
+	// Unset: NORMAL for this daemon's circuits; for a Filecoin kind cuzk's
+	// default (CRITICAL for WinningPoSt, HIGH for WindowPoSt, else NORMAL).
 	Priority_PRIORITY_UNSPECIFIED Priority = 0
-	Priority_PRIORITY_LOW         Priority = 1
-	Priority_PRIORITY_NORMAL      Priority = 2
-	Priority_PRIORITY_HIGH        Priority = 3
-	Priority_PRIORITY_CRITICAL    Priority = 4
+	Priority_LOW                  Priority = 1
+	Priority_NORMAL               Priority = 2
+	Priority_HIGH                 Priority = 3
+	Priority_CRITICAL             Priority = 4
 )
 
 // Enum value maps for Priority.
 var (
 	Priority_name = map[int32]string{
 		0: "PRIORITY_UNSPECIFIED",
-		1: "PRIORITY_LOW",
-		2: "PRIORITY_NORMAL",
-		3: "PRIORITY_HIGH",
-		4: "PRIORITY_CRITICAL",
+		1: "LOW",
+		2: "NORMAL",
+		3: "HIGH",
+		4: "CRITICAL",
 	}
 	Priority_value = map[string]int32{
 		"PRIORITY_UNSPECIFIED": 0,
-		"PRIORITY_LOW":         1,
-		"PRIORITY_NORMAL":      2,
-		"PRIORITY_HIGH":        3,
-		"PRIORITY_CRITICAL":    4,
+		"LOW":                  1,
+		"NORMAL":               2,
+		"HIGH":                 3,
+		"CRITICAL":             4,
 	}
 )
 
@@ -72,11 +139,11 @@ func (x Priority) String() string {
 }
 
 func (Priority) Descriptor() protoreflect.EnumDescriptor {
-	return file_cuzk_v1_engine_proto_enumTypes[0].Descriptor()
+	return file_cuzk_v1_engine_proto_enumTypes[1].Descriptor()
 }
 
 func (Priority) Type() protoreflect.EnumType {
-	return &file_cuzk_v1_engine_proto_enumTypes[0]
+	return &file_cuzk_v1_engine_proto_enumTypes[1]
 }
 
 func (x Priority) Number() protoreflect.EnumNumber {
@@ -85,7 +152,7 @@ func (x Priority) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Priority.Descriptor instead.
 func (Priority) EnumDescriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{0}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{1}
 }
 
 // JobStatus is where a job is in its life. A pipelined daemon moves a job
@@ -144,11 +211,11 @@ func (x JobStatus) String() string {
 }
 
 func (JobStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_cuzk_v1_engine_proto_enumTypes[1].Descriptor()
+	return file_cuzk_v1_engine_proto_enumTypes[2].Descriptor()
 }
 
 func (JobStatus) Type() protoreflect.EnumType {
-	return &file_cuzk_v1_engine_proto_enumTypes[1]
+	return &file_cuzk_v1_engine_proto_enumTypes[2]
 }
 
 func (x JobStatus) Number() protoreflect.EnumNumber {
@@ -157,160 +224,175 @@ func (x JobStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobStatus.Descriptor instead.
 func (JobStatus) EnumDescriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{1}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{2}
 }
 
-// ProofRequest is one proof to make.
-type ProofRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Caller's idempotency key (cuzk.request.id); required.
-	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// A registered circuit: "mulchain", "merkle", or one registered from
-	// files (compiled constraint system and proving key).
-	Circuit string `protobuf:"bytes,2,opt,name=circuit,proto3" json:"circuit,omitempty"`
-	// Size of a built-in circuit in R1CS constraints; ignored for circuits
-	// registered from files.
-	Constraints uint64 `protobuf:"varint,3,opt,name=constraints,proto3" json:"constraints,omitempty"`
-	// Full witness in gnark's binary witness format (witness.MarshalBinary:
-	// public count, secret count, vector length, then field elements of 32
-	// bytes, big endian). Empty asks a built-in circuit for its own sample.
-	Witness  []byte   `protobuf:"bytes,4,opt,name=witness,proto3" json:"witness,omitempty"`
-	Priority Priority `protobuf:"varint,5,opt,name=priority,proto3,enum=cuzk.v1.Priority" json:"priority,omitempty"`
-	// Correlation with the caller (filecoin.miner.id, filecoin.sector.number,
-	// curio.task.id, curio.task.name).
-	MinerId      string `protobuf:"bytes,6,opt,name=miner_id,json=minerId,proto3" json:"miner_id,omitempty"`
-	SectorNumber int64  `protobuf:"varint,7,opt,name=sector_number,json=sectorNumber,proto3" json:"sector_number,omitempty"`
-	TaskId       int64  `protobuf:"varint,8,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	TaskName     string `protobuf:"bytes,9,opt,name=task_name,json=taskName,proto3" json:"task_name,omitempty"`
-	// Verify the proof with gnark's verifier before answering.
-	Verify bool `protobuf:"varint,10,opt,name=verify,proto3" json:"verify,omitempty"`
-	// Partitions of a multi-partition proof (a PoRep C2 has 10): one full
-	// witness per partition, each in the format of witness, of the same
-	// circuit. With two or more, witness must be empty and the result holds
-	// one proof per partition, in this order; one entry is the same as
-	// witness. An empty entry asks for the built-in sample.
-	Partitions    [][]byte `protobuf:"bytes,11,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
+// How the wait ended.
+type AwaitProofResponse_Status int32
 
-func (x *ProofRequest) Reset() {
-	*x = ProofRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
+const (
+	AwaitProofResponse_UNKNOWN   AwaitProofResponse_Status = 0
+	AwaitProofResponse_COMPLETED AwaitProofResponse_Status = 1
+	AwaitProofResponse_FAILED    AwaitProofResponse_Status = 2
+	AwaitProofResponse_CANCELLED AwaitProofResponse_Status = 3
+	// timeout_ms passed before the job ended.
+	AwaitProofResponse_TIMEOUT AwaitProofResponse_Status = 4
+)
 
-func (x *ProofRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ProofRequest) ProtoMessage() {}
-
-func (x *ProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
+// Enum value maps for AwaitProofResponse_Status.
+var (
+	AwaitProofResponse_Status_name = map[int32]string{
+		0: "UNKNOWN",
+		1: "COMPLETED",
+		2: "FAILED",
+		3: "CANCELLED",
+		4: "TIMEOUT",
 	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ProofRequest.ProtoReflect.Descriptor instead.
-func (*ProofRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *ProofRequest) GetRequestId() string {
-	if x != nil {
-		return x.RequestId
+	AwaitProofResponse_Status_value = map[string]int32{
+		"UNKNOWN":   0,
+		"COMPLETED": 1,
+		"FAILED":    2,
+		"CANCELLED": 3,
+		"TIMEOUT":   4,
 	}
-	return ""
+)
+
+func (x AwaitProofResponse_Status) Enum() *AwaitProofResponse_Status {
+	p := new(AwaitProofResponse_Status)
+	*p = x
+	return p
 }
 
-func (x *ProofRequest) GetCircuit() string {
-	if x != nil {
-		return x.Circuit
-	}
-	return ""
+func (x AwaitProofResponse_Status) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
 }
 
-func (x *ProofRequest) GetConstraints() uint64 {
-	if x != nil {
-		return x.Constraints
-	}
-	return 0
+func (AwaitProofResponse_Status) Descriptor() protoreflect.EnumDescriptor {
+	return file_cuzk_v1_engine_proto_enumTypes[3].Descriptor()
 }
 
-func (x *ProofRequest) GetWitness() []byte {
-	if x != nil {
-		return x.Witness
-	}
-	return nil
+func (AwaitProofResponse_Status) Type() protoreflect.EnumType {
+	return &file_cuzk_v1_engine_proto_enumTypes[3]
 }
 
-func (x *ProofRequest) GetPriority() Priority {
-	if x != nil {
-		return x.Priority
-	}
-	return Priority_PRIORITY_UNSPECIFIED
+func (x AwaitProofResponse_Status) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
 }
 
-func (x *ProofRequest) GetMinerId() string {
-	if x != nil {
-		return x.MinerId
-	}
-	return ""
+// Deprecated: Use AwaitProofResponse_Status.Descriptor instead.
+func (AwaitProofResponse_Status) EnumDescriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{3, 0}
 }
 
-func (x *ProofRequest) GetSectorNumber() int64 {
-	if x != nil {
-		return x.SectorNumber
+type SRSStatus_Tier int32
+
+const (
+	// In memory, ready to prove.
+	SRSStatus_HOT SRSStatus_Tier = 0
+	// Mapped or in the page cache.
+	SRSStatus_WARM SRSStatus_Tier = 1
+	// On disk only.
+	SRSStatus_COLD SRSStatus_Tier = 2
+)
+
+// Enum value maps for SRSStatus_Tier.
+var (
+	SRSStatus_Tier_name = map[int32]string{
+		0: "HOT",
+		1: "WARM",
+		2: "COLD",
 	}
-	return 0
+	SRSStatus_Tier_value = map[string]int32{
+		"HOT":  0,
+		"WARM": 1,
+		"COLD": 2,
+	}
+)
+
+func (x SRSStatus_Tier) Enum() *SRSStatus_Tier {
+	p := new(SRSStatus_Tier)
+	*p = x
+	return p
 }
 
-func (x *ProofRequest) GetTaskId() int64 {
-	if x != nil {
-		return x.TaskId
-	}
-	return 0
+func (x SRSStatus_Tier) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
 }
 
-func (x *ProofRequest) GetTaskName() string {
-	if x != nil {
-		return x.TaskName
-	}
-	return ""
+func (SRSStatus_Tier) Descriptor() protoreflect.EnumDescriptor {
+	return file_cuzk_v1_engine_proto_enumTypes[4].Descriptor()
 }
 
-func (x *ProofRequest) GetVerify() bool {
-	if x != nil {
-		return x.Verify
-	}
-	return false
+func (SRSStatus_Tier) Type() protoreflect.EnumType {
+	return &file_cuzk_v1_engine_proto_enumTypes[4]
 }
 
-func (x *ProofRequest) GetPartitions() [][]byte {
-	if x != nil {
-		return x.Partitions
-	}
-	return nil
+func (x SRSStatus_Tier) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SRSStatus_Tier.Descriptor instead.
+func (SRSStatus_Tier) EnumDescriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type SubmitProofRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *ProofRequest          `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's idempotency key (cuzk.request.id), also the job id; required.
+	RequestId string    `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	ProofKind ProofKind `protobuf:"varint,2,opt,name=proof_kind,json=proofKind,proto3,enum=cuzk.v1.ProofKind" json:"proof_kind,omitempty"`
+	// Bytes: 2048, 8388608, 536870912, 34359738368 or 68719476736.
+	SectorSize uint64 `protobuf:"varint,3,opt,name=sector_size,json=sectorSize,proto3" json:"sector_size,omitempty"`
+	// The RegisteredSealProof, RegisteredPoStProof or RegisteredUpdateProof
+	// number of the kind (filecoin-ffi's values).
+	RegisteredProof uint64   `protobuf:"varint,4,opt,name=registered_proof,json=registeredProof,proto3" json:"registered_proof,omitempty"`
+	Priority        Priority `protobuf:"varint,5,opt,name=priority,proto3,enum=cuzk.v1.Priority" json:"priority,omitempty"`
+	// PoRep C2: the C1 output (JSON, about 50 MB for a 32 GiB sector).
+	VanillaProof []byte `protobuf:"bytes,10,opt,name=vanilla_proof,json=vanillaProof,proto3" json:"vanilla_proof,omitempty"`
+	// PoSt: one vanilla proof per sector; SnapDeals: one per partition.
+	VanillaProofs [][]byte `protobuf:"bytes,11,rep,name=vanilla_proofs,json=vanillaProofs,proto3" json:"vanilla_proofs,omitempty"`
+	// Correlation with the caller (filecoin.sector.number,
+	// filecoin.miner.id as "f0<miner_id>").
+	SectorNumber uint64 `protobuf:"varint,20,opt,name=sector_number,json=sectorNumber,proto3" json:"sector_number,omitempty"`
+	MinerId      uint64 `protobuf:"varint,21,opt,name=miner_id,json=minerId,proto3" json:"miner_id,omitempty"`
+	// PoSt's 32-byte challenge seed.
+	Randomness     []byte `protobuf:"bytes,22,opt,name=randomness,proto3" json:"randomness,omitempty"`
+	PartitionIndex uint32 `protobuf:"varint,23,opt,name=partition_index,json=partitionIndex,proto3" json:"partition_index,omitempty"`
+	// SnapDeals' commitments, 32 bytes each.
+	CommROld []byte `protobuf:"bytes,30,opt,name=comm_r_old,json=commROld,proto3" json:"comm_r_old,omitempty"`
+	CommRNew []byte `protobuf:"bytes,31,opt,name=comm_r_new,json=commRNew,proto3" json:"comm_r_new,omitempty"`
+	CommDNew []byte `protobuf:"bytes,32,opt,name=comm_d_new,json=commDNew,proto3" json:"comm_d_new,omitempty"`
+	// This daemon's fields.
+	// A registered circuit: "mulchain", "merkle", or one registered from
+	// files; set only when proof_kind is unspecified.
+	Circuit string `protobuf:"bytes,100,opt,name=circuit,proto3" json:"circuit,omitempty"`
+	// Size of a built-in circuit in R1CS constraints; ignored for circuits
+	// registered from files.
+	Constraints uint64 `protobuf:"varint,101,opt,name=constraints,proto3" json:"constraints,omitempty"`
+	// Full witness in gnark's binary witness format (witness.MarshalBinary:
+	// public count, secret count, vector length, then field elements of 32
+	// bytes, big endian). Empty asks a built-in circuit for its own sample.
+	Witness []byte `protobuf:"bytes,102,opt,name=witness,proto3" json:"witness,omitempty"`
+	// Partitions of a multi-partition proof: one full witness per partition,
+	// each in the format of witness, of the same circuit. With two or more,
+	// witness must be empty and the reply holds one proof per partition, in
+	// this order; one entry is the same as witness. An empty entry asks for
+	// the built-in sample.
+	Partitions [][]byte `protobuf:"bytes,103,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Verify the proof with gnark's verifier before answering.
+	Verify bool `protobuf:"varint,104,opt,name=verify,proto3" json:"verify,omitempty"`
+	// Correlation: curio.task.id, curio.task.name; miner overrides miner_id
+	// as filecoin.miner.id when set (an address such as "f01234").
+	TaskId        int64  `protobuf:"varint,105,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	TaskName      string `protobuf:"bytes,106,opt,name=task_name,json=taskName,proto3" json:"task_name,omitempty"`
+	Miner         string `protobuf:"bytes,107,opt,name=miner,proto3" json:"miner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitProofRequest) Reset() {
 	*x = SubmitProofRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[1]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +404,7 @@ func (x *SubmitProofRequest) String() string {
 func (*SubmitProofRequest) ProtoMessage() {}
 
 func (x *SubmitProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[1]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,31 +417,182 @@ func (x *SubmitProofRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitProofRequest.ProtoReflect.Descriptor instead.
 func (*SubmitProofRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{1}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *SubmitProofRequest) GetRequest() *ProofRequest {
+func (x *SubmitProofRequest) GetRequestId() string {
 	if x != nil {
-		return x.Request
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *SubmitProofRequest) GetProofKind() ProofKind {
+	if x != nil {
+		return x.ProofKind
+	}
+	return ProofKind_PROOF_KIND_UNSPECIFIED
+}
+
+func (x *SubmitProofRequest) GetSectorSize() uint64 {
+	if x != nil {
+		return x.SectorSize
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetRegisteredProof() uint64 {
+	if x != nil {
+		return x.RegisteredProof
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetPriority() Priority {
+	if x != nil {
+		return x.Priority
+	}
+	return Priority_PRIORITY_UNSPECIFIED
+}
+
+func (x *SubmitProofRequest) GetVanillaProof() []byte {
+	if x != nil {
+		return x.VanillaProof
 	}
 	return nil
+}
+
+func (x *SubmitProofRequest) GetVanillaProofs() [][]byte {
+	if x != nil {
+		return x.VanillaProofs
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetSectorNumber() uint64 {
+	if x != nil {
+		return x.SectorNumber
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetMinerId() uint64 {
+	if x != nil {
+		return x.MinerId
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetRandomness() []byte {
+	if x != nil {
+		return x.Randomness
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetPartitionIndex() uint32 {
+	if x != nil {
+		return x.PartitionIndex
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetCommROld() []byte {
+	if x != nil {
+		return x.CommROld
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetCommRNew() []byte {
+	if x != nil {
+		return x.CommRNew
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetCommDNew() []byte {
+	if x != nil {
+		return x.CommDNew
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetCircuit() string {
+	if x != nil {
+		return x.Circuit
+	}
+	return ""
+}
+
+func (x *SubmitProofRequest) GetConstraints() uint64 {
+	if x != nil {
+		return x.Constraints
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetWitness() []byte {
+	if x != nil {
+		return x.Witness
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetPartitions() [][]byte {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *SubmitProofRequest) GetVerify() bool {
+	if x != nil {
+		return x.Verify
+	}
+	return false
+}
+
+func (x *SubmitProofRequest) GetTaskId() int64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *SubmitProofRequest) GetTaskName() string {
+	if x != nil {
+		return x.TaskName
+	}
+	return ""
+}
+
+func (x *SubmitProofRequest) GetMiner() string {
+	if x != nil {
+		return x.Miner
+	}
+	return ""
 }
 
 type SubmitProofResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Jobs queued ahead of this one when it was queued.
+	QueuePosition uint32 `protobuf:"varint,2,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
+	// Empty until a worker takes the job.
+	AssignedGpu string `protobuf:"bytes,3,opt,name=assigned_gpu,json=assignedGpu,proto3" json:"assigned_gpu,omitempty"`
 	// True when the request id named a job that already existed.
-	Existing bool      `protobuf:"varint,2,opt,name=existing,proto3" json:"existing,omitempty"`
-	Status   JobStatus `protobuf:"varint,3,opt,name=status,proto3,enum=cuzk.v1.JobStatus" json:"status,omitempty"`
+	Existing bool      `protobuf:"varint,100,opt,name=existing,proto3" json:"existing,omitempty"`
+	Status   JobStatus `protobuf:"varint,101,opt,name=status,proto3,enum=cuzk.v1.JobStatus" json:"status,omitempty"`
 	// Hex W3C trace id of the job's trace.
-	TraceId       string `protobuf:"bytes,4,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	TraceId       string `protobuf:"bytes,102,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitProofResponse) Reset() {
 	*x = SubmitProofResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[2]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -371,7 +604,7 @@ func (x *SubmitProofResponse) String() string {
 func (*SubmitProofResponse) ProtoMessage() {}
 
 func (x *SubmitProofResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[2]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -384,12 +617,26 @@ func (x *SubmitProofResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitProofResponse.ProtoReflect.Descriptor instead.
 func (*SubmitProofResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{2}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *SubmitProofResponse) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *SubmitProofResponse) GetQueuePosition() uint32 {
+	if x != nil {
+		return x.QueuePosition
+	}
+	return 0
+}
+
+func (x *SubmitProofResponse) GetAssignedGpu() string {
+	if x != nil {
+		return x.AssignedGpu
 	}
 	return ""
 }
@@ -417,18 +664,18 @@ func (x *SubmitProofResponse) GetTraceId() string {
 
 type AwaitProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The job, by job id or, when job_id is empty, by request id.
-	JobId     string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The job, by job id or, when job_id is empty, by request_id.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Longest wait in ms; 0 waits until the call's own deadline.
-	TimeoutMs     uint64 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs     uint64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	RequestId     string `protobuf:"bytes,100,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AwaitProofRequest) Reset() {
 	*x = AwaitProofRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[3]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +687,7 @@ func (x *AwaitProofRequest) String() string {
 func (*AwaitProofRequest) ProtoMessage() {}
 
 func (x *AwaitProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[3]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,19 +700,12 @@ func (x *AwaitProofRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitProofRequest.ProtoReflect.Descriptor instead.
 func (*AwaitProofRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{3}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AwaitProofRequest) GetJobId() string {
 	if x != nil {
 		return x.JobId
-	}
-	return ""
-}
-
-func (x *AwaitProofRequest) GetRequestId() string {
-	if x != nil {
-		return x.RequestId
 	}
 	return ""
 }
@@ -477,9 +717,223 @@ func (x *AwaitProofRequest) GetTimeoutMs() uint64 {
 	return 0
 }
 
+func (x *AwaitProofRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// AwaitProofResponse is the outcome of a job.
+type AwaitProofResponse struct {
+	state  protoimpl.MessageState    `protogen:"open.v1"`
+	JobId  string                    `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Status AwaitProofResponse_Status `protobuf:"varint,2,opt,name=status,proto3,enum=cuzk.v1.AwaitProofResponse_Status" json:"status,omitempty"`
+	// The proof: for this daemon's circuits a gnark groth16.Proof of
+	// BLS12-381, WriteTo encoding (compressed); partition 0's for a
+	// multi-partition job.
+	Proof []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	// Why a FAILED or CANCELLED job ended.
+	ErrorMessage string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// cuzk's timings, whole milliseconds.
+	QueueWaitMs  uint64 `protobuf:"varint,10,opt,name=queue_wait_ms,json=queueWaitMs,proto3" json:"queue_wait_ms,omitempty"`
+	SrsLoadMs    uint64 `protobuf:"varint,11,opt,name=srs_load_ms,json=srsLoadMs,proto3" json:"srs_load_ms,omitempty"`
+	SynthesisMs  uint64 `protobuf:"varint,12,opt,name=synthesis_ms,json=synthesisMs,proto3" json:"synthesis_ms,omitempty"`
+	GpuComputeMs uint64 `protobuf:"varint,13,opt,name=gpu_compute_ms,json=gpuComputeMs,proto3" json:"gpu_compute_ms,omitempty"`
+	TotalMs      uint64 `protobuf:"varint,14,opt,name=total_ms,json=totalMs,proto3" json:"total_ms,omitempty"`
+	// This daemon's fields.
+	RequestId string `protobuf:"bytes,100,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Where the job is (its end, once it ended).
+	JobStatus JobStatus `protobuf:"varint,101,opt,name=job_status,json=jobStatus,proto3,enum=cuzk.v1.JobStatus" json:"job_status,omitempty"`
+	// Hex W3C trace id of the job's trace.
+	TraceId string `protobuf:"bytes,102,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// The timings in fractional ms, with the stages cuzk does not report.
+	Timings *Timings `protobuf:"bytes,103,opt,name=timings,proto3" json:"timings,omitempty"`
+	// True when verify was asked and gnark's verifier accepted.
+	Verified bool `protobuf:"varint,104,opt,name=verified,proto3" json:"verified,omitempty"`
+	// "cpu", "cuda" or "upstream".
+	Backend string `protobuf:"bytes,105,opt,name=backend,proto3" json:"backend,omitempty"`
+	// The worker that ran it ("cuda:0", "cpu:1").
+	Worker string `protobuf:"bytes,106,opt,name=worker,proto3" json:"worker,omitempty"`
+	// A multi-partition job's proofs, in partition order (proof and
+	// public_witness are partition 0's; timings sum the partitions').
+	Partitions []*PartitionProof `protobuf:"bytes,107,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Public part of the witness, gnark binary witness format.
+	PublicWitness []byte `protobuf:"bytes,108,opt,name=public_witness,json=publicWitness,proto3" json:"public_witness,omitempty"`
+	// The gRPC code (google.rpc.Code number) of a FAILED or CANCELLED job's
+	// error: 3 INVALID_ARGUMENT for a witness the circuit rejects, 1
+	// CANCELLED, 13 INTERNAL otherwise; 4 DEADLINE_EXCEEDED with TIMEOUT.
+	ErrorCode     uint32 `protobuf:"varint,109,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AwaitProofResponse) Reset() {
+	*x = AwaitProofResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AwaitProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AwaitProofResponse) ProtoMessage() {}
+
+func (x *AwaitProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AwaitProofResponse.ProtoReflect.Descriptor instead.
+func (*AwaitProofResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AwaitProofResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetStatus() AwaitProofResponse_Status {
+	if x != nil {
+		return x.Status
+	}
+	return AwaitProofResponse_UNKNOWN
+}
+
+func (x *AwaitProofResponse) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
+func (x *AwaitProofResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetQueueWaitMs() uint64 {
+	if x != nil {
+		return x.QueueWaitMs
+	}
+	return 0
+}
+
+func (x *AwaitProofResponse) GetSrsLoadMs() uint64 {
+	if x != nil {
+		return x.SrsLoadMs
+	}
+	return 0
+}
+
+func (x *AwaitProofResponse) GetSynthesisMs() uint64 {
+	if x != nil {
+		return x.SynthesisMs
+	}
+	return 0
+}
+
+func (x *AwaitProofResponse) GetGpuComputeMs() uint64 {
+	if x != nil {
+		return x.GpuComputeMs
+	}
+	return 0
+}
+
+func (x *AwaitProofResponse) GetTotalMs() uint64 {
+	if x != nil {
+		return x.TotalMs
+	}
+	return 0
+}
+
+func (x *AwaitProofResponse) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetJobStatus() JobStatus {
+	if x != nil {
+		return x.JobStatus
+	}
+	return JobStatus_JOB_STATUS_UNSPECIFIED
+}
+
+func (x *AwaitProofResponse) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetTimings() *Timings {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
+}
+
+func (x *AwaitProofResponse) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
+func (x *AwaitProofResponse) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *AwaitProofResponse) GetPartitions() []*PartitionProof {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *AwaitProofResponse) GetPublicWitness() []byte {
+	if x != nil {
+		return x.PublicWitness
+	}
+	return nil
+}
+
+func (x *AwaitProofResponse) GetErrorCode() uint32 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
+}
+
 type ProveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *ProofRequest          `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Submit        *SubmitProofRequest    `protobuf:"bytes,1,opt,name=submit,proto3" json:"submit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -514,11 +968,931 @@ func (*ProveRequest) Descriptor() ([]byte, []int) {
 	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *ProveRequest) GetRequest() *ProofRequest {
+func (x *ProveRequest) GetSubmit() *SubmitProofRequest {
 	if x != nil {
-		return x.Request
+		return x.Submit
 	}
 	return nil
+}
+
+type ProveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *AwaitProofResponse    `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProveResponse) Reset() {
+	*x = ProveResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProveResponse) ProtoMessage() {}
+
+func (x *ProveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProveResponse.ProtoReflect.Descriptor instead.
+func (*ProveResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProveResponse) GetResult() *AwaitProofResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type CancelProofRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, by job id or, when job_id is empty, by request_id.
+	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	RequestId     string `protobuf:"bytes,100,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelProofRequest) Reset() {
+	*x = CancelProofRequest{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelProofRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelProofRequest) ProtoMessage() {}
+
+func (x *CancelProofRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelProofRequest.ProtoReflect.Descriptor instead.
+func (*CancelProofRequest) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelProofRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CancelProofRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type CancelProofResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the job had left the queue (its context was cancelled; it
+	// ends CANCELLED when its step returns).
+	WasRunning bool   `protobuf:"varint,1,opt,name=was_running,json=wasRunning,proto3" json:"was_running,omitempty"`
+	JobId      string `protobuf:"bytes,100,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// CANCELLED for a queued job; the running state for a running one.
+	Status        JobStatus `protobuf:"varint,101,opt,name=status,proto3,enum=cuzk.v1.JobStatus" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelProofResponse) Reset() {
+	*x = CancelProofResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelProofResponse) ProtoMessage() {}
+
+func (x *CancelProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelProofResponse.ProtoReflect.Descriptor instead.
+func (*CancelProofResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelProofResponse) GetWasRunning() bool {
+	if x != nil {
+		return x.WasRunning
+	}
+	return false
+}
+
+func (x *CancelProofResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CancelProofResponse) GetStatus() JobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return JobStatus_JOB_STATUS_UNSPECIFIED
+}
+
+type GetStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatusRequest) Reset() {
+	*x = GetStatusRequest{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatusRequest) ProtoMessage() {}
+
+func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetStatusRequest) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{8}
+}
+
+type GetStatusResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Gpus      []*GPUStatus           `protobuf:"bytes,1,rep,name=gpus,proto3" json:"gpus,omitempty"`
+	LoadedSrs []*SRSStatus           `protobuf:"bytes,2,rep,name=loaded_srs,json=loadedSrs,proto3" json:"loaded_srs,omitempty"`
+	// One per proof kind (cuzk's kind names; this daemon's circuits under
+	// their circuit name).
+	Queues                 []*QueueStatus `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
+	TotalProofsCompleted   uint64         `protobuf:"varint,4,opt,name=total_proofs_completed,json=totalProofsCompleted,proto3" json:"total_proofs_completed,omitempty"`
+	TotalProofsFailed      uint64         `protobuf:"varint,5,opt,name=total_proofs_failed,json=totalProofsFailed,proto3" json:"total_proofs_failed,omitempty"`
+	UptimeSeconds          uint64         `protobuf:"varint,6,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
+	PinnedMemoryBytes      uint64         `protobuf:"varint,7,opt,name=pinned_memory_bytes,json=pinnedMemoryBytes,proto3" json:"pinned_memory_bytes,omitempty"`
+	PinnedMemoryLimitBytes uint64         `protobuf:"varint,8,opt,name=pinned_memory_limit_bytes,json=pinnedMemoryLimitBytes,proto3" json:"pinned_memory_limit_bytes,omitempty"`
+	// This daemon's fields.
+	Devices []*Device    `protobuf:"bytes,100,rep,name=devices,proto3" json:"devices,omitempty"`
+	Workers []*Worker    `protobuf:"bytes,101,rep,name=workers,proto3" json:"workers,omitempty"`
+	Keys    []*LoadedKey `protobuf:"bytes,102,rep,name=keys,proto3" json:"keys,omitempty"`
+	// Queued jobs per priority.
+	QueueDepths   []*QueueDepth `protobuf:"bytes,103,rep,name=queue_depths,json=queueDepths,proto3" json:"queue_depths,omitempty"`
+	QueueCapacity uint32        `protobuf:"varint,104,opt,name=queue_capacity,json=queueCapacity,proto3" json:"queue_capacity,omitempty"`
+	Running       []*JobInfo    `protobuf:"bytes,105,rep,name=running,proto3" json:"running,omitempty"`
+	Succeeded     uint64        `protobuf:"varint,106,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed        uint64        `protobuf:"varint,107,opt,name=failed,proto3" json:"failed,omitempty"`
+	Cancelled     uint64        `protobuf:"varint,108,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Uptime        float64       `protobuf:"fixed64,109,opt,name=uptime,proto3" json:"uptime,omitempty"`
+	// True once the daemon began shutting down.
+	Closing bool    `protobuf:"varint,110,opt,name=closing,proto3" json:"closing,omitempty"`
+	Version string  `protobuf:"bytes,111,opt,name=version,proto3" json:"version,omitempty"`
+	Stages  *Stages `protobuf:"bytes,112,opt,name=stages,proto3" json:"stages,omitempty"`
+	Memory  *Memory `protobuf:"bytes,113,opt,name=memory,proto3" json:"memory,omitempty"`
+	// True when the health service answers SERVING (every device's kernels
+	// compiled or loaded); otherwise not_ready_reason says why.
+	Ready          bool   `protobuf:"varint,114,opt,name=ready,proto3" json:"ready,omitempty"`
+	NotReadyReason string `protobuf:"bytes,115,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetStatusResponse) Reset() {
+	*x = GetStatusResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatusResponse) ProtoMessage() {}
+
+func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetStatusResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetStatusResponse) GetGpus() []*GPUStatus {
+	if x != nil {
+		return x.Gpus
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetLoadedSrs() []*SRSStatus {
+	if x != nil {
+		return x.LoadedSrs
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetQueues() []*QueueStatus {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetTotalProofsCompleted() uint64 {
+	if x != nil {
+		return x.TotalProofsCompleted
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetTotalProofsFailed() uint64 {
+	if x != nil {
+		return x.TotalProofsFailed
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetUptimeSeconds() uint64 {
+	if x != nil {
+		return x.UptimeSeconds
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetPinnedMemoryBytes() uint64 {
+	if x != nil {
+		return x.PinnedMemoryBytes
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetPinnedMemoryLimitBytes() uint64 {
+	if x != nil {
+		return x.PinnedMemoryLimitBytes
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetDevices() []*Device {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetWorkers() []*Worker {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetKeys() []*LoadedKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetQueueDepths() []*QueueDepth {
+	if x != nil {
+		return x.QueueDepths
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetQueueCapacity() uint32 {
+	if x != nil {
+		return x.QueueCapacity
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetRunning() []*JobInfo {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetSucceeded() uint64 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetCancelled() uint64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetUptime() float64 {
+	if x != nil {
+		return x.Uptime
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetClosing() bool {
+	if x != nil {
+		return x.Closing
+	}
+	return false
+}
+
+func (x *GetStatusResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *GetStatusResponse) GetStages() *Stages {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetMemory() *Memory {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *GetStatusResponse) GetNotReadyReason() string {
+	if x != nil {
+		return x.NotReadyReason
+	}
+	return ""
+}
+
+// GPUStatus is one GPU as cuzk reports it.
+type GPUStatus struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Ordinal          uint32                 `protobuf:"varint,1,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	Name             string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	VramTotalBytes   uint64                 `protobuf:"varint,3,opt,name=vram_total_bytes,json=vramTotalBytes,proto3" json:"vram_total_bytes,omitempty"`
+	VramFreeBytes    uint64                 `protobuf:"varint,4,opt,name=vram_free_bytes,json=vramFreeBytes,proto3" json:"vram_free_bytes,omitempty"`
+	CurrentJobId     string                 `protobuf:"bytes,5,opt,name=current_job_id,json=currentJobId,proto3" json:"current_job_id,omitempty"`
+	CurrentProofKind string                 `protobuf:"bytes,6,opt,name=current_proof_kind,json=currentProofKind,proto3" json:"current_proof_kind,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GPUStatus) Reset() {
+	*x = GPUStatus{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GPUStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GPUStatus) ProtoMessage() {}
+
+func (x *GPUStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GPUStatus.ProtoReflect.Descriptor instead.
+func (*GPUStatus) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GPUStatus) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *GPUStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GPUStatus) GetVramTotalBytes() uint64 {
+	if x != nil {
+		return x.VramTotalBytes
+	}
+	return 0
+}
+
+func (x *GPUStatus) GetVramFreeBytes() uint64 {
+	if x != nil {
+		return x.VramFreeBytes
+	}
+	return 0
+}
+
+func (x *GPUStatus) GetCurrentJobId() string {
+	if x != nil {
+		return x.CurrentJobId
+	}
+	return ""
+}
+
+func (x *GPUStatus) GetCurrentProofKind() string {
+	if x != nil {
+		return x.CurrentProofKind
+	}
+	return ""
+}
+
+// SRSStatus is a proving key held, as cuzk reports its SRS.
+type SRSStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cuzk: "porep-32g", ...; this daemon: "NAME/CONSTRAINTS".
+	CircuitId string         `protobuf:"bytes,1,opt,name=circuit_id,json=circuitId,proto3" json:"circuit_id,omitempty"`
+	Tier      SRSStatus_Tier `protobuf:"varint,2,opt,name=tier,proto3,enum=cuzk.v1.SRSStatus_Tier" json:"tier,omitempty"`
+	SizeBytes uint64         `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// Proofs in flight using it.
+	RefCount      uint32 `protobuf:"varint,4,opt,name=ref_count,json=refCount,proto3" json:"ref_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SRSStatus) Reset() {
+	*x = SRSStatus{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SRSStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SRSStatus) ProtoMessage() {}
+
+func (x *SRSStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SRSStatus.ProtoReflect.Descriptor instead.
+func (*SRSStatus) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SRSStatus) GetCircuitId() string {
+	if x != nil {
+		return x.CircuitId
+	}
+	return ""
+}
+
+func (x *SRSStatus) GetTier() SRSStatus_Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return SRSStatus_HOT
+}
+
+func (x *SRSStatus) GetSizeBytes() uint64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *SRSStatus) GetRefCount() uint32 {
+	if x != nil {
+		return x.RefCount
+	}
+	return 0
+}
+
+type QueueStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProofKind     string                 `protobuf:"bytes,1,opt,name=proof_kind,json=proofKind,proto3" json:"proof_kind,omitempty"`
+	Pending       uint32                 `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
+	InProgress    uint32                 `protobuf:"varint,3,opt,name=in_progress,json=inProgress,proto3" json:"in_progress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueStatus) Reset() {
+	*x = QueueStatus{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueStatus) ProtoMessage() {}
+
+func (x *QueueStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
+func (*QueueStatus) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *QueueStatus) GetProofKind() string {
+	if x != nil {
+		return x.ProofKind
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetPending() uint32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetInProgress() uint32 {
+	if x != nil {
+		return x.InProgress
+	}
+	return 0
+}
+
+type PreloadSrsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CircuitId     string                 `protobuf:"bytes,1,opt,name=circuit_id,json=circuitId,proto3" json:"circuit_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreloadSrsRequest) Reset() {
+	*x = PreloadSrsRequest{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreloadSrsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreloadSrsRequest) ProtoMessage() {}
+
+func (x *PreloadSrsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreloadSrsRequest.ProtoReflect.Descriptor instead.
+func (*PreloadSrsRequest) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PreloadSrsRequest) GetCircuitId() string {
+	if x != nil {
+		return x.CircuitId
+	}
+	return ""
+}
+
+type PreloadSrsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AlreadyLoaded bool                   `protobuf:"varint,1,opt,name=already_loaded,json=alreadyLoaded,proto3" json:"already_loaded,omitempty"`
+	LoadTimeMs    uint64                 `protobuf:"varint,2,opt,name=load_time_ms,json=loadTimeMs,proto3" json:"load_time_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreloadSrsResponse) Reset() {
+	*x = PreloadSrsResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreloadSrsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreloadSrsResponse) ProtoMessage() {}
+
+func (x *PreloadSrsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreloadSrsResponse.ProtoReflect.Descriptor instead.
+func (*PreloadSrsResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PreloadSrsResponse) GetAlreadyLoaded() bool {
+	if x != nil {
+		return x.AlreadyLoaded
+	}
+	return false
+}
+
+func (x *PreloadSrsResponse) GetLoadTimeMs() uint64 {
+	if x != nil {
+		return x.LoadTimeMs
+	}
+	return 0
+}
+
+type EvictSrsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CircuitId     string                 `protobuf:"bytes,1,opt,name=circuit_id,json=circuitId,proto3" json:"circuit_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictSrsRequest) Reset() {
+	*x = EvictSrsRequest{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictSrsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictSrsRequest) ProtoMessage() {}
+
+func (x *EvictSrsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictSrsRequest.ProtoReflect.Descriptor instead.
+func (*EvictSrsRequest) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *EvictSrsRequest) GetCircuitId() string {
+	if x != nil {
+		return x.CircuitId
+	}
+	return ""
+}
+
+type EvictSrsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WasLoaded     bool                   `protobuf:"varint,1,opt,name=was_loaded,json=wasLoaded,proto3" json:"was_loaded,omitempty"`
+	FreedBytes    uint64                 `protobuf:"varint,2,opt,name=freed_bytes,json=freedBytes,proto3" json:"freed_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictSrsResponse) Reset() {
+	*x = EvictSrsResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictSrsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictSrsResponse) ProtoMessage() {}
+
+func (x *EvictSrsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictSrsResponse.ProtoReflect.Descriptor instead.
+func (*EvictSrsResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *EvictSrsResponse) GetWasLoaded() bool {
+	if x != nil {
+		return x.WasLoaded
+	}
+	return false
+}
+
+func (x *EvictSrsResponse) GetFreedBytes() uint64 {
+	if x != nil {
+		return x.FreedBytes
+	}
+	return 0
+}
+
+type GetMetricsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMetricsRequest) Reset() {
+	*x = GetMetricsRequest{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsRequest) ProtoMessage() {}
+
+func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
+func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
+}
+
+type GetMetricsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prometheus text exposition format.
+	PrometheusText string `protobuf:"bytes,1,opt,name=prometheus_text,json=prometheusText,proto3" json:"prometheus_text,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetMetricsResponse) Reset() {
+	*x = GetMetricsResponse{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsResponse) ProtoMessage() {}
+
+func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
+func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetMetricsResponse) GetPrometheusText() string {
+	if x != nil {
+		return x.PrometheusText
+	}
+	return ""
 }
 
 // Timings are the durations cuzk reports, in milliseconds.
@@ -541,7 +1915,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[5]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +1927,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[5]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +1940,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{5}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Timings) GetQueueWaitMs() float64 {
@@ -646,7 +2020,7 @@ type PartitionProof struct {
 
 func (x *PartitionProof) Reset() {
 	*x = PartitionProof{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +2032,7 @@ func (x *PartitionProof) String() string {
 func (*PartitionProof) ProtoMessage() {}
 
 func (x *PartitionProof) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[6]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +2045,7 @@ func (x *PartitionProof) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionProof.ProtoReflect.Descriptor instead.
 func (*PartitionProof) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{6}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PartitionProof) GetIndex() uint32 {
@@ -709,291 +2083,6 @@ func (x *PartitionProof) GetVerified() bool {
 	return false
 }
 
-// ProofResult is the outcome of a job.
-type ProofResult struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Status    JobStatus              `protobuf:"varint,3,opt,name=status,proto3,enum=cuzk.v1.JobStatus" json:"status,omitempty"`
-	// Why a FAILED or CANCELLED job ended.
-	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	// gnark groth16.Proof of BLS12-381, WriteTo encoding (compressed).
-	Proof []byte `protobuf:"bytes,5,opt,name=proof,proto3" json:"proof,omitempty"`
-	// Public part of the witness, gnark binary witness format.
-	PublicWitness []byte `protobuf:"bytes,6,opt,name=public_witness,json=publicWitness,proto3" json:"public_witness,omitempty"`
-	// Hex W3C trace id of the job's trace.
-	TraceId string   `protobuf:"bytes,7,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
-	Timings *Timings `protobuf:"bytes,8,opt,name=timings,proto3" json:"timings,omitempty"`
-	// True when verify was asked and gnark's verifier accepted.
-	Verified bool `protobuf:"varint,9,opt,name=verified,proto3" json:"verified,omitempty"`
-	// "cpu" or "cuda".
-	Backend string `protobuf:"bytes,10,opt,name=backend,proto3" json:"backend,omitempty"`
-	// The worker that ran it ("cuda:0", "cpu:1").
-	Worker string `protobuf:"bytes,11,opt,name=worker,proto3" json:"worker,omitempty"`
-	// A multi-partition job's proofs, in partition order (proof and
-	// public_witness above are partition 0's; timings sum the partitions').
-	Partitions    []*PartitionProof `protobuf:"bytes,12,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ProofResult) Reset() {
-	*x = ProofResult{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ProofResult) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ProofResult) ProtoMessage() {}
-
-func (x *ProofResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ProofResult.ProtoReflect.Descriptor instead.
-func (*ProofResult) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *ProofResult) GetJobId() string {
-	if x != nil {
-		return x.JobId
-	}
-	return ""
-}
-
-func (x *ProofResult) GetRequestId() string {
-	if x != nil {
-		return x.RequestId
-	}
-	return ""
-}
-
-func (x *ProofResult) GetStatus() JobStatus {
-	if x != nil {
-		return x.Status
-	}
-	return JobStatus_JOB_STATUS_UNSPECIFIED
-}
-
-func (x *ProofResult) GetError() string {
-	if x != nil {
-		return x.Error
-	}
-	return ""
-}
-
-func (x *ProofResult) GetProof() []byte {
-	if x != nil {
-		return x.Proof
-	}
-	return nil
-}
-
-func (x *ProofResult) GetPublicWitness() []byte {
-	if x != nil {
-		return x.PublicWitness
-	}
-	return nil
-}
-
-func (x *ProofResult) GetTraceId() string {
-	if x != nil {
-		return x.TraceId
-	}
-	return ""
-}
-
-func (x *ProofResult) GetTimings() *Timings {
-	if x != nil {
-		return x.Timings
-	}
-	return nil
-}
-
-func (x *ProofResult) GetVerified() bool {
-	if x != nil {
-		return x.Verified
-	}
-	return false
-}
-
-func (x *ProofResult) GetBackend() string {
-	if x != nil {
-		return x.Backend
-	}
-	return ""
-}
-
-func (x *ProofResult) GetWorker() string {
-	if x != nil {
-		return x.Worker
-	}
-	return ""
-}
-
-func (x *ProofResult) GetPartitions() []*PartitionProof {
-	if x != nil {
-		return x.Partitions
-	}
-	return nil
-}
-
-type CancelProofRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The job, by job id or, when job_id is empty, by request id.
-	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CancelProofRequest) Reset() {
-	*x = CancelProofRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CancelProofRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CancelProofRequest) ProtoMessage() {}
-
-func (x *CancelProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CancelProofRequest.ProtoReflect.Descriptor instead.
-func (*CancelProofRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *CancelProofRequest) GetJobId() string {
-	if x != nil {
-		return x.JobId
-	}
-	return ""
-}
-
-func (x *CancelProofRequest) GetRequestId() string {
-	if x != nil {
-		return x.RequestId
-	}
-	return ""
-}
-
-type CancelProofResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	// CANCELLED for a queued job; RUNNING for a running one whose context
-	// was cancelled (it ends CANCELLED when its step returns).
-	Status        JobStatus `protobuf:"varint,2,opt,name=status,proto3,enum=cuzk.v1.JobStatus" json:"status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CancelProofResponse) Reset() {
-	*x = CancelProofResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CancelProofResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CancelProofResponse) ProtoMessage() {}
-
-func (x *CancelProofResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CancelProofResponse.ProtoReflect.Descriptor instead.
-func (*CancelProofResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *CancelProofResponse) GetJobId() string {
-	if x != nil {
-		return x.JobId
-	}
-	return ""
-}
-
-func (x *CancelProofResponse) GetStatus() JobStatus {
-	if x != nil {
-		return x.Status
-	}
-	return JobStatus_JOB_STATUS_UNSPECIFIED
-}
-
-type GetStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GetStatusRequest) Reset() {
-	*x = GetStatusRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GetStatusRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetStatusRequest) ProtoMessage() {}
-
-func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
-func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
-}
-
 // Device is one GPU (or the host, for the CPU backend).
 type Device struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1009,7 +2098,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +2110,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +2123,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Device) GetOrdinal() int32 {
@@ -1092,7 +2181,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +2193,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +2206,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Worker) GetName() string {
@@ -1193,7 +2282,7 @@ type LoadedKey struct {
 
 func (x *LoadedKey) Reset() {
 	*x = LoadedKey{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +2294,7 @@ func (x *LoadedKey) String() string {
 func (*LoadedKey) ProtoMessage() {}
 
 func (x *LoadedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +2307,7 @@ func (x *LoadedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadedKey.ProtoReflect.Descriptor instead.
 func (*LoadedKey) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LoadedKey) GetCircuit() string {
@@ -1266,7 +2355,7 @@ type QueueDepth struct {
 
 func (x *QueueDepth) Reset() {
 	*x = QueueDepth{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +2367,7 @@ func (x *QueueDepth) String() string {
 func (*QueueDepth) ProtoMessage() {}
 
 func (x *QueueDepth) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +2380,7 @@ func (x *QueueDepth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
 func (*QueueDepth) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueueDepth) GetPriority() Priority {
@@ -1329,7 +2418,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +2430,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +2443,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -1453,7 +2542,7 @@ type Stages struct {
 
 func (x *Stages) Reset() {
 	*x = Stages{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +2554,7 @@ func (x *Stages) String() string {
 func (*Stages) ProtoMessage() {}
 
 func (x *Stages) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +2567,7 @@ func (x *Stages) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stages.ProtoReflect.Descriptor instead.
 func (*Stages) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Stages) GetSynthesisWorkers() uint32 {
@@ -1534,7 +2623,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +2635,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +2648,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Memory) GetBudgetBytes() uint64 {
@@ -1590,173 +2679,6 @@ func (x *Memory) GetPeakBytes() uint64 {
 	return 0
 }
 
-type GetStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Devices       []*Device              `protobuf:"bytes,1,rep,name=devices,proto3" json:"devices,omitempty"`
-	Workers       []*Worker              `protobuf:"bytes,2,rep,name=workers,proto3" json:"workers,omitempty"`
-	Keys          []*LoadedKey           `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
-	Queues        []*QueueDepth          `protobuf:"bytes,4,rep,name=queues,proto3" json:"queues,omitempty"`
-	QueueCapacity uint32                 `protobuf:"varint,5,opt,name=queue_capacity,json=queueCapacity,proto3" json:"queue_capacity,omitempty"`
-	Running       []*JobInfo             `protobuf:"bytes,6,rep,name=running,proto3" json:"running,omitempty"`
-	Succeeded     uint64                 `protobuf:"varint,7,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
-	Failed        uint64                 `protobuf:"varint,8,opt,name=failed,proto3" json:"failed,omitempty"`
-	Cancelled     uint64                 `protobuf:"varint,9,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
-	UptimeSeconds float64                `protobuf:"fixed64,10,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
-	// True once the daemon began shutting down.
-	Closing bool    `protobuf:"varint,11,opt,name=closing,proto3" json:"closing,omitempty"`
-	Version string  `protobuf:"bytes,12,opt,name=version,proto3" json:"version,omitempty"`
-	Stages  *Stages `protobuf:"bytes,13,opt,name=stages,proto3" json:"stages,omitempty"`
-	Memory  *Memory `protobuf:"bytes,14,opt,name=memory,proto3" json:"memory,omitempty"`
-	// True when the health service answers SERVING (every device's kernels
-	// compiled or loaded); otherwise not_ready_reason says why.
-	Ready          bool   `protobuf:"varint,15,opt,name=ready,proto3" json:"ready,omitempty"`
-	NotReadyReason string `protobuf:"bytes,16,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *GetStatusResponse) Reset() {
-	*x = GetStatusResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GetStatusResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetStatusResponse) ProtoMessage() {}
-
-func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
-func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *GetStatusResponse) GetDevices() []*Device {
-	if x != nil {
-		return x.Devices
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetWorkers() []*Worker {
-	if x != nil {
-		return x.Workers
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetKeys() []*LoadedKey {
-	if x != nil {
-		return x.Keys
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetQueues() []*QueueDepth {
-	if x != nil {
-		return x.Queues
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetQueueCapacity() uint32 {
-	if x != nil {
-		return x.QueueCapacity
-	}
-	return 0
-}
-
-func (x *GetStatusResponse) GetRunning() []*JobInfo {
-	if x != nil {
-		return x.Running
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetSucceeded() uint64 {
-	if x != nil {
-		return x.Succeeded
-	}
-	return 0
-}
-
-func (x *GetStatusResponse) GetFailed() uint64 {
-	if x != nil {
-		return x.Failed
-	}
-	return 0
-}
-
-func (x *GetStatusResponse) GetCancelled() uint64 {
-	if x != nil {
-		return x.Cancelled
-	}
-	return 0
-}
-
-func (x *GetStatusResponse) GetUptimeSeconds() float64 {
-	if x != nil {
-		return x.UptimeSeconds
-	}
-	return 0
-}
-
-func (x *GetStatusResponse) GetClosing() bool {
-	if x != nil {
-		return x.Closing
-	}
-	return false
-}
-
-func (x *GetStatusResponse) GetVersion() string {
-	if x != nil {
-		return x.Version
-	}
-	return ""
-}
-
-func (x *GetStatusResponse) GetStages() *Stages {
-	if x != nil {
-		return x.Stages
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetMemory() *Memory {
-	if x != nil {
-		return x.Memory
-	}
-	return nil
-}
-
-func (x *GetStatusResponse) GetReady() bool {
-	if x != nil {
-		return x.Ready
-	}
-	return false
-}
-
-func (x *GetStatusResponse) GetNotReadyReason() string {
-	if x != nil {
-		return x.NotReadyReason
-	}
-	return ""
-}
-
 type PreloadKeysRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Circuit       string                 `protobuf:"bytes,1,opt,name=circuit,proto3" json:"circuit,omitempty"`
@@ -1767,7 +2689,7 @@ type PreloadKeysRequest struct {
 
 func (x *PreloadKeysRequest) Reset() {
 	*x = PreloadKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2701,7 @@ func (x *PreloadKeysRequest) String() string {
 func (*PreloadKeysRequest) ProtoMessage() {}
 
 func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +2714,7 @@ func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysRequest.ProtoReflect.Descriptor instead.
 func (*PreloadKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PreloadKeysRequest) GetCircuit() string {
@@ -1821,7 +2743,7 @@ type PreloadKeysResponse struct {
 
 func (x *PreloadKeysResponse) Reset() {
 	*x = PreloadKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2755,7 @@ func (x *PreloadKeysResponse) String() string {
 func (*PreloadKeysResponse) ProtoMessage() {}
 
 func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2768,7 @@ func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysResponse.ProtoReflect.Descriptor instead.
 func (*PreloadKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{20}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PreloadKeysResponse) GetKey() *LoadedKey {
@@ -1880,7 +2802,7 @@ type EvictKeysRequest struct {
 
 func (x *EvictKeysRequest) Reset() {
 	*x = EvictKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2814,7 @@ func (x *EvictKeysRequest) String() string {
 func (*EvictKeysRequest) ProtoMessage() {}
 
 func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2827,7 @@ func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysRequest.ProtoReflect.Descriptor instead.
 func (*EvictKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{21}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EvictKeysRequest) GetCircuit() string {
@@ -1932,7 +2854,7 @@ type EvictKeysResponse struct {
 
 func (x *EvictKeysResponse) Reset() {
 	*x = EvictKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2866,7 @@ func (x *EvictKeysResponse) String() string {
 func (*EvictKeysResponse) ProtoMessage() {}
 
 func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2879,7 @@ func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysResponse.ProtoReflect.Descriptor instead.
 func (*EvictKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{22}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EvictKeysResponse) GetEvicted() bool {
@@ -1971,38 +2893,169 @@ var File_cuzk_v1_engine_proto protoreflect.FileDescriptor
 
 const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
-	"\x14cuzk/v1/engine.proto\x12\acuzk.v1\"\xe0\x02\n" +
-	"\fProofRequest\x12\x1d\n" +
+	"\x14cuzk/v1/engine.proto\x12\acuzk.v1\"\xea\x05\n" +
+	"\x12SubmitProofRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x18\n" +
-	"\acircuit\x18\x02 \x01(\tR\acircuit\x12 \n" +
-	"\vconstraints\x18\x03 \x01(\x04R\vconstraints\x12\x18\n" +
-	"\awitness\x18\x04 \x01(\fR\awitness\x12-\n" +
-	"\bpriority\x18\x05 \x01(\x0e2\x11.cuzk.v1.PriorityR\bpriority\x12\x19\n" +
-	"\bminer_id\x18\x06 \x01(\tR\aminerId\x12#\n" +
-	"\rsector_number\x18\a \x01(\x03R\fsectorNumber\x12\x17\n" +
-	"\atask_id\x18\b \x01(\x03R\x06taskId\x12\x1b\n" +
-	"\ttask_name\x18\t \x01(\tR\btaskName\x12\x16\n" +
-	"\x06verify\x18\n" +
-	" \x01(\bR\x06verify\x12\x1e\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +
 	"\n" +
-	"partitions\x18\v \x03(\fR\n" +
-	"partitions\"E\n" +
-	"\x12SubmitProofRequest\x12/\n" +
-	"\arequest\x18\x01 \x01(\v2\x15.cuzk.v1.ProofRequestR\arequest\"\x8f\x01\n" +
+	"proof_kind\x18\x02 \x01(\x0e2\x12.cuzk.v1.ProofKindR\tproofKind\x12\x1f\n" +
+	"\vsector_size\x18\x03 \x01(\x04R\n" +
+	"sectorSize\x12)\n" +
+	"\x10registered_proof\x18\x04 \x01(\x04R\x0fregisteredProof\x12-\n" +
+	"\bpriority\x18\x05 \x01(\x0e2\x11.cuzk.v1.PriorityR\bpriority\x12#\n" +
+	"\rvanilla_proof\x18\n" +
+	" \x01(\fR\fvanillaProof\x12%\n" +
+	"\x0evanilla_proofs\x18\v \x03(\fR\rvanillaProofs\x12#\n" +
+	"\rsector_number\x18\x14 \x01(\x04R\fsectorNumber\x12\x19\n" +
+	"\bminer_id\x18\x15 \x01(\x04R\aminerId\x12\x1e\n" +
+	"\n" +
+	"randomness\x18\x16 \x01(\fR\n" +
+	"randomness\x12'\n" +
+	"\x0fpartition_index\x18\x17 \x01(\rR\x0epartitionIndex\x12\x1c\n" +
+	"\n" +
+	"comm_r_old\x18\x1e \x01(\fR\bcommROld\x12\x1c\n" +
+	"\n" +
+	"comm_r_new\x18\x1f \x01(\fR\bcommRNew\x12\x1c\n" +
+	"\n" +
+	"comm_d_new\x18  \x01(\fR\bcommDNew\x12\x18\n" +
+	"\acircuit\x18d \x01(\tR\acircuit\x12 \n" +
+	"\vconstraints\x18e \x01(\x04R\vconstraints\x12\x18\n" +
+	"\awitness\x18f \x01(\fR\awitness\x12\x1e\n" +
+	"\n" +
+	"partitions\x18g \x03(\fR\n" +
+	"partitions\x12\x16\n" +
+	"\x06verify\x18h \x01(\bR\x06verify\x12\x17\n" +
+	"\atask_id\x18i \x01(\x03R\x06taskId\x12\x1b\n" +
+	"\ttask_name\x18j \x01(\tR\btaskName\x12\x14\n" +
+	"\x05miner\x18k \x01(\tR\x05miner\"\xd9\x01\n" +
 	"\x13SubmitProofResponse\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1a\n" +
-	"\bexisting\x18\x02 \x01(\bR\bexisting\x12*\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\x12\x19\n" +
-	"\btrace_id\x18\x04 \x01(\tR\atraceId\"h\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12%\n" +
+	"\x0equeue_position\x18\x02 \x01(\rR\rqueuePosition\x12!\n" +
+	"\fassigned_gpu\x18\x03 \x01(\tR\vassignedGpu\x12\x1a\n" +
+	"\bexisting\x18d \x01(\bR\bexisting\x12*\n" +
+	"\x06status\x18e \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\x12\x19\n" +
+	"\btrace_id\x18f \x01(\tR\atraceId\"h\n" +
 	"\x11AwaitProofRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\x12\x1d\n" +
+	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\x04R\ttimeoutMs\"?\n" +
-	"\fProveRequest\x12/\n" +
-	"\arequest\x18\x01 \x01(\v2\x15.cuzk.v1.ProofRequestR\arequest\"\xb2\x02\n" +
+	"request_id\x18d \x01(\tR\trequestId\"\xfe\x05\n" +
+	"\x12AwaitProofResponse\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12:\n" +
+	"\x06status\x18\x02 \x01(\x0e2\".cuzk.v1.AwaitProofResponse.StatusR\x06status\x12\x14\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\"\n" +
+	"\rqueue_wait_ms\x18\n" +
+	" \x01(\x04R\vqueueWaitMs\x12\x1e\n" +
+	"\vsrs_load_ms\x18\v \x01(\x04R\tsrsLoadMs\x12!\n" +
+	"\fsynthesis_ms\x18\f \x01(\x04R\vsynthesisMs\x12$\n" +
+	"\x0egpu_compute_ms\x18\r \x01(\x04R\fgpuComputeMs\x12\x19\n" +
+	"\btotal_ms\x18\x0e \x01(\x04R\atotalMs\x12\x1d\n" +
+	"\n" +
+	"request_id\x18d \x01(\tR\trequestId\x121\n" +
+	"\n" +
+	"job_status\x18e \x01(\x0e2\x12.cuzk.v1.JobStatusR\tjobStatus\x12\x19\n" +
+	"\btrace_id\x18f \x01(\tR\atraceId\x12*\n" +
+	"\atimings\x18g \x01(\v2\x10.cuzk.v1.TimingsR\atimings\x12\x1a\n" +
+	"\bverified\x18h \x01(\bR\bverified\x12\x18\n" +
+	"\abackend\x18i \x01(\tR\abackend\x12\x16\n" +
+	"\x06worker\x18j \x01(\tR\x06worker\x127\n" +
+	"\n" +
+	"partitions\x18k \x03(\v2\x17.cuzk.v1.PartitionProofR\n" +
+	"partitions\x12%\n" +
+	"\x0epublic_witness\x18l \x01(\fR\rpublicWitness\x12\x1d\n" +
+	"\n" +
+	"error_code\x18m \x01(\rR\terrorCode\"L\n" +
+	"\x06Status\x12\v\n" +
+	"\aUNKNOWN\x10\x00\x12\r\n" +
+	"\tCOMPLETED\x10\x01\x12\n" +
+	"\n" +
+	"\x06FAILED\x10\x02\x12\r\n" +
+	"\tCANCELLED\x10\x03\x12\v\n" +
+	"\aTIMEOUT\x10\x04\"C\n" +
+	"\fProveRequest\x123\n" +
+	"\x06submit\x18\x01 \x01(\v2\x1b.cuzk.v1.SubmitProofRequestR\x06submit\"D\n" +
+	"\rProveResponse\x123\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.cuzk.v1.AwaitProofResponseR\x06result\"J\n" +
+	"\x12CancelProofRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18d \x01(\tR\trequestId\"y\n" +
+	"\x13CancelProofResponse\x12\x1f\n" +
+	"\vwas_running\x18\x01 \x01(\bR\n" +
+	"wasRunning\x12\x15\n" +
+	"\x06job_id\x18d \x01(\tR\x05jobId\x12*\n" +
+	"\x06status\x18e \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\"\x12\n" +
+	"\x10GetStatusRequest\"\xcf\a\n" +
+	"\x11GetStatusResponse\x12&\n" +
+	"\x04gpus\x18\x01 \x03(\v2\x12.cuzk.v1.GPUStatusR\x04gpus\x121\n" +
+	"\n" +
+	"loaded_srs\x18\x02 \x03(\v2\x12.cuzk.v1.SRSStatusR\tloadedSrs\x12,\n" +
+	"\x06queues\x18\x03 \x03(\v2\x14.cuzk.v1.QueueStatusR\x06queues\x124\n" +
+	"\x16total_proofs_completed\x18\x04 \x01(\x04R\x14totalProofsCompleted\x12.\n" +
+	"\x13total_proofs_failed\x18\x05 \x01(\x04R\x11totalProofsFailed\x12%\n" +
+	"\x0euptime_seconds\x18\x06 \x01(\x04R\ruptimeSeconds\x12.\n" +
+	"\x13pinned_memory_bytes\x18\a \x01(\x04R\x11pinnedMemoryBytes\x129\n" +
+	"\x19pinned_memory_limit_bytes\x18\b \x01(\x04R\x16pinnedMemoryLimitBytes\x12)\n" +
+	"\adevices\x18d \x03(\v2\x0f.cuzk.v1.DeviceR\adevices\x12)\n" +
+	"\aworkers\x18e \x03(\v2\x0f.cuzk.v1.WorkerR\aworkers\x12&\n" +
+	"\x04keys\x18f \x03(\v2\x12.cuzk.v1.LoadedKeyR\x04keys\x126\n" +
+	"\fqueue_depths\x18g \x03(\v2\x13.cuzk.v1.QueueDepthR\vqueueDepths\x12%\n" +
+	"\x0equeue_capacity\x18h \x01(\rR\rqueueCapacity\x12*\n" +
+	"\arunning\x18i \x03(\v2\x10.cuzk.v1.JobInfoR\arunning\x12\x1c\n" +
+	"\tsucceeded\x18j \x01(\x04R\tsucceeded\x12\x16\n" +
+	"\x06failed\x18k \x01(\x04R\x06failed\x12\x1c\n" +
+	"\tcancelled\x18l \x01(\x04R\tcancelled\x12\x16\n" +
+	"\x06uptime\x18m \x01(\x01R\x06uptime\x12\x18\n" +
+	"\aclosing\x18n \x01(\bR\aclosing\x12\x18\n" +
+	"\aversion\x18o \x01(\tR\aversion\x12'\n" +
+	"\x06stages\x18p \x01(\v2\x0f.cuzk.v1.StagesR\x06stages\x12'\n" +
+	"\x06memory\x18q \x01(\v2\x0f.cuzk.v1.MemoryR\x06memory\x12\x14\n" +
+	"\x05ready\x18r \x01(\bR\x05ready\x12(\n" +
+	"\x10not_ready_reason\x18s \x01(\tR\x0enotReadyReason\"\xdf\x01\n" +
+	"\tGPUStatus\x12\x18\n" +
+	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12(\n" +
+	"\x10vram_total_bytes\x18\x03 \x01(\x04R\x0evramTotalBytes\x12&\n" +
+	"\x0fvram_free_bytes\x18\x04 \x01(\x04R\rvramFreeBytes\x12$\n" +
+	"\x0ecurrent_job_id\x18\x05 \x01(\tR\fcurrentJobId\x12,\n" +
+	"\x12current_proof_kind\x18\x06 \x01(\tR\x10currentProofKind\"\xb8\x01\n" +
+	"\tSRSStatus\x12\x1d\n" +
+	"\n" +
+	"circuit_id\x18\x01 \x01(\tR\tcircuitId\x12+\n" +
+	"\x04tier\x18\x02 \x01(\x0e2\x17.cuzk.v1.SRSStatus.TierR\x04tier\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12\x1b\n" +
+	"\tref_count\x18\x04 \x01(\rR\brefCount\"#\n" +
+	"\x04Tier\x12\a\n" +
+	"\x03HOT\x10\x00\x12\b\n" +
+	"\x04WARM\x10\x01\x12\b\n" +
+	"\x04COLD\x10\x02\"g\n" +
+	"\vQueueStatus\x12\x1d\n" +
+	"\n" +
+	"proof_kind\x18\x01 \x01(\tR\tproofKind\x12\x18\n" +
+	"\apending\x18\x02 \x01(\rR\apending\x12\x1f\n" +
+	"\vin_progress\x18\x03 \x01(\rR\n" +
+	"inProgress\"2\n" +
+	"\x11PreloadSrsRequest\x12\x1d\n" +
+	"\n" +
+	"circuit_id\x18\x01 \x01(\tR\tcircuitId\"]\n" +
+	"\x12PreloadSrsResponse\x12%\n" +
+	"\x0ealready_loaded\x18\x01 \x01(\bR\ralreadyLoaded\x12 \n" +
+	"\fload_time_ms\x18\x02 \x01(\x04R\n" +
+	"loadTimeMs\"0\n" +
+	"\x0fEvictSrsRequest\x12\x1d\n" +
+	"\n" +
+	"circuit_id\x18\x01 \x01(\tR\tcircuitId\"R\n" +
+	"\x10EvictSrsResponse\x12\x1d\n" +
+	"\n" +
+	"was_loaded\x18\x01 \x01(\bR\twasLoaded\x12\x1f\n" +
+	"\vfreed_bytes\x18\x02 \x01(\x04R\n" +
+	"freedBytes\"\x13\n" +
+	"\x11GetMetricsRequest\"=\n" +
+	"\x12GetMetricsResponse\x12'\n" +
+	"\x0fprometheus_text\x18\x01 \x01(\tR\x0eprometheusText\"\xb2\x02\n" +
 	"\aTimings\x12\"\n" +
 	"\rqueue_wait_ms\x18\x01 \x01(\x01R\vqueueWaitMs\x12\x1e\n" +
 	"\vkey_load_ms\x18\x02 \x01(\x01R\tkeyLoadMs\x12!\n" +
@@ -2018,32 +3071,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x05proof\x18\x02 \x01(\fR\x05proof\x12%\n" +
 	"\x0epublic_witness\x18\x03 \x01(\fR\rpublicWitness\x12*\n" +
 	"\atimings\x18\x04 \x01(\v2\x10.cuzk.v1.TimingsR\atimings\x12\x1a\n" +
-	"\bverified\x18\x05 \x01(\bR\bverified\"\x90\x03\n" +
-	"\vProofResult\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
-	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\x12*\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\x12\x14\n" +
-	"\x05proof\x18\x05 \x01(\fR\x05proof\x12%\n" +
-	"\x0epublic_witness\x18\x06 \x01(\fR\rpublicWitness\x12\x19\n" +
-	"\btrace_id\x18\a \x01(\tR\atraceId\x12*\n" +
-	"\atimings\x18\b \x01(\v2\x10.cuzk.v1.TimingsR\atimings\x12\x1a\n" +
-	"\bverified\x18\t \x01(\bR\bverified\x12\x18\n" +
-	"\abackend\x18\n" +
-	" \x01(\tR\abackend\x12\x16\n" +
-	"\x06worker\x18\v \x01(\tR\x06worker\x127\n" +
-	"\n" +
-	"partitions\x18\f \x03(\v2\x17.cuzk.v1.PartitionProofR\n" +
-	"partitions\"J\n" +
-	"\x12CancelProofRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
-	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"X\n" +
-	"\x13CancelProofResponse\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
-	"\x06status\x18\x02 \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\"\x12\n" +
-	"\x10GetStatusRequest\"\xaa\x01\n" +
+	"\bverified\x18\x05 \x01(\bR\bverified\"\xaa\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\x05R\aordinal\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -2097,25 +3125,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"keys_bytes\x18\x03 \x01(\x04R\tkeysBytes\x12\x1d\n" +
 	"\n" +
-	"peak_bytes\x18\x04 \x01(\x04R\tpeakBytes\"\xd2\x04\n" +
-	"\x11GetStatusResponse\x12)\n" +
-	"\adevices\x18\x01 \x03(\v2\x0f.cuzk.v1.DeviceR\adevices\x12)\n" +
-	"\aworkers\x18\x02 \x03(\v2\x0f.cuzk.v1.WorkerR\aworkers\x12&\n" +
-	"\x04keys\x18\x03 \x03(\v2\x12.cuzk.v1.LoadedKeyR\x04keys\x12+\n" +
-	"\x06queues\x18\x04 \x03(\v2\x13.cuzk.v1.QueueDepthR\x06queues\x12%\n" +
-	"\x0equeue_capacity\x18\x05 \x01(\rR\rqueueCapacity\x12*\n" +
-	"\arunning\x18\x06 \x03(\v2\x10.cuzk.v1.JobInfoR\arunning\x12\x1c\n" +
-	"\tsucceeded\x18\a \x01(\x04R\tsucceeded\x12\x16\n" +
-	"\x06failed\x18\b \x01(\x04R\x06failed\x12\x1c\n" +
-	"\tcancelled\x18\t \x01(\x04R\tcancelled\x12%\n" +
-	"\x0euptime_seconds\x18\n" +
-	" \x01(\x01R\ruptimeSeconds\x12\x18\n" +
-	"\aclosing\x18\v \x01(\bR\aclosing\x12\x18\n" +
-	"\aversion\x18\f \x01(\tR\aversion\x12'\n" +
-	"\x06stages\x18\r \x01(\v2\x0f.cuzk.v1.StagesR\x06stages\x12'\n" +
-	"\x06memory\x18\x0e \x01(\v2\x0f.cuzk.v1.MemoryR\x06memory\x12\x14\n" +
-	"\x05ready\x18\x0f \x01(\bR\x05ready\x12(\n" +
-	"\x10not_ready_reason\x18\x10 \x01(\tR\x0enotReadyReason\"P\n" +
+	"peak_bytes\x18\x04 \x01(\x04R\tpeakBytes\"P\n" +
 	"\x12PreloadKeysRequest\x12\x18\n" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\"q\n" +
@@ -2127,13 +3137,20 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\"-\n" +
 	"\x11EvictKeysResponse\x12\x18\n" +
-	"\aevicted\x18\x01 \x01(\bR\aevicted*u\n" +
+	"\aevicted\x18\x01 \x01(\bR\aevicted*\x82\x01\n" +
+	"\tProofKind\x12\x1a\n" +
+	"\x16PROOF_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11POREP_SEAL_COMMIT\x10\x01\x12\x15\n" +
+	"\x11SNAP_DEALS_UPDATE\x10\x02\x12\x19\n" +
+	"\x15WINDOW_POST_PARTITION\x10\x03\x12\x10\n" +
+	"\fWINNING_POST\x10\x04*Q\n" +
 	"\bPriority\x12\x18\n" +
-	"\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x10\n" +
-	"\fPRIORITY_LOW\x10\x01\x12\x13\n" +
-	"\x0fPRIORITY_NORMAL\x10\x02\x12\x11\n" +
-	"\rPRIORITY_HIGH\x10\x03\x12\x15\n" +
-	"\x11PRIORITY_CRITICAL\x10\x04*\xf5\x01\n" +
+	"\x14PRIORITY_UNSPECIFIED\x10\x00\x12\a\n" +
+	"\x03LOW\x10\x01\x12\n" +
+	"\n" +
+	"\x06NORMAL\x10\x02\x12\b\n" +
+	"\x04HIGH\x10\x03\x12\f\n" +
+	"\bCRITICAL\x10\x04*\xf5\x01\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n" +
@@ -2143,14 +3160,19 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x14JOB_STATUS_CANCELLED\x10\x05\x12\x1b\n" +
 	"\x17JOB_STATUS_SYNTHESIZING\x10\x06\x12\x1d\n" +
 	"\x19JOB_STATUS_WAITING_DEVICE\x10\a\x12\x16\n" +
-	"\x12JOB_STATUS_PROVING\x10\b2\xeb\x03\n" +
+	"\x12JOB_STATUS_PROVING\x10\b2\xc3\x05\n" +
 	"\rProvingEngine\x12H\n" +
-	"\vSubmitProof\x12\x1b.cuzk.v1.SubmitProofRequest\x1a\x1c.cuzk.v1.SubmitProofResponse\x12>\n" +
+	"\vSubmitProof\x12\x1b.cuzk.v1.SubmitProofRequest\x1a\x1c.cuzk.v1.SubmitProofResponse\x12E\n" +
 	"\n" +
-	"AwaitProof\x12\x1a.cuzk.v1.AwaitProofRequest\x1a\x14.cuzk.v1.ProofResult\x124\n" +
-	"\x05Prove\x12\x15.cuzk.v1.ProveRequest\x1a\x14.cuzk.v1.ProofResult\x12H\n" +
+	"AwaitProof\x12\x1a.cuzk.v1.AwaitProofRequest\x1a\x1b.cuzk.v1.AwaitProofResponse\x126\n" +
+	"\x05Prove\x12\x15.cuzk.v1.ProveRequest\x1a\x16.cuzk.v1.ProveResponse\x12H\n" +
 	"\vCancelProof\x12\x1b.cuzk.v1.CancelProofRequest\x1a\x1c.cuzk.v1.CancelProofResponse\x12B\n" +
-	"\tGetStatus\x12\x19.cuzk.v1.GetStatusRequest\x1a\x1a.cuzk.v1.GetStatusResponse\x12H\n" +
+	"\tGetStatus\x12\x19.cuzk.v1.GetStatusRequest\x1a\x1a.cuzk.v1.GetStatusResponse\x12E\n" +
+	"\n" +
+	"GetMetrics\x12\x1a.cuzk.v1.GetMetricsRequest\x1a\x1b.cuzk.v1.GetMetricsResponse\x12E\n" +
+	"\n" +
+	"PreloadSRS\x12\x1a.cuzk.v1.PreloadSrsRequest\x1a\x1b.cuzk.v1.PreloadSrsResponse\x12?\n" +
+	"\bEvictSRS\x12\x18.cuzk.v1.EvictSrsRequest\x1a\x19.cuzk.v1.EvictSrsResponse\x12H\n" +
 	"\vPreloadKeys\x12\x1b.cuzk.v1.PreloadKeysRequest\x1a\x1c.cuzk.v1.PreloadKeysResponse\x12B\n" +
 	"\tEvictKeys\x12\x19.cuzk.v1.EvictKeysRequest\x1a\x1a.cuzk.v1.EvictKeysResponseB7Z5github.com/otelcuzk/otelcuzk/prover/api/cuzkv1;cuzkv1b\x06proto3"
 
@@ -2166,76 +3188,100 @@ func file_cuzk_v1_engine_proto_rawDescGZIP() []byte {
 	return file_cuzk_v1_engine_proto_rawDescData
 }
 
-var file_cuzk_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_cuzk_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_cuzk_v1_engine_proto_goTypes = []any{
-	(Priority)(0),               // 0: cuzk.v1.Priority
-	(JobStatus)(0),              // 1: cuzk.v1.JobStatus
-	(*ProofRequest)(nil),        // 2: cuzk.v1.ProofRequest
-	(*SubmitProofRequest)(nil),  // 3: cuzk.v1.SubmitProofRequest
-	(*SubmitProofResponse)(nil), // 4: cuzk.v1.SubmitProofResponse
-	(*AwaitProofRequest)(nil),   // 5: cuzk.v1.AwaitProofRequest
-	(*ProveRequest)(nil),        // 6: cuzk.v1.ProveRequest
-	(*Timings)(nil),             // 7: cuzk.v1.Timings
-	(*PartitionProof)(nil),      // 8: cuzk.v1.PartitionProof
-	(*ProofResult)(nil),         // 9: cuzk.v1.ProofResult
-	(*CancelProofRequest)(nil),  // 10: cuzk.v1.CancelProofRequest
-	(*CancelProofResponse)(nil), // 11: cuzk.v1.CancelProofResponse
-	(*GetStatusRequest)(nil),    // 12: cuzk.v1.GetStatusRequest
-	(*Device)(nil),              // 13: cuzk.v1.Device
-	(*Worker)(nil),              // 14: cuzk.v1.Worker
-	(*LoadedKey)(nil),           // 15: cuzk.v1.LoadedKey
-	(*QueueDepth)(nil),          // 16: cuzk.v1.QueueDepth
-	(*JobInfo)(nil),             // 17: cuzk.v1.JobInfo
-	(*Stages)(nil),              // 18: cuzk.v1.Stages
-	(*Memory)(nil),              // 19: cuzk.v1.Memory
-	(*GetStatusResponse)(nil),   // 20: cuzk.v1.GetStatusResponse
-	(*PreloadKeysRequest)(nil),  // 21: cuzk.v1.PreloadKeysRequest
-	(*PreloadKeysResponse)(nil), // 22: cuzk.v1.PreloadKeysResponse
-	(*EvictKeysRequest)(nil),    // 23: cuzk.v1.EvictKeysRequest
-	(*EvictKeysResponse)(nil),   // 24: cuzk.v1.EvictKeysResponse
+	(ProofKind)(0),                 // 0: cuzk.v1.ProofKind
+	(Priority)(0),                  // 1: cuzk.v1.Priority
+	(JobStatus)(0),                 // 2: cuzk.v1.JobStatus
+	(AwaitProofResponse_Status)(0), // 3: cuzk.v1.AwaitProofResponse.Status
+	(SRSStatus_Tier)(0),            // 4: cuzk.v1.SRSStatus.Tier
+	(*SubmitProofRequest)(nil),     // 5: cuzk.v1.SubmitProofRequest
+	(*SubmitProofResponse)(nil),    // 6: cuzk.v1.SubmitProofResponse
+	(*AwaitProofRequest)(nil),      // 7: cuzk.v1.AwaitProofRequest
+	(*AwaitProofResponse)(nil),     // 8: cuzk.v1.AwaitProofResponse
+	(*ProveRequest)(nil),           // 9: cuzk.v1.ProveRequest
+	(*ProveResponse)(nil),          // 10: cuzk.v1.ProveResponse
+	(*CancelProofRequest)(nil),     // 11: cuzk.v1.CancelProofRequest
+	(*CancelProofResponse)(nil),    // 12: cuzk.v1.CancelProofResponse
+	(*GetStatusRequest)(nil),       // 13: cuzk.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),      // 14: cuzk.v1.GetStatusResponse
+	(*GPUStatus)(nil),              // 15: cuzk.v1.GPUStatus
+	(*SRSStatus)(nil),              // 16: cuzk.v1.SRSStatus
+	(*QueueStatus)(nil),            // 17: cuzk.v1.QueueStatus
+	(*PreloadSrsRequest)(nil),      // 18: cuzk.v1.PreloadSrsRequest
+	(*PreloadSrsResponse)(nil),     // 19: cuzk.v1.PreloadSrsResponse
+	(*EvictSrsRequest)(nil),        // 20: cuzk.v1.EvictSrsRequest
+	(*EvictSrsResponse)(nil),       // 21: cuzk.v1.EvictSrsResponse
+	(*GetMetricsRequest)(nil),      // 22: cuzk.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),     // 23: cuzk.v1.GetMetricsResponse
+	(*Timings)(nil),                // 24: cuzk.v1.Timings
+	(*PartitionProof)(nil),         // 25: cuzk.v1.PartitionProof
+	(*Device)(nil),                 // 26: cuzk.v1.Device
+	(*Worker)(nil),                 // 27: cuzk.v1.Worker
+	(*LoadedKey)(nil),              // 28: cuzk.v1.LoadedKey
+	(*QueueDepth)(nil),             // 29: cuzk.v1.QueueDepth
+	(*JobInfo)(nil),                // 30: cuzk.v1.JobInfo
+	(*Stages)(nil),                 // 31: cuzk.v1.Stages
+	(*Memory)(nil),                 // 32: cuzk.v1.Memory
+	(*PreloadKeysRequest)(nil),     // 33: cuzk.v1.PreloadKeysRequest
+	(*PreloadKeysResponse)(nil),    // 34: cuzk.v1.PreloadKeysResponse
+	(*EvictKeysRequest)(nil),       // 35: cuzk.v1.EvictKeysRequest
+	(*EvictKeysResponse)(nil),      // 36: cuzk.v1.EvictKeysResponse
 }
 var file_cuzk_v1_engine_proto_depIdxs = []int32{
-	0,  // 0: cuzk.v1.ProofRequest.priority:type_name -> cuzk.v1.Priority
-	2,  // 1: cuzk.v1.SubmitProofRequest.request:type_name -> cuzk.v1.ProofRequest
-	1,  // 2: cuzk.v1.SubmitProofResponse.status:type_name -> cuzk.v1.JobStatus
-	2,  // 3: cuzk.v1.ProveRequest.request:type_name -> cuzk.v1.ProofRequest
-	7,  // 4: cuzk.v1.PartitionProof.timings:type_name -> cuzk.v1.Timings
-	1,  // 5: cuzk.v1.ProofResult.status:type_name -> cuzk.v1.JobStatus
-	7,  // 6: cuzk.v1.ProofResult.timings:type_name -> cuzk.v1.Timings
-	8,  // 7: cuzk.v1.ProofResult.partitions:type_name -> cuzk.v1.PartitionProof
-	1,  // 8: cuzk.v1.CancelProofResponse.status:type_name -> cuzk.v1.JobStatus
-	0,  // 9: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
-	0,  // 10: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
-	1,  // 11: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
-	16, // 12: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
-	13, // 13: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
-	14, // 14: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
-	15, // 15: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
-	16, // 16: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueDepth
-	17, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
-	18, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
-	19, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
-	15, // 20: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
-	3,  // 21: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
-	5,  // 22: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
-	6,  // 23: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
-	10, // 24: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
-	12, // 25: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
-	21, // 26: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
-	23, // 27: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
-	4,  // 28: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
-	9,  // 29: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.ProofResult
-	9,  // 30: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProofResult
-	11, // 31: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
-	20, // 32: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
-	22, // 33: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
-	24, // 34: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	0,  // 0: cuzk.v1.SubmitProofRequest.proof_kind:type_name -> cuzk.v1.ProofKind
+	1,  // 1: cuzk.v1.SubmitProofRequest.priority:type_name -> cuzk.v1.Priority
+	2,  // 2: cuzk.v1.SubmitProofResponse.status:type_name -> cuzk.v1.JobStatus
+	3,  // 3: cuzk.v1.AwaitProofResponse.status:type_name -> cuzk.v1.AwaitProofResponse.Status
+	2,  // 4: cuzk.v1.AwaitProofResponse.job_status:type_name -> cuzk.v1.JobStatus
+	24, // 5: cuzk.v1.AwaitProofResponse.timings:type_name -> cuzk.v1.Timings
+	25, // 6: cuzk.v1.AwaitProofResponse.partitions:type_name -> cuzk.v1.PartitionProof
+	5,  // 7: cuzk.v1.ProveRequest.submit:type_name -> cuzk.v1.SubmitProofRequest
+	8,  // 8: cuzk.v1.ProveResponse.result:type_name -> cuzk.v1.AwaitProofResponse
+	2,  // 9: cuzk.v1.CancelProofResponse.status:type_name -> cuzk.v1.JobStatus
+	15, // 10: cuzk.v1.GetStatusResponse.gpus:type_name -> cuzk.v1.GPUStatus
+	16, // 11: cuzk.v1.GetStatusResponse.loaded_srs:type_name -> cuzk.v1.SRSStatus
+	17, // 12: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueStatus
+	26, // 13: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
+	27, // 14: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
+	28, // 15: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
+	29, // 16: cuzk.v1.GetStatusResponse.queue_depths:type_name -> cuzk.v1.QueueDepth
+	30, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
+	31, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
+	32, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
+	4,  // 20: cuzk.v1.SRSStatus.tier:type_name -> cuzk.v1.SRSStatus.Tier
+	24, // 21: cuzk.v1.PartitionProof.timings:type_name -> cuzk.v1.Timings
+	1,  // 22: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
+	1,  // 23: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
+	2,  // 24: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
+	29, // 25: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
+	28, // 26: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
+	5,  // 27: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
+	7,  // 28: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
+	9,  // 29: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
+	11, // 30: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
+	13, // 31: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
+	22, // 32: cuzk.v1.ProvingEngine.GetMetrics:input_type -> cuzk.v1.GetMetricsRequest
+	18, // 33: cuzk.v1.ProvingEngine.PreloadSRS:input_type -> cuzk.v1.PreloadSrsRequest
+	20, // 34: cuzk.v1.ProvingEngine.EvictSRS:input_type -> cuzk.v1.EvictSrsRequest
+	33, // 35: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
+	35, // 36: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
+	6,  // 37: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
+	8,  // 38: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.AwaitProofResponse
+	10, // 39: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProveResponse
+	12, // 40: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
+	14, // 41: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
+	23, // 42: cuzk.v1.ProvingEngine.GetMetrics:output_type -> cuzk.v1.GetMetricsResponse
+	19, // 43: cuzk.v1.ProvingEngine.PreloadSRS:output_type -> cuzk.v1.PreloadSrsResponse
+	21, // 44: cuzk.v1.ProvingEngine.EvictSRS:output_type -> cuzk.v1.EvictSrsResponse
+	34, // 45: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
+	36, // 46: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
+	37, // [37:47] is the sub-list for method output_type
+	27, // [27:37] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_cuzk_v1_engine_proto_init() }
@@ -2248,8 +3294,8 @@ func file_cuzk_v1_engine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cuzk_v1_engine_proto_rawDesc), len(file_cuzk_v1_engine_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   23,
+			NumEnums:      5,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,9 +1,18 @@
-// The proving daemon's API: cuzk.v1.ProvingEngine, modelled on the
-// operations cuzk (Curio's GPU proving daemon) offers Curio, for any
-// registered Groth16 circuit over BLS12-381.
+// The proving daemon's API, cuzk.v1.ProvingEngine: on the wire the API of
+// cuzk, Curio's GPU proving daemon (filecoin-project/curio,
+// extern/cuzk/cuzk-proto/proto/cuzk/v1/proving.proto). Every service,
+// method, message, enum value and field number cuzk defines is here with
+// its name, number and type, so a client generated from cuzk's file talks
+// to this daemon unchanged (prover/api/cuzkv1/schema_test.go holds a copy
+// of those facts and fails when this file drifts from them).
+//
+// What this daemon adds (its own circuits, constraint counts, witnesses,
+// partitions, key management, trace ids in replies) uses field numbers 100
+// and above and methods cuzk does not have, which a cuzk-generated client
+// never sends and skips as unknown fields when it reads them.
 //
 // Trace context travels in gRPC metadata (W3C traceparent, tracestate);
-// the correlation fields of ProofRequest become attributes of the engine.job
+// the correlation fields of a request become attributes of the engine.job
 // span, so a proof can be found by request id, miner and sector even when
 // the caller sent no context.
 
@@ -33,6 +42,9 @@ const (
 	ProvingEngine_Prove_FullMethodName       = "/cuzk.v1.ProvingEngine/Prove"
 	ProvingEngine_CancelProof_FullMethodName = "/cuzk.v1.ProvingEngine/CancelProof"
 	ProvingEngine_GetStatus_FullMethodName   = "/cuzk.v1.ProvingEngine/GetStatus"
+	ProvingEngine_GetMetrics_FullMethodName  = "/cuzk.v1.ProvingEngine/GetMetrics"
+	ProvingEngine_PreloadSRS_FullMethodName  = "/cuzk.v1.ProvingEngine/PreloadSRS"
+	ProvingEngine_EvictSRS_FullMethodName    = "/cuzk.v1.ProvingEngine/EvictSRS"
 	ProvingEngine_PreloadKeys_FullMethodName = "/cuzk.v1.ProvingEngine/PreloadKeys"
 	ProvingEngine_EvictKeys_FullMethodName   = "/cuzk.v1.ProvingEngine/EvictKeys"
 )
@@ -42,41 +54,58 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ProvingEngineClient interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
-	// is an idempotency key: a request id the daemon already knows returns
-	// that job (existing = true) and queues nothing; the same id with another
-	// circuit, size or witness is ALREADY_EXISTS.
-	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
-	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
-	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
-	// (shutting down). RESOURCE_EXHAUSTED also for a proof whose estimated
-	// host memory exceeds the daemon's memory budget (the message names the
-	// estimate and the budget). A request with several partitions is one
-	// job that returns one proof per partition.
+	// is an idempotency key and, as in cuzk, the job id: a request id the
+	// daemon already knows returns that job (existing = true) and queues
+	// nothing; the same id with another circuit, size or witness is
+	// ALREADY_EXISTS.
+	// A request names either one of cuzk's Filecoin proof kinds
+	// (proof_kind, sector_size, registered_proof, vanilla proof) or one of
+	// this daemon's circuits (circuit, constraints, witness). Filecoin kinds
+	// are forwarded to the upstream cuzk when the daemon has one, else
+	// refused: UNIMPLEMENTED naming the kind.
+	// Errors: INVALID_ARGUMENT (empty request id; an unknown proof_kind,
+	// sector_size or registered_proof, naming the field; bad witness; bad
+	// size), NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full,
+	// or a proof whose estimated host memory exceeds the memory budget: the
+	// message names both), ALREADY_EXISTS (request id used for another
+	// proof), UNAVAILABLE (shutting down).
 	SubmitProof(ctx context.Context, in *SubmitProofRequest, opts ...grpc.CallOption) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
-	// deadline). A proof that did not succeed is an error status (CANCELLED
-	// for a cancelled job, INVALID_ARGUMENT for a witness the circuit
-	// rejects, INTERNAL otherwise) whose details carry the ProofResult with
-	// the job id, the trace id and the error. Waiting too long is
-	// DEADLINE_EXCEEDED (the job goes on); an unknown job is NOT_FOUND.
-	AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*ProofResult, error)
+	// deadline). As in cuzk an ended job is an OK reply whose status says
+	// how it ended (COMPLETED, FAILED with error_message, CANCELLED);
+	// timeout_ms passing first is status TIMEOUT (the job goes on); the
+	// call's own deadline is DEADLINE_EXCEEDED; an unknown job is
+	// NOT_FOUND. error_code carries the gRPC code this daemon gives the
+	// failure (INVALID_ARGUMENT for a witness the circuit rejects, ...).
+	AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*AwaitProofResponse, error)
 	// Prove is SubmitProof then AwaitProof, in one call. A caller that goes
 	// away (deadline, cancellation) does not cancel the job: its result is
 	// kept for a while and AwaitProof or a second Prove with the same request
-	// id returns it; CancelProof cancels.
-	Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProofResult, error)
+	// id returns it; CancelProof cancels. Errors of SubmitProof are errors
+	// of Prove.
+	Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProveResponse, error)
 	// CancelProof cancels a queued job (removed from the queue) or a running
-	// one (its context is cancelled). NOT_FOUND for an unknown job,
-	// FAILED_PRECONDITION for one that already ended.
+	// one (its context is cancelled; was_running). NOT_FOUND for an unknown
+	// job, FAILED_PRECONDITION for one that already ended.
 	CancelProof(ctx context.Context, in *CancelProofRequest, opts ...grpc.CallOption) (*CancelProofResponse, error)
-	// GetStatus reports devices with their memory, loaded proving keys,
-	// the depth of each stage's queue, the memory budget, readiness, running
-	// jobs, totals and uptime.
+	// GetStatus reports GPUs, loaded keys, queues and totals in cuzk's
+	// fields, and this daemon's devices, workers, stages, memory budget,
+	// readiness and running jobs in its own.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*GetStatusResponse, error)
+	// GetMetrics returns the daemon's metrics in the Prometheus text
+	// exposition format (the text its /metrics endpoint serves).
+	GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error)
+	// PreloadSRS loads a proving key named by circuit_id ("NAME" or
+	// "NAME/CONSTRAINTS" for this daemon's circuits; cuzk's ids such as
+	// "porep-32g" go to the upstream, else NOT_FOUND).
+	PreloadSRS(ctx context.Context, in *PreloadSrsRequest, opts ...grpc.CallOption) (*PreloadSrsResponse, error)
+	// EvictSRS drops the proving key named by circuit_id from memory.
+	EvictSRS(ctx context.Context, in *EvictSrsRequest, opts ...grpc.CallOption) (*EvictSrsResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
-	// so that the first proof does not pay for it.
+	// so that the first proof does not pay for it. Not in cuzk.
 	PreloadKeys(ctx context.Context, in *PreloadKeysRequest, opts ...grpc.CallOption) (*PreloadKeysResponse, error)
 	// EvictKeys drops a circuit's proving key from memory (host and device).
+	// Not in cuzk.
 	EvictKeys(ctx context.Context, in *EvictKeysRequest, opts ...grpc.CallOption) (*EvictKeysResponse, error)
 }
 
@@ -98,9 +127,9 @@ func (c *provingEngineClient) SubmitProof(ctx context.Context, in *SubmitProofRe
 	return out, nil
 }
 
-func (c *provingEngineClient) AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*ProofResult, error) {
+func (c *provingEngineClient) AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*AwaitProofResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProofResult)
+	out := new(AwaitProofResponse)
 	err := c.cc.Invoke(ctx, ProvingEngine_AwaitProof_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -108,9 +137,9 @@ func (c *provingEngineClient) AwaitProof(ctx context.Context, in *AwaitProofRequ
 	return out, nil
 }
 
-func (c *provingEngineClient) Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProofResult, error) {
+func (c *provingEngineClient) Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProveResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProofResult)
+	out := new(ProveResponse)
 	err := c.cc.Invoke(ctx, ProvingEngine_Prove_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -132,6 +161,36 @@ func (c *provingEngineClient) GetStatus(ctx context.Context, in *GetStatusReques
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetStatusResponse)
 	err := c.cc.Invoke(ctx, ProvingEngine_GetStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *provingEngineClient) GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMetricsResponse)
+	err := c.cc.Invoke(ctx, ProvingEngine_GetMetrics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *provingEngineClient) PreloadSRS(ctx context.Context, in *PreloadSrsRequest, opts ...grpc.CallOption) (*PreloadSrsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreloadSrsResponse)
+	err := c.cc.Invoke(ctx, ProvingEngine_PreloadSRS_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *provingEngineClient) EvictSRS(ctx context.Context, in *EvictSrsRequest, opts ...grpc.CallOption) (*EvictSrsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvictSrsResponse)
+	err := c.cc.Invoke(ctx, ProvingEngine_EvictSRS_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -163,41 +222,58 @@ func (c *provingEngineClient) EvictKeys(ctx context.Context, in *EvictKeysReques
 // for forward compatibility.
 type ProvingEngineServer interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
-	// is an idempotency key: a request id the daemon already knows returns
-	// that job (existing = true) and queues nothing; the same id with another
-	// circuit, size or witness is ALREADY_EXISTS.
-	// Errors: INVALID_ARGUMENT (empty request id, bad witness, bad size),
-	// NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full),
-	// ALREADY_EXISTS (request id used for another proof), UNAVAILABLE
-	// (shutting down). RESOURCE_EXHAUSTED also for a proof whose estimated
-	// host memory exceeds the daemon's memory budget (the message names the
-	// estimate and the budget). A request with several partitions is one
-	// job that returns one proof per partition.
+	// is an idempotency key and, as in cuzk, the job id: a request id the
+	// daemon already knows returns that job (existing = true) and queues
+	// nothing; the same id with another circuit, size or witness is
+	// ALREADY_EXISTS.
+	// A request names either one of cuzk's Filecoin proof kinds
+	// (proof_kind, sector_size, registered_proof, vanilla proof) or one of
+	// this daemon's circuits (circuit, constraints, witness). Filecoin kinds
+	// are forwarded to the upstream cuzk when the daemon has one, else
+	// refused: UNIMPLEMENTED naming the kind.
+	// Errors: INVALID_ARGUMENT (empty request id; an unknown proof_kind,
+	// sector_size or registered_proof, naming the field; bad witness; bad
+	// size), NOT_FOUND (unknown circuit), RESOURCE_EXHAUSTED (queue full,
+	// or a proof whose estimated host memory exceeds the memory budget: the
+	// message names both), ALREADY_EXISTS (request id used for another
+	// proof), UNAVAILABLE (shutting down).
 	SubmitProof(context.Context, *SubmitProofRequest) (*SubmitProofResponse, error)
 	// AwaitProof waits for a job to end, up to timeout_ms (or the call's
-	// deadline). A proof that did not succeed is an error status (CANCELLED
-	// for a cancelled job, INVALID_ARGUMENT for a witness the circuit
-	// rejects, INTERNAL otherwise) whose details carry the ProofResult with
-	// the job id, the trace id and the error. Waiting too long is
-	// DEADLINE_EXCEEDED (the job goes on); an unknown job is NOT_FOUND.
-	AwaitProof(context.Context, *AwaitProofRequest) (*ProofResult, error)
+	// deadline). As in cuzk an ended job is an OK reply whose status says
+	// how it ended (COMPLETED, FAILED with error_message, CANCELLED);
+	// timeout_ms passing first is status TIMEOUT (the job goes on); the
+	// call's own deadline is DEADLINE_EXCEEDED; an unknown job is
+	// NOT_FOUND. error_code carries the gRPC code this daemon gives the
+	// failure (INVALID_ARGUMENT for a witness the circuit rejects, ...).
+	AwaitProof(context.Context, *AwaitProofRequest) (*AwaitProofResponse, error)
 	// Prove is SubmitProof then AwaitProof, in one call. A caller that goes
 	// away (deadline, cancellation) does not cancel the job: its result is
 	// kept for a while and AwaitProof or a second Prove with the same request
-	// id returns it; CancelProof cancels.
-	Prove(context.Context, *ProveRequest) (*ProofResult, error)
+	// id returns it; CancelProof cancels. Errors of SubmitProof are errors
+	// of Prove.
+	Prove(context.Context, *ProveRequest) (*ProveResponse, error)
 	// CancelProof cancels a queued job (removed from the queue) or a running
-	// one (its context is cancelled). NOT_FOUND for an unknown job,
-	// FAILED_PRECONDITION for one that already ended.
+	// one (its context is cancelled; was_running). NOT_FOUND for an unknown
+	// job, FAILED_PRECONDITION for one that already ended.
 	CancelProof(context.Context, *CancelProofRequest) (*CancelProofResponse, error)
-	// GetStatus reports devices with their memory, loaded proving keys,
-	// the depth of each stage's queue, the memory budget, readiness, running
-	// jobs, totals and uptime.
+	// GetStatus reports GPUs, loaded keys, queues and totals in cuzk's
+	// fields, and this daemon's devices, workers, stages, memory budget,
+	// readiness and running jobs in its own.
 	GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error)
+	// GetMetrics returns the daemon's metrics in the Prometheus text
+	// exposition format (the text its /metrics endpoint serves).
+	GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error)
+	// PreloadSRS loads a proving key named by circuit_id ("NAME" or
+	// "NAME/CONSTRAINTS" for this daemon's circuits; cuzk's ids such as
+	// "porep-32g" go to the upstream, else NOT_FOUND).
+	PreloadSRS(context.Context, *PreloadSrsRequest) (*PreloadSrsResponse, error)
+	// EvictSRS drops the proving key named by circuit_id from memory.
+	EvictSRS(context.Context, *EvictSrsRequest) (*EvictSrsResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
-	// so that the first proof does not pay for it.
+	// so that the first proof does not pay for it. Not in cuzk.
 	PreloadKeys(context.Context, *PreloadKeysRequest) (*PreloadKeysResponse, error)
 	// EvictKeys drops a circuit's proving key from memory (host and device).
+	// Not in cuzk.
 	EvictKeys(context.Context, *EvictKeysRequest) (*EvictKeysResponse, error)
 	mustEmbedUnimplementedProvingEngineServer()
 }
@@ -212,10 +288,10 @@ type UnimplementedProvingEngineServer struct{}
 func (UnimplementedProvingEngineServer) SubmitProof(context.Context, *SubmitProofRequest) (*SubmitProofResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubmitProof not implemented")
 }
-func (UnimplementedProvingEngineServer) AwaitProof(context.Context, *AwaitProofRequest) (*ProofResult, error) {
+func (UnimplementedProvingEngineServer) AwaitProof(context.Context, *AwaitProofRequest) (*AwaitProofResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AwaitProof not implemented")
 }
-func (UnimplementedProvingEngineServer) Prove(context.Context, *ProveRequest) (*ProofResult, error) {
+func (UnimplementedProvingEngineServer) Prove(context.Context, *ProveRequest) (*ProveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Prove not implemented")
 }
 func (UnimplementedProvingEngineServer) CancelProof(context.Context, *CancelProofRequest) (*CancelProofResponse, error) {
@@ -223,6 +299,15 @@ func (UnimplementedProvingEngineServer) CancelProof(context.Context, *CancelProo
 }
 func (UnimplementedProvingEngineServer) GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetStatus not implemented")
+}
+func (UnimplementedProvingEngineServer) GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMetrics not implemented")
+}
+func (UnimplementedProvingEngineServer) PreloadSRS(context.Context, *PreloadSrsRequest) (*PreloadSrsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreloadSRS not implemented")
+}
+func (UnimplementedProvingEngineServer) EvictSRS(context.Context, *EvictSrsRequest) (*EvictSrsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvictSRS not implemented")
 }
 func (UnimplementedProvingEngineServer) PreloadKeys(context.Context, *PreloadKeysRequest) (*PreloadKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PreloadKeys not implemented")
@@ -341,6 +426,60 @@ func _ProvingEngine_GetStatus_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProvingEngine_GetMetrics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMetricsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProvingEngineServer).GetMetrics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProvingEngine_GetMetrics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProvingEngineServer).GetMetrics(ctx, req.(*GetMetricsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProvingEngine_PreloadSRS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreloadSrsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProvingEngineServer).PreloadSRS(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProvingEngine_PreloadSRS_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProvingEngineServer).PreloadSRS(ctx, req.(*PreloadSrsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProvingEngine_EvictSRS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvictSrsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProvingEngineServer).EvictSRS(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProvingEngine_EvictSRS_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProvingEngineServer).EvictSRS(ctx, req.(*EvictSrsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ProvingEngine_PreloadKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreloadKeysRequest)
 	if err := dec(in); err != nil {
@@ -403,6 +542,18 @@ var ProvingEngine_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetStatus",
 			Handler:    _ProvingEngine_GetStatus_Handler,
+		},
+		{
+			MethodName: "GetMetrics",
+			Handler:    _ProvingEngine_GetMetrics_Handler,
+		},
+		{
+			MethodName: "PreloadSRS",
+			Handler:    _ProvingEngine_PreloadSRS_Handler,
+		},
+		{
+			MethodName: "EvictSRS",
+			Handler:    _ProvingEngine_EvictSRS_Handler,
 		},
 		{
 			MethodName: "PreloadKeys",
