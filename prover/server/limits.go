@@ -19,16 +19,16 @@ import (
 // A string field not listed here is bounded by DefaultMaxStringBytes.
 //
 // The limits are wide for the values callers send (a request id is a
-// UUID or a task key, a miner id "f0" and a number, a circuit or task
+// UUID or a task key, a miner "f0" and a number, a circuit or task
 // name a short word) and small beside an OTLP export batch: a job's
-// spans carry request_id, miner_id and task_name, so one job can add at
+// spans carry request_id, miner and task_name, so one job can add at
 // most about 1.3 KiB of them.
 var MaxStringBytes = map[protoreflect.Name]int{
 	"request_id":   256,
 	"job_id":       256,
 	"circuit":      256,
 	"circuit_name": 256,
-	"miner_id":     256,
+	"miner":        256,
 	"task_name":    256,
 	"proof_kind":   64,
 	"key_id":       256,

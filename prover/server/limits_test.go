@@ -21,17 +21,17 @@ func TestCheckStringLimitsNamesTheFieldAndItsLimit(t *testing.T) {
 		msg  proto.Message
 		want string // "" when accepted
 	}{
-		{&cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{RequestId: long(256), TaskName: long(256), MinerId: long(256)}}, ""},
-		{&cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{RequestId: long(257)}}, "request.request_id is 257 bytes, at most 256"},
-		{&cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{TaskName: long(32 << 20)}}, "request.task_name is 33554432 bytes, at most 256"},
-		{&cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{MinerId: long(300)}}, "request.miner_id is 300 bytes, at most 256"},
-		{&cuzkv1.ProveRequest{Request: &cuzkv1.ProofRequest{Circuit: long(1000)}}, "request.circuit is 1000 bytes, at most 256"},
+		{&cuzkv1.SubmitProofRequest{RequestId: long(256), TaskName: long(256), Miner: long(256)}, ""},
+		{&cuzkv1.SubmitProofRequest{RequestId: long(257)}, "request_id is 257 bytes, at most 256"},
+		{&cuzkv1.SubmitProofRequest{TaskName: long(32 << 20)}, "task_name is 33554432 bytes, at most 256"},
+		{&cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{Miner: long(300)}}, "submit.miner is 300 bytes, at most 256"},
+		{&cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{Circuit: long(1000)}}, "submit.circuit is 1000 bytes, at most 256"},
 		{&cuzkv1.AwaitProofRequest{JobId: long(257)}, "job_id is 257 bytes, at most 256"},
 		{&cuzkv1.CancelProofRequest{RequestId: long(257)}, "request_id is 257 bytes, at most 256"},
 		{&cuzkv1.PreloadKeysRequest{Circuit: long(257)}, "circuit is 257 bytes, at most 256"},
 		// A field the table does not list has the default bound.
-		{&cuzkv1.ProofResult{Error: long(DefaultMaxStringBytes)}, ""},
-		{&cuzkv1.ProofResult{Error: long(DefaultMaxStringBytes + 1)}, "error is 4097 bytes, at most 4096"},
+		{&cuzkv1.AwaitProofResponse{ErrorMessage: long(DefaultMaxStringBytes)}, ""},
+		{&cuzkv1.AwaitProofResponse{ErrorMessage: long(DefaultMaxStringBytes + 1)}, "error_message is 4097 bytes, at most 4096"},
 		{&cuzkv1.GetStatusResponse{Running: []*cuzkv1.JobInfo{{}, {TraceId: long(DefaultMaxStringBytes + 1)}}}, "running[1].trace_id is 4097 bytes"},
 		{nil, ""},
 	} {
@@ -67,15 +67,15 @@ func TestOverlongTaskNameIsRefusedAndNothingIsKept(t *testing.T) {
 	}
 	before := heapInUse()
 	for i := range 15 {
-		req := &cuzkv1.ProofRequest{RequestId: "big", Circuit: "mulchain", Constraints: 8, TaskName: strings.Repeat("t", 32<<20)}
+		req := &cuzkv1.SubmitProofRequest{RequestId: "big", Circuit: "mulchain", Constraints: 8, TaskName: strings.Repeat("t", 32<<20)}
 		var err error
 		if i%2 == 0 {
-			_, err = pc.Prove(ctx, &cuzkv1.ProveRequest{Request: req})
+			_, err = pc.Prove(ctx, &cuzkv1.ProveRequest{Submit: req})
 		} else {
-			_, err = pc.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: req})
+			_, err = pc.SubmitProof(ctx, req)
 		}
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "request.task_name is 33554432 bytes, at most 256") {
-			t.Fatalf("call %d: %v, want INVALID_ARGUMENT naming request.task_name and 256", i, err)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "task_name is 33554432 bytes, at most 256") {
+			t.Fatalf("call %d: %v, want INVALID_ARGUMENT naming task_name and 256", i, err)
 		}
 	}
 	if grew := int64(heapInUse()) - int64(before); grew > 16<<20 {
@@ -109,16 +109,17 @@ func (rawCodec) Name() string { return "proto" }
 func TestMalformedMessagesAreInvalidArgument(t *testing.T) {
 	d := startDaemon(t, nil)
 	conn := d.conn(t)
-	good, err := proto.Marshal(&cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{RequestId: "r", Circuit: "mulchain", Constraints: 8}})
+	good, err := proto.Marshal(&cuzkv1.SubmitProofRequest{RequestId: "r", Circuit: "mulchain", Constraints: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ProofRequest{request_id: "\xff\xfe"} inside SubmitProofRequest.request.
+	// Field 1 (SubmitProofRequest.request_id, ProveRequest.submit) with
+	// bytes that are neither UTF-8 nor a request with a UTF-8 request_id.
 	inner := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "\xff\xfe")
 	badUTF8 := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), inner)
 	overlong := append(protowire.AppendTag(nil, 2, protowire.VarintType), 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01)
 	for name, b := range map[string][]byte{
-		"truncated":       good[:len(good)-3],
+		"truncated":       good[:len(good)-2], // inside the last field's two-byte tag
 		"garbage":         []byte("\xff\xff\xff\xff\xff\xff garbage"),
 		"overlong varint": append(protowire.AppendTag(nil, 1, protowire.BytesType), overlong[1:]...),
 		"invalid UTF-8":   badUTF8,
@@ -180,8 +181,8 @@ func TestBuiltinBelowItsSmallestSizeIsRefusedAtSubmit(t *testing.T) {
 		{"merkle", 100, "merkle needs at least"},
 		{"mulchain", 0, "must be positive"},
 	} {
-		_, err := pc.SubmitProof(ctx5(t), &cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{
-			RequestId: "small-" + tc.circuit, Circuit: tc.circuit, Constraints: tc.constraints}})
+		_, err := pc.SubmitProof(ctx5(t), &cuzkv1.SubmitProofRequest{
+			RequestId: "small-" + tc.circuit, Circuit: tc.circuit, Constraints: tc.constraints})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s at %d: %v, want INVALID_ARGUMENT %q", tc.circuit, tc.constraints, err, tc.want)
 		}
@@ -189,8 +190,8 @@ func TestBuiltinBelowItsSmallestSizeIsRefusedAtSubmit(t *testing.T) {
 			t.Errorf("%s at %d was queued", tc.circuit, tc.constraints)
 		}
 	}
-	if _, err := pc.SubmitProof(ctx5(t), &cuzkv1.SubmitProofRequest{Request: &cuzkv1.ProofRequest{
-		RequestId: "merkle-ok", Circuit: "merkle", Constraints: 1 << 14}}); err != nil {
+	if _, err := pc.SubmitProof(ctx5(t), &cuzkv1.SubmitProofRequest{
+		RequestId: "merkle-ok", Circuit: "merkle", Constraints: 1 << 14}); err != nil {
 		t.Errorf("merkle at 2^14: %v", err)
 	}
 }
