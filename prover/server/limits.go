@@ -50,7 +50,7 @@ func stringLimit(f protoreflect.FieldDescriptor) int {
 // CheckStringLimits walks m (every set field, nested messages, lists and
 // maps) and returns an INVALID_ARGUMENT status error for the first string
 // value (or string map key) longer than its limit (MaxStringBytes), naming
-// the field by its path from m ("request.task_name") and the limit; nil
+// the field by its path from m ("submit.task_name") and the limit; nil
 // when every string fits. It reads any message type, so it holds for
 // fields added to the API later.
 func CheckStringLimits(m proto.Message) error {
