@@ -35,7 +35,6 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/constraint"
 	cs_bls12381 "github.com/consensys/gnark/constraint/bls12-381"
-	"github.com/schollz/progressbar/v3"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
@@ -104,9 +103,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
-// WithProgress shows a spinner on w while a setup runs longer than 2 s:
-// when w is a terminal, or always when force is set (default: os.Stderr,
-// terminals only).
+// WithProgress says on w, in one line, that a setup runs once it has run
+// 2 s, with its expected time when one was measured in this cache; then,
+// when w is a terminal or force is set, a bar of the time left (a spinner
+// without an estimate) until it ends. Default: os.Stderr; nil is silent.
 func WithProgress(w io.Writer, force bool) Option {
 	return optionFunc(func(c *Cache) { c.progress, c.forceProgress = w, force })
 }
@@ -363,14 +363,21 @@ func (c *Cache) Wait(ctx context.Context) error {
 	}
 }
 
-// setup runs groth16.Setup, with a spinner once it has taken progressAfter
-// until it ends or ctx does.
+// setup runs groth16.Setup. Once it has taken progressAfter it says so in
+// one line on the progress writer, with the time it should take in all
+// when a setup was measured in this cache before (setupRateFile), and on a
+// terminal (or with force) draws a bar of the time left, or a spinner
+// without an estimate, until it ends or ctx does. The setup's time is
+// recorded for the next estimate.
 func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	n := ccs.GetNbConstraints()
+	est, known := estimateSetup(c.dir, n)
 	done := make(chan struct{})
 	spun := make(chan struct{})
+	start := time.Now()
 	go func() {
 		defer close(spun)
-		if !c.showProgress() {
+		if c.progress == nil {
 			return
 		}
 		select {
@@ -380,26 +387,37 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 			return
 		case <-time.After(c.progressAfter):
 		}
-		bar := progressbar.NewOptions(-1,
-			progressbar.OptionSetWriter(c.progress),
-			progressbar.OptionSpinnerType(14),
-			progressbar.OptionSetDescription(fmt.Sprintf("groth16 setup, %d constraints", ccs.GetNbConstraints())),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionClearOnFinish(),
-			// Rendered once here, the bar counts as started before its own
-			// spinner goroutine reads that state without a lock
-			// (progressbar v3.19.1); the goroutine then animates it.
-			progressbar.OptionSetRenderBlankState(true),
-		)
-		select {
-		case <-done:
-		case <-ctx.Done():
+		fmt.Fprintln(c.progress, setupNotice(n, est, known))
+		if !c.showProgress() {
+			return // one line, not a bar, for a log
 		}
-		bar.Finish()
+		bar := c.newSetupBar(n, est, known)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				bar.Finish()
+				return
+			case <-ctx.Done():
+				bar.Finish()
+				return
+			case <-tick.C:
+				if known {
+					// Never full before the end: an estimate that was short
+					// holds at 99% and its time left at about 0.
+					_ = bar.Set64(min(time.Since(start).Milliseconds(), est.Milliseconds()*99/100))
+				}
+			}
+		}
 	}()
 	pk, vk, err := groth16.Setup(ccs)
+	took := time.Since(start)
 	close(done)
 	<-spun
+	if err == nil && ctx.Err() == nil {
+		recordSetup(c.dir, n, took)
+	}
 	return pk, vk, err
 }
 

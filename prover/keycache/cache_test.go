@@ -205,20 +205,60 @@ func TestCacheDirFromEnvironment(t *testing.T) {
 
 func TestSlowSetupShowsProgress(t *testing.T) {
 	var out bytes.Buffer
-	c, _ := New(t.TempDir(), WithProgress(&out, true))
+	dir := t.TempDir()
+	c, _ := New(dir, WithProgress(&out, true))
 	c.progressAfter = time.Millisecond // the test's setup is fast
 	if _, err := c.Load(context.Background(), compile(t, 1<<12)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "groth16 setup") {
-		t.Errorf("no spinner on the progress writer: %q", out.String())
+	if !strings.Contains(out.String(), "groth16 setup") || !strings.Contains(out.String(), "no estimate") {
+		t.Errorf("no line and spinner on the progress writer: %q", out.String())
+	}
+	// The setup was measured: the next one, of another size, says how
+	// long it should take.
+	if _, ok := estimateSetup(dir, 1<<13); !ok {
+		t.Fatalf("no setup recorded in %s", dir)
 	}
 	out.Reset()
-	c2, _ := New(t.TempDir(), WithProgress(&out, false)) // not a terminal
+	c2, _ := New(dir, WithProgress(&out, false)) // not a terminal
 	c2.progressAfter = time.Millisecond
-	c2.Load(context.Background(), compile(t, 1<<10))
+	if _, err := c2.Load(context.Background(), compile(t, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	line := out.String()
+	if strings.Count(line, "\n") != 1 || strings.ContainsAny(line, "\r\x1b") || !strings.Contains(line, "about ") ||
+		!strings.Contains(line, "from the last setup measured here") {
+		t.Errorf("not a terminal: want one plain line with the estimate, got %q", line)
+	}
+	out.Reset()
+	c3, _ := New(t.TempDir(), WithProgress(&out, false)) // a setup under 2 s says nothing
+	c3.Load(context.Background(), compile(t, 1<<10))
 	if out.Len() != 0 {
-		t.Errorf("spinner on a non-terminal without force: %q", out.String())
+		t.Errorf("a fast setup printed %q", out.String())
+	}
+}
+
+// The estimate scales the last setup measured in the directory by the
+// constraints; a missing or foreign file gives none.
+func TestSetupEstimateScalesTheLastMeasuredSetup(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok := estimateSetup(dir, 1024); ok {
+		t.Error("an estimate from an empty directory")
+	}
+	recordSetup(dir, 1<<15, 26*time.Second)
+	if d, ok := estimateSetup(dir, 1<<16); !ok || d != 52*time.Second {
+		t.Errorf("estimate of 2^16 after 2^15 in 26 s: %v %v, want 52s", d, ok)
+	}
+	for _, bad := range []string{"", "x y", "0 5", "12", "-3 9"} {
+		if err := os.WriteFile(filepath.Join(dir, setupRateFile), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := estimateSetup(dir, 1024); ok {
+			t.Errorf("an estimate from %q", bad)
+		}
+	}
+	if got := setupNotice(1<<15, 26400*time.Millisecond, true); !strings.Contains(got, "about 26s in all") {
+		t.Errorf("notice %q", got)
 	}
 }
 
