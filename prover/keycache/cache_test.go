@@ -110,7 +110,7 @@ func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
 	if strings.Join(hits, ",") != "false,true" {
 		t.Errorf("keys.load cache_hit attributes %v, want [false true]", hits)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.keys"))
 	if len(files) != 1 || filepath.Base(files[0]) != k1.Hash+".keys" {
 		t.Errorf("cache holds %v, want one %s.keys", files, k1.Hash)
 	}
