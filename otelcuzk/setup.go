@@ -112,7 +112,7 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		t.exporter.probe = dialProbe(hp)
 	}
 
-	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits())}
 	if c.sampler != nil {
 		popts = append(popts, sdktrace.WithSampler(c.sampler))
 	}
