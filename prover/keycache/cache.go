@@ -77,13 +77,16 @@ type Keys struct {
 // Cache is a directory of keys. Safe for concurrent use.
 type Cache struct {
 	dir           string
-	revision      string // keys the circuit cache; "" turns it off
-	revisionWhy   string // why revision is ""
-	offOnce       sync.Once
+	revision      string    // keys the circuit cache (buildKey); "" turns it off
+	revisionWhy   string    // why revision is "", or which key it is
+	offOnce       sync.Once // the line saying revisionWhy, once
 	tracer        trace.Tracer
 	progress      io.Writer
 	forceProgress bool
 	progressAfter time.Duration
+	keySet        bool           // WithRevision or withExecutable chose the key
+	keyOnce       sync.Once      // buildKey at the first use, unless keySet
+	quiet         bool           // WithRevision(rev): no line saying the key
 	background    sync.WaitGroup // setups left running by a cancelled load, until stored
 }
 
@@ -128,7 +131,6 @@ func New(dir string, opts ...Option) (*Cache, error) {
 		progress:      os.Stderr,
 		progressAfter: 2 * time.Second,
 	}
-	c.revision, c.revisionWhy = BuildRevision()
 	for _, o := range opts {
 		o.apply(c)
 	}

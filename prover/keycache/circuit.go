@@ -98,16 +98,41 @@ func revisionOf(bi *debug.BuildInfo) (rev, why string) {
 	return rev, ""
 }
 
-// WithRevision keys the circuit cache by rev instead of BuildRevision's
-// answer; "" turns the circuit cache off. For tests and for builds whose
-// revision is stamped another way.
+// WithRevision keys the circuit cache by rev instead of the running
+// binary's key (its clean VCS revision, else its executable's SHA-256);
+// "" turns the circuit cache off. For tests and for builds whose revision
+// is stamped another way.
 func WithRevision(rev string) Option {
 	return optionFunc(func(c *Cache) {
-		c.revision, c.revisionWhy = rev, ""
+		c.keySet, c.quiet = true, rev != ""
+		c.revision, c.revisionWhy = rev, "keyed by revision "+rev
 		if rev == "" {
 			c.revisionWhy = "turned off (empty revision)"
 		}
 	})
+}
+
+// withExecutable keys the circuit cache as a binary without a clean VCS
+// revision at path would (tests: a go-run-style binary).
+func withExecutable(path string) Option {
+	return optionFunc(func(c *Cache) {
+		c.keySet = true
+		c.revision, c.revisionWhy = executableKey(path, c.dir, "test executable")
+	})
+}
+
+// Key returns what keys the circuit cache ("rev:REVISION" for a clean VCS
+// build, "exe-sha256:HEX" for any other binary, a WithRevision value as
+// given) and a line saying so; key "" when the cache is off, with why.
+// The executable is hashed at the first call (of Key or Compile), not by
+// New: a cache that only loads keys never needs it.
+func (c *Cache) Key() (key, describe string) {
+	c.keyOnce.Do(func() {
+		if !c.keySet {
+			c.revision, c.revisionWhy = buildKey(c.dir)
+		}
+	})
+	return c.revision, c.revisionWhy
 }
 
 // gnarkCryptoVersion is the module version of gnark-crypto in the build,
@@ -155,9 +180,9 @@ func (c *Cache) circuitPath(circuit string, constraints int) string {
 // off) and child spans circuit.cache.read and circuit.cache.decode (a hit),
 // or circuit.frontend and circuit.cache.store (a compile).
 //
-// With no usable revision (BuildRevision) the cache is neither read nor
-// written, and the reason is written once, one line, to the progress
-// writer; a damaged cached file is compiled again with a one-line warning.
+// The first Compile writes one line to the progress writer saying what
+// keys the cache (Key). With no key (WithRevision("")) the cache is
+// neither read nor written; a damaged cached file is compiled again with a one-line warning.
 // compile must return a BLS12-381 constraint system. Errors: compile's, or
 // the store's. Safe for concurrent use.
 func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) (comp *Compiled, err error) {
@@ -168,13 +193,18 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 		span.SetAttributes(otelcuzk.KeyCircuitCache.String(outcome))
 		endSpan(span, err)
 	}()
+	c.Key()
+	c.offOnce.Do(func() {
+		switch {
+		case c.progress == nil || c.quiet:
+		case c.revision == "":
+			fmt.Fprintf(c.progress, "circuit cache: off, %s; compiling each circuit\n", c.revisionWhy)
+		default:
+			fmt.Fprintf(c.progress, "circuit cache: %s\n", c.revisionWhy)
+		}
+	})
 	if c.revision == "" {
 		outcome = CircuitCacheOff
-		c.offOnce.Do(func() {
-			if c.progress != nil {
-				fmt.Fprintf(c.progress, "circuit cache: off, %s; compiling each circuit\n", c.revisionWhy)
-			}
-		})
 		ccs, err := frontendCompile(ctx, c.tracer, compile)
 		if err != nil {
 			return nil, err
@@ -362,7 +392,7 @@ func readCircuitFile(path string) (body []byte, meta circuitMeta, closeFile func
 }
 
 func describeMeta(m circuitMeta) string {
-	return fmt.Sprintf("%s/%d, gnark %s, gnark-crypto %s, revision %.12s", m.Circuit, m.Constraints, m.Gnark, m.GnarkCrypto, m.Revision)
+	return fmt.Sprintf("%s/%d, gnark %s, gnark-crypto %s, build %.24s", m.Circuit, m.Constraints, m.Gnark, m.GnarkCrypto, m.Revision)
 }
 
 func ignoreNotExist(err error) error {

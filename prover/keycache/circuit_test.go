@@ -3,11 +3,14 @@ package keycache
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/consensys/gnark"
 	"github.com/consensys/gnark/constraint"
@@ -191,10 +194,10 @@ func TestCircuitCacheIsInvalidatedByBuildSizeAndGnarkVersion(t *testing.T) {
 	}
 }
 
-func TestCircuitCacheIsOffWithoutARevisionAndSaysSoOnce(t *testing.T) {
+func TestCircuitCacheIsOffWithAnEmptyRevisionAndSaysSoOnce(t *testing.T) {
 	dir := t.TempDir()
 	var notice bytes.Buffer
-	c, _ := New(dir, WithProgress(&notice, false)) // a test binary: no VCS revision
+	c, _ := New(dir, WithRevision(""), WithProgress(&notice, false))
 	comp := &compiler{n: 1 << 9}
 	for i := 0; i < 2; i++ {
 		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
@@ -209,8 +212,96 @@ func TestCircuitCacheIsOffWithoutARevisionAndSaysSoOnce(t *testing.T) {
 		t.Error("a circuit was stored with the cache off")
 	}
 	if lines := strings.Split(strings.TrimSpace(notice.String()), "\n"); len(lines) != 1 ||
-		!strings.Contains(lines[0], "circuit cache: off") || !strings.Contains(lines[0], "no VCS revision") {
+		!strings.Contains(lines[0], "circuit cache: off") {
 		t.Errorf("notice %q, want one line saying why the cache is off", notice.String())
+	}
+}
+
+// A test binary carries no VCS revision, as go run's and -buildvcs=false's
+// do: its circuit cache is keyed by its executable, and a second cache
+// (a second run) reuses the compiled circuit.
+func TestCircuitCacheOfABinaryWithoutARevisionIsKeyedByItsExecutable(t *testing.T) {
+	dir := t.TempDir()
+	comp := &compiler{n: 1 << 9}
+	var notice bytes.Buffer
+	for i := 0; i < 2; i++ {
+		c, _ := New(dir, WithProgress(&notice, false))
+		key, _ := c.Key()
+		if !strings.HasPrefix(key, keyExecPrefix) || len(key) != len(keyExecPrefix)+64 {
+			t.Fatalf("key %q, want the executable's SHA-256", key)
+		}
+		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+		if err != nil || got.CacheHit != (i == 1) || got.Hash == "" {
+			t.Fatalf("run %d: hit %v, hash %q, %v", i, got.CacheHit, got.Hash, err)
+		}
+	}
+	if comp.calls.Load() != 1 {
+		t.Errorf("%d compiles, want 1", comp.calls.Load())
+	}
+	if lines := strings.Split(strings.TrimSpace(notice.String()), "\n"); len(lines) != 2 ||
+		!strings.Contains(lines[0], "keyed by the executable's SHA-256") || !strings.Contains(lines[0], "no VCS revision") {
+		t.Errorf("notice %q, want one line per run naming the key", notice.String())
+	}
+}
+
+// Any change of the binary is another key: the cached circuit is stale
+// and compiled again; the same binary is hashed once, then known by path,
+// size and modification time from the memo file, also in a new process.
+func TestCircuitCacheMissesAfterTheExecutableChanges(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(t.TempDir(), "cuzk")
+	os.WriteFile(exe, []byte("binary one"), 0o755)
+	hashes := 0
+	hashFile = func(p string) (string, error) { hashes++; return sha256File(p) }
+	defer func() { hashFile = sha256File }()
+	forget := func() { exeMu.Lock(); clear(exeHashed); exeMu.Unlock() } // a new process
+	comp := &compiler{n: 1 << 9}
+	compile := func() *Compiled {
+		t.Helper()
+		c, _ := New(dir, withExecutable(exe), WithProgress(io.Discard, false))
+		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if compile().CacheHit {
+		t.Fatal("first run hit")
+	}
+	forget()
+	if !compile().CacheHit {
+		t.Fatal("same binary, second run: miss")
+	}
+	if hashes != 1 {
+		t.Errorf("%d hashes of an unchanged binary, want 1 (then the memo)", hashes)
+	}
+	st, _ := os.Stat(exe)
+	for i, change := range []func(){
+		// Same size, other bytes, a later time (as a rebuild writes it).
+		func() {
+			os.WriteFile(exe, []byte("binary two"), 0o755)
+			os.Chtimes(exe, st.ModTime(), st.ModTime().Add(time.Second))
+		},
+		func() { os.WriteFile(exe, []byte("binary three, longer"), 0o755) },
+	} {
+		change()
+		forget()
+		c, _ := New(dir, withExecutable(exe))
+		key, _ := c.Key()
+		want, _ := sha256File(exe)
+		if key != keyExecPrefix+want {
+			t.Fatalf("change %d: key %q, want the new bytes' hash", i, key)
+		}
+		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+		if err != nil || got.CacheHit {
+			t.Fatalf("change %d: hit %v, %v; want a compile", i, got.CacheHit, err)
+		}
+	}
+	if comp.calls.Load() != 3 {
+		t.Errorf("%d compiles, want 3 (first run, after each change)", comp.calls.Load())
+	}
+	if _, err := ExecutableKey(filepath.Join(dir, "nosuch"), dir); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("missing executable: %v, want a one-line error", err)
 	}
 }
 
