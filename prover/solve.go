@@ -1,6 +1,7 @@
 package prover
 
 import (
+	"context"
 	"math/big"
 	"runtime"
 	"sync/atomic"
@@ -12,6 +13,24 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/parallel"
 )
+
+// solverTasksKey carries a synthesis's solver tasks in its context.
+type solverTasksKey struct{}
+
+// WithSolverTasks returns ctx carrying n, the goroutines gnark's solver
+// gets in a synthesis under ctx (solver.WithNbTasks): the engine's tuner
+// splits the cores over the syntheses running at once this way. n < 1:
+// the default (GOMAXPROCS).
+func WithSolverTasks(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, solverTasksKey{}, n)
+}
+
+// SolverTasks returns the solver tasks ctx carries (WithSolverTasks), 0
+// when none.
+func SolverTasks(ctx context.Context) int {
+	n, _ := ctx.Value(solverTasksKey{}).(int)
+	return max(n, 0)
+}
 
 // solverTasks returns the number of goroutines for gnark's solver on r1cs:
 // GOMAXPROCS, gnark's own choice (runtime.NumCPU) bounded by what the

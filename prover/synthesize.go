@@ -195,6 +195,9 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	// (a hint) and are its children.
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(otelcuzk.ScopeName)
 	tasks := solverTasks(r1cs)
+	if n := SolverTasks(ctx); n > 0 {
+		tasks = n
+	}
 	sctx, sspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeSolve, trace.WithAttributes(
 		otelcuzk.KeySolverTasks.Int(tasks), otelcuzk.KeySolverLevels.Int(len(r1cs.Levels))))
 	var hints hintClock

@@ -82,23 +82,13 @@ func physicalMemory() uint64 {
 	return n
 }
 
-// defaultSynthesisWorkers is the number of synthesis slots beside GPUs:
-// a quarter of the cores (one synthesis leaves most of a large host's
-// cores idle; four at once share them), 1 to 8, and no more than one per
-// 8 GiB of physical memory.
-func defaultSynthesisWorkers(cores int, memory uint64) int {
-	n := min(max(cores/4, 1), 8)
-	if memory > 0 {
-		n = min(n, max(int(memory>>33), 1))
-	}
-	return n
-}
-
 // serveStages is how serve runs the engine's stages: its options, and the
 // warm-up of the backends that have one.
 type serveStages struct {
 	opts      []engine.Option
 	synthesis int
+	tuned     bool // synthesis is the tuner's most, not --synthesis-workers
+	tuner     *engine.Tuner
 	budget    uint64
 	pipes     []*prover.Pipeline
 	ready     chan struct{} // nil when no backend warms up
@@ -119,12 +109,20 @@ func stageOptions(cfg serveConfig, pipes []*prover.Pipeline, devices []server.De
 		}
 	}
 	mem := physicalMemory()
+	// The tuner sizes the synthesis stage from the stage times the engine
+	// measures (engine.Tuner); --synthesis-workers N fixes its number.
+	st.tuner = engine.NewTuner(runtime.NumCPU(), max(gpus, len(devices)), 0)
 	st.synthesis = cfg.synthesisWorkers
 	if st.synthesis < 0 {
 		st.synthesis = 0
 		if gpus > 0 {
-			st.synthesis = defaultSynthesisWorkers(runtime.NumCPU(), mem)
+			st.synthesis, st.tuned = st.tuner.MaxWorkers(), true
 		}
+	} else if st.synthesis > 0 {
+		st.tuner.Override(st.synthesis)
+	}
+	if len(pipes) > 0 {
+		st.opts = append(st.opts, engine.WithTuner(st.tuner))
 	}
 	if st.synthesis > 0 && len(pipes) > 0 {
 		st.opts = append(st.opts, engine.WithSynthesisWorkers(st.synthesis), engine.WithSynthesizer(pipes[0]))
@@ -195,7 +193,10 @@ func (st *serveStages) warmup(ctx context.Context, srv *server.Server, log io.Wr
 // describe is the stages part of serve's start line.
 func (st *serveStages) describe() string {
 	s := "serial engine"
-	if st.synthesis > 0 {
+	switch {
+	case st.tuned:
+		s = fmt.Sprintf("synthesis workers tuned (up to %d, %d cores)", st.synthesis, st.tuner.Cores())
+	case st.synthesis > 0:
 		s = fmt.Sprintf("%d synthesis workers", st.synthesis)
 	}
 	if st.budget > 0 {

@@ -44,18 +44,6 @@ func TestParseMemoryBudget(t *testing.T) {
 	}
 }
 
-func TestDefaultSynthesisWorkers(t *testing.T) {
-	for _, c := range []struct {
-		cores  int
-		memory uint64
-		want   int
-	}{{2, 24 << 30, 1}, {16, 128 << 30, 4}, {64, 512 << 30, 8}, {128, 16 << 30, 2}, {16, 4 << 30, 1}, {16, 0, 4}} {
-		if got := defaultSynthesisWorkers(c.cores, c.memory); got != c.want {
-			t.Errorf("%d cores, %d GiB: %d synthesis workers, want %d", c.cores, c.memory>>30, got, c.want)
-		}
-	}
-}
-
 // warmGPU is the CPU backend posing as a GPU whose kernels are ready only
 // once warm is closed (prover.Warmer).
 type warmGPU struct{ *prover.CPU }

@@ -81,8 +81,12 @@ type Status struct {
 	// Proving is the number of partitions on a device worker.
 	Proving int
 	// SynthesisWorkers is the number of synthesis slots; 0 for a serial
-	// engine.
+	// engine. With a tuner, the most; Tuning says how many each circuit
+	// and size gets.
 	SynthesisWorkers int
+	// Tuning is the tuner's choice per circuit and size seen (WithTuner),
+	// nil without a tuner.
+	Tuning []Tuning
 	// Running are the jobs past the queue and not ended, in no particular
 	// order.
 	Running []JobInfo
@@ -245,7 +249,10 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 		go e.deviceWork(i)
 	}
 	if e.synth != nil {
-		for range cfg.synthesisWorkers {
+		if cfg.tuner != nil {
+			e.cfg.synthesisWorkers = cfg.tuner.MaxWorkers()
+		}
+		for range e.cfg.synthesisWorkers {
 			e.wg.Add(1)
 			go e.synthesisWork()
 		}
@@ -662,6 +669,9 @@ func (e *Engine) Status() Status {
 	}
 	if e.synth != nil {
 		s.SynthesisWorkers = e.cfg.synthesisWorkers
+	}
+	if e.cfg.tuner != nil {
+		s.Tuning = e.cfg.tuner.Snapshot()
 	}
 	for i := range s.Workers {
 		if !e.busySince[i].IsZero() {

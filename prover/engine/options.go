@@ -44,6 +44,7 @@ type config struct {
 	ready            <-chan struct{}
 	onFault          func(worker string, err error)
 	journal          *journal.Journal
+	tuner            *Tuner
 }
 
 func newConfig(opts []Option) config {
@@ -164,4 +165,15 @@ func WithReady(ready <-chan struct{}) Option {
 // its health service.
 func WithFaultHook(f func(worker string, err error)) Option {
 	return optionFunc(func(c *config) { c.onFault = f })
+}
+
+// WithTuner makes t choose how many jobs are synthesized at once and each
+// synthesis's solver tasks (prover.WithSolverTasks), from the stage times
+// the engine measures (see Tuner). A pipelined engine then starts
+// t.MaxWorkers() synthesis workers (WithSynthesisWorkers's n is only
+// whether it is pipelined) and lets at most t.Workers of them synthesize
+// a circuit and size at once; a serial engine splits the cores over the
+// jobs its workers synthesize at once. nil: no tuner.
+func WithTuner(t *Tuner) Option {
+	return optionFunc(func(c *config) { c.tuner = t })
 }

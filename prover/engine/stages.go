@@ -67,7 +67,7 @@ func (e *Engine) synthesisWork() {
 	defer e.wg.Done()
 	for {
 		e.mu.Lock()
-		for e.queued == 0 && !e.closing {
+		for (e.queued == 0 || !e.tunerAllowsLocked()) && !e.closing {
 			e.cond.Wait()
 		}
 		if e.queued == 0 {
@@ -77,6 +77,10 @@ func (e *Engine) synthesisWork() {
 		t := popLocked(&e.queues)
 		e.queued--
 		e.synthesizing++
+		tasks := 0
+		if e.cfg.tuner != nil {
+			tasks = e.cfg.tuner.SolverTasks(&t.req, e.synthesizing, e.queued)
+		}
 		now := e.cfg.now()
 		runCtx, cancel := context.WithCancel(t.ctx)
 		t.cancelRun = cancel
@@ -94,10 +98,17 @@ func (e *Engine) synthesisWork() {
 		t.state = StateSynthesizing
 		t.job.refresh()
 		e.mu.Unlock()
-		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(runCtx, &t.req) })
+		synCtx := runCtx
+		if tasks > 0 {
+			synCtx = prover.WithSolverTasks(runCtx, tasks)
+		}
+		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(synCtx, &t.req) })
 		e.mu.Lock()
 		e.synthesizing--
 		t.synthEnd = e.cfg.now()
+		if err == nil && e.cfg.tuner != nil {
+			e.cfg.tuner.ObserveSynthesis(&t.req, t.synthEnd.Sub(t.synthStart))
+		}
 		stop := t.job.cancelled || t.job.failed != nil
 		if err != nil || syn == nil || stop {
 			t.cancelRun = nil
@@ -131,6 +142,22 @@ func (e *Engine) synthesisWork() {
 		e.cond.Broadcast()
 		e.mu.Unlock()
 	}
+}
+
+// tunerAllowsLocked reports whether the tuner lets one more synthesis of
+// the next queued job's circuit and size start beside those under way;
+// e.mu must be held.
+func (e *Engine) tunerAllowsLocked() bool {
+	if e.cfg.tuner == nil || e.queued == 0 {
+		return true
+	}
+	for p := levels - 1; p >= 0; p-- {
+		if el := e.queues[p].Front(); el != nil {
+			t := el.Value.(*task)
+			return e.synthesizing < e.cfg.tuner.Workers(&t.req, t.job.memory, e.cfg.budget)
+		}
+	}
+	return true
 }
 
 // fitsLocked reports whether need more bytes fit in the budget beside
@@ -305,8 +332,17 @@ func (e *Engine) deviceWork(i int) {
 			// Both stages here, one after the other, so the budget can
 			// count the buffers until they are freed, as pipelined.
 			req := t.req
+			synCtx := runCtx
+			if e.cfg.tuner != nil {
+				// Every worker synthesizes here: the cores split over
+				// those proving now and the jobs about to start.
+				e.mu.Lock()
+				n := e.cfg.tuner.Cores() / max(1, min(e.proving+e.queued, len(e.workers)))
+				e.mu.Unlock()
+				synCtx = prover.WithSolverTasks(runCtx, max(n, 1))
+			}
 			var syn prover.Synthesized
-			syn, err = runSafely(func() (prover.Synthesized, error) { return staged.Synthesize(runCtx, &req) })
+			syn, err = runSafely(func() (prover.Synthesized, error) { return staged.Synthesize(synCtx, &req) })
 			if err == nil && syn != nil {
 				res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
 				_ = syn.Release(t.ctx)
@@ -325,6 +361,9 @@ func (e *Engine) deviceWork(i int) {
 			syn := t.syn
 			res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
 			cancel()
+			if err == nil && e.cfg.tuner != nil {
+				e.cfg.tuner.ObserveDevice(&t.req, e.cfg.now().Sub(t.proveStart))
+			}
 			// A runner that panicked or failed early may not have released.
 			_ = syn.Release(t.ctx)
 			e.unreserveWhenFreed(t, syn)

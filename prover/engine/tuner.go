@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+)
+
+// TargetBusy is the share of time the tuner aims to keep the devices
+// proving under load; it sizes the synthesis stage with a margin above it
+// (tunerMargin), since synthesis times vary from job to job.
+const TargetBusy = 0.9
+
+// tunerMargin is how much more synthesis throughput than the devices'
+// the tuner provides: 1/TargetBusy, and a quarter more for the spread of
+// synthesis times under load.
+const tunerMargin = 1.25 / TargetBusy
+
+// tunerAlpha is the weight of a new observation in the moving averages of
+// synthesis and device times (an exponentially weighted mean).
+const tunerAlpha = 0.3
+
+// Tuner chooses, for each circuit and size, how many jobs are synthesized
+// at once, and for each synthesis its solver tasks (gnark's
+// solver.WithNbTasks), from the cores, the memory budget and the ratio of
+// synthesis to device time that the engine measures itself:
+//
+//	workers = ceil(tunerMargin * devices * synthesis / device)
+//
+// clamped to 1..MaxWorkers and to the jobs that fit the memory budget, so
+// that the syntheses under way finish jobs at least as fast as the
+// devices prove them (the devices busy >= TargetBusy); each synthesis gets
+// cores / (the syntheses under way or about to start), so a lone job gets
+// every core and, under load, the workers split them. Before a circuit and
+// size has been measured it gets max(1, cores/4) workers. An override
+// (WithSynthesisWorkers's n with WithTuner, or Override) fixes the number
+// of workers; the solver tasks are still split. Safe for concurrent use.
+type Tuner struct {
+	cores, devices, maxWorkers int
+
+	mu       sync.Mutex
+	override int // > 0: fixed workers
+	shapes   map[string]*shapeStats
+}
+
+// shapeStats are the moving averages of one circuit and size.
+type shapeStats struct {
+	synthesisMs, deviceMs float64 // 0: not measured yet
+	synthesized, proved   int
+	memory                uint64 // one job's estimate
+	budget                uint64 // the engine's budget (0: none)
+	tasks                 int    // the solver tasks of the last synthesis
+}
+
+// Tuning is the tuner's choice for one circuit and size, with its inputs:
+// Workers syntheses at once, SolverTasks the tasks the last synthesis was
+// given, SynthesisMs and DeviceMs the moving averages of the measured
+// stage times (0: none yet), Reason a line saying why.
+type Tuning struct {
+	Circuit               string
+	Constraints           int
+	Workers, SolverTasks  int
+	SynthesisMs, DeviceMs float64
+	Synthesized, Proved   int
+	Reason                string
+}
+
+// NewTuner returns a tuner for cores CPU cores (< 1: 1) feeding devices
+// devices (< 1: 1, the CPU workers of a daemon without a GPU) with at
+// most maxWorkers syntheses at once (< 1: cores).
+func NewTuner(cores, devices, maxWorkers int) *Tuner {
+	cores = max(cores, 1)
+	if maxWorkers < 1 {
+		maxWorkers = cores
+	}
+	return &Tuner{cores: cores, devices: max(devices, 1), maxWorkers: maxWorkers, shapes: map[string]*shapeStats{}}
+}
+
+// Override fixes the number of synthesis workers to n (--synthesis-workers);
+// n < 1 goes back to tuning.
+func (t *Tuner) Override(n int) {
+	t.mu.Lock()
+	t.override = max(n, 0)
+	t.mu.Unlock()
+}
+
+// MaxWorkers is the most syntheses the tuner ever allows at once: the
+// number of synthesis goroutines an engine starts.
+func (t *Tuner) MaxWorkers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.override > 0 {
+		return t.override
+	}
+	return t.maxWorkers
+}
+
+// Cores is the number of cores the tuner splits.
+func (t *Tuner) Cores() int { return t.cores }
+
+func shapeKey(r *prover.Request) string { return r.Circuit + "/" + strconv.Itoa(r.Constraints) }
+
+func (t *Tuner) shapeLocked(key string) *shapeStats {
+	s := t.shapes[key]
+	if s == nil {
+		s = &shapeStats{}
+		t.shapes[key] = s
+	}
+	return s
+}
+
+// Workers returns how many jobs of req's circuit and size may be in
+// synthesis at once, memory (one job's estimate, bytes) and budget (the
+// engine's memory budget, 0: none) bounding it.
+func (t *Tuner) Workers(req *prover.Request, memory, budget uint64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.shapeLocked(shapeKey(req))
+	s.memory, s.budget = memory, budget
+	n, _ := t.chooseLocked(s)
+	return n
+}
+
+// chooseLocked is the number of workers for s and why.
+func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
+	if t.override > 0 {
+		return t.override, fmt.Sprintf("fixed by --synthesis-workers %d", t.override)
+	}
+	n := max(1, t.cores/4)
+	why := fmt.Sprintf("not measured yet: cores/4 of %d", t.cores)
+	if s.synthesisMs > 0 && s.deviceMs > 0 {
+		need := tunerMargin * float64(t.devices) * s.synthesisMs / s.deviceMs
+		n = int(math.Ceil(need))
+		why = fmt.Sprintf("synthesis %.0f ms / device %.0f ms on %d device(s): %.1f syntheses at once keep the devices %.0f%% busy",
+			s.synthesisMs, s.deviceMs, t.devices, need, 100*TargetBusy)
+	}
+	if n > t.maxWorkers {
+		n = t.maxWorkers
+		why += fmt.Sprintf("; capped at %d", t.maxWorkers)
+	}
+	if s.budget > 0 && s.memory > 0 {
+		if fit := int(s.budget / s.memory); fit < n {
+			n = max(fit, 1)
+			why += fmt.Sprintf("; %d fit the memory budget of %.1f GiB", n, float64(s.budget)/(1<<30))
+		}
+	}
+	return max(n, 1), why
+}
+
+// SolverTasks returns the solver tasks of a synthesis of req starting now
+// with busy syntheses under way (itself included) and queued jobs waiting
+// for one: the cores split over the syntheses that will run at once.
+func (t *Tuner) SolverTasks(req *prover.Request, busy, queued int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.shapeLocked(shapeKey(req))
+	n, _ := t.chooseLocked(s)
+	share := max(1, min(n, max(busy, 1)+queued))
+	s.tasks = max(1, t.cores/share)
+	return s.tasks
+}
+
+// ObserveSynthesis records that a synthesis of req took d.
+func (t *Tuner) ObserveSynthesis(req *prover.Request, d time.Duration) {
+	t.observe(req, d, func(s *shapeStats) *float64 { s.synthesized++; return &s.synthesisMs })
+}
+
+// ObserveDevice records that a device proved a job of req in d.
+func (t *Tuner) ObserveDevice(req *prover.Request, d time.Duration) {
+	t.observe(req, d, func(s *shapeStats) *float64 { s.proved++; return &s.deviceMs })
+}
+
+func (t *Tuner) observe(req *prover.Request, d time.Duration, field func(*shapeStats) *float64) {
+	if d <= 0 {
+		return
+	}
+	ms := float64(d) / 1e6
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := field(t.shapeLocked(shapeKey(req)))
+	if *f == 0 {
+		*f = ms
+	} else {
+		*f += tunerAlpha * (ms - *f)
+	}
+}
+
+// Snapshot returns the tuner's choice for every circuit and size seen, by
+// circuit then size.
+func (t *Tuner) Snapshot() []Tuning {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Tuning, 0, len(t.shapes))
+	for key, s := range t.shapes {
+		n, why := t.chooseLocked(s)
+		tasks := s.tasks
+		if tasks == 0 {
+			tasks = max(1, t.cores/n)
+		}
+		tu := Tuning{Workers: n, SolverTasks: tasks, SynthesisMs: s.synthesisMs, DeviceMs: s.deviceMs,
+			Synthesized: s.synthesized, Proved: s.proved, Reason: why}
+		tu.Circuit, tu.Constraints = splitShapeKey(key)
+		out = append(out, tu)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Circuit != out[j].Circuit {
+			return out[i].Circuit < out[j].Circuit
+		}
+		return out[i].Constraints < out[j].Constraints
+	})
+	return out
+}
+
+func splitShapeKey(key string) (string, int) {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			n, _ := strconv.Atoi(key[i+1:])
+			return key[:i], n
+		}
+	}
+	return key, 0
+}
