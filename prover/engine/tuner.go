@@ -167,15 +167,18 @@ func (t *Tuner) SolverTasks(req *prover.Request, busy, queued int) int {
 
 // ObserveSynthesis records that a synthesis of req took d.
 func (t *Tuner) ObserveSynthesis(req *prover.Request, d time.Duration) {
-	t.observe(req, d, func(s *shapeStats) *float64 { s.synthesized++; return &s.synthesisMs })
+	t.observe(req, d, false, func(s *shapeStats) *float64 { s.synthesized++; return &s.synthesisMs })
 }
 
-// ObserveDevice records that a device proved a job of req in d.
+// ObserveDevice records that a device proved a job of req in d. A time
+// below the average replaces it: a slower prove carries a one-time cost
+// (the first prove's key upload and kernel load), which must not hold the
+// synthesis stage back for the jobs after it.
 func (t *Tuner) ObserveDevice(req *prover.Request, d time.Duration) {
-	t.observe(req, d, func(s *shapeStats) *float64 { s.proved++; return &s.deviceMs })
+	t.observe(req, d, true, func(s *shapeStats) *float64 { s.proved++; return &s.deviceMs })
 }
 
-func (t *Tuner) observe(req *prover.Request, d time.Duration, field func(*shapeStats) *float64) {
+func (t *Tuner) observe(req *prover.Request, d time.Duration, down bool, field func(*shapeStats) *float64) {
 	if d <= 0 {
 		return
 	}
@@ -183,7 +186,7 @@ func (t *Tuner) observe(req *prover.Request, d time.Duration, field func(*shapeS
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := field(t.shapeLocked(shapeKey(req)))
-	if *f == 0 {
+	if *f == 0 || down && ms < *f {
 		*f = ms
 	} else {
 		*f += tunerAlpha * (ms - *f)

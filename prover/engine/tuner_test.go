@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
+)
+
+// timedFake is a StagedRunner whose synthesis takes synth and whose prove
+// (the fake device) takes device; it records the solver tasks each
+// synthesis was given, the most syntheses at once, and the device's busy
+// intervals.
+type timedFake struct {
+	synth, device time.Duration
+
+	mu                sync.Mutex
+	tasks             []int
+	running, peak     int
+	first, last, busy time.Duration
+	start             time.Time
+}
+
+type timedSyn struct{ freed chan struct{} }
+
+func (s *timedSyn) Release(context.Context) error { return nil }
+func (s *timedSyn) Freed() <-chan struct{}        { return s.freed }
+
+func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.Synthesized, error) {
+	f.mu.Lock()
+	f.tasks = append(f.tasks, prover.SolverTasks(ctx))
+	f.running++
+	f.peak = max(f.peak, f.running)
+	f.mu.Unlock()
+	time.Sleep(f.synth)
+	f.mu.Lock()
+	f.running--
+	f.mu.Unlock()
+	s := &timedSyn{freed: make(chan struct{})}
+	close(s.freed)
+	return s, nil
+}
+
+func (f *timedFake) ProveSynthesized(context.Context, prover.Synthesized) (*prover.Result, error) {
+	t0 := time.Since(f.start)
+	time.Sleep(f.device)
+	t1 := time.Since(f.start)
+	f.mu.Lock()
+	if f.busy == 0 {
+		f.first = t0
+	}
+	f.busy += t1 - t0
+	f.last = t1
+	f.mu.Unlock()
+	return &prover.Result{Proof: []byte("p"), Backend: "fake"}, nil
+}
+
+func (f *timedFake) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
+	s, err := f.Synthesize(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return f.ProveSynthesized(ctx, s)
+}
+
+// busyShare is the device's busy time over the span from its first prove
+// to its last.
+func (f *timedFake) busyShare() float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return float64(f.busy) / float64(f.last-f.first)
+}
+
+// runBatch submits n jobs at once to a one-device pipelined engine over f
+// and waits for them.
+func runBatch(t *testing.T, f *timedFake, n int, opts ...Option) *Engine {
+	t.Helper()
+	f.start = time.Now()
+	e := newEngine(t, []prover.Runner{f}, append([]Option{WithSynthesisWorkers(1), WithQueueSize(n)}, opts...)...)
+	var ids []string
+	for i := range n {
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("j%d", i), priority.Normal)).ID)
+	}
+	for _, id := range ids {
+		if info, err := e.Await(context.Background(), id); err != nil || info.State != StateSucceeded {
+			t.Fatalf("job %s: %v %v", id, info.State, err)
+		}
+	}
+	return e
+}
+
+// Synthesis eight times as long as the device's prove: four syntheses at
+// once (the old default) keep the device half busy; the tuner, measuring
+// both, runs enough at once to keep it >= 90 % busy.
+func TestTunerKeepsTheDeviceBusy(t *testing.T) {
+	const synth, device = 80 * time.Millisecond, 10 * time.Millisecond
+	fixed := &timedFake{synth: synth, device: device}
+	runBatch(t, fixed, 60, WithSynthesisWorkers(4))
+	if s := fixed.busyShare(); s > 0.7 {
+		t.Errorf("4 fixed synthesis workers: device busy %.0f %%, want about 50 %% (the case the tuner is for)", 100*s)
+	}
+
+	tuned := &timedFake{synth: synth, device: device}
+	tuner := NewTuner(16, 1, 0)
+	e := runBatch(t, tuned, 160, WithTuner(tuner))
+	if s := tuned.busyShare(); s < TargetBusy {
+		t.Errorf("tuned: device busy %.1f %%, want >= %.0f %%", 100*s, 100*TargetBusy)
+	}
+	st := e.Status()
+	if len(st.Tuning) != 1 {
+		t.Fatalf("status tuning %+v, want one circuit and size", st.Tuning)
+	}
+	tu := st.Tuning[0]
+	// 1.25/0.9 x 80/10 = 11.1: 12 syntheses at once, 16/12 = 1 task each
+	// (the measured times of sleeps on a busy host vary a little).
+	if tu.Circuit != "mulchain" || tu.Constraints != 256 || tu.Workers < 10 || tu.Workers > 15 || tu.SynthesisMs < 70 || tu.DeviceMs < 9 ||
+		!strings.Contains(tu.Reason, "synthesis") || tu.Synthesized != 160 || tu.Proved != 160 {
+		t.Errorf("tuning %+v, want 12 workers from synthesis ~80 ms / device ~10 ms", tu)
+	}
+	if tuned.peak < 10 {
+		t.Errorf("%d syntheses at once, want the tuner's about 12", tuned.peak)
+	}
+	if st.SynthesisWorkers != 16 {
+		t.Errorf("synthesis slots %d, want the tuner's most (the cores)", st.SynthesisWorkers)
+	}
+}
+
+// A job alone gets every core for its solver; under load the syntheses
+// split them.
+func TestTunerGivesALoneJobAllCores(t *testing.T) {
+	f := &timedFake{synth: 20 * time.Millisecond, device: 5 * time.Millisecond}
+	tuner := NewTuner(16, 1, 0)
+	runBatch(t, f, 1, WithTuner(tuner))
+	if f.tasks[0] != 16 {
+		t.Errorf("lone job: %d solver tasks, want all 16 cores", f.tasks[0])
+	}
+	f.tasks = nil
+	runBatch(t, f, 40, WithTuner(tuner))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, n := range f.tasks[:8] {
+		if n >= 16 || n < 1 {
+			t.Errorf("job %d of a batch of 40: %d solver tasks, want the cores split (%v)", i, n, f.tasks)
+		}
+	}
+}
+
+// --synthesis-workers N (Override) fixes the number at once; the cores are
+// still split over them.
+func TestTunerOverrideFixesTheWorkers(t *testing.T) {
+	f := &timedFake{synth: 40 * time.Millisecond, device: 2 * time.Millisecond}
+	tuner := NewTuner(16, 1, 0)
+	tuner.Override(3)
+	e := runBatch(t, f, 30, WithTuner(tuner))
+	if f.peak != 3 {
+		t.Errorf("%d syntheses at once, want the override's 3", f.peak)
+	}
+	tu := e.Status().Tuning[0]
+	if tu.Workers != 3 || !strings.Contains(tu.Reason, "--synthesis-workers 3") || tu.SolverTasks != 5 {
+		t.Errorf("tuning %+v, want 3 workers fixed by the flag, 16/3 tasks", tu)
+	}
+	if e.Status().SynthesisWorkers != 3 {
+		t.Errorf("synthesis slots %d, want 3", e.Status().SynthesisWorkers)
+	}
+}
+
+// The choice, unit by unit: unmeasured, measured, the cap, the memory.
+func TestTunerChoice(t *testing.T) {
+	r := req("x", priority.Normal)
+	tu := NewTuner(16, 1, 0)
+	if n := tu.Workers(r, 0, 0); n != 4 {
+		t.Errorf("unmeasured: %d workers, want cores/4", n)
+	}
+	tu.ObserveSynthesis(r, 400*time.Millisecond)
+	tu.ObserveDevice(r, 100*time.Millisecond)
+	if n := tu.Workers(r, 0, 0); n != 6 { // 1.389 x 4 = 5.6
+		t.Errorf("synthesis 4x the device: %d workers, want 6", n)
+	}
+	if n := tu.Workers(r, 10<<30, 32<<30); n != 3 {
+		t.Errorf("10 GiB a job in a 32 GiB budget: %d workers, want 3", n)
+	}
+	tu.ObserveDevice(r, 50*time.Millisecond) // faster: taken at once
+	if n := tu.Workers(r, 0, 0); n != 12 {
+		t.Errorf("device 50 ms: %d workers, want 12", n)
+	}
+	tu.ObserveDevice(r, 150*time.Millisecond) // slower: moving average, 80 ms
+	if n := tu.Workers(r, 0, 0); n != 7 {
+		t.Errorf("device 80 ms: %d workers, want 7", n)
+	}
+	two := NewTuner(4, 2, 0)
+	two.ObserveSynthesis(r, time.Second)
+	two.ObserveDevice(r, 100*time.Millisecond)
+	if n := two.Workers(r, 0, 0); n != 4 {
+		t.Errorf("2 devices, 4 cores, synthesis 10x: %d workers, want the cap of 4", n)
+	}
+	if s := two.Snapshot(); len(s) != 1 || !strings.Contains(s[0].Reason, "capped at 4") {
+		t.Errorf("snapshot %+v, want the cap named", s)
+	}
+	if got := two.SolverTasks(r, 1, 0); got != 4 {
+		t.Errorf("lone synthesis: %d tasks, want 4", got)
+	}
+	if got := two.SolverTasks(r, 2, 5); got != 1 {
+		t.Errorf("4 at once: %d tasks, want 1", got)
+	}
+}
