@@ -37,9 +37,11 @@
 // the id in one cgo call; C and C++ code on its own threads uses
 // cuzk_cupti_enter/cuzk_cupti_exit (cuzk_cupti.h) with an id from Parent.
 // A record launched inside an NVTX push range is a child of the range.
-// Records with neither go under a per-device span (SpanWindow) covering a
-// bounded window (DefaultWindow), each the root of its own trace, ended
-// and exported once its time is over.
+// Records with neither go under the job whose published time window
+// holds them (WithJobs, package cupti/jobs), else under a per-device span
+// (SpanWindow) covering a bounded window (DefaultWindow), each the root
+// of its own trace, ended and exported once its time is over; the gaps
+// between its records are SpanIdle children.
 //
 // # cudaspans
 //
