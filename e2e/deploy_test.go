@@ -221,7 +221,10 @@ func TestDeployFilesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(unit), "--metrics-listen 127.0.0.1:"+port) {
-		t.Errorf("cuzk.service does not serve metrics on port %s", port)
+	// The unit serves metrics at $CUZK_METRICS_LISTEN (set in the unit,
+	// overridden in /etc/cuzk/cuzk.env), on the port Prometheus scrapes.
+	if !strings.Contains(string(unit), "--metrics-listen ${CUZK_METRICS_LISTEN}") ||
+		!strings.Contains(string(unit), "\nEnvironment=CUZK_METRICS_LISTEN=127.0.0.1:"+port+"\n") {
+		t.Errorf("cuzk.service does not serve metrics at $CUZK_METRICS_LISTEN, default 127.0.0.1:%s", port)
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
@@ -195,5 +198,80 @@ func TestREADMEQuickstartFindsTheTraceInJaeger(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET %s: %s", link, resp.Status)
+	}
+}
+
+// TestComposePassesEveryCollectorVariable: every OTELCOL_* variable that
+// deploy/otel-collector.yaml reads (except its listen addresses, fixed
+// inside the container) and deploy/README.md documents reaches the
+// Collector's container in compose.yaml, with otel-collector.yaml's own
+// default when unset and the shell's value when set; the sampling-note
+// service's line states the same defaults.
+func TestComposePassesEveryCollectorVariable(t *testing.T) {
+	col, err := os.ReadFile(filepath.Join(deployDir, "otel-collector.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(deployDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := map[string]string{}
+	for _, m := range regexp.MustCompile(`\$\{env:(OTELCOL_[A-Z_0-9]+):-([^}]*)\}`).FindAllStringSubmatch(string(col), -1) {
+		if !strings.HasSuffix(m[1], "_LISTEN") {
+			defaults[m[1]] = m[2]
+		}
+	}
+	if len(defaults) < 8 {
+		t.Fatalf("found %d OTELCOL_ variables in otel-collector.yaml: not the file", len(defaults))
+	}
+	path, err := filepath.Abs(filepath.Join(deployDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(env map[string]string) *types.Project {
+		var kv []string
+		for k, v := range env {
+			kv = append(kv, k+"="+v)
+		}
+		opts, err := cli.NewProjectOptions([]string{path}, cli.WithWorkingDirectory(filepath.Dir(path)),
+			cli.WithEnv(kv), cli.WithName("otelcuzk"), cli.WithResolvedPaths(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := opts.LoadProject(context.Background())
+		if err != nil {
+			t.Fatalf("compose-go: %v", err)
+		}
+		return p
+	}
+	unset, set := load(nil), load(map[string]string{"OTELCOL_DECISION_WAIT": "2s", "OTELCOL_SAMPLE_PERCENT": "100"})
+	for name, def := range defaults {
+		if name != "OTELCOL_METRICS_HOST" && name != "OTELCOL_METRICS_PORT" && !strings.Contains(string(doc), name) {
+			t.Errorf("deploy/README.md does not document %s", name)
+		}
+		v := unset.Services["otel-collector"].Environment[name]
+		if v == nil {
+			t.Errorf("compose.yaml does not pass %s to the Collector", name)
+			continue
+		}
+		if name != "OTELCOL_METRICS_HOST" && *v != def {
+			t.Errorf("%s unset: the Collector gets %q, otel-collector.yaml's default is %q", name, *v, def)
+		}
+	}
+	for name, want := range map[string]string{"OTELCOL_DECISION_WAIT": "2s", "OTELCOL_SAMPLE_PERCENT": "100"} {
+		if v := set.Services["otel-collector"].Environment[name]; v == nil || *v != want {
+			t.Errorf("%s=%s in the shell: the Collector gets %v", name, want, v)
+		}
+	}
+	note := strings.Join(unset.Services["sampling-note"].Command, " ")
+	for _, want := range []string{defaults["OTELCOL_SLOW_PROOF_MS"] + " ms", defaults["OTELCOL_SAMPLE_PERCENT"] + " %",
+		defaults["OTELCOL_DECISION_WAIT"] + " after", "error", "compose.dev.yaml"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the sampling note %q lacks %q", note, want)
+		}
+	}
+	if note2 := strings.Join(set.Services["sampling-note"].Command, " "); !strings.Contains(note2, "100 %") || !strings.Contains(note2, "2s after") {
+		t.Errorf("the sampling note does not follow the shell's values: %q", note2)
 	}
 }
