@@ -154,7 +154,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 // outlived Shutdown: its outcome is no longer counted).
 func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := int64(len(spans))
-	ok, uncertain := e.try(ctx, spans)
+	ok, uncertain, failed := e.try(ctx, spans)
 	e.acct.Lock()
 	defer e.acct.Unlock()
 	if !e.settled {
@@ -162,9 +162,9 @@ func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnly
 		// either in flight or dropped, never both or neither.
 		e.inflight -= n
 		if !ok {
-			e.drop(n)
+			e.drop(failed)
 			if uncertain {
-				uncertainTotal.Add(n)
+				uncertainTotal.Add(failed)
 			}
 		}
 	}
@@ -175,10 +175,14 @@ func (e *countingExporter) export(ctx context.Context, spans []sdktrace.ReadOnly
 // whether they were delivered, and for spans not delivered whether the
 // collector may have received them all the same (uncertainOutcome); a
 // failure is noted (cooldown, log line) but not counted.
-func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpan) (ok, uncertain bool) {
+//
+// failed is how many of the spans were not delivered: all of them, or those
+// of the halves still refused when splitExporter split a batch refused as
+// too large.
+func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpan) (ok, uncertain bool, failed int64) {
 	final := e.final.Swap(false)
 	if !final && e.coolingDown() {
-		return false, false
+		return false, false, int64(len(spans))
 	}
 	deadline := e.now().Add(e.timeout)
 	if s := e.stopBy.Load(); s != 0 && s < deadline.UnixNano() {
@@ -212,7 +216,7 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		e.mu.Lock()
 		e.failures = 0
 		e.mu.Unlock()
-		return true, false
+		return true, false, 0
 	}
 	elapsed := time.Since(began)
 	e.mu.Lock()
@@ -236,7 +240,12 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if !e.failing.Swap(true) && e.log != nil {
 		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
 	}
-	return false, uncertainOutcome(err)
+	failed = int64(len(spans))
+	var pe *partialExportError
+	if errors.As(err, &pe) {
+		failed = int64(pe.failed)
+	}
+	return false, uncertainOutcome(err), failed
 }
 
 // uncertainOutcome reports whether a failed export's request may have

@@ -106,7 +106,7 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.exporter = newCountingExporter(&utf8Exporter{next: exp}, c.logOut)
+	t.exporter = newCountingExporter(&splitExporter{next: &utf8Exporter{next: exp}}, c.logOut)
 	t.exporter.timeout = t.timeout
 	if hp, ok := endpointHostPort(t.target); ok && t.protocol != "file" && t.protocol != "custom" {
 		t.exporter.probe = dialProbe(hp)

@@ -18,6 +18,8 @@ import (
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -45,6 +47,7 @@ type Receiver struct {
 	srv       *http.Server
 	lis       net.Listener
 	grpc      bool         // serve OTLP/gRPC instead (NewGRPCReceiver)
+	maxBody   int          // RefuseLarger; 0: no limit
 	gsrv      *grpc.Server // while started, with grpc
 }
 
@@ -55,6 +58,25 @@ func (r *Receiver) CountOnly() {
 	r.mu.Lock()
 	r.countOnly = true
 	r.mu.Unlock()
+}
+
+// RefuseLarger makes the receiver refuse a request of more than n bytes,
+// as a Collector refuses one over its limit: over HTTP with 413 Request
+// Entity Too Large (the body's size), over gRPC with RESOURCE_EXHAUSTED
+// "grpc: received message larger than max" (the message's encoded size).
+// The refused request's spans are not recorded. n <= 0 removes the limit.
+func (r *Receiver) RefuseLarger(n int) {
+	r.mu.Lock()
+	r.maxBody = n
+	r.mu.Unlock()
+}
+
+// tooLarge reports whether a request of size bytes is over RefuseLarger's
+// limit.
+func (r *Receiver) tooLarge(size int) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxBody > 0 && size > r.maxBody, r.maxBody
 }
 
 // Counts returns the number of spans received per hex trace id.
@@ -182,6 +204,10 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if big, _ := r.tooLarge(len(body)); big {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
 	m := &collectortrace.ExportTraceServiceRequest{}
 	if err := proto.Unmarshal(body, m); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -200,6 +226,10 @@ type traceService struct {
 }
 
 func (s traceService) Export(_ context.Context, m *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	n := proto.Size(m)
+	if big, max := s.r.tooLarge(n); big {
+		return nil, status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, max)
+	}
 	s.r.record(m)
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
