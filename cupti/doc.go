@@ -70,8 +70,10 @@
 // a child of that remote span. Payload, category, color and domain are
 // attributes. Kernels and copies are children of the innermost push range
 // open on the thread that launched them; start/end ranges, which belong to
-// no thread, have no such children. Ranges opened before Start (or, under
-// cuzk gpu-trace, before the program's cuInit) are not seen. A pop with nothing open is said once and ignored; ranges
+// no thread, have no such children. Ranges opened before Start are not
+// seen (under cuzk gpu-trace the capture starts at the program's first
+// NVTX call or cuInit, whichever comes first); NVTXMessage makes the
+// message of a range that joins a Go span's trace. A pop with nothing open is said once and ignored; ranges
 // still open at Close end there, marked nvtx.unclosed.
 //
 // # Volume
