@@ -34,6 +34,8 @@ const (
 	MetricMemoryBudget     = "cuzk.memory.budget"          // gauge By: the engine's memory budget (0: none)
 	MetricDeviceHealthy    = "cuzk.device.healthy"         // gauge 1 or 0, by cuzk.worker: 0 once its device faulted
 	MetricMemoryInFlight   = "cuzk.memory.in_flight"       // gauge By: reserved estimates plus keys held
+	MetricSynthesisWorkers = "cuzk.synthesis.workers"      // gauge {job}, by cuzk.circuit.id and cuzk.circuit.constraints: syntheses at once the tuner allows
+	MetricSolverTasks      = "cuzk.solver.tasks"           // gauge {goroutine}, by cuzk.circuit.id and cuzk.circuit.constraints: the solver tasks of the last synthesis
 	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total; for cuzk.stage.depth the stages
 	attrWorker             = attribute.Key("cuzk.worker")  // a device worker's name (cuda:0, cpu:1)
 	attrOutcome            = attribute.Key("cuzk.outcome") // failed, cancelled
@@ -146,6 +148,9 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 	budget := int64Gauge(meter, &err, MetricMemoryBudget, "By", "Host memory budget of the proofs in flight (0: none).")
 	healthy := int64Gauge(meter, &err, MetricDeviceHealthy, "", "1 while a device worker is healthy, 0 once its device faulted.")
 	inFlight := int64Gauge(meter, &err, MetricMemoryInFlight, "By", "Host memory reserved by the proofs in flight plus the proving keys held.")
+	workers := int64Gauge(meter, &err, MetricSynthesisWorkers, "{job}",
+		"Syntheses of a circuit and size the tuner lets run at once (from the measured synthesis and device times, the cores and the memory budget).")
+	tasks := int64Gauge(meter, &err, MetricSolverTasks, "{goroutine}", "Solver tasks (gnark's solver.WithNbTasks) of the last synthesis of a circuit and size.")
 	if err != nil {
 		return err
 	}
@@ -168,8 +173,13 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 		}
 		o.ObserveInt64(budget, int64(st.MemoryBudget))
 		o.ObserveInt64(inFlight, int64(st.MemoryReserved+st.MemoryHeld))
+		for _, tu := range st.Tuning {
+			attrs := metric.WithAttributes(otelcuzk.KeyCircuitID.String(tu.Circuit), otelcuzk.KeyCircuitConstraints.Int(tu.Constraints))
+			o.ObserveInt64(workers, int64(tu.Workers), attrs)
+			o.ObserveInt64(tasks, int64(tu.SolverTasks), attrs)
+		}
 		return nil
-	}, depth, busy, budget, inFlight, healthy)
+	}, depth, busy, budget, inFlight, healthy, workers, tasks)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -107,5 +108,35 @@ func TestDeviceHealthyMetricFallsToZeroOnAFault(t *testing.T) {
 	}
 	if body := scrape(); !healthy("0").MatchString(body) {
 		t.Errorf("after the fault, metrics lack cuda:0 healthy 0:\n%s", body)
+	}
+}
+
+// The tuner's choice per circuit and size is on the metrics: the
+// syntheses at once and the solver tasks.
+func TestTunerChoiceOnTheMetrics(t *testing.T) {
+	mp, scrape := prometheusScrape(t)
+	var eng *engine.Engine
+	if _, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, func() []Device { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	tuner := engine.NewTuner(16, 1, 0)
+	r := &prover.Request{Circuit: "merkle", Constraints: 1 << 20}
+	tuner.ObserveSynthesis(r, 800*time.Millisecond)
+	tuner.ObserveDevice(r, 100*time.Millisecond)
+	tuner.SolverTasks(r, 1, 0)
+	var err error
+	eng, err = engine.New([]engine.Worker{{Name: "w", Runner: &fakeRunner{tp: noop.NewTracerProvider()}}}, engine.WithTuner(tuner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	body := scrape()
+	for _, re := range []string{
+		`cuzk_synthesis_workers\{[^}]*cuzk_circuit_constraints="1048576"[^}]*cuzk_circuit_id="merkle"[^}]*\} 12`,
+		`cuzk_solver_tasks\{[^}]*cuzk_circuit_id="merkle"[^}]*\} 16`,
+	} {
+		if !regexp.MustCompile(re).MatchString(body) {
+			t.Errorf("metrics lack %s\n%s", re, body)
+		}
 	}
 }
