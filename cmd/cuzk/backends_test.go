@@ -47,26 +47,3 @@ func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
 		t.Errorf("a quick warm-up printed %q", out.String())
 	}
 }
-
-// The CUDA backend's settings are read from the environment here, once,
-// and a malformed value is refused naming its variable, on any host.
-func TestDeviceSettingsComeFromTheEnvironmentAndNameAMalformedVariable(t *testing.T) {
-	for _, ok := range [][2]string{{"", ""}, {"staged", "gpu"}, {"register", "cpu"}, {"pageable", ""}} {
-		t.Setenv("CUZK_CUDA_HOST_COPY", ok[0])
-		t.Setenv("CUZK_CUDA_MSM_G2", ok[1])
-		s, err := deviceSettings()
-		if err != nil || s.HostCopy != ok[0] || s.MSMG2 != ok[1] {
-			t.Errorf("CUZK_CUDA_HOST_COPY=%q CUZK_CUDA_MSM_G2=%q: %+v, %v", ok[0], ok[1], s, err)
-		}
-	}
-	t.Setenv("CUZK_CUDA_HOST_COPY", "")
-	t.Setenv("CUZK_CUDA_MSM_G2", "GPU")
-	if _, err := deviceSettings(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_MSM_G2") {
-		t.Errorf("CUZK_CUDA_MSM_G2=GPU: %v, want an error naming the variable", err)
-	}
-	t.Setenv("CUZK_CUDA_MSM_G2", "")
-	t.Setenv("CUZK_CUDA_HOST_COPY", "pinned")
-	if _, err := deviceSettings(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_HOST_COPY") {
-		t.Errorf("CUZK_CUDA_HOST_COPY=pinned: %v, want an error naming the variable", err)
-	}
-}

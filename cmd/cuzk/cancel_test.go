@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/client"
@@ -40,7 +41,7 @@ func (untilCancelledGPU) ComputeH(ctx context.Context, _ *fft.Domain, _, _, _ []
 var untilCancelledOnce sync.Once
 
 // startSlowDaemon runs a daemon whose jobs run until cancelled.
-func startSlowDaemon(t *testing.T) *daemon {
+func startSlowDaemon(t *testing.T) *testDaemon {
 	t.Helper()
 	const factory = "untilcancelled-test"
 	untilCancelledOnce.Do(func() {
@@ -63,8 +64,8 @@ func startSlowDaemon(t *testing.T) *daemon {
 	if err := errors.Join(p.Close(context.Background()), p.Releaser().Close(context.Background())); err != nil {
 		t.Fatal(err)
 	}
-	return startDaemon(t, serveConfig{backend: "cuda", gpuFactory: factory, shutdownTimeout: time.Second, cacheDir: cache,
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	return startDaemon(t, daemon.Config{Backend: "cuda", GPUFactory: factory, ShutdownTimeout: time.Second, CacheDir: cache,
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "until-cancelled GPU", TotalMemory: 1 << 30}}, nil
 		}})
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -20,7 +19,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
@@ -29,13 +30,8 @@ import (
 // without the usage text urfave/cli would print.
 func usageError(_ *cli.Context, err error, _ bool) error { return err }
 
-// oneLine keeps an error on one line (errors.Join separates by newlines).
-func oneLine(err error) error {
-	if err == nil || !strings.Contains(err.Error(), "\n") {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
-}
+// oneLine keeps an error on one line (human.OneLine).
+var oneLine = human.OneLine
 
 // exitUsage is the exit status of a usage error, as Go's flag package
 // exits: cuzk without a command.
@@ -220,7 +216,7 @@ func builtinCircuitFlags() []cli.Flag {
 // --token and --tls-ca, which daemonAddr, dialDaemon and clientOptions
 // read.
 func daemonFlags(timeout time.Duration, timeoutUsage string, own ...cli.Flag) []cli.Flag {
-	flags := []cli.Flag{&cli.StringFlag{Name: "addr", Value: defaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"}}
+	flags := []cli.Flag{&cli.StringFlag{Name: "addr", Value: daemon.DefaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"}}
 	flags = append(flags, own...)
 	return append(flags,
 		&cli.DurationFlag{Name: "timeout", Value: timeout, Usage: timeoutUsage},

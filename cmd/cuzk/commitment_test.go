@@ -16,6 +16,7 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
@@ -31,9 +32,9 @@ func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 	// A name of its own per run: the circuit registry is the process's.
 	name := fmt.Sprintf("committed-%d", time.Now().UnixNano())
 	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
-	d := startDaemon(t, serveConfig{backend: "cpu", release: "pool", cpuWorkers: 1,
-		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
-		circuitFiles: []string{spec}})
+	d := startDaemon(t, daemon.Config{Backend: "cpu", Release: "pool", CPUWorkers: 1,
+		QueueSize: 4, ShutdownTimeout: 5 * time.Second, MaxMessageBytes: 1 << 20,
+		CircuitFiles: []string{spec}})
 	c := d.client(t)
 	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()
@@ -83,10 +84,10 @@ func TestServePipelinedProvesCommitmentCircuitFromFiles(t *testing.T) {
 	fx := commitmenttest.Setup(t, "multicommit")
 	name := fmt.Sprintf("committed-piped-%d", time.Now().UnixNano())
 	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
-	d := startDaemon(t, serveConfig{backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
-		synthesisWorkers: 2, memoryBudget: "4GiB", shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
-		gpuFactory: cpuAsGPUFactory, circuitFiles: []string{spec},
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	d := startDaemon(t, daemon.Config{Backend: "cuda", Release: "async", CPUWorkers: -1, QueueSize: 8,
+		SynthesisWorkers: 2, MemoryBudget: "4GiB", ShutdownTimeout: 10 * time.Second, MaxMessageBytes: 1 << 20,
+		GPUFactory: cpuAsGPUFactory, CircuitFiles: []string{spec},
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
 		},
 	})

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -69,7 +70,7 @@ func proveAction(c *cli.Context) (err error) {
 	logger.Disable() // gnark's own log lines would interleave with ours
 
 	// Everything that can be wrong with the input, before any allocation.
-	dev, err := deviceSettings()
+	dev, err := daemon.DeviceSettingsFromEnv()
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func proveAction(c *cli.Context) (err error) {
 
 	traceFrom := traceFileEnd(c.String("trace-file")) // read back only what this run appends
 	recorder := otelcuzk.NewRecorder()
-	tel, err := otelcuzk.New(ctx, append(deviceOptions(c.String("backend")),
+	tel, err := otelcuzk.New(ctx, append(append(versionOption(), daemon.TraceDevices(c.String("backend"))...),
 		otelcuzk.WithTraceFile(c.String("trace-file")),
 		otelcuzk.WithSpanProcessor(recorder),
 		otelcuzk.WithLogWriter(errOut),

@@ -19,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
@@ -27,7 +28,7 @@ import (
 )
 
 // daemon is a `cuzk serve` run in-process by startDaemon.
-type daemon struct {
+type testDaemon struct {
 	addr   string
 	log    *logtest.Buffer
 	cancel context.CancelFunc
@@ -36,32 +37,32 @@ type daemon struct {
 
 // startDaemon runs serve on the CPU backend with cfg's zero fields filled
 // and waits until it listens.
-func startDaemon(t *testing.T, cfg serveConfig) *daemon {
+func startDaemon(t *testing.T, cfg daemon.Config) *testDaemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{log: &logtest.Buffer{}, served: make(chan error, 1)}
-	if cfg.backend == "" {
-		cfg.backend, cfg.cpuWorkers = "cpu", 1
+	d := &testDaemon{log: &logtest.Buffer{}, served: make(chan error, 1)}
+	if cfg.Backend == "" {
+		cfg.Backend, cfg.CPUWorkers = "cpu", 1
 	}
-	if cfg.release == "" {
-		cfg.release = "sync"
+	if cfg.Release == "" {
+		cfg.Release = "sync"
 	}
-	if cfg.queueSize == 0 {
-		cfg.queueSize = 16
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = 16
 	}
-	if cfg.maxMessage == 0 {
-		cfg.maxMessage = 1 << 20
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = 1 << 20
 	}
-	if cfg.shutdownTimeout == 0 {
-		cfg.shutdownTimeout = 5 * time.Second
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 5 * time.Second
 	}
-	cfg.listen, cfg.log = "127.0.0.1:0", d.log
-	cfg.traceFile = filepath.Join(dir, "t.jsonl")
-	if cfg.cacheDir == "" {
-		cfg.cacheDir = filepath.Join(dir, "cache")
+	cfg.Listen, cfg.Log = "127.0.0.1:0", d.log
+	cfg.TraceFile = filepath.Join(dir, "t.jsonl")
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(dir, "cache")
 	}
 	addrCh := make(chan string, 1)
-	cfg.ready = func(a, _ string) { addrCh <- a }
+	cfg.Ready = func(a, _ string) { addrCh <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() { d.served <- serve(ctx, cfg) }()
@@ -80,7 +81,7 @@ func startDaemon(t *testing.T, cfg serveConfig) *daemon {
 
 // stop cancels serve (SIGTERM's path) and returns its result; later calls
 // return nil.
-func (d *daemon) stop() error {
+func (d *testDaemon) stop() error {
 	if d.cancel == nil {
 		return nil
 	}
@@ -89,7 +90,7 @@ func (d *daemon) stop() error {
 	return <-d.served
 }
 
-func (d *daemon) client(t *testing.T) *client.Client {
+func (d *testDaemon) client(t *testing.T) *client.Client {
 	t.Helper()
 	c, err := client.Dial(d.addr)
 	if err != nil {
@@ -135,7 +136,7 @@ func serveWithTheEndpointDownThenUp(t *testing.T, protocol string, newReceiver f
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	dropped0 := otelcuzk.DroppedSpans()
-	d := startDaemon(t, serveConfig{})
+	d := startDaemon(t, daemon.Config{})
 	c := d.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -274,8 +275,8 @@ func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	const shutdownTimeout = 500 * time.Millisecond
-	d := startDaemon(t, serveConfig{backend: "cuda", cpuWorkers: 0, gpuFactory: stuckGPUFactory, shutdownTimeout: shutdownTimeout,
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	d := startDaemon(t, daemon.Config{Backend: "cuda", CPUWorkers: 0, GPUFactory: stuckGPUFactory, ShutdownTimeout: shutdownTimeout,
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "stuck GPU", TotalMemory: 1 << 30}}, nil
 		}})
 	defer close(stuckRelease)
@@ -293,7 +294,7 @@ func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	took := time.Since(start)
-	bound := shutdownBound(shutdownTimeout, time.Second)
+	bound := daemon.ShutdownBound(shutdownTimeout, time.Second)
 	t.Logf("shutdown took %v (bound %v)", took, bound)
 	if took > bound+500*time.Millisecond {
 		t.Errorf("shutdown took %v, over the stated bound %v:\n%s", took, bound, d.log.String())
@@ -328,7 +329,7 @@ func proveAsUnsampledCaller(t *testing.T, sampler string) (*client.Result, *otlp
 	t.Cleanup(recv.Stop)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
 	t.Setenv("OTEL_TRACES_SAMPLER", sampler)
-	d := startDaemon(t, serveConfig{})
+	d := startDaemon(t, daemon.Config{})
 	// The client records nothing of its own: the traceparent it sends is the
 	// caller's, flags 00.
 	c, err := client.Dial(d.addr, client.WithTracerProvider(tracenoop.NewTracerProvider()))
@@ -423,7 +424,7 @@ func TestServeHelpAndREADMEStateTheShutdownBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := shutdownBound(0, otelcuzk.DefaultExportTimeout)
+	extra := daemon.ShutdownBound(0, otelcuzk.DefaultExportTimeout)
 	if want := fmt.Sprintf("--shutdown-timeout + %v", extra); !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
 		t.Errorf("serve --help lacks %q:\n%s", want, out)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -267,11 +268,11 @@ func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 			return fakeGPU{prover.NewCPU(o.TracerProvider)}, nil
 		})
 	})
-	d := startDaemon(t, serveConfig{
-		backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
-		shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
-		gpuFactory: fakeGPUFactory,
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	d := startDaemon(t, daemon.Config{
+		Backend: "cuda", Release: "async", CPUWorkers: -1, QueueSize: 8,
+		ShutdownTimeout: 10 * time.Second, MaxMessageBytes: 1 << 20,
+		GPUFactory: fakeGPUFactory,
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}, {Ordinal: 1, Name: "GPU one", TotalMemory: 1 << 30}}, nil
 		},
 	})
@@ -321,8 +322,8 @@ func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 	clearOTLPEnv(t)
 	dir := t.TempDir()
-	err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cuda", release: "sync", queueSize: 1, maxMessage: 1 << 20,
-		cpuWorkers: -1, traceFile: filepath.Join(dir, "t.jsonl"), log: io.Discard, gpuFactory: "no-such-gpu-backend"})
+	err := serve(context.Background(), daemon.Config{Listen: "127.0.0.1:0", Backend: "cuda", Release: "sync", QueueSize: 1, MaxMessageBytes: 1 << 20,
+		CPUWorkers: -1, TraceFile: filepath.Join(dir, "t.jsonl"), Log: io.Discard, GPUFactory: "no-such-gpu-backend"})
 	if !errors.Is(err, prover.ErrBackendUnavailable) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
 	}
@@ -391,9 +392,9 @@ func TestServeProvesCircuitFromFiles(t *testing.T) {
 	name := fmt.Sprintf("usercircuit-%d", time.Now().UnixNano())
 	spec, wb := circuitFiles(t, name, fx.CCS, fx.PK, fx.VK, fx.Witness)
 
-	d := startDaemon(t, serveConfig{backend: "cpu", release: "sync", cpuWorkers: 1,
-		queueSize: 4, shutdownTimeout: 5 * time.Second, maxMessage: 1 << 20,
-		circuitFiles: []string{spec}})
+	d := startDaemon(t, daemon.Config{Backend: "cpu", Release: "sync", CPUWorkers: 1,
+		QueueSize: 4, ShutdownTimeout: 5 * time.Second, MaxMessageBytes: 1 << 20,
+		CircuitFiles: []string{spec}})
 	c := d.client(t)
 	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer pcancel()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -121,8 +122,8 @@ func TestSoak(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	counter := &spanCounter{byTrace: map[string]int{}, lastEnd: map[string]time.Time{}}
 	dropped0, uncertain0 := otelcuzk.DroppedSpans(), otelcuzk.DroppedSpansUncertain()
-	d := startDaemon(t, serveConfig{backend: "cpu", cpuWorkers: 2, queueSize: 32,
-		telemetry: []otelcuzk.Option{otelcuzk.WithSpanProcessor(counter)}})
+	d := startDaemon(t, daemon.Config{Backend: "cpu", CPUWorkers: 2, QueueSize: 32,
+		Telemetry: []otelcuzk.Option{otelcuzk.WithSpanProcessor(counter)}})
 	c, err := client.Dial(d.addr, client.WithTracerProvider(tracenoop.NewTracerProvider()))
 	if err != nil {
 		t.Fatal(err)

@@ -16,33 +16,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
-
-func TestParseMemoryBudget(t *testing.T) {
-	for in, want := range map[string]uint64{
-		"0": 0, "1073741824": 1 << 30, "64GiB": 64 << 30, "512 MiB": 512 << 20, "1.5g": 3 << 29, "2TB": 2 << 40, "10k": 10 << 10,
-	} {
-		b, err := parseMemoryBudget(in)
-		if err != nil || b.share != 0 || b.bytes != want {
-			t.Errorf("parseMemoryBudget(%q) = %+v, %v; want %d bytes", in, b, err, want)
-		}
-	}
-	for in, want := range map[string]float64{"": defaultBudgetShare, "50%": 0.5, "100%": 1} {
-		if b, err := parseMemoryBudget(in); err != nil || b.share != want {
-			t.Errorf("parseMemoryBudget(%q) = %+v, %v; want a share of %v", in, b, err, want)
-		}
-	}
-	if got := (memoryBudget{share: 0.5}).resolve(10 << 30); got != 5<<30 {
-		t.Errorf("50%% of 10 GiB = %d", got)
-	}
-	for _, bad := range []string{"-1", "lots", "12XB", "0%", "101%", "NaN", "1e30GiB", "%", "0.5", "0.9B"} {
-		if _, err := parseMemoryBudget(bad); err == nil || !strings.Contains(err.Error(), bad) {
-			t.Errorf("parseMemoryBudget(%q): %v, want an error naming it", bad, err)
-		}
-	}
-}
 
 // warmGPU is the CPU backend posing as a GPU whose kernels are ready only
 // once warm is closed (prover.Warmer).
@@ -97,12 +74,12 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	})
 	warmGate = make(chan struct{})
 	dir := t.TempDir()
-	d := startDaemon(t, serveConfig{
-		backend: "cuda", release: "async", cpuWorkers: -1, queueSize: 8,
-		synthesisWorkers: 2, memoryBudget: "4GiB",
-		shutdownTimeout: 10 * time.Second, maxMessage: 1 << 20,
-		gpuFactory: warmFactory,
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	d := startDaemon(t, daemon.Config{
+		Backend: "cuda", Release: "async", CPUWorkers: -1, QueueSize: 8,
+		SynthesisWorkers: 2, MemoryBudget: "4GiB",
+		ShutdownTimeout: 10 * time.Second, MaxMessageBytes: 1 << 20,
+		GPUFactory: warmFactory,
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero", TotalMemory: 1 << 30}}, nil
 		},
 	})
@@ -174,9 +151,9 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 
 func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 	clearOTLPEnv(t)
-	d := startDaemon(t, serveConfig{
-		backend: "cpu", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: -1,
-		shutdownTimeout: time.Second, maxMessage: 1 << 20,
+	d := startDaemon(t, daemon.Config{
+		Backend: "cpu", Release: "sync", CPUWorkers: -1, QueueSize: 4, SynthesisWorkers: -1,
+		ShutdownTimeout: time.Second, MaxMessageBytes: 1 << 20,
 	})
 	addr := d.addr
 	if h := health(t, addr); h != healthpb.HealthCheckResponse_SERVING {
@@ -190,12 +167,12 @@ func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 		t.Errorf("status of no daemon: %v, want a one-line error", err)
 	}
 	d.stop()
-	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
-		memoryBudget: "lots", log: d.log}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
+	if err := serve(context.Background(), daemon.Config{Listen: "127.0.0.1:0", Backend: "cpu", Release: "sync", QueueSize: 1, MaxMessageBytes: 1,
+		MemoryBudget: "lots", Log: d.log}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
 		t.Errorf("serve --memory-budget lots: %v", err)
 	}
-	if err := serve(context.Background(), serveConfig{listen: "127.0.0.1:0", backend: "cpu", release: "sync", queueSize: 1, maxMessage: 1,
-		synthesisWorkers: -2, log: d.log}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
+	if err := serve(context.Background(), daemon.Config{Listen: "127.0.0.1:0", Backend: "cpu", Release: "sync", QueueSize: 1, MaxMessageBytes: 1,
+		SynthesisWorkers: -2, Log: d.log}); err == nil || !strings.Contains(err.Error(), "--synthesis-workers") {
 		t.Errorf("serve --synthesis-workers -2: %v", err)
 	}
 }
@@ -219,11 +196,11 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 			return failingWarmGPU{prover.NewCPU(o.TracerProvider)}, nil
 		})
 	})
-	d := startDaemon(t, serveConfig{
-		backend: "cuda", release: "sync", cpuWorkers: -1, queueSize: 4, synthesisWorkers: 1,
-		shutdownTimeout: time.Second, maxMessage: 1 << 20,
-		gpuFactory: factory,
-		gpus: func() ([]cudaspans.DeviceInfo, error) {
+	d := startDaemon(t, daemon.Config{
+		Backend: "cuda", Release: "sync", CPUWorkers: -1, QueueSize: 4, SynthesisWorkers: 1,
+		ShutdownTimeout: time.Second, MaxMessageBytes: 1 << 20,
+		GPUFactory: factory,
+		GPUs: func() ([]cudaspans.DeviceInfo, error) {
 			return []cudaspans.DeviceInfo{{Ordinal: 0, Name: "GPU zero"}}, nil
 		},
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
 
@@ -60,20 +61,8 @@ func byPriority(m map[client.Priority]int) string {
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }
 
-// bytesStr is b in the largest binary unit it reaches, one decimal:
-// "4.0 GiB", "12.5 MiB", "3.0 KiB", "512 B" (a budget of a few MiB is not
-// "0.0 GiB").
-func bytesStr(b uint64) string {
-	for _, u := range []struct {
-		name  string
-		scale uint64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if b >= u.scale {
-			return fmt.Sprintf("%.1f %s", float64(b)/float64(u.scale), u.name)
-		}
-	}
-	return fmt.Sprintf("%d B", b)
-}
+// bytesStr writes bytes in binary units (human.Bytes).
+var bytesStr = human.Bytes
 
 // printStatus writes st as cuzk status prints it, one line per fact.
 func printStatus(out io.Writer, addr string, st *client.Status) {

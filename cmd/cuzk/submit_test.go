@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -81,7 +82,7 @@ func TestSubmitRefusesAFlagThatIsNotUTF8NamingIt(t *testing.T) {
 // with the same parameters it returns the earlier job, and says so.
 func TestSubmitNotesTheEarlierJobOnlyWhenItReturnsIt(t *testing.T) {
 	clearOTLPEnv(t)
-	d := startDaemon(t, serveConfig{})
+	d := startDaemon(t, daemon.Config{})
 	submit := func(n string) (string, error) {
 		out, _, err := runCuzk(t, "submit", "--addr", d.addr, "--circuit", "mulchain", "--constraints", n, "--request-id", "reused")
 		return out, err

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// Default addresses of the daemon: loopback, so that a daemon started
+// without TLS or a token is not reachable from other hosts.
+const (
+	DefaultListen        = "127.0.0.1:9820"
+	DefaultMetricsListen = "127.0.0.1:9464" // the OTel Prometheus exporter's customary port (deploy/prometheus.yml)
+)
+
+// Config is what New assembles a daemon from: one field per option of
+// `cuzk serve` (the flag named beside each). Start from DefaultConfig; a
+// new option is one field here, read where it is used. Errors of New name
+// the flag of a field that is out of range.
+type Config struct {
+	Listen        string // --listen: gRPC host:port
+	MetricsListen string // --metrics-listen: Prometheus /metrics host:port; "": none
+	Backend       string // --backend: cpu, cuda or auto ("": auto)
+	Release       string // --release: sync, async or pool (buffer.ParseReleaseMode)
+	// CPUWorkers is --cpu-workers: CPU workers; -1: 1 without a GPU, 0
+	// beside GPUs.
+	CPUWorkers int
+	QueueSize  int // --queue-size: queued jobs before RESOURCE_EXHAUSTED, at least 1
+	// SynthesisWorkers is --synthesis-workers: proofs synthesized at once
+	// on the CPU while the devices prove; -1: tuned by engine.Tuner beside
+	// GPUs, 0 without; 0: the serial engine.
+	SynthesisWorkers int
+	// MemoryBudget is --memory-budget, as engine.ParseMemoryBudget reads
+	// it ("": engine.DefaultBudgetShare of physical memory).
+	MemoryBudget    string
+	TLSCert, TLSKey string        // --tls-cert, --tls-key: PEM files, both or neither
+	Token           string        // --token: the bearer token callers must send; "": none
+	ShutdownTimeout time.Duration // --shutdown-timeout: how long running proofs may finish
+	MaxMessageBytes int           // --max-message-bytes: the largest request accepted
+	TraceFile       string        // --trace-file: OTLP JSON lines, used without an OTLP endpoint
+	CacheDir        string        // --cache-dir: the proving key cache ("": the default)
+	// CircuitFiles are NAME:R1CS:PK[:VK] registrations (--circuit-file).
+	CircuitFiles []string
+	// StateDir holds the job journal (--state-dir; "": none, jobs in
+	// memory only); ResultTTL (--result-ttl) and MaxResults
+	// (--max-results) bound the finished jobs kept (0: the engine's
+	// defaults).
+	StateDir   string
+	ResultTTL  time.Duration
+	MaxResults int
+	// Log receives the daemon's lines (start, warnings, shutdown summary);
+	// nil: io.Discard.
+	Log io.Writer
+	// Ready, when set, is called with the bound addresses once serving
+	// (metricsAddr "" without metrics).
+	Ready func(grpcAddr, metricsAddr string)
+	// GPUFactory is the backend registered by prover/gpu ("": "cuda");
+	// GPUs lists the devices (nil: cudaspans.Devices). Tests replace both.
+	GPUFactory string
+	GPUs       func() ([]cudaspans.DeviceInfo, error)
+	// Telemetry are extra otelcuzk options (tests: a span processor that
+	// counts what ended).
+	Telemetry []otelcuzk.Option
+}
+
+// DefaultConfig returns the defaults of `cuzk serve`'s flags.
+func DefaultConfig() Config {
+	return Config{
+		Listen: DefaultListen, MetricsListen: DefaultMetricsListen, Backend: "auto",
+		Release: string(buffer.ReleaseAsync), CPUWorkers: -1, QueueSize: engine.DefaultQueueSize,
+		SynthesisWorkers: -1, ShutdownTimeout: 30 * time.Second,
+		MaxMessageBytes: server.DefaultMaxMessageBytes, TraceFile: "./" + otelcuzk.DefaultTraceFile,
+		GPUFactory: "cuda",
+	}
+}
+
+// check refuses a Config New cannot run, naming the flag; it returns the
+// parsed release mode and memory budget.
+func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
+	if cfg.GPUFactory == "" {
+		cfg.GPUFactory = "cuda"
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return "", engine.MemoryBudget{}, errors.New("serve: --tls-cert and --tls-key go together")
+	}
+	mode, err := buffer.ParseReleaseMode(cfg.Release)
+	if err != nil {
+		return "", engine.MemoryBudget{}, err
+	}
+	if strings.TrimSpace(cfg.Listen) == "" {
+		// net.Listen would take "" as every interface on a random port.
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --listen is empty: want host:port (default %s)", DefaultListen)
+	}
+	if cfg.QueueSize < 1 {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.QueueSize)
+	}
+	if cfg.CPUWorkers < -1 {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --cpu-workers %d: want 0 or more (-1: the default)", cfg.CPUWorkers)
+	}
+	if cfg.SynthesisWorkers < -1 {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --synthesis-workers %d: want 0 or more (-1: the default)", cfg.SynthesisWorkers)
+	}
+	budget, err := engine.ParseMemoryBudget(cfg.MemoryBudget)
+	if err != nil {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --memory-budget: %w", err)
+	}
+	if cfg.ShutdownTimeout < 0 {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.ShutdownTimeout)
+	}
+	if cfg.MaxMessageBytes < 1 {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --max-message-bytes %d: want at least 1", cfg.MaxMessageBytes)
+	}
+	return mode, budget, nil
+}

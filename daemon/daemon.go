@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/consensys/gnark/logger"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// Daemon is one assembled proving daemon: its pipelines, engine, gRPC
+// server and listeners. Made by New; Run serves it; Shutdown ends it.
+type Daemon struct {
+	cfg         Config
+	eng         *engine.Engine
+	srv         *server.Server
+	lis         net.Listener
+	httpSrv     *http.Server // nil without metrics
+	metricsAddr string
+	stages      *engineStages
+	// undo releases what New acquired, last first (the metrics provider,
+	// the pipelines and their releasers, the telemetry).
+	undo     []func()
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New checks cfg (errors name the flag of `cuzk serve`), registers its
+// circuit files, sets up telemetry (spans to the OTLP endpoint of the
+// OTEL_* variables, else cfg.TraceFile), opens the workers' pipelines,
+// builds the engine and the gRPC server and binds cfg.Listen and
+// cfg.MetricsListen. Nothing is served until Run. On error everything
+// acquired is released.
+func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
+	logger.Disable()
+	mode, budget, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	dev, err := DeviceSettingsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := registerCircuitFiles(cfg.CircuitFiles); err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg}
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	keep, closeJournal, err := openJournal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.onRelease(closeJournal) // last: after the span flush
+	// No reachability probe: under systemd the trace backend may come up
+	// after the daemon; spans dropped meanwhile are counted and warned of.
+	topts := append(TraceDevices(cfg.Backend),
+		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log),
+		// A caller that does not sample still gets its proof recorded, as
+		// a new trace linked to the caller's span (unless a sampler is set).
+		otelcuzk.WithUnsampledCallerAsLink())
+	shutdownTel, err := otelcuzk.Setup(ctx, append(topts, cfg.Telemetry...)...)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	d.onRelease(func() {
+		if terr := shutdownTel(context.Background()); terr != nil {
+			fmt.Fprintf(cfg.Log, "cuzk serve: flushing spans: %v\n", human.OneLine(terr))
+		}
+	})
+
+	workers, pipes, devices, err := newWorkers(ctx, cfg, mode, dev)
+	d.onRelease(func() {
+		for _, p := range pipes {
+			// The pipeline's Releaser is this daemon's (newWorkers): closed after it.
+			if cerr := errors.Join(p.Close(context.Background()), p.Releaser().Close(context.Background())); cerr != nil {
+				fmt.Fprintf(cfg.Log, "cuzk serve: closing pipeline: %v\n", cerr)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	mp, metricsHandler, err := server.NewPrometheus()
+	if err != nil {
+		return nil, err
+	}
+	d.onRelease(func() { mp.Shutdown(context.Background()) })
+	devs := func() []server.Device { return deviceMemory(devices, pipes) }
+	metrics, err := server.NewMetrics(mp, func() engine.Status { return d.eng.Status() }, devs)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse what no worker could prove (unknown circuit, a size beyond
+	// memory, a malformed witness) at submit, not after it held a queue slot.
+	validate := func(req *prover.Request) error {
+		for _, p := range pipes {
+			if err := p.Validate(req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	d.stages = newEngineStages(cfg, pipes, devices, budget)
+	// After --shutdown-timeout the running jobs are cancelled; a step that
+	// cannot stop (a key setup) gets one more second, not the engine's
+	// default grace, so SIGTERM ends the daemon near its deadline.
+	eopts := append(append([]engine.Option(nil), d.stages.opts...), keep...)
+	d.eng, err = engine.New(workers, append(eopts, engine.WithQueueSize(cfg.QueueSize), engine.WithFinishHook(metrics.JobFinished),
+		engine.WithValidator(validate), engine.WithCancelGrace(CancelGrace))...)
+	if err != nil {
+		return nil, err
+	}
+	stopEngine := true // until the server owns it
+	defer func() {
+		if err != nil && stopEngine {
+			d.eng.Shutdown(context.Background())
+		}
+	}()
+	var loaded server.CircuitManagers
+	for _, p := range pipes {
+		loaded = append(loaded, p)
+	}
+	opts := []server.Option{
+		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(otelcuzk.Version()),
+		server.WithBearerToken(cfg.Token), server.WithMaxMessageBytes(cfg.MaxMessageBytes), server.WithMetricsHandler(metricsHandler),
+	}
+	if cfg.TLSCert != "" {
+		opts = append(opts, server.WithTLS(cfg.TLSCert, cfg.TLSKey))
+	}
+	if d.srv, err = server.New(d.eng, opts...); err != nil {
+		return nil, err
+	}
+
+	if d.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("serve: listen %s: %w", cfg.Listen, err)
+	}
+	if cfg.TLSCert == "" && cfg.Token == "" && !isLoopback(d.lis.Addr()) {
+		fmt.Fprintf(cfg.Log, "cuzk serve: warning: %s is reachable from other hosts without TLS or a token\n", d.lis.Addr())
+	}
+	if cfg.MetricsListen != "" {
+		mlis, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			d.lis.Close()
+			return nil, fmt.Errorf("serve: metrics listen %s: %w", cfg.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler)
+		d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go d.httpSrv.Serve(mlis)
+		d.metricsAddr = mlis.Addr().String()
+	}
+	stopEngine = false
+	return d, nil
+}
+
+// onRelease adds f to what release undoes, run before what was added earlier.
+func (d *Daemon) onRelease(f func()) { d.undo = append(d.undo, f) }
+
+// release runs the undo list, last first.
+func (d *Daemon) release() {
+	for i := len(d.undo) - 1; i >= 0; i-- {
+		d.undo[i]()
+	}
+	d.undo = nil
+}
+
+// Addr is the bound gRPC address (host:port).
+func (d *Daemon) Addr() string { return d.lis.Addr().String() }
+
+// MetricsAddr is the bound /metrics address, "" without metrics.
+func (d *Daemon) MetricsAddr() string { return d.metricsAddr }
+
+// Engine is the daemon's engine (its Status, Workers).
+func (d *Daemon) Engine() *engine.Engine { return d.eng }
+
+// Run serves until ctx is done, then shuts down as Shutdown does with
+// cfg.ShutdownTimeout for the running proofs: backends with a warm-up
+// are warmed in the background (NOT_SERVING until they are), then the
+// start line is logged and cfg.Ready called. A shutdown that had to
+// cancel proofs is logged, not an error: the daemon did what SIGTERM
+// asks. An error is the gRPC server's own (the daemon is then shut down
+// at once).
+func (d *Daemon) Run(ctx context.Context) error {
+	d.stages.warmup(ctx, d.srv, d.cfg.Log) // NOT_SERVING before the first health check can come
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- d.srv.Serve(d.lis) }()
+	fmt.Fprintf(d.cfg.Log, "cuzk serve: listening on %s (metrics %s), workers %s, queue %d, %s\n",
+		d.lis.Addr(), orNone(d.metricsAddr), strings.Join(d.eng.Workers(), ","), d.cfg.QueueSize, d.stages.describe())
+	if d.cfg.Ready != nil {
+		d.cfg.Ready(d.Addr(), d.metricsAddr)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no time for running proofs
+		d.Shutdown(ctx)
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(d.cfg.Log, "cuzk serve: shutting down (running proofs may finish for %v)\n", d.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+	defer cancel()
+	d.Shutdown(sctx)
+	return nil
+}
+
+// Shutdown stops the daemon: NOT_SERVING, no new calls or jobs, running
+// proofs finish until ctx is done and are then cancelled (CancelGrace to
+// stop, else abandoned), the waiting calls are answered (RPCGrace), the
+// metrics listener closes, the pipelines and their buffer releases close
+// and the spans are flushed; the last line logged counts how the jobs
+// ended. Safe to call more than once; it returns the first call's error
+// (the engine's, when proofs had to be cancelled).
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.shutOnce.Do(func() {
+		if err := d.srv.Shutdown(ctx); err != nil {
+			fmt.Fprintf(d.cfg.Log, "cuzk serve: %v\n", err)
+			d.shutErr = err
+		}
+		if d.httpSrv != nil {
+			hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+			d.httpSrv.Shutdown(hctx)
+			hcancel()
+		}
+		summary := shutdownSummary(d.eng.Status())
+		d.release()
+		fmt.Fprintln(d.cfg.Log, summary) // last, after the span flush
+	})
+	return d.shutErr
+}
+
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

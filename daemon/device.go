@@ -1,0 +1,45 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+
+	// The CUDA backend registers itself as "cuda" when its package is
+	// linked in. It loads the driver at run time, so a daemon still runs
+	// (on the CPU, with one line saying why) on hosts without a GPU.
+	"github.com/otelcuzk/otelcuzk/prover/gpu"
+)
+
+// DeviceSettingsFromEnv reads the CUDA backend's settings from the environment,
+// the one place they are read: CUZK_CUDA_HOST_COPY (staged, register or
+// pageable; default staged) and CUZK_CUDA_MSM_G2 (gpu or cpu; default
+// gpu). A malformed value is refused at start, whatever the backend,
+// naming the variable, so a typo shows on the host where it was made.
+func DeviceSettingsFromEnv() (prover.DeviceSettings, error) {
+	s := prover.DeviceSettings{HostCopy: os.Getenv("CUZK_CUDA_HOST_COPY"), MSMG2: os.Getenv("CUZK_CUDA_MSM_G2")}
+	if err := gpu.CheckDeviceSettings(prover.DeviceSettings{HostCopy: s.HostCopy}); err != nil {
+		return s, fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)
+	}
+	if err := gpu.CheckDeviceSettings(prover.DeviceSettings{MSMG2: s.MSMG2}); err != nil {
+		return s, fmt.Errorf("CUZK_CUDA_MSM_G2: %w", err)
+	}
+	return s, nil
+}
+
+// TraceDevices puts the host's GPUs into the trace resource (hw.id,
+// hw.model, ...) unless the backend is the CPU; without a driver or device
+// there is nothing to add.
+func TraceDevices(backend string) []otelcuzk.Option {
+	if backend == "cpu" {
+		return nil
+	}
+	devs, err := cudaspans.Devices()
+	if err != nil {
+		return nil
+	}
+	return []otelcuzk.Option{otelcuzk.WithDevices(cudaspans.ResourceDevices(devs))}
+}

@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/server"
+)
+
+// newWorkers opens the pipelines and makes the engine's workers: one per
+// GPU, each with its own Pipeline bound to its device, and cfg.CPUWorkers
+// on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
+// circuit's keys are held once).
+func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev prover.DeviceSettings) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
+	var (
+		workers []engine.Worker
+		pipes   []*prover.Pipeline
+		devices []server.Device
+	)
+	open := func(backend string) (*prover.Pipeline, error) {
+		rel, err := buffer.NewReleaser(mode)
+		if err != nil {
+			return nil, err
+		}
+		p, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log))
+		if err != nil {
+			rel.Close(context.Background())
+			return nil, err
+		}
+		pipes = append(pipes, p)
+		return p, nil
+	}
+	switch cfg.Backend {
+	case "cpu":
+	case "cuda", "auto", "":
+		gpus, err := gpuDevices(cfg)
+		if err != nil {
+			if cfg.Backend == "cuda" {
+				return nil, pipes, nil, err
+			}
+			fmt.Fprintf(cfg.Log, "backend auto: %v; using cpu\n", err)
+		}
+		for _, d := range gpus {
+			name, err := deviceBackend(cfg.GPUFactory, d.Ordinal)
+			if err != nil {
+				return nil, pipes, nil, err
+			}
+			p, err := open(name)
+			if err != nil {
+				return nil, pipes, nil, fmt.Errorf("GPU %d (%s): %w", d.Ordinal, d.Name, err)
+			}
+			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
+				Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
+			devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: p.Backend(), MemoryTotal: d.TotalMemory})
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("%w: %q", prover.ErrUnknownBackend, cfg.Backend)
+	}
+	cpuWorkers := cfg.CPUWorkers
+	if cpuWorkers < 0 {
+		cpuWorkers = 0
+		if len(workers) == 0 {
+			cpuWorkers = 1
+		}
+	}
+	if cpuWorkers > 0 {
+		p, err := open("cpu")
+		if err != nil {
+			return nil, pipes, nil, err
+		}
+		for i := range cpuWorkers {
+			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cpu:%d", i), Runner: p})
+		}
+		devices = append(devices, server.Device{Ordinal: -1, Name: "host", Backend: "cpu"})
+	}
+	if len(workers) == 0 {
+		return nil, pipes, nil, errors.New("serve: no workers (no GPU and --cpu-workers 0)")
+	}
+	return workers, pipes, devices, nil
+}
+
+// registerCircuitFiles registers each NAME:R1CS:PK[:VK] in the circuit
+// registry (prover.CircuitFile.Register), where the server and every
+// Pipeline find it. A name registered before in this process with the
+// same files (a second serve in one test binary) is accepted again.
+func registerCircuitFiles(specs []string) error {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	for _, spec := range specs {
+		f, err := prover.ParseCircuitFile(spec)
+		if err != nil {
+			return fmt.Errorf("--circuit-file %w", err)
+		}
+		if err := f.Register(); err != nil {
+			if !strings.Contains(err.Error(), "already registered") || registeredSpecs[f.Name] != spec {
+				return fmt.Errorf("--circuit-file: %w", err)
+			}
+		}
+		registeredSpecs[f.Name] = spec
+	}
+	return nil
+}
+
+var (
+	registeredMu    sync.Mutex
+	registeredSpecs = map[string]string{}
+)
+
+// gpuDevices lists the GPUs when the GPU backend is built in (its factory
+// registered under cfg.GPUFactory, by importing prover/gpu) and the driver
+// finds devices; else an error wrapping prover.ErrBackendUnavailable.
+func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
+	if _, ok := prover.LookupBackend(cfg.GPUFactory); !ok {
+		return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", prover.ErrBackendUnavailable, cfg.GPUFactory)
+	}
+	list := cfg.GPUs
+	if list == nil {
+		list = func() ([]cudaspans.DeviceInfo, error) { return cudaspans.Devices() }
+	}
+	d, err := list()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", prover.ErrBackendUnavailable, err)
+	}
+	return d, nil
+}
+
+var deviceBackendsMu sync.Mutex
+
+// deviceBackend registers (once) and returns the name of a backend that
+// opens the factory registered as factory on GPU ordinal: the Pipeline
+// opens its backend by name without a device, so each GPU gets a name of
+// its own ("cuda:1") whose factory sets BackendOptions.DeviceOrdinal.
+func deviceBackend(factory string, ordinal int) (string, error) {
+	deviceBackendsMu.Lock()
+	defer deviceBackendsMu.Unlock()
+	name := fmt.Sprintf("%s:%d", factory, ordinal)
+	if _, ok := prover.LookupBackend(name); ok {
+		return name, nil
+	}
+	f, ok := prover.LookupBackend(factory)
+	if !ok {
+		return "", fmt.Errorf("%w: %s backend not built into this binary", prover.ErrBackendUnavailable, factory)
+	}
+	prover.RegisterBackend(name, func(ctx context.Context, o prover.BackendOptions) (prover.Backend, error) {
+		o.DeviceOrdinal = ordinal
+		return f(ctx, o)
+	})
+	return name, nil
+}
+
+// deviceMemory fills MemoryUsed and MemoryTotal of the GPUs from their
+// pipelines (cuMemGetInfo); GPU i is served by pipes[i] (GPU
+// pipelines are opened first, in device order).
+func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.Device {
+	out := append([]server.Device(nil), devices...)
+	for i := range out {
+		if out[i].Ordinal < 0 || i >= len(pipes) || pipes[i].Backend() != "cuda" {
+			continue
+		}
+		if free, total, err := pipes[i].MemInfo(); err == nil {
+			out[i].MemoryTotal, out[i].MemoryUsed = total, total-free
+		}
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+// Package human writes values for people to read: Bytes (binary units),
+// OneLine (an error kept on one line). Standard library only.
+package human
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Bytes writes b in the largest binary unit it reaches, one decimal
+// ("1.5 GiB", "512.0 KiB"), or as "N B" below 1 KiB.
+func Bytes(b uint64) string {
+	for _, u := range []struct {
+		name  string
+		scale uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b >= u.scale {
+			return fmt.Sprintf("%.1f %s", float64(b)/float64(u.scale), u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// OneLine keeps an error on one line: the newlines errors.Join puts
+// between its errors become "; ". nil and one-line errors are returned
+// as they are (so errors.Is still sees through them).
+func OneLine(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
