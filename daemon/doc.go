@@ -9,7 +9,8 @@
 // config.go holds Config; daemon.go the Daemon's life; workers.go the
 // pipelines and engine workers from the backend choice; readiness.go the
 // engine's stage options (synthesis slots, memory budget, faults) and the
-// warm-up that gates SERVING; shutdown.go the shutdown's bound; device.go
+// warm-up that gates SERVING; shutdown.go the shutdown's bound; journal.go
+// the job journal (--state-dir) and the finished jobs kept; device.go
 // the CUDA backend's settings and the GPUs in the trace resource.
 //
 // `cuzk serve` is New and Run; `cuzk prove` reads its device settings and
