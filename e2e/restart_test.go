@@ -40,22 +40,22 @@ func TestDaemonKilledMidLoadAnswersEveryRequestIDAfterARestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	small := func(i int) *cuzkv1.ProofRequest {
-		return &cuzkv1.ProofRequest{RequestId: fmt.Sprint("done-", i), Circuit: "mulchain", Constraints: 1024}
+	small := func(i int) *cuzkv1.SubmitProofRequest {
+		return &cuzkv1.SubmitProofRequest{RequestId: fmt.Sprint("done-", i), Circuit: "mulchain", Constraints: 1024}
 	}
-	large := func(i int) *cuzkv1.ProofRequest {
-		return &cuzkv1.ProofRequest{RequestId: fmt.Sprint("cut-", i), Circuit: "mulchain", Constraints: 1 << 13}
+	large := func(i int) *cuzkv1.SubmitProofRequest {
+		return &cuzkv1.SubmitProofRequest{RequestId: fmt.Sprint("cut-", i), Circuit: "mulchain", Constraints: 1 << 13}
 	}
 	proofs := map[string][]byte{}
 	for i := range 4 {
-		res, err := pc.Prove(ctx, &cuzkv1.ProveRequest{Request: small(i)})
-		if err != nil {
-			t.Fatal(err)
+		res, err := pc.Prove(ctx, &cuzkv1.ProveRequest{Submit: small(i)})
+		if err != nil || len(res.GetResult().GetProof()) == 0 {
+			t.Fatal(res, err)
 		}
-		proofs[res.RequestId] = res.Proof
+		proofs[res.Result.RequestId] = res.Result.Proof
 	}
 	for i := range 4 {
-		if _, err := pc.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: large(i)}); err != nil {
+		if _, err := pc.SubmitProof(ctx, large(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,29 +80,30 @@ func TestDaemonKilledMidLoadAnswersEveryRequestIDAfterARestart(t *testing.T) {
 	pc = engineClient(t, d2.Addr)
 	for id, want := range proofs {
 		res, err := pc.AwaitProof(ctx, &cuzkv1.AwaitProofRequest{RequestId: id})
-		if err != nil || res.Status != cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED || !bytes.Equal(res.Proof, want) {
-			t.Errorf("%s after the restart: %v %v, want its proof", id, res.GetStatus(), err)
+		if err != nil || res.JobStatus != cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED || !bytes.Equal(res.Proof, want) {
+			t.Errorf("%s after the restart: %v %v, want its proof", id, res.GetJobStatus(), err)
 		}
 	}
 	for i := range 4 {
 		id := large(i).RequestId
-		_, err := pc.AwaitProof(ctx, &cuzkv1.AwaitProofRequest{RequestId: id})
-		if status.Code(err) != codes.Aborted || !strings.Contains(err.Error(), "interrupted by a restart") {
-			t.Errorf("%s after the restart: %v, want ABORTED interrupted by a restart", id, err)
+		res, err := pc.AwaitProof(ctx, &cuzkv1.AwaitProofRequest{RequestId: id})
+		if err != nil || res.Status != cuzkv1.AwaitProofResponse_FAILED || res.ErrorCode != uint32(codes.Aborted) ||
+			!strings.Contains(res.ErrorMessage, "interrupted by a restart") {
+			t.Errorf("%s after the restart: %v %v, want FAILED (ABORTED) interrupted by a restart", id, res, err)
 		}
 	}
 	// A finished one is not proved again; an interrupted one is.
-	again, err := pc.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: small(0)})
+	again, err := pc.SubmitProof(ctx, small(0))
 	if err != nil || !again.Existing {
 		t.Errorf("resubmitted done-0: %+v %v, want the existing job", again, err)
 	}
 	retry := large(0)
 	retry.Constraints = 1024 // another proof under the same id: refused as today
-	if _, err := pc.SubmitProof(ctx, &cuzkv1.SubmitProofRequest{Request: retry}); status.Code(err) != codes.AlreadyExists {
+	if _, err := pc.SubmitProof(ctx, retry); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("cut-0 with other parameters: %v, want ALREADY_EXISTS", err)
 	}
-	res, err := pc.Prove(ctx, &cuzkv1.ProveRequest{Request: large(0)})
-	if err != nil || res.Status != cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED || len(res.Proof) == 0 {
-		t.Errorf("cut-0 resubmitted: %v %v, want it proved", res.GetStatus(), err)
+	res, err := pc.Prove(ctx, &cuzkv1.ProveRequest{Submit: large(0)})
+	if err != nil || res.GetResult().GetJobStatus() != cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED || len(res.GetResult().GetProof()) == 0 {
+		t.Errorf("cut-0 resubmitted: %v %v, want it proved", res, err)
 	}
 }
