@@ -193,8 +193,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return fmt.Errorf("task %s %d: %w", cfg.task.Name, cfg.task.ID, err)
 	}
 	fmt.Fprintf(out, "task trace   %s\n", taskTID)
-	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %v, verified %v)\n",
-		res.TraceID, res.JobID, res.Worker, res.Timings.Prove, res.Verified)
+	// Milliseconds to 0.1, as cuzk submit prints its timings (a Duration's
+	// %v printed "prove 57.010552ms").
+	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %.1fms, verified %v)\n",
+		res.TraceID, res.JobID, res.Worker, float64(res.Timings.Prove)/float64(time.Millisecond), res.Verified)
 	// The task's spans must have reached the backend for the one trace to
 	// be there to open: a batch that failed would only be logged.
 	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)

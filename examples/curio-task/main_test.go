@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +168,10 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "one trace across curio and cuzk") {
 		t.Errorf("output:\n%s", out.String())
+	}
+	// Durations as cuzk submit prints them: milliseconds to 0.1.
+	if !regexp.MustCompile(`, prove \d+\.\dms, verified true\)`).MatchString(out.String()) {
+		t.Errorf("the daemon line's prove time is not in ms to 0.1:\n%s", out.String())
 	}
 
 	byID := map[string]received{}
