@@ -117,6 +117,8 @@ type countingExporter struct {
 	// probe reports whether the OTLP endpoint accepts a TCP connection; nil
 	// for the file and custom exporters.
 	probe func() bool
+	// endpoint is the OTLP endpoint as configured, for protocolMixup.
+	endpoint string
 
 	mu        sync.Mutex
 	failures  int // consecutive failed tries
@@ -238,7 +240,11 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	}
 	e.mu.Unlock()
 	if !e.failing.Swap(true) && e.log != nil {
-		fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
+		if hint := protocolMixup(err, e.endpoint); hint != "" {
+			fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", hint)
+		} else {
+			fmt.Fprintf(e.log, "otelcuzk: span export failed, dropping spans until it recovers: %s\n", errorLine(err))
+		}
 	}
 	failed = int64(len(spans))
 	var pe *partialExportError
@@ -246,6 +252,26 @@ func (e *countingExporter) try(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		failed = int64(pe.failed)
 	}
 	return false, uncertainOutcome(err), failed
+}
+
+// protocolMixup names, in one line, an OTLP endpoint that speaks the other
+// OTLP transport than the exporter's, from the error the exporter got:
+// OTLP/HTTP sent to a gRPC port (4317) reads an HTTP/2 SETTINGS frame as
+// its response ("malformed HTTP response \"\x00\x00\x06..."), and gRPC
+// sent to an HTTP/1 port (4318) reads an HTTP/1 answer as a frame ("http2:
+// frame too large"). "" for any other error.
+func protocolMixup(err error, endpoint string) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "malformed HTTP response") && strings.Contains(msg, `\x00\x00`):
+		return fmt.Sprintf("endpoint %s speaks gRPC, not OTLP/HTTP; set OTEL_EXPORTER_OTLP_PROTOCOL=grpc or use its OTLP/HTTP port (4318)", endpoint)
+	case strings.Contains(msg, "http2: frame too large"):
+		return fmt.Sprintf("endpoint %s speaks HTTP/1 (OTLP/HTTP), not gRPC; set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or use its gRPC port (4317)", endpoint)
+	}
+	return ""
 }
 
 // uncertainOutcome reports whether a failed export's request may have

@@ -110,6 +110,7 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	t.exporter.timeout = t.timeout
 	if hp, ok := endpointHostPort(t.target); ok && t.protocol != "file" && t.protocol != "custom" {
 		t.exporter.probe = dialProbe(hp)
+		t.exporter.endpoint = t.target
 	}
 
 	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits())}

@@ -1,0 +1,100 @@
+package otelcuzk
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the exporter's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// settingsListener answers every connection as an HTTP/2 (gRPC) server
+// does an HTTP/1 request: with its SETTINGS frame (length 6, type 4), the
+// bytes a Collector's 4317 sends. It returns the endpoint's URL.
+func settingsListener(t *testing.T) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf)
+				c.Write([]byte("\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x05\x00\x00\x40\x00"))
+				time.Sleep(time.Second)
+			}()
+		}
+	}()
+	return "http://" + lis.Addr().String()
+}
+
+// OTLP/HTTP sent to a gRPC receiver (the 4317 mix-up) printed
+// 'malformed HTTP response "\x00\x00\x06..."'; gRPC sent to an OTLP/HTTP
+// receiver (4318) 'http2: frame too large'. The one log line names the
+// endpoint, what it speaks and the setting to change.
+func TestAnOTLPPortOfTheOtherProtocolIsNamedInOneLine(t *testing.T) {
+	for _, c := range []struct {
+		name, proto string
+		grpc        bool
+		want        string
+	}{
+		{"http to a grpc port", ProtocolHTTPProtobuf, true, "speaks gRPC, not OTLP/HTTP; set OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		{"grpc to an http port", ProtocolGRPC, false, "speaks HTTP/1 (OTLP/HTTP), not gRPC; set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			var url string
+			if c.grpc {
+				url = settingsListener(t)
+			} else {
+				r := otlptest.NewReceiver("127.0.0.1:0")
+				if err := r.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer r.Stop()
+				url = r.URL()
+			}
+			var log syncBuffer
+			tel := newTel(t, WithEndpoint(url), WithProtocol(c.proto), WithInsecure(), WithLogWriter(&log),
+				WithTimeout(3*time.Second), WithSyncExport(), WithoutUntraced())
+			emit(tel, 1)
+			tel.Shutdown(context.Background())
+			out := log.String()
+			if !strings.Contains(out, c.want) || !strings.Contains(out, strings.TrimPrefix(url, "http://")) {
+				t.Fatalf("log %q, want one line naming the endpoint and %q", out, c.want)
+			}
+			if n := strings.Count(strings.TrimSpace(out), "\n"); n > 1 {
+				t.Errorf("log of %d lines:\n%s", n+1, out)
+			}
+		})
+	}
+}
