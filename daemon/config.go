@@ -56,6 +56,11 @@ type Config struct {
 	StateDir   string
 	ResultTTL  time.Duration
 	MaxResults int
+	// Upstream is --upstream: the host:port of a cuzk daemon (Curio's)
+	// the Filecoin proof kinds are forwarded to, each a traced job
+	// (prover/upstream); "": they are refused UNIMPLEMENTED. Its jobs'
+	// windows go to $CUZK_GPUTRACE_JOBS when set (cupti/jobs).
+	Upstream string
 	// Log receives the daemon's lines (start, warnings, shutdown summary);
 	// nil: io.Discard.
 	Log io.Writer

@@ -12,11 +12,13 @@ import (
 
 	"github.com/consensys/gnark/logger"
 
+	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
+	"github.com/otelcuzk/otelcuzk/prover/upstream"
 )
 
 // Daemon is one assembled proving daemon: its pipelines, engine, gRPC
@@ -143,6 +145,14 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if cfg.TLSCert != "" {
 		opts = append(opts, server.WithTLS(cfg.TLSCert, cfg.TLSKey))
 	}
+	if cfg.Upstream != "" {
+		up, err := dialUpstream(cfg)
+		if err != nil {
+			return nil, err
+		}
+		d.onRelease(func() { up.Close() })
+		opts = append(opts, server.WithUpstream(up))
+	}
 	if d.srv, err = server.New(d.eng, opts...); err != nil {
 		return nil, err
 	}
@@ -255,4 +265,22 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// dialUpstream makes the client of cfg.Upstream, publishing its jobs'
+// windows to $CUZK_GPUTRACE_JOBS when set (cupti/jobs), with a message
+// bound of at least upstream.DefaultMaxMessageBytes (vanilla proofs).
+func dialUpstream(cfg Config) (*upstream.Client, error) {
+	pub, err := jobs.Open("")
+	if err != nil {
+		return nil, fmt.Errorf("serve: --upstream: %w", err)
+	}
+	up, err := upstream.New(cfg.Upstream, upstream.WithJobs(pub),
+		upstream.WithMaxMessageBytes(max(cfg.MaxMessageBytes, upstream.DefaultMaxMessageBytes)))
+	if err != nil {
+		pub.Close()
+		return nil, fmt.Errorf("serve: --upstream: %w", err)
+	}
+	fmt.Fprintf(cfg.Log, "cuzk serve: Filecoin proofs go to the cuzk at %s\n", cfg.Upstream)
+	return up, nil
 }

@@ -47,6 +47,7 @@ func init() {
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: daemon.DefaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only (default $XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk)"},
 			&cli.DurationFlag{Name: "result-ttl", Value: engine.DefaultResultTTL, Usage: "how long a finished job (its proof, its request id) is kept, in memory and in the journal"},
 			&cli.IntFlag{Name: "max-results", Value: engine.DefaultMaxResults, Usage: "finished jobs kept at most, the oldest dropped first (the journal also holds at most 64 MiB of them)"},
+			&cli.StringFlag{Name: "upstream", Usage: "`ADDR` (host:port) of a cuzk daemon (Curio's) to forward the Filecoin proofs to (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt), each a traced job with the upstream's reported times as spans; its metrics and status beside ours (default: those kinds are refused UNIMPLEMENTED)"},
 			&cli.StringSliceFlag{Name: "circuit-file", Usage: "register a circuit from files, NAME:R1CS:PK[:VK] (gnark WriteTo of the BLS12-381 constraint system and keys); repeatable"},
 		},
 		Action: func(c *cli.Context) error {
@@ -66,6 +67,7 @@ func init() {
 				TraceFile: c.String("trace-file"), CacheDir: c.String("cache-dir"),
 				Log: errOut, GPUFactory: "cuda", CircuitFiles: c.StringSlice("circuit-file"),
 				Telemetry: versionOption(), // service.version of this build
+				Upstream:  c.String("upstream"),
 				StateDir:  c.String("state-dir"), ResultTTL: c.Duration("result-ttl"), MaxResults: c.Int("max-results"),
 			}
 			if cfg.StateDir == "none" {

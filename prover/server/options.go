@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/upstream"
 )
 
 // DefaultMaxMessageBytes bounds a request or response message: a full
@@ -51,6 +52,7 @@ type config struct {
 	version     string
 	metrics     http.Handler
 	stopGrace   time.Duration
+	upstream    *upstream.Client
 }
 
 func newConfig(opts []Option) config {
@@ -128,4 +130,15 @@ func WithVersion(v string) Option {
 // of the few totals cuzk itself reports.
 func WithMetricsHandler(h http.Handler) Option {
 	return optionFunc(func(c *config) { c.metrics = h })
+}
+
+// WithUpstream forwards the Filecoin proof kinds (PoRep C2, SnapDeals,
+// WindowPoSt, WinningPoSt), which this daemon does not prove, to the cuzk
+// daemon u talks to, each a traced job (package upstream), instead of
+// refusing them UNIMPLEMENTED; AwaitProof and CancelProof of a job this
+// daemon does not know go there too, and GetStatus and GetMetrics include
+// the upstream's. A 50 MB vanilla proof needs a message bound above it
+// (DefaultMaxMessageBytes, 64 MiB, admits it).
+func WithUpstream(u *upstream.Client) Option {
+	return optionFunc(func(c *config) { c.upstream = u })
 }

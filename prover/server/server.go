@@ -152,6 +152,9 @@ func (s *Server) request(r *cuzkv1.SubmitProofRequest) (*prover.Request, error) 
 		if _, err := filecoinPriority(r); err != nil {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
+		if s.cfg.upstream != nil {
+			return nil, errForward
+		}
 		return nil, status.Errorf(codes.Unimplemented, "%s: this daemon proves its own circuits only and has no upstream cuzk to forward it to", KindName(r.GetProofKind()))
 	}
 	if r.GetCircuit() == "" {
@@ -380,9 +383,16 @@ func timingsOf(t prover.Timings) *cuzkv1.Timings {
 	}
 }
 
+// errForward is request's answer for a valid Filecoin request when an
+// upstream is configured (WithUpstream): forward it.
+var errForward = errors.New("forward to the upstream")
+
 // SubmitProof implements cuzkv1.ProvingEngineServer.
 func (s *Server) SubmitProof(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuzkv1.SubmitProofResponse, error) {
 	info, err := s.submit(ctx, r)
+	if errors.Is(err, errForward) {
+		return s.cfg.upstream.Submit(ctx, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -457,6 +467,9 @@ func (s *Server) await(ctx context.Context, id string, wait context.Context) (*c
 // AwaitProof implements cuzkv1.ProvingEngineServer.
 func (s *Server) AwaitProof(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
 	id, err := s.jobID(r.GetJobId(), r.GetRequestId())
+	if s.upstreamJob(id, err) {
+		return s.cfg.upstream.Await(ctx, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -475,6 +488,9 @@ func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.Pro
 		return nil, status.Error(codes.InvalidArgument, "missing submit field")
 	}
 	info, err := s.submit(ctx, r.GetSubmit())
+	if errors.Is(err, errForward) {
+		return s.cfg.upstream.Prove(ctx, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -488,6 +504,9 @@ func (s *Server) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzkv1.Pro
 // CancelProof implements cuzkv1.ProvingEngineServer.
 func (s *Server) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
 	id, err := s.jobID(r.GetJobId(), r.GetRequestId())
+	if s.upstreamJob(id, err) {
+		return s.cfg.upstream.Cancel(ctx, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -496,6 +515,41 @@ func (s *Server) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) 
 	}
 	st := s.eng.Job(id).State
 	return &cuzkv1.CancelProofResponse{WasRunning: st != engine.StateCancelled, JobId: id, Status: stateTo(st)}, nil
+}
+
+// upstreamJob says whether a job that jobID resolved to id (or failed to
+// find) is the upstream's: with an upstream configured, a job this
+// daemon does not know is asked of the upstream.
+func (s *Server) upstreamJob(id string, err error) bool {
+	if s.cfg.upstream == nil {
+		return false
+	}
+	if err != nil {
+		return status.Code(err) == codes.NotFound
+	}
+	return s.eng.Job(id).ID == ""
+}
+
+// upstreamStatusTimeout bounds the upstream's part of GetStatus and
+// GetMetrics: an upstream that is down does not hold up ours.
+const upstreamStatusTimeout = 2 * time.Second
+
+// mergeStatus adds the upstream's GetStatus to out: its proof totals,
+// queues (per proof kind), GPUs and loaded SRS. An upstream that does
+// not answer adds nothing but a queue named "upstream unavailable".
+func (s *Server) mergeStatus(ctx context.Context, out *cuzkv1.GetStatusResponse) {
+	ctx, cancel := context.WithTimeout(ctx, upstreamStatusTimeout)
+	defer cancel()
+	up, err := s.cfg.upstream.Status(ctx)
+	if err != nil {
+		out.Queues = append(out.Queues, &cuzkv1.QueueStatus{ProofKind: "upstream unavailable: " + s.cfg.upstream.Addr()})
+		return
+	}
+	out.TotalProofsCompleted += up.GetTotalProofsCompleted()
+	out.TotalProofsFailed += up.GetTotalProofsFailed()
+	out.Queues = append(out.Queues, up.GetQueues()...)
+	out.Gpus = append(out.Gpus, up.GetGpus()...)
+	out.LoadedSrs = append(out.LoadedSrs, up.GetLoadedSrs()...)
 }
 
 // GetStatus implements cuzkv1.ProvingEngineServer.
@@ -593,6 +647,9 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 			out.LoadedSrs = append(out.LoadedSrs, &cuzkv1.SRSStatus{CircuitId: id, Tier: cuzkv1.SRSStatus_HOT, SizeBytes: k.Bytes})
 		}
 	}
+	if s.cfg.upstream != nil {
+		s.mergeStatus(ctx, out)
+	}
 	return out, nil
 }
 
@@ -603,7 +660,23 @@ const LocalProofKind = "local"
 // GetMetrics implements cuzkv1.ProvingEngineServer: the text of the
 // metrics handler (WithMetricsHandler), or without one the few totals
 // cuzk itself reports.
-func (s *Server) GetMetrics(ctx context.Context, _ *cuzkv1.GetMetricsRequest) (*cuzkv1.GetMetricsResponse, error) {
+func (s *Server) GetMetrics(ctx context.Context, r *cuzkv1.GetMetricsRequest) (*cuzkv1.GetMetricsResponse, error) {
+	res, err := s.localMetrics(ctx)
+	if err != nil || s.cfg.upstream == nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, upstreamStatusTimeout)
+	defer cancel()
+	text, uerr := s.cfg.upstream.Metrics(ctx)
+	if uerr != nil {
+		text = "# " + strings.ReplaceAll(status.Convert(uerr).Message(), "\n", " ") + "\n"
+	}
+	res.PrometheusText += text
+	return res, nil
+}
+
+// localMetrics is GetMetrics of this daemon alone.
+func (s *Server) localMetrics(ctx context.Context) (*cuzkv1.GetMetricsResponse, error) {
 	if s.cfg.metrics != nil {
 		text, err := metricsText(ctx, s.cfg.metrics)
 		if err != nil {
