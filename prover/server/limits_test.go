@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -61,7 +63,10 @@ func heapInUse() uint64 {
 func TestOverlongTaskNameIsRefusedAndNothingIsKept(t *testing.T) {
 	d := startDaemon(t, nil)
 	pc := cuzkv1.NewProvingEngineClient(d.conn(t))
-	ctx := ctx5(t)
+	// 15 messages of 32 MiB each are decoded and checked: seconds under
+	// the race detector, so a longer deadline than ctx5's.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if _, err := pc.GetStatus(ctx, &cuzkv1.GetStatusRequest{}); err != nil {
 		t.Fatal(err)
 	}
