@@ -1,0 +1,71 @@
+// Command cuzk-standin stands in for a cuzk daemon (Curio's) in tests:
+// cuzk's gRPC API (cuzk.v1.ProvingEngine) served by
+// prover/upstream/upstreamtest.Fake, whose proofs take -delay and report
+// the given times, or fail with a gRPC code. It proves nothing.
+//
+//	cuzk-standin -listen 127.0.0.1:9830 -delay 2s -queue-wait-ms 100 \
+//	    -srs-load-ms 200 -synthesis-ms 600 -gpu-compute-ms 400 -total-ms 2000
+//
+// It prints "listening ADDR" once serving and runs until SIGTERM or SIGINT.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cuzk-standin:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("cuzk-standin", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "gRPC host:port")
+	delay := fs.Duration("delay", time.Second, "how long a proof takes")
+	var r upstreamtest.Timings
+	fs.Uint64Var(&r.QueueWaitMS, "queue-wait-ms", 0, "queue_wait_ms reported")
+	fs.Uint64Var(&r.SRSLoadMS, "srs-load-ms", 0, "srs_load_ms reported")
+	fs.Uint64Var(&r.SynthesisMS, "synthesis-ms", 0, "synthesis_ms reported")
+	fs.Uint64Var(&r.GPUComputeMS, "gpu-compute-ms", 0, "gpu_compute_ms reported")
+	fs.Uint64Var(&r.TotalMS, "total-ms", 0, "total_ms reported")
+	fail := fs.String("fail", "", "a gRPC code name (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) every proof fails with")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	f := &upstreamtest.Fake{Delay: *delay, Report: r, Metrics: "# TYPE cuzk_standin_up gauge\ncuzk_standin_up 1\n"}
+	if *fail != "" {
+		var c codes.Code
+		if err := c.UnmarshalJSON([]byte(`"` + *fail + `"`)); err != nil || c == codes.OK {
+			return fmt.Errorf("-fail %q: not a gRPC code name other than OK", *fail)
+		}
+		f.Fail, f.FailMessage = c, "cuzk-standin: failing as told (-fail "+*fail+")"
+	}
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", *listen, err)
+	}
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(128<<20), grpc.MaxSendMsgSize(128<<20))
+	cuzkv1.RegisterProvingEngineServer(s, f)
+	fmt.Println("listening", lis.Addr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() { <-sig; s.Stop() }()
+	return s.Serve(lis)
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad arguments are refused in one line before anything listens.
+func TestBadArgumentsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-fail", "BOGUS"}, `-fail "BOGUS": not a gRPC code name`},
+		{[]string{"-fail", "OK"}, `-fail "OK": not a gRPC code name other than OK`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-listen", "nohost:-1"}, "-listen nohost:-1: "},
+	} {
+		if err := run(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)
+		}
+	}
+}
