@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
 func init() {
@@ -142,6 +143,11 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			where = " on " + j.Worker
 		}
 		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, j.Status, where, parts, j.TraceID)
+	}
+	for _, k := range st.Kinds {
+		if k.Kind != server.LocalProofKind {
+			fmt.Fprintf(out, "upstream  %s  pending %d  in progress %d\n", k.Kind, k.Pending, k.InProgress)
+		}
 	}
 	fmt.Fprintf(out, "totals    jobs succeeded %d  failed %d  cancelled %d;  proofs on workers succeeded %d  failed %d  cancelled %d\n",
 		st.Succeeded, st.Failed, st.Cancelled, proofs[0], proofs[1], proofs[2])

@@ -63,3 +63,14 @@ func TestStatusBytesInAUnitThatShowsThem(t *testing.T) {
 		}
 	}
 }
+
+// An upstream cuzk's queues (cuzk serve --upstream) are lines of their
+// own; this daemon's own "local" kind is not repeated.
+func TestStatusShowsTheUpstreamsQueues(t *testing.T) {
+	st := &client.Status{Kinds: []client.KindQueue{{Kind: "local", Pending: 1}, {Kind: "porep", Pending: 2, InProgress: 1}}}
+	var out bytes.Buffer
+	printStatus(&out, "a", st)
+	if want := "upstream  porep  pending 2  in progress 1\n"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "upstream  local") {
+		t.Errorf("status lacks %q or shows local:\n%s", want, out.String())
+	}
+}

@@ -471,6 +471,17 @@ type Status struct {
 	// NotReadyReason says why not.
 	Ready          bool
 	NotReadyReason string
+	// Kinds are cuzk's queues per proof kind: "local" for this daemon's
+	// own circuits, then those of an upstream cuzk (cuzk serve
+	// --upstream), or one kind "upstream unavailable: ADDR" when it did
+	// not answer.
+	Kinds []KindQueue
+}
+
+// KindQueue is one proof kind's jobs pending and in progress.
+type KindQueue struct {
+	Kind                string
+	Pending, InProgress int
 }
 
 // Stages are the depths of a daemon's pipeline, in partitions.
@@ -541,6 +552,9 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	}
 	for _, q := range r.GetQueueDepths() {
 		s.Queued[priorityFrom(q.GetPriority())] = int(q.GetDepth())
+	}
+	for _, q := range r.GetQueues() {
+		s.Kinds = append(s.Kinds, KindQueue{Kind: q.GetProofKind(), Pending: int(q.GetPending()), InProgress: int(q.GetInProgress())})
 	}
 	for _, j := range r.GetRunning() {
 		s.Running = append(s.Running, RunningJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),

@@ -389,6 +389,10 @@ func TestUpstreamStatusAndMetricsBesideOurs(t *testing.T) {
 	if strings.Join(kinds, ",") != LocalProofKind+",porep" || st.GetTotalProofsCompleted() != 1 || len(st.GetGpus()) != 1 || st.GetGpus()[0].GetName() != "fake" {
 		t.Errorf("status queues %v, completed %d, gpus %v", kinds, st.GetTotalProofsCompleted(), st.GetGpus())
 	}
+	cs, err := f.client(t).Status(ctx5(t))
+	if err != nil || len(cs.Kinds) != 2 || cs.Kinds[1].Kind != "porep" {
+		t.Errorf("prover/client's Status %+v (%v), want kinds local and porep", cs, err)
+	}
 	m, err := f.rpc.GetMetrics(ctx5(t), &cuzkv1.GetMetricsRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
 )
 
 // rawCodec passes []byte through: the garbage upstream answers with it.
@@ -73,5 +77,44 @@ func TestPrefixRenamesEveryMetric(t *testing.T) {
 	want := "# HELP up_a_total A.\n# TYPE up_a_total counter\nup_a_total{k=\"v\"} 1\n\n# a comment\nup_b 2"
 	if got := Prefix(in, "up_"); got != want {
 		t.Fatalf("Prefix:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// With WithJobs each forwarded job's window is published (cupti/jobs):
+// a start line carrying the job span's traceparent, then its end.
+func TestForwardedJobsWindowIsPublished(t *testing.T) {
+	fake := &upstreamtest.Fake{Delay: 20 * time.Millisecond}
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	pub, err := jobs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: "w", ProofKind: cuzkv1.ProofKind_WINNING_POST}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	job := exp.GetSpans()[0]
+	if len(lines) != 2 || !strings.Contains(lines[0], job.SpanContext.SpanID().String()) ||
+		!strings.Contains(lines[0], job.SpanContext.TraceID().String()) || !strings.Contains(lines[1], `"end_ns"`) {
+		t.Fatalf("jobs file:\n%s\nwant the start of job %s and its end", b, job.SpanContext.SpanID())
 	}
 }
