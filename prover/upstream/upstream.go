@@ -107,9 +107,17 @@ type Client struct {
 	conn    *grpc.ClientConn
 	rpc     cuzkv1.ProvingEngineClient
 
-	mu   sync.Mutex
-	open map[string]*job // by the upstream's job id and by request id
+	mu      sync.Mutex
+	open    map[string]*job // by the upstream's job id and by request id
+	order   []*job          // submitted jobs not yet ended, oldest first
+	maxOpen int
 }
+
+// MaxOpenJobs bounds the submitted jobs whose end a Client waits for (an
+// AwaitProof with the outcome, or a CancelProof): past it the oldest one's
+// span ends failed, "not awaited", so jobs never awaited cannot grow
+// memory without bound. Prove's jobs end with their call and do not count.
+const MaxOpenJobs = 4096
 
 type job struct {
 	ctx   context.Context
@@ -125,7 +133,7 @@ func New(addr string, opts ...Option) (*Client, error) {
 	if strings.TrimSpace(addr) == "" {
 		return nil, errors.New("upstream: empty address")
 	}
-	c := &Client{addr: addr, connect: DefaultConnectTimeout, maxMsg: DefaultMaxMessageBytes, open: map[string]*job{}}
+	c := &Client{addr: addr, connect: DefaultConnectTimeout, maxMsg: DefaultMaxMessageBytes, open: map[string]*job{}, maxOpen: MaxOpenJobs}
 	for _, o := range opts {
 		o(c)
 	}
@@ -154,10 +162,7 @@ func (c *Client) Addr() string { return c.addr }
 // Close closes the connection; open jobs' spans end as failed.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	var js []*job
-	for _, j := range c.open {
-		js = append(js, j)
-	}
+	js := append([]*job(nil), c.order...)
 	c.mu.Unlock()
 	for _, j := range js {
 		c.finish(j, nil, status.Error(grpccodes.Unavailable, "upstream client closed"), time.Now())
@@ -208,12 +213,20 @@ func priorityName(r *cuzkv1.SubmitProofRequest) string {
 
 func (c *Client) remember(j *job, ids ...string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, id := range ids {
 		if id != "" {
 			c.open[id] = j
 			j.ids = append(j.ids, id)
 		}
+	}
+	c.order = append(c.order, j)
+	var oldest *job
+	if len(c.order) > c.maxOpen {
+		oldest = c.order[0]
+	}
+	c.mu.Unlock()
+	if oldest != nil {
+		c.finish(oldest, nil, status.Errorf(grpccodes.Unknown, "not awaited: more than %d forwarded jobs open", c.maxOpen), time.Now())
 	}
 }
 
@@ -249,6 +262,12 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 	for _, id := range j.ids {
 		if c.open[id] == j {
 			delete(c.open, id)
+		}
+	}
+	for i, o := range c.order {
+		if o == j {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
 		}
 	}
 	c.mu.Unlock()

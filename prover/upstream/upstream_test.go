@@ -118,3 +118,36 @@ func TestForwardedJobsWindowIsPublished(t *testing.T) {
 		t.Fatalf("jobs file:\n%s\nwant the start of job %s and its end", b, job.SpanContext.SpanID())
 	}
 }
+
+// Submitted jobs nobody awaits are bounded: past the bound the oldest
+// one's span ends failed, "not awaited".
+func TestUnawaitedJobsAreBounded(t *testing.T) {
+	fake := &upstreamtest.Fake{Delay: time.Minute}
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(addr, WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.maxOpen = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := c.Submit(ctx, &cuzkv1.SubmitProofRequest{RequestId: id, ProofKind: cuzkv1.ProofKind_WINNING_POST}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Attributes[2].Value.AsString() != "a" || !strings.Contains(spans[0].Status.Description, "not awaited") {
+		t.Fatalf("spans %v, want job a ended 'not awaited'", spans)
+	}
+	c.Close()
+	if n := len(exp.GetSpans()); n != 3 {
+		t.Errorf("after Close %d job spans ended, want 3", n)
+	}
+}
