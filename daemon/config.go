@@ -120,6 +120,9 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	if err != nil {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --memory-budget: %w", err)
 	}
+	if cfg.Upstream != "" && (strings.TrimSpace(cfg.Upstream) != cfg.Upstream || strings.ContainsAny(cfg.Upstream, " \t\n")) {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --upstream %q: want the cuzk daemon's host:port", cfg.Upstream)
+	}
 	if cfg.ShutdownTimeout < 0 {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.ShutdownTimeout)
 	}

@@ -62,6 +62,7 @@ func TestNewRefusesABadConfigNamingTheFlag(t *testing.T) {
 		"--tls-cert":          func(c *Config) { c.TLSCert = "c.pem" },
 		"--listen":            func(c *Config) { c.Listen = " " },
 		"--max-message-bytes": func(c *Config) { c.MaxMessageBytes = 0 },
+		"--upstream":          func(c *Config) { c.Upstream = " " },
 	} {
 		log := &logtest.Buffer{}
 		cfg := cpuConfig(t, log)
