@@ -137,8 +137,10 @@ func TestCompiledCircuitIsCachedBesideTheKeysAndReadBack(t *testing.T) {
 	if k2, err := c2.Load(context.Background(), first.CCS); err != nil || !k2.CacheHit || k2.Hash != k.Hash {
 		t.Fatalf("keys of the compiled circuit: %v, %v", k2, err)
 	}
-	if notice.Len() != 0 {
-		t.Errorf("notices on a clean hit: %q", notice.String())
+	// The key setup above may say it runs long (it does past 2 s, as on
+	// a loaded machine); the circuit cache says nothing on a clean hit.
+	if strings.Contains(notice.String(), "circuit cache") {
+		t.Errorf("circuit cache notices on a clean hit: %q", notice.String())
 	}
 }
 
