@@ -12,15 +12,15 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
-	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
 // With Config.Upstream (--upstream) a Filecoin proof is forwarded and
 // its trace, in the daemon's trace file, has the upstream's parts and the
 // untraced rest under the job.
 func TestUpstreamProofIsTracedInTheTraceFile(t *testing.T) {
-	fake := &upstreamtest.Fake{Delay: 300 * time.Millisecond,
-		Report: upstreamtest.Timings{SynthesisMS: 50, GPUComputeMS: 100, TotalMS: 300}}
+	fake := &standin.Fake{Delay: 300 * time.Millisecond,
+		Report: standin.Timings{SynthesisMS: 50, GPUComputeMS: 100, TotalMS: 300}}
 	addr, stop, err := fake.Serve()
 	if err != nil {
 		t.Fatal(err)

@@ -184,9 +184,16 @@ func bench(cfg benchConfig) (*result, error) {
 		return nil, err
 	}
 	defer logf.Close()
+	// A job journal of its own for each daemon: with the default state
+	// directory a later run's request ids would be answered from an
+	// earlier run's finished jobs, and nothing would be proved.
+	stateDir, err := os.MkdirTemp(cfg.dir, name+"-state-")
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"serve", "--backend", cfg.backend, "--release", cfg.release, "--listen", fmt.Sprintf("127.0.0.1:%d", cfg.port),
 		"--metrics-listen", "", "--trace-file", traceFile, "--queue-size", strconv.Itoa(max(64, 2*cfg.jobs)),
-		"--synthesis-workers", strconv.Itoa(cfg.synthesisWorkers), "--shutdown-timeout", "10m"}
+		"--synthesis-workers", strconv.Itoa(cfg.synthesisWorkers), "--shutdown-timeout", "10m", "--state-dir", stateDir}
 	if cfg.budget != "" {
 		args = append(args, "--memory-budget", cfg.budget)
 	}

@@ -20,7 +20,7 @@ import (
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/upstream"
-	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
 // front is a daemon with an upstream: its spans (the untraced-time
@@ -64,7 +64,7 @@ func startFront(t *testing.T, addr string, opts ...upstream.Option) *front {
 	return &front{daemon: d, up: up, rpc: cuzkv1.NewProvingEngineClient(conn)}
 }
 
-func startFake(t *testing.T, f *upstreamtest.Fake) string {
+func startFake(t *testing.T, f *standin.Fake) string {
 	t.Helper()
 	addr, stop, err := f.Serve()
 	if err != nil {
@@ -133,7 +133,7 @@ func attr(s tracetest.SpanStub, k string) string {
 // prove reaches the upstream unchanged (request id, priority, vanilla
 // proof, the caller's trace), and its reply comes back as sent.
 func TestUpstreamForwardsEveryFilecoinKind(t *testing.T) {
-	fake := &upstreamtest.Fake{Report: upstreamtest.Timings{GPUComputeMS: 1, TotalMS: 1}}
+	fake := &standin.Fake{Report: standin.Timings{GPUComputeMS: 1, TotalMS: 1}}
 	f := startFront(t, startFake(t, fake))
 	kinds := []cuzkv1.ProofKind{cuzkv1.ProofKind_POREP_SEAL_COMMIT, cuzkv1.ProofKind_SNAP_DEALS_UPDATE,
 		cuzkv1.ProofKind_WINDOW_POST_PARTITION, cuzkv1.ProofKind_WINNING_POST}
@@ -177,8 +177,8 @@ func TestUpstreamForwardsEveryFilecoinKind(t *testing.T) {
 // spans of their lengths inside the job, back to back and ending at the
 // reply; the time they leave unexplained is an untraced span.
 func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
-	fake := &upstreamtest.Fake{Delay: 400 * time.Millisecond,
-		Report: upstreamtest.Timings{QueueWaitMS: 10, SRSLoadMS: 20, SynthesisMS: 50, GPUComputeMS: 100, TotalMS: 400}}
+	fake := &standin.Fake{Delay: 400 * time.Millisecond,
+		Report: standin.Timings{QueueWaitMS: 10, SRSLoadMS: 20, SynthesisMS: 50, GPUComputeMS: 100, TotalMS: 400}}
 	f := startFront(t, startFake(t, fake))
 	ctx, caller := callerCtx(t, f.tp)
 	if _, err := f.rpc.Prove(ctx, &cuzkv1.ProveRequest{Submit: filecoin("t1", cuzkv1.ProofKind_POREP_SEAL_COMMIT, 0)}); err != nil {
@@ -239,7 +239,7 @@ func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
 // cancelled through this daemon by the upstream's job id and by request
 // id; the cancel reaches the upstream and the job's span ends cancelled.
 func TestUpstreamSubmitAwaitCancel(t *testing.T) {
-	fake := &upstreamtest.Fake{Delay: time.Minute}
+	fake := &standin.Fake{Delay: time.Minute}
 	f := startFront(t, startFake(t, fake))
 	sub, err := f.rpc.SubmitProof(ctx5(t), filecoin("c1", cuzkv1.ProofKind_WINDOW_POST_PARTITION, 0))
 	if err != nil || !strings.HasPrefix(sub.GetJobId(), "upstream-") {
@@ -288,7 +288,7 @@ func TestUpstreamSubmitAwaitCancel(t *testing.T) {
 // bound, naming it, while a local proof succeeds; status and metrics
 // still answer.
 func TestUpstreamDownIsUnavailableAndLocalProofsGoOn(t *testing.T) {
-	fake := &upstreamtest.Fake{}
+	fake := &standin.Fake{}
 	addr, stop, err := fake.Serve()
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestUpstreamDownIsUnavailableAndLocalProofsGoOn(t *testing.T) {
 // TestUpstreamErrorPassesThrough: the upstream's code and message reach
 // the caller, the message prefixed by the upstream's address.
 func TestUpstreamErrorPassesThrough(t *testing.T) {
-	fake := &upstreamtest.Fake{Fail: codes.ResourceExhausted, FailMessage: "queue full (porep)"}
+	fake := &standin.Fake{Fail: codes.ResourceExhausted, FailMessage: "queue full (porep)"}
 	addr := startFake(t, fake)
 	f := startFront(t, addr)
 	for _, call := range []func() error{
@@ -358,7 +358,7 @@ func TestUpstreamErrorPassesThrough(t *testing.T) {
 // TestUpstreamCarriesA50MBVanillaProof: PoRep's vanilla proofs (~50 MB)
 // pass both ways' message bounds and arrive byte for byte.
 func TestUpstreamCarriesA50MBVanillaProof(t *testing.T) {
-	fake := &upstreamtest.Fake{}
+	fake := &standin.Fake{}
 	f := startFront(t, startFake(t, fake))
 	r := filecoin("big", cuzkv1.ProofKind_POREP_SEAL_COMMIT, 0)
 	r.VanillaProof = bytes.Repeat([]byte{1, 2, 3, 4, 5}, 10<<20)
@@ -373,7 +373,7 @@ func TestUpstreamCarriesA50MBVanillaProof(t *testing.T) {
 // TestUpstreamStatusAndMetricsBesideOurs: the upstream's GetStatus is
 // merged into ours and its metrics are re-exported under upstream_ names.
 func TestUpstreamStatusAndMetricsBesideOurs(t *testing.T) {
-	fake := &upstreamtest.Fake{Metrics: "# HELP cuzk_proofs_completed_total Proofs.\n# TYPE cuzk_proofs_completed_total counter\ncuzk_proofs_completed_total{kind=\"porep\"} 7\n"}
+	fake := &standin.Fake{Metrics: "# HELP cuzk_proofs_completed_total Proofs.\n# TYPE cuzk_proofs_completed_total counter\ncuzk_proofs_completed_total{kind=\"porep\"} 7\n"}
 	f := startFront(t, startFake(t, fake))
 	if _, err := f.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: filecoin("s1", cuzkv1.ProofKind_POREP_SEAL_COMMIT, 0)}); err != nil {
 		t.Fatal(err)

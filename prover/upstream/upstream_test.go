@@ -17,7 +17,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
-	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
 // rawCodec passes []byte through: the garbage upstream answers with it.
@@ -83,7 +83,7 @@ func TestPrefixRenamesEveryMetric(t *testing.T) {
 // With WithJobs each forwarded job's window is published (cupti/jobs):
 // a start line carrying the job span's traceparent, then its end.
 func TestForwardedJobsWindowIsPublished(t *testing.T) {
-	fake := &upstreamtest.Fake{Delay: 20 * time.Millisecond}
+	fake := &standin.Fake{Delay: 20 * time.Millisecond}
 	addr, stop, err := fake.Serve()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestForwardedJobsWindowIsPublished(t *testing.T) {
 // Submitted jobs nobody awaits are bounded: past the bound the oldest
 // one's span ends failed, "not awaited".
 func TestUnawaitedJobsAreBounded(t *testing.T) {
-	fake := &upstreamtest.Fake{Delay: time.Minute}
+	fake := &standin.Fake{Delay: time.Minute}
 	addr, stop, err := fake.Serve()
 	if err != nil {
 		t.Fatal(err)

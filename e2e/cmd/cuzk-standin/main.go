@@ -1,6 +1,6 @@
 // Command cuzk-standin stands in for a cuzk daemon (Curio's) in tests:
 // cuzk's gRPC API (cuzk.v1.ProvingEngine) served by
-// prover/upstream/upstreamtest.Fake, whose proofs take -delay and report
+// prover/upstream/standin.Fake, whose proofs take -delay and report
 // the given times, or fail with a gRPC code. It proves nothing.
 //
 //	cuzk-standin -listen 127.0.0.1:9830 -delay 2s -queue-wait-ms 100 \
@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
-	"github.com/otelcuzk/otelcuzk/prover/upstream/upstreamtest"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
 func main() {
@@ -36,7 +36,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("cuzk-standin", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "gRPC host:port")
 	delay := fs.Duration("delay", time.Second, "how long a proof takes")
-	var r upstreamtest.Timings
+	var r standin.Timings
 	fs.Uint64Var(&r.QueueWaitMS, "queue-wait-ms", 0, "queue_wait_ms reported")
 	fs.Uint64Var(&r.SRSLoadMS, "srs-load-ms", 0, "srs_load_ms reported")
 	fs.Uint64Var(&r.SynthesisMS, "synthesis-ms", 0, "synthesis_ms reported")
@@ -49,7 +49,7 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	f := &upstreamtest.Fake{Delay: *delay, Report: r, Metrics: "# TYPE cuzk_standin_up gauge\ncuzk_standin_up 1\n"}
+	f := &standin.Fake{Delay: *delay, Report: r, Metrics: "# TYPE cuzk_standin_up gauge\ncuzk_standin_up 1\n"}
 	if *fail != "" {
 		var c codes.Code
 		if err := c.UnmarshalJSON([]byte(`"` + *fail + `"`)); err != nil || c == codes.OK {

@@ -1,10 +1,10 @@
-// Package upstreamtest is a stand-in for a cuzk daemon (Curio's): a
+// Package standin is a stand-in for a cuzk daemon (Curio's): a
 // cuzkv1.ProvingEngineServer whose proofs take a set time and report set
 // times (queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms,
 // total_ms), or fail with a set gRPC code, for tests of
 // prover/upstream and for e2e/cmd/cuzk-standin. It proves nothing: the
 // proof it returns is "proof:" and the request id.
-package upstreamtest
+package standin
 
 import (
 	"context"
