@@ -177,7 +177,7 @@ func TestTraceDiffHTMLMarksMovedSpansInChromium(t *testing.T) {
 	)+"\n"), 0o644)
 	page := filepath.Join(dir, "diff.html")
 	stdout, _ := runProgram(t, time.Minute, nil, cuzkBin(t), "trace", "diff", a, b, "--threshold-ms", "100", "--html", page)
-	if !strings.Contains(stdout, "pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B)") {
+	if !strings.Contains(stdout, "pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode: sync)") {
 		t.Errorf("no verdict naming the release:\n%s", stdout)
 	}
 
@@ -204,7 +204,7 @@ func TestTraceDiffHTMLMarksMovedSpansInChromium(t *testing.T) {
 			t.Errorf("%s %s: %q, want %q", c.side, c.path, got, c.want)
 		}
 	}
-	if !strings.Contains(dom, "<li>pipeline.prove +2.0 s: buffer.release +2.0 s (sync on B), untraced +0.0 ms</li>") {
+	if !strings.Contains(dom, "<li>pipeline.prove +2.0 s: buffer.release +2.0 s (only on B, cuzk.release.mode: sync), untraced +0.0 ms</li>") {
 		t.Error("the verdict is not listed")
 	}
 	screenshot(t, browser, page, filepath.Join(dir, "diff.png"), "1600,500")
