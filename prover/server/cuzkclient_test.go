@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1/cuzkschematest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
 // cuzkClient calls the daemon with messages of cuzk's schema alone
@@ -266,5 +267,48 @@ func TestGetMetricsServesTheHandlersText(t *testing.T) {
 	c = newCuzkClient(t, startDaemon(t, nil, WithMetricsHandler(bad)))
 	if _, err := c.call(ctx5(t), "GetMetrics", c.msg("GetMetricsRequest", nil)); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "gather failed") {
 		t.Errorf("failing handler: %v, want INTERNAL with its message", err)
+	}
+}
+
+// cuzk's job id is the request id (cuzk-server's proto_to_request): a
+// client written for cuzk awaits and cancels by the request id it sent,
+// in job_id, and this daemon resolves it to its own job.
+func TestCuzkJobIDIsTheRequestID(t *testing.T) {
+	gate := make(chan struct{})
+	d := startDaemon(t, nil)
+	d.run.gate = gate
+	c := newCuzkClient(t, d)
+	ctx := ctx5(t)
+
+	held := submitLocal(t, d, "wdpost-7-f01234-3", false)
+	aw, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": "wdpost-7-f01234-3", "timeout_ms": uint64(20)}))
+	if err != nil || get(aw, "status") != "TIMEOUT" || get(aw, "job_id") != held {
+		t.Fatalf("await by request id of a running job: %v %v, want TIMEOUT of %s", aw, err, held)
+	}
+	cr, err := c.call(ctx, "CancelProof", c.msg("CancelProofRequest", map[string]any{"job_id": "wdpost-7-f01234-3"}))
+	if err != nil {
+		t.Fatalf("cancel by request id: %v", err)
+	}
+	_ = get(cr, "was_running")
+	if st := d.eng.Job(held).State; st != engine.StateCancelled && st != engine.StateRunning {
+		t.Errorf("the job named by its request id is %v after the cancel", st)
+	}
+	close(gate)
+	aw, err = c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": "wdpost-7-f01234-3"}))
+	if err != nil || get(aw, "status") != "CANCELLED" {
+		t.Errorf("await by request id after the cancel: %v %v, want CANCELLED", aw, err)
+	}
+
+	// Our own job id still names the job; a request id is looked up only
+	// when no job has that id.
+	done := submitLocal(t, d, "porep-1-2", true)
+	for _, id := range []string{done, "porep-1-2"} {
+		aw, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": id}))
+		if err != nil || get(aw, "status") != "COMPLETED" || string(get(aw, "proof").([]byte)) != "proof:porep-1-2" {
+			t.Errorf("await job_id %q: %v %v, want COMPLETED with the proof", id, aw, err)
+		}
+	}
+	if _, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": "porep-9-9"})); status.Code(err) != codes.NotFound {
+		t.Errorf("await of a request id never sent: %v, want NOT_FOUND", err)
 	}
 }

@@ -425,9 +425,18 @@ func (s *Server) submit(ctx context.Context, r *cuzkv1.SubmitProofRequest) (engi
 	return info, nil
 }
 
-// jobID resolves a job given by job id or request id.
+// jobID resolves a job given by job id or request id. A job_id that is
+// no job id of this daemon but a request id it knows names that request's
+// job: cuzk's job id is the request id (cuzk-server's proto_to_request),
+// so a client written for cuzk awaits and cancels by the request id it
+// sent, in job_id.
 func (s *Server) jobID(jobID, requestID string) (string, error) {
 	if jobID != "" {
+		if s.eng.Job(jobID).ID == "" {
+			if info, ok := s.eng.JobByRequest(jobID); ok {
+				return info.ID, nil
+			}
+		}
 		return jobID, nil
 	}
 	if requestID == "" {

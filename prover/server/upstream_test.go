@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,14 @@ func startFront(t *testing.T, addr string, opts ...upstream.Option) *front {
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithSpanProcessor(otelcuzk.NewUntracedProcessor(time.Millisecond, 0.02)),
 		sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return startFrontWith(t, addr, tp, tp, exp, opts...)
+}
+
+// startFrontWith is startFront with spans started from tp (sdk itself or
+// a wrapper of it), recorded by exp.
+func startFrontWith(t *testing.T, addr string, sdk *sdktrace.TracerProvider, tp trace.TracerProvider, exp *tracetest.InMemoryExporter, opts ...upstream.Option) *front {
+	t.Helper()
 	up, err := upstream.New(addr, append([]upstream.Option{upstream.WithTracerProvider(tp)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -53,8 +63,7 @@ func startFront(t *testing.T, addr string, opts ...upstream.Option) *front {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	d := &daemon{srv: srv, eng: eng, exp: exp, tp: tp, run: run, addr: serve(t, srv)}
+	d := &daemon{srv: srv, eng: eng, exp: exp, tp: sdk, run: run, addr: serve(t, srv)}
 	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(DefaultMaxMessageBytes)))
 	if err != nil {
@@ -242,8 +251,9 @@ func TestUpstreamSubmitAwaitCancel(t *testing.T) {
 	fake := &standin.Fake{Delay: time.Minute}
 	f := startFront(t, startFake(t, fake))
 	sub, err := f.rpc.SubmitProof(ctx5(t), filecoin("c1", cuzkv1.ProofKind_WINDOW_POST_PARTITION, 0))
-	if err != nil || !strings.HasPrefix(sub.GetJobId(), "upstream-") {
-		t.Fatalf("submit: %v %v", sub, err)
+	// cuzk's job id is the request id.
+	if err != nil || sub.GetJobId() != "c1" {
+		t.Fatalf("submit: %v %v, want job id c1", sub, err)
 	}
 	aw, err := f.rpc.AwaitProof(ctx5(t), &cuzkv1.AwaitProofRequest{JobId: sub.GetJobId(), TimeoutMs: 20})
 	if err != nil || aw.GetStatus() != cuzkv1.AwaitProofResponse_TIMEOUT {
@@ -402,5 +412,134 @@ func TestUpstreamStatusAndMetricsBesideOurs(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q:\n%s", want, text)
 		}
+	}
+}
+
+// A forwarded job whose caller does not sample (traceparent flags 00) is
+// recorded as the root of a new trace linked to the caller's span, as
+// the daemon's local jobs are (otelcuzk.WithUnsampledCallerAsLink); one
+// whose caller sent no trace context is a trace of its own. Either way
+// the upstream is called in the job's trace, sampled.
+func TestUpstreamJobOfAnUnsampledCallerIsANewLinkedRoot(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithoutUntraced(),
+		otelcuzk.WithTraceFile(t.TempDir()+"/trace.jsonl"), otelcuzk.WithUnsampledCallerAsLink(),
+		otelcuzk.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	fake := &standin.Fake{Report: standin.Timings{GPUComputeMS: 1, TotalMS: 1}}
+	f := startFrontWith(t, startFake(t, fake), tel.TracerProvider, tel.Provider(), exp)
+
+	callerTrace := "4bf92f3577b34da6a3ce929d0e0e4736"
+	unsampled := metadata.NewOutgoingContext(ctx5(t), metadata.Pairs("traceparent", "00-"+callerTrace+"-00f067aa0ba902b7-00"))
+	for i, ctx := range []context.Context{unsampled, ctx5(t)} {
+		id := fmt.Sprintf("n%d", i)
+		if _, err := f.rpc.Prove(ctx, &cuzkv1.ProveRequest{Submit: filecoin(id, cuzkv1.ProofKind_WINNING_POST, 0)}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		var job tracetest.SpanStub
+		for _, s := range spansNamed(exp, otelcuzk.SpanEngineJob) {
+			if attr(s, "cuzk.request.id") == id {
+				job = s
+			}
+		}
+		if !job.SpanContext.IsValid() || !job.SpanContext.IsSampled() {
+			t.Fatalf("%s: no sampled engine.job recorded", id)
+		}
+		tid := job.SpanContext.TraceID()
+		if tid.String() == callerTrace {
+			t.Errorf("%s: the job joined the unsampled caller's trace", id)
+		}
+		// The trace's root: the job itself or the server span above it.
+		var root tracetest.SpanStub
+		for _, s := range exp.GetSpans() {
+			if s.SpanContext.TraceID() == tid && !s.Parent.IsValid() {
+				root = s
+			}
+		}
+		if !root.SpanContext.IsValid() {
+			t.Fatalf("%s: the job's trace has no root", id)
+		}
+		links := len(root.Links)
+		if i == 0 && (links != 1 || root.Links[0].SpanContext.TraceID().String() != callerTrace || root.Links[0].SpanContext.SpanID().String() != "00f067aa0ba902b7") {
+			t.Errorf("unsampled caller: root %s links %+v, want one to the caller's span", root.Name, root.Links)
+		}
+		if i == 1 && links != 0 {
+			t.Errorf("no caller context: root %s has links %+v", root.Name, root.Links)
+		}
+		tp := fake.Metadata()[i].Get("traceparent")
+		if len(tp) != 1 || !strings.Contains(tp[0], tid.String()) || !strings.HasSuffix(tp[0], "-01") {
+			t.Errorf("%s: the upstream got traceparent %v, want the job's trace %s, sampled", id, tp, tid)
+		}
+	}
+}
+
+// An upstream that fails only some proofs (every second one ends FAILED,
+// as cuzk reports a proof that failed; the request ids matching ^bad-
+// are refused RESOURCE_EXHAUSTED) fails those alone: each is a failed
+// engine.job with the upstream's message, the others complete, and the
+// local proofs and the merged status go on.
+func TestUpstreamFailingSomeProofsFailsThoseAlone(t *testing.T) {
+	fake := &standin.Fake{Report: standin.Timings{GPUComputeMS: 1, TotalMS: 1},
+		FailProof: "synthesis: out of memory", FailEvery: 2}
+	f := startFront(t, startFake(t, fake))
+	var completed, failed []string
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("p%d", i)
+		res, err := f.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: filecoin(id, cuzkv1.ProofKind_POREP_SEAL_COMMIT, 0)})
+		if err != nil {
+			t.Fatalf("%s: %v, want an OK reply", id, err)
+		}
+		switch r := res.GetResult(); r.GetStatus() {
+		case cuzkv1.AwaitProofResponse_COMPLETED:
+			completed = append(completed, id)
+		case cuzkv1.AwaitProofResponse_FAILED:
+			if r.GetErrorMessage() != "synthesis: out of memory" || len(r.GetProof()) != 0 {
+				t.Errorf("%s: failed reply %v", id, r)
+			}
+			failed = append(failed, id)
+		default:
+			t.Errorf("%s: status %v", id, r.GetStatus())
+		}
+	}
+	if strings.Join(completed, ",") != "p1,p3" || strings.Join(failed, ",") != "p2,p4" {
+		t.Fatalf("completed %v failed %v, want p1,p3 and p2,p4", completed, failed)
+	}
+	for _, j := range spansNamed(f.exp, otelcuzk.SpanEngineJob) {
+		id := attr(j, "cuzk.request.id")
+		bad := id == "p2" || id == "p4"
+		if bad != (j.Status.Description == "synthesis: out of memory") || bad != (attr(j, "error.type") != "") {
+			t.Errorf("job %s: status %+v error.type %q", id, j.Status, attr(j, "error.type"))
+		}
+	}
+	st, err := f.rpc.GetStatus(ctx5(t), &cuzkv1.GetStatusRequest{})
+	if err != nil || st.GetTotalProofsCompleted() != 2 || st.GetTotalProofsFailed() != 2 {
+		t.Errorf("merged status: completed %d failed %d (%v), want 2 and 2", st.GetTotalProofsCompleted(), st.GetTotalProofsFailed(), err)
+	}
+
+	// Refused by request id: the code and message pass through for those
+	// alone, and a local proof beside them is unaffected.
+	fake2 := &standin.Fake{Report: standin.Timings{TotalMS: 1}, Fail: codes.ResourceExhausted,
+		FailMessage: "queue full (porep)", FailRequests: regexp.MustCompile(`^bad-`)}
+	addr := startFake(t, fake2)
+	f2 := startFront(t, addr)
+	for _, id := range []string{"good-1", "bad-1", "good-2"} {
+		res, err := f2.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: filecoin(id, cuzkv1.ProofKind_SNAP_DEALS_UPDATE, 0)})
+		if strings.HasPrefix(id, "bad-") {
+			if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != "upstream "+addr+": queue full (porep)" {
+				t.Errorf("%s: %v, want the upstream's RESOURCE_EXHAUSTED", id, err)
+			}
+			continue
+		}
+		if err != nil || res.GetResult().GetStatus() != cuzkv1.AwaitProofResponse_COMPLETED {
+			t.Errorf("%s: %v %v, want COMPLETED", id, res, err)
+		}
+	}
+	res, err := f2.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
+		RequestId: "local", Circuit: "merkle", Constraints: 1 << 12}})
+	if err != nil || string(res.GetResult().GetProof()) != "proof:local" {
+		t.Errorf("local proof: %v %v", res, err)
 	}
 }

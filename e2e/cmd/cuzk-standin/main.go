@@ -1,20 +1,26 @@
 // Command cuzk-standin stands in for a cuzk daemon (Curio's) in tests:
 // cuzk's gRPC API (cuzk.v1.ProvingEngine) served by
 // prover/upstream/standin.Fake, whose proofs take -delay and report
-// the given times, or fail with a gRPC code. It proves nothing.
+// the given times, or fail: with a gRPC code (-fail CODE) or as a FAILED
+// proof (-fail-proof MESSAGE), every request or only every n-th
+// (-fail-every N) or those whose request id matches (-fail-requests
+// REGEXP). As in cuzk, a job's id is its request id. It proves nothing.
 //
 //	cuzk-standin -listen 127.0.0.1:9830 -delay 2s -queue-wait-ms 100 \
 //	    -srs-load-ms 200 -synthesis-ms 600 -gpu-compute-ms 400 -total-ms 2000
+//	cuzk-standin -fail-proof "synthesis: out of memory" -fail-every 3
 //
 // It prints "listening ADDR" once serving and runs until SIGTERM or SIGINT.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -42,14 +48,31 @@ func run(args []string) error {
 	fs.Uint64Var(&r.SynthesisMS, "synthesis-ms", 0, "synthesis_ms reported")
 	fs.Uint64Var(&r.GPUComputeMS, "gpu-compute-ms", 0, "gpu_compute_ms reported")
 	fs.Uint64Var(&r.TotalMS, "total-ms", 0, "total_ms reported")
-	fail := fs.String("fail", "", "a gRPC code name (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) every proof fails with")
+	fail := fs.String("fail", "", "a gRPC code name (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) the failing requests' calls fail with")
+	failProof := fs.String("fail-proof", "", "the error_message of a FAILED reply the failing requests' proofs end with, after -delay")
+	failEvery := fs.Int("fail-every", 0, "only every N-th request fails (with -fail or -fail-proof)")
+	failRequests := fs.String("fail-requests", "", "only requests whose request id matches this regular expression fail (with -fail or -fail-proof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	f := &standin.Fake{Delay: *delay, Report: r, Metrics: "# TYPE cuzk_standin_up gauge\ncuzk_standin_up 1\n"}
+	f := &standin.Fake{Delay: *delay, Report: r, FailProof: *failProof, FailEvery: *failEvery,
+		Metrics: "# TYPE cuzk_standin_up gauge\ncuzk_standin_up 1\n"}
+	if *failEvery < 0 {
+		return fmt.Errorf("-fail-every %d: want 0 (off) or a positive count", *failEvery)
+	}
+	if *failRequests != "" {
+		re, err := regexp.Compile(*failRequests)
+		if err != nil {
+			return fmt.Errorf("-fail-requests %q: %w", *failRequests, err)
+		}
+		f.FailRequests = re
+	}
+	if (*failEvery > 0 || *failRequests != "") && *fail == "" && *failProof == "" {
+		return errors.New("-fail-every and -fail-requests choose which requests fail: give -fail CODE or -fail-proof MESSAGE too")
+	}
 	if *fail != "" {
 		var c codes.Code
 		if err := c.UnmarshalJSON([]byte(`"` + *fail + `"`)); err != nil || c == codes.OK {

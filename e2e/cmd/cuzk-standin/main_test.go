@@ -15,6 +15,9 @@ func TestBadArgumentsAreRefused(t *testing.T) {
 		{[]string{"-fail", "OK"}, `-fail "OK": not a gRPC code name other than OK`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-listen", "nohost:-1"}, "-listen nohost:-1: "},
+		{[]string{"-fail-every", "-1", "-fail-proof", "x"}, "-fail-every -1: want 0 (off) or a positive count"},
+		{[]string{"-fail-requests", "(", "-fail", "INTERNAL"}, `-fail-requests "(": error parsing regexp`},
+		{[]string{"-fail-every", "2"}, "give -fail CODE or -fail-proof MESSAGE too"},
 	} {
 		if err := run(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)

@@ -338,7 +338,8 @@ func (SRSStatus_Tier) EnumDescriptor() ([]byte, []int) {
 
 type SubmitProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Caller's idempotency key (cuzk.request.id), also the job id; required.
+	// Caller's idempotency key (cuzk.request.id); required. AwaitProof and
+	// CancelProof accept it as job_id, as cuzk's job id is the request id.
 	RequestId string    `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	ProofKind ProofKind `protobuf:"varint,2,opt,name=proof_kind,json=proofKind,proto3,enum=cuzk.v1.ProofKind" json:"proof_kind,omitempty"`
 	// Bytes: 2048, 8388608, 536870912, 34359738368 or 68719476736.
@@ -664,7 +665,8 @@ func (x *SubmitProofResponse) GetTraceId() string {
 
 type AwaitProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The job, by job id or, when job_id is empty, by request_id.
+	// The job: this daemon's job id or a request id (cuzk's job id is the
+	// request id); when empty, request_id names it.
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Longest wait in ms; 0 waits until the call's own deadline.
 	TimeoutMs     uint64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
@@ -1021,7 +1023,8 @@ func (x *ProveResponse) GetResult() *AwaitProofResponse {
 
 type CancelProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The job, by job id or, when job_id is empty, by request_id.
+	// The job: this daemon's job id or a request id (cuzk's job id is the
+	// request id); when empty, request_id names it.
 	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	RequestId     string `protobuf:"bytes,100,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -54,10 +54,13 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ProvingEngineClient interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
-	// is an idempotency key and, as in cuzk, the job id: a request id the
-	// daemon already knows returns that job (existing = true) and queues
-	// nothing; the same id with another circuit, size or witness is
-	// ALREADY_EXISTS.
+	// is an idempotency key: a request id the daemon already knows returns
+	// that job (existing = true) and queues nothing; the same id with
+	// another circuit, size or witness is ALREADY_EXISTS. cuzk's job id is
+	// the request id; this daemon's job_id is its own (a request proved
+	// again after a restart is a new job), and AwaitProof and CancelProof
+	// take either in job_id, so a client written for cuzk awaits by the
+	// request id it sent.
 	// A request names either one of cuzk's Filecoin proof kinds
 	// (proof_kind, sector_size, registered_proof, vanilla proof) or one of
 	// this daemon's circuits (circuit, constraints, witness). Filecoin kinds
@@ -222,10 +225,13 @@ func (c *provingEngineClient) EvictKeys(ctx context.Context, in *EvictKeysReques
 // for forward compatibility.
 type ProvingEngineServer interface {
 	// SubmitProof queues a proof and returns its job at once. The request id
-	// is an idempotency key and, as in cuzk, the job id: a request id the
-	// daemon already knows returns that job (existing = true) and queues
-	// nothing; the same id with another circuit, size or witness is
-	// ALREADY_EXISTS.
+	// is an idempotency key: a request id the daemon already knows returns
+	// that job (existing = true) and queues nothing; the same id with
+	// another circuit, size or witness is ALREADY_EXISTS. cuzk's job id is
+	// the request id; this daemon's job_id is its own (a request proved
+	// again after a restart is a new job), and AwaitProof and CancelProof
+	// take either in job_id, so a client written for cuzk awaits by the
+	// request id it sent.
 	// A request names either one of cuzk's Filecoin proof kinds
 	// (proof_kind, sector_size, registered_proof, vanilla proof) or one of
 	// this daemon's circuits (circuit, constraints, witness). Filecoin kinds

@@ -1,15 +1,18 @@
 // Package standin is a stand-in for a cuzk daemon (Curio's): a
 // cuzkv1.ProvingEngineServer whose proofs take a set time and report set
 // times (queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms,
-// total_ms), or fail with a set gRPC code, for tests of
-// prover/upstream and for e2e/cmd/cuzk-standin. It proves nothing: the
-// proof it returns is "proof:" and the request id.
+// total_ms), or fail (all of them, every n-th, or those whose request id
+// matches) with a gRPC code or as a FAILED proof, for tests of
+// prover/upstream and for e2e/cmd/cuzk-standin. As in cuzk, a job's id is
+// its request id. It proves nothing: the proof it returns is "proof:" and
+// the request id.
 package standin
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"sync"
 	"time"
 
@@ -36,10 +39,22 @@ type Fake struct {
 	Delay time.Duration
 	// Report is what a proof reports.
 	Report Timings
-	// Fail, when not codes.OK, fails every SubmitProof and Prove with
-	// that code and FailMessage.
+	// Fail, when not codes.OK, fails the chosen requests' SubmitProof and
+	// Prove calls with that code and FailMessage.
 	Fail        codes.Code
 	FailMessage string
+	// FailProof, when not empty, makes each chosen request a job that
+	// ends FAILED after Delay with FailProof as its error_message, as
+	// cuzk reports a proof that failed (an OK reply); Fail takes
+	// precedence.
+	FailProof string
+	// FailEvery, when > 0, chooses only every FailEvery-th request (the
+	// FailEvery-th, 2*FailEvery-th, ... SubmitProof or Prove of a new
+	// request id, counted from 1); FailRequests, when set, only requests
+	// whose request id it matches. With both, a request is chosen when
+	// either chooses it; with neither, every request is.
+	FailEvery    int
+	FailRequests *regexp.Regexp
 	// Metrics is GetMetrics' text.
 	Metrics string
 
@@ -49,11 +64,13 @@ type Fake struct {
 	meta   []metadata.MD
 	n      int
 	done   int
+	failed int
 	cancel int
 }
 
 type fakeJob struct {
 	id, request string
+	fail        bool // ends FAILED with Fake.FailProof
 	cancel      context.CancelFunc
 	ctx         context.Context
 	finished    chan struct{}
@@ -101,24 +118,37 @@ func (f *Fake) start(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*fakeJo
 	defer f.mu.Unlock()
 	f.seen = append(f.seen, r)
 	f.meta = append(f.meta, md)
-	if f.Fail != codes.OK {
+	if j, ok := f.jobs[r.GetRequestId()]; ok && r.GetRequestId() != "" {
+		return j, nil
+	}
+	f.n++
+	chosen := f.chosen(r.GetRequestId())
+	if chosen && f.Fail != codes.OK {
 		return nil, status.Error(f.Fail, f.FailMessage)
 	}
 	if f.jobs == nil {
 		f.jobs = map[string]*fakeJob{}
 	}
-	if j, ok := f.jobs[r.GetRequestId()]; ok && r.GetRequestId() != "" {
-		return j, nil
+	// cuzk's job id is the request id (cuzk-server's proto_to_request).
+	id := r.GetRequestId()
+	if id == "" {
+		id = fmt.Sprintf("upstream-%d", f.n)
 	}
-	f.n++
 	jctx, cancel := context.WithCancel(context.Background())
-	j := &fakeJob{id: fmt.Sprintf("upstream-%d", f.n), request: r.GetRequestId(), ctx: jctx, cancel: cancel, finished: make(chan struct{})}
+	j := &fakeJob{id: id, request: r.GetRequestId(), fail: chosen && f.FailProof != "",
+		ctx: jctx, cancel: cancel, finished: make(chan struct{})}
 	f.jobs[j.id] = j
-	if j.request != "" {
-		f.jobs[j.request] = j
-	}
 	go f.run(j)
 	return j, nil
+}
+
+// chosen reports whether the f.n-th new request, of request id id, is
+// one that fails; f.mu must be held.
+func (f *Fake) chosen(id string) bool {
+	if f.FailEvery <= 0 && f.FailRequests == nil {
+		return true
+	}
+	return f.FailEvery > 0 && f.n%f.FailEvery == 0 || f.FailRequests != nil && f.FailRequests.MatchString(id)
 }
 
 func (f *Fake) run(j *fakeJob) {
@@ -127,6 +157,10 @@ func (f *Fake) run(j *fakeJob) {
 	res := &cuzkv1.AwaitProofResponse{JobId: j.id, RequestId: j.request}
 	select {
 	case <-t.C:
+		if j.fail {
+			res.Status, res.ErrorMessage = cuzkv1.AwaitProofResponse_FAILED, f.FailProof
+			break
+		}
 		res.Status = cuzkv1.AwaitProofResponse_COMPLETED
 		res.Proof = []byte("proof:" + j.request)
 		res.QueueWaitMs, res.SrsLoadMs = f.Report.QueueWaitMS, f.Report.SRSLoadMS
@@ -137,7 +171,12 @@ func (f *Fake) run(j *fakeJob) {
 	}
 	f.mu.Lock()
 	j.res = res
-	f.done++
+	switch res.Status {
+	case cuzkv1.AwaitProofResponse_COMPLETED:
+		f.done++
+	case cuzkv1.AwaitProofResponse_FAILED:
+		f.failed++
+	}
 	f.mu.Unlock()
 	close(j.finished)
 }
@@ -222,13 +261,14 @@ func (f *Fake) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) (*
 	return &cuzkv1.CancelProofResponse{WasRunning: true, JobId: j.id, Status: cuzkv1.JobStatus_JOB_STATUS_CANCELLED}, nil
 }
 
-// GetStatus implements cuzkv1.ProvingEngineServer: the proofs done, one
-// queue "porep" and one GPU "fake".
+// GetStatus implements cuzkv1.ProvingEngineServer: the proofs completed
+// and failed, one queue "porep" and one GPU "fake".
 func (f *Fake) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return &cuzkv1.GetStatusResponse{
 		TotalProofsCompleted: uint64(f.done),
+		TotalProofsFailed:    uint64(f.failed),
 		Queues:               []*cuzkv1.QueueStatus{{ProofKind: "porep"}},
 		Gpus:                 []*cuzkv1.GPUStatus{{Ordinal: 0, Name: "fake"}},
 	}, nil
