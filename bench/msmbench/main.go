@@ -26,7 +26,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -83,14 +82,14 @@ func run(list string, lg1, lg2, reps int) error {
 	_, _, g1, g2 := curve.Generators()
 	r1 := curve.BatchScalarMultiplicationG1(&g1, benchutil.RandomScalars(1<<16))
 	n1 := 1 << lg1
-	set1 := prover.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: repeat(r1, n1)}
+	set1 := msm.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: repeat(r1, n1)}
 	sc1 := benchutil.RandomScalars(n1)
-	var set2 prover.BaseSet[curve.G2Affine]
+	var set2 msm.BaseSet[curve.G2Affine]
 	var sc2 []fr.Element
 	var r2 []curve.G2Affine
 	if lg2 > 0 {
 		r2 = curve.BatchScalarMultiplicationG2(&g2, benchutil.RandomScalars(1<<14))
-		set2 = prover.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: repeat(r2, 1<<lg2)}
+		set2 = msm.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: repeat(r2, 1<<lg2)}
 		sc2 = benchutil.RandomScalars(1 << lg2)
 	}
 	// The correctness inputs: 2^16 random points and scalars, with r−1,
@@ -153,30 +152,30 @@ func run(list string, lg1, lg2, reps int) error {
 			continue
 		}
 		equal := true
-		got1, err := m.G1Host(ctx, "", s, check1, checkS)
+		got1, err := m.G1Host(ctx, msm.Call{}, s, check1, checkS)
 		if err != nil {
 			return err
 		}
 		equal = equal && got1.Equal(&want1)
 		if lg2 > 0 {
-			got2, err := m.G2Host(ctx, "", s, r2, checkS[:len(r2)])
+			got2, err := m.G2Host(ctx, msm.Call{}, s, r2, checkS[:len(r2)])
 			if err != nil {
 				return err
 			}
 			equal = equal && got2.Equal(&want2)
 		}
 		compile := time.Since(t0)
-		t1, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, "", s, keys, set1, sc1); return err })
+		t1, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, msm.Call{}, s, keys, set1, sc1); return err })
 		if err != nil {
 			return err
 		}
-		t1p, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, "", s, keys, set1, sc1p); return err })
+		t1p, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, msm.Call{}, s, keys, set1, sc1p); return err })
 		if err != nil {
 			return err
 		}
 		fmt.Printf("| %s | %.1f | %.1f | %.1f |", v, compile.Seconds(), benchutil.Ms(t1), benchutil.Ms(t1p))
 		if lg2 > 0 {
-			t2, err := timeIt(reps, func() error { _, err := m.G2Resident(ctx, "", s, keys, set2, sc2); return err })
+			t2, err := timeIt(reps, func() error { _, err := m.G2Resident(ctx, msm.Call{}, s, keys, set2, sc2); return err })
 			if err != nil {
 				return err
 			}

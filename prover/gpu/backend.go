@@ -807,7 +807,7 @@ func (b *Backend) release(ctx context.Context, name string, buf buffer.Buffer) {
 // are copied to the device with the scalars for this MSM only.
 func (b *Backend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
 	return deviceMSM(b, ctx, span, len(bases.Points), scalars, func(sc []fr.Element) (curve.G1Jac, error) {
-		return b.msm.G1Resident(ctx, span, b.s, b.bases, bases, sc)
+		return b.msm.G1Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), sc)
 	})
 }
 
@@ -823,8 +823,16 @@ func (b *Backend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[c
 		return b.cpu.MSMG2(ctx, span, bases, scalars)
 	}
 	return deviceMSM(b, ctx, span, len(bases.Points), scalars, func(sc []fr.Element) (curve.G2Jac, error) {
-		return b.msm.G2Resident(ctx, span, b.s, b.bases, bases, sc)
+		return b.msm.G2Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), sc)
 	})
+}
+
+// msmCall is what an MSM of the proof in ctx passes to package msm: the
+// span, the proof's key ID (prover.ProofKeyID: the workspace is the key's
+// proof buffer) and the scalar counts ProveAssignment put in ctx
+// (prover.MSMScalarAttributes).
+func msmCall(ctx context.Context, span string) msm.Call {
+	return msm.Call{Span: span, KeyID: prover.ProofKeyID(ctx), Attributes: prover.MSMScalarAttributes(ctx)}
 }
 
 // deviceMSM is the device path MSMG1 and MSMG2 share: refused once the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // evictOnPreloadEnd evicts the set when keys.preload ends: the moment
@@ -46,13 +45,13 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	}
 	proc.bases = resident
 	s, _ := c.NewStream()
-	set := gputest.BaseSet("k:g1.a", 100)
+	set := testSet("k:g1.a", 100)
 	if _, err := resident.PreloadG1(context.Background(), s, set); err != nil {
 		t.Fatal(err)
 	}
 	proc.on = true
 	m := &MSM{} // no kernels: past a successful acquire it fails with "msm: closed"
-	_, err = m.G1Resident(context.Background(), "", s, resident, set, make([]fr.Element, 100))
+	_, err = m.G1Resident(context.Background(), Call{}, s, resident, set, make([]fr.Element, 100))
 	if errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("an Evict during the MSM call failed it with %v instead of uploading the set again", err)
 	}

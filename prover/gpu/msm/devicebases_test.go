@@ -16,7 +16,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -54,7 +53,7 @@ func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *bas
 	return f
 }
 
-func (f *basesFixture) preload(t *testing.T, set prover.BaseSet[curve.G1Affine]) *ResidentBases {
+func (f *basesFixture) preload(t *testing.T, set BaseSet[curve.G1Affine]) *ResidentBases {
 	t.Helper()
 	rb, err := f.bases.PreloadG1(context.Background(), f.s, set)
 	if err != nil {
@@ -80,7 +79,7 @@ func (f *basesFixture) releasedSets() []string {
 
 func TestDeviceBasesUploadEachSetOnceAndKeepIt(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
-	set := gputest.BaseSet("cs:g1.a", 100)
+	set := testSet("cs:g1.a", 100)
 	rb := f.preload(t, set)
 	again := f.preload(t, set)
 	if rb != again {
@@ -118,14 +117,14 @@ func TestDeviceBasesUploadEachSetOnceAndKeepIt(t *testing.T) {
 func TestDeviceBasesRejectBadSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	if _, err := f.bases.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{Points: gputest.BaseSet("x", 1).Points}); err == nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, BaseSet[curve.G1Affine]{Points: testSet("x", 1).Points}); err == nil {
 		t.Error("set without ID accepted")
 	}
-	if _, err := f.bases.PreloadG1(ctx, f.s, prover.BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
 		t.Error("set without points accepted")
 	}
-	f.preload(t, gputest.BaseSet("a", 10))
-	if _, err := f.bases.PreloadG1(ctx, f.s, gputest.BaseSet("a", 11)); err == nil {
+	f.preload(t, testSet("a", 10))
+	if _, err := f.bases.PreloadG1(ctx, f.s, testSet("a", 11)); err == nil {
 		t.Error("same ID with another length accepted")
 	}
 	if _, err := NewDeviceBases(context.Background(), nil, WithBaseBudget(-1)); err == nil {
@@ -136,12 +135,12 @@ func TestDeviceBasesRejectBadSets(t *testing.T) {
 func TestDeviceBasesEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
 	f := newBasesFixture(t, 3*96*100+50) // room for three sets of 100 points
 	for _, id := range []string{"a", "b", "c"} {
-		f.preload(t, gputest.BaseSet(id, 100))
+		f.preload(t, testSet(id, 100))
 	}
 	if _, ok := f.bases.Get("a"); !ok { // a is now more recent than b
 		t.Fatal("a not resident")
 	}
-	f.preload(t, gputest.BaseSet("d", 100))
+	f.preload(t, testSet("d", 100))
 	if ids := fmt.Sprint(f.bases.IDs()); ids != "[a c d]" {
 		t.Errorf("resident after loading d: %s, want [a c d]", ids)
 	}
@@ -155,12 +154,12 @@ func TestDeviceBasesEvictLeastRecentlyUsedWhenDeviceIsFull(t *testing.T) {
 
 func TestDeviceBasesOutOfMemoryIsAClearError(t *testing.T) {
 	f := newBasesFixture(t, 96*100)
-	rb := f.preload(t, gputest.BaseSet("a", 100))
+	rb := f.preload(t, testSet("a", 100))
 	_, release, err := rb.acquire() // in use: cannot be evicted
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("b", 10))
+	_, err = f.bases.PreloadG1(context.Background(), f.s, testSet("b", 10))
 	release()
 	if !errors.Is(err, cudaspans.ErrOutOfMemory) {
 		t.Fatalf("preload with no room: %v, want ErrOutOfMemory", err)
@@ -172,13 +171,13 @@ func TestDeviceBasesOutOfMemoryIsAClearError(t *testing.T) {
 
 func TestDeviceBasesBudgetEvictsOldestAndRejectsOversizedSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20, WithBaseBudget(2*9600))
-	f.preload(t, gputest.BaseSet("a", 100))
-	f.preload(t, gputest.BaseSet("b", 100))
-	f.preload(t, gputest.BaseSet("c", 100))
+	f.preload(t, testSet("a", 100))
+	f.preload(t, testSet("b", 100))
+	f.preload(t, testSet("c", 100))
 	if ids := fmt.Sprint(f.bases.IDs()); ids != "[b c]" {
 		t.Errorf("resident: %s, want [b c]", ids)
 	}
-	_, err := f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("big", 201))
+	_, err := f.bases.PreloadG1(context.Background(), f.s, testSet("big", 201))
 	if !errors.Is(err, ErrBaseBudget) {
 		t.Errorf("oversized set: %v, want ErrBaseBudget", err)
 	}
@@ -187,7 +186,7 @@ func TestDeviceBasesBudgetEvictsOldestAndRejectsOversizedSets(t *testing.T) {
 func TestDeviceBasesEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	rb := f.preload(t, gputest.BaseSet("a", 100))
+	rb := f.preload(t, testSet("a", 100))
 	_, release, err := rb.acquire()
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +214,7 @@ func TestDeviceBasesEvictInUseFreesWhenTheMSMEnds(t *testing.T) {
 
 func TestDeviceBasesConcurrentPreloadsUploadOnce(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
-	set := gputest.BaseSet("shared", 200)
+	set := testSet("shared", 200)
 	var wg sync.WaitGroup
 	got := make([]*ResidentBases, 8)
 	errs := make([]error, 8)
@@ -246,7 +245,7 @@ func TestDeviceBasesEvictDuringUploadFreesTheUpload(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := f.bases.PreloadG1(context.Background(), f.s, gputest.BaseSet("a", 100))
+		_, err := f.bases.PreloadG1(context.Background(), f.s, testSet("a", 100))
 		done <- err
 	}()
 	<-started
@@ -265,7 +264,7 @@ func TestDeviceBasesEvictDuringUploadFreesTheUpload(t *testing.T) {
 func TestDeviceBasesEvictAllFreesEverything(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	for _, id := range []string{"a", "b", "c"} {
-		f.preload(t, gputest.BaseSet(id, 50))
+		f.preload(t, testSet(id, 50))
 	}
 	if err := f.bases.EvictAll(context.Background()); err != nil {
 		t.Fatal(err)
@@ -281,7 +280,7 @@ func TestDeviceBasesEvictAllFreesEverything(t *testing.T) {
 func TestDeviceBasesEvictKeySetsDropsOnlyThatKeysSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	for _, id := range []string{"k1:g1.a", "k1:g1.b", "k1:g1.z", "k10:g1.a", "k2:g1.a"} {
-		f.preload(t, gputest.BaseSet(id, 10))
+		f.preload(t, testSet(id, 10))
 	}
 	n, err := f.bases.EvictKeySets(context.Background(), "k1")
 	if err != nil || n != 3 {
@@ -328,7 +327,7 @@ func TestDeviceBasesEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) 
 			}
 			ctx := context.Background()
 			for _, id := range []string{"a", "b", "c"} {
-				if _, err := k.PreloadG1(ctx, s, gputest.BaseSet(id, 100)); err != nil {
+				if _, err := k.PreloadG1(ctx, s, testSet(id, 100)); err != nil {
 					t.Fatalf("preload %s: %v", id, err)
 				}
 			}
@@ -337,4 +336,9 @@ func TestDeviceBasesEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) 
 			}
 		})
 	}
+}
+
+// testSet is a G1 base set of n distinct points (gputest.Points) named id.
+func testSet(id string, n int) BaseSet[curve.G1Affine] {
+	return BaseSet[curve.G1Affine]{ID: id, Points: gputest.Points(n)}
 }

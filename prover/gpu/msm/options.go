@@ -1,6 +1,9 @@
 package msm
 
 import (
+	"fmt"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -54,3 +57,58 @@ func (o releaserOption) applyDeviceBases(c *deviceBasesConfig) { c.releaser = o.
 // is freed at once in every mode). Default (and for a nil r): a
 // synchronous Releaser on the same TracerProvider (buffer.OrSync).
 func WithReleaser(r *buffer.Releaser) SharedOption { return releaserOption{r} }
+
+// Option configures an MSM.
+type Option interface{ applyMSM(*msmConfig) }
+
+type msmConfig struct {
+	sharedConfig
+	maxChunk int
+	window   int
+	compile  cudaspans.CompileOptions
+	withG2   bool
+}
+
+type msmOptionFunc func(*msmConfig)
+
+func (f msmOptionFunc) applyMSM(c *msmConfig) { f(c) }
+
+// WithMaxChunk caps the points per device pass (default: as many as device
+// memory holds). Larger MSMs are split into chunks whose results are added.
+func WithMaxChunk(points int) Option {
+	return msmOptionFunc(func(c *msmConfig) { c.maxChunk = points })
+}
+
+// WithWindowBits fixes Pippenger's window size c (1 < c ≤ 20); the default
+// picks it from the chunk size (msmWindowBits).
+func WithWindowBits(c int) Option {
+	return msmOptionFunc(func(cfg *msmConfig) { cfg.window = c })
+}
+
+// WithCompileOptions adds NVRTC options (defines, flags) to the MSM
+// modules' compiles, e.g. for experiments with kernel variants.
+func WithCompileOptions(o cudaspans.CompileOptions) Option {
+	return msmOptionFunc(func(c *msmConfig) { c.compile = o })
+}
+
+// WithG2 compiles the G2 kernels in New too, at once with G1's, rather
+// than on the first G2 MSM (Backend.Warmup uses it).
+func WithG2() Option {
+	return msmOptionFunc(func(c *msmConfig) { c.withG2 = true })
+}
+
+// newMSMConfig applies opts and fills the defaults.
+func newMSMConfig(opts []Option) (msmConfig, error) {
+	var cfg msmConfig
+	for _, o := range opts {
+		o.applyMSM(&cfg)
+	}
+	if cfg.window != 0 && (cfg.window < 2 || cfg.window > 20) {
+		return cfg, fmt.Errorf("msm: window bits %d out of range [2, 20]", cfg.window)
+	}
+	if cfg.maxChunk < 0 {
+		return cfg, fmt.Errorf("msm: negative chunk size %d", cfg.maxChunk)
+	}
+	cfg.fillShared()
+	return cfg, nil
+}

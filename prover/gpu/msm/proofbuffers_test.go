@@ -8,7 +8,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
 // mallocs counts the cuda.malloc spans recorded so far.
@@ -68,7 +67,7 @@ func TestProofBufferIsKeptForTheNextProofOfTheKey(t *testing.T) {
 func TestEvictKeySetsFreesTheKeysProofBuffers(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	if _, err := f.bases.PreloadG1(ctx, f.s, gputest.BaseSet("k1:g1.a", 10)); err != nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, testSet("k1:g1.a", 10)); err != nil {
 		t.Fatal(err)
 	}
 	for key, size := range map[string]int{"k1": 4096, "k2": 16384} {
@@ -146,7 +145,7 @@ func TestProofBuffersShareTheBudgetWithTheBaseSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20, WithBaseBudget(int64(2*setBytes)))
 	ctx := context.Background()
 	for _, id := range []string{"old:g1.a", "k:g1.a"} {
-		if _, err := f.bases.PreloadG1(ctx, f.s, gputest.BaseSet(id, 100)); err != nil {
+		if _, err := f.bases.PreloadG1(ctx, f.s, testSet(id, 100)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +167,7 @@ func TestProofBuffersShareTheBudgetWithTheBaseSets(t *testing.T) {
 func TestAFailedProofBufferAllocationLosesNothing(t *testing.T) {
 	f := newBasesFixture(t, 64<<10)
 	ctx := context.Background()
-	if _, err := f.bases.PreloadG1(ctx, f.s, gputest.BaseSet("k:g1.a", 100)); err != nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, testSet("k:g1.a", 100)); err != nil {
 		t.Fatal(err)
 	}
 	kept, done := f.proofBuffer(t, "k", "msm.workspace", 4096)

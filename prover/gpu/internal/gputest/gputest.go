@@ -36,10 +36,14 @@ func ComputeHCase(t testing.TB, n int) (d *fft.Domain, a, b, c, want []fr.Elemen
 	return d, a, b, c, want
 }
 
-// BaseSet is a G1 base set of n distinct points, the first n multiples of
-// the generator (for the fake device, which never does arithmetic, any
-// bytes do).
+// BaseSet is a G1 base set of n distinct points, Points(n).
 func BaseSet(id string, n int) prover.BaseSet[curve.G1Affine] {
+	return prover.BaseSet[curve.G1Affine]{ID: id, Points: Points(n)}
+}
+
+// Points is n distinct G1 points, the first n multiples of the generator
+// (for the fake device, which never does arithmetic, any bytes do).
+func Points(n int) []curve.G1Affine {
 	_, _, g, _ := curve.Generators()
 	pts := make([]curve.G1Affine, n)
 	var acc curve.G1Affine
@@ -47,7 +51,7 @@ func BaseSet(id string, n int) prover.BaseSet[curve.G1Affine] {
 		acc.Add(&acc, &g)
 		pts[i] = acc
 	}
-	return prover.BaseSet[curve.G1Affine]{ID: id, Points: pts}
+	return pts
 }
 
 // RandomVector returns n random field elements (crypto/rand, through

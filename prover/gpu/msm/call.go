@@ -1,0 +1,179 @@
+package msm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// BaseSet is a fixed vector of MSM bases from a proving key, the shape of
+// prover.BaseSet (which the CUDA backend converts to it): ID names it
+// uniquely and stably (e.g. "3f2a…:g1.a": keyID + ":" + part) so that a
+// DeviceBases keeps it resident across proofs; ID "" means no stable
+// identity, and such a set is never kept resident.
+type BaseSet[P any] struct {
+	ID     string
+	Points []P
+}
+
+// Call is what one MSM call carries beside its bases and scalars, passed
+// explicitly by the caller (the CUDA backend fills it from the proof).
+type Call struct {
+	// Span is the span to record (otelcuzk.SpanMSMG1A, ...); "" records
+	// the copies and kernels as children of the span in ctx.
+	Span string
+	// KeyID is the proving key of the proof the MSM belongs to (""
+	// outside a proof or for a key without an ID). With a KeyID the
+	// workspace is that key's proof buffer in the DeviceBases of the
+	// bases (DeviceBases.ProofBuffer), kept for the key's next proof.
+	KeyID string
+	// Attributes are added to Span, e.g. the cuzk.msm.scalars.* counts
+	// of the scalars (prover.ScalarCounts.Attributes).
+	Attributes []attribute.KeyValue
+}
+
+// The MSM methods below come in G1 and G2 pairs for callers; each pair is
+// one generic path over the curve types (A the affine bases, J the
+// Jacobian result, X the device's window sums), with g2 selecting the
+// kernels, as the kernels are one template over the coordinate field.
+
+// G1 returns Σ scalars[i]·bases[i] over the first len(scalars) points of a
+// resident G1 base set (len(scalars) ≤ bases.Len()), on stream s.
+//
+// call.Span, when not empty, is the span to record (otelcuzk.SpanMSMG1A,
+// ...), with cuzk.msm.size, call.Attributes and the copies and kernels as
+// children; with an empty Span they are children of the span in ctx. The
+// scalars are gnark's Montgomery form and are converted on the GPU. The
+// device workspace is call.KeyID's proof buffer of the set's DeviceBases
+// when KeyID is set (kept for the key's next proof), else allocated per
+// call and given back through the MSM's Releaser; either is split into
+// chunks when the MSM does not fit.
+//
+// Errors: a length mismatch, a G2 set, an evicted base set, ErrTooLarge
+// (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
+// operation.
+func (m *MSM) G1(ctx context.Context, call Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
+	return overResident[curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, scalars)
+}
+
+// G2 is G1 on G2: Σ scalars[i]·bases[i] over a resident G2 base set
+// (PreloadG2), the same kernels compiled for Fp2 coordinates (msm.cu with
+// MSM_G2; loaded by Backend.Warmup, else compiled on the first G2 call, a
+// cuda.compile span per module).
+func (m *MSM) G2(ctx context.Context, call Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
+	return overResident[curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, scalars)
+}
+
+// overResident is G1 and G2.
+func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+	bases *ResidentBases, scalars []fr.Element) (J, error) {
+	total := infinity[J, X]()
+	if bases == nil {
+		return total, errors.New("msm: nil base set")
+	}
+	if bases.g2 != g2 {
+		return total, fmt.Errorf("msm: %s MSM over base set %s of %s points", groupName(g2), bases.ID(), groupName(bases.g2))
+	}
+	if len(scalars) > bases.Len() {
+		return total, fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
+	}
+	ptr, release, err := bases.acquire()
+	if err != nil {
+		return total, err
+	}
+	defer release()
+	return sum[J, PJ, X](m, ctx, call, s, g2, bases.owner, ptr, nil, scalars)
+}
+
+// G1Resident is G1 over a proving-key base set kept in resident, a DeviceBases (the
+// way the CUDA backend's MSMG1 should call it): the first call for set.ID
+// uploads the points (a keys.preload span under the MSM's span), later
+// calls reuse the device copy. len(scalars) ≤ len(set.Points).
+//
+// A set without an ID (a proof without a key ID) is never kept resident,
+// as BaseSet says: it is G1Host over set.Points, the bases copied with
+// each chunk and gone when the MSM ends.
+func (m *MSM) G1Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
+	set BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, resident, set, scalars)
+}
+
+// G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
+func (m *MSM) G2Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
+	set BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	return overDeviceBases[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, resident, set, scalars)
+}
+
+// overDeviceBases is G1Resident and G2Resident.
+func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+	resident *DeviceBases, set BaseSet[A], scalars []fr.Element) (res J, err error) {
+	if set.ID == "" {
+		return overHost[A, J, PJ, X](m, ctx, call, s, g2, set.Points, scalars)
+	}
+	if call.Span != "" {
+		var span trace.Span
+		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
+			trace.WithAttributes(call.Attributes...))
+		defer func() {
+			otelcuzk.SetError(span, err)
+			span.End()
+		}()
+	}
+	if resident == nil {
+		return res, errors.New("msm: nil DeviceBases")
+	}
+	for attempt := 0; ; attempt++ {
+		rb, err := preloadSet(ctx, resident, s, set, g2)
+		if err != nil {
+			return res, err
+		}
+		res, err = overResident[J, PJ, X](m, ctx, Call{KeyID: call.KeyID}, s, g2, rb, scalars)
+		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
+			// Evicted between the upload and the MSM taking hold of it
+			// (an EvictKeys call): upload it again, once.
+			continue
+		}
+		return res, err
+	}
+}
+
+// G1Host is G1 over bases in host memory: each chunk's bases are copied to
+// the device with its scalars, so nothing stays resident. For proving-key
+// bases prefer a DeviceBases set, uploaded once.
+func (m *MSM) G1Host(ctx context.Context, call Call, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
+	return overHost[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, scalars)
+}
+
+// G2Host is G1Host on G2.
+func (m *MSM) G2Host(ctx context.Context, call Call, s *cudaspans.Stream, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
+	return overHost[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, scalars)
+}
+
+// overHost is G1Host and G2Host.
+func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+	bases []A, scalars []fr.Element) (J, error) {
+	if len(scalars) > len(bases) {
+		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
+	}
+	return sum[J, PJ, X](m, ctx, call, s, g2, nil, 0, msmBytesOf(bases[:len(scalars)]), scalars)
+}
+
+// sum runs the MSM (run) and adds its chunks' combined window sums.
+func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+	pool *DeviceBases, basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
+	total := infinity[J, X]()
+	err := m.run(ctx, call, s, g2, pool, basesPtr, hostBases, scalars, func(wsums []byte, c int) {
+		part := combineWindows[J, PJ](msmBytesAs[X](wsums), c)
+		PJ(&total).AddAssign(&part)
+	})
+	return total, err
+}

@@ -1,0 +1,82 @@
+package msm
+
+import (
+	"math/bits"
+)
+
+// Constants of kernels/msm.cuh, repeated for the host side of the plan.
+const (
+	msmSegment       = 128  // MSM_SEGMENT
+	msmReduceSlice   = 32   // MSM_REDUCE_SLICE
+	msmWindowThreads = 128  // MSM_WINDOW_SUM_THREADS
+	msmScanThreads   = 1024 // MSM_SCAN_THREADS
+	msmBlock         = 128  // threads per block of the point kernels
+	msmMinChunk      = 1 << 12
+	msmMaxPoints     = 1<<31 - 1 // point indices are 31 bits in a sorted entry
+	msmAffineBytes   = 96        // G1Affine
+	msmXYZZBytes     = 192       // ec.cuh g1_xyzz
+	msmAffine2Bytes  = 192       // G2Affine
+	msmXYZZ2Bytes    = 384       // ec.cuh g2_xyzz
+	msmScalarBytes   = 32
+)
+
+// msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 4
+// (a window has 2^(c−1) buckets, so a bucket holds some 32 points), within
+// [6, 16]. On an H200 c = 16 beat 14 and 18 at 2^20, 2^22 and 2^24
+// (bench/msm.md).
+func msmWindowBits(n int) int {
+	lg := bits.Len(uint(n - 1))
+	return min(16, max(6, lg-4))
+}
+
+// msmPlan is the shape of one device pass over n points.
+type msmPlan struct {
+	n, c, nwin, nb, segCap, m, nslices int
+	// byte offsets into the workspace
+	offScalars, offBases, offCounts, offBoff, offCursor, offSegOff, offSorted, offPartials, offSegB, offParts, offWSums int
+	bytes                                                                                                               int
+}
+
+func msmAlign256(x int) int { return (x + 255) &^ 255 }
+
+func newMSMPlan(n, c int, withBases bool, g2 bool) msmPlan {
+	affineBytes, xyzzBytes := msmAffineBytes, msmXYZZBytes
+	if g2 {
+		affineBytes, xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
+	}
+	p := msmPlan{n: n, c: c}
+	p.nwin = (256 + c - 1) / c
+	p.nb = 1 << (c - 1)
+	p.segCap = (n+msmSegment-1)/msmSegment + min(p.nb, n)
+	p.m = max(1, min(msmReduceSlice, p.nb/1024))
+	p.nslices = p.nb / p.m
+	off := 0
+	take := func(bytes int) int {
+		o := off
+		off = msmAlign256(off + bytes)
+		return o
+	}
+	wb := p.nwin * p.nb * 4
+	p.offScalars = take(n * msmScalarBytes)
+	if withBases {
+		p.offBases = take(n * affineBytes)
+	}
+	p.offCounts = take(wb)
+	p.offBoff = take(wb)
+	p.offCursor = take(wb)
+	p.offSegOff = take(p.nwin * (p.nb + 1) * 4)
+	p.offSorted = take(p.nwin * n * 4)
+	p.offPartials = take(p.nwin * p.segCap * xyzzBytes)
+	p.offSegB = take(p.nwin * p.segCap * 4)
+	p.offParts = take(p.nwin * p.nslices * xyzzBytes)
+	p.offWSums = take(p.nwin * xyzzBytes)
+	p.bytes = off
+	return p
+}
+
+func (m *MSM) windowFor(n int) int {
+	if m.window != 0 {
+		return m.window
+	}
+	return msmWindowBits(n)
+}

@@ -1,0 +1,190 @@
+package msm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// run computes the MSM over device bases at basesPtr, or over hostBases
+// (points as bytes) when basesPtr is 0, and hands each chunk's window sums
+// (nwin points in the group's XYZZ layout) and window size to combine.
+// With a key ID (Call.KeyID) and a pool its workspace is the
+// key's proof buffer in pool (kept for the next proof); else it is
+// allocated and freed here.
+func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
+	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
+	n := len(scalars)
+	if call.Span != "" {
+		var span trace.Span
+		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
+			otelcuzk.KeyBackend.String("cuda")), trace.WithAttributes(call.Attributes...))
+		defer func() {
+			otelcuzk.SetError(span, err)
+			span.End()
+		}()
+	}
+	if n == 0 {
+		return nil
+	}
+	if s == nil {
+		return errors.New("msm: nil stream")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, err := m.group(ctx, g2)
+	if err != nil {
+		return err
+	}
+
+	chunk := min(n, msmMaxPoints)
+	if m.maxChunk > 0 {
+		chunk = min(chunk, m.maxChunk)
+	}
+	withBases := basesPtr == 0
+	// Find a chunk size whose workspace fits: halve on out-of-memory.
+	var ws *cudaspans.DeviceBuffer
+	var giveBack func() error
+	var plan msmPlan
+	for {
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2)
+		ws, giveBack, err = m.workspace(ctx, call.KeyID, pool, plan.bytes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, cudaspans.ErrOutOfMemory) && !errors.Is(err, ErrBaseBudget) {
+			return fmt.Errorf("msm: workspace of %d bytes: %w", plan.bytes, err)
+		}
+		if chunk <= msmMinChunk {
+			return fmt.Errorf("msm: %d points, workspace of %d bytes for a chunk of %d: %w: %w",
+				n, plan.bytes, chunk, ErrTooLarge, err)
+		}
+		chunk = max(msmMinChunk, chunk/2)
+	}
+	defer func() {
+		if rerr := giveBack(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	nchunks := (n + chunk - 1) / chunk
+	if span := trace.SpanFromContext(ctx); call.Span != "" {
+		span.SetAttributes(otelcuzk.KeyMSMWindowBits.Int(plan.c), otelcuzk.KeyMSMChunks.Int(nchunks))
+	}
+	for start := 0; start < n; start += chunk {
+		k := min(chunk, n-start)
+		p := plan
+		if k != plan.n {
+			// The last chunk is smaller: same workspace, its own shape.
+			p = newMSMPlan(k, m.windowFor(k), withBases, g2)
+			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
+				return fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
+			}
+		}
+		bp := basesPtr + cudaspans.DevicePtr(start*g.affineBytes)
+		if withBases {
+			bp = ws.Ptr() + cudaspans.DevicePtr(p.offBases)
+			if err := cudaspans.HtoD(ctx, s, bp, hostBases[start*g.affineBytes:(start+k)*g.affineBytes]); err != nil {
+				return fmt.Errorf("msm: copy bases: %w", err)
+			}
+		}
+		wsums, err := m.pass(ctx, s, g, ws.Ptr(), p, bp, scalars[start:start+k])
+		if err != nil {
+			return err
+		}
+		combine(wsums, p.c)
+	}
+	return nil
+}
+
+// workspace returns a device workspace of at least bytes and the function
+// that gives it back: the proof's key's buffer from pool (Call.KeyID),
+// or one allocated now and released at once when there is no key or pool.
+func (m *MSM) workspace(ctx context.Context, key string, pool *DeviceBases, bytes int) (*cudaspans.DeviceBuffer, func() error, error) {
+	if key != "" && pool != nil {
+		ws, done, err := pool.ProofBuffer(ctx, key, "msm.workspace", bytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ws, func() error { done(); return nil }, nil
+	}
+	ws, err := m.c.Alloc(ctx, bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ws, func() error { return m.releaser.Release(ctx, "msm.workspace", ws) }, nil
+}
+
+// pass runs the kernels over one chunk and returns its window sums.
+func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cudaspans.DevicePtr, p msmPlan,
+	bases cudaspans.DevicePtr, scalars []fr.Element) ([]byte, error) {
+	at := func(off int) cudaspans.DevicePtr { return ws + cudaspans.DevicePtr(off) }
+	n, c, nwin, nb := uint32(p.n), uint32(p.c), uint32(p.nwin), uint32(p.nb)
+	segCap := uint32(p.segCap)
+	wb := p.nwin * p.nb
+	grid := func(x, y int) cudaspans.Dim3 { return cudaspans.Dim3{X: uint32(x), Y: uint32(y), Z: 1} }
+	blocks := func(threads, per int) int { return (threads + per - 1) / per }
+
+	steps := []func() error{
+		func() error { return cudaspans.HtoD(ctx, s, at(p.offScalars), scalars) },
+		func() error {
+			return s.Launch(ctx, g.fill, cudaspans.D1(blocks(wb, 256)), cudaspans.D1(256), 0, at(p.offCounts), uint32(0), uint32(wb))
+		},
+		func() error {
+			return s.Launch(ctx, g.digits, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+				at(p.offScalars), n, c, nwin, at(p.offCounts))
+		},
+		func() error {
+			return s.Launch(ctx, g.scan, cudaspans.D1(p.nwin), cudaspans.D1(msmScanThreads), 0,
+				at(p.offCounts), nb, at(p.offBoff), at(p.offCursor), at(p.offSegOff))
+		},
+		func() error {
+			return s.Launch(ctx, g.scatter, cudaspans.D1(blocks(p.n, 256)), cudaspans.D1(256), 0,
+				at(p.offScalars), n, c, nwin, at(p.offCursor), at(p.offSorted))
+		},
+		func() error {
+			return s.Launch(ctx, g.accumulate, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+				bases, at(p.offSorted), at(p.offCounts), at(p.offBoff), at(p.offSegOff), n, nb, segCap,
+				at(p.offPartials), at(p.offSegB))
+		},
+		func() error {
+			// Pairwise passes up to the longest possible bucket
+			// (ceil(n/MSM_SEGMENT) segments); passes with nothing to add
+			// return at once.
+			maxSeg := (p.n + msmSegment - 1) / msmSegment
+			for stride := 1; stride < maxSeg; stride <<= 1 {
+				if err := s.Launch(ctx, g.merge, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+					at(p.offPartials), at(p.offSegB), at(p.offSegOff), nb, segCap, uint32(stride)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
+			return s.Launch(ctx, g.reduce, grid(blocks(p.nslices, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
+				at(p.offPartials), at(p.offSegOff), nb, uint32(p.m), segCap, at(p.offParts))
+		},
+		func() error {
+			return s.Launch(ctx, g.windowSum, cudaspans.D1(p.nwin), cudaspans.D1(msmWindowThreads), 0,
+				at(p.offParts), uint32(p.nslices), at(p.offWSums))
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("msm: %w", err)
+		}
+	}
+	wsums := make([]byte, p.nwin*g.xyzzBytes)
+	if err := cudaspans.DtoH(ctx, s, wsums, at(p.offWSums)); err != nil {
+		return nil, fmt.Errorf("msm: copy window sums: %w", err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return nil, fmt.Errorf("msm: %w", err)
+	}
+	return wsums, nil
+}
