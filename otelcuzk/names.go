@@ -230,16 +230,21 @@ const (
 	SpanCircuitCacheRead   = "circuit.cache.read"   // cached circuit mapped and its checksums verified
 	SpanCircuitCacheDecode = "circuit.cache.decode" // gnark's ReadFrom of the cached constraint system
 	SpanCircuitCacheStore  = "circuit.cache.store"  // compiled circuit and its hash written to the cache
+	SpanCircuitCacheKey    = "circuit.cache.key"    // what keys the circuit cache found, the first circuit.compile of a process (the executable hashed, or its memo)
 	SpanKeysHash           = "keys.hash"            // SHA-256 of the serialized constraint system (no cached hash)
 	SpanKeysRead           = "keys.read"            // key file mapped and its checksums verified
 	SpanKeysDecode         = "keys.decode"          // verifying and proving key decoded from the file
 	SpanKeysStore          = "keys.store"           // keys written to the cache after a setup
 	SpanKeysSetup          = "keys.setup"           // gnark groth16.Setup (a key cache miss)
 
-	KeyCircuitCache  = attribute.Key("cuzk.circuit.cache")   // string: hit, miss, stale, corrupt, off
-	KeyFileBytes     = attribute.Key("cuzk.file.bytes")      // int, bytes of a cache file read
-	KeyKeyHashSource = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored) or computed
-	KeyKeyChecked    = attribute.Key("cuzk.key.checked")     // bool, the key file's checksums were verified
+	KeyCircuitCache = attribute.Key("cuzk.circuit.cache") // string: hit, miss, stale, corrupt, off
+	// KeyCircuitCacheKeySource is how circuit.cache.key found the key:
+	// revision, process, stamp, identity (a go run binary at a new
+	// path) or hash (the executable's bytes read).
+	KeyCircuitCacheKeySource = attribute.Key("cuzk.circuit.cache.key_source")
+	KeyFileBytes             = attribute.Key("cuzk.file.bytes")      // int, bytes of a cache file read
+	KeyKeyHashSource         = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored) or computed
+	KeyKeyChecked            = attribute.Key("cuzk.key.checked")     // bool, the key file's checksums were verified
 
 	// The steps of pipeline.synthesize.
 	SpanSynthesizeWitness = "synthesize.witness" // the request's witness parsed, or a built-in's sample computed

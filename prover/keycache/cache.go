@@ -86,6 +86,8 @@ type Cache struct {
 	progressAfter time.Duration
 	keySet        bool           // WithRevision or withExecutable chose the key
 	keyOnce       sync.Once      // buildKey at the first use, unless keySet
+	keySource     string         // how the key was found (KeySource*), "" when none
+	exePath       string         // withExecutable's binary, keyed in place of the running one
 	quiet         bool           // WithRevision(rev): no line saying the key
 	background    sync.WaitGroup // setups left running by a cancelled load, until stored
 }

@@ -112,12 +112,11 @@ func WithRevision(rev string) Option {
 	})
 }
 
-// withExecutable keys the circuit cache as a binary without a clean VCS
+// withExecutable keys the circuit cache (at its first use) as a binary without a clean VCS
 // revision at path would (tests: a go-run-style binary).
 func withExecutable(path string) Option {
 	return optionFunc(func(c *Cache) {
-		c.keySet = true
-		c.revision, c.revisionWhy = executableKey(path, c.dir, "test executable")
+		c.exePath = path
 	})
 }
 
@@ -127,10 +126,27 @@ func withExecutable(path string) Option {
 // The executable is hashed at the first call (of Key or Compile), not by
 // New: a cache that only loads keys never needs it.
 func (c *Cache) Key() (key, describe string) {
+	return c.key(context.Background())
+}
+
+// key is Key, the first call recording a circuit.cache.key span under the
+// span in ctx (with cuzk.circuit.cache.key_source: how the key was found;
+// hashing the executable is the costly one) unless WithRevision set it.
+func (c *Cache) key(ctx context.Context) (key, describe string) {
 	c.keyOnce.Do(func() {
-		if !c.keySet {
-			c.revision, c.revisionWhy = buildKey(c.dir)
+		if c.keySet {
+			return
 		}
+		_, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheKey)
+		if c.exePath != "" {
+			c.revision, c.revisionWhy, c.keySource = executableKey(c.exePath, c.dir, "test executable")
+		} else {
+			c.revision, c.revisionWhy, c.keySource = buildKey(c.dir)
+		}
+		if c.keySource != "" {
+			span.SetAttributes(otelcuzk.KeyCircuitCacheKeySource.String(c.keySource))
+		}
+		span.End()
 	})
 	return c.revision, c.revisionWhy
 }
@@ -193,7 +209,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 		span.SetAttributes(otelcuzk.KeyCircuitCache.String(outcome))
 		endSpan(span, err)
 	}()
-	c.Key()
+	c.key(ctx)
 	c.offOnce.Do(func() {
 		switch {
 		case c.progress == nil || c.quiet:

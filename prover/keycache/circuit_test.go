@@ -302,7 +302,7 @@ func TestCircuitCacheMissesAfterTheExecutableChanges(t *testing.T) {
 	if comp.calls.Load() != 3 {
 		t.Errorf("%d compiles, want 3 (first run, after each change)", comp.calls.Load())
 	}
-	if _, err := ExecutableKey(filepath.Join(dir, "nosuch"), dir); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, _, err := ExecutableKey(filepath.Join(dir, "nosuch"), dir); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("missing executable: %v, want a one-line error", err)
 	}
 }
