@@ -37,6 +37,7 @@ type Telemetry struct {
 	provider trace.TracerProvider // TracerProvider, or its wrapper of WithUnsampledCallerAsLink
 	exporter *countingExporter
 	queue    *queueCounter
+	opens    *openSpans
 	protocol string // "file", ProtocolGRPC, ProtocolHTTPProtobuf or "custom"
 	target   string // file path or endpoint as configured ("" when read by the exporter from the environment)
 	timeout  time.Duration
@@ -71,7 +72,8 @@ func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) 
 // COMPRESSION. With no endpoint anywhere, spans go to the OTLP JSON lines file
 // of WithTraceFile (default DefaultTraceFile).
 //
-// Processors, in order: the UntracedProcessor (unless WithoutUntraced), the
+// Processors, in order: the tracker of open spans (EndOpenSpans), the
+// UntracedProcessor (unless WithoutUntraced), the
 // exporting processor (batch, reading OTEL_BSP_*; or simple with
 // WithSyncExport), then those of WithSpanProcessor. The sampler comes from
 // WithSampler or OTEL_TRACES_SAMPLER[_ARG] (read by the SDK), default
@@ -101,6 +103,7 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	t := &Telemetry{
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		timeout:    exportTimeout(c),
+		opens:      newOpenSpans(),
 	}
 	exp, err := t.newExporter(ctx, c)
 	if err != nil {
@@ -113,7 +116,8 @@ func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		t.exporter.endpoint = t.target
 	}
 
-	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits())}
+	popts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits()),
+		sdktrace.WithSpanProcessor(t.opens)}
 	if c.sampler != nil {
 		popts = append(popts, sdktrace.WithSampler(c.sampler))
 	}

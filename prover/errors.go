@@ -63,3 +63,18 @@ var (
 	// and hands the proof to another worker. error.type device_fault.
 	ErrDeviceFault = otelcuzk.NewError(otelcuzk.ErrorTypeDeviceFault, "device fault")
 )
+
+// AbandonedWork is implemented by an error (found with errors.As) of a
+// step that returned when its context ended while work it started runs on
+// to its end: a circuit compile or key setup, which gnark cannot stop
+// (keycache.AbandonedError). prover/engine keeps the cancelled job's
+// worker and memory reserved until AbandonedDone is closed, and lists the
+// work in its Status, so an abandoned setup is never unaccounted for.
+type AbandonedWork interface {
+	error
+	// AbandonedStep names the work left running ("keys.setup",
+	// "circuit.compile").
+	AbandonedStep() string
+	// AbandonedDone is closed once the work has ended.
+	AbandonedDone() <-chan struct{}
+}

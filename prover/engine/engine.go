@@ -106,10 +106,35 @@ type Status struct {
 	Uptime  time.Duration
 	// Closing is set once Shutdown began.
 	Closing bool
+	// Abandoned is the work cancelled jobs' runners left running (a key
+	// setup or compile that cannot stop), each holding its worker and its
+	// job's memory reservation until it ends; oldest first.
+	Abandoned []Abandoned
 	// JournalErrors counts the journal writes (WithJournal) that failed,
 	// JournalError is the last one's error ("" when none).
 	JournalErrors uint64
 	JournalError  string
+}
+
+// Abandoned is work a cancelled (or timed-out) job's runner left running:
+// a key setup or circuit compile that gnark cannot stop (the runner's error
+// implements prover.AbandonedWork). The job has ended, but until the work
+// ends it holds the job's worker (its device worker in a serial engine, its
+// synthesis slot in a pipelined one: not handed to another job) and the
+// job's memory reservation in the budget.
+type Abandoned struct {
+	// Step is the work left running: "keys.setup" or "circuit.compile".
+	Step string
+	// JobID, RequestID, Circuit and Constraints are of the job that
+	// started it.
+	JobID, RequestID, Circuit string
+	Constraints               int
+	// Worker is the device worker held ("" for a synthesis slot).
+	Worker string
+	// Since is when the job's runner returned, leaving the work running.
+	Since time.Time
+	// MemoryBytes is what it keeps reserved in the budget (0 without one).
+	MemoryBytes uint64
 }
 
 // QueueDepth is the number of partitions waiting for a synthesis slot (or
@@ -173,6 +198,8 @@ type Engine struct {
 	healthy       int // device workers not faulted
 	reserved      uint64
 	peak          uint64
+	abandoned     []*Abandoned // work left running by cancelled jobs' runners, oldest first
+	abandonedSlot int          // of abandoned, those holding a synthesis slot
 	seq           uint64
 	succeeded     uint64
 	failed        uint64
@@ -647,7 +674,7 @@ func (e *Engine) Status() Status {
 	s := Status{
 		QueueCapacity:    e.cfg.queueSize,
 		WaitingMemory:    e.budgetWaiting,
-		Synthesizing:     e.synthesizing - e.budgetWaiting,
+		Synthesizing:     e.synthesizing - e.budgetWaiting - e.abandonedSlot,
 		Proving:          e.proving,
 		SynthesisWorkers: 0,
 		Workers:          append([]WorkerStatus(nil), e.wstats...),
@@ -686,6 +713,9 @@ func (e *Engine) Status() Status {
 	}
 	for _, j := range e.running {
 		s.Running = append(s.Running, j.info())
+	}
+	for _, a := range e.abandoned {
+		s.Abandoned = append(s.Abandoned, *a)
 	}
 	return s
 }

@@ -103,8 +103,11 @@ func (e *Engine) synthesisWork() {
 			synCtx = prover.WithSolverTasks(runCtx, tasks)
 		}
 		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(synCtx, &t.req) })
+		ab := abandonedOf(err)
 		e.mu.Lock()
-		e.synthesizing--
+		if ab == nil {
+			e.synthesizing--
+		}
 		t.synthEnd = e.cfg.now()
 		if err == nil && e.cfg.tuner != nil {
 			e.cfg.tuner.ObserveSynthesis(&t.req, t.synthEnd.Sub(t.synthStart))
@@ -118,13 +121,21 @@ func (e *Engine) synthesisWork() {
 			if syn != nil {
 				_ = syn.Release(t.ctx)
 				e.unreserveWhenFreed(t, syn)
-			} else {
+			} else if ab == nil {
 				e.unreserve(t)
 			}
 			if err == nil && syn == nil {
 				err = errors.New("runner returned no synthesized proof")
 			}
 			e.endTask(t, -1, nil, err)
+			if ab != nil {
+				// This slot is not handed out until the work ends.
+				e.holdAbandoned(t, ab, "")
+				e.mu.Lock()
+				e.synthesizing--
+				e.cond.Broadcast()
+				e.mu.Unlock()
+			}
 			continue
 		}
 		cancel()
@@ -351,12 +362,16 @@ func (e *Engine) deviceWork(i int) {
 				err = errors.New("runner returned no synthesized proof")
 			}
 			cancel()
-			e.unreserve(t)
+			if abandonedOf(err) == nil {
+				e.unreserve(t)
+			}
 		case e.synth == nil:
 			req := t.req
 			res, err = runSafely(func() (*prover.Result, error) { return w.Runner.Run(runCtx, &req) })
 			cancel()
-			e.unreserve(t)
+			if abandonedOf(err) == nil {
+				e.unreserve(t)
+			}
 		default:
 			syn := t.syn
 			res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
@@ -381,7 +396,50 @@ func (e *Engine) deviceWork(i int) {
 			return
 		}
 		e.endTask(t, i, res, err)
+		if ab := abandonedOf(err); ab != nil && e.synth == nil {
+			// This worker is not handed out until the work ends.
+			e.holdAbandoned(t, ab, w.Name)
+		}
 	}
+}
+
+// abandonedOf returns the work err says its runner left running
+// (prover.AbandonedWork), or nil.
+func abandonedOf(err error) prover.AbandonedWork {
+	var ab prover.AbandonedWork
+	if err != nil && errors.As(err, &ab) {
+		return ab
+	}
+	return nil
+}
+
+// holdAbandoned holds the calling worker (a device worker named worker, or
+// a synthesis slot for "") and t's memory reservation until the work ab
+// left running ends, listed in Status.Abandoned meanwhile; then it gives
+// the reservation back. t's job has ended already.
+func (e *Engine) holdAbandoned(t *task, ab prover.AbandonedWork, worker string) {
+	e.mu.Lock()
+	a := &Abandoned{Step: ab.AbandonedStep(), JobID: t.job.id, RequestID: t.job.req.RequestID,
+		Circuit: t.job.req.Circuit, Constraints: t.job.req.Constraints, Worker: worker,
+		Since: e.cfg.now(), MemoryBytes: t.reserved}
+	e.abandoned = append(e.abandoned, a)
+	if worker == "" {
+		e.abandonedSlot++
+	}
+	e.mu.Unlock()
+	<-ab.AbandonedDone()
+	e.mu.Lock()
+	for k, x := range e.abandoned {
+		if x == a {
+			e.abandoned = append(e.abandoned[:k], e.abandoned[k+1:]...)
+			break
+		}
+	}
+	if worker == "" {
+		e.abandonedSlot--
+	}
+	e.mu.Unlock()
+	e.unreserve(t)
 }
 
 // deviceFault takes worker i out of service after its runner reported a

@@ -89,7 +89,10 @@ type Cache struct {
 	keySource     string         // how the key was found (KeySource*), "" when none
 	exePath       string         // withExecutable's binary, keyed in place of the running one
 	quiet         bool           // WithRevision(rev): no line saying the key
-	background    sync.WaitGroup // setups left running by a cancelled load, until stored
+	background    sync.WaitGroup // compiles and setups running (shared), until stored
+
+	mu   sync.Mutex
+	work map[string]*work // compiles and setups under way, by key
 }
 
 // Option configures a Cache.
@@ -132,6 +135,7 @@ func New(dir string, opts ...Option) (*Cache, error) {
 		tracer:        otel.GetTracerProvider().Tracer(otelcuzk.ScopeName),
 		progress:      os.Stderr,
 		progressAfter: 2 * time.Second,
+		work:          map[string]*work{},
 	}
 	for _, o := range opts {
 		o.apply(c)
@@ -174,8 +178,10 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // replaced by a fresh setup, saying so in one line on the progress writer;
 // a file of the format before the checksums is read unchecked once and
 // rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
-// ctx's error (before a setup, or as soon as ctx ends during one: that
-// setup then finishes in the background and stores its keys), or setup's.
+// ctx's error (before a setup; as soon as ctx ends during one, an
+// *AbandonedError wrapping it: that setup then finishes in the background
+// and stores its keys, and a load of the same key meanwhile joins it), or
+// setup's.
 // A failed store is no error: the keys are returned, the keys.store span
 // records the failure and one line on the progress writer says so.
 func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (k *Keys, err error) {
@@ -317,40 +323,36 @@ func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
 
 func (c *Cache) path(hash string) string { return filepath.Join(c.dir, hash+".keys") }
 
-// setupUnlessDone runs setup, and returns ctx's error as soon as ctx ends:
-// groth16.Setup cannot be stopped, and a caller that waited for it would
-// hold its spans (keys.setup, keys.load) open past its own, so an
-// interrupted run would export keys.read and keys.hash without their
-// parent. The setup left running still stores its keys at path when it
-// finishes (untraced: its job has ended), so the work is not lost.
+// setupUnlessDone runs setup for the key at path, or joins the setup of
+// that key under way (one a cancelled load left running), and returns
+// ctx's error as an *AbandonedError as soon as ctx ends: groth16.Setup
+// cannot be stopped, and a caller that waited for it would hold its spans
+// (keys.setup, keys.load) open past its own, so an interrupted run would
+// export keys.read and keys.hash without their parent. The setup left
+// running still stores its keys at path when it finishes (untraced: its
+// job has ended), so the work is not lost, and a load of the same key
+// meanwhile waits for it instead of starting a second one.
 func (c *Cache) setupUnlessDone(ctx context.Context, ccs constraint.ConstraintSystem, path string) (groth16.ProvingKey, groth16.VerifyingKey, error) {
-	type result struct {
-		pk  groth16.ProvingKey
-		vk  groth16.VerifyingKey
-		err error
+	type keys struct {
+		pk groth16.ProvingKey
+		vk groth16.VerifyingKey
 	}
-	done := make(chan result, 1)
-	go func() {
+	v, err := c.shared(ctx, "setup:"+path, otelcuzk.SpanKeysSetup, func() (any, error) {
 		pk, vk, err := c.setup(ctx, ccs)
-		done <- result{pk, vk, err}
-	}()
-	select {
-	case r := <-done:
-		return r.pk, r.vk, r.err
-	case <-ctx.Done():
-		c.background.Add(1)
-		go func() {
-			defer c.background.Done()
-			if r := <-done; r.err == nil {
-				_ = writeChecked(path, func(w io.Writer) error { return writeKeys(w, r.pk, r.vk) })
-			}
-		}()
-		return nil, nil, ctx.Err()
+		return keys{pk, vk}, err
+	}, func(v any) {
+		k := v.(keys)
+		_ = writeChecked(path, func(w io.Writer) error { return writeKeys(w, k.pk, k.vk) })
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	k := v.(keys)
+	return k.pk, k.vk, nil
 }
 
-// Wait waits until every setup that a cancelled load left running has
-// finished and stored its keys, or until ctx ends (its error is returned),
+// Wait waits until every compile and setup under way, those a cancelled
+// call left running included, has finished and stored its result, or until ctx ends (its error is returned),
 // so an owner that shuts down does not leave a write into the cache
 // directory behind it.
 func (c *Cache) Wait(ctx context.Context) error {
@@ -419,7 +421,8 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 	took := time.Since(start)
 	close(done)
 	<-spun
-	if err == nil && ctx.Err() == nil {
+	if err == nil {
+		// Abandoned or not, the setup ran whole: its time is the host's.
 		recordSetup(c.dir, n, took)
 	}
 	return pk, vk, err

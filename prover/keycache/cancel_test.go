@@ -112,3 +112,131 @@ func mustHash(t *testing.T, ccs constraint.ConstraintSystem) string {
 	}
 	return h
 }
+
+// A Compile cancelled while gnark compiles (frontend.Compile cannot stop)
+// returns an *AbandonedError at once, with circuit.frontend and
+// circuit.compile ended canceled; a second Compile of the same circuit
+// meanwhile joins the one left running (compile runs once), and the
+// compile left running stores the circuit for the next Compile.
+func TestACancelledCompileReturnsAtOnceAndASecondJoinsTheOneLeftRunning(t *testing.T) {
+	dir := t.TempDir()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c, err := New(dir, WithRevision("rev1"), WithTracerProvider(tp), WithProgress(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	comp := &compiler{n: 1 << 10}
+	slow := func() (constraint.ConstraintSystem, error) { <-release; return comp.compile() }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := c.Compile(ctx, "mulchain", 1<<10, slow); errc <- err }()
+	for c.Running() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	var ab *AbandonedError
+	select {
+	case err := <-errc:
+		if !errors.As(err, &ab) || !errors.Is(err, context.Canceled) || ab.AbandonedStep() != otelcuzk.SpanCircuitCompile {
+			t.Fatalf("cancelled Compile: %v, want an *AbandonedError of circuit.compile wrapping context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled Compile waited for the compile it cannot stop")
+	}
+	for _, name := range []string{otelcuzk.SpanCircuitFrontend, otelcuzk.SpanCircuitCompile} {
+		s := endedSpan(t, rec, name)
+		if et := errorTypeOf(s); et != otelcuzk.ErrorTypeCanceled {
+			t.Errorf("%s ended with error.type %q, want canceled", name, et)
+		}
+	}
+
+	// A second Compile while the first runs on joins it.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { _, err := c.Compile(ctx2, "mulchain", 1<<10, slow); errc <- err }()
+	time.Sleep(50 * time.Millisecond)
+	if n := c.Running(); n != 1 {
+		t.Errorf("%d compiles running after a second Compile of the same circuit, want 1 (joined)", n)
+	}
+	cancel2()
+	if err := <-errc; !errors.As(err, &ab) {
+		t.Fatalf("second cancelled Compile: %v", err)
+	}
+	close(release)
+	select {
+	case <-ab.AbandonedDone():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the abandoned compile never ended")
+	}
+	if n := comp.calls.Load(); n != 1 {
+		t.Errorf("compile ran %d times for two Compiles of one circuit, want 1", n)
+	}
+	rec.Reset()
+	got, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
+	if err != nil || !got.CacheHit {
+		t.Fatalf("Compile after the abandoned one ended: %v, cache hit %v; want the circuit it stored", err, got != nil && got.CacheHit)
+	}
+	if n := comp.calls.Load(); n != 1 {
+		t.Errorf("compile ran again (%d calls) although the abandoned compile stored the circuit", n)
+	}
+}
+
+// Two loads of one key cancelled during its setup run one groth16.Setup:
+// the second joins the one the first left running (Running is 1), so N
+// cancels of one key never start N setups.
+func TestLoadsOfOneKeyCancelledDuringSetupShareOneSetup(t *testing.T) {
+	dir := t.TempDir()
+	ccs := compile(t, 1<<12)
+	var abs []*AbandonedError
+	c, err := New(dir, WithProgress(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cancelOnStart{otelcuzk.SpanKeysSetup, cancel}))
+		c.tracer = tp.Tracer("test")
+		_, err := c.Load(ctx, ccs)
+		var ab *AbandonedError
+		if !errors.As(err, &ab) || ab.AbandonedStep() != otelcuzk.SpanKeysSetup {
+			t.Fatalf("load %d cancelled during setup: %v, want an *AbandonedError of keys.setup", i, err)
+		}
+		abs = append(abs, ab)
+		if n := c.Running(); n != 1 {
+			t.Errorf("after %d cancelled loads of one key %d setups run, want 1", i+1, n)
+		}
+	}
+	if abs[0].AbandonedDone() != abs[1].AbandonedDone() {
+		t.Error("the two cancelled loads were left with different setups")
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer wcancel()
+	if err := c.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.path(mustHash(t, ccs))); err != nil {
+		t.Fatalf("the shared setup stored no keys: %v", err)
+	}
+}
+
+func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	for _, s := range rec.Ended() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("%s was not ended", name)
+	return nil
+}
+
+func errorTypeOf(s sdktrace.ReadOnlySpan) string {
+	for _, a := range s.Attributes() {
+		if a.Key == otelcuzk.KeyErrorType {
+			return a.Value.AsString()
+		}
+	}
+	return ""
+}

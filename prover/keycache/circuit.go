@@ -199,8 +199,11 @@ func (c *Cache) circuitPath(circuit string, constraints int) string {
 // The first Compile writes one line to the progress writer saying what
 // keys the cache (Key). With no key (WithRevision("")) the cache is
 // neither read nor written; a damaged cached file is compiled again with a one-line warning.
-// compile must return a BLS12-381 constraint system. Errors: compile's, or
-// the store's. Safe for concurrent use.
+// compile must return a BLS12-381 constraint system. Errors: compile's,
+// the store's, or, when ctx ends during the compile, an *AbandonedError
+// wrapping ctx's error (the compile runs on and stores its circuit; a
+// Compile of the same circuit and size meanwhile joins it). Safe for
+// concurrent use.
 func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) (comp *Compiled, err error) {
 	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitCompile, trace.WithAttributes(
 		otelcuzk.KeyCircuitID.String(circuit), otelcuzk.KeyCircuitConstraints.Int(constraints)))
@@ -221,7 +224,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	})
 	if c.revision == "" {
 		outcome = CircuitCacheOff
-		ccs, err := frontendCompile(ctx, c.tracer, compile)
+		ccs, err := c.frontendCompile(ctx, fmt.Sprintf("compile:%s/%d", circuit, constraints), compile, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +250,9 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 			fmt.Fprintf(c.progress, "circuit cache: %s unreadable (%v); compiling again\n", path, rerr)
 		}
 	}
-	ccs, err := frontendCompile(ctx, c.tracer, compile)
+	ccs, err := c.frontendCompile(ctx, "compile:"+path, compile, func(ccs constraint.ConstraintSystem) {
+		_, _ = storeCircuit(path, ccs, want)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -263,11 +268,24 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 // errStale marks a cached circuit compiled by another build or gnark.
 var errStale = errors.New("compiled by another build")
 
-func frontendCompile(ctx context.Context, tracer trace.Tracer, compile func() (constraint.ConstraintSystem, error)) (constraint.ConstraintSystem, error) {
-	_, span := tracer.Start(ctx, otelcuzk.SpanCircuitFrontend)
-	ccs, err := compile()
+// frontendCompile runs compile (or joins the compile of key under way) in
+// a circuit.frontend span, and returns ctx's error as an *AbandonedError as
+// soon as ctx ends: gnark's frontend.Compile cannot be stopped, and the
+// spans of a run interrupted during it must end (circuit.compile left open
+// made an interrupted cuzk prove's trace 100 % untraced). The compile left
+// running goes on and is given to store (when not nil) at its end.
+func (c *Cache) frontendCompile(ctx context.Context, key string, compile func() (constraint.ConstraintSystem, error), store func(constraint.ConstraintSystem)) (constraint.ConstraintSystem, error) {
+	_, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitFrontend)
+	var stored func(any)
+	if store != nil {
+		stored = func(v any) { store(v.(constraint.ConstraintSystem)) }
+	}
+	v, err := c.shared(ctx, key, otelcuzk.SpanCircuitCompile, func() (any, error) { return compile() }, stored)
 	endSpan(span, err)
-	return ccs, err
+	if err != nil {
+		return nil, err
+	}
+	return v.(constraint.ConstraintSystem), nil
 }
 
 // circuitFormat is the layout of a cached circuit's payload, stored in its
