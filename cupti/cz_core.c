@@ -40,6 +40,7 @@ static struct {
 	CUptiResult (*PushExternalCorrelationId)(int, uint64_t);
 	CUptiResult (*PopExternalCorrelationId)(int, uint64_t *);
 	CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, int, uint32_t); /* optional */
+	CUptiResult (*EnableHWTrace)(uint8_t);                                          /* optional (CUDA 12.8+) */
 	char path[4096];
 } L;
 
@@ -174,6 +175,7 @@ int cz_open(const char *path, char *err, size_t errlen) {
 	SYM(PushExternalCorrelationId, "cuptiActivityPushExternalCorrelationId");
 	SYM(PopExternalCorrelationId, "cuptiActivityPopExternalCorrelationId");
 	*(void **)&L.EnableCallback = dlsym(L.lib, "cuptiEnableCallback");
+	*(void **)&L.EnableHWTrace = dlsym(L.lib, "cuptiActivityEnableHWTrace");
 	Dl_info info;
 	if (dladdr(*(void **)&L.GetVersion, &info) && info.dli_fname)
 		snprintf(L.path, sizeof L.path, "%s", info.dli_fname);
@@ -378,6 +380,65 @@ void cz_calibrate(int n) {
 	cz_queue_frame(CZ_FRAME_CALIB, pl, 4 + (size_t)n * 24);
 }
 
+// ---- API records on demand (CZ_START_LAZY_API) ----
+
+// The API kinds are what external correlation rides on: CUPTI writes an
+// external correlation record beside the API record of a call made while
+// an id is pushed. They cost about a microsecond a launch, so with
+// CZ_START_LAZY_API they are on only while some thread has a scope open
+// (a push range or a parent): the push that opens the first switches them
+// on before it returns, so every launch inside it has its record; they go
+// off at the first cz_api_tick after a whole tick with none open. The
+// lock is taken only when a scope opens or closes, never on a launch.
+static struct {
+	pthread_mutex_t mu;
+	int lazy, on, open, touched;
+	uint64_t n_on, n_off;
+} api = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0};
+
+static void api_switch_locked(int on) {
+	if (api.on == on) return;
+	const int kinds[2] = {CZ_KIND_DRIVER, CZ_KIND_RUNTIME};
+	for (int i = 0; i < 2; i++) {
+		if (on) L.ActivityEnable(kinds[i]);
+		else L.ActivityDisable(kinds[i]);
+	}
+	api.on = on;
+	if (on) api.n_on++;
+	else api.n_off++;
+}
+
+static void scope_open(void) {
+	if (!api.lazy) return;
+	pthread_mutex_lock(&api.mu);
+	api.open++;
+	api.touched = 1;
+	if (running) api_switch_locked(1);
+	pthread_mutex_unlock(&api.mu);
+}
+
+static void scope_close(void) {
+	if (!api.lazy) return;
+	pthread_mutex_lock(&api.mu);
+	if (api.open > 0) api.open--;
+	pthread_mutex_unlock(&api.mu);
+}
+
+void cz_api_tick(void) {
+	if (!api.lazy) return;
+	pthread_mutex_lock(&api.mu);
+	if (running && api.open == 0 && !api.touched) api_switch_locked(0);
+	api.touched = 0;
+	pthread_mutex_unlock(&api.mu);
+}
+
+void cz_api_switches(uint64_t *on, uint64_t *off) {
+	pthread_mutex_lock(&api.mu);
+	*on = api.n_on;
+	*off = api.n_off;
+	pthread_mutex_unlock(&api.mu);
+}
+
 // ---- external correlation ----
 
 static __thread uint64_t tls_parent;
@@ -395,6 +456,7 @@ void cuzk_cupti_enter(uint64_t parent) {
 	if (tls_depth < 64) tls_saved[tls_depth] = tls_parent;
 	tls_depth++;
 	tls_parent = parent;
+	if (parent) scope_open();
 	if (running && parent) L.PushExternalCorrelationId(CZ_EXT_PARENT, parent);
 }
 
@@ -405,6 +467,7 @@ void cuzk_cupti_exit(void) {
 	tls_parent = tls_depth < 64 ? tls_saved[tls_depth] : 0;
 	uint64_t last;
 	if (running && cur) L.PopExternalCorrelationId(CZ_EXT_PARENT, &last);
+	if (cur) scope_close();
 }
 
 void cz_cudaspans_push(uint64_t id) {
@@ -547,6 +610,7 @@ static const char *attr_message(const cz_nvtx_attr *a) {
 static void range_push(const void *domain, const char *msg, const cz_nvtx_attr *a) {
 	uint64_t id = __atomic_add_fetch(&next_range_id, 1, __ATOMIC_RELAXED);
 	uint64_t parent = tls_nranges > 0 && tls_nranges <= 128 ? tls_ranges[tls_nranges - 1].id : 0;
+	scope_open();
 	if (tls_nranges < 128) {
 		tls_ranges[tls_nranges].id = id;
 		tls_ranges[tls_nranges].domain = domain;
@@ -563,6 +627,7 @@ static void range_pop(const void *domain) {
 	}
 	if (tls_nranges > 128) {
 		tls_nranges--;
+		scope_close();
 		return;
 	}
 	// The innermost open range of this domain; ranges of other domains
@@ -581,6 +646,7 @@ static void range_pop(const void *domain) {
 		L.PushExternalCorrelationId(CZ_EXT_RANGE, tls_ranges[j - 1].id);
 	}
 	tls_nranges--;
+	scope_close();
 	emit_pop(id, 0);
 }
 
@@ -688,9 +754,25 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	// with an id pushed, so the API kinds must be on; their own records
 	// are not forwarded (frame_record).
 	kinds[n++] = CZ_KIND_EXTERNAL_CORRELATION;
-	if (!(flags & CZ_START_NO_API)) {
+	pthread_mutex_lock(&api.mu);
+	api.lazy = (flags & CZ_START_LAZY_API) && !(flags & CZ_START_NO_API);
+	api.on = api.open = api.touched = 0;
+	pthread_mutex_unlock(&api.mu);
+	if (!(flags & (CZ_START_NO_API | CZ_START_LAZY_API))) {
 		kinds[n++] = CZ_KIND_DRIVER;
 		kinds[n++] = CZ_KIND_RUNTIME;
+	}
+	if (flags & CZ_START_HWTRACE) {
+		// Before the kinds are enabled, as CUPTI requires.
+		char msg[256];
+		r = L.EnableHWTrace ? L.EnableHWTrace(1) : -1;
+		if (r != 0) {
+			snprintf(msg, sizeof msg, "hardware kernel timestamps not used: %s",
+			         L.EnableHWTrace ? result_text(r) : "this CUPTI has no cuptiActivityEnableHWTrace");
+			cz_note(msg);
+		} else {
+			cz_note("kernel timestamps from the hardware event system (cuptiActivityEnableHWTrace)");
+		}
 	}
 	kinds[n++] = CZ_KIND_CONCURRENT_KERNEL;
 	if (flags & CZ_START_MEMCPY) kinds[n++] = CZ_KIND_MEMCPY;
@@ -718,6 +800,9 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	// CUPTI without cuptiEnableCallback still captures.
 	if (L.EnableCallback) L.EnableCallback(1, sub, 3 /* RESOURCE */, 2 /* CONTEXT_DESTROY_STARTING */);
 	running = 1;
+	pthread_mutex_lock(&api.mu);
+	if (api.lazy && api.open > 0) api_switch_locked(1); // scopes opened before the start
+	pthread_mutex_unlock(&api.mu);
 	cz_calibrate(16);
 	return 0;
 }
@@ -725,7 +810,10 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 void cz_stop(void) {
 	if (!running) return;
 	L.ActivityFlushAll(1);
+	pthread_mutex_lock(&api.mu);
+	api_switch_locked(0);
 	running = 0;
+	pthread_mutex_unlock(&api.mu);
 	for (int j = 0; j < nstarted; j++) L.ActivityDisable((int)started_kinds[j]);
 	nstarted = 0;
 	if (sub) L.EnableDomain(0, sub, 5);

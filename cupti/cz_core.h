@@ -61,6 +61,17 @@ enum {
 	CZ_START_MEMSET = 4,
 	CZ_START_SYNC = 8,
 	CZ_START_NO_API = 16, /* no API records: cheaper, but no external correlation (ranges, parents) */
+	/* API records only while a correlation scope is open (an NVTX push
+	 * range or a cuzk_cupti_enter parent, on any thread): switched on by
+	 * the push that opens the first, off by cz_api_tick once none has been
+	 * open for a whole tick. Kernels outside every scope need no API
+	 * record (they go under a device window or job by time), so a program
+	 * that marks nothing pays only for the activity records. */
+	CZ_START_LAZY_API = 32,
+	/* Kernel timestamps from the GPU's hardware event system
+	 * (cuptiActivityEnableHWTrace), where this CUPTI and GPU have it;
+	 * refused (a NOTE) elsewhere, and the capture goes on without it. */
+	CZ_START_HWTRACE = 64,
 };
 
 /* Offset of the kernel name pointer in CUpti_ActivityKernel4..9. */
@@ -96,6 +107,14 @@ void cz_note(const char *msg);
 void cz_queue_frame(uint16_t type, const void *payload, size_t n);
 /* cz_set_queue_limit caps queued bytes (frames past it are dropped and counted). */
 void cz_set_queue_limit(size_t bytes);
+
+/* cz_api_tick: with CZ_START_LAZY_API, switches the API records off when
+ * no correlation scope has been open since the previous tick (the caller's
+ * period, e.g. the writer's flush interval). */
+void cz_api_tick(void);
+/* cz_api_switches: how many times the API records were switched on and off
+ * (CZ_START_LAZY_API), for the capture's goodbye. */
+void cz_api_switches(uint64_t *on, uint64_t *off);
 
 /* cz_set_flush_hook names a function called (on the program's thread)
  * when a CUDA context is about to be destroyed, with CZ_FLUSH_CONTEXT_DESTROY:

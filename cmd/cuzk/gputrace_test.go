@@ -159,6 +159,44 @@ func TestGPUTraceTurnsAForeignProgramsRecordsIntoSpans(t *testing.T) {
 	}
 }
 
+// CUPTI's API records (what puts a kernel under its NVTX range) are on
+// only while a range is open: switched on by the push, before its first
+// launch, off again once none has been open for a writer tick, and on
+// again for the next range. fakeprog checks the switches from inside
+// (exit 7, 8 or 9 when one is wrong); the spans show every kernel in its
+// range and the others under the device window.
+func TestGPUTraceAPIRecordsOnlyWhileARangeIsOpen(t *testing.T) {
+	_, prog := buildFakes(t)
+	spans, err := runGPUTraceCmd(t, nil, prog, "lazyapi")
+	if err != nil {
+		t.Fatalf("%v (fakeprog lazyapi: 7 API records on outside a range, 8 off inside one, 9 not switched on again)", err)
+	}
+	first, second := byName(t, spans, "first"), byName(t, spans, "second")
+	for _, c := range []struct {
+		kernel string
+		parent tracefile.Span
+	}{{"lazy_in_first", first}, {"lazy_in_second", second}} {
+		if k := byName(t, spans, c.kernel); k.ParentID != c.parent.SpanID {
+			t.Errorf("%s is not a child of range %q", c.kernel, c.parent.Name)
+		}
+	}
+	windows := map[string]bool{}
+	for _, s := range spans {
+		if s.Name == cupti.SpanWindow {
+			windows[s.SpanID] = true
+		}
+	}
+	for _, name := range []string{"lazy_before", "lazy_between"} {
+		if k := byName(t, spans, name); !windows[k.ParentID] {
+			t.Errorf("%s, launched outside every range, is not under a device window", name)
+		}
+	}
+	// Always on (CUZK_GPUTRACE_API=1): the first check fails.
+	if _, err := runGPUTraceCmd(t, map[string]string{"CUZK_GPUTRACE_API": "1"}, prog, "lazyapi"); err == nil {
+		t.Error("with CUZK_GPUTRACE_API=1 the API records were off outside a range")
+	}
+}
+
 func TestGPUTraceUnderTRACEPARENTIsOneTrace(t *testing.T) {
 	_, prog := buildFakes(t)
 	const tid, sid = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"

@@ -61,8 +61,25 @@ void fake_ctx_destroy(void) {
 	struct { void *ctx; void *stream; } d = {NULL, NULL};
 	if (sub_cb && resource_on) sub_cb(NULL, 3, 2, &d);
 }
-int cuptiActivityEnable(int k) { (void)k; return 0; }
-int cuptiActivityDisable(int k) { (void)k; return 0; }
+// As CUPTI: API records, and the external correlation records beside
+// them, only while the driver or runtime API kind is enabled.
+static int api_kinds_on[2];
+static int api_switched_on;
+int cuptiActivityEnable(int k) {
+	if (k == 4 || k == 5) {
+		if (!api_kinds_on[k - 4]) api_switched_on++;
+		api_kinds_on[k - 4] = 1;
+	}
+	return 0;
+}
+int cuptiActivityDisable(int k) {
+	if (k == 4 || k == 5) api_kinds_on[k - 4] = 0;
+	return 0;
+}
+// fake_api_on: whether API records are being made now; fake_api_switched_on:
+// how many times a kind of them was switched on.
+int fake_api_on(void) { return api_kinds_on[0] || api_kinds_on[1]; }
+int fake_api_switched_on(void) { return api_switched_on; }
 int cuptiActivityRegisterCallbacks(buf_request r, buf_complete c) { req = r; comp = c; return 0; }
 int cuptiActivityGetNumDroppedRecords(void *c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 0; return 0; }
 int cuptiGetTimestamp(uint64_t *t) { *t = mono(); return 0; }
@@ -126,7 +143,8 @@ static void put(const void *r, size_t n) {
 void fake_launch(const char *name, uint64_t dur) {
 	pthread_mutex_lock(&mu);
 	uint32_t corr = next_corr++;
-	for (int k = 0; k < 8; k++)
+	int api = fake_api_on();
+	for (int k = 0; k < 8 && api; k++)
 		if (ext_depth[k] > 0) {
 			uint8_t e[24] = {0};
 			uint32_t kind = 39, ek = (uint32_t)k;
@@ -136,11 +154,11 @@ void fake_launch(const char *name, uint64_t dur) {
 			memcpy(e + 16, &corr, 4);
 			put(e, sizeof e);
 		}
-	uint8_t api[40] = {0};
+	uint8_t apirec[40] = {0};
 	uint32_t akind = 4;
-	memcpy(api, &akind, 4);
-	memcpy(api + 32, &corr, 4);
-	put(api, sizeof api);
+	memcpy(apirec, &akind, 4);
+	memcpy(apirec + 32, &corr, 4);
+	if (api) put(apirec, sizeof apirec);
 	uint8_t k[200] = {0};
 	uint32_t kind = 10, one = 1, blk = 128, stream = 7;
 	uint64_t start = mono() + 1000, end = start + dur;

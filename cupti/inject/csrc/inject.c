@@ -134,6 +134,7 @@ static void *write_loop(void *arg) {
 		}
 		if (t - last_flush >= FLUSH_MS / 1000.0) {
 			cz_flush(0);
+			cz_api_tick();
 			last_flush = t;
 		}
 		if (t - last_cal >= 1.0) {
@@ -322,9 +323,17 @@ static int start_capture(void) {
 		writer_done = 1;
 		return fail_early(err);
 	}
-	uint32_t flags = CZ_START_NVTX | CZ_START_MEMCPY | CZ_START_MEMSET | CZ_START_SYNC;
+	// API records only while an NVTX push range is open (cz_core.h,
+	// CZ_START_LAZY_API). CUZK_GPUTRACE_API=1 keeps them on throughout,
+	// =0 off throughout (measuring what they cost: no kernel is then a
+	// child of its range); CUZK_GPUTRACE_HWTRACE=1 asks for the hardware
+	// kernel timestamps.
+	uint32_t flags = CZ_START_NVTX | CZ_START_MEMCPY | CZ_START_MEMSET | CZ_START_SYNC | CZ_START_LAZY_API;
 	const char *api = getenv("CUZK_GPUTRACE_API");
-	if (api && !strcmp(api, "0")) flags |= CZ_START_NO_API; // measuring: no API records
+	if (api && !strcmp(api, "0")) flags |= CZ_START_NO_API;
+	if (api && !strcmp(api, "1")) flags &= ~(uint32_t)CZ_START_LAZY_API;
+	const char *hw = getenv("CUZK_GPUTRACE_HWTRACE");
+	if (hw && !strcmp(hw, "1")) flags |= CZ_START_HWTRACE;
 	if (cz_start(flags, err, sizeof err) != 0) {
 		writer_done = 1;
 		return fail_early(err);

@@ -2,8 +2,11 @@
 // as the CUDA driver would at cuInit, then launches fake kernels and NVTX
 // ranges through fakecupti.so.
 //
-//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash
+//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash|lazyapi
 //
+// lazyapi checks that CUPTI's API records are on only while a range is
+// open (exit 7 when they are on outside one, 8 when off inside one, 9
+// when they were not switched on again for the second range).
 // The exit paths: goexit ends as a Go program does (its context destroyed,
 // then the exit_group system call: no atexit handler runs), _exit with no
 // flush point at all, sigterm and crash by a fatal signal with the
@@ -77,6 +80,23 @@ int main(int argc, char **argv) {
 		launch("before_sigterm", 1000);
 		raise(SIGTERM);
 		return 0; // not reached
+	} else if (!strcmp(mode, "lazyapi")) {
+		int (*api_on)(void) = (int (*)(void))dlsym(c, "fake_api_on");
+		int (*switched)(void) = (int (*)(void))dlsym(c, "fake_api_switched_on");
+		if (api_on()) return 7;
+		launch("lazy_before", 1000);
+		push("first");
+		if (!api_on()) return 8;
+		launch("lazy_in_first", 1000);
+		pop();
+		usleep(400000); // a few writer ticks: switched off
+		if (api_on()) return 7;
+		launch("lazy_between", 1000);
+		int before = switched();
+		push("second");
+		if (!api_on() || switched() == before) return 9;
+		launch("lazy_in_second", 1000);
+		pop();
 	} else if (!strcmp(mode, "crash")) {
 		launch("before_crash", 1000);
 		*(volatile int *)(uintptr_t)8 = 1;
