@@ -7,6 +7,9 @@
 # Everything goes to $OUT; bench/cupti.md says how to read it.
 #
 #   STEPS="programs loop prove"   LOG2=20   REPS=3
+#   STEPS="lazy agree cbloop check"   (the second session of issue 23: the
+#   loop under each API-record setting, the agreement arrangements,
+#   cuptibench's loop with the flush variants, the ranged programs again)
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out/traces"
@@ -64,6 +67,38 @@ for s in $steps; do
 			CUZK_GPUTRACE_API=0 $d/cuzk gpu-trace --trace-file /tmp/loop0.jsonl -- $d/multistream --loop 100000 | sed 's/$/ (no API records)/'
 		done
 		$d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop.txt"
+		;;
+	lazy)
+		# The loop untraced and under gpu-trace with API records on demand
+		# (the default), always (API=1), never (API=0), with hardware
+		# kernel timestamps asked for, and inside one NVTX range (where
+		# the default needs them), rounds in turn.
+		grep -c cuptiActivityEnableHWTrace /usr/local/cuda/targets/x86_64-linux/include/cupti_activity.h 2>/dev/null | sed 's/^/cupti_activity.h mentions cuptiActivityEnableHWTrace: /'
+		for i in $(seq "$reps"); do
+			log "lazy round $i"
+			$d/multistream --loop 100000 | sed 's/$/ [untraced]/'
+			$d/multistream --loop 100000 --loop-range | sed 's/$/ [untraced, range]/'
+			for v in default API=1 API=0 HWTRACE=1 range; do
+				envs=() args=()
+				case $v in API=*|HWTRACE=*) envs=("CUZK_GPUTRACE_$v") ;; range) args=(--loop-range) ;; esac
+				env "${envs[@]}" timeout 60 $d/cuzk gpu-trace --trace-file /tmp/loop-$v.jsonl -- $d/multistream --loop 100000 "${args[@]}" 2> /tmp/loop-$v.err | sed "s/\$/ [gpu-trace $v]/"
+				grep 'cuzk gpu-trace' /tmp/loop-$v.err | head -2
+			done
+		done
+		for v in default range; do echo "loop $v: $(sp /tmp/loop-$v.jsonl | head -1)"; done
+		;;
+	agree)
+		timeout 60 $d/cuptibench -agree 90 -out "$out/cuptibench-agree.txt"
+		;;
+	cbloop)
+		timeout 90 $d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop.txt"
+		;;
+	check)
+		gt multistream $d/multistream --threads 4 --streams 2 --jobs 3 --traceparent $tp
+		gt cupy python3 examples/python-nvtx/cupy_job.py --traceparent $tp
+		gt gorgonia $d/gorgonia-cu -n 1048576 -iters 10
+		gt foreign-cuda $d/foreign-cuda --iters 5 --runs 3 --pause-ms 200 --traceparent $tp
+		gt torch python3 examples/python-nvtx/torch_job.py --traceparent $tp
 		;;
 	prove)
 		for _ in $(seq 240); do [ -e /tmp/cuzk-keys/.done-$lg ] && break; sleep 1; done

@@ -9,7 +9,10 @@
 //   multistream [--threads 4] [--streams 2] [--jobs 3] [--elems 1048576]
 //               [--traceparent 00-<trace>-<span>-01]
 //               [--loop N]                  N launches of a kernel of a few µs on one
-//                                           stream, timed (the overhead loop)
+//                                           stream, timed (the overhead loop): the wall
+//                                           time, and the host's time inside the launch
+//                                           calls and inside the syncs
+//               [--loop-range]              the loop inside one NVTX push range
 //               [--end exit|_exit|sigterm|crash]   how the program ends
 //
 // It checks every result and every CUDA call, and exits 1 on a wrong one.
@@ -61,6 +64,7 @@ struct Options {
 	size_t elems = 1 << 20;
 	std::string traceparent, end = "exit";
 	long loop = 0;
+	bool loop_range = false;
 };
 
 static bool run_job(const Options &o, int thread, int job) {
@@ -112,7 +116,7 @@ static bool run_job(const Options &o, int thread, int job) {
 	return ok;
 }
 
-static int loop(long n) {
+static int loop(long n, bool range) {
 	const unsigned elems = 1 << 16;
 	float *x;
 	cudaStream_t s;
@@ -121,15 +125,31 @@ static int loop(long n) {
 	CHECK(cudaMemset(x, 0, elems * sizeof(float)));
 	for (int i = 0; i < 100; i++) short_kernel<<<elems / 256, 256, 0, s>>>(x, elems); // warm-up
 	CHECK(cudaStreamSynchronize(s));
-	auto t0 = std::chrono::steady_clock::now();
+	if (range) nvtxRangePushA("multistream.loop");
+	// The host's time inside the launch calls says what bounds the loop:
+	// when it is below the wall time a kernel, the GPU is (the host waits
+	// in the syncs); when it reaches it, the launches are.
+	using clk = std::chrono::steady_clock;
+	clk::duration in_launch{}, in_sync{};
+	auto t0 = clk::now();
 	for (long i = 0; i < n; i++) {
+		auto a = clk::now();
 		short_kernel<<<elems / 256, 256, 0, s>>>(x, elems);
-		if ((i + 1) % 1000 == 0) CHECK(cudaStreamSynchronize(s));
+		auto b = clk::now();
+		in_launch += b - a;
+		if ((i + 1) % 1000 == 0) {
+			CHECK(cudaStreamSynchronize(s));
+			in_sync += clk::now() - b;
+		}
 	}
 	CHECK(cudaStreamSynchronize(s));
 	CHECK(cudaGetLastError());
-	double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-	std::printf("multistream: loop of %ld kernels in %.3f ms (%.3f us each)\n", n, ms, 1000.0 * ms / (double)n);
+	double ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+	if (range) nvtxRangePop();
+	double us_launch = std::chrono::duration<double, std::micro>(in_launch).count() / (double)n;
+	double ms_sync = std::chrono::duration<double, std::milli>(in_sync).count();
+	std::printf("multistream: loop of %ld kernels in %.3f ms (%.3f us each; host %.3f us a launch call, %.1f ms in syncs)\n",
+	            n, ms, 1000.0 * ms / (double)n, us_launch, ms_sync);
 	CHECK(cudaFree(x));
 	CHECK(cudaStreamDestroy(s));
 	return 0;
@@ -152,6 +172,7 @@ int main(int argc, char **argv) {
 		else if (a == "--elems") o.elems = std::strtoull(val(), nullptr, 10);
 		else if (a == "--traceparent") o.traceparent = val();
 		else if (a == "--loop") o.loop = std::atol(val());
+		else if (a == "--loop-range") o.loop_range = true;
 		else if (a == "--end") o.end = val();
 		else {
 			std::fprintf(stderr, "multistream: unknown argument %s\n", a.c_str());
@@ -164,7 +185,7 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	if (o.loop > 0) {
-		loop(o.loop);
+		loop(o.loop, o.loop_range);
 	} else {
 		std::vector<std::thread> ts;
 		std::vector<int> ok(o.threads, 1);
