@@ -7,7 +7,7 @@
 # Everything goes to $OUT; bench/cupti.md says how to read it.
 #
 #   STEPS="programs loop prove"   LOG2=20   REPS=3
-#   STEPS="lazy agree cbloop check"   (the second session of issue 23: the
+#   STEPS="check lazy agree cbloop check2"   (the second session of issue 23: the
 #   loop under each API-record setting, the agreement arrangements,
 #   cuptibench's loop with the flush variants, the ranged programs again)
 set -uo pipefail
@@ -96,6 +96,8 @@ for s in $steps; do
 	check)
 		gt multistream $d/multistream --threads 4 --streams 2 --jobs 3 --traceparent $tp
 		gt cupy python3 examples/python-nvtx/cupy_job.py --traceparent $tp
+		;;
+	check2)
 		gt gorgonia $d/gorgonia-cu -n 1048576 -iters 10
 		gt foreign-cuda $d/foreign-cuda --iters 5 --runs 3 --pause-ms 200 --traceparent $tp
 		gt torch python3 examples/python-nvtx/torch_job.py --traceparent $tp
