@@ -6,6 +6,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -48,7 +49,11 @@ var agreeLengths = []uint64{5e3, 10e3, 20e3, 50e3, 100e3, 200e3, 500e3, 1e6, 2e6
 //
 // The agreement line of each says how many kernels' two durations are
 // within max(1 %, 2 µs), and by how much they differ.
-func runAgree(ctx context.Context, n int) error {
+func runAgree(outer context.Context, n int) error {
+	if n > cudaspans.DefaultMaxKernelSpans {
+		return fmt.Errorf("-agree %d: at most %d kernels an arrangement (cudaspans folds more into aggregates)", n, cudaspans.DefaultMaxKernelSpans)
+	}
+	ctx := outer
 	rec, tp, _, closeTracing, err := benchutil.SyncTracing()
 	if err != nil {
 		return err
@@ -135,10 +140,18 @@ func runAgree(ctx context.Context, n int) error {
 			return nil
 		}},
 	}
+	// Each arrangement's kernels under a span of their own: cudaspans
+	// folds the launches past DefaultMaxKernelSpans under one parent into
+	// aggregates, which carry no durations to compare.
+	tracer := tp.Tracer("cuptibench")
 	for round := 0; round < 2; round++ { // the first round warms up
 		for _, a := range arrangements {
 			rec.Reset()
-			if err := a.run(); err != nil {
+			var span trace.Span
+			ctx, span = tracer.Start(outer, "agree."+a.name)
+			err := a.run()
+			span.End()
+			if err != nil {
 				return fmt.Errorf("%s: %w", a.name, err)
 			}
 			if round == 1 {

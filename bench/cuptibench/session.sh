@@ -87,6 +87,23 @@ for s in $steps; do
 		done
 		for v in default range; do echo "loop $v: $(sp /tmp/loop-$v.jsonl | head -1)"; done
 		;;
+	lazy2)
+		# Fewer variants, more rounds: untraced, gpu-trace with API records
+		# on demand (none in this loop: no range), and always on; the
+		# medians of the wall times and of the host's time a launch call.
+		rm -f /tmp/lz-*.txt
+		for i in $(seq "$reps"); do
+			$d/multistream --loop 100000 >> /tmp/lz-untraced.txt
+			timeout 30 $d/cuzk gpu-trace --trace-file /tmp/lz.jsonl -- $d/multistream --loop 100000 >> /tmp/lz-default.txt 2> /dev/null
+			CUZK_GPUTRACE_API=1 timeout 30 $d/cuzk gpu-trace --trace-file /tmp/lz.jsonl -- $d/multistream --loop 100000 >> /tmp/lz-API=1.txt 2> /dev/null
+		done
+		for v in untraced default API=1; do
+			python3 -c 'import re,statistics,sys
+w=[float(m.group(1)) for m in re.finditer(r"in ([0-9.]+) ms", open(sys.argv[1]).read())]
+h=[float(m.group(1)) for m in re.finditer(r"host ([0-9.]+) us", open(sys.argv[1]).read())]
+print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % statistics.median(w), "host us a launch median %.3f" % statistics.median(h))' /tmp/lz-$v.txt $v
+		done
+		;;
 	agree)
 		timeout 60 $d/cuptibench -agree 90 -out "$out/cuptibench-agree.txt"
 		;;
