@@ -715,16 +715,6 @@ func (b *builder) prune() {
 
 // takeCudaspans returns and forgets CUPTI's durations of the given
 // cudaspans launch ids.
-// hasCudaspans says whether every launch of ids has its CUPTI duration.
-func (b *builder) hasCudaspans(ids []uint64) bool {
-	for _, id := range ids {
-		if _, ok := b.cs[id]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
 func (b *builder) takeCudaspans(ids []uint64) map[uint64]float64 {
 	out := map[uint64]float64{}
 	for _, id := range ids {

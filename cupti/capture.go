@@ -52,8 +52,6 @@ type Capture struct {
 	stopc   chan struct{}
 	done    chan struct{}
 	lastCal time.Time
-	// forcedDurations: cudaspansDurations always flushes forced.
-	forcedDurations bool
 }
 
 var (
@@ -116,7 +114,6 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		job:           cfg.job,
 	})
 	c.lastCal = cfg.now()
-	c.forcedDurations = os.Getenv("CUZK_CUPTI_DURATIONS_FLUSH") == "forced"
 	durations := c.cudaspansDurations
 	if !cfg.csDurations {
 		durations = nil
@@ -228,23 +225,10 @@ func (c *Capture) Close(ctx context.Context) error {
 }
 
 // cudaspansDurations is cudaspans' hook: CUPTI's durations (ms) of the
-// launches with the given ids. cudaspans calls it after synchronizing the
-// stream, so the launches are complete and an ordinary flush delivers
-// their records; a forced flush, which costs more, follows only when one
-// of them is still missing. ($CUZK_CUPTI_DURATIONS_FLUSH=forced at Start:
-// always forced, as before, to measure the difference.)
+// launches with the given ids, after a forced flush.
 func (c *Capture) cudaspansDurations(ids []uint64) map[uint64]float64 {
 	if len(ids) == 0 {
 		return nil
-	}
-	if !c.forcedDurations {
-		c.drain(false, false)
-		c.mu.Lock()
-		if c.b.hasCudaspans(ids) {
-			defer c.mu.Unlock()
-			return c.b.takeCudaspans(ids)
-		}
-		c.mu.Unlock()
 	}
 	c.drain(true, false)
 	c.mu.Lock()

@@ -289,24 +289,6 @@ func TestCudaspansKernelAppearsOnce(t *testing.T) {
 	}
 }
 
-// cuda.cupti_ms after a Synchronize: an ordinary flush delivers complete
-// launches, so the forced one (dearer) runs only when a launch is still
-// missing after it.
-func TestCudaspansDurationsForceAFlushOnlyWhenOneIsMissing(t *testing.T) {
-	f := newFake()
-	c, _, _, _ := startFake(t, f)
-	f.queue(ext(extCudaspans, 0xa1, 41))
-	f.queue(kernel("ours", 41, f.gpuNow+10, 2_000_000))
-	if got := c.cudaspansDurations([]uint64{0xa1}); got[0xa1] != 2 || f.forced != 0 {
-		t.Fatalf("durations %v after %d forced flushes, want 0xa1: 2 ms after none", got, f.forced)
-	}
-	f.queue(ext(extCudaspans, 0xa2, 42))
-	f.unfinished = kernel("ours", 42, f.gpuNow+20, 3_000_000)
-	if got := c.cudaspansDurations([]uint64{0xa2}); got[0xa2] != 3 || f.forced != 1 {
-		t.Fatalf("durations %v after %d forced flushes, want 0xa2: 3 ms after one", got, f.forced)
-	}
-}
-
 func TestMemsetAndSynchronizationSpans(t *testing.T) {
 	f := newFake()
 	c, exp, _, _ := startFake(t, f)

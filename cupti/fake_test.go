@@ -21,15 +21,11 @@ type fakeCUPTI struct {
 	openErr   error
 	startCode int
 	queued    []byte // frames waiting for a flush
-	// unfinished: frames only a forced flush hands over (records CUPTI
-	// still counts as incomplete); forced counts forced flushes.
-	unfinished []byte
-	forced     int
-	flushed    []byte // frames take returns
-	started    bool
-	stopped    bool
-	gpuNow     uint64 // CUPTI clock for calibrations
-	wallNow    uint64 // wall clock (ns) for calibrations
+	flushed   []byte // frames take returns
+	started   bool
+	stopped   bool
+	gpuNow    uint64 // CUPTI clock for calibrations
+	wallNow   uint64 // wall clock (ns) for calibrations
 }
 
 func newFake() *fakeCUPTI {
@@ -52,15 +48,10 @@ func (f *fakeCUPTI) start(flags uint32) (int, error) {
 	return 0, nil
 }
 
-func (f *fakeCUPTI) flush(forced bool) {
+func (f *fakeCUPTI) flush(bool) {
 	f.mu.Lock()
 	f.flushed = append(f.flushed, f.queued...)
 	f.queued = nil
-	if forced {
-		f.forced++
-		f.flushed = append(f.flushed, f.unfinished...)
-		f.unfinished = nil
-	}
 	f.mu.Unlock()
 }
 

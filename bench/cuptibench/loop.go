@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
@@ -24,10 +23,9 @@ extern "C" __global__ void short_kernel(float *x, unsigned n) {
 
 // runLoop launches n short kernels through cudaspans (batches of 1000,
 // each ended by a Synchronize, which emits the spans and, with CUPTI on,
-// puts cuda.cupti_ms on them) with capture off, on, on without
-// cuda.cupti_ms, and on with the forced flush cuda.cupti_ms used to take,
-// reps rounds after a warm-up of each, and compares the wall time of the
-// whole loop by median.
+// puts cuda.cupti_ms on them) with capture off, on, and on without
+// cuda.cupti_ms, reps rounds after a warm-up of each, and compares the
+// wall time of the whole loop by median.
 func runLoop(ctx context.Context, n, reps int) error {
 	_, tp, _, closeTracing, err := benchutil.SyncTracing()
 	if err != nil {
@@ -71,25 +69,17 @@ func runLoop(ctx context.Context, n, reps int) error {
 		}
 		return time.Since(t0), nil
 	}
-	// The fourth: cuda.cupti_ms as before, from a forced flush at every
-	// Synchronize ($CUZK_CUPTI_DURATIONS_FLUSH=forced).
-	names := []string{"off", "on", "on, no cupti_ms", "on, forced flush"}
-	nv := len(names)
-	times := make([][]time.Duration, nv)
-	for i := -nv; i < nv*reps; i++ {
-		v := (i + nv) % nv
+	names := []string{"off", "on", "on, no cupti_ms"}
+	times := make([][]time.Duration, 3)
+	for i := -3; i < 3*reps; i++ {
+		v := (i + 3) % 3
 		var capt *cupti.Capture
 		if v > 0 {
 			opts := []cupti.Option{cupti.WithTracerProvider(tp)}
 			if v == 2 {
 				opts = append(opts, cupti.WithoutCudaspansDurations())
 			}
-			if v == 3 {
-				os.Setenv("CUZK_CUPTI_DURATIONS_FLUSH", "forced")
-			}
-			capt, err = cupti.Start(ctx, opts...)
-			os.Unsetenv("CUZK_CUPTI_DURATIONS_FLUSH")
-			if err != nil {
+			if capt, err = cupti.Start(ctx, opts...); err != nil {
 				return err
 			}
 		}
@@ -104,11 +94,11 @@ func runLoop(ctx context.Context, n, reps int) error {
 			say("loop warm-up, capture %s: %d kernels in %.1f ms", names[v], n, benchutil.Ms(d))
 			continue
 		}
-		say("loop %d, capture %s: %d kernels in %.1f ms (%.2f µs each)", i/nv, names[v], n, benchutil.Ms(d), float64(d.Microseconds())/float64(n))
+		say("loop %d, capture %s: %d kernels in %.1f ms (%.2f µs each)", i/3, names[v], n, benchutil.Ms(d), float64(d.Microseconds())/float64(n))
 		times[v] = append(times[v], d)
 	}
 	mOff := benchutil.Median(times[0])
-	for v := 1; v < nv; v++ {
+	for v := 1; v < 3; v++ {
 		m := benchutil.Median(times[v])
 		say("loop of %d kernels, median of %d: capture %s %.1f ms against off %.1f ms: overhead %+.2f %% (target <= 2 %%)",
 			n, reps, names[v], benchutil.Ms(m), benchutil.Ms(mOff), 100*(float64(m)/float64(mOff)-1))
