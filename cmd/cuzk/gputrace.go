@@ -62,6 +62,11 @@ a program that ends otherwise (_exit, SIGKILL, Go's exit without
 destroying its context) loses its last ` + "100 ms" + ` of records, and one line
 says so. A run that yields no trace says why in one line.
 
+CUPTI's API records, which put a kernel under its NVTX range, are made only
+while some thread has a push range open (CUZK_GPUTRACE_API=1: always, as
+before; =0: never); work outside every range needs none. What remains is
+CUPTI's own cost inside each launch call (bench/cupti.md).
+
 The program is never stopped by tracing: if anything fails (no CUDA driver,
 no CUPTI, CUPTI in use by another tool, this process gone) the program runs
 untraced or the library detaches, and says so once. cuzk gpu-trace exits
