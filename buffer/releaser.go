@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ReleaseMode says when and where a large buffer's memory is given back
@@ -32,7 +32,7 @@ const (
 )
 
 // ErrUnknownReleaseMode is returned by ParseReleaseMode for any other name.
-var ErrUnknownReleaseMode = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "unknown release mode (want sync, async or pool)")
+var ErrUnknownReleaseMode = semconv.NewError(semconv.ErrorTypeInvalidRequest, "unknown release mode (want sync, async or pool)")
 
 // ParseReleaseMode maps "sync", "async" or "pool" to its mode.
 func ParseReleaseMode(s string) (ReleaseMode, error) {
@@ -120,7 +120,7 @@ func NewReleaser(mode ReleaseMode, opts ...Option) (*Releaser, error) {
 func newReleaser(mode ReleaseMode, cfg config) *Releaser {
 	r := &Releaser{
 		mode:      mode,
-		tracer:    cfg.tp.Tracer(otelcuzk.ScopeName),
+		tracer:    cfg.tp.Tracer(semconv.ScopeName),
 		poolLimit: cfg.poolLimit,
 		done:      make(chan struct{}),
 	}
@@ -242,7 +242,7 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 			r.pool = append(r.pool, m)
 			r.poolBytes += size
 			r.mu.Unlock()
-			_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(attrs(name, buf.Kind(), size, ReleasePool)...))
+			_, span := r.tracer.Start(ctx, semconv.SpanBufferRelease, trace.WithAttributes(attrs(name, buf.Kind(), size, ReleasePool)...))
 			span.End()
 			return nil
 		}
@@ -255,19 +255,19 @@ func (r *Releaser) Release(ctx context.Context, name string, buf Buffer) error {
 // release happened (sync, async or pool), which may differ from r.mode.
 func attrs(name string, kind Kind, size int, how ReleaseMode) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		otelcuzk.KeyBufferName.String(name),
-		otelcuzk.KeyBufferKind.String(string(kind)),
-		otelcuzk.KeyBufferBytes.Int(size),
-		otelcuzk.KeyReleaseMode.String(string(how)),
+		semconv.KeyBufferName.String(name),
+		semconv.KeyBufferKind.String(string(kind)),
+		semconv.KeyBufferBytes.Int(size),
+		semconv.KeyReleaseMode.String(string(how)),
 	}
 }
 
 func (r *Releaser) free(ctx context.Context, name string, buf Buffer, how ReleaseMode) error {
 	kind, size := buf.Kind(), buf.Size()
-	_, span := r.tracer.Start(ctx, otelcuzk.SpanBufferRelease, trace.WithAttributes(attrs(name, kind, size, how)...))
+	_, span := r.tracer.Start(ctx, semconv.SpanBufferRelease, trace.WithAttributes(attrs(name, kind, size, how)...))
 	defer span.End()
 	if err := buf.Free(); err != nil {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		return fmt.Errorf("release %s (%s, %d bytes): %w", name, kind, size, err)
 	}
 	return nil

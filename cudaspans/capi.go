@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // The C API of cudaspans.h, bridged with //export. C code refers to spans
@@ -135,8 +135,8 @@ func cBegin(parent uint64, name string, stream StreamHandle) uint64 {
 			}
 		}
 	}
-	tracer := trace.SpanFromContext(p.ctx).TracerProvider().Tracer(otelcuzk.ScopeName)
-	ctx, span := tracer.Start(p.ctx, name, trace.WithAttributes(otelcuzk.KeyCUDAClock.String("host")))
+	tracer := trace.SpanFromContext(p.ctx).TracerProvider().Tracer(semconv.ScopeName)
+	ctx, span := tracer.Start(p.ctx, name, trace.WithAttributes(semconv.KeyCUDAClock.String("host")))
 	return cput(&centry{ctx: ctx, span: span})
 }
 
@@ -178,9 +178,9 @@ func (s *Stream) beginPhase(ctx context.Context, name string) *pendingOp {
 	return &pendingOp{
 		parent: ctx, name: name, start: start, anchor: s.anchor, sess: sessionFrom(ctx),
 		attrs: []attribute.KeyValue{
-			otelcuzk.KeyCUDAStream.Int(s.id),
-			otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
-			otelcuzk.KeyCUDAClock.String("gpu"),
+			semconv.KeyCUDAStream.Int(s.id),
+			semconv.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
+			semconv.KeyCUDAClock.String("gpu"),
 		},
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // CompileOptions are the NVRTC inputs besides the source. All of them are
@@ -201,14 +201,14 @@ func cacheKey(source string, headers map[string]string, opts []string, driverVer
 func (c *Context) Compile(ctx context.Context, name, source string, opts CompileOptions) (*Module, error) {
 	arch, options := c.compileOptions(opts)
 	key := cacheKey(source, opts.Headers, options, c.dev.DriverVersion)
-	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCUDACompile, trace.WithAttributes(
-		otelcuzk.KeyCUDAModuleName.String(name), otelcuzk.KeyCUDAArch.String(arch),
-		otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
+	ctx, span := c.tracer.Start(ctx, semconv.SpanCUDACompile, trace.WithAttributes(
+		semconv.KeyCUDAModuleName.String(name), semconv.KeyCUDAArch.String(arch),
+		semconv.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
 	defer span.End()
 	m, hit, err := c.compile(ctx, name, source, opts.Headers, options, key)
-	span.SetAttributes(otelcuzk.KeyCUDACacheHit.Bool(hit))
+	span.SetAttributes(semconv.KeyCUDACacheHit.Bool(hit))
 	if err != nil {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		return nil, err
 	}
 	return m, nil
@@ -243,11 +243,11 @@ func (c *Context) compile(ctx context.Context, name, source string, headers map[
 // nvrtc compiles with NVRTC and writes the image to the kernel cache file
 // (when not ""), as a cuda.nvrtc.compile span (module, options, cache key).
 func (c *Context) nvrtc(ctx context.Context, name, source string, headers map[string]string, options []string, key, file string) (image []byte, err error) {
-	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCUDANVRTC, trace.WithAttributes(
-		otelcuzk.KeyCUDAModuleName.String(name), otelcuzk.KeyCUDANVRTCOpts.StringSlice(options),
-		otelcuzk.KeyCUDACacheKey.String(key), otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
+	ctx, span := c.tracer.Start(ctx, semconv.SpanCUDANVRTC, trace.WithAttributes(
+		semconv.KeyCUDAModuleName.String(name), semconv.KeyCUDANVRTCOpts.StringSlice(options),
+		semconv.KeyCUDACacheKey.String(key), semconv.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal)))
 	defer func() {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	cc, err := c.compiler()

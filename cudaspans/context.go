@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Devices lists the CUDA devices of this host. Without a usable driver or
@@ -102,7 +102,7 @@ func Open(ordinal int, opts ...Option) (*Context, error) {
 		h:           h,
 		dev:         info,
 		cfg:         cfg,
-		tracer:      cfg.tp.Tracer(otelcuzk.ScopeName),
+		tracer:      cfg.tp.Tracer(semconv.ScopeName),
 		kernelCount: map[trace.SpanID]int{},
 		clamped:     map[trace.SpanID]int{},
 	}, nil
@@ -215,10 +215,10 @@ func (c *Context) putEvents(evs ...EventHandle) {
 // and registrations are synchronous driver calls, so their host duration is
 // their cost.
 func (c *Context) hostSpan(ctx context.Context, name string, attrs []attribute.KeyValue, fn func() error) error {
-	attrs = append(attrs, otelcuzk.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal), otelcuzk.KeyCUDAClock.String("host"))
+	attrs = append(attrs, semconv.KeyCUDADeviceOrdinal.Int(c.dev.Ordinal), semconv.KeyCUDAClock.String("host"))
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(attrs...), trace.WithTimestamp(c.cfg.now()))
 	err := fn()
-	otelcuzk.SetError(span, err)
+	semconv.SetError(span, err)
 	span.End(trace.WithTimestamp(c.cfg.now()))
 	return err
 }

@@ -3,22 +3,22 @@ package cudaspans
 import (
 	"fmt"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrNoDevice means CUDA cannot be used on this host: libcuda.so.1 is
 // missing, the driver is older than CUDA 12, cuInit failed, or there is no
 // device. Errors wrapping it carry the one-line reason; the prover's
 // --backend auto falls back to the CPU on it.
-var ErrNoDevice = otelcuzk.NewError(otelcuzk.ErrorTypeNoDevice, "no CUDA device")
+var ErrNoDevice = semconv.NewError(semconv.ErrorTypeNoDevice, "no CUDA device")
 
 // ErrOutOfMemory is matched (errors.Is) by an *Error whose result is
 // CUDA_ERROR_OUT_OF_MEMORY, so callers can split work into chunks.
-var ErrOutOfMemory = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "CUDA out of memory")
+var ErrOutOfMemory = semconv.NewError(semconv.ErrorTypeOutOfMemory, "CUDA out of memory")
 
 // ErrNoCompiler means NVRTC (libnvrtc.so.13 or .12) could not be loaded;
 // give a precompiled cubin or PTX file instead (LoadModule).
-var ErrNoCompiler = otelcuzk.NewError(otelcuzk.ErrorTypeCUDA, "NVRTC not available")
+var ErrNoCompiler = semconv.NewError(semconv.ErrorTypeCUDA, "NVRTC not available")
 
 // ErrSticky is matched (errors.Is) by an *Error whose result leaves the
 // context unusable for the life of the process: every later call on it
@@ -29,7 +29,7 @@ var ErrNoCompiler = otelcuzk.NewError(otelcuzk.ErrorTypeCUDA, "NVRTC not availab
 // (716), INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719),
 // ECC_UNCORRECTABLE (214), NVLINK_UNCORRECTABLE (220), DEVICE_UNAVAILABLE
 // (46) and UNKNOWN (999), which an Xid or a fallen-off-the-bus GPU reports.
-var ErrSticky = otelcuzk.NewError(otelcuzk.ErrorTypeDeviceFault, "sticky CUDA error: the device context can no longer be used")
+var ErrSticky = semconv.NewError(semconv.ErrorTypeDeviceFault, "sticky CUDA error: the device context can no longer be used")
 
 // stickyResults are the CUresults of ErrSticky.
 var stickyResults = map[int]bool{46: true, 214: true, 220: true, 700: true, 702: true, 709: true, 710: true,
@@ -81,19 +81,19 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// ErrorType is e's error.type (otelcuzk.ErrorType): device_fault for the
+// ErrorType is e's error.type (semconv.ErrorType): device_fault for the
 // results of ErrSticky, out_of_memory, no_device for the results ErrNoDevice
 // matches, else cuda. The CUresult's name stays in the message.
 func (e *Error) ErrorType() string {
 	switch {
 	case e.Is(ErrSticky):
-		return otelcuzk.ErrorTypeDeviceFault
+		return semconv.ErrorTypeDeviceFault
 	case e.Is(ErrOutOfMemory):
-		return otelcuzk.ErrorTypeOutOfMemory
+		return semconv.ErrorTypeOutOfMemory
 	case e.Is(ErrNoDevice):
-		return otelcuzk.ErrorTypeNoDevice
+		return semconv.ErrorTypeNoDevice
 	}
-	return otelcuzk.ErrorTypeCUDA
+	return semconv.ErrorTypeCUDA
 }
 
 // CompileError is a failed NVRTC compile: the nvrtcResult name and the
@@ -112,5 +112,5 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("compile %s: %s: %s:\n%s", e.Module, e.Call, e.Result, e.Log)
 }
 
-// ErrorType is cuda, e's error.type (otelcuzk.ErrorType).
-func (e *CompileError) ErrorType() string { return otelcuzk.ErrorTypeCUDA }
+// ErrorType is cuda, e's error.type (semconv.ErrorType).
+func (e *CompileError) ErrorType() string { return semconv.ErrorTypeCUDA }

@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Launch runs kernel f on the stream with grid blocks of block threads and
@@ -54,10 +54,10 @@ func (s *Stream) Launch(ctx context.Context, f *Function, grid, block Dim3, shar
 		name:   f.name,
 		kernel: f.name,
 		attrs: []attribute.KeyValue{
-			otelcuzk.KeyCUDAKernelName.String(f.name),
-			otelcuzk.KeyCUDAGrid.String(grid.String()),
-			otelcuzk.KeyCUDABlock.String(block.String()),
-			otelcuzk.KeyCUDASharedBytes.Int(sharedBytes),
+			semconv.KeyCUDAKernelName.String(f.name),
+			semconv.KeyCUDAGrid.String(grid.String()),
+			semconv.KeyCUDABlock.String(block.String()),
+			semconv.KeyCUDASharedBytes.Int(sharedBytes),
 		},
 	}
 	return s.doLaunch(ctx, op, f, grid, block, sharedBytes, buf, offs)

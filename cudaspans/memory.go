@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // DeviceBuffer is device memory from cuMemAlloc. It implements
@@ -75,7 +75,7 @@ func (a *allocation[A]) allocate(ctx context.Context, kind buffer.Kind, alloc fu
 	if a.size <= 0 {
 		return fmt.Errorf("cudaspans: %s allocation of %d bytes", kind, a.size)
 	}
-	if err := a.c.hostSpan(ctx, otelcuzk.SpanCUDAMalloc, memAttrs(kind, a.size), func() (err error) {
+	if err := a.c.hostSpan(ctx, semconv.SpanCUDAMalloc, memAttrs(kind, a.size), func() (err error) {
 		a.at, err = alloc()
 		return err
 	}); err != nil {
@@ -85,7 +85,7 @@ func (a *allocation[A]) allocate(ctx context.Context, kind buffer.Kind, alloc fu
 }
 
 func memAttrs(kind buffer.Kind, bytes int) []attribute.KeyValue {
-	return []attribute.KeyValue{otelcuzk.KeyBufferKind.String(string(kind)), otelcuzk.KeyCUDABytes.Int(bytes)}
+	return []attribute.KeyValue{semconv.KeyBufferKind.String(string(kind)), semconv.KeyCUDABytes.Int(bytes)}
 }
 
 // Ptr returns the device address; 0 after Free.
@@ -150,7 +150,7 @@ func (c *Context) Register(ctx context.Context, mem []byte) (*Registered, error)
 	if len(mem) == 0 {
 		return nil, fmt.Errorf("cudaspans: register of an empty buffer")
 	}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAHostRegister, memAttrs(buffer.KindPinned, len(mem)), func() error {
+	err := c.hostSpan(ctx, semconv.SpanCUDAHostRegister, memAttrs(buffer.KindPinned, len(mem)), func() error {
 		return c.drv.HostRegister(c.h, unsafe.Pointer(&mem[0]), len(mem))
 	})
 	if err != nil {
@@ -188,9 +188,9 @@ func (c *Context) Free(ctx context.Context, b buffer.Buffer) error {
 	if b == nil {
 		return nil
 	}
-	name := otelcuzk.SpanCUDAFree
+	name := semconv.SpanCUDAFree
 	if _, ok := b.(*Registered); ok {
-		name = otelcuzk.SpanCUDAHostUnregister
+		name = semconv.SpanCUDAHostUnregister
 	}
 	return c.hostSpan(ctx, name, memAttrs(b.Kind(), b.Size()), b.Free)
 }

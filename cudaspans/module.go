@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Module is loaded device code (a CUmodule).
@@ -111,8 +111,8 @@ func (c *Context) LoadModuleData(ctx context.Context, name string, image []byte)
 		image = append(append([]byte(nil), image...), 0)
 	}
 	m := &Module{c: c, name: name}
-	err := c.hostSpan(ctx, otelcuzk.SpanCUDAModuleLoad, []attribute.KeyValue{
-		otelcuzk.KeyCUDAModuleName.String(name), otelcuzk.KeyCUDABytes.Int(len(image)),
+	err := c.hostSpan(ctx, semconv.SpanCUDAModuleLoad, []attribute.KeyValue{
+		semconv.KeyCUDAModuleName.String(name), semconv.KeyCUDABytes.Int(len(image)),
 	}, func() (err error) {
 		m.h, err = c.drv.ModuleLoad(c.h, image)
 		return err

@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ResourceDevices describes devices for the OTel resource
 // (otelcuzk.WithDevices: hw.id, hw.model, hw.vendor, hw.driver_version).
 // The driver version is the CUDA version the driver supports, "13.0".
-func ResourceDevices(devices []DeviceInfo) []otelcuzk.Device {
-	out := make([]otelcuzk.Device, len(devices))
+func ResourceDevices(devices []DeviceInfo) []semconv.Device {
+	out := make([]semconv.Device, len(devices))
 	for i, d := range devices {
 		vendor := "NVIDIA"
 		if !strings.HasPrefix(d.Name, "NVIDIA") {
 			vendor = "" // the driver API names no vendor; don't guess
 		}
-		out[i] = otelcuzk.Device{
+		out[i] = semconv.Device{
 			ID:            d.UUID,
 			Ordinal:       d.Ordinal,
 			Model:         d.Name,

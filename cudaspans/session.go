@@ -8,7 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Session is the device work of one prove: the operations launched with
@@ -127,15 +127,15 @@ func (s *Session) End() error {
 	if moved {
 		clamped++
 	}
-	_, span := s.c.tracer.Start(s.parent, otelcuzk.SpanGPUTotal, trace.WithTimestamp(start))
+	_, span := s.c.tracer.Start(s.parent, semconv.SpanGPUTotal, trace.WithTimestamp(start))
 	span.SetAttributes(
-		otelcuzk.KeyCUDAGPUMS.Float64(float64(last.Sub(first))/1e6),
-		otelcuzk.KeyCUDAOpCount.Int(ops),
-		otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
-		otelcuzk.KeyCUDAClock.String("gpu"),
-		otelcuzk.KeyClampedSpans.Int(clamped),
-		otelcuzk.KeyCUDABusyMS.Float64(float64(busy)/1e6),
-		otelcuzk.KeyCUDAIdleMS.Float64(float64(last.Sub(first)-busy)/1e6),
+		semconv.KeyCUDAGPUMS.Float64(float64(last.Sub(first))/1e6),
+		semconv.KeyCUDAOpCount.Int(ops),
+		semconv.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
+		semconv.KeyCUDAClock.String("gpu"),
+		semconv.KeyClampedSpans.Int(clamped),
+		semconv.KeyCUDABusyMS.Float64(float64(busy)/1e6),
+		semconv.KeyCUDAIdleMS.Float64(float64(last.Sub(first)-busy)/1e6),
 	)
 	span.End(trace.WithTimestamp(end))
 	return err

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // msDuration converts event milliseconds to a Duration (ns resolution).
@@ -58,7 +58,7 @@ type aggregate struct {
 	parent     context.Context
 	name       string
 	attrs      []attribute.KeyValue
-	stats      otelcuzk.AggregateStats
+	stats      semconv.AggregateStats
 	start, end time.Time
 }
 
@@ -109,7 +109,7 @@ func (c *Context) emit(ops []*pendingOp, streamID int) error {
 			c.mu.Unlock()
 			// Ignored by the SDK once the parent has ended; the clamped
 			// span itself carries cuda.clamped either way.
-			parent.SetAttributes(otelcuzk.KeyClampedSpans.Int(n))
+			parent.SetAttributes(semconv.KeyClampedSpans.Int(n))
 			if op.sess != nil {
 				op.sess.addClamped()
 			}
@@ -160,12 +160,12 @@ func (c *Context) resolve(op *pendingOp) (deviceSpan, error) {
 
 func (c *Context) emitOne(d deviceSpan) {
 	attrs := append([]attribute.KeyValue(nil), d.op.attrs...)
-	attrs = append(attrs, otelcuzk.KeyCUDAGPUMS.Float64(d.gpuMS))
+	attrs = append(attrs, semconv.KeyCUDAGPUMS.Float64(d.gpuMS))
 	if d.op.bytes > 0 && d.gpuMS > 0 {
-		attrs = append(attrs, otelcuzk.KeyCUDAGBPerSecond.Float64(float64(d.op.bytes)/(d.gpuMS*1e6)))
+		attrs = append(attrs, semconv.KeyCUDAGBPerSecond.Float64(float64(d.op.bytes)/(d.gpuMS*1e6)))
 	}
 	if d.clamped {
-		attrs = append(attrs, otelcuzk.KeyCUDAClamped.Bool(true))
+		attrs = append(attrs, semconv.KeyCUDAClamped.Bool(true))
 	}
 	if d.cuptiMS > 0 {
 		attrs = append(attrs, attribute.Float64("cuda.cupti_ms", d.cuptiMS))
@@ -178,11 +178,11 @@ func (c *Context) emitAggregate(a *aggregate) {
 	attrs := make([]attribute.KeyValue, 0, len(a.attrs)+6)
 	for _, kv := range a.attrs {
 		// Per-launch shapes differ between folded launches; keep the rest.
-		if kv.Key != otelcuzk.KeyCUDAGrid && kv.Key != otelcuzk.KeyCUDABlock && kv.Key != otelcuzk.KeyCUDASharedBytes {
+		if kv.Key != semconv.KeyCUDAGrid && kv.Key != semconv.KeyCUDABlock && kv.Key != semconv.KeyCUDASharedBytes {
 			attrs = append(attrs, kv)
 		}
 	}
-	attrs = append(append(attrs, a.stats.Attributes()...), otelcuzk.KeyCUDAGPUMS.Float64(a.stats.TotalMS))
+	attrs = append(append(attrs, a.stats.Attributes()...), semconv.KeyCUDAGPUMS.Float64(a.stats.TotalMS))
 	_, span := c.tracer.Start(a.parent, a.name, trace.WithTimestamp(a.start), trace.WithAttributes(attrs...))
 	span.End(trace.WithTimestamp(a.end))
 }

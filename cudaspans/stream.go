@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Stream is a CUDA stream whose operations become spans. Each operation
@@ -174,9 +174,9 @@ func (s *Stream) prepare(ctx context.Context, op *pendingOp, start EventHandle) 
 	op.start = start
 	op.sess = sessionFrom(ctx)
 	op.attrs = append(op.attrs,
-		otelcuzk.KeyCUDAStream.Int(s.id),
-		otelcuzk.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
-		otelcuzk.KeyCUDAClock.String("gpu"))
+		semconv.KeyCUDAStream.Int(s.id),
+		semconv.KeyCUDADeviceOrdinal.Int(s.c.dev.Ordinal),
+		semconv.KeyCUDAClock.String("gpu"))
 }
 
 // timedLauncher is implemented by drivers that record the start event,
@@ -286,7 +286,7 @@ func (s *Stream) CopyHtoD(ctx context.Context, dst DevicePtr, src unsafe.Pointer
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: copy of %d bytes", bytes)
 	}
-	op := &pendingOp{name: otelcuzk.SpanMemcpyHtoD, bytes: bytes, attrs: []attribute.KeyValue{otelcuzk.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanMemcpyHtoD, bytes: bytes, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
 	return s.do(ctx, op, func() error { return s.c.drv.CopyHtoD(s.c.h, dst, src, bytes, s.h) })
 }
 
@@ -297,7 +297,7 @@ func (s *Stream) CopyDtoH(ctx context.Context, dst unsafe.Pointer, src DevicePtr
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: copy of %d bytes", bytes)
 	}
-	op := &pendingOp{name: otelcuzk.SpanMemcpyDtoH, bytes: bytes, attrs: []attribute.KeyValue{otelcuzk.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanMemcpyDtoH, bytes: bytes, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
 	return s.do(ctx, op, func() error { return s.c.drv.CopyDtoH(s.c.h, dst, src, bytes, s.h) })
 }
 
@@ -306,7 +306,7 @@ func (s *Stream) CopyDtoD(ctx context.Context, dst, src DevicePtr, bytes int) er
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: copy of %d bytes", bytes)
 	}
-	op := &pendingOp{name: otelcuzk.SpanMemcpyDtoD, bytes: bytes, attrs: []attribute.KeyValue{otelcuzk.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanMemcpyDtoD, bytes: bytes, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
 	return s.do(ctx, op, func() error { return s.c.drv.CopyDtoD(s.c.h, dst, src, bytes, s.h) })
 }
 
@@ -315,7 +315,7 @@ func (s *Stream) Memset(ctx context.Context, dst DevicePtr, value byte, bytes in
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: memset of %d bytes", bytes)
 	}
-	op := &pendingOp{name: otelcuzk.SpanCUDAMemset, attrs: []attribute.KeyValue{otelcuzk.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanCUDAMemset, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
 	return s.do(ctx, op, func() error { return s.c.drv.MemsetD8(s.c.h, dst, value, bytes, s.h) })
 }
 

@@ -13,10 +13,10 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
-// Attributes of CUPTI spans beside those cudaspans uses (otelcuzk.KeyCUDA*).
+// Attributes of CUPTI spans beside those cudaspans uses (semconv.KeyCUDA*).
 const (
 	KeyCUPTIMS          = attribute.Key("cuda.cupti_ms")             // float, duration by CUPTI's activity record, ms
 	KeyCorrelationID    = attribute.Key("cuda.correlation_id")       // int, CUPTI correlation id of the launching API call
@@ -279,7 +279,7 @@ func (b *builder) parentOf(x *extIDs, device int, start, end uint64) context.Con
 func (b *builder) clockAttrs(ts uint64) []attribute.KeyValue {
 	off, u := b.clock.offset(ts)
 	return []attribute.KeyValue{
-		otelcuzk.KeyCUDAClock.String("cupti"),
+		semconv.KeyCUDAClock.String("cupti"),
 		KeyClockOffsetNS.Int64(off),
 		KeyClockUncertainNS.Int64(u),
 	}
@@ -321,13 +321,13 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 			name = SpanUnknown
 		}
 		attrs = []attribute.KeyValue{
-			otelcuzk.KeyCUDAKernelName.String(v.name),
-			otelcuzk.KeyCUDAGrid.String(dim(v.grid)),
-			otelcuzk.KeyCUDABlock.String(dim(v.block)),
-			otelcuzk.KeyCUDASharedBytes.Int64(int64(v.dynShm)),
+			semconv.KeyCUDAKernelName.String(v.name),
+			semconv.KeyCUDAGrid.String(dim(v.grid)),
+			semconv.KeyCUDABlock.String(dim(v.block)),
+			semconv.KeyCUDASharedBytes.Int64(int64(v.dynShm)),
 			KeyStaticShared.Int64(int64(v.staticShm)),
 			KeyRegisters.Int(int(v.regs)),
-			otelcuzk.KeyCUDAStream.Int64(int64(v.stream)),
+			semconv.KeyCUDAStream.Int64(int64(v.stream)),
 		}
 	case memcpyRecord:
 		if x.cs != 0 {
@@ -339,11 +339,11 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 		kind := copyKinds[v.copyKind]
 		switch kind {
 		case "htod":
-			name = otelcuzk.SpanMemcpyHtoD
+			name = semconv.SpanMemcpyHtoD
 		case "dtoh":
-			name = otelcuzk.SpanMemcpyDtoH
+			name = semconv.SpanMemcpyDtoH
 		case "dtod":
-			name = otelcuzk.SpanMemcpyDtoD
+			name = semconv.SpanMemcpyDtoD
 		default:
 			name = SpanMemcpy
 		}
@@ -351,12 +351,12 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 			kind = "unknown"
 		}
 		attrs = []attribute.KeyValue{
-			otelcuzk.KeyCUDABytes.Int64(int64(v.bytes)),
+			semconv.KeyCUDABytes.Int64(int64(v.bytes)),
 			KeyCopyKind.String(kind),
-			otelcuzk.KeyCUDAStream.Int64(int64(v.stream)),
+			semconv.KeyCUDAStream.Int64(int64(v.stream)),
 		}
 		if ms := msOf(v.start, v.end); ms > 0 {
-			attrs = append(attrs, otelcuzk.KeyCUDAGBPerSecond.Float64(float64(v.bytes)/(ms*1e6)))
+			attrs = append(attrs, semconv.KeyCUDAGBPerSecond.Float64(float64(v.bytes)/(ms*1e6)))
 		}
 	case memsetRecord:
 		if x.cs != 0 {
@@ -364,10 +364,10 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 			return
 		}
 		b.stats.Memsets++
-		name, start, end, device, corr = otelcuzk.SpanCUDAMemset, v.start, v.end, int(v.device), v.corr
+		name, start, end, device, corr = semconv.SpanCUDAMemset, v.start, v.end, int(v.device), v.corr
 		attrs = []attribute.KeyValue{
-			otelcuzk.KeyCUDABytes.Int64(int64(v.bytes)),
-			otelcuzk.KeyCUDAStream.Int64(int64(v.stream)),
+			semconv.KeyCUDABytes.Int64(int64(v.bytes)),
+			semconv.KeyCUDAStream.Int64(int64(v.stream)),
 		}
 	case syncRecord:
 		b.stats.Syncs++
@@ -378,13 +378,13 @@ func (b *builder) emitRecord(r any, x *extIDs, aggs map[aggKey]*aggregate, order
 		}
 		attrs = []attribute.KeyValue{KeySyncType.String(t)}
 		if v.stream != 0 && v.stream != ^uint32(0) {
-			attrs = append(attrs, otelcuzk.KeyCUDAStream.Int64(int64(v.stream)))
+			attrs = append(attrs, semconv.KeyCUDAStream.Int64(int64(v.stream)))
 		}
 	default:
 		return
 	}
 	if device >= 0 {
-		attrs = append(attrs, otelcuzk.KeyCUDADeviceOrdinal.Int(device))
+		attrs = append(attrs, semconv.KeyCUDADeviceOrdinal.Int(device))
 	}
 	attrs = append(attrs, KeyCUPTIMS.Float64(msOf(start, end)), KeyCorrelationID.Int64(int64(corr)))
 	attrs = append(attrs, b.clockAttrs(start)...)
@@ -425,7 +425,7 @@ type aggregate struct {
 	parent     context.Context
 	name       string
 	attrs      []attribute.KeyValue
-	stats      otelcuzk.AggregateStats
+	stats      semconv.AggregateStats
 	start, end uint64
 }
 
@@ -443,7 +443,7 @@ func (b *builder) emitAggregate(a *aggregate) {
 	attrs := make([]attribute.KeyValue, 0, len(a.attrs)+5)
 	for _, kv := range a.attrs {
 		switch kv.Key {
-		case otelcuzk.KeyCUDAGrid, otelcuzk.KeyCUDABlock, otelcuzk.KeyCUDASharedBytes, KeyStaticShared, KeyRegisters, KeyCUPTIMS, KeyCorrelationID:
+		case semconv.KeyCUDAGrid, semconv.KeyCUDABlock, semconv.KeyCUDASharedBytes, KeyStaticShared, KeyRegisters, KeyCUPTIMS, KeyCorrelationID:
 			continue // differ between the folded launches
 		}
 		attrs = append(attrs, kv)
@@ -464,9 +464,9 @@ func (b *builder) windowFor(device int, start, end uint64) context.Context {
 		w = nil
 	}
 	if w == nil {
-		attrs := []attribute.KeyValue{otelcuzk.KeyCUDAClock.String("cupti")}
+		attrs := []attribute.KeyValue{semconv.KeyCUDAClock.String("cupti")}
 		if device >= 0 {
-			attrs = append(attrs, otelcuzk.KeyCUDADeviceOrdinal.Int(device))
+			attrs = append(attrs, semconv.KeyCUDADeviceOrdinal.Int(device))
 		}
 		ctx, span := b.cfg.tracer.Start(b.cfg.root, SpanWindow, trace.WithTimestamp(b.clock.wall(start)), trace.WithAttributes(attrs...))
 		w = &window{device: device, ctx: ctx, span: span, first: start}
@@ -495,8 +495,8 @@ func (b *builder) endWindow(w *window) {
 	for _, g := range gaps {
 		idle += g.end - g.start
 	}
-	w.span.SetAttributes(KeyWindowRecords.Int(w.records), otelcuzk.KeyCUDABusyMS.Float64(float64(busy)/1e6),
-		otelcuzk.KeyCUDAIdleMS.Float64(float64(idle)/1e6), KeyIdleGaps.Int(len(gaps)))
+	w.span.SetAttributes(KeyWindowRecords.Int(w.records), semconv.KeyCUDABusyMS.Float64(float64(busy)/1e6),
+		semconv.KeyCUDAIdleMS.Float64(float64(idle)/1e6), KeyIdleGaps.Int(len(gaps)))
 	limit := b.cfg.maxPerParent
 	if limit < 1 {
 		limit = 1
@@ -505,7 +505,7 @@ func (b *builder) endWindow(w *window) {
 		// The largest as spans, the rest folded (a gap's time order is
 		// kept in the spans' timestamps, not in this slice).
 		slices.SortFunc(gaps, func(a, c busySpan) int { return cmp.Compare(c.end-c.start, a.end-a.start) })
-		rest := &aggregate{parent: w.ctx, name: SpanIdle, attrs: []attribute.KeyValue{otelcuzk.KeyCUDAClock.String("cupti")}}
+		rest := &aggregate{parent: w.ctx, name: SpanIdle, attrs: []attribute.KeyValue{semconv.KeyCUDAClock.String("cupti")}}
 		for _, g := range gaps[limit:] {
 			rest.add(g.start, g.end)
 		}
@@ -517,7 +517,7 @@ func (b *builder) endWindow(w *window) {
 		b.stats.Idle++
 		b.stats.Spans++
 		_, span := b.cfg.tracer.Start(w.ctx, SpanIdle, trace.WithTimestamp(b.clock.wall(g.start)),
-			trace.WithAttributes(otelcuzk.KeyCUDAClock.String("cupti"), KeyCUPTIMS.Float64(msOf(g.start, g.end))))
+			trace.WithAttributes(semconv.KeyCUDAClock.String("cupti"), KeyCUPTIMS.Float64(msOf(g.start, g.end))))
 		span.End(trace.WithTimestamp(b.clock.wall(g.end)))
 	}
 	w.span.End(trace.WithTimestamp(b.clock.wall(w.lastEnd)))
@@ -614,7 +614,7 @@ func (b *builder) push(e nvtxPush) {
 		KeyNVTXKind.String(kind),
 		KeyNVTXDomain.String(e.domain),
 		KeyThreadID.Int64(int64(e.thread)),
-		otelcuzk.KeyCUDAClock.String("cupti"),
+		semconv.KeyCUDAClock.String("cupti"),
 	}
 	if e.category != 0 {
 		attrs = append(attrs, KeyNVTXCategory.Int64(int64(e.category)))

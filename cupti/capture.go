@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Errors Start returns, for callers to branch on; each is wrapped with the
@@ -104,7 +104,7 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 	}
 	c := &Capture{cfg: cfg, be: be, path: path, version: version, stopc: make(chan struct{}), done: make(chan struct{})}
 	c.b = newBuilder(builderConfig{
-		tracer:        cfg.tp.Tracer(otelcuzk.ScopeName),
+		tracer:        cfg.tp.Tracer(semconv.ScopeName),
 		maxPerParent:  cfg.maxPerParent,
 		window:        cfg.window,
 		goParent:      lookupParent,

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Program is what ReadFrames learned about the traced process.
@@ -37,7 +37,7 @@ type Program struct {
 func ReadFrames(ctx context.Context, r io.Reader, opts ...Option) (Program, error) {
 	cfg := newConfig(opts)
 	b := newBuilder(builderConfig{
-		tracer:       cfg.tp.Tracer(otelcuzk.ScopeName),
+		tracer:       cfg.tp.Tracer(semconv.ScopeName),
 		maxPerParent: cfg.maxPerParent,
 		window:       cfg.window,
 		root:         ctx,

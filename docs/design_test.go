@@ -16,11 +16,11 @@ import (
 // root is the repository root, the folder above this one.
 const root = ".."
 
-// spanConstants returns the span names of otelcuzk/names.go: each Span*
+// spanConstants returns the span names of otelcuzk/semconv/names.go: each Span*
 // constant's value mapped to its identifier.
 func spanConstants(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "otelcuzk", "names.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "otelcuzk", "semconv", "names.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func spanConstants(t *testing.T) map[string]string {
 		return true
 	})
 	if len(names) < 20 {
-		t.Fatalf("found %d span constants in otelcuzk/names.go: not the file", len(names))
+		t.Fatalf("found %d span constants in otelcuzk/semconv/names.go: not the file", len(names))
 	}
 	return names
 }
@@ -139,7 +139,7 @@ func declared(f *ast.File) map[string]bool {
 }
 
 // TestDesignSpanTableMatchesTheTree: DESIGN.md's table of where each span
-// is made lists every span constant of otelcuzk/names.go and only those;
+// is made lists every span constant of otelcuzk/semconv/names.go and only those;
 // each file it names exists and declares the functions named with it, and
 // one of a row's files uses each of the row's span constants.
 func TestDesignSpanTableMatchesTheTree(t *testing.T) {
@@ -178,7 +178,7 @@ func TestDesignSpanTableMatchesTheTree(t *testing.T) {
 			listed[name] = r.line
 			id, ok := consts[name]
 			if !ok {
-				t.Errorf("DESIGN.md:%d: %s is not a span constant of otelcuzk/names.go", r.line, name)
+				t.Errorf("DESIGN.md:%d: %s is not a span constant of otelcuzk/semconv/names.go", r.line, name)
 				continue
 			}
 			use := regexp.MustCompile(`\b` + id + `\b`)

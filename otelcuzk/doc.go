@@ -4,12 +4,14 @@
 // no endpoint is configured, to a local file of OTLP JSON lines that the
 // OpenTelemetry Collector's otlpjsonfile receiver reads.
 //
-// It also holds the span names and attribute keys of the proof's span tree
-// (names.go), the untraced-time processor that turns time no child span
+// It also holds the untraced-time processor that turns time no child span
 // covers into visible `untraced` spans, a counter of spans lost to failed
 // exports, W3C trace context propagation through the TRACEPARENT environment
-// variable, and a helper that wraps a Curio harmonytask in a span.
+// variable, and a helper that wraps a Curio harmonytask in a span. The span
+// names, attribute keys and error vocabulary are in the leaf package
+// otelcuzk/semconv; vocabulary.go re-exports them under their old names.
 //
-// The package imports the OpenTelemetry API, SDK and exporters only: no gnark,
-// no cgo, so callers such as Curio can import it cheaply.
+// The package imports the OpenTelemetry API, SDK and exporters and
+// otelcuzk/semconv only: no gnark, no cgo, so callers such as Curio can
+// import it cheaply.
 package otelcuzk

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Task identifies a Curio harmonytask run for its span.
@@ -75,7 +77,7 @@ func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done boo
 	defer span.End()
 	defer func() {
 		if r := recover(); r != nil {
-			SetError(span, &typedError{typ: ErrorTypePanic, text: fmt.Sprintf("panic: %v", r)})
+			SetError(span, semconv.NewError(ErrorTypePanic, fmt.Sprintf("panic: %v", r)))
 			panic(r) // the deferred span.End still runs
 		}
 	}()

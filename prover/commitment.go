@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // The commitment extension of gnark's Groth16 (BSB22: Ràfols and Zapico's
@@ -199,15 +199,15 @@ func (st *commitState) solverOption(ctx context.Context, ck *commitKeys) solver.
 // commitMSM is Σ vals[j]·basis[j] on the CPU (all cores), as one
 // msm.g1.commitment span under the span in ctx.
 func commitMSM(ctx context.Context, tr trace.Tracer, index int, basis []curve.G1Affine, vals []fr.Element) (curve.G1Affine, error) {
-	_, span := tr.Start(ctx, otelcuzk.SpanMSMG1Commitment, trace.WithAttributes(
-		otelcuzk.KeyCommitmentIndex.Int(index), otelcuzk.KeyMSMSize.Int(len(vals))))
+	_, span := tr.Start(ctx, semconv.SpanMSMG1Commitment, trace.WithAttributes(
+		semconv.KeyCommitmentIndex.Int(index), semconv.KeyMSMSize.Int(len(vals))))
 	defer span.End()
 	var com curve.G1Affine
 	if len(vals) == 0 {
 		return com, nil // the point at infinity, as gnark's MultiExp of nothing
 	}
 	if _, err := com.MultiExp(basis, vals, ecc.MultiExpConfig{}); err != nil {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		return com, err
 	}
 	return com, nil
@@ -288,7 +288,7 @@ func (p *proving) pok(ctx context.Context, pk *groth16_bls12381.ProvingKey, i in
 		var inf curve.G1Jac
 		return *inf.FromAffine(&curve.G1Affine{}), nil // the point at infinity
 	}
-	return p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1CommitmentPok, BaseSet[curve.G1Affine]{baseID, bases}, vals)
+	return p.backend.MSMG1(ctx, semconv.SpanMSMG1CommitmentPok, BaseSet[curve.G1Affine]{baseID, bases}, vals)
 }
 
 // kWires returns the scalars of the K MSM: the wires from nbPublic on,

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // CPU is the Backend on gnark-crypto: fft.Domain for the NTTs and
@@ -31,7 +31,7 @@ func NewCPU(tp trace.TracerProvider) *CPU {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return &CPU{tracer: tp.Tracer(otelcuzk.ScopeName), nbCPU: runtime.NumCPU()}
+	return &CPU{tracer: tp.Tracer(semconv.ScopeName), nbCPU: runtime.NumCPU()}
 }
 
 // errNilCPU is returned by the methods of a nil *CPU (NewCPU makes one).
@@ -72,12 +72,12 @@ func (c *CPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.El
 		v    []fr.Element
 	}{{"a", a}, {"b", b}, {"c", cc}}
 	for _, x := range vecs {
-		c.step(ctx, otelcuzk.SpanNTTInverse, x.name, n, func() { domain.FFTInverse(x.v, fft.DIF) })
+		c.step(ctx, semconv.SpanNTTInverse, x.name, n, func() { domain.FFTInverse(x.v, fft.DIF) })
 	}
 	for _, x := range vecs {
-		c.step(ctx, otelcuzk.SpanNTTCoset, x.name, n, func() { domain.FFT(x.v, fft.DIT, fft.OnCoset()) })
+		c.step(ctx, semconv.SpanNTTCoset, x.name, n, func() { domain.FFT(x.v, fft.DIT, fft.OnCoset()) })
 	}
-	c.step(ctx, otelcuzk.SpanPointwise, "a", n, func() {
+	c.step(ctx, semconv.SpanPointwise, "a", n, func() {
 		var den, one fr.Element
 		one.SetOne()
 		den.Exp(domain.FrMultiplicativeGen, big.NewInt(int64(domain.Cardinality)))
@@ -88,13 +88,13 @@ func (c *CPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.El
 			}
 		})
 	})
-	c.step(ctx, otelcuzk.SpanNTTInverseCoset, "a", n, func() { domain.FFTInverse(a, fft.DIF, fft.OnCoset()) })
+	c.step(ctx, semconv.SpanNTTInverseCoset, "a", n, func() { domain.FFTInverse(a, fft.DIF, fft.OnCoset()) })
 	return nil
 }
 
 func (c *CPU) step(ctx context.Context, name, buf string, n int, f func()) {
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
-		otelcuzk.KeyNTTSize.Int(n), otelcuzk.KeyBufferName.String(buf), otelcuzk.KeyBackend.String("cpu")))
+		semconv.KeyNTTSize.Int(n), semconv.KeyBufferName.String(buf), semconv.KeyBackend.String("cpu")))
 	f()
 	span.End()
 }
@@ -136,7 +136,7 @@ func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f f
 		return fmt.Errorf("%s: %w", name, errNilCPU)
 	}
 	_, span := c.tracer.Start(ctx, name, trace.WithAttributes(
-		otelcuzk.KeyMSMSize.Int(nbScalars), otelcuzk.KeyBackend.String("cpu")),
+		semconv.KeyMSMSize.Int(nbScalars), semconv.KeyBackend.String("cpu")),
 		trace.WithAttributes(MSMScalarAttributes(ctx)...))
 	defer span.End()
 	err := f()
@@ -145,7 +145,7 @@ func (c *CPU) msm(ctx context.Context, name string, nbPoints, nbScalars int, f f
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 	}
 	return err
 }

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Prove makes a Groth16 proof over BLS12-381 for a gnark R1CS, its gnark
@@ -110,11 +110,11 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 		return nil, errors.Join(fmt.Errorf("prove: nil backend (%T)", backend), asg.Release(ctx, rel))
 	}
 	callerCtx := ctx
-	ctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Prove, trace.WithAttributes(
-		otelcuzk.KeyBackend.String(backend.Name()),
-		otelcuzk.KeyCircuitConstraints.Int(asg.NbConstraints),
-		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
-		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
+	ctx, span := cfg.tracer().Start(ctx, semconv.SpanGroth16Prove, trace.WithAttributes(
+		semconv.KeyBackend.String(backend.Name()),
+		semconv.KeyCircuitConstraints.Int(asg.NbConstraints),
+		semconv.KeyCircuitWires.Int(len(asg.Wires)),
+		semconv.KeyDomainSize.Int(asg.DomainSize),
 	))
 	if cfg.keyID != "" {
 		ctx = context.WithValue(ctx, proofKeyIDKey{}, cfg.keyID)
@@ -125,7 +125,7 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 		ctx = buffer.WithReleaseParent(ctx, callerCtx)
 	}
 	if asg.com != nil {
-		span.SetAttributes(otelcuzk.KeyCommitmentCount.Int(len(asg.com.info)))
+		span.SetAttributes(semconv.KeyCommitmentCount.Int(len(asg.com.info)))
 	}
 	p := &proving{cfg: &cfg, backend: backend, rel: rel, relCtx: ctx, asg: asg}
 	defer func() {
@@ -134,7 +134,7 @@ func proveAssignmentWith(ctx context.Context, pk groth16.ProvingKey, asg *Assign
 		}
 		if err != nil {
 			proof = nil
-			otelcuzk.SetError(span, err)
+			semconv.SetError(span, err)
 		}
 		span.End()
 	}()
@@ -241,9 +241,9 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		countsA, countsB, countsK = CountScalars(wA), CountScalars(wB), CountScalars(wK)
 	}()
 
-	hctx, hspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanComputeH, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(asg.DomainSize)))
+	hctx, hspan := p.cfg.tracer().Start(ctx, semconv.SpanComputeH, trace.WithAttributes(semconv.KeyNTTSize.Int(asg.DomainSize)))
 	err := p.backend.ComputeH(hctx, &pk.Domain, asg.A, asg.B, asg.C)
-	otelcuzk.SetError(hspan, err)
+	semconv.SetError(hspan, err)
 	hspan.End()
 	<-filtered
 	if err != nil {
@@ -276,13 +276,13 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	)
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() {
-		ar, errA = p.backend.MSMG1(withScalarCounts(ctx, countsA), otelcuzk.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
+		ar, errA = p.backend.MSMG1(withScalarCounts(ctx, countsA), semconv.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
 	})
 	run(func() {
-		bs1, errB = p.backend.MSMG1(withScalarCounts(ctx, countsB), otelcuzk.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
+		bs1, errB = p.backend.MSMG1(withScalarCounts(ctx, countsB), semconv.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
 	})
 	run(func() {
-		krs, errK = p.backend.MSMG1(withScalarCounts(ctx, countsK), otelcuzk.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
+		krs, errK = p.backend.MSMG1(withScalarCounts(ctx, countsK), semconv.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
 	})
 	poks := make([]curve.G1Jac, len(info))
 	errPok := make([]error, len(info))
@@ -292,10 +292,10 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		})
 	}
 	run(func() {
-		krs2, errH = p.backend.MSMG1(ctx, otelcuzk.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
+		krs2, errH = p.backend.MSMG1(ctx, semconv.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
 	})
 	// [B]₂ on the calling goroutine, as gnark does.
-	bs2, errB2 = p.backend.MSMG2(withScalarCounts(ctx, countsB), otelcuzk.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
+	bs2, errB2 = p.backend.MSMG2(withScalarCounts(ctx, countsB), semconv.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
 	wg.Wait()
 	if err := errors.Join(append(errPok, errA, errB, errK, errH, errB2, endDevice())...); err != nil {
 		return err
@@ -310,7 +310,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		return err
 	}
 
-	_, aspan := p.cfg.tracer().Start(ctx, otelcuzk.SpanGroth16Assemble)
+	_, aspan := p.cfg.tracer().Start(ctx, semconv.SpanGroth16Assemble)
 	p.proof = assemble(pk, &r, &s, deltas, &ar, &bs1, &krs, &krs2, &bs2)
 	if len(info) > 0 {
 		p.proof.Commitments = slices.Clone(asg.com.commitments)
@@ -361,14 +361,14 @@ func assemble(pk *groth16_bls12381.ProvingKey, r, s *fr.Element, deltas []curve.
 // release, also on error.
 func (p *proving) filter(ctx context.Context, pk *groth16_bls12381.ProvingKey, kOut []int, wA, wB, wK *[]fr.Element) (err error) {
 	asg := p.asg
-	_, span := p.cfg.tracer().Start(ctx, otelcuzk.SpanFilterWires)
+	_, span := p.cfg.tracer().Start(ctx, semconv.SpanFilterWires)
 	defer func() {
 		span.SetAttributes(
-			otelcuzk.KeyWiresA.Int(len(*wA)),
-			otelcuzk.KeyWiresB.Int(len(*wB)),
-			otelcuzk.KeyWiresK.Int(len(*wK)),
+			semconv.KeyWiresA.Int(len(*wA)),
+			semconv.KeyWiresB.Int(len(*wB)),
+			semconv.KeyWiresK.Int(len(*wK)),
 		)
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	if p.wiresA, *wA, err = filterWires(p.rel, asg.Wires, pk.InfinityA, int(pk.NbInfinityA)); err != nil {

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Each function takes the options it reads, so an option passed where it
@@ -80,7 +80,7 @@ func newConfig[O any](opts []O, apply func(O, *config)) config {
 	return c
 }
 
-func (c *config) tracer() trace.Tracer { return c.tp.Tracer(otelcuzk.ScopeName) }
+func (c *config) tracer() trace.Tracer { return c.tp.Tracer(semconv.ScopeName) }
 
 // WithBackend proves on b (default: a fresh "cpu" backend per call).
 // Read by Prove and ProveAssignment.

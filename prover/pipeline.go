@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -258,8 +258,8 @@ func (p *Pipeline) load(ctx context.Context, name string, constraints int) (*loa
 			return nil, lc.err
 		}
 		// Held in memory: a keys.load span still marks the step.
-		_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
-			otelcuzk.KeyKeyCacheHit.Bool(true), otelcuzk.KeyCircuitID.String(name)))
+		_, span := p.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
+			semconv.KeyKeyCacheHit.Bool(true), semconv.KeyCircuitID.String(name)))
 		span.End()
 		return lc, nil
 	}
@@ -297,14 +297,14 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 	// one challenge) fails here, and sizing porep probes its costs once
 	// (a compile of ~0.6 s), which would otherwise be engine.job's
 	// untraced time.
-	_, bspan := p.tracer.Start(ctx, otelcuzk.SpanCircuitBuild, trace.WithAttributes(
-		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyCircuitConstraints.Int(constraints)))
+	_, bspan := p.tracer.Start(ctx, semconv.SpanCircuitBuild, trace.WithAttributes(
+		semconv.KeyCircuitID.String(name), semconv.KeyCircuitConstraints.Int(constraints)))
 	err := circuits.CheckMemory(name, constraints)
 	var in *circuits.Instance
 	if err == nil {
 		in, err = circuits.Build(name, constraints)
 	}
-	otelcuzk.SetError(bspan, err)
+	semconv.SetError(bspan, err)
 	bspan.End()
 	if err != nil {
 		return err
@@ -346,8 +346,8 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 	opts := []ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp)}
 
 	t0 := time.Now()
-	pctx, pspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineProve, trace.WithAttributes(
-		otelcuzk.KeyCircuitID.String(req.Circuit), otelcuzk.KeyBackend.String(p.backend.Name())))
+	pctx, pspan := p.tracer.Start(ctx, semconv.SpanPipelineProve, trace.WithAttributes(
+		semconv.KeyCircuitID.String(req.Circuit), semconv.KeyBackend.String(p.backend.Name())))
 	// Async releases (ours, the backend's) go under engine.job, outside
 	// pipeline.prove.
 	pctx = buffer.WithReleaseParent(pctx, ctx)
@@ -356,7 +356,7 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
 	}
 	proof, err := ProveAssignment(pctx, lc.keys.PK, asg, popts...)
-	otelcuzk.SetError(pspan, err)
+	semconv.SetError(pspan, err)
 	pspan.End()
 	if err != nil {
 		return nil, err
@@ -364,10 +364,10 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 	res.Timings.Prove = time.Since(t0)
 
 	t0 = time.Now()
-	_, sspan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSerialize)
+	_, sspan := p.tracer.Start(ctx, semconv.SpanPipelineSerialize)
 	var buf bytes.Buffer
 	if _, err := proof.WriteTo(&buf); err != nil {
-		otelcuzk.SetError(sspan, err)
+		semconv.SetError(sspan, err)
 		sspan.End()
 		return nil, fmt.Errorf("serialize proof: %w", err)
 	}
@@ -376,26 +376,26 @@ func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, 
 		res.PublicWitness, err = pub.MarshalBinary()
 	}
 	if err != nil {
-		otelcuzk.SetError(sspan, err)
+		semconv.SetError(sspan, err)
 		sspan.End()
 		return nil, fmt.Errorf("serialize public witness: %w", err)
 	}
 	res.Proof = buf.Bytes()
-	sspan.SetAttributes(otelcuzk.KeyProofBytes.Int(len(res.Proof)))
+	sspan.SetAttributes(semconv.KeyProofBytes.Int(len(res.Proof)))
 	sspan.End()
 	res.Timings.Serialize = time.Since(t0)
 
 	if req.Verify {
 		t0 = time.Now()
-		_, vspan := p.tracer.Start(ctx, otelcuzk.SpanProofVerify)
+		_, vspan := p.tracer.Start(ctx, semconv.SpanProofVerify)
 		if lc.keys.VK == nil {
 			err = fmt.Errorf("circuit %s was registered without a verifying key", req.Circuit)
 		} else if verr := groth16.Verify(proof, lc.keys.VK, pub); verr != nil {
 			err = fmt.Errorf("%w: %v", ErrVerifyFailed, verr)
 		}
 		res.Verified = err == nil
-		vspan.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
-		otelcuzk.SetError(vspan, err)
+		vspan.SetAttributes(semconv.KeyProofVerified.Bool(res.Verified))
+		semconv.SetError(vspan, err)
 		vspan.End()
 		if err != nil {
 			return nil, err
@@ -474,9 +474,9 @@ func (p *Pipeline) witness(ctx context.Context, lc *loadedCircuit, req *Request)
 	if req.Witness == nil {
 		source = "sample"
 	}
-	_, span := p.tracer.Start(ctx, otelcuzk.SpanSynthesizeWitness, trace.WithAttributes(otelcuzk.KeyWitnessSource.String(source)))
+	_, span := p.tracer.Start(ctx, semconv.SpanSynthesizeWitness, trace.WithAttributes(semconv.KeyWitnessSource.String(source)))
 	defer func() {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	if req.Witness == nil {
@@ -499,10 +499,10 @@ func lookupFiles(name string) (circuits.Files, bool) {
 }
 
 func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string, f circuits.Files) (err error) {
-	_, span := p.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
-		otelcuzk.KeyCircuitID.String(name), otelcuzk.KeyKeyCacheHit.Bool(false)))
+	_, span := p.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
+		semconv.KeyCircuitID.String(name), semconv.KeyKeyCacheHit.Bool(false)))
 	defer func() {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	read := func(path string, r io.ReaderFrom) error {
@@ -548,7 +548,7 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 		}
 	}
 	lc.ccs, lc.keys = ccs, &keycache.Keys{Hash: hash, PK: pk, VK: vk}
-	span.SetAttributes(otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
+	span.SetAttributes(semconv.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
 	return nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ScalarCounts are the scalars of one MSM by kind: Zero equal to 0, One
@@ -72,9 +72,9 @@ func countScalars(scalars []fr.Element) ScalarCounts {
 // Attributes returns the cuzk.msm.scalars.* attributes of c.
 func (c ScalarCounts) Attributes() []attribute.KeyValue {
 	return []attribute.KeyValue{
-		otelcuzk.KeyMSMScalarsZero.Int(c.Zero),
-		otelcuzk.KeyMSMScalarsOne.Int(c.One),
-		otelcuzk.KeyMSMScalarsSmall.Int(c.Small),
+		semconv.KeyMSMScalarsZero.Int(c.Zero),
+		semconv.KeyMSMScalarsOne.Int(c.One),
+		semconv.KeyMSMScalarsSmall.Int(c.Small),
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
@@ -236,7 +236,7 @@ func (p *Pipeline) Synthesize(ctx context.Context, req *Request) (Synthesized, e
 	}
 	s.lc = lc
 	t0 = time.Now()
-	synCtx, synSpan := p.tracer.Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	synCtx, synSpan := p.tracer.Start(ctx, semconv.SpanPipelineSynthesize)
 	w, err := p.witness(synCtx, lc, req)
 	var asg *Assignment
 	if err == nil {

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Assignment is a solved R1CS, ready to prove: the wire values and the
@@ -154,7 +154,7 @@ func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 // synthesizeWith is Synthesize with its options applied (Prove passes its
 // own).
 func synthesizeWith(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, cfg config) (*Assignment, error) {
-	sctx, span := cfg.tracer().Start(ctx, otelcuzk.SpanPipelineSynthesize)
+	sctx, span := cfg.tracer().Start(ctx, semconv.SpanPipelineSynthesize)
 	asg, err := synthesize(sctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg))
 	endSynthesize(span, asg, err)
 	if err != nil {
@@ -168,13 +168,13 @@ func synthesizeWith(ctx context.Context, ccs constraint.ConstraintSystem, fullWi
 func endSynthesize(span trace.Span, asg *Assignment, err error) {
 	defer span.End()
 	if err != nil {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		return
 	}
 	span.SetAttributes(
-		otelcuzk.KeyCircuitConstraints.Int(asg.NbConstraints),
-		otelcuzk.KeyCircuitWires.Int(len(asg.Wires)),
-		otelcuzk.KeyDomainSize.Int(asg.DomainSize),
+		semconv.KeyCircuitConstraints.Int(asg.NbConstraints),
+		semconv.KeyCircuitWires.Int(len(asg.Wires)),
+		semconv.KeyDomainSize.Int(asg.DomainSize),
 	)
 }
 
@@ -193,18 +193,18 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	}
 	// The solve's span first: the commitments' MSMs run inside the solver
 	// (a hint) and are its children.
-	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(otelcuzk.ScopeName)
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(semconv.ScopeName)
 	tasks := solverTasks(r1cs)
 	if n := SolverTasks(ctx); n > 0 {
 		tasks = n
 	}
-	sctx, sspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeSolve, trace.WithAttributes(
-		otelcuzk.KeySolverTasks.Int(tasks), otelcuzk.KeySolverLevels.Int(len(r1cs.Levels))))
+	sctx, sspan := tracer.Start(ctx, semconv.SpanSynthesizeSolve, trace.WithAttributes(
+		semconv.KeySolverTasks.Int(tasks), semconv.KeySolverLevels.Int(len(r1cs.Levels))))
 	var hints hintClock
 	endSolve := func(err error) {
-		sspan.SetAttributes(otelcuzk.KeySolverHintCalls.Int64(hints.calls.Load()),
-			otelcuzk.KeySolverHintCPU.Float64(float64(hints.nanos.Load())/1e6))
-		otelcuzk.SetError(sspan, err)
+		sspan.SetAttributes(semconv.KeySolverHintCalls.Int64(hints.calls.Load()),
+			semconv.KeySolverHintCPU.Float64(float64(hints.nanos.Load())/1e6))
+		semconv.SetError(sspan, err)
 		sspan.End()
 	}
 	// The clock's overrides first: the commitment's and the mask's below
@@ -245,7 +245,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		asg.Release(ctx, rel)
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
-	_, cspan := tracer.Start(ctx, otelcuzk.SpanSynthesizeCopy)
+	_, cspan := tracer.Start(ctx, semconv.SpanSynthesizeCopy)
 	defer cspan.End()
 	jobs := make([]copyJob, 0, 4)
 	var zeroed bool
@@ -271,7 +271,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	// serially.
 	parallelCopy(jobs...)
 	s.W, s.A, s.B, s.C = nil, nil, nil, nil
-	cspan.SetAttributes(otelcuzk.KeyBufferBytes.Int((len(asg.Wires) + 3*asg.DomainSize) * fr.Bytes))
+	cspan.SetAttributes(semconv.KeyBufferBytes.Int((len(asg.Wires) + 3*asg.DomainSize) * fr.Bytes))
 	return asg, nil
 }
 

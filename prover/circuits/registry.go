@@ -26,26 +26,26 @@ import (
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Errors callers branch on.
 var (
 	// ErrUnknownCircuit is returned for a name no circuit is registered
 	// under. error.type invalid_request.
-	ErrUnknownCircuit = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "unknown circuit")
+	ErrUnknownCircuit = semconv.NewError(semconv.ErrorTypeInvalidRequest, "unknown circuit")
 	// ErrBadConstraints is returned for a constraint count that is zero,
 	// negative, or too small or too large for the circuit's shape.
 	// error.type invalid_request.
-	ErrBadConstraints = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "bad constraint count")
+	ErrBadConstraints = semconv.NewError(semconv.ErrorTypeInvalidRequest, "bad constraint count")
 	// ErrTooLarge is returned by CheckMemory when the estimated memory of
 	// compile, setup and prove exceeds what this machine has available.
 	// error.type out_of_memory.
-	ErrTooLarge = otelcuzk.NewError(otelcuzk.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
+	ErrTooLarge = semconv.NewError(semconv.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
 	// ErrNotBuiltin is returned by Build and CheckMemory for a circuit
 	// registered from files: it is read, not built, and has no estimate.
 	// error.type invalid_request.
-	ErrNotBuiltin = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "circuit registered from files, not built in")
+	ErrNotBuiltin = semconv.NewError(semconv.ErrorTypeInvalidRequest, "circuit registered from files, not built in")
 )
 
 // Instance is a built-in circuit at one size.

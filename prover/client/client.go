@@ -117,7 +117,7 @@ type Request struct {
 }
 
 func (r Request) proto() (*cuzkv1.SubmitProofRequest, error) {
-	p, err := r.Priority.Proto()
+	p, err := cuzkv1.FromPriority(r.Priority)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -503,7 +503,7 @@ type Memory struct {
 // priorityFrom reads a priority the daemon reported; a value a newer
 // daemon added is shown as Normal.
 func priorityFrom(p cuzkv1.Priority) Priority {
-	v, _ := priority.FromProto(p)
+	v, _ := cuzkv1.ToPriority(p)
 	return v
 }
 

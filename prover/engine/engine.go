@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
@@ -262,7 +262,7 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 			e.synth = workers[0].Runner.(prover.StagedRunner)
 		}
 	}
-	e.tracer = e.cfg.tp.Tracer(otelcuzk.ScopeName)
+	e.tracer = e.cfg.tp.Tracer(semconv.ScopeName)
 	e.started = e.cfg.now()
 	e.cond = sync.NewCond(&e.mu)
 	for p := range e.queues {
@@ -396,21 +396,21 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		ahead += e.queues[slot(p)].Len()
 	}
 	attrs := []attribute.KeyValue{
-		otelcuzk.KeyRequestID.String(req.RequestID),
-		otelcuzk.KeyJobID.String(j.id),
-		otelcuzk.KeyCircuitID.String(req.Circuit),
-		otelcuzk.KeyCircuitConstraints.Int(req.Constraints),
-		otelcuzk.KeyPriority.String(req.Priority.String()),
-		otelcuzk.KeyQueueDepth.Int(ahead),
+		semconv.KeyRequestID.String(req.RequestID),
+		semconv.KeyJobID.String(j.id),
+		semconv.KeyCircuitID.String(req.Circuit),
+		semconv.KeyCircuitConstraints.Int(req.Constraints),
+		semconv.KeyPriority.String(req.Priority.String()),
+		semconv.KeyQueueDepth.Int(ahead),
 	}
 	if len(parts) > 1 {
-		attrs = append(attrs, otelcuzk.KeyPartitions.Int(len(parts)))
+		attrs = append(attrs, semconv.KeyPartitions.Int(len(parts)))
 	}
 	if e.cfg.budget > 0 {
-		attrs = append(attrs, otelcuzk.KeyMemoryBytes.Int64(int64(memory)), otelcuzk.KeyMemoryBudget.Int64(int64(e.cfg.budget)))
+		attrs = append(attrs, semconv.KeyMemoryBytes.Int64(int64(memory)), semconv.KeyMemoryBudget.Int64(int64(e.cfg.budget)))
 	}
 	attrs = append(attrs, correlationAttrs(req.Correlation)...)
-	_, span := e.tracer.Start(ctx, otelcuzk.SpanEngineJob,
+	_, span := e.tracer.Start(ctx, semconv.SpanEngineJob,
 		trace.WithTimestamp(now), trace.WithAttributes(attrs...))
 	// The job outlives the call that submitted it: its stages get the
 	// span, not the caller's cancellation.
@@ -426,13 +426,13 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		t.req.Witness, t.req.Partitions = w, nil
 		if len(parts) > 1 {
 			t.index = k
-			t.ctx, t.span = e.tracer.Start(jobCtx, otelcuzk.SpanEnginePartition, trace.WithTimestamp(now),
-				trace.WithAttributes(otelcuzk.KeyPartitionIndex.Int(k)))
+			t.ctx, t.span = e.tracer.Start(jobCtx, semconv.SpanEnginePartition, trace.WithTimestamp(now),
+				trace.WithAttributes(semconv.KeyPartitionIndex.Int(k)))
 		}
-		_, t.queueSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineQueue,
-			trace.WithTimestamp(now), trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(ahead)))
+		_, t.queueSpan = e.tracer.Start(t.ctx, semconv.SpanEngineQueue,
+			trace.WithTimestamp(now), trace.WithAttributes(semconv.KeyQueueDepth.Int(ahead)))
 		if e.synth == nil && !e.ready {
-			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(now))
+			_, t.warmSpan = e.tracer.Start(t.ctx, semconv.SpanEngineWarmup, trace.WithTimestamp(now))
 		}
 		j.tasks = append(j.tasks, t)
 		t.elem = e.queues[slot(req.Priority)].PushBack(t)
@@ -468,17 +468,17 @@ func (e *Engine) held() uint64 {
 func correlationAttrs(c prover.Correlation) []attribute.KeyValue {
 	var a []attribute.KeyValue
 	if c.MinerID != "" {
-		a = append(a, otelcuzk.KeyMinerID.String(c.MinerID))
+		a = append(a, semconv.KeyMinerID.String(c.MinerID))
 	}
 	// Sector 0 exists, so a sector is recorded whenever a miner is named.
 	if c.SectorNumber != 0 || c.MinerID != "" {
-		a = append(a, otelcuzk.KeySectorNumber.Int64(c.SectorNumber))
+		a = append(a, semconv.KeySectorNumber.Int64(c.SectorNumber))
 	}
 	if c.TaskID != 0 {
-		a = append(a, otelcuzk.KeyTaskID.Int64(c.TaskID))
+		a = append(a, semconv.KeyTaskID.Int64(c.TaskID))
 	}
 	if c.TaskName != "" {
-		a = append(a, otelcuzk.KeyTaskName.String(c.TaskName))
+		a = append(a, semconv.KeyTaskName.String(c.TaskName))
 	}
 	return a
 }
@@ -793,7 +793,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.mu.Unlock()
 		now := e.cfg.now()
 		for _, j := range stuck {
-			otelcuzk.SetError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
+			semconv.SetError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
 				ErrCancelled, ErrClosed, e.cfg.cancelGrace))
 			j.span.End(trace.WithTimestamp(now))
 		}

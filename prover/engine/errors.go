@@ -3,38 +3,38 @@ package engine
 import (
 	"errors"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Errors the engine returns; callers branch on them with errors.Is. Those a
-// job's span can end with declare their error.type (otelcuzk.NewError);
+// job's span can end with declare their error.type (semconv.NewError);
 // ErrUnknownJob, ErrJobFinished and ErrClosed answer calls that make no
 // span (ErrClosed reaches a span only beside ErrCancelled, which names it).
 var (
 	// ErrQueueFull is returned by Submit when the queue holds its maximum
 	// number of jobs (the daemon answers RESOURCE_EXHAUSTED).
-	ErrQueueFull = otelcuzk.NewError(otelcuzk.ErrorTypeQueueFull, "engine: queue full")
+	ErrQueueFull = semconv.NewError(semconv.ErrorTypeQueueFull, "engine: queue full")
 	// ErrOverBudget is returned by Submit for a job whose estimated host
 	// memory, beside the proving keys held, exceeds the whole memory
 	// budget (WithMemoryBudget): it could never be admitted (the daemon
 	// answers RESOURCE_EXHAUSTED, the message names both numbers).
-	ErrOverBudget = otelcuzk.NewError(otelcuzk.ErrorTypeOverBudget, "engine: job larger than the memory budget")
+	ErrOverBudget = semconv.NewError(semconv.ErrorTypeOverBudget, "engine: job larger than the memory budget")
 	// ErrNoDevice is the error of jobs that were waiting when the last
 	// healthy device worker faulted (prover.ErrDeviceFault), and of Submit
 	// from then on (the daemon answers UNAVAILABLE).
-	ErrNoDevice = otelcuzk.NewError(otelcuzk.ErrorTypeNoDevice, "engine: no healthy device worker left")
+	ErrNoDevice = semconv.NewError(semconv.ErrorTypeNoDevice, "engine: no healthy device worker left")
 	// ErrEmptyRequestID is returned by Submit for a request without a
 	// request id: the id is the idempotency key and cannot be made up.
-	ErrEmptyRequestID = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "engine: empty request id")
+	ErrEmptyRequestID = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: empty request id")
 	// ErrInvalidRequest is wrapped by Submit's errors for requests it
 	// refuses before queueing (nil request, unknown priority, or what the
 	// validator of WithValidator rejects).
-	ErrInvalidRequest = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "engine: invalid request")
+	ErrInvalidRequest = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: invalid request")
 	// ErrUnknownJob is returned for a job id the engine does not know, or
 	// whose result it no longer keeps.
 	ErrUnknownJob = errors.New("engine: unknown job")
 	// ErrCancelled is the error of a job cancelled by Cancel or by Shutdown.
-	ErrCancelled = otelcuzk.NewError(otelcuzk.ErrorTypeCanceled, "engine: job cancelled")
+	ErrCancelled = semconv.NewError(semconv.ErrorTypeCanceled, "engine: job cancelled")
 	// ErrClosed is returned by Submit after Shutdown began; jobs still
 	// queued when Shutdown began fail with an error wrapping both
 	// ErrCancelled and ErrClosed.
@@ -49,6 +49,6 @@ var (
 	// unfinished at start: the daemon stopped (crashed, was killed or
 	// restarted) while it ran. Submitting the same request id proves it
 	// again (the daemon answers ABORTED: retry).
-	ErrInterrupted     = otelcuzk.NewError(otelcuzk.ErrorTypeCanceled, "engine: interrupted by a restart")
-	ErrRequestConflict = otelcuzk.NewError(otelcuzk.ErrorTypeInvalidRequest, "engine: request id already used for another proof")
+	ErrInterrupted     = semconv.NewError(semconv.ErrorTypeCanceled, "engine: interrupted by a restart")
+	ErrRequestConflict = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: request id already used for another proof")
 )

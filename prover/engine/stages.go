@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -142,10 +142,10 @@ func (e *Engine) synthesisWork() {
 		t.cancelRun = nil
 		t.syn = syn
 		t.state = StateWaitingDevice
-		_, t.gpuSpan = e.tracer.Start(t.ctx, otelcuzk.SpanGPUQueue, trace.WithTimestamp(t.synthEnd),
-			trace.WithAttributes(otelcuzk.KeyQueueDepth.Int(e.devQueued)))
+		_, t.gpuSpan = e.tracer.Start(t.ctx, semconv.SpanGPUQueue, trace.WithTimestamp(t.synthEnd),
+			trace.WithAttributes(semconv.KeyQueueDepth.Int(e.devQueued)))
 		if !e.ready {
-			_, t.warmSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineWarmup, trace.WithTimestamp(t.synthEnd))
+			_, t.warmSpan = e.tracer.Start(t.ctx, semconv.SpanEngineWarmup, trace.WithTimestamp(t.synthEnd))
 		}
 		t.elem = e.devQueues[slot(t.job.req.Priority)].PushBack(t)
 		e.devQueued++
@@ -194,8 +194,8 @@ func (e *Engine) admit(t *task) bool {
 	held := e.held()
 	if !stopped() && !e.fitsLocked(need, held) {
 		start := e.cfg.now()
-		_, span := e.tracer.Start(t.ctx, otelcuzk.SpanEngineBudget, trace.WithTimestamp(start), trace.WithAttributes(
-			otelcuzk.KeyMemoryBytes.Int64(int64(need)), otelcuzk.KeyMemoryBudget.Int64(int64(e.cfg.budget))))
+		_, span := e.tracer.Start(t.ctx, semconv.SpanEngineBudget, trace.WithTimestamp(start), trace.WithAttributes(
+			semconv.KeyMemoryBytes.Int64(int64(need)), semconv.KeyMemoryBudget.Int64(int64(e.cfg.budget))))
 		t.budgetSpan = span
 		e.budgetWaiting++
 		for !stopped() && !e.fitsLocked(need, held) {
@@ -460,8 +460,8 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 	if requeue {
 		t.state, t.syn, t.worker = StateQueued, nil, ""
 		t.synthStart, t.synthEnd, t.proveStart = time.Time{}, time.Time{}, time.Time{}
-		_, t.queueSpan = e.tracer.Start(t.ctx, otelcuzk.SpanEngineQueue, trace.WithTimestamp(now), trace.WithAttributes(
-			otelcuzk.KeyQueueDepth.Int(e.queued), otelcuzk.KeyRequeuedFrom.String(w)))
+		_, t.queueSpan = e.tracer.Start(t.ctx, semconv.SpanEngineQueue, trace.WithTimestamp(now), trace.WithAttributes(
+			semconv.KeyQueueDepth.Int(e.queued), semconv.KeyRequeuedFrom.String(w)))
 		t.elem = e.queues[slot(j.req.Priority)].PushFront(t)
 		e.queued++
 		j.refresh()
@@ -483,7 +483,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 		span = t.span
 	}
 	span.AddEvent("device fault", trace.WithTimestamp(now), trace.WithAttributes(
-		otelcuzk.KeyRequeuedFrom.String(w), otelcuzk.KeyErrorType.String(otelcuzk.ErrorTypeDeviceFault)))
+		semconv.KeyRequeuedFrom.String(w), semconv.KeyErrorType.String(semconv.ErrorTypeDeviceFault)))
 	if e.cfg.onFault != nil {
 		e.cfg.onFault(w, err)
 	}
@@ -557,7 +557,7 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 	}
 	if t.span != nil {
 		if err != nil {
-			otelcuzk.SetError(t.span, err)
+			semconv.SetError(t.span, err)
 		}
 		t.span.End(trace.WithTimestamp(now))
 	}
@@ -588,14 +588,14 @@ func (e *Engine) finishJob(j *job, now time.Time) {
 
 	if res != nil {
 		if res.Backend != "" {
-			j.span.SetAttributes(otelcuzk.KeyBackend.String(res.Backend))
+			j.span.SetAttributes(semconv.KeyBackend.String(res.Backend))
 		}
 		if j.req.Verify {
-			j.span.SetAttributes(otelcuzk.KeyProofVerified.Bool(res.Verified))
+			j.span.SetAttributes(semconv.KeyProofVerified.Bool(res.Verified))
 		}
 	}
 	if err != nil {
-		otelcuzk.SetError(j.span, err)
+		semconv.SetError(j.span, err)
 	}
 	j.span.End(trace.WithTimestamp(now))
 

@@ -19,7 +19,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/parallel"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
@@ -267,7 +267,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o prover.BackendOptions) 
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName),
+	b := &Backend{c: c, cpu: prover.NewCPU(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: tp.Tracer(semconv.ScopeName),
 		hostCopy: hc, g2OnCPU: g2OnCPU}
 	b.warm = b.compileModules
 	fail := func(err error) (*Backend, error) {
@@ -318,20 +318,20 @@ func (b *Backend) Warmup(ctx context.Context) (err error) {
 	}
 	// The span starts before the wait for a warm-up in flight, so a proof
 	// that waits for the daemon's (or cuzk prove's) warm-up shows the wait.
-	ctx, span := b.tracer.Start(ctx, otelcuzk.SpanGPUWarmup,
-		trace.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(b.c.Device().Ordinal)))
+	ctx, span := b.tracer.Start(ctx, semconv.SpanGPUWarmup,
+		trace.WithAttributes(semconv.KeyCUDADeviceOrdinal.Int(b.c.Device().Ordinal)))
 	defer func() {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	b.warmMu.Lock()
 	if b.ready.Load() {
 		b.warmMu.Unlock()
-		span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(true))
+		span.SetAttributes(semconv.KeyWarmupShared.Bool(true))
 		return nil
 	}
 	run := b.inflight
-	span.SetAttributes(otelcuzk.KeyWarmupShared.Bool(run != nil))
+	span.SetAttributes(semconv.KeyWarmupShared.Bool(run != nil))
 	if run == nil {
 		// The compiles outlive a caller that stops waiting (NVRTC cannot
 		// be interrupted; what it compiles lands in the kernel cache).
@@ -470,7 +470,7 @@ func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error
 		return ctx, func() error { return f }
 	}
 	werr := b.Warmup(ctx)
-	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
+	_, span := b.tracer.Start(ctx, semconv.SpanGPULock)
 	b.proofMu.Lock()
 	span.End()
 	sctx, sess := b.c.BeginSession(ctx)
@@ -495,7 +495,7 @@ func (b *Backend) lock(ctx context.Context) func() {
 		b.mu.Lock()
 		return b.mu.Unlock
 	}
-	_, span := b.tracer.Start(ctx, otelcuzk.SpanGPULock)
+	_, span := b.tracer.Start(ctx, semconv.SpanGPULock)
 	b.mu.Lock()
 	span.End()
 	return b.mu.Unlock
@@ -710,9 +710,9 @@ func (b *Backend) stagedDownload(ctx context.Context, st [2]*cudaspans.PinnedBuf
 }
 
 func (b *Backend) stageSpan(ctx context.Context, name, dir string, bytes int) (context.Context, trace.Span) {
-	return b.tracer.Start(ctx, otelcuzk.SpanHostStage, trace.WithAttributes(
-		otelcuzk.KeyBufferName.String(name), otelcuzk.KeyCUDABytes.Int(bytes),
-		otelcuzk.KeyHostCopyMode.String(string(HostCopyStaged)), attribute.String("cuda.direction", dir)))
+	return b.tracer.Start(ctx, semconv.SpanHostStage, trace.WithAttributes(
+		semconv.KeyBufferName.String(name), semconv.KeyCUDABytes.Int(bytes),
+		semconv.KeyHostCopyMode.String(string(HostCopyStaged)), attribute.String("cuda.direction", dir)))
 }
 
 // endSpan ends a staging span; after an error it first waits for the
@@ -722,7 +722,7 @@ func (b *Backend) endSpan(ctx context.Context, span trace.Span, err error) {
 	if err != nil {
 		_ = b.s.Synchronize(ctx)
 	}
-	otelcuzk.SetError(span, err)
+	semconv.SetError(span, err)
 	span.End()
 }
 

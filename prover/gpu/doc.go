@@ -26,5 +26,5 @@
 // prover.ErrBackendUnavailable without one). Every device operation is a
 // cudaspans span (kernels by function name, copies, allocations,
 // cuda.compile); the engines add their step spans (ntt.*, msm.*,
-// keys.preload). Names are in otelcuzk/names.go.
+// keys.preload). Names are in otelcuzk/semconv/names.go.
 package gpu

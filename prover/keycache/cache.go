@@ -40,7 +40,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // EnvCacheDir overrides the cache directory.
@@ -48,7 +48,7 @@ const EnvCacheDir = "CUZK_CACHE_DIR"
 
 // ErrUnsupported is returned for a constraint system that is not over
 // BLS12-381.
-var ErrUnsupported = otelcuzk.NewError(otelcuzk.ErrorTypeUnsupported, "keycache: only BLS12-381 constraint systems are supported")
+var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "keycache: only BLS12-381 constraint systems are supported")
 
 // DefaultDir returns $CUZK_CACHE_DIR when set, else
 // <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
@@ -106,7 +106,7 @@ func (f optionFunc) apply(c *Cache) { f(c) }
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *Cache) {
 		if tp != nil {
-			c.tracer = tp.Tracer(otelcuzk.ScopeName)
+			c.tracer = tp.Tracer(semconv.ScopeName)
 		}
 	})
 }
@@ -132,7 +132,7 @@ func New(dir string, opts ...Option) (*Cache, error) {
 	}
 	c := &Cache{
 		dir:           dir,
-		tracer:        otel.GetTracerProvider().Tracer(otelcuzk.ScopeName),
+		tracer:        otel.GetTracerProvider().Tracer(semconv.ScopeName),
 		progress:      os.Stderr,
 		progressAfter: 2 * time.Second,
 		work:          map[string]*work{},
@@ -185,11 +185,11 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // A failed store is no error: the keys are returned, the keys.store span
 // records the failure and one line on the progress writer says so.
 func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (k *Keys, err error) {
-	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanKeyLoad, trace.WithAttributes(
-		otelcuzk.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
+	ctx, span := c.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
+		semconv.KeyCircuitConstraints.Int(ccs.GetNbConstraints())))
 	defer func() {
 		if err == nil {
-			span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(k.CacheHit))
+			span.SetAttributes(semconv.KeyKeyCacheHit.Bool(k.CacheHit))
 		}
 		endSpan(span, err)
 	}()
@@ -202,14 +202,14 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	source := "circuit_cache"
 	if hash == "" {
 		source = "computed"
-		_, hspan := c.tracer.Start(ctx, otelcuzk.SpanKeysHash)
+		_, hspan := c.tracer.Start(ctx, semconv.SpanKeysHash)
 		hash, err = Hash(ccs)
 		endSpan(hspan, err)
 		if err != nil {
 			return nil, err
 		}
 	}
-	span.SetAttributes(otelcuzk.KeyKeyHashSource.String(source))
+	span.SetAttributes(semconv.KeyKeyHashSource.String(source))
 	path := c.path(hash)
 	pk, vk, checked, rerr := c.readKeys(ctx, path)
 	if rerr == nil {
@@ -231,13 +231,13 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanKeysSetup)
+	_, sspan := c.tracer.Start(ctx, semconv.SpanKeysSetup)
 	pk, vk, err = c.setupUnlessDone(ctx, ccs, path)
 	endSpan(sspan, err)
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
-	_, wspan := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
+	_, wspan := c.tracer.Start(ctx, semconv.SpanKeysStore)
 	werr := writeChecked(path, func(w io.Writer) error { return writeKeys(w, pk, vk) })
 	endSpan(wspan, werr)
 	if werr != nil {
@@ -253,7 +253,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 
 // endSpan records err (if any) on span, then ends it.
 func endSpan(span trace.Span, err error) {
-	otelcuzk.SetError(span, err)
+	semconv.SetError(span, err)
 	span.End()
 }
 
@@ -263,7 +263,7 @@ type corruptError struct{ err error }
 
 func (e *corruptError) Error() string     { return e.err.Error() }
 func (e *corruptError) Unwrap() error     { return e.err }
-func (e *corruptError) ErrorType() string { return otelcuzk.ErrorTypeCorrupt }
+func (e *corruptError) ErrorType() string { return semconv.ErrorTypeCorrupt }
 
 // corrupt marks a decode error as corrupt; nil stays nil.
 func corrupt(err error) error {
@@ -277,7 +277,7 @@ func corrupt(err error) error {
 // and decodes it (keys.decode). checked is false for a file of the older
 // format without checksums, read as it is.
 func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKey, vk groth16.VerifyingKey, checked bool, err error) {
-	_, rspan := c.tracer.Start(ctx, otelcuzk.SpanKeysRead)
+	_, rspan := c.tracer.Start(ctx, semconv.SpanKeysRead)
 	m, err := mapFile(path)
 	var payload []byte
 	if err == nil {
@@ -289,13 +289,13 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 		if errors.Is(err, errNoTrailer) {
 			payload, err = m.data, nil
 		}
-		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(m.data)), otelcuzk.KeyKeyChecked.Bool(checked))
+		rspan.SetAttributes(semconv.KeyFileBytes.Int(len(m.data)), semconv.KeyKeyChecked.Bool(checked))
 	}
 	endSpan(rspan, ignoreNotExist(err))
 	if err != nil {
 		return nil, nil, false, err
 	}
-	_, dspan := c.tracer.Start(ctx, otelcuzk.SpanKeysDecode)
+	_, dspan := c.tracer.Start(ctx, semconv.SpanKeysDecode)
 	pk, vk, err = decodeKeys(bytesReader(payload))
 	err = corrupt(err)
 	endSpan(dspan, err)
@@ -308,7 +308,7 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 // addChecksums rewrites the key file at path, of the older format, as a
 // checked file with the same payload.
 func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
-	_, span := c.tracer.Start(ctx, otelcuzk.SpanKeysStore)
+	_, span := c.tracer.Start(ctx, semconv.SpanKeysStore)
 	defer func() { endSpan(span, err) }()
 	m, err := mapFile(path)
 	if err != nil {
@@ -337,7 +337,7 @@ func (c *Cache) setupUnlessDone(ctx context.Context, ccs constraint.ConstraintSy
 		pk groth16.ProvingKey
 		vk groth16.VerifyingKey
 	}
-	v, err := c.shared(ctx, "setup:"+path, otelcuzk.SpanKeysSetup, func() (any, error) {
+	v, err := c.shared(ctx, "setup:"+path, semconv.SpanKeysSetup, func() (any, error) {
 		pk, vk, err := c.setup(ctx, ccs)
 		return keys{pk, vk}, err
 	}, func(v any) {

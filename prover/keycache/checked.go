@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcuzk/otelcuzk/internal/parallel"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // A checked file is a payload followed by a trailer of CRC-32C checksums,
@@ -49,9 +49,9 @@ var (
 var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	// errNoTrailer marks a file of the older, unchecked format.
-	errNoTrailer = otelcuzk.NewError(otelcuzk.ErrorTypeCorrupt, "no checksum trailer")
+	errNoTrailer = semconv.NewError(semconv.ErrorTypeCorrupt, "no checksum trailer")
 	// errChecksum marks a payload whose bytes are not the ones written.
-	errChecksum = otelcuzk.NewError(otelcuzk.ErrorTypeCorrupt, "checksum mismatch")
+	errChecksum = semconv.NewError(semconv.ErrorTypeCorrupt, "checksum mismatch")
 )
 
 // checksumWriter passes writes through to w and sums them per chunk.

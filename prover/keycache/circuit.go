@@ -23,7 +23,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Compiled is a built-in circuit's constraint system with the hash its
@@ -137,14 +137,14 @@ func (c *Cache) key(ctx context.Context) (key, describe string) {
 		if c.keySet {
 			return
 		}
-		_, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheKey)
+		_, span := c.tracer.Start(ctx, semconv.SpanCircuitCacheKey)
 		if c.exePath != "" {
 			c.revision, c.revisionWhy, c.keySource = executableKey(c.exePath, c.dir, "test executable")
 		} else {
 			c.revision, c.revisionWhy, c.keySource = buildKey(c.dir)
 		}
 		if c.keySource != "" {
-			span.SetAttributes(otelcuzk.KeyCircuitCacheKeySource.String(c.keySource))
+			span.SetAttributes(semconv.KeyCircuitCacheKeySource.String(c.keySource))
 		}
 		span.End()
 	})
@@ -205,11 +205,11 @@ func (c *Cache) circuitPath(circuit string, constraints int) string {
 // Compile of the same circuit and size meanwhile joins it). Safe for
 // concurrent use.
 func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) (comp *Compiled, err error) {
-	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitCompile, trace.WithAttributes(
-		otelcuzk.KeyCircuitID.String(circuit), otelcuzk.KeyCircuitConstraints.Int(constraints)))
+	ctx, span := c.tracer.Start(ctx, semconv.SpanCircuitCompile, trace.WithAttributes(
+		semconv.KeyCircuitID.String(circuit), semconv.KeyCircuitConstraints.Int(constraints)))
 	outcome := CircuitCacheMiss
 	defer func() {
-		span.SetAttributes(otelcuzk.KeyCircuitCache.String(outcome))
+		span.SetAttributes(semconv.KeyCircuitCache.String(outcome))
 		endSpan(span, err)
 	}()
 	c.key(ctx)
@@ -256,7 +256,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	if err != nil {
 		return nil, err
 	}
-	_, sspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheStore)
+	_, sspan := c.tracer.Start(ctx, semconv.SpanCircuitCacheStore)
 	want.Hash, err = storeCircuit(path, ccs, want)
 	endSpan(sspan, err)
 	if err != nil {
@@ -275,12 +275,12 @@ var errStale = errors.New("compiled by another build")
 // made an interrupted cuzk prove's trace 100 % untraced). The compile left
 // running goes on and is given to store (when not nil) at its end.
 func (c *Cache) frontendCompile(ctx context.Context, key string, compile func() (constraint.ConstraintSystem, error), store func(constraint.ConstraintSystem)) (constraint.ConstraintSystem, error) {
-	_, span := c.tracer.Start(ctx, otelcuzk.SpanCircuitFrontend)
+	_, span := c.tracer.Start(ctx, semconv.SpanCircuitFrontend)
 	var stored func(any)
 	if store != nil {
 		stored = func(v any) { store(v.(constraint.ConstraintSystem)) }
 	}
-	v, err := c.shared(ctx, key, otelcuzk.SpanCircuitCompile, func() (any, error) { return compile() }, stored)
+	v, err := c.shared(ctx, key, semconv.SpanCircuitCompile, func() (any, error) { return compile() }, stored)
 	endSpan(span, err)
 	if err != nil {
 		return nil, err
@@ -363,10 +363,10 @@ func decodeCircuit(body []byte) (constraint.ConstraintSystem, error) {
 // readCircuit reads the cached circuit at path and checks it was compiled
 // as want says. Errors wrap fs.ErrNotExist, errStale, or say what is damaged.
 func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) (*Compiled, error) {
-	_, rspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheRead)
+	_, rspan := c.tracer.Start(ctx, semconv.SpanCircuitCacheRead)
 	body, meta, closeFile, err := readCircuitFile(path)
 	if err == nil {
-		rspan.SetAttributes(otelcuzk.KeyFileBytes.Int(len(body)))
+		rspan.SetAttributes(semconv.KeyFileBytes.Int(len(body)))
 	}
 	endSpan(rspan, ignoreNotExist(err))
 	if err != nil {
@@ -378,7 +378,7 @@ func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) 
 	if got != want {
 		return nil, fmt.Errorf("%w (%s)", errStale, describeMeta(meta))
 	}
-	_, dspan := c.tracer.Start(ctx, otelcuzk.SpanCircuitCacheDecode)
+	_, dspan := c.tracer.Start(ctx, semconv.SpanCircuitCacheDecode)
 	ccs, err := decodeCircuit(body)
 	switch {
 	case err != nil:

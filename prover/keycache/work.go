@@ -18,8 +18,8 @@ import (
 // accounts for its resources (prover/engine keeps the worker and the
 // memory of the cancelled job reserved) what runs and when it ends.
 type AbandonedError struct {
-	// Step is the work left running: otelcuzk.SpanKeysSetup or
-	// otelcuzk.SpanCircuitCompile.
+	// Step is the work left running: semconv.SpanKeysSetup or
+	// semconv.SpanCircuitCompile.
 	Step string
 	// Since is when the context ended and the work was left to itself.
 	Since time.Time

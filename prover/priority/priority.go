@@ -1,16 +1,15 @@
 // Package priority holds the one Priority type of cuzk: the order in which
 // queued proofs are taken. The client, the gRPC server and the engine share
-// it, and its conversions to and from the wire enum (cuzk.v1.Priority) are
-// here, in one place. It imports the generated API only: no gnark and no
-// cgo, so Curio links it through prover/client (a test checks `go list
+// it; the conversions to and from the wire enum (cuzk.v1.Priority) are
+// beside the generated API (cuzkv1.FromPriority, cuzkv1.ToPriority). It
+// imports the standard library only: no gRPC, no gnark and no cgo, so the
+// engine links no generated API through it (a test checks `go list
 // -deps`).
 package priority
 
 import (
 	"fmt"
 	"strings"
-
-	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 // Priority orders queued work: a higher priority overtakes every lower one
@@ -78,37 +77,4 @@ func (p *Priority) UnmarshalText(b []byte) error {
 	}
 	*p = v
 	return nil
-}
-
-// Proto returns p as the wire enum; an invalid p is an error (and
-// PRIORITY_UNSPECIFIED).
-func (p Priority) Proto() (cuzkv1.Priority, error) {
-	switch p {
-	case Low:
-		return cuzkv1.Priority_LOW, nil
-	case Normal:
-		return cuzkv1.Priority_NORMAL, nil
-	case High:
-		return cuzkv1.Priority_HIGH, nil
-	case Critical:
-		return cuzkv1.Priority_CRITICAL, nil
-	}
-	return cuzkv1.Priority_PRIORITY_UNSPECIFIED, fmt.Errorf("unknown priority %d", int(p))
-}
-
-// FromProto returns the Priority of a wire value: PRIORITY_UNSPECIFIED (a
-// request that set none) is Normal. A value this build does not know is an
-// error, with Normal.
-func FromProto(v cuzkv1.Priority) (Priority, error) {
-	switch v {
-	case cuzkv1.Priority_PRIORITY_UNSPECIFIED, cuzkv1.Priority_NORMAL:
-		return Normal, nil
-	case cuzkv1.Priority_LOW:
-		return Low, nil
-	case cuzkv1.Priority_HIGH:
-		return High, nil
-	case cuzkv1.Priority_CRITICAL:
-		return Critical, nil
-	}
-	return Normal, fmt.Errorf("unknown priority %d", int32(v))
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/internal/depstest"
-	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
 func TestZeroValueIsNormal(t *testing.T) {
@@ -37,43 +36,7 @@ func TestValuesCompareAsTheyRank(t *testing.T) {
 	}
 }
 
-// TestEveryWireValueMapsToTheSameName walks the generated enum, so a value
-// added to the proto without a Priority fails here.
-func TestEveryWireValueMapsToTheSameName(t *testing.T) {
-	seen := map[Priority]bool{}
-	for n, name := range cuzkv1.Priority_name {
-		v := cuzkv1.Priority(n)
-		p, err := FromProto(v)
-		if err != nil {
-			t.Fatalf("FromProto(%s): %v", name, err)
-		}
-		if v == cuzkv1.Priority_PRIORITY_UNSPECIFIED {
-			if p != Normal {
-				t.Errorf("PRIORITY_UNSPECIFIED is %v, want NORMAL", p)
-			}
-			continue
-		}
-		if want := p.String(); name != want {
-			t.Errorf("FromProto(%s) = %v", name, p)
-		}
-		back, err := p.Proto()
-		if err != nil || back != v {
-			t.Errorf("%v.Proto() = %v, %v; want %s", p, back, err, name)
-		}
-		seen[p] = true
-	}
-	if len(seen) != len(All) {
-		t.Errorf("the wire enum has %d priorities, All %d", len(seen), len(All))
-	}
-}
-
 func TestUnknownValuesAreErrors(t *testing.T) {
-	if p, err := FromProto(cuzkv1.Priority(42)); err == nil || p != Normal || !strings.Contains(err.Error(), "42") {
-		t.Errorf("FromProto(42) = %v, %v; want NORMAL and an error naming 42", p, err)
-	}
-	if v, err := Priority(7).Proto(); err == nil || v != cuzkv1.Priority_PRIORITY_UNSPECIFIED {
-		t.Errorf("Priority(7).Proto() = %v, %v; want UNSPECIFIED and an error", v, err)
-	}
 	if s := Priority(7).String(); s != "Priority(7)" {
 		t.Errorf("Priority(7).String() = %q", s)
 	}
@@ -123,13 +86,15 @@ func TestJSONUsesTheNames(t *testing.T) {
 	}
 }
 
-// TestNoGnarkNoCgo: the client imports this package, and Curio the client.
-func TestNoGnarkNoCgo(t *testing.T) {
+// TestStandardLibraryOnly: the client, the server and the engine import
+// this package, and Curio the client: it links nothing but the standard
+// library (no generated API, so no gRPC; no gnark, no cgo).
+func TestStandardLibraryOnly(t *testing.T) {
 	for _, p := range depstest.List(t, []string{"CGO_ENABLED=0"}, ".") {
 		if strings.HasPrefix(p.ImportPath, "github.com/consensys") || p.ImportPath == "runtime/cgo" {
 			t.Errorf("priority depends on %s", p.ImportPath)
 		}
-		if strings.HasPrefix(p.ImportPath, "github.com/otelcuzk/otelcuzk/") && p.ImportPath != "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1" && p.ImportPath != "github.com/otelcuzk/otelcuzk/prover/priority" {
+		if !p.Standard && p.ImportPath != "github.com/otelcuzk/otelcuzk/prover/priority" {
 			t.Errorf("priority depends on %s", p.ImportPath)
 		}
 	}

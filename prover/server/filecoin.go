@@ -80,7 +80,7 @@ func CheckFilecoin(r *cuzkv1.SubmitProofRequest) error {
 // is CRITICAL for WinningPoSt, HIGH for WindowPoSt, else NORMAL.
 func filecoinPriority(r *cuzkv1.SubmitProofRequest) (priority.Priority, error) {
 	if r.GetPriority() != cuzkv1.Priority_PRIORITY_UNSPECIFIED {
-		return priority.FromProto(r.GetPriority())
+		return cuzkv1.ToPriority(r.GetPriority())
 	}
 	switch r.GetProofKind() {
 	case cuzkv1.ProofKind_WINNING_POST:

@@ -172,7 +172,7 @@ func (s *Server) request(r *cuzkv1.SubmitProofRequest) (*prover.Request, error) 
 	if err := circuits.CheckSize(r.GetCircuit(), int(r.GetConstraints())); err != nil && !errors.Is(err, circuits.ErrUnknownCircuit) {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	p, err := priority.FromProto(r.GetPriority())
+	p, err := cuzkv1.ToPriority(r.GetPriority())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -249,7 +249,7 @@ func partitions(r *cuzkv1.SubmitProofRequest) ([][]byte, error) {
 // priorityTo is p on the wire; the engine holds valid priorities only
 // (Submit refuses others).
 func priorityTo(p priority.Priority) cuzkv1.Priority {
-	v, _ := p.Proto()
+	v, _ := cuzkv1.FromPriority(p)
 	return v
 }
 

@@ -7,5 +7,6 @@
 // proving.proto, with this daemon's own fields at numbers 100 and up and
 // its own methods (PreloadKeys, EvictKeys) beside cuzk's; schema_test.go
 // fails when it drifts from the facts of cuzk's schema that
-// cuzkschematest holds. prover/priority converts its Priority.
+// cuzkschematest holds. priority.go (by hand) converts its Priority to and
+// from prover/priority's (FromPriority, ToPriority).
 package cuzkv1

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
@@ -128,7 +128,7 @@ func FromModule(c *cudaspans.Context, mod *cudaspans.Module, opts ...Option) (*E
 
 func fromModule(c *cudaspans.Context, mod *cudaspans.Module, tp trace.TracerProvider) (*Engine, error) {
 	var err error
-	e := &Engine{c: c, mod: mod, tracer: tp.Tracer(otelcuzk.ScopeName), tables: map[tableKey]*deviceTables{}}
+	e := &Engine{c: c, mod: mod, tracer: tp.Tracer(semconv.ScopeName), tables: map[tableKey]*deviceTables{}}
 	for name, f := range map[string]**cudaspans.Function{"ntt_pass": &e.fPass, "ntt_powers": &e.fPow, "groth16_pointwise": &e.fPoint} {
 		if *f, err = mod.Function(name); err != nil {
 			mod.Close()
@@ -224,13 +224,13 @@ func (e *Engine) ComputeH(ctx context.Context, s *cudaspans.Stream, domain *fft.
 	n := int(domain.Cardinality)
 	den := cosetDen(domain.FrMultiplicativeGen, n)
 	step := func(ctx context.Context, name string, fn func(context.Context) error) error {
-		ctx, span := e.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyNTTSize.Int(n), otelcuzk.KeyBackend.String("cuda")))
+		ctx, span := e.tracer.Start(ctx, name, trace.WithAttributes(semconv.KeyNTTSize.Int(n), semconv.KeyBackend.String("cuda")))
 		defer span.End()
 		err := fn(ctx)
 		if err == nil {
 			err = s.Synchronize(ctx)
 		}
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		return err
 	}
 	return computeHSteps(ctx, &deviceKernels{e: e, s: s}, &t.nttTables, a, b, c, den, step)

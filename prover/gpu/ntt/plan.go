@@ -8,7 +8,7 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Decimation selects the orders of an NTT, as gnark-crypto's fft.DIF and
@@ -226,13 +226,13 @@ func Log2(n int) (uint, error) {
 // a = (a·b − c)·den with den = 1/(gⁿ − 1), inverse coset NTT (DIF). On
 // return a holds H's coefficients in bit-reversed order, which is what
 // gnark's computeH returns and what the bit-reversed pk.G1.Z expects. step
-// wraps each step in a span (names from otelcuzk/names.go).
+// wraps each step in a span (names from otelcuzk/semconv/names.go).
 func computeHSteps[B any](ctx context.Context, k nttKernels[B], t *nttTables[B], a, b, c B, den fr.Element,
 	step func(ctx context.Context, name string, fn func(ctx context.Context) error) error) error {
 	n := 1 << t.logn
-	// One span per vector and transform, as otelcuzk/names.go defines them.
+	// One span per vector and transform, as otelcuzk/semconv/names.go defines them.
 	for _, x := range []B{a, b, c} {
-		err := step(ctx, otelcuzk.SpanNTTInverse, func(ctx context.Context) error {
+		err := step(ctx, semconv.SpanNTTInverse, func(ctx context.Context) error {
 			return runNTT(ctx, k, t, x, DIF, true, false)
 		})
 		if err != nil {
@@ -240,20 +240,20 @@ func computeHSteps[B any](ctx context.Context, k nttKernels[B], t *nttTables[B],
 		}
 	}
 	for _, x := range []B{a, b, c} {
-		err := step(ctx, otelcuzk.SpanNTTCoset, func(ctx context.Context) error {
+		err := step(ctx, semconv.SpanNTTCoset, func(ctx context.Context) error {
 			return runNTT(ctx, k, t, x, DIT, false, true)
 		})
 		if err != nil {
 			return err
 		}
 	}
-	err := step(ctx, otelcuzk.SpanPointwise, func(ctx context.Context) error {
+	err := step(ctx, semconv.SpanPointwise, func(ctx context.Context) error {
 		return k.pointwise(ctx, a, b, c, n, den)
 	})
 	if err != nil {
 		return err
 	}
-	return step(ctx, otelcuzk.SpanNTTInverseCoset, func(ctx context.Context) error {
+	return step(ctx, semconv.SpanNTTInverseCoset, func(ctx context.Context) error {
 		return runNTT(ctx, k, t, a, DIF, true, true)
 	})
 }

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -84,8 +84,8 @@ func CheckKernelSpansNested(t *testing.T, rec *tracetest.SpanRecorder) {
 	for _, sp := range spans {
 		byID[sp.SpanContext().SpanID()] = sp
 	}
-	steps := map[string]bool{otelcuzk.SpanNTTInverse: true, otelcuzk.SpanNTTCoset: true,
-		otelcuzk.SpanPointwise: true, otelcuzk.SpanNTTInverseCoset: true}
+	steps := map[string]bool{semconv.SpanNTTInverse: true, semconv.SpanNTTCoset: true,
+		semconv.SpanPointwise: true, semconv.SpanNTTInverseCoset: true}
 	kernels := 0
 	for _, sp := range spans {
 		if sp.Name() != "ntt_pass" && sp.Name() != "groth16_pointwise" {

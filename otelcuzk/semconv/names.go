@@ -1,4 +1,4 @@
-package otelcuzk
+package semconv
 
 import "go.opentelemetry.io/otel/attribute"
 

@@ -1,4 +1,4 @@
-package otelcuzk
+package semconv
 
 import (
 	"context"
@@ -15,8 +15,25 @@ import (
 	"syscall"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
+
+// recorder is a tracer provider whose spans end in memory.
+func recorder() (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
+	mem := tracetest.NewInMemoryExporter()
+	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem)), mem
+}
+
+func attrMap(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
 
 // vocabularyInNamesGo parses names.go: the ErrorType* constants and their
 // values, so the tests check the set as it is written there.
@@ -152,7 +169,7 @@ func TestErrorTypeNeverNamesAGoType(t *testing.T) {
 }
 
 func TestSetErrorRecordsEventStatusAndErrorType(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := recorder()
 	_, span := tp.Tracer("t").Start(context.Background(), "op")
 	err := fmt.Errorf("keys.read: %w", &fs.PathError{Op: "open", Path: "/k", Err: fs.ErrPermission})
 	SetError(span, err)
@@ -175,7 +192,7 @@ func TestSetErrorRecordsEventStatusAndErrorType(t *testing.T) {
 }
 
 func TestSetErrorWithNilRecordsNothing(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := recorder()
 	_, span := tp.Tracer("t").Start(context.Background(), "op")
 	SetError(span, nil)
 	span.End()
@@ -208,7 +225,7 @@ func TestNewErrorRefusesAWordOutsideTheVocabulary(t *testing.T) {
 }
 
 func TestDesignDocListsTheVocabulary(t *testing.T) {
-	doc, err := os.ReadFile("../docs/DESIGN.md")
+	doc, err := os.ReadFile("../../docs/DESIGN.md")
 	if err != nil {
 		t.Fatal(err)
 	}
