@@ -64,6 +64,7 @@ const (
 	KeyCUDASharedBytes        = semconv.KeyCUDASharedBytes
 	KeyCUDAStream             = semconv.KeyCUDAStream
 	KeyCircuitCache           = semconv.KeyCircuitCache
+	KeyCircuitCacheKeySource  = semconv.KeyCircuitCacheKeySource
 	KeyCircuitConstraints     = semconv.KeyCircuitConstraints
 	KeyCircuitID              = semconv.KeyCircuitID
 	KeyCircuitWires           = semconv.KeyCircuitWires
@@ -127,6 +128,7 @@ const (
 	SpanCUDANVRTC             = semconv.SpanCUDANVRTC
 	SpanCircuitBuild          = semconv.SpanCircuitBuild
 	SpanCircuitCacheDecode    = semconv.SpanCircuitCacheDecode
+	SpanCircuitCacheKey       = semconv.SpanCircuitCacheKey
 	SpanCircuitCacheRead      = semconv.SpanCircuitCacheRead
 	SpanCircuitCacheStore     = semconv.SpanCircuitCacheStore
 	SpanCircuitCompile        = semconv.SpanCircuitCompile
