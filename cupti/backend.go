@@ -50,6 +50,11 @@ type backend interface {
 	// cudaspansHooks returns the C functions cudaspans calls around a
 	// launch (nil, nil for a fake).
 	cudaspansHooks() (push, pop unsafe.Pointer)
+	// cudaspansDurations takes CUPTI's durations (ms) of cudaspans'
+	// launches ids from what has been delivered, matched on the C side
+	// (cz_cudaspans_take); ok false: this backend does not match them, the
+	// builder must (a fake). With no ids it only says which.
+	cudaspansDurations(ids []uint64) (ms map[uint64]float64, ok bool)
 }
 
 // Start flags (cz_core.h).
@@ -202,6 +207,23 @@ func (cBackend) stop() { C.cz_stop() }
 
 func (cBackend) cudaspansHooks() (unsafe.Pointer, unsafe.Pointer) {
 	return unsafe.Pointer(C.cz_cudaspans_push), unsafe.Pointer(C.cz_cudaspans_pop)
+}
+
+func (cBackend) cudaspansDurations(ids []uint64) (map[uint64]float64, bool) {
+	if len(ids) == 0 {
+		return nil, true
+	}
+	ms := make([]float64, len(ids))
+	out := map[uint64]float64{}
+	if C.cz_cudaspans_take((*C.uint64_t)(unsafe.Pointer(&ids[0])), (*C.double)(unsafe.Pointer(&ms[0])), C.int(len(ids))) == 0 {
+		return out, true
+	}
+	for i, id := range ids {
+		if ms[i] >= 0 {
+			out[id] = ms[i]
+		}
+	}
+	return out, true
 }
 
 // callC is cz_call: fn(arg) with parent as the thread's external

@@ -52,6 +52,8 @@ type Capture struct {
 	stopc   chan struct{}
 	done    chan struct{}
 	lastCal time.Time
+	// csInC: the backend matches cudaspans' durations (cz_cudaspans_take).
+	csInC bool
 }
 
 var (
@@ -103,13 +105,14 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
 	}
 	c := &Capture{cfg: cfg, be: be, path: path, version: version, stopc: make(chan struct{}), done: make(chan struct{})}
+	_, c.csInC = be.cudaspansDurations(nil)
 	c.b = newBuilder(builderConfig{
 		tracer:        cfg.tp.Tracer(semconv.ScopeName),
 		maxPerParent:  cfg.maxPerParent,
 		window:        cfg.window,
 		goParent:      lookupParent,
 		log:           cfg.log,
-		keepCudaspans: true,
+		keepCudaspans: !c.csInC,
 		now:           cfg.now,
 		job:           cfg.job,
 	})
@@ -225,10 +228,21 @@ func (c *Capture) Close(ctx context.Context) error {
 }
 
 // cudaspansDurations is cudaspans' hook: CUPTI's durations (ms) of the
-// launches with the given ids, after a forced flush.
+// launches with the given ids, after a forced flush. The C side matches
+// them as the records pass (cz_cudaspans_take), so this thread, the
+// launching one, does not decode the frames: the capture's own drain does
+// that later. A backend that does not match them (the tests' fake) has
+// the builder do it, in a drain here.
 func (c *Capture) cudaspansDurations(ids []uint64) map[uint64]float64 {
 	if len(ids) == 0 {
 		return nil
+	}
+	if c.csInC {
+		c.mu.Lock()
+		c.be.flush(true)
+		c.mu.Unlock()
+		ms, _ := c.be.cudaspansDurations(ids)
+		return ms
 	}
 	c.drain(true, false)
 	c.mu.Lock()

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
@@ -99,6 +103,96 @@ func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
 	}
 	if d := kernel.EndTime().Sub(kernel.StartTime()); d.Microseconds() != 1000 {
 		t.Errorf("kernel lasted %v, want 1ms", d)
+	}
+}
+
+// startCFake starts a capture on the real C side over the fake libcupti
+// (skipped where a CUDA driver is, or no C compiler).
+func startCFake(t testing.TB) (*Capture, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	if _, err := cudaspans.LoadDriver(); err == nil {
+		t.Skip("a CUDA driver is here: the GPU tests use the real CUPTI")
+	}
+	lib, err := fakeCUPTILibrary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NVTX_INJECTION64_PATH", "")
+	rec, tp := spantest.New()
+	c, err := Start(context.Background(), WithLibraryPaths(lib), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec, tp
+}
+
+// csJob is fakecupti.c's struct fake_cs_job: no Go pointers, so C may
+// read it during the call.
+type csJob struct {
+	push, pop     uintptr
+	id, ns, count uint64
+}
+
+// cuda.cupti_ms for cudaspans' launches comes from the C side's matching
+// (cz_cudaspans_take), taken once, and their records still make no
+// second span.
+func TestCudaspansDurationsMatchedOnTheCSide(t *testing.T) {
+	c, rec, tp := startCFake(t)
+	defer c.Close(context.Background())
+	if !c.csInC {
+		t.Fatal("the C backend does not match cudaspans' launches")
+	}
+	push, pop := cBackend{}.cudaspansHooks()
+	job := &csJob{push: uintptr(push), pop: uintptr(pop), id: 0xc0ffee00, ns: 3_000_000, count: 3}
+	ctx, span := tp.Tracer("t").Start(context.Background(), "job")
+	Call(ctx, loadedSymbol("fake_cudaspans_job"), unsafe.Pointer(job))
+	got := c.cudaspansDurations([]uint64{0xc0ffee00, 0xc0ffee02, 0xdead})
+	if len(got) != 2 || got[0xc0ffee00] != 3 || got[0xc0ffee02] != 3 {
+		t.Fatalf("durations %v, want 0xc0ffee00 and 0xc0ffee02: 3 ms", got)
+	}
+	if again := c.cudaspansDurations([]uint64{0xc0ffee00, 0xc0ffee01}); len(again) != 1 || again[0xc0ffee01] != 3 {
+		t.Fatalf("second take %v, want only 0xc0ffee01 (each is forgotten once taken)", again)
+	}
+	span.End()
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := spantest.ByName(rec)["cs_kernel"]; ok {
+		t.Error("a cudaspans launch got a span from CUPTI too")
+	}
+	if st := c.Stats(); st.Deduplicated != 3 {
+		t.Errorf("stats %+v, want 3 deduplicated", st)
+	}
+}
+
+// BenchmarkCudaspansDurationsC is what cuda.cupti_ms costs a Synchronize
+// of 1000 kernels now: the forced flush and the C side's table (compare
+// BenchmarkCudaspansDrain, the decoding it replaced). ns/op per 1000.
+func BenchmarkCudaspansDurationsC(b *testing.B) {
+	c, _, _ := startCFake(b)
+	defer c.Close(context.Background())
+	push, pop := cBackend{}.cudaspansHooks()
+	const n = 1000
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = 0x5000_0000 + uint64(i)
+	}
+	job := &csJob{push: uintptr(push), pop: uintptr(pop), id: ids[0], ns: 4000, count: n}
+	fn := loadedSymbol("fake_cudaspans_job")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		Call(context.Background(), fn, unsafe.Pointer(job))
+		b.StartTimer()
+		if got := c.cudaspansDurations(ids); len(got) != n {
+			b.Fatalf("%d durations, want %d", len(got), n)
+		}
+		b.StopTimer()
+		c.Flush(context.Background()) // the capture's own drain, outside the timing
+		b.StartTimer()
 	}
 }
 

@@ -296,6 +296,106 @@ static const char *kernel_name(const uint8_t *rec, size_t reclen) {
 	return copy;
 }
 
+// ---- CUPTI's durations of cudaspans' launches (cuda.cupti_ms) ----
+
+// cudaspans asks for them at every Synchronize, on its launching thread.
+// Decoding the frames in Go to find them cost about 2 µs a kernel there,
+// so they are matched here as the records pass (external correlation
+// record of kind CZ_EXT_CUDASPANS + kernel record of the same correlation
+// id, in either order) and cz_cudaspans_take hands them over in one call;
+// Go decodes the frames later, off that thread. Fixed tables, all under
+// Q.mu: a slot reused before its match only costs that launch its
+// cuda.cupti_ms. Offsets: records.go's extLayout and kernelLayout.
+#define CS_BITS 13
+#define CS_SLOTS (1u << CS_BITS)
+#define CS_PROBE 8
+static struct {
+	uint32_t corr, used;
+	uint64_t v; // the launch id (cs_ext) or the kernel's ns (cs_kern)
+} cs_ext[CS_SLOTS], cs_kern[CS_SLOTS];
+static struct {
+	uint64_t id, ns;
+	uint32_t corr, used;
+} cs_done[CS_SLOTS];
+
+// Fibonacci hashing: ids are event handles (pointers, aligned) or any
+// other numbers; the top CS_BITS bits of the product spread both.
+static size_t cs_hash(uint64_t id) { return (size_t)((id * 0x9E3779B97F4A7C15ull) >> (64 - CS_BITS)); }
+
+// cs_put keeps the launch's duration; for an id seen again (cudaspans
+// reuses its events) the later launch, by correlation id, wins.
+static void cs_put(uint64_t id, uint32_t corr, uint64_t ns) {
+	size_t h = cs_hash(id), pick = CS_SLOTS;
+	for (int i = 0; i < CS_PROBE; i++) {
+		size_t j = (h + (size_t)i) & (CS_SLOTS - 1);
+		if (cs_done[j].used && cs_done[j].id == id) {
+			if (corr >= cs_done[j].corr) cs_done[j].corr = corr, cs_done[j].ns = ns;
+			return;
+		}
+		if (pick == CS_SLOTS && !cs_done[j].used) pick = j;
+	}
+	if (pick == CS_SLOTS) { // full: the oldest launch gives way
+		pick = h;
+		for (int i = 1; i < CS_PROBE; i++) {
+			size_t j = (h + (size_t)i) & (CS_SLOTS - 1);
+			if (cs_done[j].corr < cs_done[pick].corr) pick = j;
+		}
+	}
+	cs_done[pick].id = id, cs_done[pick].corr = corr, cs_done[pick].ns = ns, cs_done[pick].used = 1;
+}
+
+static void cs_record(uint32_t kind, const uint8_t *rec, size_t reclen) {
+	uint32_t corr;
+	if (kind == CZ_KIND_EXTERNAL_CORRELATION && reclen >= 20) {
+		uint32_t ek;
+		uint64_t id;
+		memcpy(&ek, rec + 4, 4);
+		memcpy(&id, rec + 8, 8);
+		memcpy(&corr, rec + 16, 4);
+		if (ek != CZ_EXT_CUDASPANS || id <= 1) return; // id 1: cudaspans' copies and memsets
+		size_t j = corr & (CS_SLOTS - 1);
+		if (cs_kern[j].used && cs_kern[j].corr == corr) {
+			cs_kern[j].used = 0;
+			cs_put(id, corr, cs_kern[j].v);
+		} else {
+			cs_ext[j].corr = corr, cs_ext[j].v = id, cs_ext[j].used = 1;
+		}
+	} else if ((kind == CZ_KIND_KERNEL || kind == CZ_KIND_CONCURRENT_KERNEL) && reclen >= 96) {
+		uint64_t start, end;
+		memcpy(&start, rec + 16, 8);
+		memcpy(&end, rec + 24, 8);
+		memcpy(&corr, rec + 92, 4);
+		uint64_t ns = end > start ? end - start : 0;
+		size_t j = corr & (CS_SLOTS - 1);
+		if (cs_ext[j].used && cs_ext[j].corr == corr) {
+			cs_ext[j].used = 0;
+			cs_put(cs_ext[j].v, corr, ns);
+		} else {
+			cs_kern[j].corr = corr, cs_kern[j].v = ns, cs_kern[j].used = 1;
+		}
+	}
+}
+
+int cz_cudaspans_take(const uint64_t *ids, double *ms, int n) {
+	int found = 0;
+	pthread_mutex_lock(&Q.mu);
+	for (int k = 0; k < n; k++) {
+		ms[k] = -1;
+		size_t h = cs_hash(ids[k]);
+		for (int i = 0; i < CS_PROBE; i++) {
+			size_t j = (h + (size_t)i) & (CS_SLOTS - 1);
+			if (cs_done[j].used && cs_done[j].id == ids[k]) {
+				ms[k] = (double)cs_done[j].ns / 1e6;
+				cs_done[j].used = 0;
+				found++;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&Q.mu);
+	return found;
+}
+
 // frame_record queues one record; a kernel record's name follows it.
 // Called with Q.mu held.
 static void frame_record(const uint8_t *rec, size_t reclen) {
@@ -303,6 +403,7 @@ static void frame_record(const uint8_t *rec, size_t reclen) {
 	if (reclen < 4) return;
 	memcpy(&kind, rec, 4);
 	if (kind == CZ_KIND_DRIVER || kind == CZ_KIND_RUNTIME) return;
+	cs_record(kind, rec, reclen);
 	const char *name = NULL;
 	size_t namelen = 0;
 	if ((kind == CZ_KIND_KERNEL || kind == CZ_KIND_CONCURRENT_KERNEL) && reclen >= CZ_KERNEL_NAME_OFFSET + 8) {

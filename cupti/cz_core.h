@@ -128,5 +128,9 @@ void cz_call(uint64_t parent, void (*fn)(void *), void *arg);
 /* Used by cudaspans' launch hook (CZ_EXT_CUDASPANS). */
 void cz_cudaspans_push(uint64_t id);
 void cz_cudaspans_pop(void);
+/* cz_cudaspans_take: CUPTI's durations (ms) of the cudaspans launches ids
+ * (their CZ_EXT_CUDASPANS ids) delivered so far, into ms (-1: none yet),
+ * each forgotten once taken; returns how many were found. */
+int cz_cudaspans_take(const uint64_t *ids, double *ms, int n);
 
 #endif

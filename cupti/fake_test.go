@@ -81,6 +81,9 @@ func (f *fakeCUPTI) stop() { f.stopped = true }
 
 func (f *fakeCUPTI) cudaspansHooks() (unsafe.Pointer, unsafe.Pointer) { return nil, nil }
 
+// The builder matches cudaspans' launches for the fake.
+func (f *fakeCUPTI) cudaspansDurations([]uint64) (map[uint64]float64, bool) { return nil, false }
+
 func (f *fakeCUPTI) queue(frames []byte) {
 	f.mu.Lock()
 	f.queued = append(f.queued, frames...)
@@ -91,7 +94,7 @@ func (f *fakeCUPTI) queue(frames []byte) {
 func (f *fakeCUPTI) offset() int64 { return int64(f.wallNow - f.gpuNow) }
 
 // startFake starts a Capture on a fake with an in-memory exporter.
-func startFake(t *testing.T, f *fakeCUPTI, opts ...Option) (*Capture, *tracetest.InMemoryExporter, *sdktrace.TracerProvider, *[]string) {
+func startFake(t testing.TB, f *fakeCUPTI, opts ...Option) (*Capture, *tracetest.InMemoryExporter, *sdktrace.TracerProvider, *[]string) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

@@ -19,7 +19,7 @@ static buf_request req;
 static buf_complete comp;
 static int nvtx_on;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t pending[1 << 16];
+static uint8_t pending[1 << 20];
 static size_t npending;
 static uint32_t next_corr = 100;
 static __thread uint64_t ext_stack[8][16];
@@ -189,4 +189,21 @@ void fake_job_cb(void *arg) {
 	fake_launch("fake_kernel", 1000000);
 	const void *pop[1] = {NULL};
 	fake_nvtx(11, pop, NULL); // nvtxRangePop
+}
+
+// fake_cudaspans_job is a launch as cudaspans makes it (for cupti.Call):
+// arg is {push, pop, id, ns, count}: count kernels of ns each, each between
+// push(id + i) and pop(), as cudaspans' launch hook brackets cuLaunchKernel.
+struct fake_cs_job {
+	void (*push)(uint64_t);
+	void (*pop)(void);
+	uint64_t id, ns, count;
+};
+void fake_cudaspans_job(void *arg) {
+	struct fake_cs_job *j = arg;
+	for (uint64_t i = 0; i < j->count; i++) {
+		j->push(j->id + i);
+		fake_launch("cs_kernel", j->ns);
+		j->pop();
+	}
 }
