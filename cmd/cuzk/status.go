@@ -16,11 +16,13 @@ import (
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "status",
-		Usage: "print a daemon's state: readiness, stages, memory budget, devices, workers, keys, jobs",
+		Usage: "print a daemon's state: readiness, stages, tuning, memory budget, devices, workers, keys, jobs",
 		Description: "Calls GetStatus on the daemon at --addr and prints whether it is ready (its\n" +
 			"grpc.health.v1 answer, and why not), the depth of each stage (queue, memory\n" +
 			"wait, synthesis, device queue, proving), the memory budget and what is in\n" +
-			"flight, devices, workers with their busy time, the keys held and the jobs past\n" +
+			"flight, devices, workers with their busy time, the keys held, per circuit and\n" +
+			"size the synthesis workers and solver tasks chosen and why, the queued jobs in\n" +
+			"the order they start (request id, circuit, priority, age) and the jobs past\n" +
 			"the queue.",
 		Flags:  daemonFlags(10*time.Second, "longest wait for the answer"),
 		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
@@ -60,6 +62,12 @@ func byPriority(m map[client.Priority]int) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+// age is the time since t, whole seconds (0s for a t ahead of this
+// host's clock).
+func age(t time.Time) time.Duration {
+	return max(time.Since(t), 0).Round(time.Second)
 }
 
 // bytesStr writes bytes in binary units (human.Bytes).
@@ -132,6 +140,20 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			line += "  " + k.ID
 		}
 		fmt.Fprintf(out, "key       %s\n", line)
+	}
+	for _, tu := range st.Tuning {
+		fmt.Fprintf(out, "tuning    %s/%d  %d synthesis workers, %d solver tasks each  (%s)\n",
+			tu.Circuit, tu.Constraints, tu.Workers, tu.SolverTasks, tu.Reason)
+	}
+	for i, q := range st.Waiting {
+		line := fmt.Sprintf("queued    #%d  request %s  %s/%d  %s  age %s", i+1, q.RequestID, q.Circuit, q.Constraints, q.Priority, age(q.Submitted))
+		if q.Partitions > 1 {
+			line += fmt.Sprintf("  %d partitions", q.Partitions)
+		}
+		if q.MemoryWait {
+			line += "  waiting for the memory budget"
+		}
+		fmt.Fprintln(out, line)
 	}
 	for _, j := range st.Running {
 		parts := ""

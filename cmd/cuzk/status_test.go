@@ -74,3 +74,29 @@ func TestStatusShowsTheUpstreamsQueues(t *testing.T) {
 		t.Errorf("status lacks %q or shows local:\n%s", want, out.String())
 	}
 }
+
+// The tuner's choice and why, and the queued jobs in the order they
+// start (request id, circuit and size, priority, age; a memory wait
+// said), are lines of their own.
+func TestStatusShowsTheTuningAndTheQueuedJobs(t *testing.T) {
+	now := time.Now()
+	st := &client.Status{
+		Tuning: []client.Tuning{{Circuit: "merkle", Constraints: 1 << 20, Workers: 12, SolverTasks: 1,
+			Reason: "synthesis 800 ms / device 100 ms on 1 device(s): 11.1 syntheses at once keep the devices 90% busy"}},
+		Waiting: []client.QueuedJob{
+			{RequestID: "b", Circuit: "merkle", Constraints: 1 << 20, Priority: client.Normal, Submitted: now.Add(-90 * time.Second), Partitions: 1, MemoryWait: true},
+			{RequestID: "d", Circuit: "mulchain", Constraints: 16, Priority: client.Critical, Submitted: now.Add(-2 * time.Second), Partitions: 3},
+		},
+	}
+	var out bytes.Buffer
+	printStatus(&out, "a", st)
+	for _, want := range []string{
+		"tuning    merkle/1048576  12 synthesis workers, 1 solver tasks each  (synthesis 800 ms / device 100 ms on 1 device(s): 11.1 syntheses at once keep the devices 90% busy)\n",
+		"queued    #1  request b  merkle/1048576  NORMAL  age 1m30s  waiting for the memory budget\n",
+		"queued    #2  request d  mulchain/16  CRITICAL  age 2s  3 partitions\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}

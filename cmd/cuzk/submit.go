@@ -28,9 +28,10 @@ func init() {
 		Name:  "submit",
 		Usage: "send a proof request to a daemon and wait for the proof",
 		Description: "Calls Prove on the daemon at --addr and prints each stage it sees the job in\n" +
-			"(SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon; read from\n" +
-			"GetStatus every 200 ms for 5 s, then every second: it lists no queued job and\n" +
-			"may miss a shorter stage, the timings line has them all), the final state, then\n" +
+			"(QUEUED with its position among the jobs not started, or waiting for the memory\n" +
+			"budget; SYNTHESIZING, WAITING_DEVICE, PROVING, or RUNNING on a serial daemon;\n" +
+			"read from GetStatus every 200 ms for 5 s, then every second: it may miss a\n" +
+			"shorter stage, the timings line has them all), the final state, then\n" +
 			"the job id, the trace id, the timings and the verifier's verdict. A request id\n" +
 			"the daemon knows returns that earlier job (submit says so), or ALREADY_EXISTS\n" +
 			"when that job had other parameters. --witness more than once, or --partitions\n" +
@@ -315,7 +316,7 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 	}
 	pctx, stop := context.WithCancel(context.Background())
 	polled := make(chan struct{})
-	var seen client.JobStatus // the last state printed; the poller's until polled closes
+	var seen string // the last state printed; the poller's until polled closes
 	go func() {
 		defer close(polled)
 		start := time.Now()
@@ -323,11 +324,9 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 		defer t.Stop()
 		for {
 			if st, err := poll.Status(pctx); err == nil {
-				for _, r := range st.Running {
-					if r.RequestID == req.RequestID && r.Status != seen && r.Status != "" && !ended(r.Status) && pctx.Err() == nil {
-						seen = r.Status
-						fmt.Fprintf(out, "state     %s\n", seen)
-					}
+				if line := stateOf(st, req.RequestID); line != "" && line != seen && pctx.Err() == nil {
+					seen = line
+					fmt.Fprintf(out, "state     %s\n", seen)
 				}
 			}
 			select {
@@ -345,10 +344,33 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 	res, err := wait()
 	stop()
 	<-polled
-	if res != nil && res.Status != "" && res.Status != seen {
+	if res != nil && res.Status != "" && string(res.Status) != seen {
 		fmt.Fprintf(out, "state     %s\n", res.Status)
 	}
 	return res, true, err
+}
+
+// stateOf is the state line of request id rid in st: QUEUED with its
+// place among the jobs not started yet ("QUEUED, position 2 of 5") or
+// its wait for the memory budget, else its stage past the queue; "" when
+// st does not list it or lists it ended (an end is printed from the
+// result).
+func stateOf(st *client.Status, rid string) string {
+	for i, q := range st.Waiting {
+		if q.RequestID != rid {
+			continue
+		}
+		if q.MemoryWait {
+			return "QUEUED, waiting for the memory budget"
+		}
+		return fmt.Sprintf("QUEUED, position %d of %d", i+1, len(st.Waiting))
+	}
+	for _, r := range st.Running {
+		if r.RequestID == rid && r.Status != "" && !ended(r.Status) {
+			return string(r.Status)
+		}
+	}
+	return ""
 }
 
 // ended reports whether s is a final state (printed once, from the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -123,8 +124,16 @@ type stagedEngine struct {
 	cuzkv1.UnimplementedProvingEngineServer
 	mu     sync.Mutex
 	states []cuzkv1.JobStatus
+	// queued are the polls before states: the job queued behind ahead
+	// others, or (memory) waiting for the memory budget.
+	queued []queuedStep
 	shown  int
 	done   chan struct{}
+}
+
+type queuedStep struct {
+	ahead  int
+	memory bool
 }
 
 func (e *stagedEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
@@ -134,11 +143,22 @@ func (e *stagedEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*
 func (e *stagedEngine) GetStatus(context.Context, *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.shown >= len(e.states) {
+	if e.shown >= len(e.queued)+len(e.states) {
 		return &cuzkv1.GetStatusResponse{}, nil
 	}
-	st := e.states[e.shown]
-	if e.shown++; e.shown == len(e.states) {
+	if e.shown < len(e.queued) {
+		q := e.queued[e.shown]
+		e.shown++
+		out := &cuzkv1.GetStatusResponse{}
+		for i := range q.ahead {
+			out.Queued = append(out.Queued, &cuzkv1.JobInfo{JobId: fmt.Sprint("job-ahead-", i), RequestId: fmt.Sprint("ahead-", i), Status: cuzkv1.JobStatus_JOB_STATUS_QUEUED})
+		}
+		out.Queued = append(out.Queued, &cuzkv1.JobInfo{JobId: "job-1", RequestId: "staged", Status: cuzkv1.JobStatus_JOB_STATUS_QUEUED, MemoryWait: q.memory},
+			&cuzkv1.JobInfo{JobId: "job-behind", RequestId: "behind", Status: cuzkv1.JobStatus_JOB_STATUS_QUEUED})
+		return out, nil
+	}
+	st := e.states[e.shown-len(e.queued)]
+	if e.shown++; e.shown == len(e.queued)+len(e.states) {
 		close(e.done)
 	}
 	return &cuzkv1.GetStatusResponse{Running: []*cuzkv1.JobInfo{
@@ -158,7 +178,9 @@ func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzk
 }
 
 // submit prints every state it sees the job in, once each, in order, then
-// the final state; another job's states are not its. Polled fast, and
+// the final state; another job's states are not its. Queued, it says its
+// place in the queue (again when that changes) or that it waits for the
+// memory budget. Polled fast, and
 // polled past the fast window (every statePollSlow).
 func TestSubmitPrintsEachStateItSees(t *testing.T) {
 	clearOTLPEnv(t)
@@ -170,7 +192,7 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 	}{{"fast", time.Hour, time.Hour}, {"slow", 0, 5 * time.Millisecond}} {
 		// The fake moves a state per poll.
 		statePoll, statePollFastFor, statePollSlow = 5*time.Millisecond, c.fastFor, c.slow
-		e := &stagedEngine{done: make(chan struct{}), states: []cuzkv1.JobStatus{
+		e := &stagedEngine{done: make(chan struct{}), queued: []queuedStep{{ahead: 2}, {ahead: 2}, {ahead: 0}, {memory: true}}, states: []cuzkv1.JobStatus{
 			cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING, cuzkv1.JobStatus_JOB_STATUS_SYNTHESIZING,
 			cuzkv1.JobStatus_JOB_STATUS_WAITING_DEVICE, cuzkv1.JobStatus_JOB_STATUS_PROVING,
 			cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, // a final state from a poll: printed once, from the result
@@ -185,7 +207,7 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 				states = append(states, rest)
 			}
 		}
-		if got, want := strings.Join(states, " "), "SYNTHESIZING WAITING_DEVICE PROVING SUCCEEDED"; got != want {
+		if got, want := strings.Join(states, "; "), "QUEUED, position 3 of 4; QUEUED, position 1 of 2; QUEUED, waiting for the memory budget; SYNTHESIZING; WAITING_DEVICE; PROVING; SUCCEEDED"; got != want {
 			t.Errorf("%s: states printed: %s, want %s\n%s", c.name, got, want, out)
 		}
 	}

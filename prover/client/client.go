@@ -448,15 +448,50 @@ type RunningJob struct {
 	Partitions int
 }
 
+// QueuedJob is a job not started yet.
+type QueuedJob struct {
+	ID, RequestID, Circuit string
+	Constraints            uint64
+	Priority               Priority
+	// Submitted is when the daemon queued it (its clock).
+	Submitted time.Time
+	// Partitions is the number of partitions (1 for one witness).
+	Partitions int
+	// MemoryWait is set while it holds a synthesis slot and waits for the
+	// daemon's memory budget; otherwise it is in the queue.
+	MemoryWait bool
+}
+
+// Tuning is how a pipelined daemon synthesizes one circuit and size:
+// Workers syntheses at once, SolverTasks solver tasks each (gnark's
+// solver.WithNbTasks), from the measured SynthesisMs and DeviceMs (moving
+// averages, ms; 0 until measured) or fixed by --synthesis-workers; Reason
+// is a line saying why.
+type Tuning struct {
+	Circuit               string
+	Constraints           uint64
+	Workers, SolverTasks  int
+	SynthesisMs, DeviceMs float64
+	Synthesized, Proved   uint64
+	Reason                string
+}
+
 // Status is the daemon's state.
 type Status struct {
 	Devices []Device
 	Workers []Worker
 	Keys    []Key
-	// Queued is the number of queued jobs per priority.
+	// Queued is the number of queued partitions per priority.
 	Queued        map[Priority]int
 	QueueCapacity int
-	Running       []RunningJob
+	// Waiting are the jobs not started yet, in the order the daemon takes
+	// them up (memory waits first, then the queue: CRITICAL first, FIFO
+	// within a priority). A daemon older than this field lists none.
+	Waiting []QueuedJob
+	// Tuning is the synthesis stage's choice per circuit and size seen
+	// (empty for a serial daemon).
+	Tuning  []Tuning
+	Running []RunningJob
 	// Succeeded, Failed and Cancelled count the jobs (requests) ended
 	// since the daemon started, whatever their number of partitions.
 	Succeeded, Failed, Cancelled uint64
@@ -555,6 +590,17 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	}
 	for _, q := range r.GetQueues() {
 		s.Kinds = append(s.Kinds, KindQueue{Kind: q.GetProofKind(), Pending: int(q.GetPending()), InProgress: int(q.GetInProgress())})
+	}
+	for _, j := range r.GetQueued() {
+		s.Waiting = append(s.Waiting, QueuedJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),
+			Constraints: j.GetConstraints(), Priority: priorityFrom(j.GetPriority()),
+			Submitted: time.Unix(0, j.GetSubmittedUnixNano()), Partitions: int(j.GetPartitions()), MemoryWait: j.GetMemoryWait()})
+	}
+	for _, t := range r.GetTuning() {
+		s.Tuning = append(s.Tuning, Tuning{Circuit: t.GetCircuit(), Constraints: t.GetConstraints(),
+			Workers: int(t.GetSynthesisWorkers()), SolverTasks: int(t.GetSolverTasks()),
+			SynthesisMs: t.GetSynthesisMs(), DeviceMs: t.GetDeviceMs(),
+			Synthesized: t.GetSynthesized(), Proved: t.GetProved(), Reason: t.GetReason()})
 	}
 	for _, j := range r.GetRunning() {
 		s.Running = append(s.Running, RunningJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),

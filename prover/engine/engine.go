@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,11 @@ type Status struct {
 	// Running are the jobs past the queue and not ended, in no particular
 	// order.
 	Running []JobInfo
+	// Waiting are the jobs not started yet (StateQueued), in the order the
+	// engine takes them up: first those holding a synthesis slot while
+	// they wait for the memory budget (MemoryWait), oldest first, then the
+	// queue's, highest priority first and in submission order within one.
+	Waiting []WaitingJob
 	Workers []WorkerStatus
 	// MemoryBudget is the budget of WithMemoryBudget in bytes (0: none);
 	// MemoryReserved the estimates of the partitions in flight (counted
@@ -135,6 +141,14 @@ type Abandoned struct {
 	Since time.Time
 	// MemoryBytes is what it keeps reserved in the budget (0 without one).
 	MemoryBytes uint64
+}
+
+// WaitingJob is a job of Status.Waiting.
+type WaitingJob struct {
+	JobInfo
+	// MemoryWait is set while it holds a synthesis slot and waits for the
+	// memory budget (an engine.budget span); otherwise it is in the queue.
+	MemoryWait bool
 }
 
 // QueueDepth is the number of partitions waiting for a synthesis slot (or
@@ -717,7 +731,37 @@ func (e *Engine) Status() Status {
 	for _, a := range e.abandoned {
 		s.Abandoned = append(s.Abandoned, *a)
 	}
+	s.Waiting = e.waitingLocked()
 	return s
+}
+
+// waitingLocked lists the jobs not started yet, as Status.Waiting orders
+// them; e.mu must be held.
+func (e *Engine) waitingLocked() []WaitingJob {
+	var out []WaitingJob
+	seen := map[*job]bool{}
+	for _, j := range e.jobs {
+		if j.state != StateQueued {
+			continue
+		}
+		for _, t := range j.tasks {
+			if t.waitingMemory && !seen[j] {
+				seen[j] = true
+				out = append(out, WaitingJob{JobInfo: j.info(), MemoryWait: true})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Submitted.Before(out[b].Submitted) })
+	for p := levels - 1; p >= 0; p-- {
+		for el := e.queues[p].Front(); el != nil; el = el.Next() {
+			j := el.Value.(*task).job
+			if j.state == StateQueued && !seen[j] {
+				seen[j] = true
+				out = append(out, WaitingJob{JobInfo: j.info()})
+			}
+		}
+	}
+	return out
 }
 
 // Workers returns the names of the device workers, in the order given to

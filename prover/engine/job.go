@@ -136,13 +136,16 @@ type task struct {
 	span  trace.Span      // engine.partition, nil for a one-witness job
 	seq   uint64          // FIFO order within a priority
 
-	state     State
-	ended     bool
-	elem      *list.Element // in a stage queue while waiting there
-	syn       prover.Synthesized
-	reserved  uint64 // budget held
-	cancelRun context.CancelFunc
-	worker    string
+	state    State
+	ended    bool
+	elem     *list.Element // in a stage queue while waiting there
+	syn      prover.Synthesized
+	reserved uint64 // budget held
+	// waitingMemory: popped from the queue, waiting in admit for the
+	// memory budget.
+	waitingMemory bool
+	cancelRun     context.CancelFunc
+	worker        string
 
 	queueSpan, budgetSpan, gpuSpan, warmSpan trace.Span
 	queued, synthStart, synthEnd, proveStart time.Time

@@ -198,10 +198,12 @@ func (e *Engine) admit(t *task) bool {
 			semconv.KeyMemoryBytes.Int64(int64(need)), semconv.KeyMemoryBudget.Int64(int64(e.cfg.budget))))
 		t.budgetSpan = span
 		e.budgetWaiting++
+		t.waitingMemory = true
 		for !stopped() && !e.fitsLocked(need, held) {
 			e.cond.Wait()
 			held = e.held()
 		}
+		t.waitingMemory = false
 		e.budgetWaiting--
 		end := e.cfg.now()
 		t.memoryWait = end.Sub(start)

@@ -929,3 +929,54 @@ func awaitAll(t *testing.T, e *Engine, ids []string) {
 		}
 	}
 }
+
+// Status.Waiting lists the jobs not started yet in the order the engine
+// takes them up: a job holding a synthesis slot while it waits for the
+// memory budget first (MemoryWait), then the queue's, CRITICAL first and
+// FIFO within a priority; a job leaves the list once it starts.
+func TestStatusListsWaitingJobsInTheOrderTheyStart(t *testing.T) {
+	noLeak(t)
+	f := newStagedFake()
+	f.gate()
+	f.bytes = 10
+	// Room for one proof in memory, one synthesis slot: the first job
+	// holds the budget while it proves, the second holds the slot waiting
+	// for memory, the rest stay in the queue.
+	e := newPipelined(t, f, 1, 1, budgetOf(15, 10, 0))
+	first := mustSubmit(t, e, req("first", priority.Normal))
+	<-f.synthStarted
+	f.synthGate <- struct{}{}
+	<-f.proveStarted
+	mem := mustSubmit(t, e, req("mem", priority.Low))
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Status().WaitingMemory != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	var ids []string
+	for _, s := range []struct {
+		id string
+		p  priority.Priority
+	}{{"low", priority.Low}, {"n1", priority.Normal}, {"c1", priority.Critical}, {"n2", priority.Normal}} {
+		ids = append(ids, mustSubmit(t, e, req(s.id, s.p)).ID)
+	}
+	var got []string
+	for _, w := range e.Status().Waiting {
+		if w.State != StateQueued || w.Submitted.IsZero() {
+			t.Errorf("waiting job %s: state %v, submitted %v", w.RequestID, w.State, w.Submitted)
+		}
+		s := w.RequestID + ":" + w.Priority.String()
+		if w.MemoryWait {
+			s += ":memory"
+		}
+		got = append(got, s)
+	}
+	if want := "mem:LOW:memory c1:CRITICAL n1:NORMAL n2:NORMAL low:LOW"; strings.Join(got, " ") != want {
+		t.Errorf("waiting %q, want %q", strings.Join(got, " "), want)
+	}
+	close(f.synthGate)
+	close(f.proveGate)
+	awaitAll(t, e, append([]string{first.ID, mem.ID}, ids...))
+	if w := e.Status().Waiting; len(w) != 0 {
+		t.Errorf("after every job ended, waiting %+v", w)
+	}
+}

@@ -36,6 +36,8 @@ const (
 	MetricMemoryInFlight   = "cuzk.memory.in_flight"       // gauge By: reserved estimates plus keys held
 	MetricSynthesisWorkers = "cuzk.synthesis.workers"      // gauge {job}, by cuzk.circuit.id and cuzk.circuit.constraints: syntheses at once the tuner allows
 	MetricSolverTasks      = "cuzk.solver.tasks"           // gauge {goroutine}, by cuzk.circuit.id and cuzk.circuit.constraints: the solver tasks of the last synthesis
+	MetricTunerSynthesis   = "cuzk.tuner.synthesis.time"   // gauge s, by cuzk.circuit.id and cuzk.circuit.constraints: the measured synthesis time the tuner chose from (moving average; 0 until measured)
+	MetricTunerDevice      = "cuzk.tuner.device.time"      // gauge s, by the same: the measured device (prove) time it chose from
 	attrStage              = attribute.Key("cuzk.stage")   // queue_wait, key_load, synthesis, prove, serialize, verify, total; for cuzk.stage.depth the stages
 	attrWorker             = attribute.Key("cuzk.worker")  // a device worker's name (cuda:0, cpu:1)
 	attrOutcome            = attribute.Key("cuzk.outcome") // failed, cancelled
@@ -151,7 +153,11 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 	workers := int64Gauge(meter, &err, MetricSynthesisWorkers, "{job}",
 		"Syntheses of a circuit and size the tuner lets run at once (from the measured synthesis and device times, the cores and the memory budget).")
 	tasks := int64Gauge(meter, &err, MetricSolverTasks, "{goroutine}", "Solver tasks (gnark's solver.WithNbTasks) of the last synthesis of a circuit and size.")
-	if err != nil {
+	synthTime, serr := meter.Float64ObservableGauge(MetricTunerSynthesis, metric.WithUnit("s"),
+		metric.WithDescription("Measured synthesis time of a circuit and size (moving average) from which the tuner chose its synthesis workers; 0 until measured."))
+	deviceTime, derr := meter.Float64ObservableGauge(MetricTunerDevice, metric.WithUnit("s"),
+		metric.WithDescription("Measured device (prove) time of a circuit and size (moving average) from which the tuner chose its synthesis workers; 0 until measured."))
+	if err = errors.Join(err, serr, derr); err != nil {
 		return err
 	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -177,9 +183,11 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 			attrs := metric.WithAttributes(otelcuzk.KeyCircuitID.String(tu.Circuit), otelcuzk.KeyCircuitConstraints.Int(tu.Constraints))
 			o.ObserveInt64(workers, int64(tu.Workers), attrs)
 			o.ObserveInt64(tasks, int64(tu.SolverTasks), attrs)
+			o.ObserveFloat64(synthTime, tu.SynthesisMs/1e3, attrs)
+			o.ObserveFloat64(deviceTime, tu.DeviceMs/1e3, attrs)
 		}
 		return nil
-	}, depth, busy, budget, inFlight, healthy, workers, tasks)
+	}, depth, busy, budget, inFlight, healthy, workers, tasks, synthTime, deviceTime)
 	return err
 }
 

@@ -112,7 +112,8 @@ func TestDeviceHealthyMetricFallsToZeroOnAFault(t *testing.T) {
 }
 
 // The tuner's choice per circuit and size is on the metrics: the
-// syntheses at once and the solver tasks.
+// syntheses at once and the solver tasks, and the measured synthesis and
+// device times it chose them from.
 func TestTunerChoiceOnTheMetrics(t *testing.T) {
 	mp, scrape := prometheusScrape(t)
 	var eng *engine.Engine
@@ -134,6 +135,9 @@ func TestTunerChoiceOnTheMetrics(t *testing.T) {
 	for _, re := range []string{
 		`cuzk_synthesis_workers\{[^}]*cuzk_circuit_constraints="1048576"[^}]*cuzk_circuit_id="merkle"[^}]*\} 12`,
 		`cuzk_solver_tasks\{[^}]*cuzk_circuit_id="merkle"[^}]*\} 16`,
+		// Why: the measured times the choice came from.
+		`cuzk_tuner_synthesis_time_seconds\{[^}]*cuzk_circuit_id="merkle"[^}]*\} 0\.8\n`,
+		`cuzk_tuner_device_time_seconds\{[^}]*cuzk_circuit_id="merkle"[^}]*\} 0\.1\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(body) {
 			t.Errorf("metrics lack %s\n%s", re, body)

@@ -594,22 +594,30 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 	}
 	// cuzk's queues are per proof kind; ours are per priority, so the
 	// circuits of this daemon are one kind, "local": pending are the
-	// queued jobs, in progress those past the queue.
-	local := &cuzkv1.QueueStatus{ProofKind: LocalProofKind}
+	// queued partitions (those waiting for the memory budget included,
+	// which Curio's backpressure must count too), in progress the jobs
+	// past the queue.
+	local := &cuzkv1.QueueStatus{ProofKind: LocalProofKind, Pending: uint32(st.WaitingMemory)}
 	for _, n := range st.Queued {
 		local.Pending += uint32(n)
 	}
-	current := map[string]string{}
 	for _, j := range st.Running {
 		if j.State != engine.StateQueued {
 			local.InProgress++
 		}
-		current[j.Worker] = j.ID
-		out.Running = append(out.Running, &cuzkv1.JobInfo{
-			JobId: j.ID, RequestId: j.RequestID, Circuit: j.Circuit, Constraints: uint64(max(j.Constraints, 0)),
-			Priority: priorityTo(j.Priority), Status: stateTo(j.State), Worker: j.Worker, TraceId: j.TraceID,
-			SubmittedUnixNano: j.Submitted.UnixNano(), StartedUnixNano: unixNano(j.Started),
-			Partitions: uint32(max(j.Partitions, 1)),
+		out.Running = append(out.Running, jobInfoTo(j))
+	}
+	for _, w := range st.Waiting {
+		q := jobInfoTo(w.JobInfo)
+		q.MemoryWait = w.MemoryWait
+		out.Queued = append(out.Queued, q)
+	}
+	for _, tu := range st.Tuning {
+		out.Tuning = append(out.Tuning, &cuzkv1.Tuning{
+			Circuit: tu.Circuit, Constraints: uint64(max(tu.Constraints, 0)),
+			SynthesisWorkers: uint32(max(tu.Workers, 0)), SolverTasks: uint32(max(tu.SolverTasks, 0)),
+			SynthesisMs: tu.SynthesisMs, DeviceMs: tu.DeviceMs,
+			Synthesized: uint64(max(tu.Synthesized, 0)), Proved: uint64(max(tu.Proved, 0)), Reason: tu.Reason,
 		})
 	}
 	out.Queues = append(out.Queues, local)
@@ -660,6 +668,16 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		s.mergeStatus(ctx, out)
 	}
 	return out, nil
+}
+
+// jobInfoTo is GetStatus's JobInfo of j.
+func jobInfoTo(j engine.JobInfo) *cuzkv1.JobInfo {
+	return &cuzkv1.JobInfo{
+		JobId: j.ID, RequestId: j.RequestID, Circuit: j.Circuit, Constraints: uint64(max(j.Constraints, 0)),
+		Priority: priorityTo(j.Priority), Status: stateTo(j.State), Worker: j.Worker, TraceId: j.TraceID,
+		SubmittedUnixNano: j.Submitted.UnixNano(), StartedUnixNano: unixNano(j.Started),
+		Partitions: uint32(max(j.Partitions, 1)),
+	}
 }
 
 // LocalProofKind is the proof_kind GetStatus gives this daemon's own

@@ -256,3 +256,82 @@ func TestDeviceFaultLeavesTheHealthService(t *testing.T) {
 		t.Errorf("submit with no healthy device: %v, want UNAVAILABLE", err)
 	}
 }
+
+// GetStatus lists the jobs not started yet, in the order the daemon takes
+// them up (the one waiting for the memory budget first, then CRITICAL
+// before LOW), with their request ids, priorities and submission times,
+// and the tuner's choice for the circuit and size with its reason; cuzk's
+// pending count includes the memory wait.
+func TestStatusListsQueuedJobsAndTheTuning(t *testing.T) {
+	run := &stagedRunner{gate: make(chan struct{})}
+	est := func(*prover.Request) (uint64, error) { return 1 << 20, nil }
+	tuner := engine.NewTuner(4, 1, 1) // one synthesis at a time
+	_, c := startStaged(t, run, engine.WithTuner(tuner), engine.WithMemoryBudget(3<<19, est, nil))
+	ctx := ctx5(t)
+	submit := func(id string, p client.Priority) client.Job {
+		j, err := c.Submit(ctx, client.Request{RequestID: id, Circuit: "mulchain", Constraints: 16, Priority: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	before := time.Now()
+	jobs := []client.Job{submit("a", client.Normal)}
+	var st *client.Status
+	waitFor := func(what string, ok func(*client.Status) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			var err error
+			if st, err = c.Status(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ok(st) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: status %+v", what, st)
+			}
+		}
+	}
+	waitFor("a proving", func(s *client.Status) bool { return s.Stages.Proving == 1 })
+	jobs = append(jobs, submit("b", client.Normal))
+	waitFor("b waiting for memory", func(s *client.Status) bool { return s.Stages.WaitingMemory == 1 })
+	jobs = append(jobs, submit("c", client.Low), submit("d", client.Critical))
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range st.Waiting {
+		s := fmt.Sprintf("%s:%s", q.RequestID, q.Priority)
+		if q.MemoryWait {
+			s += ":memory"
+		}
+		got = append(got, s)
+		if q.Circuit != "mulchain" || q.Constraints != 16 || q.Partitions != 1 || q.ID == "" || q.Submitted.Before(before.Add(-time.Second)) || q.Submitted.After(time.Now()) {
+			t.Errorf("queued job %+v", q)
+		}
+	}
+	if want := "b:NORMAL:memory d:CRITICAL c:LOW"; strings.Join(got, " ") != want {
+		t.Errorf("queued %q, want %q", strings.Join(got, " "), want)
+	}
+	if len(st.Kinds) != 1 || st.Kinds[0].Pending != 3 || st.Kinds[0].InProgress != 1 {
+		t.Errorf("cuzk's queues %+v, want local: 3 pending (the memory wait included), 1 in progress", st.Kinds)
+	}
+	if len(st.Tuning) != 1 {
+		t.Fatalf("tuning %+v, want one circuit and size", st.Tuning)
+	}
+	if tu := st.Tuning[0]; tu.Circuit != "mulchain" || tu.Constraints != 16 || tu.Workers != 1 || tu.SolverTasks < 1 ||
+		tu.Synthesized < 1 || !strings.Contains(tu.Reason, "cores") {
+		t.Errorf("tuning %+v, want mulchain/16, 1 worker, solver tasks, a synthesis measured and a reason", tu)
+	}
+	close(run.gate)
+	for _, j := range jobs {
+		if _, err := c.Await(ctx, j.ID, 0); err != nil {
+			t.Errorf("job %s: %v", j.ID, err)
+		}
+	}
+	if st, _ = c.Status(ctx); len(st.Waiting) != 0 || st.Tuning[0].Proved != 4 {
+		t.Errorf("after the jobs ended: queued %+v, tuning %+v", st.Waiting, st.Tuning)
+	}
+}

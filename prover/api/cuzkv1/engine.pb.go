@@ -333,7 +333,7 @@ func (x SRSStatus_Tier) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SRSStatus_Tier.Descriptor instead.
 func (SRSStatus_Tier) EnumDescriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11, 0}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type SubmitProofRequest struct {
@@ -1207,8 +1207,18 @@ type GetStatusResponse struct {
 	// compiled or loaded); otherwise not_ready_reason says why.
 	Ready          bool   `protobuf:"varint,114,opt,name=ready,proto3" json:"ready,omitempty"`
 	NotReadyReason string `protobuf:"bytes,115,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Jobs not started yet, in the order the daemon takes them up: those
+	// holding a synthesis slot while they wait for the memory budget first
+	// (memory_wait), then the queue's, CRITICAL first and in submission
+	// order within a priority. Their status is QUEUED.
+	Queued []*JobInfo `protobuf:"bytes,116,rep,name=queued,proto3" json:"queued,omitempty"`
+	// The synthesis stage's choice per circuit and size seen: how many
+	// syntheses at once and how many solver tasks each, and why (tuned from
+	// the measured synthesis and device times, or fixed by
+	// --synthesis-workers). Empty for a serial daemon.
+	Tuning        []*Tuning `protobuf:"bytes,117,rep,name=tuning,proto3" json:"tuning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
@@ -1409,6 +1419,136 @@ func (x *GetStatusResponse) GetNotReadyReason() string {
 	return ""
 }
 
+func (x *GetStatusResponse) GetQueued() []*JobInfo {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetTuning() []*Tuning {
+	if x != nil {
+		return x.Tuning
+	}
+	return nil
+}
+
+// Tuning is how a pipelined daemon synthesizes one circuit and size.
+type Tuning struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Circuit     string                 `protobuf:"bytes,1,opt,name=circuit,proto3" json:"circuit,omitempty"`
+	Constraints uint64                 `protobuf:"varint,2,opt,name=constraints,proto3" json:"constraints,omitempty"`
+	// Syntheses of this circuit and size allowed at once.
+	SynthesisWorkers uint32 `protobuf:"varint,3,opt,name=synthesis_workers,json=synthesisWorkers,proto3" json:"synthesis_workers,omitempty"`
+	// Solver tasks (gnark's solver.WithNbTasks) of the last synthesis.
+	SolverTasks uint32 `protobuf:"varint,4,opt,name=solver_tasks,json=solverTasks,proto3" json:"solver_tasks,omitempty"`
+	// Moving averages of the measured synthesis and device (prove) times,
+	// ms; 0 until measured.
+	SynthesisMs float64 `protobuf:"fixed64,5,opt,name=synthesis_ms,json=synthesisMs,proto3" json:"synthesis_ms,omitempty"`
+	DeviceMs    float64 `protobuf:"fixed64,6,opt,name=device_ms,json=deviceMs,proto3" json:"device_ms,omitempty"`
+	// Syntheses and proves measured.
+	Synthesized uint64 `protobuf:"varint,7,opt,name=synthesized,proto3" json:"synthesized,omitempty"`
+	Proved      uint64 `protobuf:"varint,8,opt,name=proved,proto3" json:"proved,omitempty"`
+	// One line saying why these values ("synthesis 800 ms / device 115 ms
+	// on 1 device(s): ...", "fixed by --synthesis-workers 8").
+	Reason        string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tuning) Reset() {
+	*x = Tuning{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tuning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tuning) ProtoMessage() {}
+
+func (x *Tuning) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tuning.ProtoReflect.Descriptor instead.
+func (*Tuning) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Tuning) GetCircuit() string {
+	if x != nil {
+		return x.Circuit
+	}
+	return ""
+}
+
+func (x *Tuning) GetConstraints() uint64 {
+	if x != nil {
+		return x.Constraints
+	}
+	return 0
+}
+
+func (x *Tuning) GetSynthesisWorkers() uint32 {
+	if x != nil {
+		return x.SynthesisWorkers
+	}
+	return 0
+}
+
+func (x *Tuning) GetSolverTasks() uint32 {
+	if x != nil {
+		return x.SolverTasks
+	}
+	return 0
+}
+
+func (x *Tuning) GetSynthesisMs() float64 {
+	if x != nil {
+		return x.SynthesisMs
+	}
+	return 0
+}
+
+func (x *Tuning) GetDeviceMs() float64 {
+	if x != nil {
+		return x.DeviceMs
+	}
+	return 0
+}
+
+func (x *Tuning) GetSynthesized() uint64 {
+	if x != nil {
+		return x.Synthesized
+	}
+	return 0
+}
+
+func (x *Tuning) GetProved() uint64 {
+	if x != nil {
+		return x.Proved
+	}
+	return 0
+}
+
+func (x *Tuning) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // GPUStatus is one GPU as cuzk reports it.
 type GPUStatus struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -1424,7 +1564,7 @@ type GPUStatus struct {
 
 func (x *GPUStatus) Reset() {
 	*x = GPUStatus{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1576,7 @@ func (x *GPUStatus) String() string {
 func (*GPUStatus) ProtoMessage() {}
 
 func (x *GPUStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[10]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1589,7 @@ func (x *GPUStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPUStatus.ProtoReflect.Descriptor instead.
 func (*GPUStatus) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{10}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GPUStatus) GetOrdinal() uint32 {
@@ -1509,7 +1649,7 @@ type SRSStatus struct {
 
 func (x *SRSStatus) Reset() {
 	*x = SRSStatus{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1661,7 @@ func (x *SRSStatus) String() string {
 func (*SRSStatus) ProtoMessage() {}
 
 func (x *SRSStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[11]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1674,7 @@ func (x *SRSStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SRSStatus.ProtoReflect.Descriptor instead.
 func (*SRSStatus) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{11}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SRSStatus) GetCircuitId() string {
@@ -1576,7 +1716,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1728,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[12]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1741,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{12}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *QueueStatus) GetProofKind() string {
@@ -1634,7 +1774,7 @@ type PreloadSrsRequest struct {
 
 func (x *PreloadSrsRequest) Reset() {
 	*x = PreloadSrsRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1786,7 @@ func (x *PreloadSrsRequest) String() string {
 func (*PreloadSrsRequest) ProtoMessage() {}
 
 func (x *PreloadSrsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[13]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1799,7 @@ func (x *PreloadSrsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadSrsRequest.ProtoReflect.Descriptor instead.
 func (*PreloadSrsRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{13}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PreloadSrsRequest) GetCircuitId() string {
@@ -1679,7 +1819,7 @@ type PreloadSrsResponse struct {
 
 func (x *PreloadSrsResponse) Reset() {
 	*x = PreloadSrsResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1831,7 @@ func (x *PreloadSrsResponse) String() string {
 func (*PreloadSrsResponse) ProtoMessage() {}
 
 func (x *PreloadSrsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[14]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1844,7 @@ func (x *PreloadSrsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadSrsResponse.ProtoReflect.Descriptor instead.
 func (*PreloadSrsResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{14}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PreloadSrsResponse) GetAlreadyLoaded() bool {
@@ -1730,7 +1870,7 @@ type EvictSrsRequest struct {
 
 func (x *EvictSrsRequest) Reset() {
 	*x = EvictSrsRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1882,7 @@ func (x *EvictSrsRequest) String() string {
 func (*EvictSrsRequest) ProtoMessage() {}
 
 func (x *EvictSrsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[15]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1895,7 @@ func (x *EvictSrsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictSrsRequest.ProtoReflect.Descriptor instead.
 func (*EvictSrsRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{15}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EvictSrsRequest) GetCircuitId() string {
@@ -1775,7 +1915,7 @@ type EvictSrsResponse struct {
 
 func (x *EvictSrsResponse) Reset() {
 	*x = EvictSrsResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1927,7 @@ func (x *EvictSrsResponse) String() string {
 func (*EvictSrsResponse) ProtoMessage() {}
 
 func (x *EvictSrsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[16]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1940,7 @@ func (x *EvictSrsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictSrsResponse.ProtoReflect.Descriptor instead.
 func (*EvictSrsResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{16}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EvictSrsResponse) GetWasLoaded() bool {
@@ -1825,7 +1965,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1977,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[17]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1990,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{17}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 type GetMetricsResponse struct {
@@ -1863,7 +2003,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2015,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[18]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2028,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{18}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetMetricsResponse) GetPrometheusText() string {
@@ -1918,7 +2058,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2070,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[19]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2083,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{19}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Timings) GetQueueWaitMs() float64 {
@@ -2023,7 +2163,7 @@ type PartitionProof struct {
 
 func (x *PartitionProof) Reset() {
 	*x = PartitionProof{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2175,7 @@ func (x *PartitionProof) String() string {
 func (*PartitionProof) ProtoMessage() {}
 
 func (x *PartitionProof) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[20]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2188,7 @@ func (x *PartitionProof) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionProof.ProtoReflect.Descriptor instead.
 func (*PartitionProof) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{20}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PartitionProof) GetIndex() uint32 {
@@ -2101,7 +2241,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2253,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[21]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2266,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{21}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Device) GetOrdinal() int32 {
@@ -2184,7 +2324,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2336,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[22]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2349,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{22}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Worker) GetName() string {
@@ -2285,7 +2425,7 @@ type LoadedKey struct {
 
 func (x *LoadedKey) Reset() {
 	*x = LoadedKey{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2437,7 @@ func (x *LoadedKey) String() string {
 func (*LoadedKey) ProtoMessage() {}
 
 func (x *LoadedKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[23]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2450,7 @@ func (x *LoadedKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadedKey.ProtoReflect.Descriptor instead.
 func (*LoadedKey) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{23}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LoadedKey) GetCircuit() string {
@@ -2358,7 +2498,7 @@ type QueueDepth struct {
 
 func (x *QueueDepth) Reset() {
 	*x = QueueDepth{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2510,7 @@ func (x *QueueDepth) String() string {
 func (*QueueDepth) ProtoMessage() {}
 
 func (x *QueueDepth) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[24]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2523,7 @@ func (x *QueueDepth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
 func (*QueueDepth) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{24}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QueueDepth) GetPriority() Priority {
@@ -2414,14 +2554,17 @@ type JobInfo struct {
 	SubmittedUnixNano int64 `protobuf:"varint,9,opt,name=submitted_unix_nano,json=submittedUnixNano,proto3" json:"submitted_unix_nano,omitempty"`
 	StartedUnixNano   int64 `protobuf:"varint,10,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
 	// Number of partitions (1 for a one-witness request).
-	Partitions    uint32 `protobuf:"varint,11,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions uint32 `protobuf:"varint,11,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// A queued job holding a synthesis slot while it waits for the memory
+	// budget (GetStatusResponse.queued).
+	MemoryWait    bool `protobuf:"varint,12,opt,name=memory_wait,json=memoryWait,proto3" json:"memory_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2576,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[25]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2589,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{25}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -2526,6 +2669,13 @@ func (x *JobInfo) GetPartitions() uint32 {
 	return 0
 }
 
+func (x *JobInfo) GetMemoryWait() bool {
+	if x != nil {
+		return x.MemoryWait
+	}
+	return false
+}
+
 // Stages are the depths of the daemon's pipeline, counted in partitions (a
 // one-witness job is one).
 type Stages struct {
@@ -2545,7 +2695,7 @@ type Stages struct {
 
 func (x *Stages) Reset() {
 	*x = Stages{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2707,7 @@ func (x *Stages) String() string {
 func (*Stages) ProtoMessage() {}
 
 func (x *Stages) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[26]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2720,7 @@ func (x *Stages) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stages.ProtoReflect.Descriptor instead.
 func (*Stages) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{26}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Stages) GetSynthesisWorkers() uint32 {
@@ -2626,7 +2776,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2788,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[27]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2801,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{27}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Memory) GetBudgetBytes() uint64 {
@@ -2692,7 +2842,7 @@ type PreloadKeysRequest struct {
 
 func (x *PreloadKeysRequest) Reset() {
 	*x = PreloadKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2854,7 @@ func (x *PreloadKeysRequest) String() string {
 func (*PreloadKeysRequest) ProtoMessage() {}
 
 func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2867,7 @@ func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysRequest.ProtoReflect.Descriptor instead.
 func (*PreloadKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{28}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PreloadKeysRequest) GetCircuit() string {
@@ -2746,7 +2896,7 @@ type PreloadKeysResponse struct {
 
 func (x *PreloadKeysResponse) Reset() {
 	*x = PreloadKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2908,7 @@ func (x *PreloadKeysResponse) String() string {
 func (*PreloadKeysResponse) ProtoMessage() {}
 
 func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2921,7 @@ func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysResponse.ProtoReflect.Descriptor instead.
 func (*PreloadKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{29}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreloadKeysResponse) GetKey() *LoadedKey {
@@ -2805,7 +2955,7 @@ type EvictKeysRequest struct {
 
 func (x *EvictKeysRequest) Reset() {
 	*x = EvictKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +2967,7 @@ func (x *EvictKeysRequest) String() string {
 func (*EvictKeysRequest) ProtoMessage() {}
 
 func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +2980,7 @@ func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysRequest.ProtoReflect.Descriptor instead.
 func (*EvictKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{30}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EvictKeysRequest) GetCircuit() string {
@@ -2857,7 +3007,7 @@ type EvictKeysResponse struct {
 
 func (x *EvictKeysResponse) Reset() {
 	*x = EvictKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3019,7 @@ func (x *EvictKeysResponse) String() string {
 func (*EvictKeysResponse) ProtoMessage() {}
 
 func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3032,7 @@ func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysResponse.ProtoReflect.Descriptor instead.
 func (*EvictKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{31}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EvictKeysResponse) GetEvicted() bool {
@@ -2990,7 +3140,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"wasRunning\x12\x15\n" +
 	"\x06job_id\x18d \x01(\tR\x05jobId\x12*\n" +
 	"\x06status\x18e \x01(\x0e2\x12.cuzk.v1.JobStatusR\x06status\"\x12\n" +
-	"\x10GetStatusRequest\"\xcf\a\n" +
+	"\x10GetStatusRequest\"\xa2\b\n" +
 	"\x11GetStatusResponse\x12&\n" +
 	"\x04gpus\x18\x01 \x03(\v2\x12.cuzk.v1.GPUStatusR\x04gpus\x121\n" +
 	"\n" +
@@ -3016,7 +3166,19 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x06stages\x18p \x01(\v2\x0f.cuzk.v1.StagesR\x06stages\x12'\n" +
 	"\x06memory\x18q \x01(\v2\x0f.cuzk.v1.MemoryR\x06memory\x12\x14\n" +
 	"\x05ready\x18r \x01(\bR\x05ready\x12(\n" +
-	"\x10not_ready_reason\x18s \x01(\tR\x0enotReadyReason\"\xdf\x01\n" +
+	"\x10not_ready_reason\x18s \x01(\tR\x0enotReadyReason\x12(\n" +
+	"\x06queued\x18t \x03(\v2\x10.cuzk.v1.JobInfoR\x06queued\x12'\n" +
+	"\x06tuning\x18u \x03(\v2\x0f.cuzk.v1.TuningR\x06tuning\"\xa6\x02\n" +
+	"\x06Tuning\x12\x18\n" +
+	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
+	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\x12+\n" +
+	"\x11synthesis_workers\x18\x03 \x01(\rR\x10synthesisWorkers\x12!\n" +
+	"\fsolver_tasks\x18\x04 \x01(\rR\vsolverTasks\x12!\n" +
+	"\fsynthesis_ms\x18\x05 \x01(\x01R\vsynthesisMs\x12\x1b\n" +
+	"\tdevice_ms\x18\x06 \x01(\x01R\bdeviceMs\x12 \n" +
+	"\vsynthesized\x18\a \x01(\x04R\vsynthesized\x12\x16\n" +
+	"\x06proved\x18\b \x01(\x04R\x06proved\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\"\xdf\x01\n" +
 	"\tGPUStatus\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12(\n" +
@@ -3099,7 +3261,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"QueueDepth\x12-\n" +
 	"\bpriority\x18\x01 \x01(\x0e2\x11.cuzk.v1.PriorityR\bpriority\x12\x14\n" +
-	"\x05depth\x18\x02 \x01(\rR\x05depth\"\x85\x03\n" +
+	"\x05depth\x18\x02 \x01(\rR\x05depth\"\xa6\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
@@ -3115,7 +3277,9 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	" \x01(\x03R\x0fstartedUnixNano\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\v \x01(\rR\n" +
-	"partitions\"\xd6\x01\n" +
+	"partitions\x12\x1f\n" +
+	"\vmemory_wait\x18\f \x01(\bR\n" +
+	"memoryWait\"\xd6\x01\n" +
 	"\x06Stages\x12+\n" +
 	"\x11synthesis_workers\x18\x01 \x01(\rR\x10synthesisWorkers\x12%\n" +
 	"\x0ewaiting_memory\x18\x02 \x01(\rR\rwaitingMemory\x12\"\n" +
@@ -3192,7 +3356,7 @@ func file_cuzk_v1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_cuzk_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_cuzk_v1_engine_proto_goTypes = []any{
 	(ProofKind)(0),                 // 0: cuzk.v1.ProofKind
 	(Priority)(0),                  // 1: cuzk.v1.Priority
@@ -3209,28 +3373,29 @@ var file_cuzk_v1_engine_proto_goTypes = []any{
 	(*CancelProofResponse)(nil),    // 12: cuzk.v1.CancelProofResponse
 	(*GetStatusRequest)(nil),       // 13: cuzk.v1.GetStatusRequest
 	(*GetStatusResponse)(nil),      // 14: cuzk.v1.GetStatusResponse
-	(*GPUStatus)(nil),              // 15: cuzk.v1.GPUStatus
-	(*SRSStatus)(nil),              // 16: cuzk.v1.SRSStatus
-	(*QueueStatus)(nil),            // 17: cuzk.v1.QueueStatus
-	(*PreloadSrsRequest)(nil),      // 18: cuzk.v1.PreloadSrsRequest
-	(*PreloadSrsResponse)(nil),     // 19: cuzk.v1.PreloadSrsResponse
-	(*EvictSrsRequest)(nil),        // 20: cuzk.v1.EvictSrsRequest
-	(*EvictSrsResponse)(nil),       // 21: cuzk.v1.EvictSrsResponse
-	(*GetMetricsRequest)(nil),      // 22: cuzk.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),     // 23: cuzk.v1.GetMetricsResponse
-	(*Timings)(nil),                // 24: cuzk.v1.Timings
-	(*PartitionProof)(nil),         // 25: cuzk.v1.PartitionProof
-	(*Device)(nil),                 // 26: cuzk.v1.Device
-	(*Worker)(nil),                 // 27: cuzk.v1.Worker
-	(*LoadedKey)(nil),              // 28: cuzk.v1.LoadedKey
-	(*QueueDepth)(nil),             // 29: cuzk.v1.QueueDepth
-	(*JobInfo)(nil),                // 30: cuzk.v1.JobInfo
-	(*Stages)(nil),                 // 31: cuzk.v1.Stages
-	(*Memory)(nil),                 // 32: cuzk.v1.Memory
-	(*PreloadKeysRequest)(nil),     // 33: cuzk.v1.PreloadKeysRequest
-	(*PreloadKeysResponse)(nil),    // 34: cuzk.v1.PreloadKeysResponse
-	(*EvictKeysRequest)(nil),       // 35: cuzk.v1.EvictKeysRequest
-	(*EvictKeysResponse)(nil),      // 36: cuzk.v1.EvictKeysResponse
+	(*Tuning)(nil),                 // 15: cuzk.v1.Tuning
+	(*GPUStatus)(nil),              // 16: cuzk.v1.GPUStatus
+	(*SRSStatus)(nil),              // 17: cuzk.v1.SRSStatus
+	(*QueueStatus)(nil),            // 18: cuzk.v1.QueueStatus
+	(*PreloadSrsRequest)(nil),      // 19: cuzk.v1.PreloadSrsRequest
+	(*PreloadSrsResponse)(nil),     // 20: cuzk.v1.PreloadSrsResponse
+	(*EvictSrsRequest)(nil),        // 21: cuzk.v1.EvictSrsRequest
+	(*EvictSrsResponse)(nil),       // 22: cuzk.v1.EvictSrsResponse
+	(*GetMetricsRequest)(nil),      // 23: cuzk.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),     // 24: cuzk.v1.GetMetricsResponse
+	(*Timings)(nil),                // 25: cuzk.v1.Timings
+	(*PartitionProof)(nil),         // 26: cuzk.v1.PartitionProof
+	(*Device)(nil),                 // 27: cuzk.v1.Device
+	(*Worker)(nil),                 // 28: cuzk.v1.Worker
+	(*LoadedKey)(nil),              // 29: cuzk.v1.LoadedKey
+	(*QueueDepth)(nil),             // 30: cuzk.v1.QueueDepth
+	(*JobInfo)(nil),                // 31: cuzk.v1.JobInfo
+	(*Stages)(nil),                 // 32: cuzk.v1.Stages
+	(*Memory)(nil),                 // 33: cuzk.v1.Memory
+	(*PreloadKeysRequest)(nil),     // 34: cuzk.v1.PreloadKeysRequest
+	(*PreloadKeysResponse)(nil),    // 35: cuzk.v1.PreloadKeysResponse
+	(*EvictKeysRequest)(nil),       // 36: cuzk.v1.EvictKeysRequest
+	(*EvictKeysResponse)(nil),      // 37: cuzk.v1.EvictKeysResponse
 }
 var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	0,  // 0: cuzk.v1.SubmitProofRequest.proof_kind:type_name -> cuzk.v1.ProofKind
@@ -3238,53 +3403,55 @@ var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	2,  // 2: cuzk.v1.SubmitProofResponse.status:type_name -> cuzk.v1.JobStatus
 	3,  // 3: cuzk.v1.AwaitProofResponse.status:type_name -> cuzk.v1.AwaitProofResponse.Status
 	2,  // 4: cuzk.v1.AwaitProofResponse.job_status:type_name -> cuzk.v1.JobStatus
-	24, // 5: cuzk.v1.AwaitProofResponse.timings:type_name -> cuzk.v1.Timings
-	25, // 6: cuzk.v1.AwaitProofResponse.partitions:type_name -> cuzk.v1.PartitionProof
+	25, // 5: cuzk.v1.AwaitProofResponse.timings:type_name -> cuzk.v1.Timings
+	26, // 6: cuzk.v1.AwaitProofResponse.partitions:type_name -> cuzk.v1.PartitionProof
 	5,  // 7: cuzk.v1.ProveRequest.submit:type_name -> cuzk.v1.SubmitProofRequest
 	8,  // 8: cuzk.v1.ProveResponse.result:type_name -> cuzk.v1.AwaitProofResponse
 	2,  // 9: cuzk.v1.CancelProofResponse.status:type_name -> cuzk.v1.JobStatus
-	15, // 10: cuzk.v1.GetStatusResponse.gpus:type_name -> cuzk.v1.GPUStatus
-	16, // 11: cuzk.v1.GetStatusResponse.loaded_srs:type_name -> cuzk.v1.SRSStatus
-	17, // 12: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueStatus
-	26, // 13: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
-	27, // 14: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
-	28, // 15: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
-	29, // 16: cuzk.v1.GetStatusResponse.queue_depths:type_name -> cuzk.v1.QueueDepth
-	30, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
-	31, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
-	32, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
-	4,  // 20: cuzk.v1.SRSStatus.tier:type_name -> cuzk.v1.SRSStatus.Tier
-	24, // 21: cuzk.v1.PartitionProof.timings:type_name -> cuzk.v1.Timings
-	1,  // 22: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
-	1,  // 23: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
-	2,  // 24: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
-	29, // 25: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
-	28, // 26: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
-	5,  // 27: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
-	7,  // 28: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
-	9,  // 29: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
-	11, // 30: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
-	13, // 31: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
-	22, // 32: cuzk.v1.ProvingEngine.GetMetrics:input_type -> cuzk.v1.GetMetricsRequest
-	18, // 33: cuzk.v1.ProvingEngine.PreloadSRS:input_type -> cuzk.v1.PreloadSrsRequest
-	20, // 34: cuzk.v1.ProvingEngine.EvictSRS:input_type -> cuzk.v1.EvictSrsRequest
-	33, // 35: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
-	35, // 36: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
-	6,  // 37: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
-	8,  // 38: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.AwaitProofResponse
-	10, // 39: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProveResponse
-	12, // 40: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
-	14, // 41: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
-	23, // 42: cuzk.v1.ProvingEngine.GetMetrics:output_type -> cuzk.v1.GetMetricsResponse
-	19, // 43: cuzk.v1.ProvingEngine.PreloadSRS:output_type -> cuzk.v1.PreloadSrsResponse
-	21, // 44: cuzk.v1.ProvingEngine.EvictSRS:output_type -> cuzk.v1.EvictSrsResponse
-	34, // 45: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
-	36, // 46: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
-	37, // [37:47] is the sub-list for method output_type
-	27, // [27:37] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	16, // 10: cuzk.v1.GetStatusResponse.gpus:type_name -> cuzk.v1.GPUStatus
+	17, // 11: cuzk.v1.GetStatusResponse.loaded_srs:type_name -> cuzk.v1.SRSStatus
+	18, // 12: cuzk.v1.GetStatusResponse.queues:type_name -> cuzk.v1.QueueStatus
+	27, // 13: cuzk.v1.GetStatusResponse.devices:type_name -> cuzk.v1.Device
+	28, // 14: cuzk.v1.GetStatusResponse.workers:type_name -> cuzk.v1.Worker
+	29, // 15: cuzk.v1.GetStatusResponse.keys:type_name -> cuzk.v1.LoadedKey
+	30, // 16: cuzk.v1.GetStatusResponse.queue_depths:type_name -> cuzk.v1.QueueDepth
+	31, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
+	32, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
+	33, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
+	31, // 20: cuzk.v1.GetStatusResponse.queued:type_name -> cuzk.v1.JobInfo
+	15, // 21: cuzk.v1.GetStatusResponse.tuning:type_name -> cuzk.v1.Tuning
+	4,  // 22: cuzk.v1.SRSStatus.tier:type_name -> cuzk.v1.SRSStatus.Tier
+	25, // 23: cuzk.v1.PartitionProof.timings:type_name -> cuzk.v1.Timings
+	1,  // 24: cuzk.v1.QueueDepth.priority:type_name -> cuzk.v1.Priority
+	1,  // 25: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
+	2,  // 26: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
+	30, // 27: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
+	29, // 28: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
+	5,  // 29: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
+	7,  // 30: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
+	9,  // 31: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
+	11, // 32: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
+	13, // 33: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
+	23, // 34: cuzk.v1.ProvingEngine.GetMetrics:input_type -> cuzk.v1.GetMetricsRequest
+	19, // 35: cuzk.v1.ProvingEngine.PreloadSRS:input_type -> cuzk.v1.PreloadSrsRequest
+	21, // 36: cuzk.v1.ProvingEngine.EvictSRS:input_type -> cuzk.v1.EvictSrsRequest
+	34, // 37: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
+	36, // 38: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
+	6,  // 39: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
+	8,  // 40: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.AwaitProofResponse
+	10, // 41: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProveResponse
+	12, // 42: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
+	14, // 43: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
+	24, // 44: cuzk.v1.ProvingEngine.GetMetrics:output_type -> cuzk.v1.GetMetricsResponse
+	20, // 45: cuzk.v1.ProvingEngine.PreloadSRS:output_type -> cuzk.v1.PreloadSrsResponse
+	22, // 46: cuzk.v1.ProvingEngine.EvictSRS:output_type -> cuzk.v1.EvictSrsResponse
+	35, // 47: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
+	37, // 48: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
+	39, // [39:49] is the sub-list for method output_type
+	29, // [29:39] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_cuzk_v1_engine_proto_init() }
@@ -3298,7 +3465,7 @@ func file_cuzk_v1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cuzk_v1_engine_proto_rawDesc), len(file_cuzk_v1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
