@@ -325,3 +325,23 @@ const (
 	KeyMSMScalarsOne   = attribute.Key("cuzk.msm.scalars.one")   // int, scalars equal to 1
 	KeyMSMScalarsSmall = attribute.Key("cuzk.msm.scalars.small") // int, scalars in [2, 2^64)
 )
+
+// The steps of a Groth16 key setup made by prover/setup (cuzk setup
+// --backend cuda, setup.Setup), under keys.setup: the evaluation of the
+// constraint polynomials at the secret point on the CPU, one span per key
+// vector's fixed-base scalar multiplications (cuzk.setup.vector: alpha_beta_delta,
+// a, b, z, k_vk, k_pk, commitment; cuzk.setup.points), the Pedersen keys and
+// the verifying key's pairing; setup.table is the GPU's windowed table of
+// the generator (prover/gpu/fixedbase).
+const (
+	SpanSetupEvaluate     = "setup.evaluate"      // A(τ), B(τ), C(τ), K and Z scalars
+	SpanSetupG1           = "setup.g1"            // [s]₁ of one key vector
+	SpanSetupG2           = "setup.g2"            // [s]₂ of one key vector
+	SpanSetupCommitment   = "setup.commitment"    // Pedersen keys of api.Commit
+	SpanSetupVerifyingKey = "setup.verifying_key" // e(α, β) and the negated G2 points
+	SpanSetupTable        = "setup.table"         // the generator's window table, built and uploaded
+
+	KeySetupVector  = attribute.Key("cuzk.setup.vector")  // string, which key vector
+	KeySetupPoints  = attribute.Key("cuzk.setup.points")  // int, points computed
+	KeySetupBackend = attribute.Key("cuzk.setup.backend") // string, cpu or cuda
+)

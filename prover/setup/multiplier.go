@@ -1,0 +1,62 @@
+package setup
+
+import (
+	"context"
+	"fmt"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+)
+
+// Multiplier computes the fixed-base scalar multiplications of a setup:
+// out[i] = [scalars[i]]₁ (MulG1) or [scalars[i]]₂ (MulG2) for the
+// generators of curve.Generators, in gnark-crypto's affine form (the
+// point at infinity, for a zero scalar, is (0, 0)). Scalars are
+// fr.Elements as gnark holds them (Montgomery form); len(out) must equal
+// len(scalars). Errors end the setup; a Multiplier should return ctx's
+// error soon after ctx ends.
+type Multiplier interface {
+	MulG1(ctx context.Context, scalars []fr.Element, out []curve.G1Affine) error
+	MulG2(ctx context.Context, scalars []fr.Element, out []curve.G2Affine) error
+}
+
+// cpuChunk is the scalars per call of gnark-crypto's batch multiplication
+// (its table and digits are per call; chunks bound the temporary memory).
+const cpuChunk = 1 << 20
+
+// CPU is the Multiplier of gnark-crypto's BatchScalarMultiplicationG1 and
+// G2 (the one groth16.Setup uses), on all cores, in chunks of 2^20
+// scalars. Safe for concurrent use.
+type CPU struct{}
+
+// MulG1 implements Multiplier.
+func (CPU) MulG1(ctx context.Context, scalars []fr.Element, out []curve.G1Affine) error {
+	if len(out) != len(scalars) {
+		return fmt.Errorf("setup: %d G1 outputs for %d scalars", len(out), len(scalars))
+	}
+	_, _, g1, _ := curve.Generators()
+	for lo := 0; lo < len(scalars); lo += cpuChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+cpuChunk, len(scalars))
+		copy(out[lo:hi], curve.BatchScalarMultiplicationG1(&g1, scalars[lo:hi]))
+	}
+	return nil
+}
+
+// MulG2 implements Multiplier.
+func (CPU) MulG2(ctx context.Context, scalars []fr.Element, out []curve.G2Affine) error {
+	if len(out) != len(scalars) {
+		return fmt.Errorf("setup: %d G2 outputs for %d scalars", len(out), len(scalars))
+	}
+	_, _, _, g2 := curve.Generators()
+	for lo := 0; lo < len(scalars); lo += cpuChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+cpuChunk, len(scalars))
+		copy(out[lo:hi], curve.BatchScalarMultiplicationG2(&g2, scalars[lo:hi]))
+	}
+	return nil
+}
