@@ -28,6 +28,7 @@ func init() {
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto: who makes missing keys (cpu: gnark's groth16.Setup; cuda: the fixed-base multiplications on the GPU; auto: cuda when a GPU is usable, else cpu)"},
 		),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return oneLine(setupAction(c)) },
@@ -60,7 +61,12 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cache, err := keycache.New(c.String("cache-dir"), keycache.WithProgress(errOut, c.Bool("progress")))
+	backend, err := newSetupBackend(c.String("backend"), errOut)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	cache, err := keycache.New(c.String("cache-dir"), keycache.WithProgress(errOut, c.Bool("progress")), keycache.WithSetup(backend.Setup))
 	if err != nil {
 		return err
 	}
@@ -76,6 +82,9 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 		return err
 	}
 	how := fmt.Sprintf("made by groth16.Setup in %.1f s", time.Since(start).Seconds())
+	if backend.used == "cuda" {
+		how = fmt.Sprintf("made on the GPU (prover/setup, cuda) in %.1f s", time.Since(start).Seconds())
+	}
 	if k.CacheHit {
 		how = "already cached"
 	}

@@ -93,6 +93,19 @@ type Cache struct {
 
 	mu   sync.Mutex
 	work map[string]*work // compiles and setups under way, by key
+	setupFn SetupFunc // makes missing keys; nil: gnark's groth16.Setup
+}
+
+// SetupFunc makes the keys of a constraint system (a BLS12-381 R1CS) when
+// they are not cached: gnark's groth16.Setup by default, prover/setup's
+// Setup on the GPU for cuzk setup --backend cuda.
+type SetupFunc func(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error)
+
+// WithSetup makes missing keys with f instead of gnark's groth16.Setup
+// (nil keeps groth16.Setup). The keys are stored and read back as any
+// others; f should return soon after ctx ends.
+func WithSetup(f SetupFunc) Option {
+	return optionFunc(func(c *Cache) { c.setupFn = f })
 }
 
 // Option configures a Cache.
@@ -417,7 +430,14 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 			}
 		}
 	}()
-	pk, vk, err := groth16.Setup(ccs)
+	var pk groth16.ProvingKey
+	var vk groth16.VerifyingKey
+	var err error
+	if c.setupFn != nil {
+		pk, vk, err = c.setupFn(ctx, ccs)
+	} else {
+		pk, vk, err = groth16.Setup(ccs)
+	}
 	took := time.Since(start)
 	close(done)
 	<-spun

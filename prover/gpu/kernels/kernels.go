@@ -11,7 +11,9 @@
 //     (prover/gpu/ntt compiles them);
 //   - msm.cuh, msm.cu: Pippenger's MSM, one source compiled as several
 //     modules per group (prover/gpu/msm);
-//   - rate.cu: multiply-rate probes (prover/gpu.MeasureRates).
+//   - rate.cu: multiply-rate probes (prover/gpu.MeasureRates);
+//   - fixedbase.cuh, fixedbase.cu: the fixed-base scalar multiplications
+//     of a Groth16 key setup (prover/gpu/fixedbase).
 //
 // The headers are plain C++ too: prover/gpu/internal/hostarith and hostec
 // compile them with g++ (through links named *.h in their folders, so
@@ -46,6 +48,10 @@ var (
 	MSM string
 	//go:embed rate.cu
 	Rate string
+	//go:embed fixedbase.cuh
+	FixedBaseHeader string
+	//go:embed fixedbase.cu
+	FixedBase string
 )
 
 // Module is one NVRTC compile: the module's name (its cuda.compile span's
