@@ -91,9 +91,9 @@ type Cache struct {
 	quiet         bool           // WithRevision(rev): no line saying the key
 	background    sync.WaitGroup // compiles and setups running (shared), until stored
 
-	mu   sync.Mutex
-	work map[string]*work // compiles and setups under way, by key
-	setupFn SetupFunc // makes missing keys; nil: gnark's groth16.Setup
+	mu      sync.Mutex
+	work    map[string]*work // compiles and setups under way, by key
+	setupFn SetupFunc        // makes missing keys; nil: gnark's groth16.Setup
 }
 
 // SetupFunc makes the keys of a constraint system (a BLS12-381 R1CS) when
