@@ -28,7 +28,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
 )
@@ -86,7 +86,7 @@ func run(circuit string, sizes []int, cpu, compare map[int]bool, window int) err
 		for _, s := range rec.Ended() {
 			name := s.Name()
 			for _, a := range s.Attributes() {
-				if a.Key == otelcuzk.KeySetupVector {
+				if a.Key == semconv.KeySetupVector {
 					name += "." + a.Value.AsString()
 				}
 			}

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrUnsupported is wrapped by the error for a constraint system that is
@@ -84,7 +84,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
 	}
-	tracer := cfg.tp.Tracer(otelcuzk.ScopeName)
+	tracer := cfg.tp.Tracer(semconv.ScopeName)
 	r1cs, err := asR1CS(ccs)
 	if err != nil {
 		return nil, nil, err
@@ -102,11 +102,11 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	if err := tw.check(domain.Cardinality, len(info)); err != nil {
 		return nil, nil, err
 	}
-	backend := otelcuzk.KeySetupBackend.String(cfg.backend)
+	backend := semconv.KeySetupBackend.String(cfg.backend)
 
 	// The scalars.
-	ctx1, span := tracer.Start(ctx, otelcuzk.SpanSetupEvaluate, trace.WithAttributes(
-		otelcuzk.KeyCircuitConstraints.Int(r1cs.GetNbConstraints()), backend))
+	ctx1, span := tracer.Start(ctx, semconv.SpanSetupEvaluate, trace.WithAttributes(
+		semconv.KeyCircuitConstraints.Int(r1cs.GetNbConstraints()), backend))
 	A, B, C, err := evaluateABC(ctx1, r1cs, domain, tw.T)
 	var ks *keyScalars
 	if err == nil {
@@ -127,8 +127,8 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, span := tracer.Start(ctx, otelcuzk.SpanSetupG1, trace.WithAttributes(
-			otelcuzk.KeySetupVector.String(vector), otelcuzk.KeySetupPoints.Int(len(scalars)), backend))
+		c, span := tracer.Start(ctx, semconv.SpanSetupG1, trace.WithAttributes(
+			semconv.KeySetupVector.String(vector), semconv.KeySetupPoints.Int(len(scalars)), backend))
 		out := make([]curve.G1Affine, len(scalars))
 		err := cfg.mul.MulG1(c, scalars, out)
 		endSpan(span, err)
@@ -141,8 +141,8 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, span := tracer.Start(ctx, otelcuzk.SpanSetupG2, trace.WithAttributes(
-			otelcuzk.KeySetupVector.String(vector), otelcuzk.KeySetupPoints.Int(len(scalars)), backend))
+		c, span := tracer.Start(ctx, semconv.SpanSetupG2, trace.WithAttributes(
+			semconv.KeySetupVector.String(vector), semconv.KeySetupPoints.Int(len(scalars)), backend))
 		out := make([]curve.G2Affine, len(scalars))
 		err := cfg.mul.MulG2(c, scalars, out)
 		endSpan(span, err)
@@ -181,7 +181,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	// committed wires, BasisExpSigma = σ·Basis (here [σ·K]₁), G = [s]₂,
 	// GSigmaNeg = −σ·G.
 	if len(info) > 0 {
-		cctx, span := tracer.Start(ctx, otelcuzk.SpanSetupCommitment, trace.WithAttributes(attribute.Int("cuzk.setup.commitments", len(info)), backend))
+		cctx, span := tracer.Start(ctx, semconv.SpanSetupCommitment, trace.WithAttributes(attribute.Int("cuzk.setup.commitments", len(info)), backend))
 		err := func() error {
 			pk.CommitmentKeys = make([]pedersen.ProvingKey, len(info))
 			vk.CommitmentKeys = make([]pedersen.VerifyingKey, len(info))
@@ -223,7 +223,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	vk.G2.Beta, vk.G2.Delta, vk.G2.Gamma = bdg[0], bdg[1], bdg[2]
 	vk.G1.Alpha, vk.G1.Beta, vk.G1.Delta = pk.G1.Alpha, pk.G1.Beta, pk.G1.Delta
 
-	_, span = tracer.Start(ctx, otelcuzk.SpanSetupVerifyingKey)
+	_, span = tracer.Start(ctx, semconv.SpanSetupVerifyingKey)
 	err = vk.Precompute()
 	endSpan(span, err)
 	if err != nil {
@@ -273,6 +273,6 @@ func pedersenVerifyingKey(g curve.G2Affine, sigma *fr.Element) pedersen.Verifyin
 }
 
 func endSpan(span trace.Span, err error) {
-	otelcuzk.SetError(span, err)
+	semconv.SetError(span, err)
 	span.End()
 }

@@ -19,7 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
@@ -212,12 +212,12 @@ func TestSetupRecordsItsStepsAsSpans(t *testing.T) {
 	for _, s := range rec.Ended() {
 		names[s.Name()]++
 		for _, a := range s.Attributes() {
-			if a.Key == otelcuzk.KeySetupVector {
+			if a.Key == semconv.KeySetupVector {
 				vectors[s.Name()+" "+a.Value.AsString()]++
 			}
 		}
 	}
-	for _, want := range []string{otelcuzk.SpanSetupEvaluate, otelcuzk.SpanSetupCommitment, otelcuzk.SpanSetupVerifyingKey} {
+	for _, want := range []string{semconv.SpanSetupEvaluate, semconv.SpanSetupCommitment, semconv.SpanSetupVerifyingKey} {
 		if names[want] != 1 {
 			t.Errorf("%d %s spans, want 1 (%v)", names[want], want, names)
 		}

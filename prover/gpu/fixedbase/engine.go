@@ -15,7 +15,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/human"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
 )
@@ -169,7 +169,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, er
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{c: c, tracer: cfg.tp.Tracer(otelcuzk.ScopeName), window: cfg.window, group: cfg.group, chunk: cfg.chunk,
+	e := &Engine{c: c, tracer: cfg.tp.Tracer(semconv.ScopeName), window: cfg.window, group: cfg.group, chunk: cfg.chunk,
 		g1: &group{name: "G1", affineBytes: g1AffineBytes, xyzzBytes: g1XYZZBytes},
 		g2: &group{name: "G2", affineBytes: g2AffineBytes, xyzzBytes: g2XYZZBytes}}
 	mods := Modules()
@@ -201,10 +201,10 @@ func (g *group) compile(ctx context.Context, c *cudaspans.Context, m kernels.Mod
 
 // upload copies both tables to the device, as one setup.table span.
 func (e *Engine) upload(ctx context.Context, t1 []curve.G1Affine, t2 []curve.G2Affine) (err error) {
-	ctx, span := e.tracer.Start(ctx, otelcuzk.SpanSetupTable, trace.WithAttributes(
-		attribute.Int("cuzk.setup.window_bits", e.window), otelcuzk.KeySetupPoints.Int(len(t1)+len(t2))))
+	ctx, span := e.tracer.Start(ctx, semconv.SpanSetupTable, trace.WithAttributes(
+		attribute.Int("cuzk.setup.window_bits", e.window), semconv.KeySetupPoints.Int(len(t1)+len(t2))))
 	defer func() {
-		otelcuzk.SetError(span, err)
+		semconv.SetError(span, err)
 		span.End()
 	}()
 	s, err := e.c.NewStream()
