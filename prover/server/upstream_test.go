@@ -543,3 +543,53 @@ func TestUpstreamFailingSomeProofsFailsThoseAlone(t *testing.T) {
 		t.Errorf("local proof: %v %v", res, err)
 	}
 }
+
+// An upstream that goes away while it proves fails the forwarded Prove
+// (and an AwaitProof of a submitted job) with UNAVAILABLE naming it, each
+// job's span ends failed, and local proofs go on.
+func TestUpstreamGoingAwayMidProofFailsItsJobs(t *testing.T) {
+	fake := &standin.Fake{Delay: time.Minute}
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFront(t, addr, upstream.WithConnectTimeout(500*time.Millisecond))
+	if _, err := f.rpc.SubmitProof(ctx5(t), filecoin("g1", cuzkv1.ProofKind_POREP_SEAL_COMMIT, 0)); err != nil {
+		t.Fatal(err)
+	}
+	proved := make(chan error, 1)
+	go func() {
+		_, err := f.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: filecoin("g2", cuzkv1.ProofKind_WINDOW_POST_PARTITION, 0)})
+		proved <- err
+	}()
+	awaited := make(chan error, 1)
+	go func() {
+		_, err := f.rpc.AwaitProof(ctx5(t), &cuzkv1.AwaitProofRequest{RequestId: "g1"})
+		awaited <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(fake.Requests()) < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the AwaitProof on its way
+	stop()
+	for name, ch := range map[string]chan error{"prove": proved, "await": awaited} {
+		select {
+		case err := <-ch:
+			if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "upstream "+addr) {
+				t.Errorf("%s when the upstream went away: %v, want UNAVAILABLE naming %s", name, err, addr)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not return after the upstream went away", name)
+		}
+	}
+	for _, j := range spansNamed(f.exp, otelcuzk.SpanEngineJob) {
+		if attr(j, "cuzk.request.id") == "g2" && j.Status.Description == "" {
+			t.Errorf("the Prove's job span ended without an error: %+v", j.Status)
+		}
+	}
+	res, err := f.rpc.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
+		RequestId: "local", Circuit: "merkle", Constraints: 1 << 12}})
+	if err != nil || string(res.GetResult().GetProof()) != "proof:local" {
+		t.Errorf("local proof after the upstream went away: %v %v", res, err)
+	}
+}
