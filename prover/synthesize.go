@@ -198,8 +198,36 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	if n := SolverTasks(ctx); n > 0 {
 		tasks = n
 	}
+	asg := &Assignment{
+		NbPublic:      r1cs.GetNbPublicVariables(),
+		NbConstraints: r1cs.GetNbConstraints(),
+		DomainSize:    int(ecc.NextPowerOfTwo(uint64(r1cs.GetNbConstraints()))),
+	}
+	fail := func(err error) (*Assignment, error) {
+		// Under the synthesis's span, in rel's mode, like every release.
+		asg.Release(ctx, rel)
+		return nil, fmt.Errorf("synthesize: %w", err)
+	}
+	direct := levelSolvable(r1cs)
+	if direct {
+		// The level solver writes into the buffers: synthesize.copy only
+		// gets them (and zeroes a pooled buffer's tail).
+		_, cspan := tracer.Start(ctx, semconv.SpanSynthesizeCopy)
+		err := asg.newBuffers(rel, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables, [4]fr.Vector{})
+		cspan.SetAttributes(semconv.KeyBufferBytes.Int((len(asg.Wires) + 3*asg.DomainSize) * fr.Bytes))
+		semconv.SetError(cspan, err)
+		cspan.End()
+		if err != nil {
+			return fail(err)
+		}
+	}
+	solverName := "gnark"
+	if direct {
+		solverName = "level"
+	}
 	sctx, sspan := tracer.Start(ctx, semconv.SpanSynthesizeSolve, trace.WithAttributes(
-		semconv.KeySolverTasks.Int(tasks), semconv.KeySolverLevels.Int(len(r1cs.Levels))))
+		semconv.KeySolverTasks.Int(tasks), semconv.KeySolverLevels.Int(len(r1cs.Levels)),
+		semconv.KeySolver.String(solverName)))
 	var hints hintClock
 	endSolve := func(err error) {
 		sspan.SetAttributes(semconv.KeySolverHintCalls.Int64(hints.calls.Load()),
@@ -214,6 +242,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	if info := r1cs.CommitmentInfo.(constraint.Groth16Commitments); len(info) > 0 {
 		if com, err = newCommitState(info, ck); err != nil {
 			endSolve(err)
+			asg.Release(ctx, rel)
 			return nil, err
 		}
 		solveOpts = append(solveOpts, com.solverOption(sctx, ck))
@@ -223,7 +252,13 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 			}
 		}
 	}
-	sol, err := r1cs.Solve(fullWitness, solveOpts...)
+	asg.com = com
+	var sol any
+	if direct {
+		err = levelSolve(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
+	} else {
+		sol, err = r1cs.Solve(fullWitness, solveOpts...)
+	}
 	if com != nil && com.err != nil {
 		err = com.err
 	} else if err != nil {
@@ -231,48 +266,57 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	}
 	endSolve(err)
 	if err != nil {
+		asg.Release(ctx, rel)
 		return nil, err
 	}
+	if direct {
+		return asg, nil
+	}
 	s := sol.(*cs.R1CSSolution)
-	asg := &Assignment{
-		NbPublic:      r1cs.GetNbPublicVariables(),
-		NbConstraints: r1cs.GetNbConstraints(),
-		DomainSize:    int(ecc.NextPowerOfTwo(uint64(r1cs.GetNbConstraints()))),
-		com:           com,
-	}
-	fail := func(err error) (*Assignment, error) {
-		// Under the synthesis's span, in rel's mode, like every release.
-		asg.Release(ctx, rel)
-		return nil, fmt.Errorf("synthesize: %w", err)
-	}
 	_, cspan := tracer.Start(ctx, semconv.SpanSynthesizeCopy)
 	defer cspan.End()
-	jobs := make([]copyJob, 0, 4)
-	var zeroed bool
-	if asg.wires, asg.Wires, zeroed, err = newFrBuffer(rel, len(s.W)); err != nil {
+	if err := asg.newBuffers(rel, len(s.W), [4]fr.Vector{s.W, s.A, s.B, s.C}); err != nil {
 		return fail(err)
 	}
-	jobs = append(jobs, copyJob{dst: asg.Wires, src: s.W, zeroed: zeroed})
-	for _, x := range []struct {
-		buf *(*buffer.Mmap)
-		dst *[]fr.Element
-		src fr.Vector
-	}{{&asg.a, &asg.A, s.A}, {&asg.b, &asg.B, s.B}, {&asg.c, &asg.C, s.C}} {
-		if *x.buf, *x.dst, zeroed, err = newFrBuffer(rel, asg.DomainSize); err != nil {
-			return fail(err)
-		}
-		// Zeros past the source only into a pooled buffer, which holds the
-		// last proof's values: a fresh one is zero, and writing its tail
-		// would only fault in pages.
-		jobs = append(jobs, copyJob{dst: *x.dst, src: x.src, zeroed: zeroed})
-	}
-	// One pass over the four vectors on all cores (parallelCopy): the
-	// first write to mmap'd memory page-faults, which one core alone pays
-	// serially.
-	parallelCopy(jobs...)
 	s.W, s.A, s.B, s.C = nil, nil, nil, nil
 	cspan.SetAttributes(semconv.KeyBufferBytes.Int((len(asg.Wires) + 3*asg.DomainSize) * fr.Bytes))
 	return asg, nil
+}
+
+// newBuffers gets asg's four buffers (wires: nbWires elements; a, b, c:
+// DomainSize) from rel's pool or fresh, and, in one pass on all cores
+// (parallelCopy: the first write to mmap'd memory page-faults, which one
+// core alone pays serially), copies src's vectors (gnark's W, A, B, C)
+// into them; src of nil vectors copies nothing and only zeroes a pooled a, b or c
+// past NbConstraints (the level solver writes the rest). A fresh buffer
+// is zero: its tail is left untouched, not even faulted in.
+func (asg *Assignment) newBuffers(rel *buffer.Releaser, nbWires int, src [4]fr.Vector) error {
+	jobs := make([]copyJob, 0, 4)
+	hb, v, zeroed, err := newFrBuffer(rel, nbWires)
+	if err != nil {
+		return err
+	}
+	asg.wires, asg.Wires = hb, v
+	if src[0] != nil {
+		jobs = append(jobs, copyJob{dst: asg.Wires, src: src[0], zeroed: zeroed})
+	}
+	for i, x := range []struct {
+		buf *(*buffer.Mmap)
+		dst *[]fr.Element
+	}{{&asg.a, &asg.A}, {&asg.b, &asg.B}, {&asg.c, &asg.C}} {
+		if *x.buf, *x.dst, zeroed, err = newFrBuffer(rel, asg.DomainSize); err != nil {
+			return err
+		}
+		if src[i+1] != nil {
+			jobs = append(jobs, copyJob{dst: *x.dst, src: src[i+1], zeroed: zeroed})
+		} else if !zeroed {
+			// A pooled buffer holds the last proof's values: its tail
+			// past the constraints is cleared; the solver writes the rest.
+			jobs = append(jobs, copyJob{dst: (*x.dst)[asg.NbConstraints:]})
+		}
+	}
+	parallelCopy(jobs...)
+	return nil
 }
 
 // solveErrorText says which constraint failed without the wire values

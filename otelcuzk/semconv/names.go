@@ -254,6 +254,10 @@ const (
 	KeyWitnessSource = attribute.Key("cuzk.witness.source") // string: request or sample
 	KeySolverTasks   = attribute.Key("cuzk.solver.tasks")   // int, goroutines gnark's solver splits a level into
 	KeySolverLevels  = attribute.Key("cuzk.solver.levels")  // int, levels of independent constraints of the R1CS
+	// KeySolver names the solver of synthesize.solve: "level" (this
+	// project's, into the mmap'd buffers: synthesize.copy then only
+	// allocates them) or "gnark" (gnark's Solve, then the copy).
+	KeySolver = attribute.Key("cuzk.solver")
 	// KeySolverHintCalls is the calls of the circuit's hints in one solve
 	// (the commitment hint not counted: msm.g1.commitment is its span).
 	KeySolverHintCalls = attribute.Key("cuzk.solver.hint_calls")
