@@ -34,12 +34,18 @@ const tunerAlpha = 0.3
 //
 // clamped to 1..MaxWorkers and to the jobs that fit the memory budget, so
 // that the syntheses under way finish jobs at least as fast as the
-// devices prove them (the devices busy >= TargetBusy); each synthesis gets
-// cores / (the syntheses under way or about to start), so a lone job gets
-// every core and, under load, the workers split them. Before a circuit and
-// size has been measured it gets max(1, cores/4) workers. An override
-// (WithSynthesisWorkers's n with WithTuner, or Override) fixes the number
-// of workers; the solver tasks are still split. Safe for concurrent use.
+// devices prove them (the devices busy >= TargetBusy). Under load the
+// syntheses split the cores less one per device (the synthesis cores):
+// each device worker keeps a core for its prove's own host work, which
+// syntheses on every core slowed (on the H200 host at 2^20, 16 syntheses
+// at once stretched each proof's device time 8 % over 8 at once, and lost
+// 10 % of the proofs per second); a lone job, with nothing else under
+// way, gets every core. Before a circuit and size has been measured it
+// gets max(1, cores/2) workers (the best hand-set value there, 8 of 16
+// cores; cores/4 lost the first seconds of a batch to the ramp). An
+// override (WithSynthesisWorkers's n with WithTuner, or Override) fixes
+// the number of workers; the solver tasks are still split. Safe for
+// concurrent use.
 type Tuner struct {
 	cores, devices, maxWorkers int
 
@@ -72,14 +78,19 @@ type Tuning struct {
 
 // NewTuner returns a tuner for cores CPU cores (< 1: 1) feeding devices
 // devices (< 1: 1, the CPU workers of a daemon without a GPU) with at
-// most maxWorkers syntheses at once (< 1: cores).
+// most maxWorkers syntheses at once (< 1: the synthesis cores, cores less
+// one per device, at least 1).
 func NewTuner(cores, devices, maxWorkers int) *Tuner {
-	cores = max(cores, 1)
+	cores, devices = max(cores, 1), max(devices, 1)
 	if maxWorkers < 1 {
-		maxWorkers = cores
+		maxWorkers = synthesisCores(cores, devices)
 	}
-	return &Tuner{cores: cores, devices: max(devices, 1), maxWorkers: maxWorkers, shapes: map[string]*shapeStats{}}
+	return &Tuner{cores: cores, devices: devices, maxWorkers: maxWorkers, shapes: map[string]*shapeStats{}}
 }
+
+// synthesisCores is the cores the syntheses split under load: one per
+// device is left to the device workers' host work.
+func synthesisCores(cores, devices int) int { return max(1, cores-devices) }
 
 // Override fixes the number of synthesis workers to n (--synthesis-workers);
 // n < 1 goes back to tuning.
@@ -131,8 +142,8 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 	if t.override > 0 {
 		return t.override, fmt.Sprintf("fixed by --synthesis-workers %d", t.override)
 	}
-	n := max(1, t.cores/4)
-	why := fmt.Sprintf("not measured yet: cores/4 of %d", t.cores)
+	n := max(1, t.cores/2)
+	why := fmt.Sprintf("not measured yet: cores/2 of %d", t.cores)
 	if s.synthesisMs > 0 && s.deviceMs > 0 {
 		need := tunerMargin * float64(t.devices) * s.synthesisMs / s.deviceMs
 		n = int(math.Ceil(need))
@@ -154,14 +165,19 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 
 // SolverTasks returns the solver tasks of a synthesis of req starting now
 // with busy syntheses under way (itself included) and queued jobs waiting
-// for one: the cores split over the syntheses that will run at once.
+// for one: all cores for a lone job (busy <= 1, nothing queued), else the
+// synthesis cores split over the syntheses that will run at once.
 func (t *Tuner) SolverTasks(req *prover.Request, busy, queued int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.shapeLocked(shapeKey(req))
+	if busy <= 1 && queued == 0 {
+		s.tasks = t.cores
+		return s.tasks
+	}
 	n, _ := t.chooseLocked(s)
 	share := max(1, min(n, max(busy, 1)+queued))
-	s.tasks = max(1, t.cores/share)
+	s.tasks = max(1, synthesisCores(t.cores, t.devices)/share)
 	return s.tasks
 }
 
@@ -203,7 +219,7 @@ func (t *Tuner) Snapshot() []Tuning {
 		n, why := t.chooseLocked(s)
 		tasks := s.tasks
 		if tasks == 0 {
-			tasks = max(1, t.cores/n)
+			tasks = max(1, synthesisCores(t.cores, t.devices)/n)
 		}
 		tu := Tuning{Workers: n, SolverTasks: tasks, SynthesisMs: s.synthesisMs, DeviceMs: s.deviceMs,
 			Synthesized: s.synthesized, Proved: s.proved, Reason: why}

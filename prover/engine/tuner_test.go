@@ -116,7 +116,7 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 		t.Fatalf("status tuning %+v, want one circuit and size", st.Tuning)
 	}
 	tu := st.Tuning[0]
-	// 1.25/0.9 x 80/10 = 11.1: 12 syntheses at once, 16/12 = 1 task each
+	// 1.25/0.9 x 80/10 = 11.1: 12 syntheses at once, 15/12 = 1 task each
 	// (the measured times of sleeps on a busy host vary a little).
 	if tu.Circuit != "mulchain" || tu.Constraints != 256 || tu.Workers < 10 || tu.Workers > 15 || tu.SynthesisMs < 70 || tu.DeviceMs < 9 ||
 		!strings.Contains(tu.Reason, "synthesis") || tu.Synthesized != 160 || tu.Proved != 160 {
@@ -125,8 +125,8 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 	if tuned.peak < 10 {
 		t.Errorf("%d syntheses at once, want the tuner's about 12", tuned.peak)
 	}
-	if st.SynthesisWorkers != 16 {
-		t.Errorf("synthesis slots %d, want the tuner's most (the cores)", st.SynthesisWorkers)
+	if st.SynthesisWorkers != 15 {
+		t.Errorf("synthesis slots %d, want the tuner's most (the cores less one for the device)", st.SynthesisWorkers)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestTunerOverrideFixesTheWorkers(t *testing.T) {
 	}
 	tu := e.Status().Tuning[0]
 	if tu.Workers != 3 || !strings.Contains(tu.Reason, "--synthesis-workers 3") || tu.SolverTasks != 5 {
-		t.Errorf("tuning %+v, want 3 workers fixed by the flag, 16/3 tasks", tu)
+		t.Errorf("tuning %+v, want 3 workers fixed by the flag, 15/3 tasks", tu)
 	}
 	if e.Status().SynthesisWorkers != 3 {
 		t.Errorf("synthesis slots %d, want 3", e.Status().SynthesisWorkers)
@@ -173,8 +173,8 @@ func TestTunerOverrideFixesTheWorkers(t *testing.T) {
 func TestTunerChoice(t *testing.T) {
 	r := req("x", priority.Normal)
 	tu := NewTuner(16, 1, 0)
-	if n := tu.Workers(r, 0, 0); n != 4 {
-		t.Errorf("unmeasured: %d workers, want cores/4", n)
+	if n := tu.Workers(r, 0, 0); n != 8 {
+		t.Errorf("unmeasured: %d workers, want cores/2", n)
 	}
 	tu.ObserveSynthesis(r, 400*time.Millisecond)
 	tu.ObserveDevice(r, 100*time.Millisecond)
@@ -195,16 +195,25 @@ func TestTunerChoice(t *testing.T) {
 	two := NewTuner(4, 2, 0)
 	two.ObserveSynthesis(r, time.Second)
 	two.ObserveDevice(r, 100*time.Millisecond)
-	if n := two.Workers(r, 0, 0); n != 4 {
-		t.Errorf("2 devices, 4 cores, synthesis 10x: %d workers, want the cap of 4", n)
+	if n := two.Workers(r, 0, 0); n != 2 {
+		t.Errorf("2 devices, 4 cores, synthesis 10x: %d workers, want the cap of 2 (a core per device kept)", n)
 	}
-	if s := two.Snapshot(); len(s) != 1 || !strings.Contains(s[0].Reason, "capped at 4") {
+	if s := two.Snapshot(); len(s) != 1 || !strings.Contains(s[0].Reason, "capped at 2") {
 		t.Errorf("snapshot %+v, want the cap named", s)
 	}
 	if got := two.SolverTasks(r, 1, 0); got != 4 {
-		t.Errorf("lone synthesis: %d tasks, want 4", got)
+		t.Errorf("lone synthesis: %d tasks, want all 4 cores", got)
 	}
 	if got := two.SolverTasks(r, 2, 5); got != 1 {
-		t.Errorf("4 at once: %d tasks, want 1", got)
+		t.Errorf("2 at once: %d tasks, want the 2 synthesis cores split", got)
+	}
+	eight := NewTuner(16, 1, 0)
+	eight.ObserveSynthesis(r, 800*time.Millisecond)
+	eight.ObserveDevice(r, 120*time.Millisecond)
+	if got := eight.SolverTasks(r, 3, 10); got != 1 {
+		t.Errorf("16 cores, 10 queued behind 3: %d tasks, want 15 cores over 10 workers: 1", got)
+	}
+	if got := eight.SolverTasks(r, 1, 0); got != 16 {
+		t.Errorf("16 cores, a lone job: %d tasks, want 16", got)
 	}
 }
