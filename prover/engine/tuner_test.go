@@ -106,7 +106,7 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 	}
 
 	tuned := &timedFake{synth: synth, device: device}
-	tuner := NewTuner(16, 1, 0)
+	tuner := NewTuner(16, 1, 16) // room above the 12 it needs
 	e := runBatch(t, tuned, 160, WithTuner(tuner))
 	if s := tuned.busyShare(); s < TargetBusy {
 		t.Errorf("tuned: device busy %.1f %%, want >= %.0f %%", 100*s, 100*TargetBusy)
@@ -125,8 +125,14 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 	if tuned.peak < 10 {
 		t.Errorf("%d syntheses at once, want the tuner's about 12", tuned.peak)
 	}
-	if st.SynthesisWorkers != 15 {
-		t.Errorf("synthesis slots %d, want the tuner's most (the cores less one for the device)", st.SynthesisWorkers)
+	if st.SynthesisWorkers != 16 {
+		t.Errorf("synthesis slots %d, want the tuner's most (16, as given)", st.SynthesisWorkers)
+	}
+	if n := NewTuner(16, 1, 0).MaxWorkers(); n != 8 {
+		t.Errorf("default most workers on 16 cores, one device: %d, want 8", n)
+	}
+	if n := NewTuner(2, 2, 0).MaxWorkers(); n != 1 {
+		t.Errorf("default most workers on 2 cores, two devices: %d, want 1", n)
 	}
 }
 
@@ -185,8 +191,11 @@ func TestTunerChoice(t *testing.T) {
 		t.Errorf("10 GiB a job in a 32 GiB budget: %d workers, want 3", n)
 	}
 	tu.ObserveDevice(r, 50*time.Millisecond) // faster: taken at once
-	if n := tu.Workers(r, 0, 0); n != 12 {
-		t.Errorf("device 50 ms: %d workers, want 12", n)
+	if n := tu.Workers(r, 0, 0); n != 8 {
+		t.Errorf("device 50 ms: %d workers, want 12 capped at the default most, 8", n)
+	}
+	if s := tu.Snapshot(); !strings.Contains(s[0].Reason, "capped at 8") {
+		t.Errorf("reason %q, want the cap named", s[0].Reason)
 	}
 	tu.ObserveDevice(r, 150*time.Millisecond) // slower: moving average, 80 ms
 	if n := tu.Workers(r, 0, 0); n != 7 {
