@@ -175,7 +175,7 @@ type result struct {
 var listening = regexp.MustCompile(`listening on (\S+) .*`)
 
 func bench(cfg benchConfig) (*result, error) {
-	name := fmt.Sprintf("%s-2^%d", cfg.mode, cfg.log2)
+	name := fmt.Sprintf("%s-2e%d", cfg.mode, cfg.log2) // "2e20", not "2^20": plain file names travel anywhere
 	traceFile := filepath.Join(cfg.dir, name+".jsonl")
 	logFile := filepath.Join(cfg.dir, name+".log")
 	_ = os.Remove(traceFile)
