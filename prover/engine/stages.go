@@ -79,7 +79,7 @@ func (e *Engine) synthesisWork() {
 		e.synthesizing++
 		tasks := 0
 		if e.cfg.tuner != nil {
-			tasks = e.cfg.tuner.SolverTasks(&t.req, e.synthesizing, e.queued)
+			tasks = e.cfg.tuner.SolverTasksBeside(&t.req, e.synthesizing, e.queued, e.proving)
 		}
 		now := e.cfg.now()
 		runCtx, cancel := context.WithCancel(t.ctx)

@@ -50,7 +50,8 @@ type Tuner struct {
 	cores, devices, maxWorkers int
 
 	mu       sync.Mutex
-	override int // > 0: fixed workers
+	host     bool // HostDevices: the devices prove on these cores
+	override int  // > 0: fixed workers
 	shapes   map[string]*shapeStats
 }
 
@@ -101,6 +102,18 @@ func DefaultMaxWorkers(cores, devices int) int {
 // synthesisCores is the cores the syntheses split under load: one per
 // device is left to the device workers' host work.
 func synthesisCores(cores, devices int) int { return max(1, cores-devices) }
+
+// HostDevices says the devices are the CPU itself (a daemon without a
+// GPU: its CPU workers' proves use every core): under load each synthesis
+// then gets one solver task, beside the proves, and a circuit not yet
+// measured one worker, as many as a CPU prove, seconds long against a
+// synthesis of a fraction of a second, usually needs; a lone job still gets
+// every core. The workers follow the measured times as with GPUs.
+func (t *Tuner) HostDevices() {
+	t.mu.Lock()
+	t.host = true
+	t.mu.Unlock()
+}
 
 // Override fixes the number of synthesis workers to n (--synthesis-workers);
 // n < 1 goes back to tuning.
@@ -154,6 +167,9 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 	}
 	n := max(1, t.cores/2)
 	why := fmt.Sprintf("not measured yet: cores/2 of %d", t.cores)
+	if t.host {
+		n, why = 1, "not measured yet: one beside the CPU's proves"
+	}
 	if s.synthesisMs > 0 && s.deviceMs > 0 {
 		need := tunerMargin * float64(t.devices) * s.synthesisMs / s.deviceMs
 		n = int(math.Ceil(need))
@@ -178,11 +194,22 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 // for one: all cores for a lone job (busy <= 1, nothing queued), else the
 // synthesis cores split over the syntheses that will run at once.
 func (t *Tuner) SolverTasks(req *prover.Request, busy, queued int) int {
+	return t.SolverTasksBeside(req, busy, queued, 0)
+}
+
+// SolverTasksBeside is SolverTasks with proving jobs on the devices: with
+// HostDevices a job is lone only when no prove runs either (the proves use
+// the cores); GPU proves leave them to the syntheses.
+func (t *Tuner) SolverTasksBeside(req *prover.Request, busy, queued, proving int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.shapeLocked(shapeKey(req))
-	if busy <= 1 && queued == 0 {
+	if busy <= 1 && queued == 0 && (!t.host || proving == 0) {
 		s.tasks = t.cores
+		return s.tasks
+	}
+	if t.host {
+		s.tasks = 1
 		return s.tasks
 	}
 	n, _ := t.chooseLocked(s)

@@ -226,3 +226,54 @@ func TestTunerChoice(t *testing.T) {
 		t.Errorf("16 cores, a lone job: %d tasks, want 16", got)
 	}
 }
+
+// A daemon without a GPU: its CPU worker's prove is the device. Serial,
+// the worker synthesizes and proves in turn (the cores half idle while a
+// narrow synthesis runs); pipelined with a host tuner, one synthesis runs
+// ahead of the proves with one solver task, so the prover is busy >= 90 %,
+// and a lone job still gets every core.
+func TestHostTunerKeepsTheCPUProverBusy(t *testing.T) {
+	const synth, device = 30 * time.Millisecond, 60 * time.Millisecond
+	serial := &timedFake{synth: synth, device: device}
+	serial.start = time.Now()
+	e := newEngine(t, []prover.Runner{serial}, WithQueueSize(30))
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, mustSubmit(t, e, req(fmt.Sprintf("s%d", i), priority.Normal)).ID)
+	}
+	for _, id := range ids {
+		e.Await(context.Background(), id)
+	}
+	if s := serial.busyShare(); s > 0.85 {
+		t.Errorf("serial: prover busy %.0f %%, want about 67 %% (the case pipelining is for)", 100*s)
+	}
+
+	f := &timedFake{synth: synth, device: device}
+	tuner := NewTuner(16, 1, 0)
+	tuner.HostDevices()
+	runBatch(t, f, 1, WithTuner(tuner))
+	if f.tasks[0] != 16 {
+		t.Errorf("lone job: %d solver tasks, want all 16 cores", f.tasks[0])
+	}
+	f.tasks = nil
+	runBatch(t, f, 30, WithTuner(tuner))
+	if s := f.busyShare(); s < TargetBusy {
+		t.Errorf("host tuner: prover busy %.1f %%, want >= %.0f %%", 100*s, 100*TargetBusy)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, n := range f.tasks[1:] {
+		if n != 1 {
+			t.Errorf("job %d under load: %d solver tasks, want 1 beside the CPU's proves (%v)", i+1, n, f.tasks)
+			break
+		}
+	}
+	if f.peak > 2 {
+		t.Errorf("%d syntheses at once, want 1 or 2 (synthesis is half a prove)", f.peak)
+	}
+	fresh := NewTuner(16, 1, 0)
+	fresh.HostDevices()
+	if n := fresh.Workers(req("x", priority.Normal), 0, 0); n != 1 {
+		t.Errorf("host tuner, unmeasured: %d workers, want 1", n)
+	}
+}
