@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // Each function takes the options it reads, so an option passed where it
@@ -68,6 +69,7 @@ type config struct {
 	seed     int64
 	progress bool
 	revision *string // nil: the binary's own (keys.BuildRevision)
+	keyOpts  []keycache.Option
 }
 
 // newConfig applies opts with apply (ProveOption.applyProve, ...) over
@@ -169,6 +171,13 @@ func WithProgress(on bool) PipelineOption {
 // stamped another way. Read by NewPipeline.
 func WithBuildRevision(rev string) PipelineOption {
 	return pipelineOption(func(c *config) { c.revision = &rev })
+}
+
+// WithKeyCacheOptions adds options to the key cache NewPipeline opens, after
+// its own: keycache.WithSetup (who makes missing keys, e.g. the GPU's
+// setup) and keycache.WithEphemeralKeys (cuzk prove --ephemeral-keys).
+func WithKeyCacheOptions(opts ...keycache.Option) PipelineOption {
+	return pipelineOption(func(c *config) { c.keyOpts = append(c.keyOpts, opts...) })
 }
 
 // WithDeviceSettings tunes the device backend NewPipeline opens

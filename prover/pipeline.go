@@ -75,6 +75,7 @@ func NewPipeline(ctx context.Context, backend string, opts ...PipelineOption) (*
 	if cfg.revision != nil {
 		kopts = append(kopts, keycache.WithRevision(*cfg.revision))
 	}
+	kopts = append(kopts, cfg.keyOpts...)
 	cache, err := keycache.New(cfg.cacheDir, kopts...)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ func init() {
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the circuit's sample witness"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written"},
 		),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return oneLine(proveAction(c)) },
@@ -123,7 +124,16 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	keyOpts, ephemeral, err := ephemeralKeys(c.Bool("ephemeral-keys"), c.String("backend"), errOut)
+	if err != nil {
+		rel.Close(context.Background())
+		return err
+	}
+	if ephemeral != nil {
+		defer ephemeral.Close()
+	}
 	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
+		prover.WithKeyCacheOptions(keyOpts...),
 		prover.WithReleaser(rel),
 		prover.WithDeviceSettings(dev),
 		prover.WithTracerProvider(tp),
@@ -141,7 +151,7 @@ func proveAction(c *cli.Context) (err error) {
 		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Circuit:     name,
 		Constraints: n,
-		Verify:      c.Bool("verify"),
+		Verify:      c.Bool("verify") || ephemeral != nil, // keys nobody else will check
 	}
 	res, runErr := runJob(ctx, tp, pipe, pipe.Backend()+":0", req)
 	if runErr == nil {
@@ -187,6 +197,9 @@ func proveAction(c *cli.Context) (err error) {
 			verdict = "REJECTED"
 		}
 		fmt.Fprintf(out, "verifier  %s (gnark groth16.Verify)\n", verdict)
+	}
+	if ephemeral != nil {
+		fmt.Fprintf(out, "keys      made in memory by the %s setup for this proof and discarded (no key file)\n", ephemeral.used)
 	}
 	abs, _ := filepath.Abs(proofPath)
 	fmt.Fprintf(out, "proof     %s (%d bytes)\n", abs, len(res.Proof))

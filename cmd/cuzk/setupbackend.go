@@ -75,3 +75,19 @@ func (b *setupBackend) Close() {
 		_ = b.engine.Close()
 	}
 }
+
+// ephemeralKeys is `cuzk prove --ephemeral-keys`: the key cache options
+// that make the request's keys in memory (setup, prove, verify, discard;
+// no key file read or written), by the setup backend that matches the
+// prove's --backend (cpu: gnark's groth16.Setup; cuda and auto: the GPU's
+// when usable). Without the flag it returns nothing. closeFn releases the
+// setup's device.
+func ephemeralKeys(on bool, backend string, notice io.Writer) (opts []keycache.Option, b *setupBackend, err error) {
+	if !on {
+		return nil, nil, nil
+	}
+	if b, err = newSetupBackend(backend, notice); err != nil {
+		return nil, nil, err
+	}
+	return []keycache.Option{keycache.WithSetup(b.Setup), keycache.WithEphemeralKeys()}, b, nil
+}

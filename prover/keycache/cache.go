@@ -94,6 +94,16 @@ type Cache struct {
 	mu      sync.Mutex
 	work    map[string]*work // compiles and setups under way, by key
 	setupFn SetupFunc        // makes missing keys; nil: gnark's groth16.Setup
+	// ephemeral (WithEphemeralKeys): never read or write key files.
+	ephemeral bool
+}
+
+// WithEphemeralKeys makes every load run the setup and keep the keys in
+// memory only: no key file is read or written (cuzk prove
+// --ephemeral-keys, for a size whose key the disk cannot hold). The
+// compiled circuits are still cached.
+func WithEphemeralKeys() Option {
+	return optionFunc(func(c *Cache) { c.ephemeral = true })
 }
 
 // SetupFunc makes the keys of a constraint system (a BLS12-381 R1CS) when
@@ -224,6 +234,9 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	}
 	span.SetAttributes(semconv.KeyKeyHashSource.String(source))
 	path := c.path(hash)
+	if c.ephemeral {
+		return c.setupEphemeral(ctx, ccs, hash)
+	}
 	pk, vk, checked, rerr := c.readKeys(ctx, path)
 	if rerr == nil {
 		if !checked {
@@ -260,6 +273,20 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		if c.progress != nil {
 			fmt.Fprintf(c.progress, "keycache: could not store the keys in %s (%v); using them without the cache\n", path, werr)
 		}
+	}
+	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
+}
+
+// setupEphemeral is LoadHashed's setup with nothing read or stored.
+func (c *Cache) setupEphemeral(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (*Keys, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	_, sspan := c.tracer.Start(ctx, semconv.SpanKeysSetup, trace.WithAttributes(attribute.Bool("cuzk.key.ephemeral", true)))
+	pk, vk, err := c.setup(ctx, ccs)
+	endSpan(sspan, err)
+	if err != nil {
+		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
 	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
 }

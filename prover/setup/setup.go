@@ -133,7 +133,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 		err := cfg.mul.MulG1(c, scalars, out)
 		endSpan(span, err)
 		if err != nil {
-			return nil, fmt.Errorf("setup: [%s]₁: %w", vector, err)
+			return nil, fmt.Errorf("setup of %d constraints: [%s]₁ (%d points): %w", r1cs.GetNbConstraints(), vector, len(scalars), err)
 		}
 		return out, nil
 	}
@@ -147,7 +147,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 		err := cfg.mul.MulG2(c, scalars, out)
 		endSpan(span, err)
 		if err != nil {
-			return nil, fmt.Errorf("setup: [%s]₂: %w", vector, err)
+			return nil, fmt.Errorf("setup of %d constraints: [%s]₂ (%d points): %w", r1cs.GetNbConstraints(), vector, len(scalars), err)
 		}
 		return out, nil
 	}
