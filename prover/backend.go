@@ -7,6 +7,7 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/backend/groth16"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
@@ -60,6 +61,22 @@ type Backend interface {
 
 	// Close releases what the backend holds (device memory, resident bases).
 	Close() error
+}
+
+// KeyPreparer is an optional interface of a Backend that keeps state per
+// proving key (resident bases, device buffers). Pipeline calls PrepareKey
+// when it loads a circuit's keys, with the key ID its proofs carry
+// (WithKeyID: keycache.Keys.Hash) and the BLS12-381 proving key, so the
+// key's first proof finds that state made and allocates nothing.
+//
+// The CUDA backend uploads the key's base sets and allocates its proof
+// buffers, the NTT tables of its domain and its pinned scalar buffer
+// there. An error leaves the key usable: its first proof makes what is
+// missing, as it would without PrepareKey (Pipeline records the error as
+// an event on the span in its ctx and loads the circuit all the same).
+// Its spans (keys.preload, cuda.malloc, ...) are children of ctx's.
+type KeyPreparer interface {
+	PrepareKey(ctx context.Context, keyID string, pk groth16.ProvingKey) error
 }
 
 // ProofScoper is an optional interface of a Backend that owns a device for

@@ -319,7 +319,21 @@ func (p *Pipeline) loadCircuit(ctx context.Context, lc *loadedCircuit, name stri
 		return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
 	}
 	lc.ccs, lc.keys, lc.instance = comp.CCS, kk, in
+	p.prepareKey(ctx, kk)
 	return nil
+}
+
+// prepareKey hands the loaded keys to a KeyPreparer backend, so their
+// first proof allocates nothing; its error is recorded on the span in ctx
+// and otherwise ignored: the first proof then makes what is missing.
+func (p *Pipeline) prepareKey(ctx context.Context, k *keycache.Keys) {
+	kp, ok := p.backend.(KeyPreparer)
+	if !ok || k == nil || k.Hash == "" || k.PK == nil {
+		return
+	}
+	if err := kp.PrepareKey(ctx, k.Hash, k.PK); err != nil {
+		trace.SpanFromContext(ctx).RecordError(fmt.Errorf("prepare the keys of %s for %s: %w", k.Hash, p.backend.Name(), err))
+	}
 }
 
 // Run makes the proof req asks for; see Runner. The steps and their spans:
@@ -550,6 +564,7 @@ func (p *Pipeline) loadFiles(ctx context.Context, lc *loadedCircuit, name string
 	}
 	lc.ccs, lc.keys = ccs, &keycache.Keys{Hash: hash, PK: pk, VK: vk}
 	span.SetAttributes(semconv.KeyCircuitConstraints.Int(ccs.GetNbConstraints()))
+	p.prepareKey(ctx, lc.keys)
 	return nil
 }
 

@@ -757,26 +757,36 @@ func (b *Backend) minStaged() int {
 // stays. Called with b.mu.
 func (b *Backend) stagedScalars(ctx context.Context, scalars []fr.Element) (out []fr.Element, err error) {
 	size := len(scalars) * frBytes
-	key := prover.ProofKeyID(ctx)
-	sc := b.scratch[key]
-	if sc == nil || sc.Size() < size {
-		p, err := b.c.AllocPinned(ctx, size)
-		if err != nil {
-			return nil, fmt.Errorf("pinned scalars: %w", err)
-		}
-		if sc != nil {
-			b.release(ctx, "msm.scalars", sc)
-		}
-		if b.scratch == nil {
-			b.scratch = map[string]*cudaspans.PinnedBuffer{}
-		}
-		sc = p
-		b.scratch[key] = sc
+	sc, err := b.scratchFor(ctx, prover.ProofKeyID(ctx), size)
+	if err != nil {
+		return nil, err
 	}
 	_, span := b.stageSpan(ctx, "msm.scalars", "host", size)
 	parallelCopy(sc.Bytes()[:size], frBytesOf(scalars))
 	span.End()
 	return unsafe.Slice((*fr.Element)(sc.Ptr()), len(scalars)), nil
+}
+
+// scratchFor returns key's pinned scalar buffer (b.scratch), grown to at
+// least size bytes: a smaller one is released once its replacement is
+// had. On a failed allocation the buffer kept stays. Called with b.mu.
+func (b *Backend) scratchFor(ctx context.Context, key string, size int) (*cudaspans.PinnedBuffer, error) {
+	sc := b.scratch[key]
+	if sc != nil && sc.Size() >= size {
+		return sc, nil
+	}
+	p, err := b.c.AllocPinned(ctx, size)
+	if err != nil {
+		return nil, fmt.Errorf("pinned scalars: %w", err)
+	}
+	if sc != nil {
+		b.release(ctx, "msm.scalars", sc)
+	}
+	if b.scratch == nil {
+		b.scratch = map[string]*cudaspans.PinnedBuffer{}
+	}
+	b.scratch[key] = p
+	return p, nil
 }
 
 // vector returns ComputeH's device vector name of bytes and the function

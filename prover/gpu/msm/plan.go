@@ -80,3 +80,27 @@ func (m *MSM) windowFor(n int) int {
 	}
 	return msmWindowBits(n)
 }
+
+// firstChunk is the points of the first device pass of an MSM of n
+// points: all of them, up to msmMaxPoints and WithMaxChunk (run halves it
+// when the workspace does not fit).
+func (m *MSM) firstChunk(n int) int {
+	chunk := min(n, msmMaxPoints)
+	if m.maxChunk > 0 {
+		chunk = min(chunk, m.maxChunk)
+	}
+	return chunk
+}
+
+// WorkspaceBytes is the device workspace, in bytes, of an MSM of n
+// scalars over resident bases on G1 (g2 false) or G2, as the MSM sizes it
+// before any halving on out-of-memory: what a key's "msm.workspace" proof
+// buffer (DeviceBases.ProofBuffer) must hold for the MSM to take it as it
+// is. 0 for n ≤ 0.
+func (m *MSM) WorkspaceBytes(n int, g2 bool) int {
+	if n <= 0 {
+		return 0
+	}
+	chunk := m.firstChunk(n)
+	return newMSMPlan(chunk, m.windowFor(chunk), false, g2).bytes
+}

@@ -43,10 +43,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 		return err
 	}
 
-	chunk := min(n, msmMaxPoints)
-	if m.maxChunk > 0 {
-		chunk = min(chunk, m.maxChunk)
-	}
+	chunk := m.firstChunk(n)
 	withBases := basesPtr == 0
 	// Find a chunk size whose workspace fits: halve on out-of-memory.
 	var ws *cudaspans.DeviceBuffer

@@ -195,6 +195,16 @@ func (e *Engine) tablesFor(ctx context.Context, s *cudaspans.Stream, domain *fft
 	return t, nil
 }
 
+// Prepare builds the device tables of domain now (on stream s), as the
+// first Transform or ComputeH over it would: a proving key's loading
+// calls it so that its first proof allocates none. A no-op when they are
+// built. Errors: a domain size that is not a power of two in range, the
+// tables' allocation (cudaspans.ErrOutOfMemory, wrapped) or kernels.
+func (e *Engine) Prepare(ctx context.Context, s *cudaspans.Stream, domain *fft.Domain) error {
+	_, err := e.tablesFor(ctx, s, domain)
+	return err
+}
+
 // Transform runs one NTT in place on the domain.Cardinality elements at
 // data (device memory, fr.Element layout) on stream s: forward (Domain.FFT)
 // or inverse (Domain.FFTInverse, scaled by 1/n), on the coset

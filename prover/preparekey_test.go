@@ -1,0 +1,84 @@
+package prover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/backend/groth16"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+)
+
+// preparingCPU is the CPU backend as a KeyPreparer: it records the key
+// IDs it was asked to prepare and the key IDs its proofs carried, and
+// fails its preparation when fail is set.
+type preparingCPU struct {
+	*CPU
+	fail     error
+	mu       sync.Mutex
+	prepared []string
+	proved   []string
+}
+
+func (c *preparingCPU) PrepareKey(_ context.Context, keyID string, pk groth16.ProvingKey) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pk == nil {
+		return errors.New("nil key")
+	}
+	c.prepared = append(c.prepared, keyID)
+	return c.fail
+}
+
+func (c *preparingCPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.Element) error {
+	c.mu.Lock()
+	c.proved = append(c.proved, ProofKeyID(ctx))
+	c.mu.Unlock()
+	return c.CPU.ComputeH(ctx, domain, a, b, cc)
+}
+
+// issue 25 item 4: a Pipeline prepares a KeyPreparer backend's state for a
+// circuit's keys when it loads them, once, under the key ID its proofs
+// then carry; a failed preparation loses nothing: the circuit loads and
+// proves all the same.
+func TestPipelinePreparesTheKeysItLoadsOnce(t *testing.T) {
+	for _, fail := range []error{nil, errors.New("no room on the device")} {
+		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
+			name := fmt.Sprintf("test-preparing-%d", time.Now().UnixNano())
+			be := &preparingCPU{fail: fail}
+			RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
+				be.CPU = NewCPU(o.TracerProvider)
+				return be, nil
+			})
+			p := newTestPipeline(t, name, buffer.ReleaseSync)
+			if err := p.LoadCircuit(context.Background(), "mulchain", 512); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ {
+				res, err := p.Run(context.Background(), &Request{Circuit: "mulchain", Constraints: 512, Verify: true})
+				if err != nil || !res.Verified {
+					t.Fatalf("run %d: %v", i, err)
+				}
+			}
+			be.mu.Lock()
+			defer be.mu.Unlock()
+			if len(be.prepared) != 1 || be.prepared[0] == "" {
+				t.Fatalf("PrepareKey calls %q, want one with the key's ID", be.prepared)
+			}
+			for _, id := range be.proved {
+				if id != be.prepared[0] {
+					t.Errorf("a proof carried key ID %q, PrepareKey was given %q", id, be.prepared[0])
+				}
+			}
+			if len(be.proved) != 2 {
+				t.Errorf("%d proofs reached the backend, want 2", len(be.proved))
+			}
+		})
+	}
+}
