@@ -156,6 +156,14 @@ func TestCudaspansDurationsMatchedOnTheCSide(t *testing.T) {
 	if again := c.cudaspansDurations([]uint64{0xc0ffee00, 0xc0ffee01}); len(again) != 1 || again[0xc0ffee01] != 3 {
 		t.Fatalf("second take %v, want only 0xc0ffee01 (each is forgotten once taken)", again)
 	}
+	// The kernel's record before its correlation record (another
+	// thread's buffer delivered first): matched all the same.
+	t.Setenv("FAKE_CUPTI_KERNEL_FIRST", "1")
+	job2 := &csJob{push: uintptr(push), pop: uintptr(pop), id: 0xbeef00, ns: 5_000_000, count: 2}
+	Call(ctx, loadedSymbol("fake_cudaspans_job"), unsafe.Pointer(job2))
+	if got := c.cudaspansDurations([]uint64{0xbeef00, 0xbeef01}); len(got) != 2 || got[0xbeef00] != 5 || got[0xbeef01] != 5 {
+		t.Fatalf("durations %v with the kernel records first, want 0xbeef00 and 0xbeef01: 5 ms", got)
+	}
 	span.End()
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -163,8 +171,8 @@ func TestCudaspansDurationsMatchedOnTheCSide(t *testing.T) {
 	if _, ok := spantest.ByName(rec)["cs_kernel"]; ok {
 		t.Error("a cudaspans launch got a span from CUPTI too")
 	}
-	if st := c.Stats(); st.Deduplicated != 3 {
-		t.Errorf("stats %+v, want 3 deduplicated", st)
+	if st := c.Stats(); st.Deduplicated != 5 {
+		t.Errorf("stats %+v, want 5 deduplicated", st)
 	}
 }
 

@@ -139,26 +139,14 @@ static void put(const void *r, size_t n) {
 }
 
 // fake_launch records a kernel of dur ns launched now by this thread, with
-// an external correlation record for each id pushed, and an API record.
+// an external correlation record for each id pushed, and an API record
+// (while API records are on). With FAKE_CUPTI_KERNEL_FIRST set the kernel
+// record comes first, as when CUPTI's per-thread buffers deliver it before
+// the launching thread's records.
 void fake_launch(const char *name, uint64_t dur) {
 	pthread_mutex_lock(&mu);
 	uint32_t corr = next_corr++;
-	int api = fake_api_on();
-	for (int k = 0; k < 8 && api; k++)
-		if (ext_depth[k] > 0) {
-			uint8_t e[24] = {0};
-			uint32_t kind = 39, ek = (uint32_t)k;
-			memcpy(e, &kind, 4);
-			memcpy(e + 4, &ek, 4);
-			memcpy(e + 8, &ext_stack[k][ext_depth[k] - 1], 8);
-			memcpy(e + 16, &corr, 4);
-			put(e, sizeof e);
-		}
-	uint8_t apirec[40] = {0};
-	uint32_t akind = 4;
-	memcpy(apirec, &akind, 4);
-	memcpy(apirec + 32, &corr, 4);
-	if (api) put(apirec, sizeof apirec);
+	int api = fake_api_on(), kernel_first = getenv("FAKE_CUPTI_KERNEL_FIRST") != NULL;
 	uint8_t k[200] = {0};
 	uint32_t kind = 10, one = 1, blk = 128, stream = 7;
 	uint64_t start = mono() + 1000, end = start + dur;
@@ -170,7 +158,23 @@ void fake_launch(const char *name, uint64_t dur) {
 	memcpy(k + 64, &blk, 4); memcpy(k + 68, &one, 4); memcpy(k + 72, &one, 4);
 	memcpy(k + 92, &corr, 4);
 	memcpy(k + 104, &name, sizeof name);
-	put(k, sizeof k);
+	if (kernel_first) put(k, sizeof k);
+	for (int x = 0; x < 8 && api; x++)
+		if (ext_depth[x] > 0) {
+			uint8_t e[24] = {0};
+			uint32_t ekind = 39, ek = (uint32_t)x;
+			memcpy(e, &ekind, 4);
+			memcpy(e + 4, &ek, 4);
+			memcpy(e + 8, &ext_stack[x][ext_depth[x] - 1], 8);
+			memcpy(e + 16, &corr, 4);
+			put(e, sizeof e);
+		}
+	uint8_t apirec[40] = {0};
+	uint32_t akind = 4;
+	memcpy(apirec, &akind, 4);
+	memcpy(apirec + 32, &corr, 4);
+	if (api) put(apirec, sizeof apirec);
+	if (!kernel_first) put(k, sizeof k);
 	pthread_mutex_unlock(&mu);
 }
 
