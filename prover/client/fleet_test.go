@@ -275,11 +275,16 @@ func TestFleetRoutesByRequestIDAndJobID(t *testing.T) {
 			t.Errorf("a NOT_SERVING: %s went to %q (%v), want b", rid, j.ID, err)
 		}
 	}
+	// A job a holds that neither cancel above reached (req-0 and req-1
+	// are CANCELLED; the map's order is random, so both are skipped).
 	var aJob Job
 	for rid, j := range jobs {
-		if strings.HasPrefix(j.ID, a.addr+"/") && rid != "req-0" {
+		if strings.HasPrefix(j.ID, a.addr+"/") && rid != "req-0" && rid != "req-1" {
 			aJob = j
 		}
+	}
+	if aJob.ID == "" {
+		t.Fatal("a holds no job besides the cancelled req-0 and req-1")
 	}
 	if res, err := c.Await(ctx, aJob.ID, time.Second); err != nil || res.JobID != aJob.ID {
 		t.Errorf("Await(%s) on NOT_SERVING a: %+v %v, want its job", aJob.ID, res, err)
