@@ -45,6 +45,12 @@ func newEngineStages(cfg Config, pipes []*prover.Pipeline, devices []server.Devi
 	// The tuner sizes the synthesis stage from the stage times the engine
 	// measures (engine.Tuner); --synthesis-workers N fixes its number.
 	st.tuner = engine.NewTuner(runtime.NumCPU(), max(gpus, len(devices)), 0)
+	if gpus == 0 {
+		// The CPU workers are the devices: with --synthesis-workers N,
+		// each synthesis under load gets one solver task beside their
+		// proves (the default stays serial here).
+		st.tuner.HostDevices()
+	}
 	st.synthesis = cfg.SynthesisWorkers
 	if st.synthesis < 0 {
 		st.synthesis = 0
