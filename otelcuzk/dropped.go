@@ -267,9 +267,9 @@ func protocolMixup(err error, endpoint string) string {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "malformed HTTP response") && strings.Contains(msg, `\x00\x00`):
-		return fmt.Sprintf("endpoint %s speaks gRPC, not OTLP/HTTP; set OTEL_EXPORTER_OTLP_PROTOCOL=grpc or use its OTLP/HTTP port (4318)", endpoint)
+		return mixupLine(true, endpoint)
 	case strings.Contains(msg, "http2: frame too large"):
-		return fmt.Sprintf("endpoint %s speaks HTTP/1 (OTLP/HTTP), not gRPC; set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or use its gRPC port (4317)", endpoint)
+		return mixupLine(false, endpoint)
 	}
 	return ""
 }

@@ -98,3 +98,52 @@ func TestAnOTLPPortOfTheOtherProtocolIsNamedInOneLine(t *testing.T) {
 		})
 	}
 }
+
+// ProbeProtocol names the mix-up before any export, in well under the
+// export timeout (gRPC to an OTLP/HTTP port failed after 11.6 s): a real
+// gRPC receiver for OTLP/HTTP, a real OTLP/HTTP receiver for gRPC; the
+// right protocol, an https endpoint and a refusing port are no error.
+func TestProbeProtocolNamesTheOtherTransportAtOnce(t *testing.T) {
+	clearEnv(t)
+	grpcRecv := otlptest.NewGRPCReceiver("127.0.0.1:0")
+	httpRecv := otlptest.NewReceiver("127.0.0.1:0")
+	for _, r := range []*otlptest.Receiver{grpcRecv, httpRecv} {
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Stop()
+	}
+	refused := func() string {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := lis.Addr().String()
+		lis.Close()
+		return "http://" + addr
+	}()
+	for _, c := range []struct {
+		name, url, proto, want string
+	}{
+		{"http to grpc", grpcRecv.URL(), ProtocolHTTPProtobuf, "speaks gRPC, not OTLP/HTTP; set OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		{"grpc to http", httpRecv.URL(), ProtocolGRPC, "speaks HTTP/1 (OTLP/HTTP), not gRPC; set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"},
+		{"grpc to grpc", grpcRecv.URL(), ProtocolGRPC, ""},
+		{"http to http", httpRecv.URL(), ProtocolHTTPProtobuf, ""},
+		{"refused", refused, ProtocolGRPC, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tel := newTel(t, WithEndpoint(c.url), WithProtocol(c.proto), WithInsecure(), WithLogWriter(nil))
+			start := time.Now()
+			err := tel.ProbeProtocol(context.Background(), 2*time.Second)
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("probe took %v", d)
+			}
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("ProbeProtocol: %v, want nil", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.url) || strings.Contains(err.Error(), "\n")):
+				t.Errorf("ProbeProtocol: %v, want one line naming %s and %q", err, c.url, c.want)
+			}
+		})
+	}
+}

@@ -46,7 +46,7 @@ func init() {
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
 			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
-			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
+			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set, or when the export to one failed)"},
 			&cli.StringFlag{Name: "proof", Value: "./" + defaultProofFile, Usage: "where to write the proof"},
 			&cli.BoolFlag{Name: "verify", Value: true, Usage: "verify the proof with gnark's verifier (proof.verify span); --verify=false skips it"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the circuit's sample witness"},
@@ -118,6 +118,11 @@ func proveAction(c *cli.Context) (err error) {
 	if err := probeOTLPEndpoint(); err != nil {
 		return err
 	}
+	// The other transport's port (gRPC to 4318, OTLP/HTTP to 4317) would
+	// fail every export, the gRPC one only at its timeout: say so now.
+	if err := tel.ProbeProtocol(ctx, time.Second); err != nil {
+		return err
+	}
 	tp := tel.TracerProvider
 
 	rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
@@ -161,6 +166,10 @@ func proveAction(c *cli.Context) (err error) {
 	closeErr := errors.Join(pipe.Close(context.Background()), rel.Close(context.Background()))
 	if runErr != nil {
 		if ctx.Err() != nil {
+			// A step that cannot stop (a compile, a key setup) still holds
+			// its spans open: end them, so the trace flushed on the way out
+			// is whole and says it was interrupted.
+			tel.EndOpenSpans(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
 			return cli.Exit("interrupted by a signal; no proof written", exitInterrupted) // 128+SIGINT, as submit
 		}
 		return runErr
@@ -175,6 +184,13 @@ func proveAction(c *cli.Context) (err error) {
 	protocol, target := tel.Destination()
 	shutErr := tel.Shutdown(context.Background())
 	tel = nil
+	kept, keepErr := "", error(nil) // where a trace the export lost was written instead
+	if shutErr != nil && protocol != "file" && len(recorder.Ended()) > 0 {
+		kept = c.String("trace-file")
+		if keepErr = keepLocally(kept, recorder.Ended()); keepErr != nil {
+			kept = ""
+		}
+	}
 	// A sampler may drop the trace (OTEL_TRACES_SAMPLER=always_off, a
 	// ratio): then there is nothing to show, and that is no error.
 	sampled := len(recorder.Ended()) > 0
@@ -209,8 +225,13 @@ func proveAction(c *cli.Context) (err error) {
 	case protocol == "file":
 		abs, _ = filepath.Abs(target)
 		fmt.Fprintf(out, "trace     %s (trace id %s)\n", abs, res.TraceID)
+	case shutErr != nil && kept != "":
+		abs, _ = filepath.Abs(kept)
+		fmt.Fprintf(out, "trace     NOT delivered over OTLP %s to %s (trace id %s): the export failed; written to %s instead (cuzk trace %s)\n",
+			protocol, orEnv(target), res.TraceID, abs, kept)
 	case shutErr != nil:
-		fmt.Fprintf(out, "trace     NOT delivered over OTLP %s to %s (trace id %s): the export failed\n", protocol, orEnv(target), res.TraceID)
+		fmt.Fprintf(out, "trace     NOT delivered over OTLP %s to %s (trace id %s): the export failed, and so did writing it to %s (%v)\n",
+			protocol, orEnv(target), res.TraceID, c.String("trace-file"), keepErr)
 	default:
 		fmt.Fprintf(out, "trace     sent over OTLP %s to %s (trace id %s)\n", protocol, orEnv(target), res.TraceID)
 		if link := jaegerTraceURL(ui, res.TraceID); link != "" {
@@ -221,6 +242,18 @@ func proveAction(c *cli.Context) (err error) {
 		return fmt.Errorf("trace export: %w", shutErr)
 	}
 	return nil
+}
+
+// keepLocally appends spans, a trace recorded in memory whose OTLP export
+// failed, to the OTLP JSON lines trace file at path, so the trace is not
+// lost: cuzk trace reads it as it reads a run without an endpoint.
+func keepLocally(path string, spans []sdktrace.ReadOnlySpan) error {
+	exp, err := otelcuzk.NewFileExporter(path)
+	if err != nil {
+		return err
+	}
+	err = exp.ExportSpans(context.Background(), spans)
+	return errors.Join(err, exp.Shutdown(context.Background()))
 }
 
 // runJob runs one request through an engine with one worker, as the

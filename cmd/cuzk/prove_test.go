@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"github.com/otelcuzk/otelcuzk/prover"
-	"go.opentelemetry.io/otel/trace/noop"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+	"github.com/otelcuzk/otelcuzk/prover"
 )
 
 // runCuzk runs the command line in-process and returns stdout, stderr and
@@ -271,13 +277,56 @@ func TestProveSaysTheTraceWasNotDeliveredWhenTheExportFails(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	traceFile := filepath.Join(dir, "t.jsonl")
 	out, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
-		"--proof", filepath.Join(dir, "p.bin"))
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", traceFile)
 	if err == nil || !strings.Contains(err.Error(), "trace export") {
 		t.Errorf("want a trace export error, got %v", err)
 	}
 	if !strings.Contains(out, "NOT delivered") || strings.Contains(out, "trace     sent") {
 		t.Errorf("output claims delivery:\n%s", out)
+	}
+	// The trace the export lost is in the local trace file, and prove
+	// says where.
+	if !strings.Contains(out, "written to "+traceFile+" instead") {
+		t.Errorf("output does not say where the trace was kept:\n%s", out)
+	}
+	m := regexp.MustCompile(`trace id ([0-9a-f]{32})`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no trace id in the output:\n%s", out)
+	}
+	tout, terr, err := runCuzk(t, "trace", "--trace-id", m[1], traceFile)
+	if err != nil || !strings.Contains(tout, "engine.job") || !strings.Contains(tout, "groth16.prove") {
+		t.Errorf("cuzk trace of the kept trace: %v\n%s%s", err, tout, terr)
+	}
+}
+
+// gRPC sent to an OTLP/HTTP port (4318) failed only at the export
+// timeout, 11.6 s later, with 'http2: frame too large': prove now names
+// the mix-up in one line before it proves, and writes no proof.
+func TestProveNamesAnOTLPPortOfTheOtherTransportAtOnce(t *testing.T) {
+	clearOTLPEnv(t)
+	recv := otlptest.NewReceiver("127.0.0.1:0")
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Stop()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof := filepath.Join(dir, "p.bin")
+	start := time.Now()
+	_, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu", "--proof", proof)
+	if err == nil || !strings.Contains(err.Error(), "speaks HTTP/1 (OTLP/HTTP), not gRPC; set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf") ||
+		strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line naming the OTLP/HTTP port", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if _, serr := os.Stat(proof); serr == nil {
+		t.Error("proof written")
 	}
 }
 
@@ -404,5 +453,103 @@ func TestAnInterruptedProveExits130WithoutAProof(t *testing.T) {
 	}
 	if _, serr := os.Stat(proof); !os.IsNotExist(serr) {
 		t.Errorf("an interrupted prove wrote %s (%v)", proof, serr)
+	}
+}
+
+// SIGINT during the circuit compile (gnark's frontend.Compile cannot
+// stop) left circuit.compile open: the trace had circuit.cache.read and
+// circuit.frontend at its root and cuzk trace called it 100 % untraced.
+// Now the run ends within seconds and every span of its trace is in the
+// file under its parent, circuit.compile and engine.job ended with
+// error.type canceled.
+func TestSIGINTDuringTheCompileLeavesAWholeTraceEndedCanceled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles merkle at 2^20")
+	}
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	traceFile := filepath.Join(dir, "t.jsonl")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+		"prove", "--circuit", "merkle", "--constraints", "1048576", "--backend", "cpu",
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", traceFile)
+	cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1", "CUZK_CACHE_DIR="+filepath.Join(dir, "cache"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The circuit cache's line comes at the first compile, just before
+	// gnark's frontend runs.
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var said []string
+	for l := range lines {
+		said = append(said, l)
+		if strings.HasPrefix(l, "circuit cache:") {
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	signalled := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range lines { // drained: the child must not block on stderr
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+			t.Errorf("exit %v, want %d", err, exitInterrupted)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("prove still running 20 s after SIGINT during the compile")
+	}
+	if d := time.Since(signalled); d > 8*time.Second {
+		t.Errorf("prove took %v to end after SIGINT", d)
+	}
+	f, err := os.Open(traceFile)
+	if err != nil {
+		t.Fatalf("no trace file after the interrupted run (stderr %q): %v", said, err)
+	}
+	defer f.Close()
+	spans, err := tracefile.ReadOTLPJSONLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]tracefile.Span{}
+	for _, s := range spans {
+		byID[s.SpanID] = s
+	}
+	errType := map[string]string{}
+	for _, s := range spans {
+		if s.ParentID == "" {
+			if s.Name != "engine.job" {
+				t.Errorf("%s is a root: its parent was never exported", s.Name)
+			}
+		} else if _, ok := byID[s.ParentID]; !ok {
+			t.Errorf("%s's parent %s is not in the trace", s.Name, s.ParentID)
+		}
+		if v, ok := s.Attrs["error.type"].(string); ok {
+			errType[s.Name] = v
+		}
+	}
+	for _, name := range []string{"engine.job", "circuit.compile"} {
+		if errType[name] != "canceled" {
+			t.Errorf("%s: error.type %q, want canceled (spans: %d)", name, errType[name], len(spans))
+		}
 	}
 }
