@@ -88,8 +88,12 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	if s.SynthesisWorkers > 0 {
 		engine = fmt.Sprintf("%d synthesis workers", s.SynthesisWorkers)
 	}
-	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, proving %d\n",
-		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), s.Proving)
+	abandoned := ""
+	if n := len(s.Abandoned); n > 0 {
+		abandoned = fmt.Sprintf(", abandoned %d", n)
+	}
+	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, proving %d%s\n",
+		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), s.Proving, abandoned)
 	if m := st.Memory; m.Budget > 0 {
 		fmt.Fprintf(out, "memory    budget %s, in flight %s (proofs %s, keys %s), peak %s\n",
 			bytesStr(m.Budget), bytesStr(m.Reserved+m.Keys), bytesStr(m.Reserved), bytesStr(m.Keys), bytesStr(m.Peak))
@@ -113,6 +117,11 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		job := "idle"
 		if w.JobID != "" {
 			job = "proving " + w.JobID
+		}
+		for _, a := range s.Abandoned {
+			if a.Worker == w.Name {
+				job = "held by the abandoned " + a.Step + " of job " + a.JobID
+			}
 		}
 		if w.Faulted {
 			job = "FAULTED (" + w.Fault + "), no more work"
@@ -165,6 +174,17 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			where = " on " + j.Worker
 		}
 		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, j.Status, where, parts, j.TraceID)
+	}
+	for _, a := range s.Abandoned {
+		holds := "a synthesis slot"
+		if a.Worker != "" {
+			holds = "worker " + a.Worker
+		}
+		if a.MemoryBytes > 0 {
+			holds += " and " + bytesStr(a.MemoryBytes)
+		}
+		fmt.Fprintf(out, "abandoned %s  %s/%d  job %s  request %s  left running %s ago (it cannot stop); holds %s until it ends\n",
+			a.Step, a.Circuit, a.Constraints, a.JobID, a.RequestID, a.Age.Round(time.Second), holds)
 	}
 	for _, k := range st.Kinds {
 		if k.Kind != server.LocalProofKind {

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // A worker counts proofs (partitions), the totals count jobs: each line
@@ -98,5 +104,62 @@ func TestStatusShowsTheTuningAndTheQueuedJobs(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A job cancelled during its key setup (groth16.Setup cannot stop) left
+// the setup running while cuzk status showed the worker idle and nothing
+// of it: now status lists it (step, circuit and size, job, request) and
+// the worker it holds, until it ends and stores its key.
+func TestStatusShowsTheSetupACancelledJobLeftRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a key setup of 2^15 constraints")
+	}
+	clearOTLPEnv(t)
+	// The circuit compiled beforehand (the daemon, this same executable,
+	// finds it in the circuit cache), so the cancel lands in the setup.
+	cache := filepath.Join(t.TempDir(), "cache")
+	kc, err := keycache.New(cache, keycache.WithProgress(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := circuits.Build("mulchain", 1<<15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.Compile(context.Background(), "mulchain", 1<<15, in.Compile); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemon.Config{CacheDir: cache})
+	c := d.client(t)
+	if _, err := c.Submit(context.Background(), client.Request{RequestID: "big-1", Circuit: "mulchain", Constraints: 1 << 15}); err != nil {
+		t.Fatal(err)
+	}
+	id := waitRunning(t, c, "big-1")
+	time.Sleep(time.Second) // into the setup (of 15 s and more), past the compile's cache hit
+	if _, err := c.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	awaitCancelled(t, c, id)
+	var out string
+	line := regexp.MustCompile(`(?m)^abandoned keys\.setup  mulchain/32768  job ` + regexp.QuoteMeta(id) +
+		`  request big-1  left running \d+s ago \(it cannot stop\); holds worker cpu:0 and [0-9.]+ [KMG]?i?B until it ends$`)
+	t.Cleanup(func() { t.Logf("last status:\n%s", out) })
+	waitFor(t, "status listing the abandoned work", 30*time.Second, func() bool {
+		var err error
+		out, _, err = runCuzk(t, "status", "--addr", d.addr)
+		return err == nil && line.MatchString(out)
+	})
+	if !strings.Contains(out, "worker    cpu:0  held by the abandoned ") || !strings.Contains(out, ", abandoned 1\n") {
+		t.Errorf("status does not show the worker held or the count:\n%s", out)
+	}
+	// Once it ends it is gone, and the worker is free again.
+	waitFor(t, "the abandoned work to end", 3*time.Minute, func() bool {
+		st, err := c.Status(context.Background())
+		return err == nil && len(st.Stages.Abandoned) == 0
+	})
+	out, _, _ = runCuzk(t, "status", "--addr", d.addr)
+	if strings.Contains(out, "abandoned") || !strings.Contains(out, "worker    cpu:0  idle") {
+		t.Errorf("status after the work ended:\n%s", out)
 	}
 }

@@ -528,6 +528,25 @@ type Stages struct {
 	// device worker, per priority.
 	WaitingDevice map[Priority]int
 	Proving       int
+	// Abandoned is the work cancelled jobs left running (a key setup or
+	// compile that cannot stop), each holding its worker and memory until
+	// it ends.
+	Abandoned []Abandoned
+}
+
+// Abandoned is a key setup or circuit compile a cancelled or timed-out
+// job left running on the daemon.
+type Abandoned struct {
+	// Step is "keys.setup" or "circuit.compile".
+	Step                      string
+	JobID, RequestID, Circuit string
+	Constraints               int
+	// Worker is the device worker it holds, "" for a synthesis slot.
+	Worker string
+	// Age is the time since its job left it running.
+	Age time.Duration
+	// MemoryBytes is what it keeps reserved in the memory budget.
+	MemoryBytes uint64
 }
 
 // Memory is a daemon's host memory budget, in bytes (Budget 0: none).
@@ -569,6 +588,11 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 		Synthesizing: int(st.GetSynthesizing()), Proving: int(st.GetProving()), WaitingDevice: map[Priority]int{}}
 	for _, q := range st.GetWaitingDevice() {
 		s.Stages.WaitingDevice[priorityFrom(q.GetPriority())] = int(q.GetDepth())
+	}
+	for _, a := range st.GetAbandoned() {
+		s.Stages.Abandoned = append(s.Stages.Abandoned, Abandoned{Step: a.GetStep(), JobID: a.GetJobId(),
+			RequestID: a.GetRequestId(), Circuit: a.GetCircuit(), Constraints: int(a.GetConstraints()),
+			Worker: a.GetWorker(), Age: time.Duration(a.GetAgeSeconds() * float64(time.Second)), MemoryBytes: a.GetMemoryBytes()})
 	}
 	m := r.GetMemory()
 	s.Memory = Memory{Budget: m.GetBudgetBytes(), Reserved: m.GetReservedBytes(), Keys: m.GetKeysBytes(), Peak: m.GetPeakBytes()}

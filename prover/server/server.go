@@ -584,6 +584,13 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 			KeysBytes: st.MemoryHeld, PeakBytes: st.MemoryPeak,
 		},
 	}
+	for _, a := range st.Abandoned {
+		out.Stages.Abandoned = append(out.Stages.Abandoned, &cuzkv1.AbandonedWork{
+			Step: a.Step, JobId: a.JobID, RequestId: a.RequestID, Circuit: a.Circuit,
+			Constraints: uint64(max(a.Constraints, 0)), Worker: a.Worker,
+			AgeSeconds: st.Started.Add(st.Uptime).Sub(a.Since).Seconds(), MemoryBytes: a.MemoryBytes,
+		})
+	}
 	out.Ready, out.NotReadyReason = s.ready.get()
 	if !st.Ready && out.Ready {
 		out.Ready, out.NotReadyReason = false, "devices warming up"

@@ -2689,6 +2689,10 @@ type Stages struct {
 	// first).
 	WaitingDevice []*QueueDepth `protobuf:"bytes,4,rep,name=waiting_device,json=waitingDevice,proto3" json:"waiting_device,omitempty"`
 	Proving       uint32        `protobuf:"varint,5,opt,name=proving,proto3" json:"proving,omitempty"`
+	// Work that cancelled jobs left running (a key setup or compile gnark
+	// cannot stop), each holding its worker and its job's memory until it
+	// ends; oldest first.
+	Abandoned     []*AbandonedWork `protobuf:"bytes,6,rep,name=abandoned,proto3" json:"abandoned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2758,6 +2762,119 @@ func (x *Stages) GetProving() uint32 {
 	return 0
 }
 
+func (x *Stages) GetAbandoned() []*AbandonedWork {
+	if x != nil {
+		return x.Abandoned
+	}
+	return nil
+}
+
+// AbandonedWork is a key setup or circuit compile left running by a job
+// that was cancelled or timed out: the job has ended, the work has not.
+type AbandonedWork struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "keys.setup" or "circuit.compile".
+	Step        string `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
+	JobId       string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	RequestId   string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Circuit     string `protobuf:"bytes,4,opt,name=circuit,proto3" json:"circuit,omitempty"`
+	Constraints uint64 `protobuf:"varint,5,opt,name=constraints,proto3" json:"constraints,omitempty"`
+	// The device worker it holds; empty for a synthesis slot.
+	Worker string `protobuf:"bytes,6,opt,name=worker,proto3" json:"worker,omitempty"`
+	// Seconds since its job's runner returned and left it running.
+	AgeSeconds float64 `protobuf:"fixed64,7,opt,name=age_seconds,json=ageSeconds,proto3" json:"age_seconds,omitempty"`
+	// Bytes it keeps reserved in the memory budget.
+	MemoryBytes   uint64 `protobuf:"varint,8,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbandonedWork) Reset() {
+	*x = AbandonedWork{}
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonedWork) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonedWork) ProtoMessage() {}
+
+func (x *AbandonedWork) ProtoReflect() protoreflect.Message {
+	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonedWork.ProtoReflect.Descriptor instead.
+func (*AbandonedWork) Descriptor() ([]byte, []int) {
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *AbandonedWork) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *AbandonedWork) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *AbandonedWork) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AbandonedWork) GetCircuit() string {
+	if x != nil {
+		return x.Circuit
+	}
+	return ""
+}
+
+func (x *AbandonedWork) GetConstraints() uint64 {
+	if x != nil {
+		return x.Constraints
+	}
+	return 0
+}
+
+func (x *AbandonedWork) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *AbandonedWork) GetAgeSeconds() float64 {
+	if x != nil {
+		return x.AgeSeconds
+	}
+	return 0
+}
+
+func (x *AbandonedWork) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
 // Memory is the host memory budget of the jobs in flight, in bytes.
 type Memory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2776,7 +2893,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2905,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[28]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +2918,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{28}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Memory) GetBudgetBytes() uint64 {
@@ -2842,7 +2959,7 @@ type PreloadKeysRequest struct {
 
 func (x *PreloadKeysRequest) Reset() {
 	*x = PreloadKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2971,7 @@ func (x *PreloadKeysRequest) String() string {
 func (*PreloadKeysRequest) ProtoMessage() {}
 
 func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[29]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2984,7 @@ func (x *PreloadKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysRequest.ProtoReflect.Descriptor instead.
 func (*PreloadKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{29}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreloadKeysRequest) GetCircuit() string {
@@ -2896,7 +3013,7 @@ type PreloadKeysResponse struct {
 
 func (x *PreloadKeysResponse) Reset() {
 	*x = PreloadKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2908,7 +3025,7 @@ func (x *PreloadKeysResponse) String() string {
 func (*PreloadKeysResponse) ProtoMessage() {}
 
 func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[30]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2921,7 +3038,7 @@ func (x *PreloadKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreloadKeysResponse.ProtoReflect.Descriptor instead.
 func (*PreloadKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{30}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreloadKeysResponse) GetKey() *LoadedKey {
@@ -2955,7 +3072,7 @@ type EvictKeysRequest struct {
 
 func (x *EvictKeysRequest) Reset() {
 	*x = EvictKeysRequest{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2967,7 +3084,7 @@ func (x *EvictKeysRequest) String() string {
 func (*EvictKeysRequest) ProtoMessage() {}
 
 func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[31]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2980,7 +3097,7 @@ func (x *EvictKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysRequest.ProtoReflect.Descriptor instead.
 func (*EvictKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{31}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EvictKeysRequest) GetCircuit() string {
@@ -3007,7 +3124,7 @@ type EvictKeysResponse struct {
 
 func (x *EvictKeysResponse) Reset() {
 	*x = EvictKeysResponse{}
-	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3136,7 @@ func (x *EvictKeysResponse) String() string {
 func (*EvictKeysResponse) ProtoMessage() {}
 
 func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cuzk_v1_engine_proto_msgTypes[32]
+	mi := &file_cuzk_v1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3149,7 @@ func (x *EvictKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictKeysResponse.ProtoReflect.Descriptor instead.
 func (*EvictKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{32}
+	return file_cuzk_v1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EvictKeysResponse) GetEvicted() bool {
@@ -3279,13 +3396,25 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"partitions\x18\v \x01(\rR\n" +
 	"partitions\x12\x1f\n" +
 	"\vmemory_wait\x18\f \x01(\bR\n" +
-	"memoryWait\"\xd6\x01\n" +
+	"memoryWait\"\x8c\x02\n" +
 	"\x06Stages\x12+\n" +
 	"\x11synthesis_workers\x18\x01 \x01(\rR\x10synthesisWorkers\x12%\n" +
 	"\x0ewaiting_memory\x18\x02 \x01(\rR\rwaitingMemory\x12\"\n" +
 	"\fsynthesizing\x18\x03 \x01(\rR\fsynthesizing\x12:\n" +
 	"\x0ewaiting_device\x18\x04 \x03(\v2\x13.cuzk.v1.QueueDepthR\rwaitingDevice\x12\x18\n" +
-	"\aproving\x18\x05 \x01(\rR\aproving\"\x90\x01\n" +
+	"\aproving\x18\x05 \x01(\rR\aproving\x124\n" +
+	"\tabandoned\x18\x06 \x03(\v2\x16.cuzk.v1.AbandonedWorkR\tabandoned\"\xf1\x01\n" +
+	"\rAbandonedWork\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x18\n" +
+	"\acircuit\x18\x04 \x01(\tR\acircuit\x12 \n" +
+	"\vconstraints\x18\x05 \x01(\x04R\vconstraints\x12\x16\n" +
+	"\x06worker\x18\x06 \x01(\tR\x06worker\x12\x1f\n" +
+	"\vage_seconds\x18\a \x01(\x01R\n" +
+	"ageSeconds\x12!\n" +
+	"\fmemory_bytes\x18\b \x01(\x04R\vmemoryBytes\"\x90\x01\n" +
 	"\x06Memory\x12!\n" +
 	"\fbudget_bytes\x18\x01 \x01(\x04R\vbudgetBytes\x12%\n" +
 	"\x0ereserved_bytes\x18\x02 \x01(\x04R\rreservedBytes\x12\x1d\n" +
@@ -3356,7 +3485,7 @@ func file_cuzk_v1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_cuzk_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_cuzk_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_cuzk_v1_engine_proto_goTypes = []any{
 	(ProofKind)(0),                 // 0: cuzk.v1.ProofKind
 	(Priority)(0),                  // 1: cuzk.v1.Priority
@@ -3391,11 +3520,12 @@ var file_cuzk_v1_engine_proto_goTypes = []any{
 	(*QueueDepth)(nil),             // 30: cuzk.v1.QueueDepth
 	(*JobInfo)(nil),                // 31: cuzk.v1.JobInfo
 	(*Stages)(nil),                 // 32: cuzk.v1.Stages
-	(*Memory)(nil),                 // 33: cuzk.v1.Memory
-	(*PreloadKeysRequest)(nil),     // 34: cuzk.v1.PreloadKeysRequest
-	(*PreloadKeysResponse)(nil),    // 35: cuzk.v1.PreloadKeysResponse
-	(*EvictKeysRequest)(nil),       // 36: cuzk.v1.EvictKeysRequest
-	(*EvictKeysResponse)(nil),      // 37: cuzk.v1.EvictKeysResponse
+	(*AbandonedWork)(nil),          // 33: cuzk.v1.AbandonedWork
+	(*Memory)(nil),                 // 34: cuzk.v1.Memory
+	(*PreloadKeysRequest)(nil),     // 35: cuzk.v1.PreloadKeysRequest
+	(*PreloadKeysResponse)(nil),    // 36: cuzk.v1.PreloadKeysResponse
+	(*EvictKeysRequest)(nil),       // 37: cuzk.v1.EvictKeysRequest
+	(*EvictKeysResponse)(nil),      // 38: cuzk.v1.EvictKeysResponse
 }
 var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	0,  // 0: cuzk.v1.SubmitProofRequest.proof_kind:type_name -> cuzk.v1.ProofKind
@@ -3417,7 +3547,7 @@ var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	30, // 16: cuzk.v1.GetStatusResponse.queue_depths:type_name -> cuzk.v1.QueueDepth
 	31, // 17: cuzk.v1.GetStatusResponse.running:type_name -> cuzk.v1.JobInfo
 	32, // 18: cuzk.v1.GetStatusResponse.stages:type_name -> cuzk.v1.Stages
-	33, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
+	34, // 19: cuzk.v1.GetStatusResponse.memory:type_name -> cuzk.v1.Memory
 	31, // 20: cuzk.v1.GetStatusResponse.queued:type_name -> cuzk.v1.JobInfo
 	15, // 21: cuzk.v1.GetStatusResponse.tuning:type_name -> cuzk.v1.Tuning
 	4,  // 22: cuzk.v1.SRSStatus.tier:type_name -> cuzk.v1.SRSStatus.Tier
@@ -3426,32 +3556,33 @@ var file_cuzk_v1_engine_proto_depIdxs = []int32{
 	1,  // 25: cuzk.v1.JobInfo.priority:type_name -> cuzk.v1.Priority
 	2,  // 26: cuzk.v1.JobInfo.status:type_name -> cuzk.v1.JobStatus
 	30, // 27: cuzk.v1.Stages.waiting_device:type_name -> cuzk.v1.QueueDepth
-	29, // 28: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
-	5,  // 29: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
-	7,  // 30: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
-	9,  // 31: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
-	11, // 32: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
-	13, // 33: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
-	23, // 34: cuzk.v1.ProvingEngine.GetMetrics:input_type -> cuzk.v1.GetMetricsRequest
-	19, // 35: cuzk.v1.ProvingEngine.PreloadSRS:input_type -> cuzk.v1.PreloadSrsRequest
-	21, // 36: cuzk.v1.ProvingEngine.EvictSRS:input_type -> cuzk.v1.EvictSrsRequest
-	34, // 37: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
-	36, // 38: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
-	6,  // 39: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
-	8,  // 40: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.AwaitProofResponse
-	10, // 41: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProveResponse
-	12, // 42: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
-	14, // 43: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
-	24, // 44: cuzk.v1.ProvingEngine.GetMetrics:output_type -> cuzk.v1.GetMetricsResponse
-	20, // 45: cuzk.v1.ProvingEngine.PreloadSRS:output_type -> cuzk.v1.PreloadSrsResponse
-	22, // 46: cuzk.v1.ProvingEngine.EvictSRS:output_type -> cuzk.v1.EvictSrsResponse
-	35, // 47: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
-	37, // 48: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
-	39, // [39:49] is the sub-list for method output_type
-	29, // [29:39] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	33, // 28: cuzk.v1.Stages.abandoned:type_name -> cuzk.v1.AbandonedWork
+	29, // 29: cuzk.v1.PreloadKeysResponse.key:type_name -> cuzk.v1.LoadedKey
+	5,  // 30: cuzk.v1.ProvingEngine.SubmitProof:input_type -> cuzk.v1.SubmitProofRequest
+	7,  // 31: cuzk.v1.ProvingEngine.AwaitProof:input_type -> cuzk.v1.AwaitProofRequest
+	9,  // 32: cuzk.v1.ProvingEngine.Prove:input_type -> cuzk.v1.ProveRequest
+	11, // 33: cuzk.v1.ProvingEngine.CancelProof:input_type -> cuzk.v1.CancelProofRequest
+	13, // 34: cuzk.v1.ProvingEngine.GetStatus:input_type -> cuzk.v1.GetStatusRequest
+	23, // 35: cuzk.v1.ProvingEngine.GetMetrics:input_type -> cuzk.v1.GetMetricsRequest
+	19, // 36: cuzk.v1.ProvingEngine.PreloadSRS:input_type -> cuzk.v1.PreloadSrsRequest
+	21, // 37: cuzk.v1.ProvingEngine.EvictSRS:input_type -> cuzk.v1.EvictSrsRequest
+	35, // 38: cuzk.v1.ProvingEngine.PreloadKeys:input_type -> cuzk.v1.PreloadKeysRequest
+	37, // 39: cuzk.v1.ProvingEngine.EvictKeys:input_type -> cuzk.v1.EvictKeysRequest
+	6,  // 40: cuzk.v1.ProvingEngine.SubmitProof:output_type -> cuzk.v1.SubmitProofResponse
+	8,  // 41: cuzk.v1.ProvingEngine.AwaitProof:output_type -> cuzk.v1.AwaitProofResponse
+	10, // 42: cuzk.v1.ProvingEngine.Prove:output_type -> cuzk.v1.ProveResponse
+	12, // 43: cuzk.v1.ProvingEngine.CancelProof:output_type -> cuzk.v1.CancelProofResponse
+	14, // 44: cuzk.v1.ProvingEngine.GetStatus:output_type -> cuzk.v1.GetStatusResponse
+	24, // 45: cuzk.v1.ProvingEngine.GetMetrics:output_type -> cuzk.v1.GetMetricsResponse
+	20, // 46: cuzk.v1.ProvingEngine.PreloadSRS:output_type -> cuzk.v1.PreloadSrsResponse
+	22, // 47: cuzk.v1.ProvingEngine.EvictSRS:output_type -> cuzk.v1.EvictSrsResponse
+	36, // 48: cuzk.v1.ProvingEngine.PreloadKeys:output_type -> cuzk.v1.PreloadKeysResponse
+	38, // 49: cuzk.v1.ProvingEngine.EvictKeys:output_type -> cuzk.v1.EvictKeysResponse
+	40, // [40:50] is the sub-list for method output_type
+	30, // [30:40] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_cuzk_v1_engine_proto_init() }
@@ -3465,7 +3596,7 @@ func file_cuzk_v1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cuzk_v1_engine_proto_rawDesc), len(file_cuzk_v1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
