@@ -230,7 +230,7 @@ func daemonFlags(timeout time.Duration, timeoutUsage string, own ...cli.Flag) []
 // absurd size would itself run out of memory.
 func buildCircuit(c *cli.Context) (*circuits.Instance, error) {
 	name, n := c.String("circuit"), c.Int("constraints")
-	if err := circuits.CheckMemory(name, n); err != nil {
+	if err := checkPlan(c, name, n); err != nil {
 		return nil, err
 	}
 	return circuits.Build(name, n)

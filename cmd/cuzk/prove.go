@@ -52,6 +52,7 @@ func init() {
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the circuit's sample witness"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+			&cli.BoolFlag{Name: "plan", Usage: "print the memory plan of the request (host, device, key disk, synthesis, witness) and of its circuit at 2^20 to 2^27, whether it fits this host, and exit"},
 			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written"},
 		),
 		OnUsageError: usageError,
@@ -69,6 +70,9 @@ func proveAction(c *cli.Context) (err error) {
 		errOut = os.Stderr
 	}
 	logger.Disable() // gnark's own log lines would interleave with ours
+	if c.Bool("plan") {
+		return printPlan(out, c)
+	}
 
 	// Everything that can be wrong with the input, before any allocation.
 	dev, err := daemon.DeviceSettingsFromEnv()

@@ -1,0 +1,152 @@
+package circuits
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
+)
+
+// Plan is what one proof of a built-in circuit at one size needs, in
+// bytes, before anything is built (issue 24 item 2): the host memory of
+// each step, the GPU's device memory, the disk of its key file, the
+// synthesis buffers and the witness. Its figures come from the circuit's
+// shape (wires per constraint, bytes of its compiled R1CS) and from what
+// each step allocates:
+//
+//   - Circuit: the compiled R1CS held in memory (the shape's measured bytes
+//     per constraint);
+//   - Witness: the solved wire values, 32 bytes a wire;
+//   - Synthesis: the assignment a proof holds, the wires and a, b, c
+//     padded to the domain, 32 bytes each (the mmap'd buffers of
+//     prover.Synthesize);
+//   - Key: the proving key in memory (KeyMemory: A, B, K and Z in G1 at 96
+//     bytes a point, B in G2 at 192, counted for every wire; the
+//     Pedersen bases of api.Commit, two points a committed wire);
+//   - KeyDisk: the key cache's file, the key's raw points (gnark's
+//     WriteDump) and two bytes a wire for the infinity masks;
+//     KeyDiskCompressed: the same points compressed (gnark's WriteTo: 48
+//     and 96 bytes);
+//   - SetupHost: the peak of `cuzk setup --backend cuda` (prover/setup):
+//     the process and circuit, the key, and the scalars it is made from
+//     (A, B, C, K per wire and Z, L per domain point, 32 bytes each);
+//   - SetupCPUHost: gnark's groth16.Setup (the fitted factor of
+//     bench/memory.md);
+//   - ProveHost: the peak of a prove on the CUDA backend with the key
+//     loaded: process, circuit, key, the solver's vectors (ProofMemory's,
+//     the MSMs on the device); ProveCPUHost adds gnark-crypto's MSM
+//     scratch (ProofMemory);
+//   - Device: the CUDA prove's device memory: the key's bases kept on the
+//     device, compute_h's twiddle and coset tables (4 per domain point) and
+//     vectors (3), and the MSM's scalars and sorted digits (32 + 4·16 bytes
+//     per wire); a model of prover/gpu's allocations, not a measurement.
+type Plan struct {
+	Circuit                 string
+	Constraints, Domain     int
+	Wires                   int
+	CircuitBytes            uint64
+	Witness, Synthesis      uint64
+	Key, KeyDisk            uint64
+	KeyDiskCompressed       uint64
+	SetupHost, SetupCPUHost uint64
+	ProveHost, ProveCPUHost uint64
+	Device                  uint64
+}
+
+// shapes are the built-in circuits' shapes, by name.
+var shapes = map[string]shape{
+	"merkle":     merkleShape,
+	"mulchain":   mulChainShape,
+	"porep":      poRepShape,
+	"rangecheck": rangeCheckShape,
+}
+
+// PlanFor returns the plan of built-in circuit name at constraints
+// constraints. Errors wrap ErrUnknownCircuit, ErrNotBuiltin or
+// ErrBadConstraints.
+func PlanFor(name string, constraints int) (Plan, error) {
+	if _, err := LookupBuiltin(name); err != nil {
+		return Plan{}, err
+	}
+	if err := checkConstraints(constraints); err != nil {
+		return Plan{}, err
+	}
+	s, ok := shapes[name]
+	if !ok {
+		return Plan{}, fmt.Errorf("%w: %s has no memory shape", ErrNotBuiltin, name)
+	}
+	return s.plan(name, constraints), nil
+}
+
+func (s shape) plan(name string, n int) Plan {
+	w := uint64(s.wiresPerConstraint*float64(n)) + 1
+	d := uint64(1)
+	for d < uint64(n) {
+		d <<= 1
+	}
+	p := Plan{Circuit: name, Constraints: n, Domain: int(d), Wires: int(w)}
+	p.CircuitBytes = uint64(s.ccsBytesPerConstraint * float64(n))
+	held := RuntimeBytes + p.CircuitBytes
+	p.Witness = 32 * w
+	p.Synthesis = 32 * (w + 3*d)
+	k := uint64(s.committedPerConstraint * float64(n))
+	// The Pedersen keys of api.Commit: a basis and its σ-multiple per
+	// committed wire.
+	p.Key = KeyMemory(int(d), int(w)) + 2*96*k
+	p.KeyDisk = p.Key + 2*w
+	p.KeyDiskCompressed = p.Key/2 + 2*w
+	p.SetupHost = held + p.Key + 32*(4*w+2*d)
+	p.SetupCPUHost = held + uint64(setupKeyFactor*float64(p.Key)) + setupFixedBytes
+	vectors := 32 * (3*(w+3*d) + 2*w)
+	p.ProveHost = held + p.Key + vectors
+	p.ProveCPUHost = held + p.Key + ProofMemory(n, int(w), int(k))
+	p.Device = p.Key + 32*7*d + (32+4*16)*w
+	return p
+}
+
+// Host is the plan's peak host memory: the larger of the GPU setup and
+// the CUDA prove (a check before the build cannot know whether the key is
+// cached), or with cpu the CPU setup and prove.
+func (p Plan) Host(cpu bool) uint64 {
+	if cpu {
+		return max(p.SetupCPUHost, p.ProveCPUHost)
+	}
+	return max(p.SetupHost, p.ProveHost)
+}
+
+// Fits returns nil when the plan fits a host of hostAvail bytes of
+// available memory and diskFree bytes free in the key cache (0: not
+// checked; ephemeral keys need no disk), else an error wrapping
+// ErrTooLarge that names each figure that does not fit, with the plan's
+// numbers.
+func (p Plan) Fits(cpu bool, hostAvail, diskFree uint64, ephemeral bool) error {
+	var over []string
+	if need := p.Host(cpu); need > hostAvail {
+		over = append(over, fmt.Sprintf("host memory %s needed, %s available", human.Bytes(need), human.Bytes(hostAvail)))
+	}
+	if !ephemeral && diskFree > 0 && p.KeyDisk > diskFree {
+		over = append(over, fmt.Sprintf("key file %s, %s free on its disk (--ephemeral-keys keeps it in memory)", human.Bytes(p.KeyDisk), human.Bytes(diskFree)))
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s at %d constraints: %s", ErrTooLarge, p.Circuit, p.Constraints, strings.Join(over, "; "))
+}
+
+// Table writes the plan as rows of a Markdown table (PlanHeader first).
+func (p Plan) Row() string {
+	b := func(v uint64) string { return human.Bytes(v) }
+	return fmt.Sprintf("| %s | 2^%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.Circuit, log2(p.Domain), b(p.Witness), b(p.Synthesis),
+		b(p.Key), b(p.KeyDisk), b(p.KeyDiskCompressed), b(p.SetupHost), b(p.ProveHost), b(p.Device), b(p.SetupCPUHost))
+}
+
+// PlanHeader is the header of Plan.Row's table.
+const PlanHeader = "| circuit | size | witness | synthesis | key (memory) | key file | compressed | GPU setup host | CUDA prove host | device | CPU setup host |\n|---|---|---|---|---|---|---|---|---|---|---|"
+
+func log2(d int) int {
+	n := 0
+	for 1<<n < d {
+		n++
+	}
+	return n
+}
