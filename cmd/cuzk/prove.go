@@ -22,6 +22,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // defaultConstraints is the size `cuzk prove` uses without --constraints:
@@ -53,6 +54,7 @@ func init() {
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the memory plan of the request (host, device, key disk, synthesis, witness) and of its circuit at 2^20 to 2^27, whether it fits this host, and exit"},
+			&cli.BoolFlag{Name: "compressed-keys", Usage: "read (and store) the keys with compressed points, as cuzk setup --compressed-keys wrote them"},
 			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written"},
 		),
 		OnUsageError: usageError,
@@ -140,6 +142,9 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	if ephemeral != nil {
 		defer ephemeral.Close()
+	}
+	if c.Bool("compressed-keys") {
+		keyOpts = append(keyOpts, keycache.WithCompressedKeys())
 	}
 	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
 		prover.WithKeyCacheOptions(keyOpts...),

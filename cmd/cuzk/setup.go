@@ -28,6 +28,7 @@ func init() {
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
+			&cli.BoolFlag{Name: "compressed-keys", Usage: "store the keys with compressed points (<hash>.keyz, about half the disk; read back by prove and serve with --compressed-keys)"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto: who makes missing keys (cpu: gnark's groth16.Setup; cuda: the fixed-base multiplications on the GPU; auto: cuda when a GPU is usable, else cpu)"},
 		),
 		OnUsageError: usageError,
@@ -66,7 +67,11 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 		return err
 	}
 	defer backend.Close()
-	cache, err := keycache.New(c.String("cache-dir"), keycache.WithProgress(errOut, c.Bool("progress")), keycache.WithSetup(backend.Setup))
+	kopts := []keycache.Option{keycache.WithProgress(errOut, c.Bool("progress")), keycache.WithSetup(backend.Setup)}
+	if c.Bool("compressed-keys") {
+		kopts = append(kopts, keycache.WithCompressedKeys())
+	}
+	cache, err := keycache.New(c.String("cache-dir"), kopts...)
 	if err != nil {
 		return err
 	}
@@ -90,7 +95,7 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	}
 	dir, _ := filepath.Abs(cache.Dir())
 	fmt.Fprintf(c.App.Writer, "%s, %d constraints (%s): keys %s\n  %s\n",
-		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+".keys"))
+		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+map[bool]string{false: ".keys", true: ".keyz"}[c.Bool("compressed-keys")]))
 	switch circuit := cache.CircuitPath(name, n); {
 	case comp.CacheHit:
 		fmt.Fprintf(c.App.Writer, "  compiled circuit from the cache in %.2f s: %s\n", compiled.Seconds(), circuit)

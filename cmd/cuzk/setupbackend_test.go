@@ -54,3 +54,22 @@ func TestSetupBackendAutoFallsBackToTheCPUWithoutAGPU(t *testing.T) {
 		t.Fatalf("--backend cuda with the key cached: %v, %q", err, out)
 	}
 }
+
+// cuzk setup --compressed-keys writes <hash>.keyz, and cuzk prove
+// --compressed-keys proves from it without a setup of its own.
+func TestSetupAndProveWithCompressedKeys(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	out, _, err := runSetup(t, "--circuit", "mulchain", "--constraints", "64", "--cache-dir", cache, "--backend", "cpu", "--compressed-keys")
+	if err != nil || !strings.Contains(out, ".keyz") {
+		t.Fatalf("setup --compressed-keys: %v, %q", err, out)
+	}
+	out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "64", "--backend", "cpu", "--cache-dir", cache,
+		"--compressed-keys", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl"))
+	if err != nil {
+		t.Fatalf("prove --compressed-keys: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "ACCEPTED") || strings.Contains(out, "keys.setup") {
+		t.Fatalf("prove from the compressed key: want ACCEPTED without a setup:\n%s", out)
+	}
+}

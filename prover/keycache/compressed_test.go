@@ -1,0 +1,104 @@
+package keycache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+)
+
+func dump(t *testing.T, k *Keys) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := k.VK.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.PK.(*groth16_bls12381.ProvingKey).WriteDump(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// Keys stored with compressed points come back the same, from a file about
+// half the raw one's size.
+func TestCompressedKeysRoundTrip(t *testing.T) {
+	ccs := compile(t, 1<<10)
+	raw, zdir := t.TempDir(), t.TempDir()
+	kr, err := mustNew(t, raw).Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustNew(t, zdir, WithCompressedKeys())
+	k1, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1.CacheHit || !k2.CacheHit {
+		t.Fatalf("cache hits %v, %v; want false, true", k1.CacheHit, k2.CacheHit)
+	}
+	if !bytes.Equal(dump(t, k1), dump(t, k2)) {
+		t.Fatal("the keys read back from the compressed file differ from those stored")
+	}
+	rs, err := os.Stat(filepath.Join(raw, kr.Hash+".keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs, err := os.Stat(filepath.Join(zdir, k1.Hash+".keyz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := float64(zs.Size()) / float64(rs.Size()); r > 0.6 || r < 0.4 {
+		t.Fatalf("compressed file %d bytes against raw %d (%.2f), want about half", zs.Size(), rs.Size(), r)
+	}
+}
+
+// A compressed file whose checksums are right but one of whose points is
+// not a point of the group is refused as corrupt: not used, a line says so
+// and the setup runs again.
+func TestACompressedKeyWhosePointsDoNotDecodeIsRefusedAsCorrupt(t *testing.T) {
+	ccs := compile(t, 1<<10)
+	dir := t.TempDir()
+	c := mustNew(t, dir, WithCompressedKeys())
+	k, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, k.Hash+".keyz")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := checkedPayload(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), payload...)
+	bad[len(bad)/2] ^= 0x01 // inside a point of A, B or Z; not a flag bit
+	if err := writeChecked(path, func(w io.Writer) error { _, err := w.Write(bad); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := c.readKeys(context.Background(), path); err == nil || !strings.Contains(err.Error(), "read proving key") {
+		t.Fatalf("readKeys of a file with a bad point = %v, want a decode error of the proving key", err)
+	} else if ce := (*corruptError)(nil); !errors.As(err, &ce) {
+		t.Fatalf("readKeys = %v, want a corrupt error", err)
+	}
+	var progress bytes.Buffer
+	c = mustNew(t, dir, WithCompressedKeys(), WithProgress(&progress, false))
+	k2, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2.CacheHit || !strings.Contains(progress.String(), "unreadable") {
+		t.Fatalf("a corrupt compressed key: cache hit %v, progress %q; want a fresh setup saying why", k2.CacheHit, progress.String())
+	}
+}
