@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
@@ -238,5 +240,23 @@ func TestACancelledSetupReturnsTheContextsError(t *testing.T) {
 	cancel()
 	if _, _, err := setup.Setup(ctx, f.CCS); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Setup = %v, want context.Canceled", err)
+	}
+}
+
+// failingMultiplier fails every G1 multiplication as a device out of
+// memory would.
+type failingMultiplier struct{ setup.CPU }
+
+var errNoMemory = errors.New("out of device memory: 9.0 GiB needed, 1.0 GiB free")
+
+func (failingMultiplier) MulG1(context.Context, []fr.Element, []curve.G1Affine) error {
+	return errNoMemory
+}
+
+func TestAMultiplierErrorNamesTheSizeAndTheVector(t *testing.T) {
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 3)
+	_, _, err := setup.Setup(context.Background(), f.CCS, setup.WithMultiplier(failingMultiplier{}, "cuda"))
+	if !errors.Is(err, errNoMemory) || !strings.Contains(err.Error(), "setup of 1024 constraints: [alpha_beta_delta]₁ (3 points): out of device memory") {
+		t.Fatalf("Setup with a failing multiplier = %v", err)
 	}
 }
