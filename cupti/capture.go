@@ -2,7 +2,6 @@ package cupti
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -20,15 +19,15 @@ import (
 var (
 	// ErrNoCUPTI: no libcupti could be loaded (none installed, or not a
 	// CUPTI library).
-	ErrNoCUPTI = errors.New("cupti: no CUPTI library")
+	ErrNoCUPTI = semconv.NewError(semconv.ErrorTypeUnsupported, "cupti: no CUPTI library")
 	// ErrVersion: the library is older than the record layouts this
 	// package reads (MinVersion).
-	ErrVersion = errors.New("cupti: unsupported CUPTI version")
+	ErrVersion = semconv.NewError(semconv.ErrorTypeUnsupported, "cupti: unsupported CUPTI version")
 	// ErrInUse: another CUPTI client (Nsight Systems, a profiler, an
 	// earlier Capture) holds CUPTI's one subscription.
-	ErrInUse = errors.New("cupti: CUPTI is in use by another tool")
+	ErrInUse = semconv.NewError(semconv.ErrorTypeUnavailable, "cupti: CUPTI is in use by another tool")
 	// ErrStart: CUPTI refused to start for another reason.
-	ErrStart = errors.New("cupti: CUPTI did not start")
+	ErrStart = semconv.NewError(semconv.ErrorTypeCUDA, "cupti: CUPTI did not start")
 )
 
 // MinVersion is the oldest cuptiGetVersion accepted: CUDA 11.8's CUPTI

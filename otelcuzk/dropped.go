@@ -17,11 +17,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrSpansDropped is returned (wrapped, with the last export error) by
 // Telemetry.Shutdown when spans were lost to failed exports.
-var ErrSpansDropped = errors.New("otelcuzk: spans dropped by the exporter")
+var ErrSpansDropped = semconv.NewError(semconv.ErrorTypeUnavailable, "otelcuzk: spans dropped by the exporter")
 
 // droppedTotal counts spans lost to failed exports over all Telemetry values
 // of the process.

@@ -3,17 +3,19 @@ package prover
 import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 // Errors callers branch on with errors.Is (with the circuits package's
-// ErrBadConstraints and ErrTooLarge). Each declares its error.type
+// ErrBadConstraints and ErrTooLargeForHost). Each declares its error.type
 // (semconv.NewError), the value a span that fails with an error wrapping
 // it records.
 var (
 	// ErrUnsupported is returned for a constraint system, key or witness
 	// that is not a BLS12-381 R1CS of gnark (a PLONK system, another
-	// curve). error.type unsupported.
-	ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "not supported")
+	// curve). error.type unsupported. It is keycache.ErrUnsupported, one
+	// sentinel for one meaning: the key cache refuses the same systems.
+	ErrUnsupported = keycache.ErrUnsupported
 	// ErrWitnessSize is returned when the witness has the wrong number of
 	// public or secret values for the constraint system. error.type
 	// bad_witness.

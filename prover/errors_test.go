@@ -27,7 +27,7 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 		{ErrUnsatisfied, otelcuzk.ErrorTypeUnsatisfied},
 		{ErrKeyMismatch, otelcuzk.ErrorTypeKeyMismatch},
 		{ErrVerifyFailed, otelcuzk.ErrorTypeVerifyFailed},
-		{ErrUnknownCircuit, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrUnknownCircuit, otelcuzk.ErrorTypeNotFound},
 		{ErrBadCircuitFile, otelcuzk.ErrorTypeInvalidRequest},
 		{ErrUnknownBackend, otelcuzk.ErrorTypeInvalidRequest},
 		{ErrForeignSynthesis, otelcuzk.ErrorTypeInvalidRequest},
@@ -35,7 +35,7 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 		{ErrNoDeviceMemory, otelcuzk.ErrorTypeNoDevice},
 		{ErrDeviceFault, otelcuzk.ErrorTypeDeviceFault},
 		{circuits.ErrBadConstraints, otelcuzk.ErrorTypeInvalidRequest},
-		{circuits.ErrTooLarge, otelcuzk.ErrorTypeOutOfMemory},
+		{circuits.ErrTooLargeForHost, otelcuzk.ErrorTypeOutOfMemory},
 		{circuits.ErrNotBuiltin, otelcuzk.ErrorTypeInvalidRequest},
 		// As the CUDA backend wraps them: the outer kind names the error.
 		{fmt.Errorf("%w: %w", ErrBackendUnavailable, cudaspans.ErrNoDevice), otelcuzk.ErrorTypeNoDevice},

@@ -343,7 +343,7 @@ func (p *Pipeline) prepareKey(ctx context.Context, k *keycache.Keys) {
 // ctx, not of pipeline.prove, and may end after Run returns.
 //
 // Errors wrap ErrUnknownCircuit, circuits.ErrBadConstraints,
-// circuits.ErrTooLarge, ErrBadWitness, ErrWitnessSize, ErrUnsatisfied,
+// circuits.ErrTooLargeForHost, ErrBadWitness, ErrWitnessSize, ErrUnsatisfied,
 // ErrUnsupported, ErrVerifyFailed, ctx's error, or the backend's.
 func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 	s, err := p.Synthesize(ctx, req)

@@ -147,7 +147,7 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 		{Request{Circuit: "nosuch", Constraints: 100}, ErrUnknownCircuit},
 		{Request{Circuit: "mulchain", Constraints: 0}, circuits.ErrBadConstraints},
 		{Request{Circuit: "mulchain", Constraints: -3}, circuits.ErrBadConstraints},
-		{Request{Circuit: "mulchain", Constraints: circuits.MaxConstraints}, circuits.ErrTooLarge},
+		{Request{Circuit: "mulchain", Constraints: circuits.MaxConstraints}, circuits.ErrTooLargeForHost},
 		{Request{Circuit: "mulchain", Constraints: 1 << 40}, circuits.ErrBadConstraints}, // no Groth16 domain of it
 		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte{1, 2, 3}}, ErrBadWitness},
 	}

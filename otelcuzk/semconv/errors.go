@@ -113,6 +113,8 @@ var errorTypes = map[string]bool{
 	ErrorTypeOverBudget: true, ErrorTypeOutOfMemory: true, ErrorTypeNoDevice: true,
 	ErrorTypeDeviceFault: true, ErrorTypeEvicted: true, ErrorTypeCUDA: true,
 	ErrorTypeIO: true, ErrorTypeCorrupt: true, ErrorTypePanic: true, ErrorTypeOther: true,
+	ErrorTypeNotFound: true, ErrorTypeConflict: true, ErrorTypeFinished: true,
+	ErrorTypeInterrupted: true, ErrorTypeUnavailable: true,
 }
 
 // NewError returns a sentinel error whose message is text, as errors.New

@@ -96,6 +96,11 @@ func errorTypeCases() []struct {
 		// The outermost declared kind wins over what it wraps.
 		{fmt.Errorf("%w on cuda:0: %w", fault, oom), ErrorTypeDeviceFault},
 		{NewError(ErrorTypeEvicted, "e"), ErrorTypeEvicted},
+		{fmt.Errorf("await: %w", NewError(ErrorTypeNotFound, "unknown job")), ErrorTypeNotFound},
+		{NewError(ErrorTypeConflict, "id reused"), ErrorTypeConflict},
+		{NewError(ErrorTypeFinished, "finished"), ErrorTypeFinished},
+		{fmt.Errorf("job: %w", NewError(ErrorTypeInterrupted, "restart")), ErrorTypeInterrupted},
+		{errors.Join(NewError(ErrorTypeUnavailable, "shut down"), context.Canceled), ErrorTypeUnavailable},
 		{fmt.Errorf("launch: %w", wordError(ErrorTypeCUDA)), ErrorTypeCUDA},
 		{fmt.Errorf("read key: %w", &fs.PathError{Op: "open", Path: "/k", Err: fs.ErrNotExist}), ErrorTypeIO},
 		{os.NewSyscallError("munmap", syscall.EINVAL), ErrorTypeIO},

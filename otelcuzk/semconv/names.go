@@ -116,10 +116,30 @@ const (
 	ErrorTypeCanceled = "canceled"
 	// A deadline passed (context.DeadlineExceeded).
 	ErrorTypeDeadlineExceeded = "deadline_exceeded"
-	// The request is malformed or names what does not exist: an unknown
-	// circuit or backend, a bad constraint count, an empty or reused
-	// request id (engine.ErrInvalidRequest, prover.ErrUnknownCircuit, ...).
+	// The request is malformed: an unknown backend or release mode, a bad
+	// constraint count, an empty request id, a circuit file spec that does
+	// not parse (engine.ErrInvalidRequest, prover.ErrUnknownBackend,
+	// circuits.ErrBadConstraints, ...).
 	ErrorTypeInvalidRequest = "invalid_request"
+	// What the request names does not exist: a circuit, a job, a trace
+	// (circuits.ErrUnknownCircuit, engine.ErrUnknownJob,
+	// tracefile.ErrTraceNotFound).
+	ErrorTypeNotFound = "not_found"
+	// The request id is already used for another proof
+	// (engine.ErrRequestConflict).
+	ErrorTypeConflict = "conflict"
+	// The job has already finished, so it can no longer be cancelled
+	// (engine.ErrJobFinished).
+	ErrorTypeFinished = "finished"
+	// A restart of the daemon interrupted the job; submitting the same
+	// request id again proves it (engine.ErrInterrupted).
+	ErrorTypeInterrupted = "interrupted"
+	// What the work needs is not available now, though it may be later: the
+	// engine shut down (engine.ErrClosed), a state file locked by another
+	// daemon (journal.ErrLocked), CUPTI held by another tool
+	// (cupti.ErrInUse), spans an exporter could not send
+	// (otelcuzk.ErrSpansDropped).
+	ErrorTypeUnavailable = "unavailable"
 	// The witness is not gnark's binary format over the scalar field, is
 	// missing, or has the wrong number of values (prover.ErrBadWitness,
 	// prover.ErrWitnessSize).
@@ -127,7 +147,8 @@ const (
 	// The witness does not satisfy the constraints (prover.ErrUnsatisfied).
 	ErrorTypeUnsatisfied = "unsatisfied"
 	// Not a BLS12-381 R1CS of gnark, or an operation this build or host
-	// does not support (prover.ErrUnsupported, errors.ErrUnsupported).
+	// does not support (prover.ErrUnsupported, errors.ErrUnsupported,
+	// cupti.ErrNoCUPTI, cupti.ErrVersion).
 	ErrorTypeUnsupported = "unsupported"
 	// The proving key does not belong to the constraint system
 	// (prover.ErrKeyMismatch).
@@ -141,10 +162,11 @@ const (
 	// (msm.ErrBaseBudget).
 	ErrorTypeOverBudget = "over_budget"
 	// Host or device memory cannot hold the work (cudaspans.ErrOutOfMemory,
-	// msm.ErrTooLarge, circuits.ErrTooLarge).
+	// msm.ErrTooLarge, circuits.ErrTooLargeForHost).
 	ErrorTypeOutOfMemory = "out_of_memory"
 	// No usable device or backend (cudaspans.ErrNoDevice,
-	// prover.ErrBackendUnavailable, engine.ErrNoDevice).
+	// prover.ErrBackendUnavailable, prover.ErrNoDeviceMemory,
+	// engine.ErrNoWorker).
 	ErrorTypeNoDevice = "no_device"
 	// The device can no longer be trusted with work: a sticky CUDA error
 	// (cudaspans.ErrSticky, prover.ErrDeviceFault).
@@ -158,8 +180,9 @@ const (
 	// A file or operating-system call failed (*fs.PathError, *os.LinkError,
 	// *os.SyscallError, syscall.Errno, io.ErrUnexpectedEOF).
 	ErrorTypeIO = "io"
-	// A cache file's bytes are not the ones written (failed checksums, no
-	// checksum trailer) or cannot be decoded (prover/keycache).
+	// Stored or received bytes are not the ones written (failed checksums,
+	// no checksum trailer) or cannot be decoded (prover/keycache,
+	// journal.ErrCorrupt, tracefile.ErrMalformed).
 	ErrorTypeCorrupt = "corrupt"
 	// The traced function panicked (RunTask).
 	ErrorTypePanic = "panic"

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrMismatch is wrapped by DiffProfiles' errors for inputs that cannot be
 // compared: traces of different circuits or with no root span in common.
-var ErrMismatch = errors.New("traces cannot be compared")
+var ErrMismatch = semconv.NewError(semconv.ErrorTypeInvalidRequest, "traces cannot be compared")
 
 // PathSep joins span names into a DiffNode.Path for display.
 const PathSep = "/"

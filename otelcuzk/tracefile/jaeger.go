@@ -14,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrTraceNotFound is returned (wrapped) when a backend has no trace of the
 // asked id (Jaeger's and Tempo's HTTP 404).
-var ErrTraceNotFound = errors.New("tracefile: trace not found")
+var ErrTraceNotFound = semconv.NewError(semconv.ErrorTypeNotFound, "tracefile: trace not found")
 
 // maxResponseBytes bounds what is read from a backend: a proof's trace is a
 // few hundred spans, a search result a few hundred traces.

@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ErrMalformed is wrapped by every error about the content of the input (as
 // opposed to an error reading it).
-var ErrMalformed = errors.New("malformed OTLP JSON")
+var ErrMalformed = semconv.NewError(semconv.ErrorTypeCorrupt, "malformed OTLP JSON")
 
 // ReadOTLPJSONLines reads OTLP JSON traces (OpenTelemetry Protocol
 // specification, "JSON Protobuf Encoding"): one {"resourceSpans":[...]}

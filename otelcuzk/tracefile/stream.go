@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // DefaultMaxLineBytes caps one JSON value in ScanOTLPJSONLines: far above
@@ -17,7 +18,7 @@ import (
 const DefaultMaxLineBytes = 64 << 20
 
 // ErrLineTooLong is wrapped by the skip error of a value over the cap.
-var ErrLineTooLong = errors.New("line over the size cap")
+var ErrLineTooLong = semconv.NewError(semconv.ErrorTypeInvalidRequest, "line over the size cap")
 
 // ScanOptions controls ScanOTLPJSONLines. The zero value reads every span
 // with the default cap.

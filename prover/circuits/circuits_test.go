@@ -172,11 +172,11 @@ func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
 	if err := checkMemory("mulchain", 1<<10, 8<<30); err != nil {
 		t.Errorf("2^10 in 8 GiB: %v", err)
 	}
-	if err := checkMemory("mulchain", 1<<30, 8<<30); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("2^30 in 8 GiB: %v, want ErrTooLarge", err)
+	if err := checkMemory("mulchain", 1<<30, 8<<30); !errors.Is(err, ErrTooLargeForHost) {
+		t.Errorf("2^30 in 8 GiB: %v, want ErrTooLargeForHost", err)
 	}
-	if err := checkMemory("merkle", MaxConstraints, 1<<30); !errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), "17179869184") {
-		t.Errorf("2^32: %v, want ErrTooLarge with the estimate (no overflow)", err)
+	if err := checkMemory("merkle", MaxConstraints, 1<<30); !errors.Is(err, ErrTooLargeForHost) || strings.Contains(err.Error(), "17179869184") {
+		t.Errorf("2^32: %v, want ErrTooLargeForHost with the estimate (no overflow)", err)
 	}
 	if err := CheckMemory("mulchain", -1); !errors.Is(err, ErrBadConstraints) {
 		t.Errorf("negative: %v", err)

@@ -47,7 +47,7 @@ func meminfo(path, key string) (uint64, error) {
 
 // CheckMemory estimates the memory that compiling, setting up and proving
 // circuit name at constraints needs, and returns an error wrapping
-// ErrTooLarge when it exceeds MemAvailable, before anything is allocated.
+// ErrTooLargeForHost when it exceeds MemAvailable, before anything is allocated.
 // Errors also wrap ErrUnknownCircuit, ErrNotBuiltin or ErrBadConstraints
 // (constraints not positive or above MaxConstraints).
 func CheckMemory(name string, constraints int) error {
@@ -69,7 +69,7 @@ func checkMemory(name string, constraints int, avail uint64) error {
 	need := s.MemoryBytes(constraints)
 	if need > avail {
 		return fmt.Errorf("%w: %s with %d constraints needs about %.1f GiB, %.1f GiB available",
-			ErrTooLarge, name, constraints, float64(need)/(1<<30), float64(avail)/(1<<30))
+			ErrTooLargeForHost, name, constraints, float64(need)/(1<<30), float64(avail)/(1<<30))
 	}
 	return nil
 }

@@ -32,16 +32,21 @@ import (
 // Errors callers branch on.
 var (
 	// ErrUnknownCircuit is returned for a name no circuit is registered
-	// under. error.type invalid_request.
-	ErrUnknownCircuit = semconv.NewError(semconv.ErrorTypeInvalidRequest, "unknown circuit")
+	// under. error.type not_found.
+	ErrUnknownCircuit = semconv.NewError(semconv.ErrorTypeNotFound, "unknown circuit")
 	// ErrBadConstraints is returned for a constraint count that is zero,
 	// negative, or too small or too large for the circuit's shape.
 	// error.type invalid_request.
 	ErrBadConstraints = semconv.NewError(semconv.ErrorTypeInvalidRequest, "bad constraint count")
-	// ErrTooLarge is returned by CheckMemory when the estimated memory of
-	// compile, setup and prove exceeds what this machine has available.
-	// error.type out_of_memory.
-	ErrTooLarge = semconv.NewError(semconv.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
+	// ErrTooLargeForHost is returned by CheckMemory when the estimated
+	// host memory of compile, setup and prove exceeds what this machine
+	// has available. error.type out_of_memory. (msm.ErrTooLarge is an MSM
+	// too large for the device's memory.)
+	ErrTooLargeForHost = semconv.NewError(semconv.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
+	// ErrTooLarge is ErrTooLargeForHost under its old name.
+	//
+	// Deprecated: use ErrTooLargeForHost.
+	ErrTooLarge = ErrTooLargeForHost
 	// ErrNotBuiltin is returned by Build and CheckMemory for a circuit
 	// registered from files: it is read, not built, and has no estimate.
 	// error.type invalid_request.

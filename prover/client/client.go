@@ -16,7 +16,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
@@ -666,7 +666,7 @@ func (c *Client) EvictKeys(ctx context.Context, circuit string, constraints uint
 }
 
 // ErrNoResult is returned by ResultOf for an error without a job result.
-var ErrNoResult = errors.New("client: error carries no job result")
+var ErrNoResult = semconv.NewError(semconv.ErrorTypeInvalidRequest, "client: error carries no job result")
 
 // ResultOf returns the job result the daemon attached to err (a failed or
 // cancelled job's id, trace id and error), or ErrNoResult.

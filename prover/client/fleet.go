@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -414,7 +415,7 @@ func (c *Client) splitJob(id string) (addr, daemonID string, err error) {
 
 // ErrSeveralDaemons is returned by Status on a client of several daemons:
 // ask each with StatusAt.
-var ErrSeveralDaemons = errors.New("client: several daemons: ask each with StatusAt")
+var ErrSeveralDaemons = semconv.NewError(semconv.ErrorTypeInvalidRequest, "client: several daemons: ask each with StatusAt")
 
 // DialAddrs returns a client of several daemons ("host:port" each, at
 // least one, no duplicates) that spreads jobs over them with gRPC's own

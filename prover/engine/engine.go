@@ -388,7 +388,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		return JobInfo{}, ErrClosed
 	}
 	if e.healthy == 0 {
-		return JobInfo{}, fmt.Errorf("%w: every device worker faulted", ErrNoDevice)
+		return JobInfo{}, fmt.Errorf("%w: every device worker faulted", ErrNoWorker)
 	}
 	if e.queued > 0 && e.queued+len(parts) > e.cfg.queueSize {
 		return JobInfo{}, fmt.Errorf("%w (%d partitions queued, capacity %d)", ErrQueueFull, e.queued, e.cfg.queueSize)

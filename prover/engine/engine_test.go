@@ -792,10 +792,14 @@ func TestEngineErrorsDeclareTheirErrorType(t *testing.T) {
 	}{
 		{fmt.Errorf("a: %w", ErrQueueFull), otelcuzk.ErrorTypeQueueFull},
 		{fmt.Errorf("a: %w", ErrOverBudget), otelcuzk.ErrorTypeOverBudget},
-		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
+		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoWorker), otelcuzk.ErrorTypeNoDevice},
 		{ErrEmptyRequestID, otelcuzk.ErrorTypeInvalidRequest},
 		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, prover.ErrBadWitness), otelcuzk.ErrorTypeInvalidRequest},
-		{ErrRequestConflict, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrRequestConflict, otelcuzk.ErrorTypeConflict},
+		{fmt.Errorf("job 3: %w", ErrInterrupted), otelcuzk.ErrorTypeInterrupted},
+		{ErrUnknownJob, otelcuzk.ErrorTypeNotFound},
+		{ErrJobFinished, otelcuzk.ErrorTypeFinished},
+		{ErrClosed, otelcuzk.ErrorTypeUnavailable},
 		{fmt.Errorf("load: %w", context.Canceled), otelcuzk.ErrorTypeCanceled},
 		// Shutdown's error for queued jobs wraps both; ErrCancelled names it.
 		{fmt.Errorf("%w: %w", ErrCancelled, ErrClosed), otelcuzk.ErrorTypeCanceled},

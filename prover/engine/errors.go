@@ -1,15 +1,11 @@
 package engine
 
-import (
-	"errors"
+import "github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
-)
-
-// Errors the engine returns; callers branch on them with errors.Is. Those a
-// job's span can end with declare their error.type (semconv.NewError);
-// ErrUnknownJob, ErrJobFinished and ErrClosed answer calls that make no
-// span (ErrClosed reaches a span only beside ErrCancelled, which names it).
+// Errors the engine returns; callers branch on them with errors.Is. Each
+// declares its error.type (semconv.NewError), from which the daemon's gRPC
+// code follows (cuzkv1.CodeOf); ErrClosed reaches a span only beside
+// ErrCancelled, which names it.
 var (
 	// ErrQueueFull is returned by Submit when the queue holds its maximum
 	// number of jobs (the daemon answers RESOURCE_EXHAUSTED).
@@ -19,10 +15,15 @@ var (
 	// budget (WithMemoryBudget): it could never be admitted (the daemon
 	// answers RESOURCE_EXHAUSTED, the message names both numbers).
 	ErrOverBudget = semconv.NewError(semconv.ErrorTypeOverBudget, "engine: job larger than the memory budget")
-	// ErrNoDevice is the error of jobs that were waiting when the last
+	// ErrNoWorker is the error of jobs that were waiting when the last
 	// healthy device worker faulted (prover.ErrDeviceFault), and of Submit
 	// from then on (the daemon answers UNAVAILABLE).
-	ErrNoDevice = semconv.NewError(semconv.ErrorTypeNoDevice, "engine: no healthy device worker left")
+	ErrNoWorker = semconv.NewError(semconv.ErrorTypeNoDevice, "engine: no healthy device worker left")
+	// ErrNoDevice is ErrNoWorker under its old name (cudaspans.ErrNoDevice
+	// means no CUDA device at all).
+	//
+	// Deprecated: use ErrNoWorker.
+	ErrNoDevice = ErrNoWorker
 	// ErrEmptyRequestID is returned by Submit for a request without a
 	// request id: the id is the idempotency key and cannot be made up.
 	ErrEmptyRequestID = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: empty request id")
@@ -32,15 +33,15 @@ var (
 	ErrInvalidRequest = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: invalid request")
 	// ErrUnknownJob is returned for a job id the engine does not know, or
 	// whose result it no longer keeps.
-	ErrUnknownJob = errors.New("engine: unknown job")
+	ErrUnknownJob = semconv.NewError(semconv.ErrorTypeNotFound, "engine: unknown job")
 	// ErrCancelled is the error of a job cancelled by Cancel or by Shutdown.
 	ErrCancelled = semconv.NewError(semconv.ErrorTypeCanceled, "engine: job cancelled")
 	// ErrClosed is returned by Submit after Shutdown began; jobs still
 	// queued when Shutdown began fail with an error wrapping both
 	// ErrCancelled and ErrClosed.
-	ErrClosed = errors.New("engine: shut down")
+	ErrClosed = semconv.NewError(semconv.ErrorTypeUnavailable, "engine: shut down")
 	// ErrJobFinished is returned by Cancel for a job that already ended.
-	ErrJobFinished = errors.New("engine: job already finished")
+	ErrJobFinished = semconv.NewError(semconv.ErrorTypeFinished, "engine: job already finished")
 	// ErrRequestConflict is returned by Submit for a request id the engine
 	// already has a job for with another circuit, size or witness: an
 	// idempotency key names one proof, and answering with the other
@@ -49,6 +50,6 @@ var (
 	// unfinished at start: the daemon stopped (crashed, was killed or
 	// restarted) while it ran. Submitting the same request id proves it
 	// again (the daemon answers ABORTED: retry).
-	ErrInterrupted     = semconv.NewError(semconv.ErrorTypeCanceled, "engine: interrupted by a restart")
-	ErrRequestConflict = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: request id already used for another proof")
+	ErrInterrupted     = semconv.NewError(semconv.ErrorTypeInterrupted, "engine: interrupted by a restart")
+	ErrRequestConflict = semconv.NewError(semconv.ErrorTypeConflict, "engine: request id already used for another proof")
 )

@@ -448,7 +448,7 @@ func (e *Engine) holdAbandoned(t *task, ab prover.AbandonedWork, worker string) 
 // device fault on task t: t goes back to the head of its priority's queue
 // (to be synthesized again on a pipelined engine: the prove consumed its
 // buffers) for another worker; when no healthy worker is left, t and every
-// job still waiting fail with ErrNoDevice.
+// job still waiting fail with ErrNoWorker.
 func (e *Engine) deviceFault(i int, t *task, err error) {
 	w := e.workers[i].Name
 	now := e.cfg.now()
@@ -468,7 +468,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 		e.queued++
 		j.refresh()
 	} else if e.healthy == 0 {
-		cause := fmt.Errorf("%w: the last one, %s, faulted: %v", ErrNoDevice, w, err)
+		cause := fmt.Errorf("%w: the last one, %s, faulted: %v", ErrNoWorker, w, err)
 		for _, other := range e.jobs {
 			if other != j && !other.state.Finished() && other.failed == nil && !other.cancelled {
 				other.failed = fmt.Errorf("engine: job %s: %w", other.id, cause)

@@ -26,6 +26,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -42,12 +43,12 @@ const (
 	DefaultMaxBytes = 64 << 20
 )
 
-// Errors callers branch on.
+// Errors callers branch on, each with its error.type (semconv.NewError).
 var (
 	// ErrLocked: another process (a daemon) holds the journal's file.
-	ErrLocked = errors.New("journal: state file is locked by another process (another daemon uses this --state-dir)")
+	ErrLocked = semconv.NewError(semconv.ErrorTypeUnavailable, "journal: state file is locked by another process (another daemon uses this --state-dir)")
 	// ErrCorrupt: the file is not a journal bbolt can read.
-	ErrCorrupt = errors.New("journal: state file is corrupt")
+	ErrCorrupt = semconv.NewError(semconv.ErrorTypeCorrupt, "journal: state file is corrupt")
 )
 
 // InterruptedError is the Error of a record Open found unfinished.

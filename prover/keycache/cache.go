@@ -46,9 +46,10 @@ import (
 // EnvCacheDir overrides the cache directory.
 const EnvCacheDir = "CUZK_CACHE_DIR"
 
-// ErrUnsupported is returned for a constraint system that is not over
-// BLS12-381.
-var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "keycache: only BLS12-381 constraint systems are supported")
+// ErrUnsupported is returned for a constraint system, key or witness that
+// is not a BLS12-381 R1CS of gnark (a PLONK system, another curve), here
+// and, as prover.ErrUnsupported, by the prover. error.type unsupported.
+var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "not supported")
 
 // DefaultDir returns $CUZK_CACHE_DIR when set, else
 // <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
@@ -231,10 +232,10 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		endSpan(span, err)
 	}()
 	if ccs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
-		return nil, fmt.Errorf("%w (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
+		return nil, fmt.Errorf("keycache: %w: only BLS12-381 constraint systems (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
 	}
 	if r, ok := ccs.(*cs_bls12381.R1CS); !ok || r.Type != constraint.SystemR1CS {
-		return nil, fmt.Errorf("%w (a PLONK SparseR1CS or another constraint system: %T)", ErrUnsupported, ccs)
+		return nil, fmt.Errorf("keycache: %w: only BLS12-381 R1CS (a PLONK SparseR1CS or another constraint system: %T)", ErrUnsupported, ccs)
 	}
 	source := "circuit_cache"
 	if hash == "" {
@@ -543,7 +544,7 @@ func (c *Cache) showProgress() bool {
 func writeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.VerifyingKey) error {
 	gpk, ok := pk.(*groth16_bls12381.ProvingKey)
 	if !ok {
-		return fmt.Errorf("%w: proving key %T", ErrUnsupported, pk)
+		return fmt.Errorf("keycache: %w: proving key %T", ErrUnsupported, pk)
 	}
 	if _, err := vk.WriteTo(w); err != nil {
 		return fmt.Errorf("write verifying key: %w", err)

@@ -301,7 +301,7 @@ const circuitFormat = 2
 func storeCircuit(path string, ccs constraint.ConstraintSystem, meta circuitMeta) (string, error) {
 	r1cs, ok := ccs.(*cs_bls12381.R1CS)
 	if !ok {
-		return "", fmt.Errorf("%w: constraint system %T", ErrUnsupported, ccs)
+		return "", fmt.Errorf("keycache: %w: constraint system %T", ErrUnsupported, ccs)
 	}
 	hash, err := Hash(ccs)
 	if err != nil {

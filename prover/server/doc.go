@@ -15,7 +15,8 @@
 // (proof_kind set) is checked (CheckFilecoin) and, as this daemon proves
 // its own circuits only, refused with UNIMPLEMENTED naming the kind.
 //
-// Status codes: INVALID_ARGUMENT for an empty request id, an unknown
+// Status codes, each the code of the error's error.type (cuzkv1.CodeOf,
+// the one table): INVALID_ARGUMENT for an empty request id, an unknown
 // proof_kind, sector_size or registered_proof (naming the field), a
 // request with neither a proof kind nor a circuit, a malformed or
 // out-of-field witness, a witness of the wrong size or one the circuit
@@ -27,8 +28,10 @@
 // alone answers INTERNAL); metadata over MaxHeaderBytes is refused by the
 // HTTP/2 layer (INTERNAL, never retried by default, the connection kept); NOT_FOUND for an unknown circuit or job;
 // RESOURCE_EXHAUSTED for a full queue, a proof whose estimated memory
-// exceeds the engine's memory budget (and, from grpc itself, a message
-// over the size limit); CANCELLED for a cancelled job; DEADLINE_EXCEEDED
+// exceeds the engine's memory budget or the host's memory, out of device
+// memory (and, from grpc itself, a message over the size limit);
+// ALREADY_EXISTS for a request id used for another proof;
+// FAILED_PRECONDITION for a cancel of a finished job; CANCELLED for a cancelled job; DEADLINE_EXCEEDED
 // when AwaitProof's wait ends first; UNAVAILABLE while shutting down;
 // UNAUTHENTICATED without the bearer token when one is configured;
 // ABORTED for a job a restart interrupted (engine.ErrInterrupted: submit

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -268,41 +269,19 @@ var jobStatus = map[engine.State]cuzkv1.JobStatus{
 
 func stateTo(s engine.State) cuzkv1.JobStatus { return jobStatus[s] }
 
-// Code maps an engine or prover error to the gRPC status code the daemon
-// answers with (see the package doc).
+// Code is the gRPC status code the daemon answers err with: the code of
+// its error.type (semconv.ErrorType) by the one table, cuzkv1.CodeOf (see
+// the package doc). An error no sentinel names (_OTHER) that carries a
+// gRPC status, as an upstream daemon's answer does, keeps that status's
+// code; OK for nil.
 func Code(err error) codes.Code {
-	switch {
-	case err == nil:
-		return codes.OK
-	case errors.Is(err, engine.ErrCancelled), errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrOverBudget):
-		return codes.ResourceExhausted
-	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrNoDevice):
-		return codes.Unavailable
-	case errors.Is(err, engine.ErrUnknownJob), errors.Is(err, prover.ErrUnknownCircuit):
-		return codes.NotFound
-	case errors.Is(err, engine.ErrJobFinished):
-		return codes.FailedPrecondition
-	case errors.Is(err, engine.ErrRequestConflict):
-		return codes.AlreadyExists
-	case errors.Is(err, engine.ErrInterrupted):
-		return codes.Aborted
-	case errors.Is(err, engine.ErrEmptyRequestID), errors.Is(err, engine.ErrInvalidRequest),
-		errors.Is(err, prover.ErrBadWitness), errors.Is(err, prover.ErrWitnessSize),
-		errors.Is(err, prover.ErrUnsatisfied), errors.Is(err, prover.ErrUnsupported),
-		errors.Is(err, circuits.ErrBadConstraints), errors.Is(err, circuits.ErrTooLarge),
-		errors.Is(err, prover.ErrKeyMismatch):
-		return codes.InvalidArgument
-	case errors.Is(err, prover.ErrBackendUnavailable):
-		return codes.Unavailable
+	t := semconv.ErrorType(err)
+	if t == semconv.ErrorTypeOther {
+		if st, ok := status.FromError(err); ok {
+			return st.Code()
+		}
 	}
-	if st, ok := status.FromError(err); ok {
-		return st.Code()
-	}
-	return codes.Internal
+	return cuzkv1.CodeOf(t)
 }
 
 // statusErr turns err into a gRPC status error.

@@ -285,29 +285,6 @@ func bytesOf(b byte, n int) []byte {
 	return out
 }
 
-func TestCodeMapsEveryError(t *testing.T) {
-	for err, want := range map[error]codes.Code{
-		engine.ErrQueueFull:       codes.ResourceExhausted,
-		engine.ErrEmptyRequestID:  codes.InvalidArgument,
-		engine.ErrUnknownJob:      codes.NotFound,
-		engine.ErrJobFinished:     codes.FailedPrecondition,
-		engine.ErrRequestConflict: codes.AlreadyExists,
-		engine.ErrInterrupted:     codes.Aborted,
-		engine.ErrClosed:          codes.Unavailable,
-		fmt.Errorf("%w: %w", engine.ErrCancelled, engine.ErrClosed): codes.Canceled,
-		fmt.Errorf("x: %w", prover.ErrUnknownCircuit):               codes.NotFound,
-		fmt.Errorf("x: %w", prover.ErrWitnessSize):                  codes.InvalidArgument,
-		fmt.Errorf("x: %w", prover.ErrUnsatisfied):                  codes.InvalidArgument,
-		fmt.Errorf("x: %w", prover.ErrBadWitness):                   codes.InvalidArgument,
-		context.DeadlineExceeded:                                    codes.DeadlineExceeded,
-		errors.New("device lost"):                                   codes.Internal,
-	} {
-		if got := Code(err); got != want {
-			t.Errorf("Code(%v) = %v, want %v", err, got, want)
-		}
-	}
-}
-
 func TestBadRequestsInterleavedWithGoodOnes(t *testing.T) {
 	d := startDaemon(t, nil, WithMaxMessageBytes(1<<20))
 	c := d.client(t)

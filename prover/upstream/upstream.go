@@ -275,7 +275,7 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 	if err != nil {
 		j.span.RecordError(err)
 		j.span.SetStatus(codes.Error, err.Error())
-		j.span.SetAttributes(otelcuzk.KeyErrorType.String(errorType(status.Code(err))))
+		j.span.SetAttributes(otelcuzk.KeyErrorType.String(cuzkv1.ErrorTypeOf(status.Code(err))))
 		j.span.End(trace.WithTimestamp(arrived))
 		return
 	}
@@ -324,18 +324,6 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 		j.span.SetAttributes(otelcuzk.KeyErrorType.String(otelcuzk.ErrorTypeOther))
 	}
 	j.span.End(trace.WithTimestamp(arrived))
-}
-
-func errorType(c grpccodes.Code) string {
-	switch c {
-	case grpccodes.Canceled:
-		return otelcuzk.ErrorTypeCanceled
-	case grpccodes.DeadlineExceeded:
-		return otelcuzk.ErrorTypeDeadlineExceeded
-	case grpccodes.InvalidArgument, grpccodes.NotFound:
-		return otelcuzk.ErrorTypeInvalidRequest
-	}
-	return otelcuzk.ErrorTypeOther
 }
 
 // Prove forwards r to the upstream's Prove as one job, from the call to
