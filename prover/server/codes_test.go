@@ -24,9 +24,11 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
+	"github.com/otelcuzk/otelcuzk/prover/setup"
 
 	"github.com/otelcuzk/otelcuzk/prover"
 )
@@ -87,6 +89,9 @@ var sentinels = []struct {
 	{"otelcuzk.ErrSpansDropped", otelcuzk.ErrSpansDropped, codes.Unavailable},
 	{"client.ErrSeveralDaemons", client.ErrSeveralDaemons, codes.InvalidArgument},
 	{"client.ErrNoResult", client.ErrNoResult, codes.InvalidArgument},
+	{"setup.ErrUnsupported", setup.ErrUnsupported, codes.InvalidArgument},
+	{"setup.ErrToxicWaste", setup.ErrToxicWaste, codes.InvalidArgument},
+	{"fixedbase.ErrClosed", fixedbase.ErrClosed, codes.Unavailable},
 }
 
 // TestEverySentinelHasAnErrorTypeAndItsCode: every sentinel of the module

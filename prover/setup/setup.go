@@ -2,7 +2,6 @@ package setup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/big"
 
@@ -23,7 +22,7 @@ import (
 
 // ErrUnsupported is wrapped by the error for a constraint system that is
 // not a BLS12-381 R1CS (a PLONK SparseR1CS, another curve).
-var ErrUnsupported = errors.New("setup: only BLS12-381 R1CS constraint systems are supported")
+var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "setup: only BLS12-381 R1CS constraint systems are supported")
 
 // Option configures Setup.
 type Option interface{ apply(*config) }

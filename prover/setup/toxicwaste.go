@@ -1,11 +1,12 @@
 package setup
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // ToxicWaste is the secret randomness of one Groth16 setup, in gnark's
@@ -56,7 +57,7 @@ func sigmaPtrs(s []fr.Element) []*fr.Element {
 }
 
 // ErrToxicWaste is wrapped by the errors of secrets that cannot make keys.
-var ErrToxicWaste = errors.New("setup: unusable toxic waste")
+var ErrToxicWaste = semconv.NewError(semconv.ErrorTypeInvalidRequest, "setup: unusable toxic waste")
 
 // check refuses secrets that make no keys: a zero value (γ and δ are
 // inverted, α and β would zero the proof), τ a root of unity of the domain

@@ -253,7 +253,7 @@ func (e *Engine) MulG2(ctx context.Context, scalars []fr.Element, out []curve.G2
 }
 
 // ErrClosed is returned by the methods of a closed Engine.
-var ErrClosed = errors.New("fixedbase: engine closed")
+var ErrClosed = semconv.NewError(semconv.ErrorTypeUnavailable, "fixedbase: engine closed")
 
 // run computes the points of scalars into out (len(scalars) affine points
 // of g) in passes of at most e.chunk scalars: scalars up, the
