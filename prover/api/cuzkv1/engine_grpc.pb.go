@@ -93,7 +93,8 @@ type ProvingEngineClient interface {
 	CancelProof(ctx context.Context, in *CancelProofRequest, opts ...grpc.CallOption) (*CancelProofResponse, error)
 	// GetStatus reports GPUs, loaded keys, queues and totals in cuzk's
 	// fields, and this daemon's devices, workers, stages, memory budget,
-	// readiness and running jobs in its own.
+	// readiness, queued and running jobs and the synthesis tuning in its
+	// own.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*GetStatusResponse, error)
 	// GetMetrics returns the daemon's metrics in the Prometheus text
 	// exposition format (the text its /metrics endpoint serves).
@@ -264,7 +265,8 @@ type ProvingEngineServer interface {
 	CancelProof(context.Context, *CancelProofRequest) (*CancelProofResponse, error)
 	// GetStatus reports GPUs, loaded keys, queues and totals in cuzk's
 	// fields, and this daemon's devices, workers, stages, memory budget,
-	// readiness and running jobs in its own.
+	// readiness, queued and running jobs and the synthesis tuning in its
+	// own.
 	GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error)
 	// GetMetrics returns the daemon's metrics in the Prometheus text
 	// exposition format (the text its /metrics endpoint serves).
