@@ -33,7 +33,7 @@ grep -qx /.devpack.txz "$ex" 2>/dev/null || echo /.devpack.txz >> "$ex"
 keep=$(mktemp -d)
 [ -d .dev/cache ] && mv .dev/cache "$keep/"
 # The packages with GPU tests (bench/device-session.sh runs them all).
-GOFLAGS=-ldflags=-s "$pack" ./cudaspans ./cudaspans/internal/ctest ./prover/gpu ./prover/gpu/msm ./prover/gpu/ntt ./cupti ./examples/foreign-cuda
+GOFLAGS=-ldflags=-s "$pack" ./cudaspans ./cudaspans/internal/ctest ./prover/gpu ./prover/gpu/msm ./prover/gpu/ntt ./prover/gpu/fixedbase ./cupti ./examples/foreign-cuda
 [ -d "$keep/cache" ] && mv "$keep/cache" .dev/
 rmdir "$keep" 2>/dev/null || rm -rf "$keep"
 export GOOS=linux GOARCH=amd64 CGO_ENABLED=1
@@ -48,7 +48,7 @@ if ! go version -m .dev/bin/cuzk | grep -q 'vcs.modified=false'; then
 fi
 sh examples/foreign-cuda/build.sh .dev/bin/foreign-cuda
 sh examples/gorgonia-cu/build.sh .dev/bin/gorgonia-cu || echo "pack-device: examples/gorgonia-cu not built (see its README)"
-for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench keyload; do
+for p in gpuprove nttbench msmbench cuptibench daemonbench synthbench keyload setupbench; do
 	go build -buildvcs=true "${strip[@]}" -o ".dev/bin/$p" "./bench/$p" # synthbench, keyload: the circuit cache of cuzk setup
 done
 cp bench/device-session.sh .dev/device-session.sh
