@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
@@ -75,7 +75,7 @@ func (e *Engine) restore() error {
 		case st == StateCancelled:
 			j.err = fmt.Errorf("%w: %s", ErrCancelled, r.Error)
 		case st == StateFailed:
-			j.err = errors.New(r.Error)
+			j.err = &restoredError{msg: r.Error, typ: r.ErrorType}
 		}
 		close(j.done)
 		e.jobs[j.id] = j
@@ -99,8 +99,33 @@ func (e *Engine) record(j *job) journal.Record {
 	}
 	if j.err != nil {
 		r.Error = j.err.Error()
+		r.ErrorType = semconv.ErrorType(j.err)
 	}
 	return r
+}
+
+// restoredError is the error of a failed job read back from the journal:
+// its message, and the error.type it had (the record's), which it
+// declares (semconv.ErrorType) and matches with errors.Is against any
+// error of that type, so the restored job fails as it did: its error.type
+// and its gRPC code (an unsatisfied witness stays INVALID_ARGUMENT, not
+// INTERNAL). A record without a type reads as ErrorTypeOther.
+type restoredError struct{ msg, typ string }
+
+func (e *restoredError) Error() string { return e.msg }
+
+func (e *restoredError) ErrorType() string {
+	if e.typ == "" {
+		return semconv.ErrorTypeOther
+	}
+	return e.typ
+}
+
+// Is reports whether target declares this error's type (other than
+// ErrorTypeOther, which says nothing of the kind).
+func (e *restoredError) Is(target error) bool {
+	t, ok := target.(interface{ ErrorType() string })
+	return ok && e.typ != "" && e.typ != semconv.ErrorTypeOther && t.ErrorType() == e.typ
 }
 
 // journalPut writes r, counting a failure (Status.JournalErrors, and the

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
@@ -86,5 +88,42 @@ func TestJobsOutliveARestartThroughTheJournal(t *testing.T) {
 	}
 	if st := e2.Status(); st.JournalErrors != 0 {
 		t.Errorf("journal errors: %d (%s)", st.JournalErrors, st.JournalError)
+	}
+}
+
+// A failed job read back from the journal fails as it did: its error.type
+// (unsatisfied here) and what callers branch on (errors.Is with
+// prover.ErrUnsatisfied, which the daemon answers INVALID_ARGUMENT), not a
+// bare message of type _OTHER that the daemon answered INTERNAL.
+func TestARestoredFailedJobKeepsItsErrorType(t *testing.T) {
+	dir := t.TempDir()
+	jr := openJournal(t, dir)
+	bad := runnerFunc(func(context.Context, *prover.Request) (*prover.Result, error) {
+		return nil, fmt.Errorf("synthesize: %w: constraint #3 is not satisfied", prover.ErrUnsatisfied)
+	})
+	e1, err := New([]Worker{{Name: "w0", Runner: bad}}, WithJournal(jr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := mustSubmit(t, e1, req("unsat", priority.Normal))
+	before, _ := await(t, e1, j.ID)
+	if err := e1.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	jr.Close()
+	e2 := newEngine(t, []prover.Runner{bad}, WithJournal(openJournal(t, dir)))
+	after, ok := e2.JobByRequest("unsat")
+	if !ok || after.State != StateFailed {
+		t.Fatalf("after the restart: %+v %v, want the failed job", after, ok)
+	}
+	if got, want := semconv.ErrorType(after.Err), semconv.ErrorType(before.Err); got != want || got != semconv.ErrorTypeUnsatisfied {
+		t.Errorf("error.type after the restart %q, before %q; want %q", got, want, semconv.ErrorTypeUnsatisfied)
+	}
+	if !errors.Is(after.Err, prover.ErrUnsatisfied) || errors.Is(after.Err, prover.ErrBadWitness) {
+		t.Errorf("restored error %v: errors.Is ErrUnsatisfied %v, ErrBadWitness %v; want true, false",
+			after.Err, errors.Is(after.Err, prover.ErrUnsatisfied), errors.Is(after.Err, prover.ErrBadWitness))
+	}
+	if after.Err.Error() != before.Err.Error() {
+		t.Errorf("message %q after the restart, %q before", after.Err, before.Err)
 	}
 }

@@ -81,9 +81,13 @@ type Record struct {
 	Priority    int    `json:"priority"`
 	State       State  `json:"state"`
 	// Error says why a failed, cancelled or interrupted job ended.
-	Error   string `json:"error,omitempty"`
-	TraceID string `json:"trace_id,omitempty"`
-	Worker  string `json:"worker,omitempty"`
+	Error string `json:"error,omitempty"`
+	// ErrorType is the error.type of Error (semconv.ErrorType: bad_witness,
+	// unsatisfied, ...), so a job read back fails as it did; "" in records
+	// written before it was kept.
+	ErrorType string `json:"error_type,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"`
+	Worker    string `json:"worker,omitempty"`
 	// Submitted, Started and Finished are wall clock times (zero: not yet).
 	Submitted time.Time `json:"submitted"`
 	Started   time.Time `json:"started,omitzero"`
