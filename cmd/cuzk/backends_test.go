@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 )
 
 type gateWarmer struct {
@@ -26,7 +29,7 @@ func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
 	}{{nil, "cuda: kernels ready after"}, {errors.New("no NVRTC"), "cuda: kernel warm-up failed after"}} {
 		var out bytes.Buffer
 		g := gateWarmer{make(chan struct{}), tc.err}
-		done := warmupInBackground(context.Background(), g, &out, 10*time.Millisecond)
+		done := warmupInBackground(context.Background(), g, &out, 10*time.Millisecond, warmupProgress{})
 		time.Sleep(50 * time.Millisecond)
 		close(g.release)
 		<-done
@@ -42,8 +45,31 @@ func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
 	var out bytes.Buffer
 	g := gateWarmer{make(chan struct{}), nil}
 	close(g.release)
-	<-warmupInBackground(context.Background(), g, &out, time.Second)
+	<-warmupInBackground(context.Background(), g, &out, time.Second, warmupProgress{})
 	if out.Len() != 0 {
 		t.Errorf("a quick warm-up printed %q", out.String())
+	}
+}
+
+// A kernel compile that ran long is measured: the next one says how long
+// it should take, and on a terminal (forced) draws a bar until it ends.
+func TestALongKernelCompileIsMeasuredForTheNextEstimate(t *testing.T) {
+	rate := filepath.Join(t.TempDir(), "kernel-compile-rate")
+	run := func(force bool) string {
+		var out logtest.Buffer
+		g := gateWarmer{make(chan struct{}), nil}
+		done := warmupInBackground(context.Background(), g, &out, 10*time.Millisecond, warmupProgress{RateFile: rate, Force: force})
+		time.Sleep(400 * time.Millisecond)
+		close(g.release)
+		<-done
+		return out.String()
+	}
+	if first := run(false); strings.Contains(first, "about") || strings.ContainsAny(first, "\r\x1b") {
+		t.Errorf("first compile: %q, want no estimate and no bar off a terminal", first)
+	}
+	second := run(true)
+	if !strings.Contains(second, "from the last compile measured here") || !strings.Contains(second, "cuda kernel compile") ||
+		!strings.Contains(second, "cuda: kernels ready after") {
+		t.Errorf("second compile: %q, want the estimate, a bar, then the ready line", second)
 	}
 }

@@ -160,7 +160,8 @@ func proveAction(c *cli.Context) (err error) {
 		rel.Close(context.Background())
 		return err
 	}
-	warmed := warmupInBackground(ctx, pipe, errOut, time.Second)
+	warmed := warmupInBackground(ctx, pipe, errOut, time.Second,
+		warmupProgress{RateFile: kernelRateFile(c.String("cache-dir")), Force: c.Bool("progress")})
 	req := &prover.Request{
 		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Circuit:     name,

@@ -40,6 +40,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
+	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -351,7 +353,14 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 		return nil, nil, false, err
 	}
 	_, dspan := c.tracer.Start(ctx, semconv.SpanKeysDecode)
-	pk, vk, err = c.decode(bytesReader(payload))
+	r := bytesReader(payload)
+	// A large key (GiBs at 2^26 and up) takes seconds to decode: said,
+	// and on a terminal a bar of the bytes read.
+	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
+		Line: fmt.Sprintf("keys: reading the %s proving key of %s", human.Bytes(uint64(len(payload))), path),
+		Bar:  "keys.decode", Total: int64(len(payload)), Done: r.bytesRead}, nil)
+	pk, vk, err = c.decode(r)
+	stop()
 	err = corrupt(err)
 	endSpan(dspan, err)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -204,7 +205,12 @@ func checkedPayload(data []byte) ([]byte, error) {
 type parallelReader struct {
 	data []byte
 	off  int
+	read atomic.Int64 // off, for a progress bar's goroutine
 }
+
+// bytesRead is the bytes read so far; safe to call while another
+// goroutine reads (it lags a Read in progress).
+func (r *parallelReader) bytesRead() int64 { return r.read.Load() }
 
 func bytesReader(b []byte) *parallelReader { return &parallelReader{data: b} }
 
@@ -228,6 +234,7 @@ func (r *parallelReader) Read(p []byte) (int, error) {
 		})
 	}
 	r.off += n
+	r.read.Store(int64(r.off))
 	return n, nil
 }
 

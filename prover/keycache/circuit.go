@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/consensys/gnark"
@@ -23,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -224,7 +226,9 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	})
 	if c.revision == "" {
 		outcome = CircuitCacheOff
+		done := c.compileProgress(circuit, constraints)
 		ccs, err := c.frontendCompile(ctx, fmt.Sprintf("compile:%s/%d", circuit, constraints), compile, nil)
+		done(err)
 		if err != nil {
 			return nil, err
 		}
@@ -250,9 +254,11 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 			fmt.Fprintf(c.progress, "circuit cache: %s unreadable (%v); compiling again\n", path, rerr)
 		}
 	}
+	done := c.compileProgress(circuit, constraints)
 	ccs, err := c.frontendCompile(ctx, "compile:"+path, compile, func(ccs constraint.ConstraintSystem) {
 		_, _ = storeCircuit(path, ccs, want)
 	})
+	done(err)
 	if err != nil {
 		return nil, err
 	}
@@ -434,4 +440,32 @@ func ignoreNotExist(err error) error {
 		return nil
 	}
 	return err
+}
+
+// compileRateFile, in the cache directory, holds the last compile of the
+// circuit measured on this host, as setupRateFile does for setups.
+func compileRateFile(circuit string) string { return "compile-rate-" + circuit }
+
+// compileProgress watches a compile of circuit at n constraints: once it
+// has run progressAfter, one line saying so, with the time it should take
+// from the last compile of that circuit measured here, and on a terminal
+// (or with force) a bar of the time left (a spinner without an estimate).
+// The returned done ends it; a compile that succeeded is recorded for the
+// next estimate.
+func (c *Cache) compileProgress(circuit string, n int) (done func(error)) {
+	rate := filepath.Join(c.dir, compileRateFile(circuit))
+	est, known := progress.Estimate(rate, int64(n))
+	line := fmt.Sprintf("circuit compile: %s, %d constraints; the first compile of it here has no estimate", circuit, n)
+	if known {
+		line = fmt.Sprintf("circuit compile: %s, %d constraints; about %s in all, from the last compile measured here", circuit, n, progress.Round(est))
+	}
+	start := time.Now()
+	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter, Line: line,
+		Bar: fmt.Sprintf("circuit compile, %s/%d", circuit, n), Estimate: est}, nil)
+	return func(err error) {
+		stop()
+		if err == nil {
+			progress.Record(rate, int64(n), time.Since(start))
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -340,4 +341,63 @@ func TestCorruptCachedCircuitIsRebuiltWithAOneLineWarning(t *testing.T) {
 			t.Error("damaged file not rebuilt")
 		}
 	}
+}
+
+// A compile that runs past progressAfter says so in one line (the first
+// of a circuit here with no estimate; the next, of another size, with one
+// from the last compile measured), on a log a line only; on a terminal
+// (forced here) a bar follows. The first go run's compile of a large size
+// printed nothing for seconds.
+func TestALongCompileSaysSoWithAnEstimateFromTheLastOne(t *testing.T) {
+	dir := t.TempDir()
+	slow := func(n int) func() (constraint.ConstraintSystem, error) {
+		return func() (constraint.ConstraintSystem, error) {
+			time.Sleep(300 * time.Millisecond)
+			return (&compiler{n: n}).compile()
+		}
+	}
+	var out syncBuffer
+	c, _ := New(dir, WithRevision("rev1"), WithProgress(&out, false))
+	c.progressAfter = 10 * time.Millisecond
+	if _, err := c.Compile(context.Background(), "mulchain", 1<<10, slow(1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "circuit compile: mulchain, 1024 constraints; the first compile of it here has no estimate\n" {
+		t.Errorf("first long compile, not a terminal: %q", got)
+	}
+	out.Reset()
+	c2, _ := New(dir, WithRevision("rev1"), WithProgress(&out, true))
+	c2.progressAfter = 10 * time.Millisecond
+	if _, err := c2.Compile(context.Background(), "mulchain", 1<<11, slow(1<<11)); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.HasPrefix(got, "circuit compile: mulchain, 2048 constraints; about ") || !strings.Contains(got, " in all, from the last compile measured here\n") ||
+		!strings.Contains(got, "circuit compile, mulchain/2048") {
+		t.Errorf("second long compile, forced bar: %q, want the line with an estimate, then the bar", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }

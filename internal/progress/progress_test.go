@@ -1,0 +1,81 @@
+package progress
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A step shorter than After says nothing; a longer one says its line
+// once, and with Force draws a bar of its bytes (half of them done: 50%); off
+// a terminal the line is all.
+func TestALongStepSaysItsLineThenABarOnlyOnATerminal(t *testing.T) {
+	var quiet syncBuffer
+	stop := Start(Step{W: &quiet, After: time.Hour, Line: "never"}, nil)
+	stop()
+	stop() // twice is fine
+	if quiet.String() != "" {
+		t.Errorf("a short step wrote %q", quiet.String())
+	}
+
+	var done atomic.Int64
+	var bar syncBuffer
+	stop = Start(Step{W: &bar, Force: true, After: time.Millisecond, Line: "keys: reading the 4.0 KiB proving key",
+		Bar: "keys.decode", Total: 4096, Done: done.Load}, nil)
+	time.Sleep(100 * time.Millisecond)
+	done.Store(2048)
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	out := bar.String()
+	if !strings.HasPrefix(out, "keys: reading the 4.0 KiB proving key\n") || !strings.Contains(out, "keys.decode  50%") {
+		t.Errorf("forced bar: %q, want the line then a bar of the bytes read", out)
+	}
+
+	var log syncBuffer
+	ch := make(chan struct{})
+	stop = Start(Step{W: &log, After: time.Millisecond, Line: "circuit compile: merkle, 32768 constraints", Estimate: time.Second}, ch)
+	time.Sleep(300 * time.Millisecond)
+	close(ch)
+	stop()
+	if got := log.String(); got != "circuit compile: merkle, 32768 constraints\n" {
+		t.Errorf("not a terminal: %q, want the one line and nothing else", got)
+	}
+}
+
+// Estimate scales the recorded step by size; no record, or one not ours,
+// gives none.
+func TestEstimateScalesTheLastRecordedStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "rate")
+	if _, ok := Estimate(path, 10); ok {
+		t.Error("an estimate without a record")
+	}
+	Record(path, 1<<15, 3*time.Second)
+	if d, ok := Estimate(path, 1<<16); !ok || d != 6*time.Second {
+		t.Errorf("estimate %v %v, want 6s", d, ok)
+	}
+	if Round(12400*time.Millisecond) != 12*time.Second || Round(1240*time.Millisecond) != 1200*time.Millisecond {
+		t.Error("Round")
+	}
+}
