@@ -40,7 +40,13 @@ func cancelAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("cancel %s at %s: %w", rid, daemonAddr(c), err)
 	}
-	fmt.Fprintf(c.App.Writer, "cancelled job %s (request %s), now %s\n", job, rid, st)
+	if st == client.Cancelled {
+		fmt.Fprintf(c.App.Writer, "cancelled job %s (request %s), now %s\n", job, rid, st)
+		return nil
+	}
+	// A running step ends when its runner returns: the job is not
+	// cancelled yet, it is being stopped.
+	fmt.Fprintf(c.App.Writer, "cancelling job %s (request %s): it is being stopped (%s until its running step returns; cuzk status shows when it ends)\n", job, rid, st)
 	return nil
 }
 

@@ -113,7 +113,11 @@ func TestCancelCancelsAJobByRequestID(t *testing.T) {
 	}
 	id := waitRunning(t, c, "slow-1")
 	out, _, err := runCuzk(t, "cancel", "--addr", d.addr, "--request-id", "slow-1")
-	if err != nil || !strings.HasPrefix(out, "cancelled job "+id+" (request slow-1), now ") || strings.Count(out, "\n") != 1 {
+	// The running job is stopped, not cancelled yet, when the answer comes:
+	// the line says so (it said "cancelled ..., now RUNNING").
+	if err != nil || !(out == "cancelled job "+id+" (request slow-1), now CANCELLED\n" ||
+		strings.HasPrefix(out, "cancelling job "+id+" (request slow-1): it is being stopped (") && !strings.Contains(out, "CANCELLED")) ||
+		strings.Count(out, "\n") != 1 {
 		t.Fatalf("cancel: %v\n%s", err, out)
 	}
 	awaitCancelled(t, c, id)
@@ -158,8 +162,9 @@ func TestSubmitInterruptedCancelsItsJobAndExits130(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 			t.Errorf("%v: submit ended with %v, want exit %d\n%s", sig, err, exitInterrupted, stderr.String())
 		}
-		want := "cuzk: submit " + rid + ": interrupted: cancelled job " + id + ", now "
-		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		want := "cuzk: submit " + rid + ": interrupted: cancelling job " + id + ": it is being stopped ("
+		done := "cuzk: submit " + rid + ": interrupted: cancelled job " + id + ", now CANCELLED"
+		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) && lines[0] != done {
 			t.Errorf("%v: stderr %q, want one line starting %q", sig, stderr.String(), want)
 		}
 		awaitCancelled(t, c, id)

@@ -153,6 +153,17 @@ func submitAction(c *cli.Context) error {
 			return fmt.Errorf("submit %s: the daemon at %s did not answer within --timeout %v: nothing was submitted (is it a cuzk daemon, with TLS if it uses TLS?)",
 				req.RequestID, daemonAddr(c), c.Duration("timeout"))
 		}
+		if !answered && st.Code() == codes.Unavailable {
+			// gRPC's message nests the dial error ("connection error:
+			// desc = \"transport: ...: connect: connection refused\""): its
+			// last part says it.
+			why := st.Message()
+			if i := strings.LastIndex(why, ": "); i >= 0 {
+				why = strings.Trim(why[i+2:], `"`)
+			}
+			return fmt.Errorf("submit %s: no daemon answers at %s (%s): nothing was submitted; is cuzk serve running there?",
+				req.RequestID, daemonAddr(c), why)
+		}
 		msg := fmt.Sprintf("submit %s: %v", req.RequestID, rpcError(err))
 		if res != nil {
 			msg += fmt.Sprintf(" (job %s, trace %s)", res.JobID, res.TraceID)
@@ -224,6 +235,9 @@ func cancelInterrupted(ctx context.Context, cl *client.Client, rid, addr string,
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("submit %s: interrupted; cancel failed (%v): a job of it, if any, goes on: see `cuzk status --addr %s`, wait with `cuzk submit --request-id %s`, or `cuzk cancel --addr %s --request-id %s`",
 			rid, err, addr, rid, addr, rid), exitInterrupted)
+	}
+	if st != client.Cancelled {
+		return cli.Exit(fmt.Sprintf("submit %s: interrupted: cancelling job %s: it is being stopped (%s until its running step returns)", rid, job, st), exitInterrupted)
 	}
 	return cli.Exit(fmt.Sprintf("submit %s: interrupted: cancelled job %s, now %s", rid, job, st), exitInterrupted)
 }

@@ -540,27 +540,27 @@ func DiffSets(a, b *ProfileSet, opts DiffOptions) (*Diff, error) {
 		}
 	}
 	if a.n == 0 || b.n == 0 {
-		return nil, errors.New("tracefile: diff: a side has no trace")
+		return nil, errors.New("a side has no trace")
 	}
 	for _, side := range []struct {
 		name string
 		s    *ProfileSet
 	}{{"A", a}, {"B", b}} {
 		if side.s.mixed != nil {
-			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v (--circuit picks one)", ErrMismatch, side.name, side.s.mixed)
+			return nil, fmt.Errorf("%w: side %s %v (--circuit picks one)", ErrMismatch, side.name, side.s.mixed)
 		}
 		if side.s.mixedSize != nil && !opts.Normalize {
-			return nil, fmt.Errorf("tracefile: diff: %w: side %s %v (--constraints picks one, --normalize compares per constraint)", ErrMismatch, side.name, side.s.mixedSize)
+			return nil, fmt.Errorf("%w: side %s %v (--constraints picks one, --normalize compares per constraint)", ErrMismatch, side.name, side.s.mixedSize)
 		}
 	}
 	if a.circuit != b.circuit && a.circuit != "" && b.circuit != "" {
-		return nil, fmt.Errorf("tracefile: diff: %w: A is of circuit %s, B of %s", ErrMismatch, a.circuit, b.circuit)
+		return nil, fmt.Errorf("%w: A is of circuit %s, B of %s", ErrMismatch, a.circuit, b.circuit)
 	}
 	if a.circuit != "" && b.circuit != "" && a.size != b.size && !opts.Normalize {
-		return nil, fmt.Errorf("tracefile: diff: %w: A is of %d constraints, B of %d (--normalize compares per constraint)", ErrMismatch, a.size, b.size)
+		return nil, fmt.Errorf("%w: A is of %d constraints, B of %d (--normalize compares per constraint)", ErrMismatch, a.size, b.size)
 	}
 	if !slices.ContainsFunc(a.roots, func(r string) bool { return slices.Contains(b.roots, r) }) {
-		return nil, fmt.Errorf("tracefile: diff: %w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(a.roots, ", "), strings.Join(b.roots, ", "))
+		return nil, fmt.Errorf("%w: no root span in common (A: %s; B: %s)", ErrMismatch, strings.Join(a.roots, ", "), strings.Join(b.roots, ", "))
 	}
 
 	d := &Diff{TracesA: a.n, TracesB: b.n, RunsA: a.runs, RunsB: b.runs, opts: opts}

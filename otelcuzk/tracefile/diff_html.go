@@ -69,7 +69,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 	}
 	for i, spans := range [][]Span{spansA, spansB} {
 		if len(spans) == 0 {
-			return fmt.Errorf("tracefile: diff HTML: side %c has no spans", 'A'+i)
+			return fmt.Errorf("side %c has no spans", 'A'+i)
 		}
 		traces := BuildTraces(spans)
 		t := traces[len(traces)-1]
@@ -122,7 +122,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return fmt.Errorf("tracefile: diff HTML: %w", err)
+		return fmt.Errorf("HTML: %w", err)
 	}
 	page := htmlPage{diffHTML, "diff-data", "the waterfalls"}.render("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID, data)
 	if _, err := io.WriteString(w, page); err != nil {

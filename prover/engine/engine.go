@@ -784,7 +784,7 @@ func (e *Engine) Workers() []string {
 // returns nil when every started job finished in time, else an error
 // wrapping ctx's error. Safe to call more than once.
 func (e *Engine) Shutdown(ctx context.Context) error {
-	closed := fmt.Errorf("%w: %w", ErrCancelled, ErrClosed)
+	closed := errCancelledAtShutdown
 	e.mu.Lock()
 	var acts []action
 	if !e.closing {
@@ -837,8 +837,8 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.mu.Unlock()
 		now := e.cfg.now()
 		for _, j := range stuck {
-			semconv.SetError(j.span, fmt.Errorf("%w: %w: abandoned at shutdown, its runner did not return within %v",
-				ErrCancelled, ErrClosed, e.cfg.cancelGrace))
+			semconv.SetError(j.span, fmt.Errorf("%w: abandoned, its runner did not return within %v",
+				errCancelledAtShutdown, e.cfg.cancelGrace))
 			j.span.End(trace.WithTimestamp(now))
 		}
 		return fmt.Errorf("engine: shutdown: workers still running %v after cancelling %d jobs: %w",

@@ -53,3 +53,18 @@ var (
 	ErrInterrupted     = semconv.NewError(semconv.ErrorTypeInterrupted, "engine: interrupted by a restart")
 	ErrRequestConflict = semconv.NewError(semconv.ErrorTypeConflict, "engine: request id already used for another proof")
 )
+
+// errCancelledAtShutdown is the cause of the jobs Shutdown cancels: it
+// wraps ErrCancelled and ErrClosed (errors.Is holds for both, error.type
+// canceled) and says so once ("engine: job cancelled: engine: shut down"
+// named the package twice).
+var errCancelledAtShutdown error = &bothErrors{msg: "engine: job cancelled: the engine is shutting down", errs: []error{ErrCancelled, ErrClosed}}
+
+// bothErrors reads as msg and wraps each of errs.
+type bothErrors struct {
+	msg  string
+	errs []error
+}
+
+func (e *bothErrors) Error() string   { return e.msg }
+func (e *bothErrors) Unwrap() []error { return e.errs }
