@@ -335,7 +335,7 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 	_, _, err := runCuzk(t, "submit", "--addr", "127.0.0.1:1", "--circuit", "mulchain", "--constraints", "256")
 	// It said "Unavailable: connection error: desc = ..." and not whether
 	// anything was submitted.
-	if err == nil || !strings.HasSuffix(err.Error(), "no daemon answers at 127.0.0.1:1 (connection refused): nothing was submitted; is cuzk serve running there?") ||
+	if err == nil || !strings.HasSuffix(err.Error(), "no daemon answers at 127.0.0.1:1: Unavailable: connection refused; nothing was submitted: is cuzk serve running there?") ||
 		strings.Contains(err.Error(), "\n") {
 		t.Errorf("submit to a closed port: %v, want one line saying nothing was submitted and asking whether cuzk serve runs", err)
 	}

@@ -161,7 +161,7 @@ func submitAction(c *cli.Context) error {
 			if i := strings.LastIndex(why, ": "); i >= 0 {
 				why = strings.Trim(why[i+2:], `"`)
 			}
-			return fmt.Errorf("submit %s: no daemon answers at %s (%s): nothing was submitted; is cuzk serve running there?",
+			return fmt.Errorf("submit %s: no daemon answers at %s: Unavailable: %s; nothing was submitted: is cuzk serve running there?",
 				req.RequestID, daemonAddr(c), why)
 		}
 		msg := fmt.Sprintf("submit %s: %v", req.RequestID, rpcError(err))
