@@ -135,7 +135,7 @@ func run(circuit string, sizes []int, reps int) error {
 			return err
 		}
 		defer fmt.Printf("%-8s %6d  spans of one traced proof: %d, creating and exporting them alone: %.3f ms = %.5fx of the median untraced prove\n",
-			circuit, lg, nbSpans, ms(spanCost), 1+float64(spanCost)/float64(median(vs[1].times)))
+			circuit, lg, nbSpans, benchutil.Ms(spanCost), 1+float64(spanCost)/float64(benchutil.Median(vs[1].times)))
 
 		// Ratios: ours against gnark, and tracing on against tracing off.
 		for i, v := range vs {
@@ -144,10 +144,10 @@ func run(circuit string, sizes []int, reps int) error {
 				ref, label = vs[1], "vs off"
 			}
 			fmt.Printf("%-8s %6d  %-20s %10.1f %10.1f %10.1f %7.3fx %-6s %7.3fx %-6s %7.3fx %-6s\n", circuit, lg, v.name,
-				ms(median(v.times)), ms(slices.Min(v.times)), ms(median(v.cpu)),
-				float64(median(v.times))/float64(median(ref.times)), label,
+				benchutil.Ms(benchutil.Median(v.times)), benchutil.Ms(slices.Min(v.times)), benchutil.Ms(benchutil.Median(v.cpu)),
+				float64(benchutil.Median(v.times))/float64(benchutil.Median(ref.times)), label,
 				float64(slices.Min(v.times))/float64(slices.Min(ref.times)), label,
-				float64(median(v.cpu))/float64(median(ref.cpu)), label)
+				float64(benchutil.Median(v.cpu))/float64(benchutil.Median(ref.cpu)), label)
 		}
 	}
 	return nil
@@ -181,11 +181,3 @@ func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *k
 	}
 	return time.Since(start) / rounds, n, nil
 }
-
-func median(ts []time.Duration) time.Duration {
-	s := slices.Clone(ts)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 )
@@ -118,7 +119,7 @@ func main() {
 				ratio = fmt.Sprintf("  (%.2fx serial)", res.rate/base)
 			}
 			fmt.Fprintf(w, "2^%-4d %-10s %5d %9.2f %9.3f %8.1f%% %8.1f%% %11.0f %11.0f%s\n", r.log2, mode, r.jobs, res.wall.Seconds(), res.rate,
-				100*res.gpuBusy, 100*res.proveBusy, ms(res.latency), ms(res.synth), ratio)
+				100*res.gpuBusy, 100*res.proveBusy, benchutil.Ms(res.latency), benchutil.Ms(res.synth), ratio)
 			fmt.Fprintf(w, "       %s\n", res.daemonLine)
 			fmt.Fprintf(w, "       memory: daemon peak RSS %.1f GiB, engine peak admitted %.1f GiB, budget %.1f GiB\n",
 				gb(res.rssPeak), gb(res.enginePeak), gb(res.budget))
@@ -144,8 +145,6 @@ func vmHWM(pid int) uint64 {
 	}
 	return 0
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "daemonbench:", err)

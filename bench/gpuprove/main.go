@@ -165,8 +165,6 @@ func splitList(s string) []string {
 
 func say(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -289,7 +287,7 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int)
 			ref = p
 		}
 		lines = append(lines, fmt.Sprintf("%-8s %6d %10d  %-30s %10.1f %10.1f %8.2fx", o.circuit, lg, ccs.GetNbConstraints(),
-			v.name, ms(p), ms(median(v.total)), float64(ref)/float64(p)))
+			v.name, benchutil.Ms(p), benchutil.Ms(median(v.total)), float64(ref)/float64(p)))
 	}
 	return lines, nil
 }
@@ -345,7 +343,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 				warmIDs = append(warmIDs, s.SpanContext().TraceID().String())
 			}
 		}
-		say("%s: %s: synthesize %.1f ms, prove %.1f ms, verified", v.name, label, ms(t1.Sub(t0)), ms(t2.Sub(t1)))
+		say("%s: %s: synthesize %.1f ms, prove %.1f ms, verified", v.name, label, benchutil.Ms(t1.Sub(t0)), benchutil.Ms(t2.Sub(t1)))
 	}
 	// Per-proof span times: the traces of the timed proofs, by name.
 	byTrace := map[string]map[string]time.Duration{}
@@ -371,11 +369,11 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	var parts []string
 	for _, name := range breakdown {
 		if d := median(v.spans[name]); d > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.1f", name, ms(d)))
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, benchutil.Ms(d)))
 		}
 	}
 	say("%s: median prove %.1f ms; spans per proof (ms, summed by name; MSMs overlap): %s", v.name,
-		ms(median(v.prove)), strings.Join(parts, ", "))
+		benchutil.Ms(median(v.prove)), strings.Join(parts, ", "))
 	return nil
 }
 
@@ -441,7 +439,7 @@ func story(ctx context.Context, o *options, n int) error {
 				ids[mode] = append(ids[mode], res.TraceID)
 				label = fmt.Sprintf("rep %d", rep)
 			}
-			say("release %s, %s: Run %.1f ms (prove %.1f ms), verified", mode, label, ms(time.Since(t1)), ms(res.Timings.Prove))
+			say("release %s, %s: Run %.1f ms (prove %.1f ms), verified", mode, label, benchutil.Ms(time.Since(t1)), benchutil.Ms(res.Timings.Prove))
 		}
 		// Async releases end before the flush.
 		if err := errors.Join(pipe.Close(ctx), rel.Close(ctx)); err != nil {
@@ -482,7 +480,7 @@ func story(ctx context.Context, o *options, n int) error {
 			for _, r := range rows {
 				ds = append(ds, f(r))
 			}
-			return ms(median(ds))
+			return benchutil.Ms(median(ds))
 		}
 		say("%-6s %9.1f %11.1f %11.1f %9.1f %10.1f %9d %13.1f %12.1f %12.1f", mode,
 			col(func(r storyRow) time.Duration { return r.job }),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -337,11 +338,11 @@ func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
 	if total <= 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%d other trace%s in the file (cuzk trace FILE --trace-id ID shows one), latest first:\n", total, plural(total))
+	fmt.Fprintf(w, "\n%d other trace%s in the file (cuzk trace FILE --trace-id ID shows one), latest first:\n", total, human.Plural(total))
 	const maxListed = 20
 	for i := len(jobs) - 1; i >= 0 && i >= len(jobs)-maxListed; i-- {
 		s := jobs[i]
-		fmt.Fprintf(w, "  %s  %s  %-20s %10.3f ms  %d span%s\n", s.ID, s.Start.Format("2006-01-02T15:04:05.000Z07:00"), s.Root, float64(s.Duration())/1e6, s.Spans, plural(s.Spans))
+		fmt.Fprintf(w, "  %s  %s  %-20s %10.3f ms  %d span%s\n", s.ID, s.Start.Format("2006-01-02T15:04:05.000Z07:00"), s.Root, float64(s.Duration())/1e6, s.Spans, human.Plural(s.Spans))
 	}
 	if more := len(jobs) - maxListed; more > 0 {
 		fmt.Fprintf(w, "  ... and %d earlier\n", more)
@@ -356,13 +357,6 @@ func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
 	if col.Unlisted > 0 {
 		fmt.Fprintf(w, "  and %d earlier traces not listed (the latest %d are)\n", col.Unlisted, len(col.Summaries))
 	}
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // skipReporter tells w which lines of the trace file at path could not be

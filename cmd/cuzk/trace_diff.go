@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -534,10 +535,10 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d spans arrived after their trace was compared (its spans were let go to bound memory) and are left out\n", label, arg, late)
 	}
 	if len(failed) > 0 {
-		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d job%s that did not succeed (%s) left out of the set\n", label, arg, len(failed), pluralS(len(failed)), outcomeCounts(failed))
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d job%s that did not succeed (%s) left out of the set\n", label, arg, len(failed), human.Plural(len(failed)), outcomeCounts(failed))
 	}
 	if len(unsized) > 0 {
-		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d trace%s without cuzk.circuit.constraints left out (--normalize needs the size)\n", label, arg, len(unsized), pluralS(len(unsized)))
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d trace%s without cuzk.circuit.constraints left out (--normalize needs the size)\n", label, arg, len(unsized), human.Plural(len(unsized)))
 	}
 	if set && s.filtered() && jobs.Len() == 0 {
 		return nil, fmt.Errorf("trace diff: %s: %s holds no job of %s that succeeded%s", label, arg, s.filterText(), heldText(col, held))
@@ -600,13 +601,6 @@ func outcomeCounts(outcomes []string) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ", ")
-}
-
-func pluralS(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // remote says whether arg is a trace id to fetch: not a file, with

@@ -1,11 +1,13 @@
 // Package human writes values for people to read: Bytes (binary units),
-// OneLine (an error kept on one line). Standard library only.
+// OneLine (an error kept on one line), Plural (the s of a count),
+// Milliseconds (a duration as float ms). Standard library only.
 package human
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Bytes writes b in the largest binary unit it reaches, one decimal
@@ -31,3 +33,14 @@ func OneLine(err error) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
+
+// Plural is "s" unless n is 1, for "%d span%s".
+func Plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Milliseconds is d in milliseconds, fractions kept (1.5 for 1500 µs).
+func Milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

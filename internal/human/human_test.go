@@ -3,6 +3,8 @@ package human
 import (
 	"errors"
 	"testing"
+
+	"time"
 )
 
 func TestBytes(t *testing.T) {
@@ -23,5 +25,22 @@ func TestOneLine(t *testing.T) {
 	}
 	if got := OneLine(errors.Join(one, errors.New("two"))).Error(); got != "one; two" {
 		t.Errorf("OneLine(join) = %q", got)
+	}
+}
+
+func TestPluralIsSUnlessOne(t *testing.T) {
+	for n, want := range map[int]string{0: "s", 1: "", 2: "s", -1: "s"} {
+		if got := Plural(n); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestMillisecondsKeepsFractions(t *testing.T) {
+	if got := Milliseconds(1500 * time.Microsecond); got != 1.5 {
+		t.Errorf("Milliseconds(1.5ms) = %v", got)
+	}
+	if got := Milliseconds(0); got != 0 {
+		t.Errorf("Milliseconds(0) = %v", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
@@ -300,8 +301,6 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // wholeMS is d in whole ms, rounded, as cuzk's uint64 timings.
 func wholeMS(d time.Duration) uint64 {
 	if d <= 0 {
@@ -356,9 +355,9 @@ func resultOf(info engine.JobInfo) *cuzkv1.AwaitProofResponse {
 
 func timingsOf(t prover.Timings) *cuzkv1.Timings {
 	return &cuzkv1.Timings{
-		QueueWaitMs: ms(t.QueueWait), KeyLoadMs: ms(t.KeyLoad), SynthesisMs: ms(t.Synthesis),
-		ProveMs: ms(t.Prove), SerializeMs: ms(t.Serialize), VerifyMs: ms(t.Verify), TotalMs: ms(t.Total),
-		MemoryWaitMs: ms(t.MemoryWait), DeviceWaitMs: ms(t.DeviceWait),
+		QueueWaitMs: human.Milliseconds(t.QueueWait), KeyLoadMs: human.Milliseconds(t.KeyLoad), SynthesisMs: human.Milliseconds(t.Synthesis),
+		ProveMs: human.Milliseconds(t.Prove), SerializeMs: human.Milliseconds(t.Serialize), VerifyMs: human.Milliseconds(t.Verify), TotalMs: human.Milliseconds(t.Total),
+		MemoryWaitMs: human.Milliseconds(t.MemoryWait), DeviceWaitMs: human.Milliseconds(t.DeviceWait),
 	}
 }
 
@@ -786,10 +785,10 @@ func (s *Server) PreloadKeys(ctx context.Context, r *cuzkv1.PreloadKeysRequest) 
 			for _, b := range before {
 				hit = hit || b == id
 			}
-			return &cuzkv1.PreloadKeysResponse{Key: key, CacheHit: hit, LoadMs: ms(elapsed)}, nil
+			return &cuzkv1.PreloadKeysResponse{Key: key, CacheHit: hit, LoadMs: human.Milliseconds(elapsed)}, nil
 		}
 	}
-	return &cuzkv1.PreloadKeysResponse{LoadMs: ms(elapsed)}, nil
+	return &cuzkv1.PreloadKeysResponse{LoadMs: human.Milliseconds(elapsed)}, nil
 }
 
 // EvictKeys implements cuzkv1.ProvingEngineServer.

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -41,7 +42,7 @@ func Median(d []time.Duration) time.Duration {
 }
 
 // Ms returns d in milliseconds.
-func Ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+func Ms(d time.Duration) float64 { return human.Milliseconds(d) }
 
 // RandomScalars returns n valid scalar-field elements (top limb masked, so
 // each is below 2^252 < r) from a fast PRNG seeded by the clock, on all
