@@ -137,14 +137,69 @@ func TestSoak(t *testing.T) {
 	deadline := start.Add(dur)
 	stop := make(chan struct{})
 
-	// The receiver: up 4 to 6.5 s, down 0.5 to 2 s, over and over.
+	// The receiver: up 4 to 6.5 s, down 0.5 to 2 s, over and over; once,
+	// after the first outage, it hangs instead (accepts connections and
+	// never answers) for hangFor: the spans its exports lose must be in
+	// the live dropped-span counter (cuzk_spans_dropped_total) while the
+	// daemon runs, not only in its shutdown line.
 	var omu sync.Mutex
 	var outages []outage
+	var hung struct {
+		ran             bool
+		before, during  int64
+		from, countedAt time.Time
+	}
+	const hangFor = 8 * time.Second // past the 3 s export timeout and a schedule delay, twice
 	flapDone := make(chan struct{})
 	go func() {
 		defer close(flapDone)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for {
+			if n := len(outages); n == 1 && !hung.ran && time.Until(deadline) > hangFor+2*time.Second {
+				down := time.Now()
+				recv.Stop()
+				// The receiver's listener may take a moment to go.
+				hole, err := otlptest.NewBlackholeAt(addr)
+				for try := 0; err != nil && try < 50; try++ {
+					time.Sleep(50 * time.Millisecond)
+					hole, err = otlptest.NewBlackholeAt(addr)
+				}
+				if err != nil {
+					t.Errorf("hung receiver at %s: %v", addr, err)
+					_ = recv.Start()
+					return
+				}
+				omu.Lock()
+				outages = append(outages, outage{down: down})
+				hung.ran, hung.from, hung.before = true, down, otelcuzk.DroppedSpans()
+				omu.Unlock()
+				select {
+				case <-stop:
+				case <-time.After(hangFor):
+				}
+				omu.Lock()
+				hung.during, hung.countedAt = otelcuzk.DroppedSpans(), time.Now()
+				omu.Unlock()
+				hole.Close()
+				got := total(recv.Counts())
+				if err := recv.Start(); err != nil {
+					t.Errorf("receiver restart after the hang: %v", err)
+					return
+				}
+				// After exports that hung the exporter pauses (5 s,
+				// doubling per failure; only a refusing endpoint is dialled
+				// to end it sooner): the outage lasts until a span arrives.
+				for wait := time.Now().Add(30 * time.Second); total(recv.Counts()) == got && time.Now().Before(wait); {
+					select {
+					case <-stop:
+						wait = time.Now()
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+				omu.Lock()
+				outages[len(outages)-1].up = time.Now()
+				omu.Unlock()
+			}
 			select {
 			case <-stop:
 				return
@@ -271,6 +326,19 @@ func TestSoak(t *testing.T) {
 	omu.Unlock()
 	time.Sleep(time.Second) // the last batches go out
 	end := sampleMem()
+	omu.Lock()
+	if hung.ran && hung.during <= hung.before {
+		t.Errorf("the receiver hung %v (from %s) under load: the live dropped-span count stayed %d; the lost spans were counted only at shutdown",
+			hung.countedAt.Sub(hung.from).Round(time.Millisecond), hung.from.Format(time.TimeOnly), hung.before)
+	}
+	if !hung.ran && dur >= 30*time.Second {
+		t.Error("the hung-receiver phase never ran")
+	}
+	if hung.ran {
+		t.Logf("hung receiver for %v: the live dropped-span count went %d -> %d meanwhile",
+			hung.countedAt.Sub(hung.from).Round(time.Millisecond), hung.before, hung.during)
+	}
+	omu.Unlock()
 
 	st, err := c.Status(context.Background())
 	if err != nil {
@@ -377,3 +445,12 @@ func contains(list []client.JobStatus, s client.JobStatus) bool {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// total sums a receiver's span counts over its traces.
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}

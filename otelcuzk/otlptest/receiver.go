@@ -271,8 +271,13 @@ type Blackhole struct {
 }
 
 // NewBlackhole starts a Blackhole on a free 127.0.0.1 port.
-func NewBlackhole() (*Blackhole, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+func NewBlackhole() (*Blackhole, error) { return NewBlackholeAt("127.0.0.1:0") }
+
+// NewBlackholeAt starts a Blackhole listening on addr (host:port): a
+// stopped Receiver's address, say, so an exporter that knew a working
+// receiver there meets one that hangs.
+func NewBlackholeAt(addr string) (*Blackhole, error) {
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
