@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -214,28 +213,17 @@ func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, 
 		}
 		traceID = id
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: timeout}
+	b := traceBackend{jaeger: jaegerURL, tempo: tempoURL}
 	var spans []tracefile.Span
 	var err error
-	if jaegerURL != "" || tempoURL != "" {
+	if b.remote() {
 		if _, err := tracefile.NormalizeTraceID(arg); err != nil {
-			flagName, url := "--jaeger", jaegerURL
-			if tempoURL != "" {
-				flagName, url = "--tempo", tempoURL
-			}
-			return nil, "", nil, fmt.Errorf("trace: %s is not a trace id (up to 32 hex digits) to fetch from %s %s; a FILE is read without %s", arg, flagName, url, flagName)
+			flagName, _, _ := strings.Cut(b.flag(), " ")
+			return nil, "", nil, fmt.Errorf("trace: %s is not a trace id (up to 32 hex digits) to fetch from %s; a FILE is read without %s", arg, b.flag(), flagName)
 		}
-	}
-	switch {
-	case jaegerURL != "":
-		spans, err = tracefile.FetchJaeger(ctx, client, jaegerURL, arg)
+		spans, err = b.fetch(ctx, timeout, arg)
 		traceID = arg
-	case tempoURL != "":
-		spans, err = tracefile.FetchTempo(ctx, client, tempoURL, arg)
-		traceID = arg
-	default:
+	} else {
 		col, err := readTraceFile(warn, arg, 0, traceID, tracefile.CollectOptions{})
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("trace: %w", err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -607,16 +606,14 @@ func outcomeCounts(outcomes []string) string {
 // --jaeger or --tempo.
 func (s diffSource) remote(arg string) bool {
 	st, err := os.Stat(arg)
-	return (err != nil || st.IsDir()) && (s.jaeger != "" || s.tempo != "")
+	return (err != nil || st.IsDir()) && s.backend().remote()
 }
 
+// backend is where --jaeger or --tempo fetches A and B.
+func (s diffSource) backend() traceBackend { return traceBackend{jaeger: s.jaeger, tempo: s.tempo} }
+
 // remoteFlag names the flag that makes A and B trace ids.
-func (s diffSource) remoteFlag() string {
-	if s.jaeger != "" {
-		return "--jaeger " + s.jaeger
-	}
-	return "--tempo " + s.tempo
-}
+func (s diffSource) remoteFlag() string { return s.backend().flag() }
 
 // latestProfiles returns the n profiles of ps that start last, by start.
 func latestProfiles(ps []tracefile.Profile, n int) []tracefile.Profile {
@@ -644,16 +641,7 @@ func (s diffSource) loadRemote(ctx context.Context, label, arg string, pick trac
 	if s.last > 0 || s.all || pick.id != "" {
 		return nil, fmt.Errorf("trace diff: %s: --last, --all and --trace-id take a FILE; with --jaeger or --tempo, A and B are trace ids", label)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	client := &http.Client{Timeout: s.timeout}
-	var spans []tracefile.Span
-	var err error
-	if s.jaeger != "" {
-		spans, err = tracefile.FetchJaeger(ctx, client, s.jaeger, arg)
-	} else {
-		spans, err = tracefile.FetchTempo(ctx, client, s.tempo, arg)
-	}
+	spans, err := s.backend().fetch(ctx, s.timeout, arg)
 	if err != nil {
 		return nil, fmt.Errorf("trace diff: %s: %w", label, err)
 	}
