@@ -1,0 +1,1 @@
+../../kernels/batchadd.cuh
