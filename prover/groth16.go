@@ -226,7 +226,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 	var filterErr error
 	filtered := make(chan struct{})
 	var wA, wB, wK []fr.Element
-	var countsA, countsB, countsK ScalarCounts
+	var splitA, splitB, splitK wireMSM
 	var deltas []curve.G1Affine // r[δ]₁, s[δ]₁, −rs[δ]₁, computed here as gnark does
 	go func() {
 		defer close(filtered)
@@ -237,8 +237,9 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		if filterErr != nil {
 			return
 		}
-		// The scalar kinds for the MSM spans, hidden behind compute_h.
-		countsA, countsB, countsK = CountScalars(wA), CountScalars(wB), CountScalars(wK)
+		// The scalar kinds for the MSM spans, and the bit split, hidden
+		// behind compute_h.
+		splitA, splitB, splitK = p.split(wA), p.split(wB), p.split(wK)
 	}()
 
 	hctx, hspan := p.cfg.tracer().Start(ctx, semconv.SpanComputeH, trace.WithAttributes(semconv.KeyNTTSize.Int(asg.DomainSize)))
@@ -275,15 +276,12 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		errA, errB, errK, errH, errB2 error
 	)
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
-	run(func() {
-		ar, errA = p.backend.MSMG1(withScalarCounts(ctx, countsA), semconv.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA)
-	})
-	run(func() {
-		bs1, errB = p.backend.MSMG1(withScalarCounts(ctx, countsB), semconv.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB)
-	})
-	run(func() {
-		krs, errK = p.backend.MSMG1(withScalarCounts(ctx, countsK), semconv.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK)
-	})
+	g1 := func(name string, bases BaseSet[curve.G1Affine], w []fr.Element, sp wireMSM) (curve.G1Jac, error) {
+		return splitMSM(p, ctx, name, bases, w, sp, p.backend.MSMG1, p.batchAdder().BatchAddG1)
+	}
+	run(func() { ar, errA = g1(semconv.SpanMSMG1A, BaseSet[curve.G1Affine]{id("g1.a"), pk.G1.A}, wA, splitA) })
+	run(func() { bs1, errB = g1(semconv.SpanMSMG1B, BaseSet[curve.G1Affine]{id("g1.b"), pk.G1.B}, wB, splitB) })
+	run(func() { krs, errK = g1(semconv.SpanMSMG1K, BaseSet[curve.G1Affine]{id("g1.k"), pk.G1.K}, wK, splitK) })
 	poks := make([]curve.G1Jac, len(info))
 	errPok := make([]error, len(info))
 	for i := range info {
@@ -295,7 +293,8 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		krs2, errH = p.backend.MSMG1(ctx, semconv.SpanMSMG1H, BaseSet[curve.G1Affine]{id("g1.z"), pk.G1.Z}, h)
 	})
 	// [B]₂ on the calling goroutine, as gnark does.
-	bs2, errB2 = p.backend.MSMG2(withScalarCounts(ctx, countsB), semconv.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB)
+	bs2, errB2 = splitMSM(p, ctx, semconv.SpanMSMG2B, BaseSet[curve.G2Affine]{id("g2.b"), pk.G2.B}, wB, splitB,
+		p.backend.MSMG2, p.batchAdder().BatchAddG2)
 	wg.Wait()
 	if err := errors.Join(append(errPok, errA, errB, errK, errH, errB2, endDevice())...); err != nil {
 		return err

@@ -62,6 +62,7 @@ type config struct {
 	tp       trace.TracerProvider
 	keyID    string
 	pk       groth16.ProvingKey
+	bitSplit BitSplit
 
 	// Pipeline only.
 	cacheDir string

@@ -358,7 +358,7 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Result, error) {
 // the assignment's buffers whatever happens.
 func (p *Pipeline) proveAssignment(ctx context.Context, s *synthesis) (*Result, error) {
 	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
-	opts := []ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp)}
+	opts := []ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp), WithBitSplit(p.cfg.bitSplit)}
 
 	t0 := time.Now()
 	pctx, pspan := p.tracer.Start(ctx, semconv.SpanPipelineProve, trace.WithAttributes(

@@ -372,3 +372,16 @@ const (
 	KeySetupPoints  = attribute.Key("cuzk.setup.points")  // int, points computed
 	KeySetupBackend = attribute.Key("cuzk.setup.backend") // string, cpu or cuda
 )
+
+// The bit split of an MSM over wire values (prover.BitSplit): the MSM's
+// span (msm.g1.a, ...) is the parent of NAME.batch_add, the sum of the
+// bases of the wires equal to 1 by batch addition, and NAME.tail, the
+// Pippenger MSM over the rest; the wires equal to 0 are skipped. The
+// parent carries the counts (ints): points batch-added and points left
+// to the tail (neither 0 nor 1).
+const (
+	SpanSuffixBatchAdd   = ".batch_add"
+	SpanSuffixTail       = ".tail"
+	KeyMSMBatchAddPoints = attribute.Key("cuzk.msm.batch_add.points") // int, wires equal to 1
+	KeyMSMTailPoints     = attribute.Key("cuzk.msm.tail.points")      // int, wires neither 0 nor 1
+)
