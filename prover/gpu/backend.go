@@ -55,6 +55,7 @@ type Backend struct {
 	// and read after ready.
 	ntt   *ntt.Engine
 	msm   *msm.MSM
+	batch *msm.BatchAdd // batchadd.go
 	ready atomic.Bool
 	// warm compiles what is not yet loaded (Backend.compileModules; tests
 	// replace it).
@@ -393,6 +394,12 @@ func (b *Backend) compileModules(ctx context.Context) error {
 	if b.msm == nil {
 		jobs = append(jobs, func() (err error) {
 			b.msm, err = msm.New(ctx, b.c, msm.WithTracerProvider(b.tp), msm.WithG2(), msm.WithReleaser(b.releaser))
+			return err
+		})
+	}
+	if b.batch == nil {
+		jobs = append(jobs, func() (err error) {
+			b.batch, err = msm.NewBatchAdd(ctx, b.c, msm.WithTracerProvider(b.tp), msm.WithReleaser(b.releaser))
 			return err
 		})
 	}
@@ -923,7 +930,10 @@ func (b *Backend) Close() error {
 	if b.msm != nil {
 		errs = append(errs, b.msm.Close())
 	}
-	b.ntt, b.msm = nil, nil
+	if b.batch != nil {
+		errs = append(errs, b.batch.Close())
+	}
+	b.ntt, b.msm, b.batch = nil, nil, nil
 	b.ready.Store(false)
 	if b.c != nil {
 		errs = append(errs, b.c.Close())

@@ -11,13 +11,16 @@
 //     (prover/gpu/ntt compiles them);
 //   - msm.cuh, msm.cu: Pippenger's MSM, one source compiled as several
 //     modules per group (prover/gpu/msm);
+//   - batchadd.cuh, batchadd.cu: the batch addition of the bases of the
+//     wires whose value is 1 (prover/gpu/msm, BatchAdd);
 //   - rate.cu: multiply-rate probes (prover/gpu.MeasureRates);
 //   - fixedbase.cuh, fixedbase.cu: the fixed-base scalar multiplications
 //     of a Groth16 key setup (prover/gpu/fixedbase).
 //
-// The headers are plain C++ too: prover/gpu/internal/hostarith and hostec
-// compile them with g++ (through links named *.h in their folders, so
-// Go's build cache sees an edit) and test them against gnark-crypto.
+// The headers are plain C++ too: prover/gpu/internal/hostarith, hostec and
+// hostbatch compile them with g++ (through links named *.h in their
+// folders, so Go's build cache sees an edit) and test them against
+// gnark-crypto.
 package kernels
 
 import (
@@ -52,6 +55,10 @@ var (
 	FixedBaseHeader string
 	//go:embed fixedbase.cu
 	FixedBase string
+	//go:embed batchadd.cuh
+	BatchAddHeader string
+	//go:embed batchadd.cu
+	BatchAdd string
 )
 
 // Module is one NVRTC compile: the module's name (its cuda.compile span's
