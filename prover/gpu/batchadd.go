@@ -7,6 +7,7 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
 var _ prover.BatchAdder = (*Backend)(nil)
@@ -19,7 +20,7 @@ var _ prover.BatchAdder = (*Backend)(nil)
 // include them (tests' stand-in warm-ups), it sums on the CPU.
 func (b *Backend) BatchAddG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
 	return deviceBatchAdd(b, ctx, span, func() (curve.G1Jac, error) {
-		return b.batch.G1Resident(ctx, span, b.s, b.bases, bases, idx)
+		return b.batch.G1Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), idx)
 	}, func() (curve.G1Jac, error) { return b.cpu.BatchAddG1(ctx, span, bases, idx) })
 }
 
@@ -35,7 +36,7 @@ func (b *Backend) BatchAddG2(ctx context.Context, span string, bases prover.Base
 		return cpu()
 	}
 	return deviceBatchAdd(b, ctx, span, func() (curve.G2Jac, error) {
-		return b.batch.G2Resident(ctx, span, b.s, b.bases, bases, idx)
+		return b.batch.G2Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), idx)
 	}, cpu)
 }
 

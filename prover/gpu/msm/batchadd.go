@@ -12,7 +12,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
@@ -105,24 +104,24 @@ func (b *BatchAdd) Close() error {
 // G1Resident returns Σ set.Points[idx[i]] over i on stream s, the bases
 // read from resident (uploaded there first when needed, as
 // MSM.G1Resident does); a set without an ID is gathered on the host and
-// uploaded for this call. name, when not empty, is the span to record
-// (msm.g1.a.batch_add, ...) with cuzk.msm.size = len(idx) and the copies
-// and kernels as children. Inside a proof with a key ID
-// (prover.ProofKeyID) the device workspace (4 bytes an index and 3/4 of a
-// point per index) is the key's proof buffer batch_add.workspace, kept for
-// the next proof; else it is allocated and released here.
+// uploaded for this call. call.Span, when not empty, is the span to record
+// (msm.g1.a.batch_add, ...) with cuzk.msm.size = len(idx),
+// call.Attributes and the copies and kernels as children. With a
+// call.KeyID the device workspace (4 bytes an index and 3/4 of a point per
+// index) is the key's proof buffer batch_add.workspace, kept for the next
+// proof; else it is allocated and released here.
 //
 // Errors: an index out of range, an evicted set, out of device memory
 // (wrapping cudaspans.ErrOutOfMemory), driver errors naming the operation.
-func (b *BatchAdd) G1Resident(ctx context.Context, name string, s *cudaspans.Stream, resident *DeviceBases,
-	set prover.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
-	return batchAdd[curve.G1Affine, curve.G1Jac](b, ctx, name, s, false, resident, set, idx)
+func (b *BatchAdd) G1Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
+	set BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
+	return batchAdd[curve.G1Affine, curve.G1Jac](b, ctx, call, s, false, resident, set, idx)
 }
 
 // G2Resident is G1Resident on G2 (msm.g2.b.batch_add).
-func (b *BatchAdd) G2Resident(ctx context.Context, name string, s *cudaspans.Stream, resident *DeviceBases,
-	set prover.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
-	return batchAdd[curve.G2Affine, curve.G2Jac](b, ctx, name, s, true, resident, set, idx)
+func (b *BatchAdd) G2Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
+	set BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
+	return batchAdd[curve.G2Affine, curve.G2Jac](b, ctx, call, s, true, resident, set, idx)
 }
 
 // affineJac is what batchAdd needs of gnark's Jacobian types.
@@ -132,14 +131,15 @@ type affineJac[A, J any] interface {
 	FromAffine(*A) *J
 }
 
-func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context, name string, s *cudaspans.Stream, g2 bool,
-	resident *DeviceBases, set prover.BaseSet[A], idx []uint32) (res J, err error) {
+func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+	resident *DeviceBases, set BaseSet[A], idx []uint32) (res J, err error) {
 	var zero A
 	PJ(&res).FromAffine(&zero) // infinity
-	if name != "" {
+	if call.Span != "" {
 		var span trace.Span
-		ctx, span = b.tracer.Start(ctx, name, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(idx)),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)))
+		ctx, span = b.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(idx)),
+			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
+			trace.WithAttributes(call.Attributes...))
 		defer func() {
 			otelcuzk.SetError(span, err)
 			span.End()
@@ -201,8 +201,8 @@ func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context
 		bytes += k * aff
 	}
 	var ws *cudaspans.DeviceBuffer
-	if key := prover.ProofKeyID(ctx); key != "" && resident != nil {
-		buf, done, err := resident.ProofBuffer(ctx, key, "batch_add.workspace", bytes)
+	if call.KeyID != "" && resident != nil {
+		buf, done, err := resident.ProofBuffer(ctx, call.KeyID, "batch_add.workspace", bytes)
 		if err != nil {
 			return res, fmt.Errorf("msm: batch add of %d points: workspace of %d bytes: %w", k, bytes, err)
 		}

@@ -1,20 +1,16 @@
 package msm
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
-
-	"github.com/otelcuzk/otelcuzk/prover"
 )
 
 // GPU tests of the batch addition (kernels/batchadd.cu) against
-// gnark-crypto's mixed additions (prover.CPU's BatchAdder); skipped
-// without a device.
+// gnark-crypto's mixed additions; skipped without a device.
 
 var (
 	batchOnce sync.Once
@@ -91,17 +87,29 @@ func batchEdgeIndices(rng *rand.Rand, nbases int) map[string][]uint32 {
 	return cases
 }
 
+// mixedAdds is the reference: gnark-crypto's Jacobian mixed additions of
+// set.Points[idx[i]], one after the other.
+func mixedAdds[A any, J any, PJ affineJac[A, J]](set BaseSet[A], idx []uint32) (J, error) {
+	var res J
+	var inf A
+	PJ(&res).FromAffine(&inf)
+	for _, i := range idx {
+		PJ(&res).AddMixed(&set.Points[i])
+	}
+	return res, nil
+}
+
 func checkBatchAdd[A any, J any, PJ interface {
 	*J
 	Equal(*J) bool
 }](t *testing.T, name string, bases []A, idx []uint32,
-	gpu func(prover.BaseSet[A], []uint32) (J, error), cpu func(prover.BaseSet[A], []uint32) (J, error), id string) {
+	gpu func(BaseSet[A], []uint32) (J, error), cpu func(BaseSet[A], []uint32) (J, error), id string) {
 	t.Helper()
-	want, err := cpu(prover.BaseSet[A]{Points: bases}, idx)
+	want, err := cpu(BaseSet[A]{Points: bases}, idx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, set := range []prover.BaseSet[A]{{ID: id, Points: bases}, {Points: bases}} {
+	for _, set := range []BaseSet[A]{{ID: id, Points: bases}, {Points: bases}} {
 		got, err := gpu(set, idx)
 		if err != nil {
 			t.Fatalf("%s (set %q): %v", name, set.ID, err)
@@ -118,13 +126,10 @@ func TestBatchAddG1GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	bases[0] = curve.G1Affine{}
 	bases[2] = bases[1]
 	bases[3].Neg(&bases[1])
-	cpu := prover.NewCPU(nil)
-	gpu := func(set prover.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
-		return b.G1Resident(f.ctx, "", f.stream, f.bases, set, idx)
+	gpu := func(set BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
+		return b.G1Resident(f.ctx, Call{}, f.stream, f.bases, set, idx)
 	}
-	ref := func(set prover.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
-		return cpu.BatchAddG1(context.Background(), "ref", set, idx)
-	}
+	ref := mixedAdds[curve.G1Affine, curve.G1Jac]
 	rng := rand.New(rand.NewPCG(1, 1))
 	for name, idx := range batchEdgeIndices(rng, len(bases)) {
 		checkBatchAdd(t, name, bases, idx, gpu, ref, "batch-test-g1")
@@ -135,7 +140,7 @@ func TestBatchAddG1GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	for i := range idx {
 		idx[i] = uint32(rng.IntN(len(bases)))
 	}
-	set := prover.BaseSet[curve.G1Affine]{ID: "batch-test-g1", Points: bases}
+	set := BaseSet[curve.G1Affine]{ID: "batch-test-g1", Points: bases}
 	if _, err := gpu(set, idx); err != nil { // warm
 		t.Fatal(err)
 	}
@@ -164,13 +169,10 @@ func TestBatchAddG2GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	bases[0] = curve.G2Affine{}
 	bases[2] = bases[1]
 	bases[3].Neg(&bases[1])
-	cpu := prover.NewCPU(nil)
-	gpu := func(set prover.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
-		return b.G2Resident(f.ctx, "", f.stream, f.bases, set, idx)
+	gpu := func(set BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
+		return b.G2Resident(f.ctx, Call{}, f.stream, f.bases, set, idx)
 	}
-	ref := func(set prover.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
-		return cpu.BatchAddG2(context.Background(), "ref", set, idx)
-	}
+	ref := mixedAdds[curve.G2Affine, curve.G2Jac]
 	rng := rand.New(rand.NewPCG(2, 2))
 	for name, idx := range batchEdgeIndices(rng, len(bases)) {
 		checkBatchAdd(t, name, bases, idx, gpu, ref, "batch-test-g2")
@@ -179,7 +181,7 @@ func TestBatchAddG2GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	for i := range idx {
 		idx[i] = uint32(rng.IntN(len(bases)))
 	}
-	set := prover.BaseSet[curve.G2Affine]{ID: "batch-test-g2", Points: bases}
+	set := BaseSet[curve.G2Affine]{ID: "batch-test-g2", Points: bases}
 	start := time.Now()
 	got, err := gpu(set, idx)
 	el := time.Since(start)
