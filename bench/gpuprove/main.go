@@ -48,7 +48,9 @@ import (
 )
 
 type options struct {
-	circuit    string
+	circuit    string // the release story's: the last of circuits
+	circuits   []string
+	bitSplits  []prover.BitSplit
 	sizes      []int
 	reps       int
 	backends   []string
@@ -64,8 +66,9 @@ var out io.Writer = os.Stdout
 
 func main() {
 	var o options
-	var sizes, backends, hostCopies, msmG2, outPath string
-	flag.StringVar(&o.circuit, "circuit", "merkle", "built-in circuit: "+strings.Join(circuits.Names(), "|"))
+	var sizes, backends, hostCopies, msmG2, outPath, circuitList, bitSplits string
+	flag.StringVar(&circuitList, "circuit", "merkle", "comma-separated built-in circuits, each timed at every size: "+strings.Join(circuits.Names(), "|"))
+	flag.StringVar(&bitSplits, "bit-split", "auto", "bit split modes of the wire MSMs to time (prover.BitSplit): auto|off|on")
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
@@ -83,6 +86,21 @@ func main() {
 		var err error
 		if o.sizes, err = parseInts(sizes); err != nil {
 			return err
+		}
+		o.circuits = splitList(circuitList)
+		if len(o.circuits) == 0 {
+			return errors.New("-circuit: no circuit")
+		}
+		o.circuit = o.circuits[len(o.circuits)-1] // the release story's
+		for _, s := range splitList(bitSplits) {
+			b, err := prover.ParseBitSplit(s)
+			if err != nil {
+				return fmt.Errorf("-bit-split: %w", err)
+			}
+			o.bitSplits = append(o.bitSplits, b)
+		}
+		if len(o.bitSplits) == 0 {
+			o.bitSplits = []prover.BitSplit{prover.BitSplitAuto}
 		}
 		if o.reps < 1 || o.storyReps < 1 {
 			return errors.New("-reps and -story-reps must be at least 1")
@@ -193,14 +211,16 @@ func run(ctx context.Context, o *options) error {
 	}
 	var summary []string
 	for _, lg := range o.sizes {
-		lines, err := compareSize(ctx, o, cache, lg)
-		if err != nil {
-			return fmt.Errorf("2^%d: %w", lg, err)
+		for _, c := range o.circuits {
+			lines, err := compareSize(ctx, o, cache, c, lg)
+			if err != nil {
+				return fmt.Errorf("%s 2^%d: %w", c, lg, err)
+			}
+			summary = append(summary, lines...)
 		}
-		summary = append(summary, lines...)
 	}
 	say("\n== summary: full prove (synthesis excluded), median of %d after one warm-up ==", o.reps)
-	say("%-8s %6s %10s  %-30s %10s %10s %9s", "circuit", "log2 n", "constr.", "variant", "prove ms", "+synth ms", "ratio")
+	say("%-10s %6s %10s  %-36s %10s %10s %9s", "circuit", "log2 n", "constr.", "variant", "prove ms", "+synth ms", "ratio")
 	for _, l := range summary {
 		say("%s", l)
 	}
@@ -216,17 +236,18 @@ type variant struct {
 	name, backend string
 	hostCopy      gpu.HostCopy
 	msmG2         string
+	bitSplit      prover.BitSplit
 	prove, total  []time.Duration
 	spans         map[string][]time.Duration // per proof, summed by span name
 }
 
 // compareSize builds the circuit and keys at 2^lg constraints and times
 // each backend (and each host copy mode of cuda); it returns summary lines.
-func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int) ([]string, error) {
+func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit string, lg int) ([]string, error) {
 	n := 1 << lg
-	say("\n== %s, 2^%d constraints ==", o.circuit, lg)
+	say("\n== %s, 2^%d constraints ==", circuit, lg)
 	t0 := time.Now()
-	in, err := circuits.Build(o.circuit, n)
+	in, err := circuits.Build(circuit, n)
 	if err != nil {
 		return nil, err
 	}
@@ -260,12 +281,17 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int)
 		if b == "cuda" {
 			for _, g2 := range o.msmG2 {
 				for _, m := range o.hostCopies {
-					vs = append(vs, &variant{name: "cuda, " + string(m) + ", G2 " + g2, backend: b, hostCopy: m, msmG2: g2})
+					for _, bs := range o.bitSplits {
+						vs = append(vs, &variant{name: "cuda, " + string(m) + ", G2 " + g2 + ", bits " + bs.String(),
+							backend: b, hostCopy: m, msmG2: g2, bitSplit: bs})
+					}
 				}
 			}
 			continue
 		}
-		vs = append(vs, &variant{name: b, backend: b})
+		for _, bs := range o.bitSplits {
+			vs = append(vs, &variant{name: b + ", bits " + bs.String(), backend: b, bitSplit: bs})
+		}
 	}
 	for _, v := range vs {
 		if err := timeVariant(ctx, o, v, ccs, k, w, pub); err != nil {
@@ -286,7 +312,7 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int)
 		if ref == 0 {
 			ref = p
 		}
-		lines = append(lines, fmt.Sprintf("%-8s %6d %10d  %-30s %10.1f %10.1f %8.2fx", o.circuit, lg, ccs.GetNbConstraints(),
+		lines = append(lines, fmt.Sprintf("%-10s %6d %10d  %-36s %10.1f %10.1f %8.2fx", circuit, lg, ccs.GetNbConstraints(),
 			v.name, benchutil.Ms(p), benchutil.Ms(median(v.total)), float64(ref)/float64(p)))
 	}
 	return lines, nil
@@ -295,6 +321,10 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, lg int)
 // breakdown are the span names whose per-proof time is reported.
 var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcuzk.SpanComputeH,
 	otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B,
+	otelcuzk.SpanMSMG1A + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1A + otelcuzk.SpanSuffixTail,
+	otelcuzk.SpanMSMG1B + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1B + otelcuzk.SpanSuffixTail,
+	otelcuzk.SpanMSMG1K + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1K + otelcuzk.SpanSuffixTail,
+	otelcuzk.SpanMSMG2B + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG2B + otelcuzk.SpanSuffixTail,
 	otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanMSMG1CommitmentPok,
 	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
@@ -325,7 +355,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	for rep := -1; rep < o.reps; rep++ {
 		runtime.GC()
 		t0 := time.Now()
-		proof, t1, d, err := benchutil.Prove(ctx, ccs, k, w, b, rel, tp)
+		proof, t1, d, err := benchutil.Prove(ctx, ccs, k, w, b, rel, tp, prover.WithBitSplit(v.bitSplit))
 		if err != nil {
 			return err
 		}

@@ -189,14 +189,15 @@ func CompileCached(cache *keycache.Cache, circuit string, n int) (*circuits.Inst
 // then prover.ProveAssignment on b with the keys k, both releasing through
 // rel and tracing to tp. It returns the proof, when the prove started
 // (after the synthesis) and how long it took; the proof is not verified.
-func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, b prover.Backend, rel *buffer.Releaser, tp trace.TracerProvider) (proof groth16.Proof, started time.Time, took time.Duration, err error) {
+func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, b prover.Backend, rel *buffer.Releaser, tp trace.TracerProvider, opts ...prover.ProveOption) (proof groth16.Proof, started time.Time, took time.Duration, err error) {
 	asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
 	if err != nil {
 		return nil, time.Time{}, 0, err
 	}
 	started = time.Now()
-	proof, err = prover.ProveAssignment(ctx, k.PK, asg, prover.WithBackend(b), prover.WithReleaser(rel),
-		prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp))
+	opts = append([]prover.ProveOption{prover.WithBackend(b), prover.WithReleaser(rel),
+		prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp)}, opts...)
+	proof, err = prover.ProveAssignment(ctx, k.PK, asg, opts...)
 	return proof, started, time.Since(started), err
 }
 
