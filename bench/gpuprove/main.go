@@ -37,6 +37,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -321,10 +322,10 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit
 // breakdown are the span names whose per-proof time is reported.
 var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcuzk.SpanComputeH,
 	otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B,
-	otelcuzk.SpanMSMG1A + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1A + otelcuzk.SpanSuffixTail,
-	otelcuzk.SpanMSMG1B + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1B + otelcuzk.SpanSuffixTail,
-	otelcuzk.SpanMSMG1K + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1K + otelcuzk.SpanSuffixTail,
-	otelcuzk.SpanMSMG2B + otelcuzk.SpanSuffixBatchAdd, otelcuzk.SpanMSMG2B + otelcuzk.SpanSuffixTail,
+	otelcuzk.SpanMSMG1A + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1A + semconv.SpanSuffixTail,
+	otelcuzk.SpanMSMG1B + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1B + semconv.SpanSuffixTail,
+	otelcuzk.SpanMSMG1K + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1K + semconv.SpanSuffixTail,
+	otelcuzk.SpanMSMG2B + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG2B + semconv.SpanSuffixTail,
 	otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanMSMG1CommitmentPok,
 	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
 	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
