@@ -10,6 +10,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -45,10 +46,10 @@ func TestBitSplitProveGPUEqualsCPUOnPoRep(t *testing.T) {
 	for _, name := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG2B} {
 		// On (2 proofs) and auto (2 proofs: porep has far more than
 		// BitSplitMinOnes ones in each MSM).
-		if n := len(spantest.Named(rec, name+otelcuzk.SpanSuffixBatchAdd)); n != 4 {
+		if n := len(spantest.Named(rec, name+semconv.SpanSuffixBatchAdd)); n != 4 {
 			t.Errorf("%d %s.batch_add spans, want 4", n, name)
 		}
-		if n := len(spantest.Named(rec, name+otelcuzk.SpanSuffixTail)); n != 4 {
+		if n := len(spantest.Named(rec, name+semconv.SpanSuffixTail)); n != 4 {
 			t.Errorf("%d %s.tail spans, want 4", n, name)
 		}
 	}
