@@ -42,7 +42,9 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
+	"github.com/otelcuzk/otelcuzk/prover/setup"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
@@ -61,6 +63,7 @@ type options struct {
 	storyReps  int
 	cacheDir   string
 	traceFile  string
+	setup      string
 }
 
 var out io.Writer = os.Stdout
@@ -77,6 +80,7 @@ func main() {
 	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
 	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Pipeline); 0 skips it; default the largest size")
 	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
+	flag.StringVar(&o.setup, "setup", "cpu", "how missing keys are made: cpu (gnark's groth16.Setup) or cuda (prover/setup with the GPU's fixed-base multiplications)")
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
 	flag.StringVar(&o.traceFile, "trace-file", "", "trace file of the story (default gpuprove-trace.jsonl beside -out)")
 	flag.StringVar(&outPath, "out", "", "results file (default $OUT/gpuprove.txt when $OUT is set, else gpuprove.txt)")
@@ -206,7 +210,22 @@ func run(ctx context.Context, o *options) error {
 	} else {
 		say("gpu: %v", err)
 	}
-	cache, err := keycache.New(o.cacheDir)
+	var kopts []keycache.Option
+	switch o.setup {
+	case "cpu":
+	case "cuda":
+		e, err := fixedbase.Open(ctx, 0)
+		if err != nil {
+			return fmt.Errorf("-setup cuda: %w", err)
+		}
+		defer e.Close()
+		kopts = append(kopts, keycache.WithSetup(func(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+			return setup.Setup(ctx, ccs, setup.WithMultiplier(e, "cuda"))
+		}))
+	default:
+		return fmt.Errorf("-setup %q: want cpu or cuda", o.setup)
+	}
+	cache, err := keycache.New(o.cacheDir, kopts...)
 	if err != nil {
 		return err
 	}
