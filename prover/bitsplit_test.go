@@ -216,7 +216,7 @@ func TestProveWithTheBitSplitEqualsProveWithout(t *testing.T) {
 }
 
 func TestParseBitSplitRefusesUnknownModes(t *testing.T) {
-	for in, want := range map[string]BitSplit{"": BitSplitAuto, "auto": BitSplitAuto, "off": BitSplitOff, "on": BitSplitOn} {
+	for in, want := range map[string]BitSplit{"": BitSplitOff, "auto": BitSplitAuto, "off": BitSplitOff, "on": BitSplitOn} {
 		if got, err := ParseBitSplit(in); err != nil || got != want {
 			t.Errorf("ParseBitSplit(%q) = %v, %v", in, got, err)
 		}

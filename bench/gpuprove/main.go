@@ -72,7 +72,7 @@ func main() {
 	var o options
 	var sizes, backends, hostCopies, msmG2, outPath, circuitList, bitSplits string
 	flag.StringVar(&circuitList, "circuit", "merkle", "comma-separated built-in circuits, each timed at every size: "+strings.Join(circuits.Names(), "|"))
-	flag.StringVar(&bitSplits, "bit-split", "auto", "bit split modes of the wire MSMs to time (prover.BitSplit): auto|off|on")
+	flag.StringVar(&bitSplits, "bit-split", "off", "bit split modes of the wire MSMs to time (prover.BitSplit): auto|off|on")
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
