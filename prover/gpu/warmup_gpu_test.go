@@ -34,6 +34,10 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	for _, m := range msm.Modules(cudaspans.CompileOptions{}) {
 		want[m.Name] = true
 	}
+	// The bit split's batch addition (G1 and G2) is compiled beside them.
+	for _, g2 := range []bool{false, true} {
+		want[msm.BatchAddModule(g2, cudaspans.CompileOptions{}).Name] = true
+	}
 	var warmup string
 	for _, s := range rec.Ended() {
 		if s.Name() == otelcuzk.SpanGPUWarmup {
