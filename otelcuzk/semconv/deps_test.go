@@ -31,14 +31,16 @@ func TestPackageGraphIsTheOTelAPIOnly(t *testing.T) {
 
 // TestSpanNamingPackagesLinkNoExporterAndNoGRPC: the packages that name
 // spans with this vocabulary (the buffers, the CUDA bridge, CUPTI, the
-// prover, its engine, caches, circuits, journal and priority, the NTT on
-// the device) link no OTLP exporter, no OTel SDK and no gRPC: those come
+// prover, its engine, caches, circuits, journal and priority, the CUDA
+// backend with its MSM, NTT and fixed-base kernels, the key setup) link no OTLP exporter, no OTel SDK and no gRPC: those come
 // in only with otelcuzk's Setup, the server and the client.
 func TestSpanNamingPackagesLinkNoExporterAndNoGRPC(t *testing.T) {
 	pkgs := []string{
 		"../../buffer", "../../cudaspans", "../../cupti/...",
 		"../../prover", "../../prover/engine", "../../prover/journal", "../../prover/priority",
-		"../../prover/keycache", "../../prover/circuits", "../../prover/gpu/ntt",
+		"../../prover/keycache", "../../prover/circuits", "../../prover/gpu", "../../prover/gpu/msm", "../../prover/gpu/ntt",
+		"../../prover/gpu/fixedbase", "../../prover/gpu/kernels",
+		"../../prover/setup",
 	}
 	seen := map[string]bool{}
 	for _, p := range depstest.List(t, nil, pkgs...) {

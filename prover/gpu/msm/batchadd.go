@@ -11,7 +11,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
@@ -67,7 +67,7 @@ func NewBatchAdd(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Ba
 	if err != nil {
 		return nil, err
 	}
-	b := &BatchAdd{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName)}
+	b := &BatchAdd{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName)}
 	jobs := make([]func() error, 2)
 	for g := range 2 {
 		jobs[g] = func() error {
@@ -137,11 +137,11 @@ func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context
 	PJ(&res).FromAffine(&zero) // infinity
 	if call.Span != "" {
 		var span trace.Span
-		ctx, span = b.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(idx)),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
+		ctx, span = b.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(len(idx)),
+			semconv.KeyBackend.String("cuda"), semconv.KeyBaseSetID.String(set.ID)),
 			trace.WithAttributes(call.Attributes...))
 		defer func() {
-			otelcuzk.SetError(span, err)
+			semconv.SetError(span, err)
 			span.End()
 		}()
 	}

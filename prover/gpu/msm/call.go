@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // BaseSet is a fixed vector of MSM bases from a proving key, the shape of
@@ -27,7 +27,7 @@ type BaseSet[P any] struct {
 // Call is what one MSM call carries beside its bases and scalars, passed
 // explicitly by the caller (the CUDA backend fills it from the proof).
 type Call struct {
-	// Span is the span to record (otelcuzk.SpanMSMG1A, ...); "" records
+	// Span is the span to record (semconv.SpanMSMG1A, ...); "" records
 	// the copies and kernels as children of the span in ctx.
 	Span string
 	// KeyID is the proving key of the proof the MSM belongs to (""
@@ -48,7 +48,7 @@ type Call struct {
 // G1 returns Σ scalars[i]·bases[i] over the first len(scalars) points of a
 // resident G1 base set (len(scalars) ≤ bases.Len()), on stream s.
 //
-// call.Span, when not empty, is the span to record (otelcuzk.SpanMSMG1A,
+// call.Span, when not empty, is the span to record (semconv.SpanMSMG1A,
 // ...), with cuzk.msm.size, call.Attributes and the copies and kernels as
 // children; with an empty Span they are children of the span in ctx. The
 // scalars are gnark's Montgomery form and are converted on the GPU. The
@@ -120,11 +120,11 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 	}
 	if call.Span != "" {
 		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(len(scalars)),
-			otelcuzk.KeyBackend.String("cuda"), otelcuzk.KeyBaseSetID.String(set.ID)),
+		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(len(scalars)),
+			semconv.KeyBackend.String("cuda"), semconv.KeyBaseSetID.String(set.ID)),
 			trace.WithAttributes(call.Attributes...))
 		defer func() {
-			otelcuzk.SetError(span, err)
+			semconv.SetError(span, err)
 			span.End()
 		}()
 	}

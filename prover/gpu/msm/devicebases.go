@@ -15,7 +15,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // DeviceBases keeps proving-key base sets (BaseSet) in device
@@ -119,7 +119,7 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 		return nil, fmt.Errorf("msm: negative budget %d", cfg.budget)
 	}
 	cfg.fillShared()
-	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
 		budget: cfg.budget, sets: map[string]*ResidentBases{}, bufs: map[string]*proofBuffer{}}, nil
 }
 
@@ -149,11 +149,11 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 	if len(set.Points) == 0 {
 		return nil, fmt.Errorf("msm: base set %s has no points", set.ID)
 	}
-	ctx, span := k.tracer.Start(ctx, otelcuzk.SpanKeysPreload, trace.WithAttributes(
-		otelcuzk.KeyBaseSetID.String(set.ID), otelcuzk.KeyMSMSize.Int(len(set.Points))))
+	ctx, span := k.tracer.Start(ctx, semconv.SpanKeysPreload, trace.WithAttributes(
+		semconv.KeyBaseSetID.String(set.ID), semconv.KeyMSMSize.Int(len(set.Points))))
 	defer func() {
-		otelcuzk.SetError(span, err)
-		span.SetAttributes(otelcuzk.KeyResidentBytes.Int64(k.Bytes()))
+		semconv.SetError(span, err)
+		span.SetAttributes(semconv.KeyResidentBytes.Int64(k.Bytes()))
 		span.End()
 	}()
 
@@ -164,7 +164,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 		rb.lastUse = k.clock
 		k.mu.Unlock()
 		<-rb.ready
-		span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(true))
+		span.SetAttributes(semconv.KeyKeyCacheHit.Bool(true))
 		if rb.err != nil {
 			return nil, rb.err
 		}
@@ -176,7 +176,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 		}
 		return rb, nil
 	}
-	span.SetAttributes(otelcuzk.KeyKeyCacheHit.Bool(false), otelcuzk.KeyBufferBytes.Int64(bytes))
+	span.SetAttributes(semconv.KeyKeyCacheHit.Bool(false), semconv.KeyBufferBytes.Int64(bytes))
 	if k.budget > 0 {
 		if bytes > k.budget {
 			k.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
@@ -51,7 +51,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error
 	if err != nil {
 		return nil, err
 	}
-	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
 		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
 	var g2 *msmGroup
 	var sk *msmScalarKernels
@@ -100,7 +100,7 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 		return nil, err
 	}
 	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3]}
-	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(otelcuzk.ScopeName),
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
 		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
 	for _, g := range []struct {
 		mod *cudaspans.Module

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // run computes the MSM over device bases at basesPtr, or over hostBases
@@ -23,10 +23,10 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 	n := len(scalars)
 	if call.Span != "" {
 		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(otelcuzk.KeyMSMSize.Int(n),
-			otelcuzk.KeyBackend.String("cuda")), trace.WithAttributes(call.Attributes...))
+		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(n),
+			semconv.KeyBackend.String("cuda")), trace.WithAttributes(call.Attributes...))
 		defer func() {
-			otelcuzk.SetError(span, err)
+			semconv.SetError(span, err)
 			span.End()
 		}()
 	}
@@ -71,7 +71,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 	}()
 	nchunks := (n + chunk - 1) / chunk
 	if span := trace.SpanFromContext(ctx); call.Span != "" {
-		span.SetAttributes(otelcuzk.KeyMSMWindowBits.Int(plan.c), otelcuzk.KeyMSMChunks.Int(nchunks))
+		span.SetAttributes(semconv.KeyMSMWindowBits.Int(plan.c), semconv.KeyMSMChunks.Int(nchunks))
 	}
 	for start := 0; start < n; start += chunk {
 		k := min(chunk, n-start)
