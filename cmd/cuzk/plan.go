@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
@@ -17,16 +18,34 @@ import (
 // request's: 2^20 to 2^27 (a 32 GiB PoRep partition is about 2^27).
 var planSizes = []int{20, 21, 22, 23, 24, 25, 26, 27}
 
+// cpuFigures says whether a request runs on the CPU, so that the plan's
+// CPU figures apply: --backend cpu, or auto (the default) on a host where
+// no CUDA device is usable (cudaspans.Devices fails), where prove and
+// setup fall back to the CPU. --backend cuda: false.
+func cpuFigures(c *cli.Context) bool {
+	switch c.String("backend") {
+	case "cpu":
+		return true
+	case "cuda":
+		return false
+	}
+	_, err := cudaspans.Devices()
+	return err != nil
+}
+
 // checkPlan refuses, before anything is built, a request whose plan does
 // not fit this host: with --backend cpu the CPU model of
-// circuits.CheckMemory; otherwise the plan of the GPU setup and the CUDA
-// prove (circuits.Plan.Fits) against the host's available memory, and for
-// `cuzk setup` (which writes the key) the free space of the key cache's
-// disk. The error names every figure that does not fit.
+// circuits.CheckMemory; otherwise the plan (circuits.Plan.Fits) against
+// the host's available memory, with the CPU setup and prove figures when
+// auto falls back to the CPU (cpuFigures), else those of the GPU setup and
+// the CUDA prove, and for `cuzk setup` (which writes the key) the free
+// space of the key cache's disk. The error names every figure that does
+// not fit.
 func checkPlan(c *cli.Context, name string, n int) error {
 	if c.String("backend") == "cpu" {
 		return circuits.CheckMemory(name, n)
 	}
+	cpu := cpuFigures(c)
 	p, err := circuits.PlanFor(name, n)
 	if err != nil {
 		return err
@@ -39,7 +58,7 @@ func checkPlan(c *cli.Context, name string, n int) error {
 	if c.Command.Name == "setup" {
 		disk = diskFree(c.String("cache-dir"))
 	}
-	return p.Fits(false, avail, disk, c.Bool("ephemeral-keys"))
+	return p.Fits(cpu, avail, disk, c.Bool("ephemeral-keys"))
 }
 
 // diskFree is the space free to this user on the key cache's disk, 0 when
@@ -95,12 +114,19 @@ func printPlan(w io.Writer, c *cli.Context) error {
 		return err
 	}
 	disk := diskFree(c.String("cache-dir"))
-	cpu := c.String("backend") == "cpu"
+	cpu := cpuFigures(c)
 	fmt.Fprintf(w, "\nthis host: %s of memory available, %s free for the key cache\n", human.Bytes(avail), human.Bytes(disk))
 	if err := req.Fits(cpu, avail, disk, c.Bool("ephemeral-keys")); err != nil {
 		fmt.Fprintf(w, "does not fit: %v\n", err)
 		return nil
 	}
-	fmt.Fprintf(w, "fits: peak host memory %s (%s backend figures)\n", human.Bytes(req.Host(cpu)), map[bool]string{true: "cpu", false: "cuda"}[cpu])
+	figures := "cuda backend figures"
+	switch {
+	case cpu && c.String("backend") == "cpu":
+		figures = "cpu backend figures"
+	case cpu:
+		figures = "cpu backend figures: auto, no CUDA device usable here"
+	}
+	fmt.Fprintf(w, "fits: peak host memory %s (%s)\n", human.Bytes(req.Host(cpu)), figures)
 	return nil
 }

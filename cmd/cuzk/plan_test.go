@@ -1,15 +1,21 @@
 package main
 
 import (
+	"fmt"
+	"math/bits"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 func TestProvePlanPrintsTheTableAndTheVerdictWithoutProving(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
-	out, _, err := runCuzk(t, "prove", "--plan", "--circuit", "porep", "--constraints", "134217728",
+	out, _, err := runCuzk(t, "prove", "--plan", "--backend", "cuda", "--circuit", "porep", "--constraints", "134217728",
 		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -31,13 +37,55 @@ func TestARequestOverThePlanIsRefusedWithItsFigures(t *testing.T) {
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
 	for _, args := range [][]string{
 		{"setup", "--backend", "cuda", "--circuit", "porep", "--constraints", "134217728"},
-		{"prove", "--backend", "auto", "--circuit", "porep", "--constraints", "134217728", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")},
-		{"prove", "--ephemeral-keys", "--circuit", "porep", "--constraints", "134217728", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")},
+		{"prove", "--ephemeral-keys", "--backend", "cuda", "--circuit", "porep", "--constraints", "134217728", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")},
 	} {
 		_, _, err := runCuzk(t, args...)
 		if err == nil || !strings.Contains(err.Error(), "porep at 134217728 constraints: host memory 176.8 GiB needed") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want one line with the plan's host memory", args, err)
 		}
+	}
+	noKeyFiles(t, filepath.Join(dir, "cache"))
+}
+
+// On a host without a usable CUDA device, --backend auto (the default)
+// proves and sets up on the CPU, so its plan is checked with the CPU
+// figures: a request the GPU figures would let through but the CPU's do
+// not is refused, as with --backend cpu, and --plan says which figures.
+func TestAutoWithoutADeviceIsPlannedWithTheCPUFigures(t *testing.T) {
+	if _, err := cudaspans.Devices(); err == nil {
+		t.Skip("a CUDA device is usable here: auto uses the GPU figures")
+	}
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	avail, err := circuits.MemAvailable()
+	if err != nil {
+		t.Skip(err)
+	}
+	// The smallest porep size whose CPU figures do not fit this host.
+	var n int
+	var p circuits.Plan
+	for lg := 14; lg <= 30; lg++ {
+		if p, err = circuits.PlanFor("porep", 1<<lg); err == nil && p.Host(true) > avail {
+			n = 1 << lg
+			break
+		}
+	}
+	if n == 0 {
+		t.Skip("no porep size over this host's memory")
+	}
+	args := []string{"prove", "--circuit", "porep", "--constraints", fmt.Sprint(n),
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")}
+	want := "host memory " + human.Bytes(p.Host(true)) + " needed"
+	for _, backend := range [][]string{nil, {"--backend", "auto"}} {
+		_, _, err := runCuzk(t, append(append([]string{}, args...), backend...)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v at 2^%d: %v, want a refusal naming the CPU figure %q", backend, bits.Len(uint(n))-1, err, want)
+		}
+	}
+	out, _, err := runCuzk(t, "prove", "--plan", "--circuit", "merkle", "--constraints", "4096",
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl"))
+	if err != nil || !strings.Contains(out, "(cpu backend figures: auto, no CUDA device usable here)") {
+		t.Errorf("--plan with auto and no device: %v\n%s\nwant the CPU figures named", err, out)
 	}
 	noKeyFiles(t, filepath.Join(dir, "cache"))
 }
