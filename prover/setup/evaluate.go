@@ -103,29 +103,12 @@ func evaluateABC(ctx context.Context, r1cs *cs.R1CS, d *fft.Domain, tau fr.Eleme
 	A, B, C = make([]fr.Element, nbWires), make([]fr.Element, nbWires), make([]fr.Element, nbWires)
 	var locks [lockStripes]sync.Mutex
 	coeffs := r1cs.Coefficients
-	accumulate := func(res *fr.Element, t constraint.Term, value *fr.Element) {
-		switch cID := t.CoeffID(); cID {
-		case constraint.CoeffIdZero:
-		case constraint.CoeffIdOne:
-			res.Add(res, value)
-		case constraint.CoeffIdMinusOne:
-			res.Sub(res, value)
-		case constraint.CoeffIdTwo:
-			var b fr.Element
-			b.Double(value)
-			res.Add(res, &b)
-		default:
-			var b fr.Element
-			b.Mul(&coeffs[cID], value)
-			res.Add(res, &b)
-		}
-	}
 	add := func(dst []fr.Element, terms constraint.LinearExpression, l *fr.Element) {
 		for _, t := range terms {
 			w := t.WireID()
 			mu := &locks[w%lockStripes]
 			mu.Lock()
-			accumulate(&dst[w], t, l)
+			addTerm(&dst[w], coeffs, t, l)
 			mu.Unlock()
 		}
 	}
@@ -303,4 +286,26 @@ func (it *mergeIterator) indexIfNext(v int) int {
 	}
 	it.lists[at] = it.lists[at][1:]
 	return at
+}
+
+// addTerm adds the term t's coefficient (of coeffs, the R1CS's
+// coefficient table; gnark's small ids 0, 1, -1 and 2 without a
+// multiplication) times value to res: one term of a constraint's
+// linear combination evaluated at τ, as gnark's setup does.
+func addTerm(res *fr.Element, coeffs []fr.Element, t constraint.Term, value *fr.Element) {
+	switch cID := t.CoeffID(); cID {
+	case constraint.CoeffIdZero:
+	case constraint.CoeffIdOne:
+		res.Add(res, value)
+	case constraint.CoeffIdMinusOne:
+		res.Sub(res, value)
+	case constraint.CoeffIdTwo:
+		var b fr.Element
+		b.Double(value)
+		res.Add(res, &b)
+	default:
+		var b fr.Element
+		b.Mul(&coeffs[cID], value)
+		res.Add(res, &b)
+	}
 }

@@ -219,34 +219,17 @@ func referenceABC(r1cs *cs.R1CS, domain *fft.Domain, tw *ToxicWaste) (A, B, C []
 	var L fr.Element
 	L.Exp(tw.T, new(big.Int).SetUint64(domain.Cardinality)).Sub(&L, &one)
 	L.Mul(&L, &tInv[0]).Mul(&L, &domain.CardinalityInv)
-	accumulate := func(res *fr.Element, t constraint.Term, value *fr.Element) {
-		switch cID := t.CoeffID(); cID {
-		case constraint.CoeffIdZero:
-		case constraint.CoeffIdOne:
-			res.Add(res, value)
-		case constraint.CoeffIdMinusOne:
-			res.Sub(res, value)
-		case constraint.CoeffIdTwo:
-			var b fr.Element
-			b.Double(value)
-			res.Add(res, &b)
-		default:
-			var b fr.Element
-			b.Mul(&r1cs.Coefficients[cID], value)
-			res.Add(res, &b)
-		}
-	}
 	j := 0
 	it := r1cs.GetR1CIterator()
 	for c := it.Next(); c != nil; c = it.Next() {
 		for _, t := range c.L {
-			accumulate(&A[t.WireID()], t, &L)
+			addTerm(&A[t.WireID()], r1cs.Coefficients, t, &L)
 		}
 		for _, t := range c.R {
-			accumulate(&B[t.WireID()], t, &L)
+			addTerm(&B[t.WireID()], r1cs.Coefficients, t, &L)
 		}
 		for _, t := range c.O {
-			accumulate(&C[t.WireID()], t, &L)
+			addTerm(&C[t.WireID()], r1cs.Coefficients, t, &L)
 		}
 		L.Mul(&L, &w).Mul(&L, &t[j]).Mul(&L, &tInv[j+1])
 		j++
