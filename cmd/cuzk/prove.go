@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -71,6 +72,9 @@ func proveAction(c *cli.Context) (err error) {
 	if errOut == nil {
 		errOut = os.Stderr
 	}
+	finished := make(chan struct{})
+	defer close(finished) // before stop (deferred first) cancels ctx
+	go announceInterrupt(ctx, finished, stop, errOut)
 	logger.Disable() // gnark's own log lines would interleave with ours
 	if c.Bool("plan") {
 		return printPlan(out, c)
@@ -173,7 +177,14 @@ func proveAction(c *cli.Context) (err error) {
 		<-warmed // its progress line before the waterfall (the proof waited for it)
 	}
 	// Async releases finish (and end their spans) before the flush.
-	closeErr := errors.Join(pipe.Close(context.Background()), rel.Close(context.Background()))
+	cctx, ccancel := context.Background(), context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		// Interrupted: the releases of a step left behind would come only
+		// once it ends; the process exits and the system frees them.
+		cctx, ccancel = context.WithTimeout(cctx, time.Second)
+	}
+	closeErr := errors.Join(pipe.Close(cctx), rel.Close(cctx))
+	ccancel()
 	if runErr != nil {
 		if ctx.Err() != nil {
 			// A step that cannot stop (a compile, a key setup) still holds
@@ -254,6 +265,30 @@ func proveAction(c *cli.Context) (err error) {
 	return nil
 }
 
+// interruptNotice is what cuzk prove prints on stderr the moment a signal
+// arrives: a CPU MSM or a key setup does not stop mid-way, and a user at
+// the terminal must not wonder whether Ctrl-C was seen.
+const interruptNotice = "cuzk: interrupted: stopping (a CPU MSM or key setup, which cannot stop mid-way, is abandoned after 1 s) and flushing the trace; Ctrl-C again quits at once"
+
+// announceInterrupt prints interruptNotice to w when ctx ends before
+// finished is closed (a signal, or the caller's context), and then calls
+// stop, so that a second Ctrl-C kills the process as it would without
+// cuzk's handler.
+func announceInterrupt(ctx context.Context, finished <-chan struct{}, stop func(), w io.Writer) {
+	select {
+	case <-finished:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-finished: // ctx ended because the command returned
+		return
+	default:
+	}
+	stop()
+	progress.Println(w, interruptNotice)
+}
+
 // keepLocally appends spans, a trace recorded in memory whose OTLP export
 // failed, to the OTLP JSON lines trace file at path, so the trace is not
 // lost: cuzk trace reads it as it reads a run without an endpoint.
@@ -279,14 +314,16 @@ func runJob(ctx context.Context, tp trace.TracerProvider, r prover.Runner, worke
 	info, err := eng.Prove(ctx, req)
 	sctx := context.Background()
 	if ctx.Err() != nil {
-		// Interrupted: stop the job rather than wait for it, and give a
-		// runner that cannot stop at once (a key setup) a moment only.
+		// Interrupted: stop the job rather than wait for it; a runner that
+		// cannot stop at once (a key setup, a CPU MSM) gets the engine's
+		// cancel grace of a second, no more: the shutdown context is done
+		// already, so Shutdown cancels at once and waits the grace only.
 		if info.ID != "" {
 			_ = eng.Cancel(info.ID)
 		}
 		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(sctx, time.Second)
-		defer cancel()
+		sctx, cancel = context.WithCancel(sctx)
+		cancel()
 	}
 	if serr := eng.Shutdown(sctx); err == nil && serr != nil {
 		err = serr

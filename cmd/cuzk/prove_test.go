@@ -382,7 +382,8 @@ func TestAnInterruptDuringAStepThatCannotStopEndsTheCommandWithinSeconds(t *test
 	if _, err := runJob(ctx, noop.NewTracerProvider(), r, "cpu:0", &prover.Request{RequestID: "x", Circuit: "mulchain"}); err == nil {
 		t.Error("an interrupted job returned no error")
 	}
-	if d := time.Since(start); d > 4*time.Second {
+	// The engine's cancel grace (1 s), not a second wait on top of it.
+	if d := time.Since(start); d > 1800*time.Millisecond {
 		t.Errorf("runJob returned %v after the interrupt", d)
 	}
 }

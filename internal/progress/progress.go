@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -69,6 +71,8 @@ func Start(s Step, done <-chan struct{}) (stop func()) {
 			return
 		}
 		bar := s.newBar()
+		drawing(s.W, 1)
+		defer drawing(s.W, -1)
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -99,6 +103,43 @@ func Start(s Step, done <-chan struct{}) (stop func()) {
 		}
 		<-finished
 	}
+}
+
+// bars counts the bars being drawn on each writer, for Println.
+var bars struct {
+	sync.Mutex
+	on map[io.Writer]int
+}
+
+func drawing(w io.Writer, d int) {
+	if !reflect.TypeOf(w).Comparable() {
+		return // no map key; Println then adds no line break
+	}
+	bars.Lock()
+	defer bars.Unlock()
+	if bars.on == nil {
+		bars.on = map[io.Writer]int{}
+	}
+	if bars.on[w] += d; bars.on[w] <= 0 {
+		delete(bars.on, w)
+	}
+}
+
+// Println writes line to w on a line of its own: when a bar is being
+// drawn on w (a step of another goroutine), the line starts on a new line
+// rather than after the bar's last frame, and the bar goes on below it.
+// For what a command says while a step runs (an interrupt).
+func Println(w io.Writer, line string) {
+	n := 0
+	if w != nil && reflect.TypeOf(w).Comparable() {
+		bars.Lock()
+		n = bars.on[w]
+		bars.Unlock()
+	}
+	if n > 0 {
+		line = "\n" + line
+	}
+	fmt.Fprintln(w, line)
 }
 
 func (s Step) newBar() *progressbar.ProgressBar {

@@ -79,3 +79,38 @@ func TestEstimateScalesTheLastRecordedStep(t *testing.T) {
 		t.Error("Round")
 	}
 }
+
+// A line said while a bar is drawn on the same writer starts on a line of
+// its own, not after the bar's last frame; with no bar it is the line
+// alone.
+func TestPrintlnDuringABarStartsOnItsOwnLine(t *testing.T) {
+	var alone syncBuffer
+	Println(&alone, "interrupted")
+	if alone.String() != "interrupted\n" {
+		t.Errorf("with no bar: %q", alone.String())
+	}
+	var w syncBuffer
+	stop := Start(Step{W: &w, Force: true, After: time.Nanosecond, Line: "step", Bar: "step"}, nil)
+	for !strings.Contains(w.String(), "step\n") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for { // the bar's goroutine counts itself just after its first frame
+		bars.Lock()
+		n := bars.on[&w]
+		bars.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	Println(&w, "interrupted")
+	stop()
+	if !strings.Contains(w.String(), "\ninterrupted\n") {
+		t.Errorf("the line was not on its own line: %q", w.String())
+	}
+	bars.Lock()
+	defer bars.Unlock()
+	if bars.on[&w] != 0 {
+		t.Errorf("a finished bar still counts as drawn: %d", bars.on[&w])
+	}
+}

@@ -37,7 +37,6 @@ import (
 	cs_bls12381 "github.com/consensys/gnark/constraint/bls12-381"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/term"
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/internal/human"
@@ -482,45 +481,13 @@ func (c *Cache) Wait(ctx context.Context) error {
 func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
 	n := ccs.GetNbConstraints()
 	est, known := estimateSetup(c.dir, n)
-	done := make(chan struct{})
-	spun := make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(spun)
-		if c.progress == nil {
-			return
-		}
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-time.After(c.progressAfter):
-		}
-		fmt.Fprintln(c.progress, setupNotice(n, est, known))
-		if !c.showProgress() {
-			return // one line, not a bar, for a log
-		}
-		bar := c.newSetupBar(n, est, known)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				bar.Finish()
-				return
-			case <-ctx.Done():
-				bar.Finish()
-				return
-			case <-tick.C:
-				if known {
-					// Never full before the end: an estimate that was short
-					// holds at 99% and its time left at about 0.
-					_ = bar.Set64(min(time.Since(start).Milliseconds(), est.Milliseconds()*99/100))
-				}
-			}
-		}
-	}()
+	step := progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
+		Line: setupNotice(n, est, known), Bar: fmt.Sprintf("groth16 setup, %d constraints", n)}
+	if known {
+		step.Estimate = est
+	}
+	stop := progress.Start(step, ctx.Done())
 	var pk groth16.ProvingKey
 	var vk groth16.VerifyingKey
 	var err error
@@ -530,24 +497,12 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 		pk, vk, err = groth16.Setup(ccs)
 	}
 	took := time.Since(start)
-	close(done)
-	<-spun
+	stop()
 	if err == nil {
 		// Abandoned or not, the setup ran whole: its time is the host's.
 		recordSetup(c.dir, n, took)
 	}
 	return pk, vk, err
-}
-
-func (c *Cache) showProgress() bool {
-	if c.progress == nil {
-		return false
-	}
-	if c.forceProgress {
-		return true
-	}
-	f, ok := c.progress.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func writeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.VerifyingKey) error {

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
+	"github.com/otelcuzk/otelcuzk/internal/progress"
 )
 
 // setupRateFile, in the cache directory, holds the last groth16.Setup
@@ -61,35 +60,5 @@ func setupNotice(n int, est time.Duration, known bool) string {
 	if !known {
 		return fmt.Sprintf("groth16 setup: %d constraints, no cached key; the first setup here has no estimate (the key is cached for the next run)", n)
 	}
-	return fmt.Sprintf("groth16 setup: %d constraints, no cached key; about %s in all, from the last setup measured here", n, roundDuration(est))
-}
-
-// roundDuration prints d to the second above 10 s, else to 0.1 s.
-func roundDuration(d time.Duration) time.Duration {
-	if d >= 10*time.Second {
-		return d.Round(time.Second)
-	}
-	return d.Round(100 * time.Millisecond)
-}
-
-// newSetupBar is the bar of a setup with an estimate: it fills with the
-// time elapsed against est (capped below full until the setup ends) and
-// shows the time left; without an estimate, a spinner with the elapsed
-// time.
-func (c *Cache) newSetupBar(n int, est time.Duration, known bool) *progressbar.ProgressBar {
-	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(c.progress),
-		progressbar.OptionSetDescription(fmt.Sprintf("groth16 setup, %d constraints", n)),
-		progressbar.OptionClearOnFinish(),
-		// Rendered once here, the bar counts as started before its own
-		// spinner goroutine reads that state without a lock
-		// (progressbar v3.19.1); the goroutine then animates it.
-		progressbar.OptionSetRenderBlankState(true),
-	}
-	if !known {
-		return progressbar.NewOptions(-1, append(opts, progressbar.OptionSpinnerType(14), progressbar.OptionSetElapsedTime(true))...)
-	}
-	return progressbar.NewOptions64(est.Milliseconds()+1, append(opts,
-		progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond))...)
+	return fmt.Sprintf("groth16 setup: %d constraints, no cached key; about %s in all, from the last setup measured here", n, progress.Round(est))
 }
