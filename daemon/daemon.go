@@ -70,8 +70,10 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.onRelease(closeJournal) // last: after the span flush
 	// No reachability probe: under systemd the trace backend may come up
 	// after the daemon; spans dropped meanwhile are counted and warned of.
+	// Which step each running job is in, for GetStatus (cuzk status).
+	steps := otelcuzk.NewStepTracker()
 	topts := append(TraceDevices(cfg.Backend),
-		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log),
+		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log), otelcuzk.WithSpanProcessor(steps),
 		// A caller that does not sample still gets its proof recorded, as
 		// a new trace linked to the caller's span (unless a sampler is set).
 		otelcuzk.WithUnsampledCallerAsLink())
@@ -141,6 +143,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	opts := []server.Option{
 		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(otelcuzk.Version()),
 		server.WithBearerToken(cfg.Token), server.WithMaxMessageBytes(cfg.MaxMessageBytes), server.WithMetricsHandler(metricsHandler),
+		server.WithJobSteps(steps.Step),
 	}
 	if cfg.TLSCert != "" {
 		opts = append(opts, server.WithTLS(cfg.TLSCert, cfg.TLSKey))

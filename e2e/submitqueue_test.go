@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 // The built cuzk against a real `cuzk serve` whose one worker is held (a
 // job in its key setup, seconds of it): a second `cuzk submit` prints
 // each state it sees, QUEUED with its place first, SUCCEEDED last (it
-// printed only SUCCEEDED after waiting).
+// printed only SUCCEEDED after waiting); meanwhile `cuzk status` says the
+// holding job is in keys.setup.
 func TestSubmitToAHeldQueuePrintsQueuedWithItsPlaceThenItsEnd(t *testing.T) {
 	bin := cuzkBin(t)
 	dir := t.TempDir()
@@ -32,8 +34,11 @@ func TestSubmitToAHeldQueuePrintsQueuedWithItsPlaceThenItsEnd(t *testing.T) {
 	go func() { bigDone <- big.Wait() }()
 	err := waitFor(ctx, time.Minute, func() error {
 		out, _ := runProgram(t, 30*time.Second, nil, bin, "status", "--addr", d.Addr)
-		if !strings.Contains(out, "request big") {
-			return errorString("big not running yet:\n" + out)
+		// The step it is in, on its job line and its worker's (status
+		// said "proving" through the whole setup).
+		if !strings.Contains(out, "request big  mulchain  RUNNING: keys.setup") ||
+			!regexp.MustCompile(`(?m)^worker +cpu:0 +\S+ RUNNING: keys\.setup `).MatchString(out) {
+			return errorString("big not in its key setup yet:\n" + out)
 		}
 		return nil
 	})

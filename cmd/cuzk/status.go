@@ -70,6 +70,17 @@ func age(t time.Time) time.Duration {
 	return max(time.Since(t), 0).Round(time.Second)
 }
 
+// jobDoing is a running job's stage with the step it is in when the
+// daemon says ("RUNNING: keys.setup", "PROVING: gpu.lock"): a serial
+// daemon's job is RUNNING from its compile to its proof, and a worker
+// holding a job was shown as "proving" it through a minutes-long key setup.
+func jobDoing(j client.RunningJob) string {
+	if j.Step == "" {
+		return fmt.Sprint(j.Status)
+	}
+	return fmt.Sprintf("%s: %s", j.Status, j.Step)
+}
+
 // bytesStr writes bytes in binary units (human.Bytes).
 var bytesStr = human.Bytes
 
@@ -92,8 +103,14 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	if n := len(s.Abandoned); n > 0 {
 		abandoned = fmt.Sprintf(", abandoned %d", n)
 	}
-	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, proving %d%s\n",
-		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), s.Proving, abandoned)
+	// A serial engine's worker runs a job whole (compile, keys, synthesis,
+	// proof): its count is of jobs running, not proving.
+	proving := "proving"
+	if s.SynthesisWorkers == 0 {
+		proving = "running"
+	}
+	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, %s %d%s\n",
+		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), proving, s.Proving, abandoned)
 	if m := st.Memory; m.Budget > 0 {
 		fmt.Fprintf(out, "memory    budget %s, in flight %s (proofs %s, keys %s), peak %s\n",
 			bytesStr(m.Budget), bytesStr(m.Reserved+m.Keys), bytesStr(m.Reserved), bytesStr(m.Keys), bytesStr(m.Peak))
@@ -113,10 +130,18 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	// workers' proofs beside the jobs, so a 10-partition job reads as
 	// 1 job and 10 proofs, not as a contradiction.
 	var proofs [3]uint64
+	steps := map[string]string{} // job id -> what it does now
+	for _, j := range st.Running {
+		steps[j.ID] = jobDoing(j)
+	}
 	for _, w := range st.Workers {
 		job := "idle"
 		if w.JobID != "" {
-			job = "proving " + w.JobID
+			doing := steps[w.JobID]
+			if doing == "" {
+				doing = "RUNNING"
+			}
+			job = w.JobID + " " + doing
 		}
 		for _, a := range s.Abandoned {
 			if a.Worker == w.Name {
@@ -173,7 +198,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if j.Worker != "" {
 			where = " on " + j.Worker
 		}
-		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, j.Status, where, parts, j.TraceID)
+		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, jobDoing(j), where, parts, j.TraceID)
 	}
 	for _, a := range s.Abandoned {
 		holds := "a synthesis slot"

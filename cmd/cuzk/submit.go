@@ -366,7 +366,8 @@ func submitAndAwait(ctx context.Context, cl, poll *client.Client, req client.Req
 
 // stateOf is the state line of request id rid in st: QUEUED with its
 // place among the jobs not started yet ("QUEUED, position 2 of 5") or
-// its wait for the memory budget, else its stage past the queue; "" when
+// its wait for the memory budget, else its stage past the queue and the
+// step in it when the daemon says (jobDoing); "" when
 // st does not list it or lists it ended (an end is printed from the
 // result).
 func stateOf(st *client.Status, rid string) string {
@@ -381,7 +382,7 @@ func stateOf(st *client.Status, rid string) string {
 	}
 	for _, r := range st.Running {
 		if r.RequestID == rid && r.Status != "" && !ended(r.Status) {
-			return string(r.Status)
+			return jobDoing(r) // with its step: "RUNNING: keys.setup"
 		}
 	}
 	return ""

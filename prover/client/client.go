@@ -446,6 +446,10 @@ type RunningJob struct {
 	Status JobStatus
 	// Partitions is the number of partitions (1 for one witness).
 	Partitions int
+	// Step is what the job is doing now, the name of its open step span
+	// ("keys.setup", "pipeline.prove", ...); "" when the daemon does not
+	// say.
+	Step string
 }
 
 // QueuedJob is a job not started yet.
@@ -630,7 +634,7 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 		s.Running = append(s.Running, RunningJob{ID: j.GetJobId(), RequestID: j.GetRequestId(), Circuit: j.GetCircuit(),
 			Worker: j.GetWorker(), TraceID: j.GetTraceId(), Priority: priorityFrom(j.GetPriority()),
 			Started: time.Unix(0, j.GetStartedUnixNano()), Status: statusFrom(j.GetStatus()),
-			Partitions: int(j.GetPartitions())})
+			Partitions: int(j.GetPartitions()), Step: j.GetStep()})
 	}
 	return s, nil
 }

@@ -53,6 +53,7 @@ type config struct {
 	metrics     http.Handler
 	stopGrace   time.Duration
 	upstream    *upstream.Client
+	stepOf      func(traceID string) string
 }
 
 func newConfig(opts []Option) config {
@@ -130,6 +131,14 @@ func WithVersion(v string) Option {
 // of the few totals cuzk itself reports.
 func WithMetricsHandler(h http.Handler) Option {
 	return optionFunc(func(c *config) { c.metrics = h })
+}
+
+// WithJobSteps makes GetStatus say of each running job the step it is in
+// (JobInfo.step), from stepOf of its hex trace id: an
+// otelcuzk.StepTracker's Step, registered on the provider of the engine's
+// spans. Without it the step is empty and only the job's stage is said.
+func WithJobSteps(stepOf func(traceID string) string) Option {
+	return optionFunc(func(c *config) { c.stepOf = stepOf })
 }
 
 // WithUpstream forwards the Filecoin proof kinds (PoRep C2, SnapDeals,

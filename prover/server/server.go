@@ -590,7 +590,11 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		if j.State != engine.StateQueued {
 			local.InProgress++
 		}
-		out.Running = append(out.Running, jobInfoTo(j))
+		r := jobInfoTo(j)
+		if s.cfg.stepOf != nil && !j.State.Finished() && j.State != engine.StateQueued {
+			r.Step = s.cfg.stepOf(j.TraceID)
+		}
+		out.Running = append(out.Running, r)
 	}
 	for _, w := range st.Waiting {
 		q := jobInfoTo(w.JobInfo)

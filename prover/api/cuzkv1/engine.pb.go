@@ -2557,7 +2557,12 @@ type JobInfo struct {
 	Partitions uint32 `protobuf:"varint,11,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	// A queued job holding a synthesis slot while it waits for the memory
 	// budget (GetStatusResponse.queued).
-	MemoryWait    bool `protobuf:"varint,12,opt,name=memory_wait,json=memoryWait,proto3" json:"memory_wait,omitempty"`
+	MemoryWait bool `protobuf:"varint,12,opt,name=memory_wait,json=memoryWait,proto3" json:"memory_wait,omitempty"`
+	// What a running job (GetStatusResponse.running) is doing now: the name
+	// of its latest started step span still open ("circuit.compile",
+	// "keys.setup", "pipeline.synthesize", "pipeline.prove", "gpu.lock",
+	// ...; otelcuzk.JobSteps); empty when unknown (its trace not recorded).
+	Step          string `protobuf:"bytes,13,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2674,6 +2679,13 @@ func (x *JobInfo) GetMemoryWait() bool {
 		return x.MemoryWait
 	}
 	return false
+}
+
+func (x *JobInfo) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
 }
 
 // Stages are the depths of the daemon's pipeline, counted in partitions (a
@@ -3378,7 +3390,7 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"QueueDepth\x12-\n" +
 	"\bpriority\x18\x01 \x01(\x0e2\x11.cuzk.v1.PriorityR\bpriority\x12\x14\n" +
-	"\x05depth\x18\x02 \x01(\rR\x05depth\"\xa6\x03\n" +
+	"\x05depth\x18\x02 \x01(\rR\x05depth\"\xba\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
@@ -3396,7 +3408,8 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"partitions\x18\v \x01(\rR\n" +
 	"partitions\x12\x1f\n" +
 	"\vmemory_wait\x18\f \x01(\bR\n" +
-	"memoryWait\"\x8c\x02\n" +
+	"memoryWait\x12\x12\n" +
+	"\x04step\x18\r \x01(\tR\x04step\"\x8c\x02\n" +
 	"\x06Stages\x12+\n" +
 	"\x11synthesis_workers\x18\x01 \x01(\rR\x10synthesisWorkers\x12%\n" +
 	"\x0ewaiting_memory\x18\x02 \x01(\rR\rwaitingMemory\x12\"\n" +
