@@ -1,12 +1,13 @@
 // Command msmbench compares compile-time variants of the GPU MSM kernels
 // (macros of prover/gpu/kernels: MSM_ACCUM_MIN_BLOCKS, FF_PTX_ADDSUB,
-// FF_MUL_EVENODD, ...) in one run on one device: each variant is compiled
+// FF_MUL_EVENODD, ...; and affine=N, not a macro: the bucket sums of
+// msm.WithAffineBuckets(N), 0 for XYZZ) in one run on one device: each variant is compiled
 // with NVRTC, checked against gnark-crypto's MultiExp (G1, and G2 when
 // timed) on fresh random inputs and edge inputs, then timed over resident
 // bases. Results go to bench/msm.md.
 //
 //	go build -o .dev/bin/msmbench ./bench/msmbench           # here
-//	./.dev/bin/msmbench -log2 24 -variants 'default;MSM_ACCUM_MIN_BLOCKS=4'   # on the GPU host
+//	./.dev/bin/msmbench -log2 24 -variants 'default;MSM_ACCUM_MIN_BLOCKS=4;affine=16'   # on the GPU host
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -145,8 +147,17 @@ func run(list string, lg1, lg2, reps int) error {
 		if err != nil {
 			return err
 		}
+		opts := []msm.Option{}
+		if v, ok := defs["affine"]; ok {
+			tail, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("variant affine=%q: want a number", v)
+			}
+			opts = append(opts, msm.WithAffineBuckets(tail))
+			delete(defs, "affine")
+		}
 		t0 := time.Now()
-		m, err := msm.New(ctx, c, msm.WithCompileOptions(cudaspans.CompileOptions{Defines: defs}))
+		m, err := msm.New(ctx, c, append(opts, msm.WithCompileOptions(cudaspans.CompileOptions{Defines: defs}))...)
 		if err != nil {
 			fmt.Printf("| %s | failed: %v |\n", v, err)
 			continue

@@ -60,9 +60,16 @@ func main() {
 	g2Sizes := flag.String("g2-sizes", "22", "log2 sizes of the G2 MSM (empty: none)")
 	nttSizes := flag.String("ntt-sizes", "20,24", "log2 sizes of the forward NTT (empty: none)")
 	reps := flag.Int("reps", 5, "timed runs per job after one warm-up (median reported)")
+	affine := flag.Int("affine", -1, "our bucket sums: msm.WithAffineBuckets(N) (0: XYZZ; -1: the MSM's default)")
 	flag.Parse()
+	if *affine >= 0 {
+		oursOptions = append(oursOptions, msm.WithAffineBuckets(*affine))
+	}
 	benchutil.Exit("peers", run(*sppark, *dir, *sizes, *g2Sizes, *nttSizes, *reps))
 }
+
+// oursOptions are the options of our MSM (-affine).
+var oursOptions []msm.Option
 
 // job is one line of the manifest: an MSM (group 1 or 2) or an NTT.
 type job struct {
@@ -295,7 +302,7 @@ func timeIt(reps int, f func() error) (time.Duration, error) {
 
 func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, jobs []*job,
 	check1 []curve.G1Affine, checkS []fr.Element, r1 []curve.G1Affine, r2 []curve.G2Affine, scalars []fr.Element) error {
-	m, err := msm.New(ctx, c, msm.WithG2())
+	m, err := msm.New(ctx, c, append([]msm.Option{msm.WithG2()}, oursOptions...)...)
 	if err != nil {
 		return err
 	}

@@ -10,15 +10,16 @@
 //   - ntt.cuh, ntt.cu: the NTT passes and groth16's pointwise step
 //     (prover/gpu/ntt compiles them);
 //   - msm.cuh, msm.cu: Pippenger's MSM, one source compiled as several
-//     modules per group (prover/gpu/msm);
+//     modules per group (prover/gpu/msm); msmaffine.cuh: its bucket sums
+//     by batched affine additions (one inversion per thread);
 //   - batchadd.cuh, batchadd.cu: the batch addition of the bases of the
 //     wires whose value is 1 (prover/gpu/msm, BatchAdd);
 //   - rate.cu: multiply-rate probes (prover/gpu.MeasureRates);
 //   - fixedbase.cuh, fixedbase.cu: the fixed-base scalar multiplications
 //     of a Groth16 key setup (prover/gpu/fixedbase).
 //
-// The headers are plain C++ too: prover/gpu/internal/hostarith, hostec and
-// hostbatch compile them with g++ (through links named *.h in their
+// The headers are plain C++ too: prover/gpu/internal/hostarith, hostec,
+// hostbatch and hostmsm compile them with g++ (through links named *.h in their
 // folders, so Go's build cache sees an edit) and test them against
 // gnark-crypto.
 package kernels
@@ -49,6 +50,8 @@ var (
 	MSMHeader string
 	//go:embed msm.cu
 	MSM string
+	//go:embed msmaffine.cuh
+	MSMAffineHeader string
 	//go:embed rate.cu
 	Rate string
 	//go:embed fixedbase.cuh

@@ -34,6 +34,7 @@
 #endif
 #include "ec.cuh"
 #include "msm.cuh"
+#include "msmaffine.cuh"
 
 #ifdef MSM_G2
 typedef ec::g2_affine msm_affine;
@@ -57,12 +58,14 @@ typedef unsigned long long msm_u64;
 //   1 the scalar kernels: fill, digits, scan, scatter (the same for G1
 //     and G2, compiled once)
 //   2 accumulate   3 segment merge   4 bucket reduce   5 window sum
+//   6 the affine bucket sums (msmaffine.cuh), in place of 2 and 3
 // Without MSM_PART every kernel is built (one module, for experiments).
 #define MSM_PART_SCALAR 1
 #define MSM_PART_ACCUMULATE 2
 #define MSM_PART_MERGE 3
 #define MSM_PART_REDUCE 4
 #define MSM_PART_WINDOW_SUM 5
+#define MSM_PART_AFFINE 6
 #ifdef MSM_PART
 #define MSM_HAS(p) (MSM_PART == (p))
 #else
@@ -212,6 +215,49 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
   msm_scatter_digit visit = {cursor, sorted, n, i, threadIdx.x & 31};
   msm_each_digit(scalars[i], c, nwin, visit);
 }
+
+// One level of the affine bucket sums (msmaffine.cuh), its counts: for
+// each bucket of window blockIdx.x, ocnt = ceil(icnt/2) and ooff their
+// exclusive prefix sums in the window; otot[w] the window's total. With
+// maxcnt not null, the largest icnt of all windows is atomicMax'ed into
+// *maxcnt (the host picks the number of levels from it). One block of
+// MSM_SCAN_THREADS threads per window.
+extern "C" __global__ void msm_affine_scan(const msm_u32 *icnt, msm_u32 nb, msm_u32 *ocnt, msm_u32 *ooff,
+                                           msm_u32 *otot, msm_u32 *maxcnt) {
+  __shared__ msm_u32 sc[MSM_SCAN_THREADS];
+  msm_u32 w = blockIdx.x, t = threadIdx.x;
+  msm_u32 per = (nb + MSM_SCAN_THREADS - 1) / MSM_SCAN_THREADS;
+  msm_u32 b0 = t * per, b1 = min(b0 + per, nb);
+  const msm_u32 *ic = icnt + (msm_u64)w * nb;
+  msm_u32 sum = 0, top = 0;
+  for (msm_u32 b = b0; b < b1; b++) {
+    msm_u32 k = ic[b];
+    sum += (k + 1) / 2;
+    top = max(top, k);
+  }
+  if (maxcnt) {
+    // The warp's largest, then one atomic per warp.
+    for (int off = 16; off > 0; off >>= 1) top = max(top, __shfl_down_sync(0xffffffffu, top, off));
+    if ((t & 31) == 0 && top) atomicMax(maxcnt, top);
+  }
+  sc[t] = sum;
+  __syncthreads();
+  for (msm_u32 off = 1; off < MSM_SCAN_THREADS; off <<= 1) {
+    msm_u32 a = t >= off ? sc[t - off] : 0;
+    __syncthreads();
+    sc[t] += a;
+    __syncthreads();
+  }
+  msm_u32 run = sc[t] - sum;
+  msm_u32 *oc = ocnt + (msm_u64)w * nb, *oo = ooff + (msm_u64)w * nb;
+  for (msm_u32 b = b0; b < b1; b++) {
+    msm_u32 k = (ic[b] + 1) / 2;
+    oc[b] = k;
+    oo[b] = run;
+    run += k;
+  }
+  if (t == MSM_SCAN_THREADS - 1) otot[w] = sc[t];
+}
 #endif  // MSM_PART_SCALAR
 
 // Variants of the accumulation for experiments (bench/msmbench -variants);
@@ -342,3 +388,50 @@ extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
   if (t == 0) wsums[w] = sh[0];
 }
 #endif  // MSM_PART_WINDOW_SUM
+
+#if MSM_HAS(MSM_PART_AFFINE)
+// One level of the affine bucket sums (msmaffine.cuh) over window
+// blockIdx.y: thread t computes the window's outputs [t·per, t·per + per)
+// below otot[w] into out + w·out_stride. Level 0 (sorted not null) reads
+// the bases through the window's sorted entries (sorted + w·n); later
+// levels read in + w·in_stride. icnt, ioff, ooff: W·nb per bucket.
+extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_affine_level)(
+    const msm_affine *bases, const msm_u32 *sorted, msm_u32 n, const msm_affine *in, msm_u64 in_stride,
+    const msm_u32 *icnt, const msm_u32 *ioff, const msm_u32 *ooff, const msm_u32 *otot, msm_u32 nb, msm_u32 per,
+    msm_affine *out, msm_u64 out_stride) {
+  msm_u32 w = blockIdx.y;
+  msm_u64 t = (msm_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  msm_u32 tot = otot[w];
+  if (t * per >= tot) return;
+  msm_u32 j0 = (msm_u32)(t * per);
+  msm_u32 j1 = min(j0 + per, tot);
+  msmaff::source<msm_field> src;
+  src.bases = bases;
+  src.sorted = sorted ? sorted + (msm_u64)w * n : 0;
+  src.in = in ? in + (msm_u64)w * in_stride : 0;
+  msm_u64 wb = (msm_u64)w * nb;
+  msmaff::level_thread<msm_field>(src, icnt + wb, ioff + wb, ooff + wb, nb, tot, j0, j1, out + (msm_u64)w * out_stride);
+}
+
+// After the levels: bucket blockIdx.x·blockDim.x + threadIdx.x of window
+// blockIdx.y, its icnt points (at most MSM_AFFINE_TAIL) summed in XYZZ
+// into the bucket's first segment of partials (where msm_bucket_reduce
+// reads it). Sources as msm_affine_level's.
+extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_affine_finish)(
+    const msm_affine *bases, const msm_u32 *sorted, msm_u32 n, const msm_affine *in, msm_u64 in_stride,
+    const msm_u32 *icnt, const msm_u32 *ioff, const msm_u32 *seg_off, msm_u32 nb, msm_u32 seg_cap,
+    msm_xyzz *partials) {
+  msm_u32 w = blockIdx.y;
+  msm_u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= nb) return;
+  msm_u64 wb = (msm_u64)w * nb;
+  msm_u32 k = icnt[wb + b];
+  if (k == 0) return;
+  msmaff::source<msm_field> src;
+  src.bases = bases;
+  src.sorted = sorted ? sorted + (msm_u64)w * n : 0;
+  src.in = in ? in + (msm_u64)w * in_stride : 0;
+  const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
+  partials[(msm_u64)w * seg_cap + so[b]] = msmaff::finish_bucket<msm_field>(src, ioff[wb + b], k);
+}
+#endif  // MSM_PART_AFFINE

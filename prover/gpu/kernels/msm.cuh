@@ -32,6 +32,10 @@
 // Threads per block of the scan (one block per window).
 #define MSM_SCAN_THREADS 1024
 
+// The affine bucket sums (msmaffine.cuh) stop halving the buckets when
+// none holds more than this many points; the rest is summed in XYZZ.
+#define MSM_AFFINE_TAIL 16
+
 // The key of a zero digit (no bucket).
 #define MSM_NO_BUCKET 0xffffffffu
 

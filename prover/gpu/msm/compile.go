@@ -12,26 +12,29 @@ import (
 // msmScalarKernels is the module of msm.cu's part 1 (MSM_PART_SCALAR):
 // the digit, scan and scatter kernels, the same for G1 and G2.
 type msmScalarKernels struct {
-	mod                         *cudaspans.Module
-	fill, digits, scan, scatter *cudaspans.Function
+	mod                                     *cudaspans.Module
+	fill, digits, scan, scatter, affineScan *cudaspans.Function
 }
 
 // msmGroup is the point kernels of one group, G1 or G2 (msm.cu with
 // MSM_G2, kernel names with the suffix _g2), each part its own module
 // (MSM_PART 2 to 5), with the shared scalar kernels.
 type msmGroup struct {
-	g2                                   bool
-	mods                                 []*cudaspans.Module
-	affineBytes, xyzzBytes               int
-	fill, digits, scan, scatter          *cudaspans.Function
-	accumulate, merge, reduce, windowSum *cudaspans.Function
+	g2                                      bool
+	mods                                    []*cudaspans.Module
+	affineBytes, xyzzBytes                  int
+	fill, digits, scan, scatter, affineScan *cudaspans.Function
+	accumulate, merge, reduce, windowSum    *cudaspans.Function
+	// The affine bucket sums (part 6, msmaffine.cuh).
+	affineLevel, affineFinish *cudaspans.Function
 }
 
 // msmCompileOptions returns the NVRTC inputs of a G1 or G2 MSM module,
 // with extra's defines, headers and flags added.
 func msmCompileOptions(g2 bool, extra cudaspans.CompileOptions) cudaspans.CompileOptions {
 	o := extra
-	o.Headers = map[string]string{"msm.cuh": kernels.MSMHeader, "ec.cuh": kernels.EC, "ff.cuh": kernels.FF, "fp2.cuh": kernels.FP2}
+	o.Headers = map[string]string{"msm.cuh": kernels.MSMHeader, "msmaffine.cuh": kernels.MSMAffineHeader,
+		"ec.cuh": kernels.EC, "ff.cuh": kernels.FF, "fp2.cuh": kernels.FP2}
 	for k, v := range extra.Headers {
 		o.Headers[k] = v
 	}
@@ -57,12 +60,14 @@ type msmPart struct {
 // "Parts"): ptxas compiles a module on one core, so the parts compile in
 // parallel; the scalar part is shared by G1 and G2.
 var (
-	msmScalarPart = msmPart{"msm_scalar", 1, []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter"}}
+	msmScalarPart = msmPart{"msm_scalar", 1, []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter",
+		"msm_affine_scan"}}
 	msmPointParts = []msmPart{
 		{"msm_accumulate", 2, []string{"msm_bucket_accumulate"}},
 		{"msm_merge", 3, []string{"msm_segment_merge"}},
 		{"msm_reduce", 4, []string{"msm_bucket_reduce"}},
 		{"msm_window_sum", 5, []string{"msm_window_sum"}},
+		{"msm_affine", 6, []string{"msm_affine_level", "msm_affine_finish"}},
 	}
 )
 
@@ -99,7 +104,7 @@ func compileMSMScalar(ctx context.Context, c *cudaspans.Context, extra cudaspans
 	if err != nil {
 		return nil, fmt.Errorf("msm: %w", err)
 	}
-	return &msmScalarKernels{mod: mod, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3]}, nil
+	return &msmScalarKernels{mod: mod, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3], affineScan: fs[4]}, nil
 }
 
 // compileMSMGroup compiles the point parts of G1 or G2 on c, in parallel
@@ -109,7 +114,7 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 	if g2 {
 		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
 	}
-	targets := []**cudaspans.Function{&g.accumulate, &g.merge, &g.reduce, &g.windowSum}
+	targets := g.pointTargets()
 	mods := make([]*cudaspans.Module, len(msmPointParts))
 	jobs := make([]func() error, len(msmPointParts))
 	for i, p := range msmPointParts {
@@ -118,7 +123,10 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 			if err != nil {
 				return fmt.Errorf("msm: %s: %w", groupName(g2), err)
 			}
-			mods[i], *targets[i] = mod, fs[0]
+			mods[i] = mod
+			for k, f := range fs {
+				*targets[i][k] = f
+			}
 			return nil
 		}
 	}
@@ -135,12 +143,18 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 	return g, nil
 }
 
+// pointTargets returns, per part of msmPointParts, where its kernels go.
+func (g *msmGroup) pointTargets() [][]**cudaspans.Function {
+	return [][]**cudaspans.Function{{&g.accumulate}, {&g.merge}, {&g.reduce}, {&g.windowSum},
+		{&g.affineLevel, &g.affineFinish}}
+}
+
 // with returns g with the scalar kernels of sk (nil for a nil g).
 func (g *msmGroup) with(sk *msmScalarKernels) *msmGroup {
 	if g == nil {
 		return nil
 	}
-	g.fill, g.digits, g.scan, g.scatter = sk.fill, sk.digits, sk.scan, sk.scatter
+	g.fill, g.digits, g.scan, g.scatter, g.affineScan = sk.fill, sk.digits, sk.scan, sk.scatter, sk.affineScan
 	return g
 }
 

@@ -21,7 +21,8 @@ func TestGoMirrorsOfKernelConstantsMatchTheEmbeddedHeaders(t *testing.T) {
 		gputest.Mirror{Name: "MSM_REDUCE_SLICE", Go: msmReduceSlice},
 		gputest.Mirror{Name: "MSM_WINDOW_SUM_THREADS", Go: msmWindowThreads},
 		gputest.Mirror{Name: "MSM_SCAN_THREADS", Go: msmScanThreads},
-		gputest.Mirror{Name: "MSM_NEG_FLAG", Go: msmMaxPoints + 1}) // point indices below the flag bit
+		gputest.Mirror{Name: "MSM_NEG_FLAG", Go: msmMaxPoints + 1}, // point indices below the flag bit
+		gputest.Mirror{Name: "MSM_AFFINE_TAIL", Go: msmAffineTail})
 	gputest.CheckMirrors(t, "msm.cu", kernels.MSM, gputest.Mirror{Name: "MSM_PART_SCALAR", Go: msmScalarPart.part})
 	// The point kernels' blocks: msmBlock threads (their launch bounds).
 	for _, m := range regexp.MustCompile(`__launch_bounds__\((\d+)[,)]`).FindAllStringSubmatch(kernels.MSM, -1) {
@@ -37,7 +38,7 @@ func TestGoMirrorsOfKernelConstantsMatchTheEmbeddedHeaders(t *testing.T) {
 // msm.cu is in exactly one part.
 func TestMSMPartsListTheKernelsOfEachPartOfMsmCu(t *testing.T) {
 	names := map[int]string{1: "MSM_PART_SCALAR", 2: "MSM_PART_ACCUMULATE", 3: "MSM_PART_MERGE",
-		4: "MSM_PART_REDUCE", 5: "MSM_PART_WINDOW_SUM"}
+		4: "MSM_PART_REDUCE", 5: "MSM_PART_WINDOW_SUM", 6: "MSM_PART_AFFINE"}
 	// A point kernel is named MSM_POINT_KERNEL(name)(...), a scalar one
 	// extern "C" __global__ void msm_name(...).
 	kernelRe := regexp.MustCompile(`MSM_POINT_KERNEL\((\w+)\)\(|extern "C" __global__ void (msm_\w+)\(`)

@@ -31,6 +31,7 @@ type MSM struct {
 	maxChunk int
 	window   int
 	compile  cudaspans.CompileOptions
+	affine   int // the affine bucket sums' tail; 0: XYZZ (WithAffineBuckets)
 
 	mu     sync.Mutex
 	closed bool
@@ -52,7 +53,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error
 		return nil, err
 	}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
+		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile, affine: cfg.affineTail()}
 	var g2 *msmGroup
 	var sk *msmScalarKernels
 	var g1 *msmGroup
@@ -99,9 +100,9 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3]}
+	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3], affineScan: fs[4]}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
+		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk, affine: cfg.affineTail()}
 	for _, g := range []struct {
 		mod *cudaspans.Module
 		g2  bool
@@ -122,7 +123,13 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 		if err != nil {
 			return nil, err
 		}
-		grp.accumulate, grp.merge, grp.reduce, grp.windowSum = fs[0], fs[1], fs[2], fs[3]
+		k := 0
+		for _, part := range grp.pointTargets() {
+			for _, t := range part {
+				*t = fs[k]
+				k++
+			}
+		}
 		if g.g2 {
 			m.g2 = grp.with(sk)
 		} else {

@@ -107,9 +107,12 @@ func rescaledXYZZ[F any, PF fieldOps[F]](x, y, z *F, l F) (X, Y, ZZ, ZZZ F) {
 
 func TestMSMPlanLayoutIsDisjointAndAligned(t *testing.T) {
 	for _, tc := range []struct{ n, c int }{{1, 6}, {1000, 6}, {1 << 16, 11}, {1 << 20, 15}, {1<<24 + 7, 16}} {
-		for _, v := range []struct{ withBases, g2 bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		for _, v := range []struct {
+			withBases, g2 bool
+			affine        int
+		}{{false, false, 0}, {true, false, 0}, {false, true, 0}, {true, true, 0}, {false, false, 16}, {true, true, 16}} {
 			withBases := v.withBases
-			p := newMSMPlan(tc.n, tc.c, withBases, v.g2)
+			p := newMSMPlan(tc.n, tc.c, withBases, v.g2, v.affine)
 			affine, xyzz := msmAffineBytes, msmXYZZBytes
 			if v.g2 {
 				affine, xyzz = msmAffine2Bytes, msmXYZZ2Bytes
@@ -129,6 +132,16 @@ func TestMSMPlanLayoutIsDisjointAndAligned(t *testing.T) {
 			}
 			if withBases {
 				regions = append(regions, [2]int{p.offBases, tc.n * affine})
+			}
+			if v.affine > 0 {
+				// Every level's output of a window fits its stride: the
+				// first in r1, the later ones in r2 (msmaffine.cuh's bound).
+				if p.r1 < (tc.n+1)/2+p.nb || p.r2 < (tc.n+3)/4+p.nb {
+					t.Errorf("n=%d c=%d: affine strides %d, %d too small", tc.n, tc.c, p.r1, p.r2)
+				}
+				wb := p.nwin * p.nb * 4
+				regions = append(regions, [2]int{p.offX, p.nwin * p.r1 * affine}, [2]int{p.offY, p.nwin * p.r2 * affine},
+					[2]int{p.offCntA, wb}, [2]int{p.offOffA, wb}, [2]int{p.offTot, p.nwin * 4}, [2]int{p.offMax, 4})
 			}
 			for i, a := range regions {
 				if a[0]%256 != 0 || a[0]+a[1] > p.bytes {
@@ -623,7 +636,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_bucket_accumulate", "msm_bucket_reduce",
+	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_affine_scan", "msm_affine_level", "msm_affine_finish", "msm_bucket_reduce",
 		"msm_window_sum", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanBufferRelease, otelcuzk.SpanKeysPreload} {
 		if children[k] == 0 {
 			t.Errorf("msm.g1.a has no %s child (children: %v)", k, children)
@@ -691,6 +704,28 @@ func benchMSM[A, J any, PJ multiExp[J, A]](b *testing.B, g testGroup[A, J, PJ], 
 			for range b.N {
 				g.gnark(b, points, scalars)
 			}
+		})
+	}
+}
+
+// TestMSMGPUBucketSumVariantsMatchGnarkOnEdgeInputs: the XYZZ bucket sums
+// (WithAffineBuckets(0)) and the affine ones with tail 1 (every level, down
+// to one point per bucket: the heavy buckets take 13 levels) and 64 (few
+// levels, long XYZZ tails) equal gnark-crypto on the edge inputs, G1 and
+// G2, as the default (tail MSM_AFFINE_TAIL) does in the tests above.
+func TestMSMGPUBucketSumVariantsMatchGnarkOnEdgeInputs(t *testing.T) {
+	f := openMSMGPU(t)
+	for _, tail := range []int{0, 1, 64} {
+		t.Run(fmt.Sprintf("tail %d", tail), func(t *testing.T) {
+			m, err := New(f.ctx, f.c, WithAffineBuckets(tail), WithG2())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			fx := *f
+			fx.msm = m
+			checkEdgeInputs(t, &fx, msmG1, msmTestBases, []int{5000}, []int{1000, 65537})
+			checkEdgeInputs(t, &fx, msmG2, msmTestBasesG2, []int{5000}, []int{1000})
 		})
 	}
 }

@@ -67,6 +67,7 @@ type msmConfig struct {
 	window   int
 	compile  cudaspans.CompileOptions
 	withG2   bool
+	affine   *int
 }
 
 type msmOptionFunc func(*msmConfig)
@@ -97,6 +98,17 @@ func WithG2() Option {
 	return msmOptionFunc(func(c *msmConfig) { c.withG2 = true })
 }
 
+// WithAffineBuckets picks how the buckets are summed: tail > 0 by levels
+// of batched affine additions (kernels/msmaffine.cuh: one inversion per
+// thread and level, Montgomery's trick) until no bucket holds more than
+// tail points, the rest in XYZZ; tail ≤ 0 by XYZZ mixed additions alone
+// (segments, then pairwise merges). The affine sums need more device
+// workspace (WorkspaceBytes counts it): the levels' points, about
+// 3/4·W·n affine points for W windows of n points.
+func WithAffineBuckets(tail int) Option {
+	return msmOptionFunc(func(c *msmConfig) { c.affine = &tail })
+}
+
 // newMSMConfig applies opts and fills the defaults.
 func newMSMConfig(opts []Option) (msmConfig, error) {
 	var cfg msmConfig
@@ -111,4 +123,16 @@ func newMSMConfig(opts []Option) (msmConfig, error) {
 	}
 	cfg.fillShared()
 	return cfg, nil
+}
+
+// defaultAffineTail is the bucket sums' default (WithAffineBuckets):
+// affine, with the tail MSM_AFFINE_TAIL.
+const defaultAffineTail = msmAffineTail
+
+// affineTail is the configured tail of the affine bucket sums, 0 for XYZZ.
+func (c *msmConfig) affineTail() int {
+	if c.affine == nil {
+		return defaultAffineTail
+	}
+	return max(0, *c.affine)
 }

@@ -18,6 +18,15 @@ const (
 	msmAffine2Bytes  = 192       // G2Affine
 	msmXYZZ2Bytes    = 384       // ec.cuh g2_xyzz
 	msmScalarBytes   = 32
+	// msmAffineTail is MSM_AFFINE_TAIL: the affine bucket sums stop
+	// halving when no bucket holds more points (the default tail).
+	msmAffineTail = 16
+	// msmAffineThreads is about how many threads one affine level aims
+	// for: each thread takes ceil(outputs/msmAffineThreads) outputs (within
+	// [msmAffineMinPer, msmAffineMaxPer]) and one inversion.
+	msmAffineThreads = 1 << 17
+	msmAffineMinPer  = 16
+	msmAffineMaxPer  = 1024
 )
 
 // msmWindowBits is Pippenger's c for a chunk of n points: about log2(n) − 4
@@ -34,12 +43,20 @@ type msmPlan struct {
 	n, c, nwin, nb, segCap, m, nslices int
 	// byte offsets into the workspace
 	offScalars, offBases, offCounts, offBoff, offCursor, offSegOff, offSorted, offPartials, offSegB, offParts, offWSums int
-	bytes                                                                                                               int
+	// The affine bucket sums (affine > 0, the tail): the points of the
+	// odd levels' outputs (X, r1 per window) and the even levels' (Y, r2
+	// per window), the second pair of count and offset arrays, the
+	// windows' output totals and the largest bucket.
+	affine, r1, r2                               int
+	offX, offY, offCntA, offOffA, offTot, offMax int
+	bytes                                        int
 }
 
 func msmAlign256(x int) int { return (x + 255) &^ 255 }
 
-func newMSMPlan(n, c int, withBases bool, g2 bool) msmPlan {
+// newMSMPlan lays out the workspace of n points with window c; affine > 0
+// adds the buffers of the affine bucket sums (with that tail).
+func newMSMPlan(n, c int, withBases bool, g2 bool, affine int) msmPlan {
 	affineBytes, xyzzBytes := msmAffineBytes, msmXYZZBytes
 	if g2 {
 		affineBytes, xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
@@ -70,6 +87,20 @@ func newMSMPlan(n, c int, withBases bool, g2 bool) msmPlan {
 	p.offSegB = take(p.nwin * p.segCap * 4)
 	p.offParts = take(p.nwin * p.nslices * xyzzBytes)
 	p.offWSums = take(p.nwin * xyzzBytes)
+	if affine > 0 {
+		// A level's output in one window: Σ ceil(k/2) over its buckets
+		// ≤ n/2^(l+1) + nb (msmaffine.cuh), so the first level's fits in
+		// r1 and every later one's in r2 (level 2, 4, ... write Y).
+		p.affine = affine
+		p.r1 = (n+1)/2 + p.nb
+		p.r2 = (n+3)/4 + p.nb
+		p.offX = take(p.nwin * p.r1 * affineBytes)
+		p.offY = take(p.nwin * p.r2 * affineBytes)
+		p.offCntA = take(wb)
+		p.offOffA = take(wb)
+		p.offTot = take(p.nwin * 4)
+		p.offMax = take(4)
+	}
 	p.bytes = off
 	return p
 }
@@ -102,5 +133,22 @@ func (m *MSM) WorkspaceBytes(n int, g2 bool) int {
 		return 0
 	}
 	chunk := m.firstChunk(n)
-	return newMSMPlan(chunk, m.windowFor(chunk), false, g2).bytes
+	return newMSMPlan(chunk, m.windowFor(chunk), false, g2, m.affine).bytes
+}
+
+// affineLevels is how many halvings the affine bucket sums need so that
+// no bucket of at most maxCount points holds more than tail.
+func affineLevels(maxCount, tail int) int {
+	l := 0
+	for maxCount > tail {
+		maxCount = (maxCount + 1) / 2
+		l++
+	}
+	return l
+}
+
+// affinePer is the outputs per thread of an affine level with at most
+// outputs outputs in all.
+func affinePer(outputs int) int {
+	return min(msmAffineMaxPer, max(msmAffineMinPer, (outputs+msmAffineThreads-1)/msmAffineThreads))
 }

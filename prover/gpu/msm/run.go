@@ -50,7 +50,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 	var giveBack func() error
 	var plan msmPlan
 	for {
-		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2)
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2, m.affine)
 		ws, giveBack, err = m.workspace(ctx, call.KeyID, pool, plan.bytes)
 		if err == nil {
 			break
@@ -78,7 +78,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 		p := plan
 		if k != plan.n {
 			// The last chunk is smaller: same workspace, its own shape.
-			p = newMSMPlan(k, m.windowFor(k), withBases, g2)
+			p = newMSMPlan(k, m.windowFor(k), withBases, g2, m.affine)
 			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
 				return fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
 			}
@@ -117,6 +117,88 @@ func (m *MSM) workspace(ctx context.Context, key string, pool *DeviceBases, byte
 	return ws, func() error { return m.releaser.Release(ctx, "msm.workspace", ws) }, nil
 }
 
+// xyzzBuckets sums each bucket in XYZZ: segments of at most MSM_SEGMENT
+// points in parallel, then the segments of a bucket pairwise.
+func (m *MSM) xyzzBuckets(ctx context.Context, s *cudaspans.Stream, g *msmGroup, at func(int) cudaspans.DevicePtr, p msmPlan,
+	bases cudaspans.DevicePtr) error {
+	n, nb, segCap := uint32(p.n), uint32(p.nb), uint32(p.segCap)
+	grid := cudaspans.Dim3{X: uint32((p.segCap + msmBlock - 1) / msmBlock), Y: uint32(p.nwin), Z: 1}
+	if err := s.Launch(ctx, g.accumulate, grid, cudaspans.D1(msmBlock), 0,
+		bases, at(p.offSorted), at(p.offCounts), at(p.offBoff), at(p.offSegOff), n, nb, segCap,
+		at(p.offPartials), at(p.offSegB)); err != nil {
+		return err
+	}
+	// Pairwise passes up to the longest possible bucket
+	// (ceil(n/MSM_SEGMENT) segments); passes with nothing to add
+	// return at once.
+	maxSeg := (p.n + msmSegment - 1) / msmSegment
+	for stride := 1; stride < maxSeg; stride <<= 1 {
+		if err := s.Launch(ctx, g.merge, grid, cudaspans.D1(msmBlock), 0,
+			at(p.offPartials), at(p.offSegB), at(p.offSegOff), nb, segCap, uint32(stride)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// affineBuckets sums each bucket by levels of batched affine additions
+// (msmaffine.cuh) until no bucket holds more than p.affine points, then
+// the rest of each in XYZZ into its first segment of partials, where the
+// window reduction reads it. The number of levels comes from the largest
+// bucket, read back once after the first count.
+func (m *MSM) affineBuckets(ctx context.Context, s *cudaspans.Stream, g *msmGroup, at func(int) cudaspans.DevicePtr, p msmPlan,
+	bases cudaspans.DevicePtr) error {
+	n, nb := uint32(p.n), uint32(p.nb)
+	if err := s.Launch(ctx, g.fill, cudaspans.D1(1), cudaspans.D1(32), 0, at(p.offMax), uint32(0), uint32(1)); err != nil {
+		return err
+	}
+	type counts struct{ cnt, off int }
+	in, out := counts{p.offCounts, p.offBoff}, counts{p.offCntA, p.offOffA}
+	scan := func(maxPtr cudaspans.DevicePtr) error {
+		return s.Launch(ctx, g.affineScan, cudaspans.D1(p.nwin), cudaspans.D1(msmScanThreads), 0,
+			at(in.cnt), nb, at(out.cnt), at(out.off), at(p.offTot), maxPtr)
+	}
+	if err := scan(at(p.offMax)); err != nil {
+		return err
+	}
+	top := make([]uint32, 1)
+	if err := cudaspans.DtoH(ctx, s, top, at(p.offMax)); err != nil {
+		return fmt.Errorf("copy the largest bucket: %w", err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return err
+	}
+	levels := affineLevels(int(top[0]), p.affine)
+	sorted := at(p.offSorted)
+	var src cudaspans.DevicePtr
+	var srcStride uint64
+	for l := 0; l < levels; l++ {
+		if l > 0 {
+			if err := scan(0); err != nil {
+				return err
+			}
+		}
+		dst, dstStride := at(p.offX), uint64(p.r1)
+		if l%2 == 1 {
+			dst, dstStride = at(p.offY), uint64(p.r2)
+		}
+		outputs := (p.n+(1<<(l+1))-1)>>(l+1) + p.nb // per window, at most
+		per := affinePer(outputs * p.nwin)
+		threads := (outputs + per - 1) / per
+		grid := cudaspans.Dim3{X: uint32((threads + msmBlock - 1) / msmBlock), Y: uint32(p.nwin), Z: 1}
+		if err := s.Launch(ctx, g.affineLevel, grid, cudaspans.D1(msmBlock), 0,
+			bases, sorted, n, src, srcStride, at(in.cnt), at(in.off), at(out.off), at(p.offTot), nb, uint32(per),
+			dst, dstStride); err != nil {
+			return err
+		}
+		sorted, src, srcStride = 0, dst, dstStride
+		in, out = out, in
+	}
+	grid := cudaspans.Dim3{X: uint32((p.nb + msmBlock - 1) / msmBlock), Y: uint32(p.nwin), Z: 1}
+	return s.Launch(ctx, g.affineFinish, grid, cudaspans.D1(msmBlock), 0,
+		bases, sorted, n, src, srcStride, at(in.cnt), at(in.off), at(p.offSegOff), nb, uint32(p.segCap), at(p.offPartials))
+}
+
 // pass runs the kernels over one chunk and returns its window sums.
 func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cudaspans.DevicePtr, p msmPlan,
 	bases cudaspans.DevicePtr, scalars []fr.Element) ([]byte, error) {
@@ -145,22 +227,10 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cud
 				at(p.offScalars), n, c, nwin, at(p.offCursor), at(p.offSorted))
 		},
 		func() error {
-			return s.Launch(ctx, g.accumulate, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
-				bases, at(p.offSorted), at(p.offCounts), at(p.offBoff), at(p.offSegOff), n, nb, segCap,
-				at(p.offPartials), at(p.offSegB))
-		},
-		func() error {
-			// Pairwise passes up to the longest possible bucket
-			// (ceil(n/MSM_SEGMENT) segments); passes with nothing to add
-			// return at once.
-			maxSeg := (p.n + msmSegment - 1) / msmSegment
-			for stride := 1; stride < maxSeg; stride <<= 1 {
-				if err := s.Launch(ctx, g.merge, grid(blocks(p.segCap, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,
-					at(p.offPartials), at(p.offSegB), at(p.offSegOff), nb, segCap, uint32(stride)); err != nil {
-					return err
-				}
+			if p.affine > 0 {
+				return m.affineBuckets(ctx, s, g, at, p, bases)
 			}
-			return nil
+			return m.xyzzBuckets(ctx, s, g, at, p, bases)
 		},
 		func() error {
 			return s.Launch(ctx, g.reduce, grid(blocks(p.nslices, msmBlock), p.nwin), cudaspans.D1(msmBlock), 0,

@@ -1,0 +1,1 @@
+../../kernels/fp2.cuh
