@@ -24,6 +24,9 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
@@ -36,8 +39,9 @@ func main() {
 	lg1 := flag.Int("log2", 24, "log2 size of the timed G1 MSM")
 	lg2 := flag.Int("g2-log2", 0, "log2 size of the timed G2 MSM (0: G2 not timed)")
 	reps := flag.Int("reps", 3, "timed runs per variant after one warm-up (median reported)")
+	breakdown := flag.Bool("breakdown", false, "after each variant's timings, one more G1 (pinned) and G2 MSM with their kernel and copy spans summed by name")
 	flag.Parse()
-	benchutil.Exit("msmbench", run(*variants, *lg1, *lg2, *reps))
+	benchutil.Exit("msmbench", run(*variants, *lg1, *lg2, *reps, *breakdown))
 }
 
 func parseVariant(v string) (map[string]string, error) {
@@ -66,9 +70,27 @@ func repeat[P any](pts []P, n int) []P {
 	return out
 }
 
-func run(list string, lg1, lg2, reps int) error {
+func run(list string, lg1, lg2, reps int, breakdown bool) error {
 	ctx := context.Background()
-	c, s, err := device.Open()
+	var c *cudaspans.Context
+	var s *cudaspans.Stream
+	var err error
+	var rec *tracetest.SpanRecorder
+	var tracer trace.Tracer
+	if breakdown {
+		// The spans of the device's copies and kernels (GPU-timed),
+		// recorded in memory.
+		rec = tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		tracer = tp.Tracer("msmbench")
+		if c, err = cudaspans.Open(0, cudaspans.WithTracerProvider(tp)); err == nil {
+			if s, err = c.NewStream(); err != nil {
+				c.Close()
+			}
+		}
+	} else {
+		c, s, err = device.Open()
+	}
 	if err != nil {
 		return err
 	}
@@ -193,8 +215,59 @@ func run(list string, lg1, lg2, reps int) error {
 			fmt.Printf(" %.1f |", benchutil.Ms(t2))
 		}
 		fmt.Printf(" %v |\n", equal)
+		if breakdown {
+			if err := printBreakdown(ctx, rec, tracer, v, fmt.Sprintf("G1 2^%d pinned", lg1), func(ctx context.Context) error {
+				_, err := m.G1Resident(ctx, msm.Call{}, s, keys, set1, sc1p)
+				return err
+			}); err != nil {
+				return err
+			}
+			if lg2 > 0 {
+				if err := printBreakdown(ctx, rec, tracer, v, fmt.Sprintf("G2 2^%d", lg2), func(ctx context.Context) error {
+					_, err := m.G2Resident(ctx, msm.Call{}, s, keys, set2, sc2)
+					return err
+				}); err != nil {
+					return err
+				}
+			}
+		}
 		m.Close()
 	}
+	return nil
+}
+
+// printBreakdown runs f once under a span and prints the durations of
+// that span's descendants (kernels, copies), summed by name, largest first.
+func printBreakdown(ctx context.Context, rec *tracetest.SpanRecorder, tracer trace.Tracer, variant, what string,
+	f func(context.Context) error) error {
+	ctx, span := tracer.Start(ctx, "breakdown")
+	t0 := time.Now()
+	err := f(ctx)
+	total := time.Since(t0)
+	span.End()
+	if err != nil {
+		return err
+	}
+	id := span.SpanContext().TraceID()
+	sums := map[string]time.Duration{}
+	counts := map[string]int{}
+	for _, sp := range rec.Ended() {
+		if sp.SpanContext().TraceID() == id && sp.Name() != "breakdown" {
+			sums[sp.Name()] += sp.EndTime().Sub(sp.StartTime())
+			counts[sp.Name()]++
+		}
+	}
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(sums[b] - sums[a]) })
+	fmt.Printf("breakdown %s, %s: %.1f ms wall;", variant, what, benchutil.Ms(total))
+	for _, n := range names {
+		fmt.Printf(" %s %.2f ms (%d);", n, benchutil.Ms(sums[n]), counts[n])
+	}
+	fmt.Println()
+	rec.Reset()
 	return nil
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // TestKernelsCompileWithNVRTC compiles every kernel module this package
-// loads (the NTT, the MSM's scalar part and the point parts of G1 and G2,
+// loads (the NTT, the MSM's scalar part and the point parts of G1 and G2
+// with the affine bucket sums' (msm.WithAffineBuckets),
 // the batch addition of G1 and G2, the rate probes) for sm_90, the H200's
 // architecture, with NVRTC and no device, exactly as NewNTT, NewMSM, Backend.Warmup and MeasureRates hand
 // them to the driver, and checks that each image exports
@@ -26,6 +27,7 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 		t.Skip("compiling the MSM modules takes minutes on a small host; -short")
 	}
 	mods := append([]kernels.Module{ntt.Module(nil)}, msm.Modules(cudaspans.CompileOptions{})...)
+	mods = append(mods, msm.AffineModules(cudaspans.CompileOptions{})...)
 	mods = append(mods, rateModule(nil), msm.BatchAddModule(false, cudaspans.CompileOptions{}), msm.BatchAddModule(true, cudaspans.CompileOptions{}))
 	// In parallel, as Backend.Warmup compiles them (go test -parallel
 	// bounds how many at once: GOMAXPROCS by default).

@@ -390,12 +390,20 @@ extern "C" __global__ void __launch_bounds__(MSM_WINDOW_SUM_THREADS)
 #endif  // MSM_PART_WINDOW_SUM
 
 #if MSM_HAS(MSM_PART_AFFINE)
+// MSM_AFFINE_MIN_BLOCKS (a variant, bench/msmbench): blocks of 128 threads
+// per SM to ask ptxas for in the level kernel.
+#ifdef MSM_AFFINE_MIN_BLOCKS
+#define MSM_AFFINE_BOUNDS __launch_bounds__(128, MSM_AFFINE_MIN_BLOCKS)
+#else
+#define MSM_AFFINE_BOUNDS __launch_bounds__(128)
+#endif
+
 // One level of the affine bucket sums (msmaffine.cuh) over window
 // blockIdx.y: thread t computes the window's outputs [t·per, t·per + per)
 // below otot[w] into out + w·out_stride. Level 0 (sorted not null) reads
 // the bases through the window's sorted entries (sorted + w·n); later
 // levels read in + w·in_stride. icnt, ioff, ooff: W·nb per bucket.
-extern "C" __global__ void __launch_bounds__(128) MSM_POINT_KERNEL(msm_affine_level)(
+extern "C" __global__ void MSM_AFFINE_BOUNDS MSM_POINT_KERNEL(msm_affine_level)(
     const msm_affine *bases, const msm_u32 *sorted, msm_u32 n, const msm_affine *in, msm_u64 in_stride,
     const msm_u32 *icnt, const msm_u32 *ioff, const msm_u32 *ooff, const msm_u32 *otot, msm_u32 nb, msm_u32 per,
     msm_affine *out, msm_u64 out_stride) {

@@ -14,7 +14,8 @@
 // window's total; a thread then takes the outputs [t·per, t·per + per) of
 // its window (contiguous, so a heavy bucket spreads over many threads and
 // a thread walks over many small buckets), keeps the running product of
-// its denominators in its output slots' x (free until the sum is written),
+// its denominators in its output slots' x (free until the sum is written;
+// this forward walk reads only x coordinates where they decide the pair),
 // inverts the product once and walks back: 3 multiplications per pair for
 // the trick, 1 for the slope, 1 squaring and 1 multiplication for the sum,
 // against 8M + 2S for a mixed XYZZ addition. Level 0 reads the points
@@ -52,6 +53,12 @@ struct source {
       return a;
     }
     return in[pos];
+  }
+
+  // x_at is at(pos).x, reading only the x coordinate.
+  EC_HD F x_at(u64 pos) const {
+    if (sorted) return bases[sorted[pos] & ~MSM_NEG_FLAG].x;
+    return in[pos].x;
   }
 };
 
@@ -124,13 +131,19 @@ EC_HD void level_thread(const source<F> &src, const u32 *icnt, const u32 *ioff, 
       bend = b + 1 < nb ? ooff[b + 1] : tot;
     }
     u32 r = j - bstart;
-    u64 pos = (u64)ioff[b] + 2 * (u64)r;
-    ec::affine_t<F> p = src.at(pos);
-    ec::affine_t<F> q = 2 * r + 1 < icnt[b] ? src.at(pos + 1) : inf;
-    F den;
-    int k = pair_kind(p, q, den);
     out[j].x = acc;
-    if (k >= PAIR_ADD) acc = F::mul(acc, den);
+    if (2 * r + 1 >= icnt[b]) continue;  // a lone point: no denominator
+    u64 pos = (u64)ioff[b] + 2 * (u64)r;
+    // The x coordinates decide most pairs (distinct and neither 0, which
+    // infinity's is): the y coordinates are read only when they do not.
+    F px = src.x_at(pos), qx = src.x_at(pos + 1);
+    F den;
+    if (!F::eq(px, qx) && !F::is_zero(px) && !F::is_zero(qx)) {
+      den = F::sub(qx, px);
+    } else if (pair_kind(src.at(pos), src.at(pos + 1), den) < PAIR_ADD) {
+      continue;
+    }
+    acc = F::mul(acc, den);
   }
   F inv = F::inverse(acc);
   // Back, from j1 − 1 (bucket b) down to j0.

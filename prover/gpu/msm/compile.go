@@ -54,6 +54,7 @@ type msmPart struct {
 	name    string
 	part    int // MSM_PART
 	kernels []string
+	affine  bool // the affine bucket sums: compiled only for an MSM that uses them
 }
 
 // msmScalarPart and msmPointParts are msm.cu's modules (kernels/msm.cu,
@@ -61,23 +62,45 @@ type msmPart struct {
 // parallel; the scalar part is shared by G1 and G2.
 var (
 	msmScalarPart = msmPart{"msm_scalar", 1, []string{"msm_fill_u32", "msm_digits_count", "msm_bucket_scan", "msm_scatter",
-		"msm_affine_scan"}}
+		"msm_affine_scan"}, false}
 	msmPointParts = []msmPart{
-		{"msm_accumulate", 2, []string{"msm_bucket_accumulate"}},
-		{"msm_merge", 3, []string{"msm_segment_merge"}},
-		{"msm_reduce", 4, []string{"msm_bucket_reduce"}},
-		{"msm_window_sum", 5, []string{"msm_window_sum"}},
-		{"msm_affine", 6, []string{"msm_affine_level", "msm_affine_finish"}},
+		{"msm_accumulate", 2, []string{"msm_bucket_accumulate"}, false},
+		{"msm_merge", 3, []string{"msm_segment_merge"}, false},
+		{"msm_reduce", 4, []string{"msm_bucket_reduce"}, false},
+		{"msm_window_sum", 5, []string{"msm_window_sum"}, false},
+		{"msm_affine", 6, []string{"msm_affine_level", "msm_affine_finish"}, true},
 	}
 )
 
-// Modules lists every module of the MSM, as New compiles them (extra adds
-// NVRTC options): the scalar part, then the point parts of G1 and of G2.
+// Modules lists every module of the MSM as New compiles them by default
+// (extra adds NVRTC options): the scalar part, then the point parts of G1
+// and of G2, with the affine bucket sums' part of a group whose default
+// uses them (AffineModules lists those of both groups).
 func Modules(extra cudaspans.CompileOptions) []kernels.Module {
 	out := []kernels.Module{msmScalarPart.module(false, extra)}
 	for _, g2 := range []bool{false, true} {
+		withAffine := defaultAffineTailG1 > 0
+		if g2 {
+			withAffine = defaultAffineTailG2 > 0
+		}
 		for _, p := range msmPointParts {
-			out = append(out, p.module(g2, extra))
+			if !p.affine || withAffine {
+				out = append(out, p.module(g2, extra))
+			}
+		}
+	}
+	return out
+}
+
+// AffineModules lists the modules of the affine bucket sums of G1 and G2
+// (WithAffineBuckets), as New compiles them for an MSM that uses them.
+func AffineModules(extra cudaspans.CompileOptions) []kernels.Module {
+	var out []kernels.Module
+	for _, g2 := range []bool{false, true} {
+		for _, p := range msmPointParts {
+			if p.affine {
+				out = append(out, p.module(g2, extra))
+			}
 		}
 	}
 	return out
@@ -108,8 +131,9 @@ func compileMSMScalar(ctx context.Context, c *cudaspans.Context, extra cudaspans
 }
 
 // compileMSMGroup compiles the point parts of G1 or G2 on c, in parallel
-// (extra adds NVRTC options). The group's scalar kernels are set by with.
-func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra cudaspans.CompileOptions) (*msmGroup, error) {
+// (extra adds NVRTC options), the affine bucket sums' part only when
+// withAffine. The group's scalar kernels are set by with.
+func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra cudaspans.CompileOptions, withAffine bool) (*msmGroup, error) {
 	g := &msmGroup{g2: g2, affineBytes: msmAffineBytes, xyzzBytes: msmXYZZBytes}
 	if g2 {
 		g.affineBytes, g.xyzzBytes = msmAffine2Bytes, msmXYZZ2Bytes
@@ -119,6 +143,9 @@ func compileMSMGroup(ctx context.Context, c *cudaspans.Context, g2 bool, extra c
 	jobs := make([]func() error, len(msmPointParts))
 	for i, p := range msmPointParts {
 		jobs[i] = func() error {
+			if p.affine && !withAffine {
+				return nil
+			}
 			mod, fs, err := p.module(g2, extra).Compile(ctx, c)
 			if err != nil {
 				return fmt.Errorf("msm: %s: %w", groupName(g2), err)
@@ -200,7 +227,7 @@ func (m *MSM) group(ctx context.Context, g2 bool) (*msmGroup, error) {
 		return m.g1, nil
 	}
 	if m.g2 == nil {
-		g, err := compileMSMGroup(ctx, m.c, true, m.compile)
+		g, err := compileMSMGroup(ctx, m.c, true, m.compile, m.affineG2 > 0)
 		if err != nil {
 			return nil, err
 		}

@@ -31,7 +31,8 @@ type MSM struct {
 	maxChunk int
 	window   int
 	compile  cudaspans.CompileOptions
-	affine   int // the affine bucket sums' tail; 0: XYZZ (WithAffineBuckets)
+	// The affine bucket sums' tails of G1 and G2; 0: XYZZ (WithAffineBuckets).
+	affineG1, affineG2 int
 
 	mu     sync.Mutex
 	closed bool
@@ -53,16 +54,17 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error
 		return nil, err
 	}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile, affine: cfg.affineTail()}
+		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
+	m.affineG1, m.affineG2 = cfg.affineTails()
 	var g2 *msmGroup
 	var sk *msmScalarKernels
 	var g1 *msmGroup
 	jobs := []func() error{
 		func() (err error) { sk, err = compileMSMScalar(ctx, c, cfg.compile); return err },
-		func() (err error) { g1, err = compileMSMGroup(ctx, c, false, cfg.compile); return err },
+		func() (err error) { g1, err = compileMSMGroup(ctx, c, false, cfg.compile, m.affineG1 > 0); return err },
 	}
 	if cfg.withG2 {
-		jobs = append(jobs, func() (err error) { g2, err = compileMSMGroup(ctx, c, true, cfg.compile); return err })
+		jobs = append(jobs, func() (err error) { g2, err = compileMSMGroup(ctx, c, true, cfg.compile, m.affineG2 > 0); return err })
 	}
 	if err := kernels.Parallel(jobs...); err != nil {
 		for _, g := range []*msmGroup{g1, g2} {
@@ -102,7 +104,8 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 	}
 	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3], affineScan: fs[4]}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
-		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk, affine: cfg.affineTail()}
+		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
+	m.affineG1, m.affineG2 = cfg.affineTails()
 	for _, g := range []struct {
 		mod *cudaspans.Module
 		g2  bool

@@ -101,7 +101,7 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 			kernels[s.Name()]++
 		}
 	}
-	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_affine_scan", "msm_affine_level_g2", "msm_affine_finish_g2", "msm_bucket_reduce_g2",
+	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_bucket_accumulate_g2", "msm_bucket_reduce_g2",
 		"msm_window_sum_g2", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanKeysPreload} {
 		if kernels[k] == 0 {
 			t.Errorf("msm.g2.b has no %s child (children: %v)", k, kernels)

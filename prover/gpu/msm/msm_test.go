@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -636,7 +637,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_affine_scan", "msm_affine_level", "msm_affine_finish", "msm_bucket_reduce",
+	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_bucket_accumulate", "msm_segment_merge", "msm_bucket_reduce",
 		"msm_window_sum", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanBufferRelease, otelcuzk.SpanKeysPreload} {
 		if children[k] == 0 {
 			t.Errorf("msm.g1.a has no %s child (children: %v)", k, children)
@@ -727,5 +728,56 @@ func TestMSMGPUBucketSumVariantsMatchGnarkOnEdgeInputs(t *testing.T) {
 			checkEdgeInputs(t, &fx, msmG1, msmTestBases, []int{5000}, []int{1000, 65537})
 			checkEdgeInputs(t, &fx, msmG2, msmTestBasesG2, []int{5000}, []int{1000})
 		})
+	}
+}
+
+// TestAffineBucketsOptionSetsBothGroupsTails: without the option both
+// groups sum their buckets by the defaults (XYZZ); WithAffineBuckets(t)
+// sets both, and a tail below 1 means XYZZ; the workspace grows by the
+// levels' buffers; the levels stop at the tail; Modules lists the affine
+// part only for a group whose default uses it, AffineModules both.
+func TestAffineBucketsOptionSetsBothGroupsTails(t *testing.T) {
+	for _, tc := range []struct {
+		opts   []Option
+		g1, g2 int
+	}{
+		{nil, defaultAffineTailG1, defaultAffineTailG2},
+		{[]Option{WithAffineBuckets(16)}, 16, 16},
+		{[]Option{WithAffineBuckets(0)}, 0, 0},
+		{[]Option{WithAffineBuckets(-3)}, 0, 0},
+	} {
+		cfg, err := newMSMConfig(tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g1, g2 := cfg.affineTails(); g1 != tc.g1 || g2 != tc.g2 {
+			t.Errorf("%d options: tails %d, %d; want %d, %d", len(tc.opts), g1, g2, tc.g1, tc.g2)
+		}
+	}
+	xyzz := (&MSM{}).WorkspaceBytes(1<<20, false)
+	affine := (&MSM{affineG1: 16}).WorkspaceBytes(1<<20, false)
+	// 16 windows of 2^20 points: the levels hold about 3/4·16·2^20 points.
+	if extra := affine - xyzz; extra < 12<<20*msmAffineBytes {
+		t.Errorf("affine workspace %d bytes, XYZZ %d: the levels' %d extra bytes are too few", affine, xyzz, extra)
+	}
+	mods := map[string]bool{}
+	for _, m := range Modules(cudaspans.CompileOptions{}) {
+		mods[m.Name] = true
+	}
+	if mods["msm_affine"] != (defaultAffineTailG1 > 0) || mods["msm_affine_g2"] != (defaultAffineTailG2 > 0) {
+		t.Errorf("Modules: affine parts %v, %v with default tails %d, %d", mods["msm_affine"], mods["msm_affine_g2"],
+			defaultAffineTailG1, defaultAffineTailG2)
+	}
+	var names []string
+	for _, m := range AffineModules(cudaspans.CompileOptions{}) {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, []string{"msm_affine", "msm_affine_g2"}) {
+		t.Errorf("AffineModules = %v", names)
+	}
+	for _, tc := range []struct{ max, tail, want int }{{0, 16, 0}, {16, 16, 0}, {17, 16, 1}, {600, 16, 6}, {600, 32, 5}, {1 << 24, 1, 24}} {
+		if got := affineLevels(tc.max, tc.tail); got != tc.want {
+			t.Errorf("affineLevels(%d, %d) = %d, want %d", tc.max, tc.tail, got, tc.want)
+		}
 	}
 }

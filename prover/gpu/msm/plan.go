@@ -133,7 +133,7 @@ func (m *MSM) WorkspaceBytes(n int, g2 bool) int {
 		return 0
 	}
 	chunk := m.firstChunk(n)
-	return newMSMPlan(chunk, m.windowFor(chunk), false, g2, m.affine).bytes
+	return newMSMPlan(chunk, m.windowFor(chunk), false, g2, m.affineTail(g2)).bytes
 }
 
 // affineLevels is how many halvings the affine bucket sums need so that
@@ -151,4 +151,12 @@ func affineLevels(maxCount, tail int) int {
 // outputs outputs in all.
 func affinePer(outputs int) int {
 	return min(msmAffineMaxPer, max(msmAffineMinPer, (outputs+msmAffineThreads-1)/msmAffineThreads))
+}
+
+// affineTail is the tail of the group's affine bucket sums (0: XYZZ).
+func (m *MSM) affineTail(g2 bool) int {
+	if g2 {
+		return m.affineG2
+	}
+	return m.affineG1
 }

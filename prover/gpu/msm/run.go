@@ -50,7 +50,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 	var giveBack func() error
 	var plan msmPlan
 	for {
-		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2, m.affine)
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2, m.affineTail(g2))
 		ws, giveBack, err = m.workspace(ctx, call.KeyID, pool, plan.bytes)
 		if err == nil {
 			break
@@ -78,7 +78,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 		p := plan
 		if k != plan.n {
 			// The last chunk is smaller: same workspace, its own shape.
-			p = newMSMPlan(k, m.windowFor(k), withBases, g2, m.affine)
+			p = newMSMPlan(k, m.windowFor(k), withBases, g2, m.affineTail(g2))
 			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
 				return fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
 			}
@@ -149,6 +149,9 @@ func (m *MSM) xyzzBuckets(ctx context.Context, s *cudaspans.Stream, g *msmGroup,
 func (m *MSM) affineBuckets(ctx context.Context, s *cudaspans.Stream, g *msmGroup, at func(int) cudaspans.DevicePtr, p msmPlan,
 	bases cudaspans.DevicePtr) error {
 	n, nb := uint32(p.n), uint32(p.nb)
+	if g.affineLevel == nil || g.affineFinish == nil || g.affineScan == nil {
+		return errors.New("internal error: affine bucket sums without their kernels")
+	}
 	if err := s.Launch(ctx, g.fill, cudaspans.D1(1), cudaspans.D1(32), 0, at(p.offMax), uint32(0), uint32(1)); err != nil {
 		return err
 	}
