@@ -10,7 +10,8 @@
 //   2. the (point, sign) pairs of each window are counting-sorted by bucket;
 //   3. each bucket is summed in XYZZ coordinates, a long bucket split into
 //      segments of at most MSM_SEGMENT points that run in parallel, the
-//      segments then added pairwise in log passes;
+//      segments then added pairwise in log passes (or, as an option, by
+//      levels of batched affine additions: msmaffine.cuh);
 //   4. each window is reduced, Σ_b (b+1)·bucket_b, by running sums over
 //      slices of MSM_REDUCE_SLICE buckets in parallel;
 //   5. windows are combined, Σ_w 2^(c·w)·window_w (Horner), on the host.

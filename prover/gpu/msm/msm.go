@@ -17,7 +17,8 @@ import (
 // MSM computes multi-scalar multiplications on G1 and G2 of BLS12-381 on
 // one GPU with Pippenger's bucket method (kernels/msm.cuh describes the steps):
 // signed c-bit digits computed on the GPU from the Montgomery-form scalars,
-// points counting-sorted by bucket, buckets summed in XYZZ coordinates,
+// points counting-sorted by bucket, buckets summed in XYZZ coordinates (or
+// by batched affine additions, WithAffineBuckets),
 // windows reduced by running sums, and the W window sums combined on the
 // host. Scalars and bases are gnark-crypto values, copied to the device
 // byte for byte.
@@ -45,7 +46,8 @@ type MSM struct {
 // disk by cudaspans; the modules of msm.cu's parts compile in parallel)
 // and returns an MSM; the G2 kernels compile on the first G2 MSM, at
 // CompileG2, or here with WithG2. Options: WithTracerProvider,
-// WithReleaser, WithMaxChunk, WithWindowBits, WithCompileOptions, WithG2.
+// WithReleaser, WithMaxChunk, WithWindowBits, WithCompileOptions, WithG2,
+// WithAffineBuckets.
 // Errors: compile errors (a *cudaspans.CompileError with the log),
 // cudaspans.ErrNoCompiler, a bad option.
 func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error) {
