@@ -23,7 +23,7 @@ type engineStages struct {
 	tuned     bool // synthesis is the tuner's most, not --synthesis-workers
 	tuner     *engine.Tuner
 	budget    uint64
-	pipes     []*prover.Pipeline
+	pipes     []*prover.Prover
 	ready     chan struct{} // nil when no backend warms up
 	srv       atomic.Pointer[server.Server]
 }
@@ -33,7 +33,7 @@ type engineStages struct {
 // memory budget (estimates of the first pipeline, which synthesizes for
 // all; the keys held by every pipeline), and readiness when a backend has
 // a warm-up (the CUDA backend's kernels).
-func newEngineStages(cfg Config, pipes []*prover.Pipeline, devices []server.Device, budget engine.MemoryBudget) *engineStages {
+func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device, budget engine.MemoryBudget) *engineStages {
 	st := &engineStages{pipes: pipes}
 	gpus := 0
 	for _, d := range devices {

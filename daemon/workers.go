@@ -21,18 +21,18 @@ import (
 // GPU, each with its own Pipeline bound to its device, and cfg.CPUWorkers
 // on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
 // circuit's keys are held once).
-func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev prover.DeviceSettings) ([]engine.Worker, []*prover.Pipeline, []server.Device, error) {
+func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev prover.DeviceSettings) ([]engine.Worker, []*prover.Prover, []server.Device, error) {
 	var (
 		workers []engine.Worker
-		pipes   []*prover.Pipeline
+		pipes   []*prover.Prover
 		devices []server.Device
 	)
-	open := func(backend string) (*prover.Pipeline, error) {
+	open := func(backend string) (*prover.Prover, error) {
 		rel, err := buffer.NewReleaser(mode)
 		if err != nil {
 			return nil, err
 		}
-		p, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log))
+		p, err := prover.New(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log))
 		if err != nil {
 			rel.Close(context.Background())
 			return nil, err
@@ -161,7 +161,7 @@ func deviceBackend(factory string, ordinal int) (string, error) {
 // deviceMemory fills MemoryUsed and MemoryTotal of the GPUs from their
 // pipelines (cuMemGetInfo); GPU i is served by pipes[i] (GPU
 // pipelines are opened first, in device order).
-func deviceMemory(devices []server.Device, pipes []*prover.Pipeline) []server.Device {
+func deviceMemory(devices []server.Device, pipes []*prover.Prover) []server.Device {
 	out := append([]server.Device(nil), devices...)
 	for i := range out {
 		if out[i].Ordinal < 0 || i >= len(pipes) || pipes[i].Backend() != "cuda" {

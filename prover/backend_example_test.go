@@ -13,6 +13,7 @@ import (
 	"github.com/consensys/gnark/logger"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // countingBackend is a backend of one's own (DESIGN.md, "Where things
@@ -35,24 +36,24 @@ func init() {
 
 func (countingBackend) Name() string { return "counting" }
 
-func (b countingBackend) ComputeH(ctx context.Context, d *fft.Domain, a, bb, c []fr.Element) error {
-	return b.cpu.ComputeH(ctx, d, a, bb, c)
+func (b countingBackend) ComputeH(ctx context.Context, keyID string, d *fft.Domain, a, bb, c []fr.Element) error {
+	return b.cpu.ComputeH(ctx, keyID, d, a, bb, c)
 }
 
-func (b countingBackend) MSMG1(ctx context.Context, span string, bases prover.BaseSet[bls.G1Affine], scalars []fr.Element) (bls.G1Jac, error) {
+func (b countingBackend) MSMG1(ctx context.Context, call backend.Call, bases prover.BaseSet[bls.G1Affine], scalars []fr.Element) (bls.G1Jac, error) {
 	msmCalls.Add(1)
-	return b.cpu.MSMG1(ctx, span, bases, scalars)
+	return b.cpu.MSMG1(ctx, call, bases, scalars)
 }
 
-func (b countingBackend) MSMG2(ctx context.Context, span string, bases prover.BaseSet[bls.G2Affine], scalars []fr.Element) (bls.G2Jac, error) {
+func (b countingBackend) MSMG2(ctx context.Context, call backend.Call, bases prover.BaseSet[bls.G2Affine], scalars []fr.Element) (bls.G2Jac, error) {
 	msmCalls.Add(1)
-	return b.cpu.MSMG2(ctx, span, bases, scalars)
+	return b.cpu.MSMG2(ctx, call, bases, scalars)
 }
 
 func (b countingBackend) Close() error { return b.cpu.Close() }
 
 // Add a backend: implement prover.Backend, register a factory under a
-// name (init, above), and open it by that name: prover.NewPipeline, or
+// name (init, above), and open it by that name: prover.New, or
 // `cuzk prove --backend NAME` once cmd/cuzk links the package.
 func ExampleRegisterBackend() {
 	logger.Disable()
@@ -64,7 +65,7 @@ func ExampleRegisterBackend() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	p, err := prover.NewPipeline(ctx, "counting", prover.WithKeyCacheDir(dir), prover.WithNotice(io.Discard))
+	p, err := prover.New(ctx, "counting", prover.WithKeyCacheDir(dir), prover.WithNotice(io.Discard))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,11 +12,12 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 var optionsRuns atomic.Int64
 
-// NewPipeline hands its backend what it was given, through one channel
+// New hands its backend what it was given, through one channel
 // each: the Releaser (and so the release mode) of WithReleaser, the
 // settings of WithDeviceSettings; without WithReleaser, a sync Releaser.
 func TestNewPipelineHandsItsBackendTheReleaserAndDeviceSettings(t *testing.T) {
@@ -35,7 +36,7 @@ func TestNewPipelineHandsItsBackendTheReleaserAndDeviceSettings(t *testing.T) {
 	dev := DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}
 	p := newTestPipeline(t, name, buffer.ReleaseSync, WithReleaser(rel), WithDeviceSettings(dev))
 	if p.Releaser() != rel {
-		t.Error("the Pipeline does not release through the WithReleaser Releaser")
+		t.Error("the Prover does not release through the WithReleaser Releaser")
 	}
 	plain := newTestPipeline(t, name, buffer.ReleaseSync, WithReleaser(nil))
 	if len(got) != 2 {
@@ -49,32 +50,32 @@ func TestNewPipelineHandsItsBackendTheReleaserAndDeviceSettings(t *testing.T) {
 	}
 }
 
-// keyIDCPU records the ProofKeyID of every ComputeH and MSMG1 call.
+// keyIDCPU records the key ID passed to every ComputeH and MSMG1 call.
 type keyIDCPU struct {
 	*CPU
 	mu   sync.Mutex
 	seen []string
 }
 
-func (c *keyIDCPU) note(ctx context.Context) {
+func (c *keyIDCPU) note(keyID string) {
 	c.mu.Lock()
-	c.seen = append(c.seen, ProofKeyID(ctx))
+	c.seen = append(c.seen, keyID)
 	c.mu.Unlock()
 }
 
-func (c *keyIDCPU) ComputeH(ctx context.Context, d *fft.Domain, a, b, cc []fr.Element) error {
-	c.note(ctx)
-	return c.CPU.ComputeH(ctx, d, a, b, cc)
+func (c *keyIDCPU) ComputeH(ctx context.Context, keyID string, d *fft.Domain, a, b, cc []fr.Element) error {
+	c.note(keyID)
+	return c.CPU.ComputeH(ctx, keyID, d, a, b, cc)
 }
 
-func (c *keyIDCPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	c.note(ctx)
-	return c.CPU.MSMG1(ctx, span, bases, scalars)
+func (c *keyIDCPU) MSMG1(ctx context.Context, call backend.Call, bases BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	c.note(call.KeyID)
+	return c.CPU.MSMG1(ctx, call, bases, scalars)
 }
 
 // Every backend call of a proof carries its WithKeyID (what the CUDA
 // backend keys its kept device buffers by); a proof without one, none.
-func TestProofKeyIDReachesEveryBackendCallOfTheProof(t *testing.T) {
+func TestTheKeyIDIsPassedToEveryBackendCallOfTheProof(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<8)
 	for _, key := range []string{"cs-hash", ""} {
 		b := &keyIDCPU{CPU: NewCPU(nil)}
@@ -90,11 +91,8 @@ func TestProofKeyIDReachesEveryBackendCallOfTheProof(t *testing.T) {
 		}
 		for _, got := range b.seen {
 			if got != key {
-				t.Errorf("a backend call saw ProofKeyID %q, want %q", got, key)
+				t.Errorf("a backend call was passed key ID %q, want %q", got, key)
 			}
 		}
-	}
-	if got := ProofKeyID(context.Background()); got != "" {
-		t.Errorf("ProofKeyID outside a proof = %q", got)
 	}
 }

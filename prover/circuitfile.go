@@ -28,7 +28,7 @@ func (f CircuitFile) String() string {
 }
 
 // Register registers f in the one circuit registry
-// (circuits.RegisterFiles), so every Pipeline and server of the process
+// (circuits.RegisterFiles), so every Prover and server of the process
 // knows it; errors as RegisterFiles's.
 func (f CircuitFile) Register() error {
 	return circuits.RegisterFiles(f.Name, circuits.Files{CS: f.CS, PK: f.PK, VK: f.VK})

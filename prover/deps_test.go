@@ -28,3 +28,21 @@ func TestCPUProverLinksNoCgo(t *testing.T) {
 		t.Error("go list did not list the buffer package: the test reads the wrong graph")
 	}
 }
+
+// TestTheProveAndItsBackendsDoNotImportThePipelineSide holds the cut
+// along the proof path: the prove (groth16), the backend interface, the
+// CPU backend and the CUDA backend with its msm and ntt link nothing of
+// this package (the Prover, its key cache and requests), so a backend is
+// written against prover/backend alone.
+func TestTheProveAndItsBackendsDoNotImportThePipelineSide(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range depstest.List(t, nil, "./groth16", "./backend", "./cpu", "./gpu", "./gpu/msm", "./gpu/ntt") {
+		seen[p.ImportPath] = true
+		if p.ImportPath == "github.com/otelcuzk/otelcuzk/prover" {
+			t.Errorf("the prove or a backend links %s", p.ImportPath)
+		}
+	}
+	if !seen["github.com/otelcuzk/otelcuzk/prover/backend"] {
+		t.Error("go list did not list prover/backend: the test reads the wrong graph")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
 
@@ -38,7 +39,7 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	com := commitmenttest.Setup(t, "rangecheck")
 	var nilR1CS *cs.R1CS
 	var nilPK *groth16_bls12381.ProvingKey
-	pipe, err := NewPipeline(ctx, "cpu", WithKeyCacheDir(t.TempDir()))
+	pipe, err := New(ctx, "cpu", WithKeyCacheDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,19 +63,19 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	}
 	// The sentinel a caller branches on, where one applies.
 	wantIs := map[string]error{
-		"Prove nil ccs":                       ErrUnsupported,
-		"Prove typed-nil ccs":                 ErrUnsupported,
-		"Prove nil pk":                        ErrUnsupported,
-		"Prove typed-nil pk":                  ErrUnsupported,
-		"Prove nil witness":                   ErrWitnessSize,
-		"Synthesize nil ccs":                  ErrUnsupported,
-		"Synthesize typed-nil ccs":            ErrUnsupported,
-		"Synthesize nil witness":              ErrWitnessSize,
-		"ProveAssignment typed-nil pk":        ErrUnsupported,
-		"Pipeline.Run nil request":            ErrBadWitness,
-		"Pipeline.Synthesize nil request":     ErrBadWitness,
-		"Pipeline.ProveSynthesized nil":       ErrForeignSynthesis,
-		"Pipeline.ProveSynthesized typed-nil": ErrForeignSynthesis,
+		"Prove nil ccs":                     ErrUnsupported,
+		"Prove typed-nil ccs":               ErrUnsupported,
+		"Prove nil pk":                      ErrUnsupported,
+		"Prove typed-nil pk":                ErrUnsupported,
+		"Prove nil witness":                 ErrWitnessSize,
+		"Synthesize nil ccs":                ErrUnsupported,
+		"Synthesize typed-nil ccs":          ErrUnsupported,
+		"Synthesize nil witness":            ErrWitnessSize,
+		"ProveAssignment typed-nil pk":      ErrUnsupported,
+		"Prover.Run nil request":            ErrBadWitness,
+		"Prover.Synthesize nil request":     ErrBadWitness,
+		"Prover.ProveSynthesized nil":       ErrForeignSynthesis,
+		"Prover.ProveSynthesized typed-nil": ErrForeignSynthesis,
 	}
 	for _, c := range []struct {
 		name string
@@ -114,31 +115,31 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		{"ProveAssignment released assignment", func() error { _, err := ProveAssignment(ctx, f.pk, released()); return err }},
 		{"ProveAssignment zero assignment", func() error { _, err := ProveAssignment(ctx, f.pk, &Assignment{}); return err }},
 		{"nil Assignment Release", func() error { return (*Assignment)(nil).Release(ctx, nil) }},
-		{"Pipeline.Run nil request", func() error { _, err := pipe.Run(ctx, nil); return err }},
-		{"Pipeline.Validate nil request", func() error { return pipe.Validate(nil) }},
-		{"Pipeline.EstimateMemory nil request", func() error { _, err := pipe.EstimateMemory(nil); return err }},
-		{"Pipeline.Synthesize nil request", func() error { _, err := pipe.Synthesize(ctx, nil); return err }},
-		{"Pipeline.ProveSynthesized nil", func() error { _, err := pipe.ProveSynthesized(ctx, nil); return err }},
-		{"Pipeline.ProveSynthesized typed-nil", func() error { _, err := pipe.ProveSynthesized(ctx, (*synthesis)(nil)); return err }},
+		{"Prover.Run nil request", func() error { _, err := pipe.Run(ctx, nil); return err }},
+		{"Prover.Validate nil request", func() error { return pipe.Validate(nil) }},
+		{"Prover.EstimateMemory nil request", func() error { _, err := pipe.EstimateMemory(nil); return err }},
+		{"Prover.Synthesize nil request", func() error { _, err := pipe.Synthesize(ctx, nil); return err }},
+		{"Prover.ProveSynthesized nil", func() error { _, err := pipe.ProveSynthesized(ctx, nil); return err }},
+		{"Prover.ProveSynthesized typed-nil", func() error { _, err := pipe.ProveSynthesized(ctx, (*synthesis)(nil)); return err }},
 		{"CPU.ComputeH nil domain", func() error {
-			return NewCPU(nil).ComputeH(ctx, nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+			return NewCPU(nil).ComputeH(ctx, "", nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
 		}},
 		{"CPU.ComputeH zero domain", func() error {
-			return NewCPU(nil).ComputeH(ctx, &fft.Domain{}, nil, nil, nil)
+			return NewCPU(nil).ComputeH(ctx, "", &fft.Domain{}, nil, nil, nil)
 		}},
 		{"CPU.MSMG1 typed-nil receiver", func() error {
-			_, err := (*CPU)(nil).MSMG1(ctx, "msm.g1.a", BaseSet[curve.G1Affine]{Points: make([]curve.G1Affine, 1)}, make([]fr.Element, 1))
+			_, err := (*CPU)(nil).MSMG1(ctx, backend.Call{Span: "msm.g1.a"}, BaseSet[curve.G1Affine]{Points: make([]curve.G1Affine, 1)}, make([]fr.Element, 1))
 			return err
 		}},
 		{"CPU.MSMG2 typed-nil receiver", func() error {
-			_, err := (*CPU)(nil).MSMG2(ctx, "msm.g2.b", BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 1)}, make([]fr.Element, 1))
+			_, err := (*CPU)(nil).MSMG2(ctx, backend.Call{Span: "msm.g2.b"}, BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 1)}, make([]fr.Element, 1))
 			return err
 		}},
 		{"CPU.ComputeH typed-nil receiver", func() error {
-			return (*CPU)(nil).ComputeH(ctx, fft.NewDomain(4), make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+			return (*CPU)(nil).ComputeH(ctx, "", fft.NewDomain(4), make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
 		}},
-		{"NewPipeline with nil options", func() error {
-			p, err := NewPipeline(ctx, "cpu", WithKeyCacheDir(t.TempDir()), WithNotice(nil), WithReleaser(nil), WithTracerProvider(nil))
+		{"New with nil options", func() error {
+			p, err := New(ctx, "cpu", WithKeyCacheDir(t.TempDir()), WithNotice(nil), WithReleaser(nil), WithTracerProvider(nil))
 			if err != nil {
 				return fmt.Errorf("setup: %v", err)
 			}

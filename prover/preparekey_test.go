@@ -36,14 +36,14 @@ func (c *preparingCPU) PrepareKey(_ context.Context, keyID string, pk groth16.Pr
 	return c.fail
 }
 
-func (c *preparingCPU) ComputeH(ctx context.Context, domain *fft.Domain, a, b, cc []fr.Element) error {
+func (c *preparingCPU) ComputeH(ctx context.Context, keyID string, domain *fft.Domain, a, b, cc []fr.Element) error {
 	c.mu.Lock()
-	c.proved = append(c.proved, ProofKeyID(ctx))
+	c.proved = append(c.proved, keyID)
 	c.mu.Unlock()
-	return c.CPU.ComputeH(ctx, domain, a, b, cc)
+	return c.CPU.ComputeH(ctx, keyID, domain, a, b, cc)
 }
 
-// issue 25 item 4: a Pipeline prepares a KeyPreparer backend's state for a
+// issue 25 item 4: a Prover prepares a KeyPreparer backend's state for a
 // circuit's keys when it loads them, once, under the key ID its proofs
 // then carry; a failed preparation loses nothing: the circuit loads and
 // proves all the same.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 type scopeKey struct{}
@@ -64,17 +65,17 @@ func (b *scopedCPU) see(ctx context.Context) {
 	}
 }
 
-func (b *scopedCPU) ComputeH(ctx context.Context, d *fft.Domain, a, bv, c []fr.Element) error {
+func (b *scopedCPU) ComputeH(ctx context.Context, keyID string, d *fft.Domain, a, bv, c []fr.Element) error {
 	b.see(ctx)
-	return b.CPU.ComputeH(ctx, d, a, bv, c)
+	return b.CPU.ComputeH(ctx, keyID, d, a, bv, c)
 }
 
-func (b *scopedCPU) MSMG1(ctx context.Context, span string, bases BaseSet[curve.G1Affine], sc []fr.Element) (curve.G1Jac, error) {
+func (b *scopedCPU) MSMG1(ctx context.Context, call backend.Call, bases BaseSet[curve.G1Affine], sc []fr.Element) (curve.G1Jac, error) {
 	b.see(ctx)
-	if b.failMSM && span == otelcuzk.SpanMSMG1K {
+	if b.failMSM && call.Span == otelcuzk.SpanMSMG1K {
 		return curve.G1Jac{}, errors.New("device lost")
 	}
-	return b.CPU.MSMG1(ctx, span, bases, sc)
+	return b.CPU.MSMG1(ctx, call, bases, sc)
 }
 
 var _ ProofScoper = (*scopedCPU)(nil)

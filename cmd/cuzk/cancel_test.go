@@ -33,7 +33,7 @@ type untilCancelledGPU struct{ *prover.CPU }
 
 func (untilCancelledGPU) Name() string { return "cuda" }
 
-func (untilCancelledGPU) ComputeH(ctx context.Context, _ *fft.Domain, _, _, _ []fr.Element) error {
+func (untilCancelledGPU) ComputeH(ctx context.Context, keyID string, _ *fft.Domain, _, _, _ []fr.Element) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

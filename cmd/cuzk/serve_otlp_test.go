@@ -235,7 +235,7 @@ type stuckGPU struct {
 
 func (stuckGPU) Name() string { return "cuda" }
 
-func (g stuckGPU) ComputeH(context.Context, *fft.Domain, []fr.Element, []fr.Element, []fr.Element) error {
+func (g stuckGPU) ComputeH(context.Context, string, *fft.Domain, []fr.Element, []fr.Element, []fr.Element) error {
 	select {
 	case g.entered <- struct{}{}:
 	default:

@@ -37,7 +37,7 @@ func TestPackageGraphIsTheOTelAPIOnly(t *testing.T) {
 func TestSpanNamingPackagesLinkNoExporterAndNoGRPC(t *testing.T) {
 	pkgs := []string{
 		"../../buffer", "../../cudaspans", "../../cupti/...",
-		"../../prover", "../../prover/engine", "../../prover/journal", "../../prover/priority",
+		"../../prover", "../../prover/groth16", "../../prover/backend", "../../prover/cpu", "../../prover/engine", "../../prover/journal", "../../prover/priority",
 		"../../prover/keycache", "../../prover/circuits", "../../prover/gpu", "../../prover/gpu/msm", "../../prover/gpu/ntt",
 		"../../prover/gpu/fixedbase", "../../prover/gpu/kernels",
 		"../../prover/setup",

@@ -428,7 +428,7 @@ type Key struct {
 	Circuit     string
 	Constraints uint64
 	// ID is the key's id: the hex SHA-256 of the compiled constraint
-	// system when the daemon knows it (prover.Pipeline does), else the
+	// system when the daemon knows it (prover.Prover does), else the
 	// circuit's "name/constraints".
 	ID string
 	// Bytes is the daemon's estimate of the host memory the keys hold (0

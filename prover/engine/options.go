@@ -123,7 +123,7 @@ func WithSynthesisWorkers(n int) Option {
 
 // WithSynthesizer sets the runner that synthesizes in a pipelined engine
 // (default: the first worker's Runner). Its Synthesized values are proved
-// by the workers' runners, so they must be of one kind (prover.Pipeline).
+// by the workers' runners, so they must be of one kind (prover.Prover).
 func WithSynthesizer(r prover.StagedRunner) Option {
 	return optionFunc(func(c *config) { c.synthesizer = r })
 }

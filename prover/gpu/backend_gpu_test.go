@@ -14,6 +14,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
@@ -29,7 +30,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
 		hctx, span := tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
 		start := time.Now()
-		if err := b.ComputeH(hctx, d, a, bv, c); err != nil {
+		if err := b.ComputeH(hctx, "", d, a, bv, c); err != nil {
 			t.Fatal(err)
 		}
 		el := time.Since(start)
@@ -55,7 +56,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
 	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
 	d := fft.NewDomain(16)
-	err := b.ComputeH(context.Background(), d, make([]fr.Element, 16), make([]fr.Element, 15), make([]fr.Element, 16))
+	err := b.ComputeH(context.Background(), "", d, make([]fr.Element, 16), make([]fr.Element, 15), make([]fr.Element, 16))
 	if err == nil {
 		t.Fatal("vectors shorter than the domain were accepted")
 	}
@@ -90,22 +91,22 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := gputest.RandomVector(n)
-		got, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
+		got, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s1, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := cpu.MSMG1(ctx, otelcuzk.SpanMSMG1A, s1, sc)
+		want, err := cpu.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s1, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !got.Equal(&want) {
 			t.Fatalf("round %d: MSMG1 differs from the CPU backend", round)
 		}
-		got2, err := b.MSMG2(ctx, "msm.g2.b", s2, sc)
+		got2, err := b.MSMG2(ctx, backend.Call{Span: "msm.g2.b"}, s2, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want2, err := cpu.MSMG2(ctx, "msm.g2.b", s2, sc)
+		want2, err := cpu.MSMG2(ctx, backend.Call{Span: "msm.g2.b"}, s2, sc)
 		if err != nil {
 			t.Fatal(err)
 		}

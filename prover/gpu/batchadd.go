@@ -6,37 +6,37 @@ import (
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
-var _ prover.BatchAdder = (*Backend)(nil)
+var _ backend.BatchAdder = (*Backend)(nil)
 
-// BatchAddG1 implements prover.BatchAdder on the device: the bases of the
+// BatchAddG1 implements backend.BatchAdder on the device: the bases of the
 // wires idx (the ones equal to 1) summed by msm.BatchAdd's tree of batched
 // affine additions over the resident base set, under the device lock, as
 // MSMG1 runs. Refused once the device faulted; a fault it meets fences the
 // device off. Before the kernels are loaded by a warm-up that did not
 // include them (tests' stand-in warm-ups), it sums on the CPU.
-func (b *Backend) BatchAddG1(ctx context.Context, span string, bases prover.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
-	return deviceBatchAdd(b, ctx, span, func() (curve.G1Jac, error) {
-		return b.batch.G1Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), idx)
-	}, func() (curve.G1Jac, error) { return b.cpu.BatchAddG1(ctx, span, bases, idx) })
+func (b *Backend) BatchAddG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
+	return deviceBatchAdd(b, ctx, call.Span, func() (curve.G1Jac, error) {
+		return b.batch.G1Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), idx)
+	}, func() (curve.G1Jac, error) { return b.cpu.BatchAddG1(ctx, call, bases, idx) })
 }
 
 // BatchAddG2 is BatchAddG1 on G2 (msm.g2.b.batch_add). With the G2 MSM on
 // the CPU (SetMSMG2(MSMG2CPU)) it runs on the CPU too, taking no device
 // lock.
-func (b *Backend) BatchAddG2(ctx context.Context, span string, bases prover.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
+func (b *Backend) BatchAddG2(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
 	b.mu.Lock()
 	onCPU := b.g2OnCPU
 	b.mu.Unlock()
-	cpu := func() (curve.G2Jac, error) { return b.cpu.BatchAddG2(ctx, span, bases, idx) }
+	cpu := func() (curve.G2Jac, error) { return b.cpu.BatchAddG2(ctx, call, bases, idx) }
 	if onCPU {
 		return cpu()
 	}
-	return deviceBatchAdd(b, ctx, span, func() (curve.G2Jac, error) {
-		return b.batch.G2Resident(ctx, msmCall(ctx, span), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), idx)
+	return deviceBatchAdd(b, ctx, call.Span, func() (curve.G2Jac, error) {
+		return b.batch.G2Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), idx)
 	}, cpu)
 }
 

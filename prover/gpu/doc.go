@@ -1,5 +1,5 @@
 // Package gpu is the CUDA backend of the prover, registered with
-// prover.RegisterBackend as "cuda": Backend (prover.Backend, ProofScoper,
+// backend.Register as "cuda": Backend (backend.Backend, ProofScoper,
 // Warmer) on one device, built from the engines of its sub-packages.
 //
 //   - backend.go: Open, Warmup (every kernel module compiled or loaded at
@@ -23,7 +23,7 @@
 //
 // Kernels are compiled at run time by NVRTC through cudaspans, which caches
 // the images on disk, so one binary runs with or without a GPU (Open wraps
-// prover.ErrBackendUnavailable without one). Every device operation is a
+// backend.ErrUnavailable without one). Every device operation is a
 // cudaspans span (kernels by function name, copies, allocations,
 // cuda.compile); the engines add their step spans (ntt.*, msm.*,
 // keys.preload). Names are in otelcuzk/semconv/names.go.

@@ -15,13 +15,13 @@ import (
 
 var fakePipelines atomic.Int64
 
-// fakePipeline is a prover.Pipeline over b (a backend on the fake device),
+// fakePipeline is a prover.Prover over b (a backend on the fake device),
 // registered under a name of its own.
-func fakePipeline(t *testing.T, b *Backend) *prover.Pipeline {
+func fakePipeline(t *testing.T, b *Backend) *prover.Prover {
 	t.Helper()
 	name := fmt.Sprintf("fake-gpu-%d", fakePipelines.Add(1))
 	prover.RegisterBackend(name, func(context.Context, prover.BackendOptions) (prover.Backend, error) { return b, nil })
-	p, err := prover.NewPipeline(context.Background(), name, prover.WithKeyCacheDir(t.TempDir()), prover.WithTracerProvider(b.tp))
+	p, err := prover.New(context.Background(), name, prover.WithKeyCacheDir(t.TempDir()), prover.WithTracerProvider(b.tp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
 		got := append([]fr.Element(nil), a...)
 		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
 		start := time.Now()
-		if err := b.ComputeH(ctx, d, got, b0, c0); err != nil {
+		if err := b.ComputeH(ctx, "", d, got, b0, c0); err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		el := time.Since(start)

@@ -16,6 +16,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
@@ -95,10 +96,10 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	for i := range scalars {
 		scalars[i].SetUint64(uint64(i + 1))
 	}
-	if _, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, g1, scalars); err != nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, g1, scalars); err != nil {
 		t.Fatalf("MSMG1 over a set without an ID: %v", err)
 	}
-	if _, err := b.MSMG2(ctx, otelcuzk.SpanMSMG2B, g2, scalars[:50]); err != nil {
+	if _, err := b.MSMG2(ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, g2, scalars[:50]); err != nil {
 		t.Fatalf("MSMG2 over a set without an ID: %v", err)
 	}
 	if ids := b.Bases().IDs(); len(ids) != 0 || b.Bases().Bytes() != 0 {
@@ -125,7 +126,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	}
 	// The same sets with an ID are kept (the contrast the test rests on).
 	g1.ID = "k:g1.a"
-	if _, err := b.MSMG1(ctx, otelcuzk.SpanMSMG1A, g1, scalars); err != nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, g1, scalars); err != nil {
 		t.Fatal(err)
 	}
 	if ids := b.Bases().IDs(); len(ids) != 1 || ids[0] != "k:g1.a" {

@@ -12,8 +12,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
-// PrepareKey implements prover.KeyPreparer: it makes now, for the proofs
-// of proving key pk under key ID keyID (prover.WithKeyID's), the device
+// PrepareKey implements backend.KeyPreparer: it makes now, for the proofs
+// of proving key pk under key ID keyID (groth16.WithKeyID's), the device
 // state the key's first proof would otherwise make inside groth16.prove:
 //
 //   - the base sets of [A]₁, [B]₁, [K]₁, [Z]₁, the commitment keys' bases

@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
@@ -97,7 +98,7 @@ func TestBeginProofWarmsUpBeforeTheLockAndTheDeviceSession(t *testing.T) {
 	slowWarm(b, 30*time.Millisecond, 0)
 	ctx, root := b.tracer.Start(context.Background(), otelcuzk.SpanGroth16Prove)
 	pctx, end := b.BeginProof(ctx)
-	if _, err := b.MSMG1(pctx, otelcuzk.SpanMSMG1A, gputest.BaseSet("", 10), make([]fr.Element, 10)); err != nil {
+	if _, err := b.MSMG1(pctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 10), make([]fr.Element, 10)); err != nil {
 		t.Fatal(err)
 	}
 	if err := end(); err != nil {
@@ -129,10 +130,10 @@ func TestAFailedWarmupFailsTheProofOnceWithItsError(t *testing.T) {
 	defer end()
 	d := fft.NewDomain(4)
 	v := func() []fr.Element { return make([]fr.Element, 4) }
-	if err := b.ComputeH(pctx, d, v(), v(), v()); !errors.Is(err, errWarm) {
+	if err := b.ComputeH(pctx, "", d, v(), v(), v()); !errors.Is(err, errWarm) {
 		t.Errorf("ComputeH after a failed warm-up = %v, want the compile error", err)
 	}
-	if _, err := b.MSMG1(pctx, otelcuzk.SpanMSMG1A, gputest.BaseSet("", 4), v()); !errors.Is(err, errWarm) {
+	if _, err := b.MSMG1(pctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 4), v()); !errors.Is(err, errWarm) {
 		t.Errorf("MSMG1 after a failed warm-up = %v, want the compile error", err)
 	}
 	if n := calls.Load(); n != 1 {

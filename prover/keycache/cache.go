@@ -3,7 +3,7 @@
 // constraint system runs once per machine, keyed by the SHA-256 of the
 // serialized constraint system, and later runs read the keys back) and the
 // compiled constraint systems of the built-in circuits (Cache.Compile).
-// The keys held in memory are prover.Pipeline's loaded circuits; those on
+// The keys held in memory are prover.Prover's loaded circuits; those on
 // the device are prover/gpu/msm's DeviceBases.
 //
 // Files live in one directory (DefaultDir): <hash>.keys holds the

@@ -19,7 +19,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // ComputeHCase returns a compute_h input of n elements (a power of two):
@@ -30,15 +31,15 @@ func ComputeHCase(t testing.TB, n int) (d *fft.Domain, a, b, c, want []fr.Elemen
 	d = fft.NewDomain(uint64(n))
 	a, b, c = RandomVector(n), RandomVector(n), RandomVector(n)
 	want = append([]fr.Element(nil), a...)
-	if err := prover.NewCPU(nil).ComputeH(context.Background(), d, want, append([]fr.Element(nil), b...), append([]fr.Element(nil), c...)); err != nil {
+	if err := cpu.New(nil).ComputeH(context.Background(), "", d, want, append([]fr.Element(nil), b...), append([]fr.Element(nil), c...)); err != nil {
 		t.Fatal(err)
 	}
 	return d, a, b, c, want
 }
 
 // BaseSet is a G1 base set of n distinct points, Points(n).
-func BaseSet(id string, n int) prover.BaseSet[curve.G1Affine] {
-	return prover.BaseSet[curve.G1Affine]{ID: id, Points: Points(n)}
+func BaseSet(id string, n int) backend.BaseSet[curve.G1Affine] {
+	return backend.BaseSet[curve.G1Affine]{ID: id, Points: Points(n)}
 }
 
 // Points is n distinct G1 points, the first n multiples of the generator

@@ -1,0 +1,69 @@
+package backend
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+)
+
+// Options are what a backend factory is given.
+type Options struct {
+	// DeviceOrdinal selects the GPU for device backends (0-based).
+	DeviceOrdinal int
+	// Releaser frees the backend's large buffers (pinned, device) in its
+	// release mode, as buffer.release spans; nil means synchronously
+	// (buffer.OrSync on TracerProvider).
+	Releaser *buffer.Releaser
+	// TracerProvider records the backend's spans; nil means the global one.
+	TracerProvider trace.TracerProvider
+	// Device tunes a device backend (the CPU has nothing to tune and
+	// ignores it); the zero value is the backend's default.
+	Device DeviceSettings
+}
+
+// DeviceSettings tune how a device backend works, in the backend's own
+// words; its factory refuses values it does not know (the CUDA backend:
+// gpu.CheckDeviceSettings). cmd/cuzk fills them from CUZK_CUDA_HOST_COPY
+// and CUZK_CUDA_MSM_G2, the one place those are read.
+type DeviceSettings struct {
+	// HostCopy is how host vectors reach the device and come back:
+	// "staged" (through pinned staging memory; "" is this default),
+	// "register" (pinned in place per call) or "pageable".
+	HostCopy string
+	// MSMG2 is where the G2 MSM runs: "gpu" ("" is this default) or
+	// "cpu" (gnark-crypto, overlapping the device's G1 work).
+	MSMG2 string
+}
+
+// Factory opens a backend. A factory whose hardware is missing
+// returns an error wrapping ErrUnavailable that says why in one line.
+type Factory func(ctx context.Context, opts Options) (Backend, error)
+
+var (
+	backendsMu sync.Mutex
+	backends   = map[string]Factory{}
+)
+
+// Register makes a backend available under name ("cpu", "cuda") to
+// prover.New and Lookup. Device backends register from their
+// package's init, so a binary has the CUDA backend exactly when it imports
+// prover/gpu. It panics if name is registered twice.
+func Register(name string, f Factory) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if _, dup := backends[name]; dup {
+		panic("backend: registered twice: " + name)
+	}
+	backends[name] = f
+}
+
+// Lookup returns the factory registered under name.
+func Lookup(name string) (Factory, bool) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	f, ok := backends[name]
+	return f, ok
+}

@@ -1,0 +1,223 @@
+package groth16
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// chainsCircuit is K independent chains of N squarings plus a hint each
+// (ToBinary of the chain's start): levels of K constraints, wide enough
+// for the level solver to share them out.
+type chainsCircuit struct {
+	X []frontend.Variable
+	N int
+}
+
+func (c *chainsCircuit) Define(api frontend.API) error {
+	for _, x := range c.X {
+		bits := api.ToBinary(x, 16)
+		v := api.Add(x, bits[3], 3) // a constant term in a linear expression
+		for i := 0; i < c.N; i++ {
+			v = api.Add(api.Mul(v, v), x, i)
+		}
+		api.AssertIsDifferent(v, 0)
+	}
+	return nil
+}
+
+func compileFor(t *testing.T, circuit, assignment frontend.Circuit) (*cs.R1CS, witness.Witness) {
+	t.Helper()
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := frontend.NewWitness(assignment, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ccs.(*cs.R1CS), w
+}
+
+func newChains(k, n int, x func(i int) int) (*chainsCircuit, *chainsCircuit) {
+	xs := make([]frontend.Variable, k)
+	for i := range xs {
+		xs[i] = x(i)
+	}
+	return &chainsCircuit{X: make([]frontend.Variable, k), N: n}, &chainsCircuit{X: xs, N: n}
+}
+
+// The level solver's wires and a, b, c are gnark's Solve's, element for
+// element, on one goroutine and on many (levels shared out), with hints,
+// constants and stale values in the vectors it writes into.
+func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		circuit, assigns frontend.Circuit
+	}{
+		{"chains 300x40", nil, nil},
+		{"bits", &bitsCircuit{X: make([]frontend.Variable, 70)}, nil},
+		{"wide", &wideCircuit{X: make([]frontend.Variable, 500)}, nil},
+		{"merkle 2^14", nil, nil},
+	} {
+		switch tc.name {
+		case "chains 300x40":
+			tc.circuit, tc.assigns = newChains(300, 40, func(i int) int { return 1000 + 37*i })
+		case "bits":
+			x := make([]frontend.Variable, 70)
+			for i := range x {
+				x[i] = i * 3 % 256
+			}
+			tc.assigns = &bitsCircuit{X: x}
+		case "wide":
+			x := make([]frontend.Variable, 500)
+			for i := range x {
+				x[i] = 2 - 4*(i%2) // 2 or -2
+			}
+			tc.assigns = &wideCircuit{X: x}
+		}
+		var r1cs *cs.R1CS
+		var w witness.Witness
+		if tc.name == "merkle 2^14" {
+			in, err := circuits.Build("merkle", 1<<14)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ccs, err := in.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1cs = ccs.(*cs.R1CS)
+			if w, err = in.Witness(3); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r1cs, w = compileFor(t, tc.circuit, tc.assigns)
+		}
+		if !levelSolvable(r1cs) {
+			t.Fatalf("%s: not level-solvable", tc.name)
+		}
+		sol, err := r1cs.Solve(w, solver.WithNbTasks(4))
+		if err != nil {
+			t.Fatalf("%s: gnark: %v", tc.name, err)
+		}
+		want := sol.(*cs.R1CSSolution)
+		n := r1cs.GetNbConstraints()
+		for _, tasks := range []int{1, 3, 16} {
+			wires := make([]fr.Element, len(want.W))
+			a, b, c := make([]fr.Element, n+5), make([]fr.Element, n+5), make([]fr.Element, n+5)
+			for i := range a { // stale values, as a pooled buffer holds
+				a[i].SetUint64(uint64(i) + 7)
+				b[i], c[i] = a[i], a[i]
+			}
+			for i := range wires {
+				wires[i].SetUint64(99)
+			}
+			if err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, a, b, c, tasks); err != nil {
+				t.Fatalf("%s, %d tasks: %v", tc.name, tasks, err)
+			}
+			for name, pair := range map[string][2][]fr.Element{"W": {wires, want.W}, "A": {a[:n], want.A}, "B": {b[:n], want.B}, "C": {c[:n], want.C}} {
+				for i := range pair[1] {
+					if !pair[0][i].Equal(&pair[1][i]) {
+						t.Fatalf("%s, %d tasks: %s[%d] = %s, gnark %s", tc.name, tasks, name, i, pair[0][i].String(), pair[1][i].String())
+					}
+				}
+			}
+			if got := a[n+4]; got.Uint64() != uint64(n+4)+7 {
+				t.Errorf("%s: a past the constraints written (%s)", tc.name, got.String())
+			}
+		}
+	}
+}
+
+// A witness that breaks one constraint of a wide level fails as gnark's
+// does, naming that constraint, on any number of goroutines; a missing
+// hint is named.
+func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
+	const k = 400
+	x := make([]frontend.Variable, k)
+	for i := range x {
+		x[i] = 2
+	}
+	x[233] = 3
+	r1cs, w := compileFor(t, &wideCircuit{X: make([]frontend.Variable, k)}, &wideCircuit{X: x})
+	_, gerr := r1cs.Solve(w)
+	var gu *cs.UnsatisfiedConstraintError
+	if !errors.As(gerr, &gu) {
+		t.Fatalf("gnark: %v, want an unsatisfied constraint", gerr)
+	}
+	for _, tasks := range []int{1, 8} {
+		n := r1cs.GetNbConstraints()
+		wires := make([]fr.Element, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables)
+		err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n), tasks)
+		var u *cs.UnsatisfiedConstraintError
+		if !errors.As(err, &u) || u.CID != gu.CID {
+			t.Errorf("%d tasks: %v, want constraint #%d unsatisfied", tasks, err, gu.CID)
+		}
+	}
+	// Through Synthesize: ErrUnsatisfied, the constraint named.
+	_, err := Synthesize(context.Background(), r1cs, w)
+	if !errors.Is(err, ErrUnsatisfied) || err.Error() != fmt.Sprintf("%v: constraint #%d is not satisfied", ErrUnsatisfied, gu.CID) {
+		t.Errorf("Synthesize: %v", err)
+	}
+
+	br, bw := compileFor(t, &bitsCircuit{X: make([]frontend.Variable, 2)}, &bitsCircuit{X: []frontend.Variable{1, 2}})
+	n := br.GetNbConstraints()
+	if err := levelSolve(br, bw.Vector().(fr.Vector), make([]fr.Element, 1), make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n), 2); err == nil {
+		t.Error("vectors of the wrong size: no error")
+	}
+}
+
+// Synthesize takes the level solver for gnark's circuits (the span says
+// which solver ran) and its assignment is gnark's.
+func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
+	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
+	r1cs, w := compileFor(t, circuit, assign)
+	exp, tp := newRecorder()
+	asg, err := Synthesize(context.Background(), r1cs, w, WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asg.Release(context.Background(), nil)
+	solve := newSpanTree(exp.GetSpans()).named(semconv.SpanSynthesizeSolve)
+	if len(solve) != 1 {
+		t.Fatalf("%d solve spans", len(solve))
+	}
+	got := ""
+	for _, a := range solve[0].Attributes {
+		if a.Key == semconv.KeySolver {
+			got = a.Value.AsString()
+		}
+	}
+	if got != "level" {
+		t.Errorf("cuzk.solver %q, want level", got)
+	}
+	sol, _ := r1cs.Solve(w)
+	want := sol.(*cs.R1CSSolution)
+	for i := range want.W {
+		if !asg.Wires[i].Equal(&want.W[i]) {
+			t.Fatalf("wire %d differs", i)
+		}
+	}
+	for i := range asg.A {
+		var wa fr.Element
+		if i < len(want.A) {
+			wa = want.A[i]
+		}
+		if !asg.A[i].Equal(&wa) {
+			t.Fatalf("a[%d] differs", i)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package groth16
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/frontend"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// fixture is a compiled built-in circuit with its keys and a witness.
+type fixture struct {
+	ccs constraint.ConstraintSystem
+	pk  groth16.ProvingKey
+	vk  groth16.VerifyingKey
+	in  *circuits.Instance
+	w   witness.Witness
+}
+
+// newFixture is circuitstest's fixture of a built-in circuit (seed 42).
+func newFixture(t testing.TB, name string, n int) *fixture {
+	t.Helper()
+	f := circuitstest.Setup(t, name, n, 42)
+	return &fixture{ccs: f.CCS, pk: f.PK, vk: f.VK, in: f.Instance, w: f.Witness}
+}
+
+func (f *fixture) public(t testing.TB) witness.Witness {
+	t.Helper()
+	pub, err := f.w.Public()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"mulchain", 1 << 10}, {"merkle", 1 << 12}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.name, c.n)
+			proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := proof.(*groth16_bls12381.Proof); !ok {
+				t.Fatalf("proof is %T", proof)
+			}
+			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+				t.Fatalf("gnark rejects our proof: %v", err)
+			}
+		})
+	}
+}
+
+func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proof.(*groth16_bls12381.Proof)
+
+	tampered := *p
+	tampered.Krs.Add(&tampered.Krs, &p.Ar)
+	if err := groth16.Verify(&tampered, f.vk, f.public(t)); err == nil {
+		t.Error("verifier accepted a tampered Krs")
+	}
+
+	// The same proof against another Out (a public input).
+	wrong, err := frontend.NewWitness(&circuits.MulChain{X: 0, Out: 12345}, ecc.BLS12_381.ScalarField(), frontend.PublicOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, f.vk, wrong); err == nil {
+		t.Error("verifier accepted a wrong public input")
+	}
+}
+
+func TestSameRandomnessGivesTheSameProof(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	requireFixedByRandomness(t, "", f.vk, f.public(t), func(opts ...ProveOption) groth16.Proof {
+		proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return proof
+	})
+}
+
+// requireFixedByRandomness proves three times through prove, each proof
+// verifying with vk and public: twice with the same r and s, which must
+// give the same bytes, and once with random ones, which must not. why
+// says what differing same-randomness proofs would mean.
+func requireFixedByRandomness(t *testing.T, why string, vk groth16.VerifyingKey, public witness.Witness, prove func(opts ...ProveOption) groth16.Proof) {
+	t.Helper()
+	var r, s fr.Element
+	r.SetUint64(7)
+	s.SetUint64(11)
+	ser := func(opts ...ProveOption) []byte {
+		p := prove(opts...)
+		if err := groth16.Verify(p, vk, public); err != nil {
+			t.Fatal(err)
+		}
+		return circuitstest.Bytes(t, p)
+	}
+	p1, p2 := ser(WithRandomness(r, s)), ser(WithRandomness(r, s))
+	if !bytes.Equal(p1, p2) {
+		t.Error("same r, s gave different proofs" + why)
+	}
+	if p3 := ser(); bytes.Equal(p1, p3) {
+		t.Error("random r, s gave the fixed-randomness proof")
+	}
+}
+
+func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	bad, err := frontend.NewWitness(&circuits.MulChain{X: 3, Out: 4}, ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prove(context.Background(), f.ccs, f.pk, bad)
+	if !errors.Is(err, ErrUnsatisfied) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %q, want ErrUnsatisfied on one line", err)
+	}
+	// Witness values stay out of errors (they reach spans and statuses):
+	// gnark's message has the failing wire's value in decimal.
+	if !strings.Contains(err.Error(), "constraint #") || strings.ContainsAny(err.Error(), "⋅=") || strings.Contains(err.Error(), "!= 4") {
+		t.Errorf("err = %q: want the constraint named, no values", err)
+	}
+	short, err := f.w.Public() // public values only: too short
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prove(context.Background(), f.ccs, f.pk, short); !errors.Is(err, ErrWitnessSize) {
+		t.Errorf("err = %v, want ErrWitnessSize", err)
+	}
+}
+
+func TestKeyOfAnotherCircuitIsRejected(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	other := newFixture(t, "merkle", 1<<12)
+	if _, err := Prove(context.Background(), f.ccs, other.pk, f.w); !errors.Is(err, ErrKeyMismatch) {
+		t.Errorf("err = %v, want ErrKeyMismatch", err)
+	}
+}

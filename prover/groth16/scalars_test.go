@@ -1,0 +1,169 @@
+package groth16
+
+import (
+	"context"
+	"math/big"
+	"math/rand"
+	"strconv"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// naiveCounts classifies each scalar by its integer value.
+func naiveCounts(scalars []fr.Element) ScalarCounts {
+	c := ScalarCounts{Total: len(scalars)}
+	var v big.Int
+	for i := range scalars {
+		scalars[i].BigInt(&v)
+		switch {
+		case v.Sign() == 0:
+			c.Zero++
+		case v.Cmp(big.NewInt(1)) == 0:
+			c.One++
+		case v.IsUint64():
+			c.Small++
+		}
+	}
+	return c
+}
+
+func TestCountScalarsClassifiesEdgesAndMatchesNaiveInParallel(t *testing.T) {
+	var minus1, two64, max64 fr.Element
+	minus1.SetOne().Neg(&minus1)
+	two64.SetString("18446744073709551616")
+	max64.SetUint64(^uint64(0))
+	edges := []fr.Element{{}, fr.One(), fr.NewElement(2), max64, two64, minus1, fr.NewElement(0), fr.One()}
+	if got, want := CountScalars(edges), (ScalarCounts{Total: 8, Zero: 2, One: 2, Small: 2}); got != want {
+		t.Errorf("edges: %+v, want %+v", got, want)
+	}
+	if got := CountScalars(nil); got != (ScalarCounts{}) {
+		t.Errorf("empty: %+v", got)
+	}
+	// Several chunks, mixed as a bit-heavy witness.
+	rng := rand.New(rand.NewSource(5))
+	v := make([]fr.Element, 5*scalarChunk+17)
+	for i := range v {
+		switch rng.Intn(4) {
+		case 0:
+		case 1:
+			v[i].SetOne()
+		case 2:
+			v[i].SetUint64(rng.Uint64())
+		default:
+			v[i].SetRandom()
+		}
+	}
+	got, want := CountScalars(v), naiveCounts(v)
+	if got != want {
+		t.Errorf("mixed %d: %+v, want %+v", len(v), got, want)
+	}
+	if want.Zero == 0 || want.One == 0 || want.Small == 0 || want.Zero+want.One+want.Small == want.Total {
+		t.Fatalf("test vector lacks a kind: %+v", want)
+	}
+}
+
+// TestMSMSpansCarryScalarCounts proves mulchain and porep on the CPU
+// backend and checks each of msm.g1.a, msm.g1.b, msm.g1.k and msm.g2.b
+// carries the counts of its own scalars, recomputed here from gnark's own
+// solution of the circuit and the key's infinity masks; porep's proof
+// also verifies and its K scalars are mostly 0 and 1.
+func TestMSMSpansCarryScalarCounts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"mulchain", 1 << 10}, {"porep", 1 << 17}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.name, c.n)
+			exp, tp := newRecorder()
+			proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithTracerProvider(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+				t.Fatalf("gnark rejects the proof: %v", err)
+			}
+			sol, err := f.ccs.Solve(f.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wires := sol.(*cs.R1CSSolution).W
+			pk := f.pk.(*groth16_bls12381.ProvingKey)
+			finite := func(inf []bool) []fr.Element {
+				var out []fr.Element
+				for i := range wires {
+					if !inf[i] {
+						out = append(out, wires[i])
+					}
+				}
+				return out
+			}
+			nbPublic := f.ccs.GetNbPublicVariables()
+			want := map[string]ScalarCounts{
+				otelcuzk.SpanMSMG1A: naiveCounts(finite(pk.InfinityA)),
+				otelcuzk.SpanMSMG1B: naiveCounts(finite(pk.InfinityB)),
+				otelcuzk.SpanMSMG1K: naiveCounts(wires[nbPublic:]),
+				otelcuzk.SpanMSMG2B: naiveCounts(finite(pk.InfinityB)),
+			}
+			tree := newSpanTree(exp.GetSpans())
+			for name, w := range want {
+				spans := tree.named(name)
+				if len(spans) != 1 {
+					t.Fatalf("%d %s spans", len(spans), name)
+				}
+				for key, v := range map[string]int{
+					string(otelcuzk.KeyMSMSize):         w.Total,
+					string(otelcuzk.KeyMSMScalarsZero):  w.Zero,
+					string(otelcuzk.KeyMSMScalarsOne):   w.One,
+					string(otelcuzk.KeyMSMScalarsSmall): w.Small,
+				} {
+					if got, ok := attr(spans[0], key); !ok || got != strconv.Itoa(v) {
+						t.Errorf("%s: %s = %q (present %v), want %d", name, key, got, ok, v)
+					}
+				}
+			}
+			// msm.g1.h's scalars are H's coefficients: no counts there.
+			if _, ok := attr(tree.named(otelcuzk.SpanMSMG1H)[0], string(otelcuzk.KeyMSMScalarsZero)); ok {
+				t.Error("msm.g1.h carries scalar counts")
+			}
+			k := want[otelcuzk.SpanMSMG1K]
+			share := float64(k.Zero+k.One) / float64(k.Total)
+			t.Logf("%s: msm.g1.k %+v, %.1f%% 0 or 1", c.name, k, 100*share)
+			if c.name == "porep" && share < 0.8 {
+				t.Errorf("porep: %.1f%% of the K scalars are 0 or 1, want ≥ 80%%", 100*share)
+			}
+			if c.name == "mulchain" && share > 0.01 {
+				t.Errorf("mulchain: %.1f%% of the K scalars are 0 or 1, want full-width ones", 100*share)
+			}
+		})
+	}
+}
+
+// BenchmarkCountScalars: full-width scalars (every one leaves Montgomery
+// form, the worst case) and bits.
+func BenchmarkCountScalars(b *testing.B) {
+	const n = 1 << 20
+	full, bits := make([]fr.Element, n), make([]fr.Element, n)
+	for i := range full {
+		full[i].SetRandom()
+		if i%2 == 1 {
+			bits[i].SetOne()
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    []fr.Element
+	}{{"full", full}, {"bits", bits}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.v)) * fr.Bytes)
+			for b.Loop() {
+				CountScalars(c.v)
+			}
+		})
+	}
+}

@@ -1,0 +1,262 @@
+package groth16
+
+import (
+	"context"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	"github.com/consensys/gnark/backend/groth16"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
+)
+
+// spanTree indexes recorded spans by id for parent checks.
+type spanTree struct {
+	spans tracetest.SpanStubs
+	byID  map[string]tracetest.SpanStub
+}
+
+func newSpanTree(spans tracetest.SpanStubs) *spanTree {
+	t := &spanTree{spans: spans, byID: map[string]tracetest.SpanStub{}}
+	for _, s := range spans {
+		t.byID[s.SpanContext.SpanID().String()] = s
+	}
+	return t
+}
+
+func (t *spanTree) named(name string) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range t.spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (t *spanTree) parent(s tracetest.SpanStub) (tracetest.SpanStub, bool) {
+	p, ok := t.byID[s.Parent.SpanID().String()]
+	return p, ok
+}
+
+// under reports whether s has an ancestor named name.
+func (t *spanTree) under(s tracetest.SpanStub, name string) bool {
+	for p, ok := t.parent(s); ok; p, ok = t.parent(p) {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func newRecorder() (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+	exp := tracetest.NewInMemoryExporter()
+	return exp, sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+}
+
+func attr(s tracetest.SpanStub, key string) (string, bool) {
+	for _, a := range s.Attributes {
+		if string(a.Key) == key {
+			return a.Value.Emit(), true
+		}
+	}
+	return "", false
+}
+
+func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	exp, tp := newRecorder()
+	ctx, root := tp.Tracer("test").Start(context.Background(), "caller")
+	proof, err := Prove(ctx, f.ccs, f.pk, f.w, WithTracerProvider(tp))
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+		t.Fatal(err)
+	}
+	tree := newSpanTree(exp.GetSpans())
+	wantParent := map[string]string{
+		otelcuzk.SpanPipelineSynthesize: "caller",
+		otelcuzk.SpanGroth16Prove:       "caller",
+		otelcuzk.SpanComputeH:           otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanNTTInverse:         otelcuzk.SpanComputeH,
+		otelcuzk.SpanNTTCoset:           otelcuzk.SpanComputeH,
+		otelcuzk.SpanPointwise:          otelcuzk.SpanComputeH,
+		otelcuzk.SpanNTTInverseCoset:    otelcuzk.SpanComputeH,
+		otelcuzk.SpanMSMG1A:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanMSMG1B:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanMSMG1K:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanMSMG1H:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanMSMG2B:             otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanGroth16Assemble:    otelcuzk.SpanGroth16Prove,
+		otelcuzk.SpanBufferRelease:      otelcuzk.SpanGroth16Prove, // sync by default
+	}
+	for name, parent := range wantParent {
+		spans := tree.named(name)
+		if len(spans) == 0 {
+			t.Errorf("no %s span", name)
+			continue
+		}
+		for _, s := range spans {
+			p, ok := tree.parent(s)
+			if !ok || p.Name != parent {
+				t.Errorf("%s: parent %q, want %q", name, p.Name, parent)
+				continue
+			}
+			if s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime) {
+				t.Errorf("%s [%v, %v] not inside %s [%v, %v]", name, s.StartTime, s.EndTime, p.Name, p.StartTime, p.EndTime)
+			}
+		}
+	}
+	if n := len(tree.named(otelcuzk.SpanNTTInverse)); n != 3 {
+		t.Errorf("%d ntt.inverse spans, want 3 (a, b, c)", n)
+	}
+	// Synthesis comes before the prove.
+	syn, pr := tree.named(otelcuzk.SpanPipelineSynthesize)[0], tree.named(otelcuzk.SpanGroth16Prove)[0]
+	if syn.EndTime.After(pr.StartTime) {
+		t.Error("groth16.prove started before pipeline.synthesize ended")
+	}
+	if v, _ := attr(tree.named(otelcuzk.SpanMSMG1K)[0], string(otelcuzk.KeyMSMSize)); v == "" || v == "0" {
+		t.Errorf("msm.g1.k has no size: %q", v)
+	}
+}
+
+func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b", "backend.scratch"}
+	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
+		t.Run(string(mode), func(t *testing.T) {
+			exp, tp := newRecorder()
+			rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := tp.Tracer("test")
+			jobCtx, job := tr.Start(context.Background(), otelcuzk.SpanEngineJob)
+			proveCtx, pp := tr.Start(jobCtx, otelcuzk.SpanPipelineProve)
+			backend := releasingBackend{cpu.New(tp), rel}
+			proof, err := Prove(buffer.WithReleaseParent(proveCtx, jobCtx), f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithBackend(backend))
+			pp.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rel.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			job.End()
+			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+				t.Fatal(err)
+			}
+			tree := newSpanTree(exp.GetSpans())
+			got := map[string]bool{}
+			for _, s := range tree.named(otelcuzk.SpanBufferRelease) {
+				name, _ := attr(s, string(otelcuzk.KeyBufferName))
+				got[name] = true
+				if m, _ := attr(s, string(otelcuzk.KeyReleaseMode)); m != string(mode) {
+					t.Errorf("%s: mode %q", name, m)
+				}
+				if b, _ := attr(s, string(otelcuzk.KeyBufferBytes)); b == "" || b == "0" {
+					t.Errorf("%s: bytes %q", name, b)
+				}
+				inProve := tree.under(s, otelcuzk.SpanPipelineProve)
+				switch mode {
+				case buffer.ReleaseAsync:
+					if inProve {
+						t.Errorf("async release of %s is inside pipeline.prove", name)
+					}
+					if p, _ := tree.parent(s); p.Name != otelcuzk.SpanEngineJob {
+						t.Errorf("async release of %s: parent %q, want engine.job", name, p.Name)
+					}
+				default:
+					want := otelcuzk.SpanGroth16Prove
+					if name == "backend.scratch" {
+						want = otelcuzk.SpanComputeH // released inside the step that used it
+					}
+					if p, _ := tree.parent(s); p.Name != want {
+						t.Errorf("%s release of %s: parent %q, want %s", mode, name, p.Name, want)
+					}
+				}
+			}
+			for _, b := range wantBufs {
+				if !got[b] {
+					t.Errorf("no buffer.release for %s (got %v)", b, got)
+				}
+			}
+		})
+	}
+}
+
+func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
+	f := newFixture(t, "mulchain", 1<<10)
+	rel, err := buffer.NewReleaser(buffer.ReleasePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel.Close(context.Background())
+	// First proof fills the pool.
+	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithReleaser(rel)); err != nil {
+		t.Fatal(err)
+	}
+	// It left six buffers (b, c, h, wires, wires.a, wires.b) in the pool.
+	pooled := map[*buffer.Mmap]bool{}
+	var held []buffer.Buffer
+	for b := rel.Reuse(1); b != nil; b = rel.Reuse(1) {
+		pooled[b] = true
+		held = append(held, b)
+	}
+	if len(pooled) != 6 {
+		t.Fatalf("%d buffers pooled after one proof, want 6", len(pooled))
+	}
+	for _, b := range held {
+		rel.Release(context.Background(), "back", b)
+	}
+	asg, err := Synthesize(context.Background(), f.ccs, f.w, WithReleaser(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range asg.slots() {
+		if !pooled[*s.b] {
+			t.Errorf("buffer %s was mapped anew, not taken from the pool", s.name)
+		}
+	}
+	// Pooled buffers hold the last proof's values: the padding must be
+	// zeroed again.
+	for i := asg.NbConstraints; i < asg.DomainSize; i++ {
+		if !asg.A[i].IsZero() || !asg.B[i].IsZero() || !asg.C[i].IsZero() {
+			t.Fatalf("padding at %d not zero in a reused buffer", i)
+		}
+	}
+	proof, err := ProveAssignment(context.Background(), f.pk, asg, WithReleaser(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+		t.Fatalf("proof from pooled buffers: %v", err)
+	}
+}
+
+// releasingBackend is the CPU backend with a scratch buffer of its own in
+// ComputeH, released through the proof's Releaser as the CUDA backend
+// releases its device buffers: in async mode its span must land where the
+// prove's own async releases do.
+type releasingBackend struct {
+	*cpu.Backend
+	rel *buffer.Releaser
+}
+
+func (b releasingBackend) ComputeH(ctx context.Context, keyID string, d *fft.Domain, x, y, z []fr.Element) error {
+	scratch, err := buffer.NewMmap(1 << 12)
+	if err != nil {
+		return err
+	}
+	if err := b.Backend.ComputeH(ctx, "", d, x, y, z); err != nil {
+		return err
+	}
+	return b.rel.Release(ctx, "backend.scratch", scratch)
+}

@@ -1,0 +1,156 @@
+package prover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+	"github.com/consensys/gnark/frontend/cs/scs"
+
+	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
+	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
+)
+
+// TestCircuitFilesOfPLONKOrAnotherCurveAreRefused: registered from files
+// (cuzk serve --circuit-file), a PLONK constraint system and an R1CS over
+// another curve get the refusal Prove gives them (ErrUnsupported, one line
+// naming what the file is), not an error of the key's decoding.
+func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
+	bn := circuitstest.Compile(t, ecc.BN254.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
+	bnPK, bnVK, err := groth16.Setup(bn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plonk := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), scs.NewBuilder, &circuitstest.Square{})
+	_, pk, vk := circuitstest.SetupCircuit(t, &circuitstest.Square{})
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync)
+	wb, err := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 9}).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		ccs  constraint.ConstraintSystem
+		pk   groth16.ProvingKey
+		vk   groth16.VerifyingKey
+		want string
+	}{{"BN254", bn, bnPK, bnVK, "bn254"}, {"PLONK", plonk, pk, vk, "SparseR1CS"}} {
+		name := fmt.Sprintf("file-%s-%d", c.what, time.Now().UnixNano())
+		if err := circuits.RegisterFiles(name, circuitstest.WriteFiles(t, t.TempDir(), c.what, c.ccs, c.pk, c.vk)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := p.Run(context.Background(), &Request{Circuit: name, Witness: wb, Verify: true})
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s from files: err = %v, want ErrUnsupported naming %s on one line", c.what, err, c.want)
+		}
+	}
+}
+
+// TestRangeCheckBuiltinProvesThroughThePipeline: the built-in
+// "rangecheck" (one commitment) proves and verifies by name, as `cuzk
+// prove --circuit rangecheck` does, with both spans of the commitment.
+func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
+	exp, tp := newRecorder()
+	p := newTestPipeline(t, "cpu", buffer.ReleasePool, WithTracerProvider(tp))
+	res, err := p.Run(context.Background(), &Request{Circuit: "rangecheck", Constraints: 1 << 10, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verified {
+		t.Fatal("not verified")
+	}
+	tree := newSpanTree(exp.GetSpans())
+	for _, c := range []struct{ span, parent string }{
+		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
+		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
+	} {
+		spans := tree.named(c.span)
+		if len(spans) != 1 {
+			t.Fatalf("%d %s spans, want 1", len(spans), c.span)
+		}
+		if par, ok := tree.parent(spans[0]); !ok || par.Name != c.parent {
+			t.Errorf("%s under %q, want %s", c.span, par.Name, c.parent)
+		}
+	}
+}
+
+// TestCommitmentCircuitFromFilesProves: a circuit with several
+// commitments registered from files (cuzk serve --circuit-file) proves
+// with the caller's witness and verifies.
+func TestCommitmentCircuitFromFilesProves(t *testing.T) {
+	f := commitmenttest.Setup(t, "multicommit")
+	name := fmt.Sprintf("multicommit-%d", time.Now().UnixNano())
+	if err := circuits.RegisterFiles(name, circuitstest.WriteFiles(t, t.TempDir(), "c", f.CCS, f.PK, f.VK)); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync)
+	wb, err := f.Witness.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), &Request{Circuit: name, Witness: wb, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verified {
+		t.Fatal("not verified")
+	}
+	proof := groth16.NewProof(ecc.BLS12_381)
+	if _, err := proof.ReadFrom(bytes.NewReader(res.Proof)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(proof.(*groth16_bls12381.Proof).Commitments); n != f.Commitments {
+		t.Errorf("proof carries %d commitments, want %d", n, f.Commitments)
+	}
+}
+
+func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
+	exp, tp := newRecorder()
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
+	if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
+		t.Fatal(err)
+	}
+	tree := newSpanTree(exp.GetSpans())
+	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
+		spans := tree.named(name)
+		if len(spans) != 1 {
+			t.Fatalf("%d %s spans, want 1", len(spans), name)
+		}
+		if par, ok := tree.parent(spans[0]); !ok || par.Name != otelcuzk.SpanPipelineSynthesize {
+			t.Errorf("%s under %q, want pipeline.synthesize", name, par.Name)
+		}
+	}
+	solve := tree.named(otelcuzk.SpanSynthesizeSolve)[0]
+	attrs := map[string]int64{}
+	for _, a := range solve.Attributes {
+		attrs[string(a.Key)] = a.Value.AsInt64()
+	}
+	if attrs[string(otelcuzk.KeySolverTasks)] != int64(max(1, runtime.GOMAXPROCS(0))) || attrs[string(otelcuzk.KeySolverLevels)] < 100 {
+		t.Errorf("synthesize.solve attributes %v", attrs)
+	}
+	// The steps cover the synthesis: nothing of it is untraced but the
+	// checks between them.
+	syn := tree.named(otelcuzk.SpanPipelineSynthesize)[0]
+	total := syn.EndTime.Sub(syn.StartTime)
+	var steps int64
+	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
+		s := tree.named(name)[0]
+		steps += int64(s.EndTime.Sub(s.StartTime))
+	}
+	if float64(steps) < 0.8*float64(total) {
+		t.Errorf("steps cover %v of pipeline.synthesize's %v", steps, total)
+	}
+}
