@@ -21,11 +21,13 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
@@ -55,18 +57,18 @@ var sentinels = []struct {
 	{"circuits.ErrBadConstraints", circuits.ErrBadConstraints, codes.InvalidArgument},
 	{"circuits.ErrTooLargeForHost", circuits.ErrTooLargeForHost, codes.ResourceExhausted},
 	{"circuits.ErrNotBuiltin", circuits.ErrNotBuiltin, codes.InvalidArgument},
-	{"prover.ErrUnsupported", prover.ErrUnsupported, codes.InvalidArgument},
-	{"prover.ErrWitnessSize", prover.ErrWitnessSize, codes.InvalidArgument},
-	{"prover.ErrBadWitness", prover.ErrBadWitness, codes.InvalidArgument},
-	{"prover.ErrUnsatisfied", prover.ErrUnsatisfied, codes.InvalidArgument},
-	{"prover.ErrKeyMismatch", prover.ErrKeyMismatch, codes.InvalidArgument},
+	{"groth16.ErrUnsupported", groth16.ErrUnsupported, codes.InvalidArgument},
+	{"groth16.ErrWitnessSize", groth16.ErrWitnessSize, codes.InvalidArgument},
+	{"groth16.ErrBadWitness", groth16.ErrBadWitness, codes.InvalidArgument},
+	{"groth16.ErrUnsatisfied", groth16.ErrUnsatisfied, codes.InvalidArgument},
+	{"groth16.ErrKeyMismatch", groth16.ErrKeyMismatch, codes.InvalidArgument},
 	{"prover.ErrVerifyFailed", prover.ErrVerifyFailed, codes.Internal},
 	{"prover.ErrBadCircuitFile", prover.ErrBadCircuitFile, codes.InvalidArgument},
 	{"prover.ErrUnknownBackend", prover.ErrUnknownBackend, codes.InvalidArgument},
 	{"prover.ErrForeignSynthesis", prover.ErrForeignSynthesis, codes.InvalidArgument},
-	{"prover.ErrBackendUnavailable", prover.ErrBackendUnavailable, codes.Unavailable},
-	{"prover.ErrNoDeviceMemory", prover.ErrNoDeviceMemory, codes.Unavailable},
-	{"prover.ErrDeviceFault", prover.ErrDeviceFault, codes.Internal},
+	{"backend.ErrUnavailable", backend.ErrUnavailable, codes.Unavailable},
+	{"backend.ErrNoDeviceMemory", backend.ErrNoDeviceMemory, codes.Unavailable},
+	{"backend.ErrDeviceFault", backend.ErrDeviceFault, codes.Internal},
 	{"keycache.ErrUnsupported", keycache.ErrUnsupported, codes.InvalidArgument},
 	{"msm.ErrTooLarge", msm.ErrTooLarge, codes.ResourceExhausted},
 	{"msm.ErrBaseSetEvicted", msm.ErrBaseSetEvicted, codes.Internal},
