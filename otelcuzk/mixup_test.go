@@ -1,34 +1,15 @@
 package otelcuzk
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the exporter's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // settingsListener answers every connection as an HTTP/2 (gRPC) server
 // does an HTTP/1 request: with its SETTINGS frame (length 6, type 4), the
@@ -83,7 +64,7 @@ func TestAnOTLPPortOfTheOtherProtocolIsNamedInOneLine(t *testing.T) {
 				defer r.Stop()
 				url = r.URL()
 			}
-			var log syncBuffer
+			var log logtest.Buffer
 			tel := newTel(t, WithEndpoint(url), WithProtocol(c.proto), WithInsecure(), WithLogWriter(&log),
 				WithTimeout(3*time.Second), WithSyncExport(), WithoutUntraced())
 			emit(tel, 1)

@@ -1,6 +1,6 @@
-// Package logtest is a bytes.Buffer that a process (or a daemon in the
-// test's own process) writes while the test reads it, for the tests of
-// cmd/cuzk and e2e that read a daemon's log as it runs.
+// Package logtest is a bytes.Buffer that a process (or a daemon, exporter
+// or watcher in the test's own process) writes while the test reads it,
+// for tests that read a log as it is written.
 package logtest
 
 import (

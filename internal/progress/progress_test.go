@@ -1,38 +1,20 @@
 package progress
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/internal/logtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A step shorter than After says nothing; a longer one says its line
 // once, and with Force draws a bar of its bytes (half of them done: 50%); off
 // a terminal the line is all.
 func TestALongStepSaysItsLineThenABarOnlyOnATerminal(t *testing.T) {
-	var quiet syncBuffer
+	var quiet logtest.Buffer
 	stop := Start(Step{W: &quiet, After: time.Hour, Line: "never"}, nil)
 	stop()
 	stop() // twice is fine
@@ -41,7 +23,7 @@ func TestALongStepSaysItsLineThenABarOnlyOnATerminal(t *testing.T) {
 	}
 
 	var done atomic.Int64
-	var bar syncBuffer
+	var bar logtest.Buffer
 	stop = Start(Step{W: &bar, Force: true, After: time.Millisecond, Line: "keys: reading the 4.0 KiB proving key",
 		Bar: "keys.decode", Total: 4096, Done: done.Load}, nil)
 	time.Sleep(100 * time.Millisecond)
@@ -53,7 +35,7 @@ func TestALongStepSaysItsLineThenABarOnlyOnATerminal(t *testing.T) {
 		t.Errorf("forced bar: %q, want the line then a bar of the bytes read", out)
 	}
 
-	var log syncBuffer
+	var log logtest.Buffer
 	ch := make(chan struct{})
 	stop = Start(Step{W: &log, After: time.Millisecond, Line: "circuit compile: merkle, 32768 constraints", Estimate: time.Second}, ch)
 	time.Sleep(300 * time.Millisecond)
@@ -84,12 +66,12 @@ func TestEstimateScalesTheLastRecordedStep(t *testing.T) {
 // its own, not after the bar's last frame; with no bar it is the line
 // alone.
 func TestPrintlnDuringABarStartsOnItsOwnLine(t *testing.T) {
-	var alone syncBuffer
+	var alone logtest.Buffer
 	Println(&alone, "interrupted")
 	if alone.String() != "interrupted\n" {
 		t.Errorf("with no bar: %q", alone.String())
 	}
-	var w syncBuffer
+	var w logtest.Buffer
 	stop := Start(Step{W: &w, Force: true, After: time.Nanosecond, Line: "step", Bar: "step"}, nil)
 	for !strings.Contains(w.String(), "step\n") {
 		time.Sleep(10 * time.Millisecond)
