@@ -60,16 +60,6 @@ func parseVariant(v string) (map[string]string, error) {
 	return d, nil
 }
 
-// repeat returns n points: the random ones repeated (the MSM's work does
-// not depend on the points being distinct).
-func repeat[P any](pts []P, n int) []P {
-	out := make([]P, n)
-	for i := range out {
-		out[i] = pts[i%len(pts)]
-	}
-	return out
-}
-
 func run(list string, lg1, lg2, reps int, breakdown bool) error {
 	ctx := context.Background()
 	var c *cudaspans.Context
@@ -106,37 +96,19 @@ func run(list string, lg1, lg2, reps int, breakdown bool) error {
 	_, _, g1, g2 := curve.Generators()
 	r1 := curve.BatchScalarMultiplicationG1(&g1, benchutil.RandomScalars(1<<16))
 	n1 := 1 << lg1
-	set1 := msm.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: repeat(r1, n1)}
+	set1 := msm.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: benchutil.Repeat(r1, n1)}
 	sc1 := benchutil.RandomScalars(n1)
 	var set2 msm.BaseSet[curve.G2Affine]
 	var sc2 []fr.Element
 	var r2 []curve.G2Affine
 	if lg2 > 0 {
 		r2 = curve.BatchScalarMultiplicationG2(&g2, benchutil.RandomScalars(1<<14))
-		set2 = msm.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: repeat(r2, 1<<lg2)}
+		set2 = msm.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: benchutil.Repeat(r2, 1<<lg2)}
 		sc2 = benchutil.RandomScalars(1 << lg2)
 	}
 	// The correctness inputs: 2^16 random points and scalars, with r−1,
 	// 0, 1, infinity and a repeated base mixed in.
-	check1 := slices.Clone(r1)
-	checkS := benchutil.RandomScalars(len(check1))
-	var one, rm1 fr.Element
-	one.SetOne()
-	rm1.Neg(&one)
-	for i := range checkS {
-		switch i % 7 {
-		case 1:
-			checkS[i] = rm1
-		case 2:
-			checkS[i] = fr.Element{}
-		case 3:
-			checkS[i] = one
-		case 4:
-			check1[i] = curve.G1Affine{}
-		case 5:
-			check1[i] = check1[i-5]
-		}
-	}
+	check1, checkS := benchutil.EdgeCheckSet(r1)
 	var want1 curve.G1Jac
 	if _, err := want1.MultiExp(check1, checkS, ecc.MultiExpConfig{}); err != nil {
 		return err

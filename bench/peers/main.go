@@ -120,14 +120,6 @@ func bytesOf[T any](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
 }
 
-func repeat[P any](pts []P, n int) []P {
-	out := make([]P, n)
-	for i := range out {
-		out[i] = pts[i%len(pts)]
-	}
-	return out
-}
-
 func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 	g1s, err := parseSizes(sizeList)
 	if err != nil {
@@ -164,25 +156,7 @@ func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 	if len(g2s) > 0 {
 		r2 = curve.BatchScalarMultiplicationG2(&g2, benchutil.RandomScalars(1<<14))
 	}
-	check1 := slices.Clone(r1)
-	checkS := benchutil.RandomScalars(len(check1))
-	var one, rm1 fr.Element
-	one.SetOne()
-	rm1.Neg(&one)
-	for i := range checkS {
-		switch i % 7 {
-		case 1:
-			checkS[i] = rm1
-		case 2:
-			checkS[i] = fr.Element{}
-		case 3:
-			checkS[i] = one
-		case 4:
-			check1[i] = curve.G1Affine{}
-		case 5:
-			check1[i] = check1[i-5]
-		}
-	}
+	check1, checkS := benchutil.EdgeCheckSet(r1)
 	path := func(name string) string { return filepath.Join(dir, name) }
 	write := func(name string, b []byte) error { return os.WriteFile(path(name), b, 0o644) }
 	if err := write("g1.pts", bytesOf(r1)); err != nil {
@@ -260,7 +234,7 @@ func wantG1(j *job, check1 []curve.G1Affine, checkS []fr.Element, r1 []curve.G1A
 	if j.name == "check" {
 		_, err = w.MultiExp(check1, checkS, ecc.MultiExpConfig{})
 	} else {
-		_, err = w.MultiExp(repeat(r1, j.n), scalars[:j.n], ecc.MultiExpConfig{})
+		_, err = w.MultiExp(benchutil.Repeat(r1, j.n), scalars[:j.n], ecc.MultiExpConfig{})
 	}
 	j.want = w
 	return w, err
@@ -271,7 +245,7 @@ func wantG2(j *job, r2 []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, err
 		return w, nil
 	}
 	var w curve.G2Jac
-	_, err := w.MultiExp(repeat(r2, j.n), scalars[:j.n], ecc.MultiExpConfig{})
+	_, err := w.MultiExp(benchutil.Repeat(r2, j.n), scalars[:j.n], ecc.MultiExpConfig{})
 	j.want = w
 	return w, err
 }
@@ -328,7 +302,7 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 	for _, j := range jobs {
 		switch j.kind {
 		case "g1":
-			pts, sc, scPin := repeat(r1, j.n), scalars[:j.n], scP[:j.n]
+			pts, sc, scPin := benchutil.Repeat(r1, j.n), scalars[:j.n], scP[:j.n]
 			if j.name == "check" {
 				pts, sc, scPin = check1, checkS, nil
 			}
@@ -355,7 +329,7 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 				j.oursPinned = benchutil.Ms(t)
 			}
 		case "g2":
-			set := msm.BaseSet[curve.G2Affine]{ID: "peers:" + j.name, Points: repeat(r2, j.n)}
+			set := msm.BaseSet[curve.G2Affine]{ID: "peers:" + j.name, Points: benchutil.Repeat(r2, j.n)}
 			want, err := wantG2(j, r2, scalars)
 			if err != nil {
 				return err

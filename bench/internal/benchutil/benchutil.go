@@ -1,5 +1,6 @@
 // Package benchutil holds what the benchmark programs share: random field
-// vectors made fast on all cores, the statistics they report, and the
+// vectors made fast on all cores, the MSM check set with its edge cases,
+// the statistics they report, and the
 // flags and exit of those that time built-in circuits, and the device
 // settings of those that open a backend.
 package benchutil
