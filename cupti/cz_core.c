@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 typedef int CUptiResult;
+#define CZ_CUPTI_NOT_INITIALIZED 15 /* CUPTI_ERROR_NOT_INITIALIZED */
 typedef void *CUpti_SubscriberHandle;
 typedef void (*cz_buf_request)(uint8_t **, size_t *, size_t *);
 typedef void (*cz_buf_complete)(void *, uint32_t, uint8_t *, size_t, size_t);
@@ -810,6 +811,23 @@ static void nvtx_callback(uint32_t cbid, const cz_nvtx_data *d) {
 }
 
 static void (*flush_hook)(int reason);
+static int kernel_kind = CZ_KIND_CONCURRENT_KERNEL;
+static volatile int hw_pending; // HWTrace asked for before the driver was initialized
+
+// hw_trace_at_init: CU_INIT_FINISHED with HWTrace pending. The kernel kind
+// is off while it is switched (CUPTI wants it before the kinds).
+static void hw_trace_at_init(void) {
+	if (!__atomic_exchange_n(&hw_pending, 0, __ATOMIC_SEQ_CST)) return;
+	L.ActivityDisable(kernel_kind);
+	CUptiResult r = L.EnableHWTrace(1);
+	L.ActivityEnable(kernel_kind);
+	char msg[256];
+	if (r == 0)
+		snprintf(msg, sizeof msg, "kernel timestamps from the hardware event system (cuptiActivityEnableHWTrace at cuInit's end)");
+	else
+		snprintf(msg, sizeof msg, "hardware kernel timestamps not used: cuptiActivityEnableHWTrace at cuInit's end: %s (%d)", result_text(r), r);
+	cz_note(msg);
+}
 
 void cz_set_flush_hook(void (*fn)(int reason)) { flush_hook = fn; }
 
@@ -821,6 +839,7 @@ static void callback(void *userdata, int domain, uint32_t cbid, const void *cbda
 	// the context is still alive, and for a Go program (whose exit runs
 	// no atexit handler) often the last moment its records can be had.
 	if (running && domain == 3 && cbid == 2 && flush_hook) flush_hook(CZ_FLUSH_CONTEXT_DESTROY);
+	if (running && domain == 3 && cbid == 5 /* CU_INIT_FINISHED */) hw_trace_at_init();
 }
 
 // ---- start / stop ----
@@ -863,19 +882,26 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 		kinds[n++] = CZ_KIND_DRIVER;
 		kinds[n++] = CZ_KIND_RUNTIME;
 	}
+	kernel_kind = (flags & CZ_START_KIND_KERNEL) ? CZ_KIND_KERNEL : CZ_KIND_CONCURRENT_KERNEL;
+	hw_pending = 0;
 	if (flags & CZ_START_HWTRACE) {
-		// Before the kinds are enabled, as CUPTI requires.
-		char msg[256];
-		r = L.EnableHWTrace ? L.EnableHWTrace(1) : -1;
-		if (r != 0) {
-			snprintf(msg, sizeof msg, "hardware kernel timestamps not used: %s",
-			         L.EnableHWTrace ? result_text(r) : "this CUPTI has no cuptiActivityEnableHWTrace");
-			cz_note(msg);
-		} else {
+		// CUPTI takes it after the driver is initialized and before the
+		// first context: inside cuInit (the injection library's start) or
+		// before it (NVTX's) it answers CUPTI_ERROR_NOT_INITIALIZED, so
+		// then it is asked again at CU_INIT_FINISHED (callback below).
+		if (!L.EnableHWTrace) {
+			cz_note("hardware kernel timestamps not used: this CUPTI has no cuptiActivityEnableHWTrace");
+		} else if ((r = L.EnableHWTrace(1)) == 0) {
 			cz_note("kernel timestamps from the hardware event system (cuptiActivityEnableHWTrace)");
+		} else if (r == CZ_CUPTI_NOT_INITIALIZED && L.EnableCallback) {
+			hw_pending = 1;
+		} else {
+			char msg[256];
+			snprintf(msg, sizeof msg, "hardware kernel timestamps not used: cuptiActivityEnableHWTrace: %s (%d)", result_text(r), r);
+			cz_note(msg);
 		}
 	}
-	kinds[n++] = CZ_KIND_CONCURRENT_KERNEL;
+	kinds[n++] = (uint32_t)kernel_kind;
 	if (flags & CZ_START_MEMCPY) kinds[n++] = CZ_KIND_MEMCPY;
 	if (flags & CZ_START_MEMSET) kinds[n++] = CZ_KIND_MEMSET;
 	if (flags & CZ_START_SYNC) kinds[n++] = CZ_KIND_SYNCHRONIZATION;
@@ -900,6 +926,7 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	// Context destruction: a flush point (cz_set_flush_hook). Optional: a
 	// CUPTI without cuptiEnableCallback still captures.
 	if (L.EnableCallback) L.EnableCallback(1, sub, 3 /* RESOURCE */, 2 /* CONTEXT_DESTROY_STARTING */);
+	if (hw_pending) L.EnableCallback(1, sub, 3 /* RESOURCE */, 5 /* CU_INIT_FINISHED */);
 	running = 1;
 	pthread_mutex_lock(&api.mu);
 	if (api.lazy && api.open > 0) api_switch_locked(1); // scopes opened before the start

@@ -72,6 +72,9 @@ enum {
 	 * (cuptiActivityEnableHWTrace), where this CUPTI and GPU have it;
 	 * refused (a NOTE) elsewhere, and the capture goes on without it. */
 	CZ_START_HWTRACE = 64,
+	/* KERNEL records instead of CONCURRENT_KERNEL (kernels serialized):
+	 * measured against the default for what each costs a launch. */
+	CZ_START_KIND_KERNEL = 128,
 };
 
 /* Offset of the kernel name pointer in CUpti_ActivityKernel4..9. */

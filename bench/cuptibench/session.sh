@@ -7,6 +7,9 @@
 # Everything goes to $OUT; bench/cupti.md says how to read it.
 #
 #   STEPS="programs loop prove"   LOG2=20   REPS=3
+#   STEPS="matrix gtloop agree prove"   LOG2=22 REPS=2   (the third session:
+#   CUPTI's own cost a launch by configuration, gpu-trace's settings, the
+#   agreement by arrangement, the prover at 2^22)
 #   STEPS="check lazy agree cbloop check2"   (the second session of issue 23: the
 #   loop under each API-record setting, the agreement arrangements,
 #   cuptibench's loop with the flush variants, the ranged programs again)
@@ -31,6 +34,46 @@ if [ ! -x $d/multistream ]; then
 	log "build multistream"
 	sh examples/multistream-cpp/build.sh $d/multistream 2>&1 | tail -3
 fi
+if [[ " $steps " == *" matrix "* ]] && [ ! -x $d/cuptimatrix ]; then
+	log "build cuptimatrix"
+	cu=/usr/local/cuda/targets/x86_64-linux
+	lib=$(ls $cu/lib/libcupti.so $cu/lib/libcupti.so.* /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* 2>/dev/null | head -1)
+	/usr/local/cuda/bin/nvcc -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o $d/cuptimatrix bench/cuptibench/cuptimatrix.cu \
+		-I$cu/include -I/usr/local/cuda/extras/CUPTI/include "$lib" -lcuda -Xlinker -rpath,"$(dirname "$lib")" 2>&1 | tail -5
+	grep -n 'CUPTI_CBID_RESOURCE_CU_INIT_FINISHED\|CUPTI_ERROR_NOT_INITIALIZED ' $cu/include/cupti_callbacks.h $cu/include/cupti_result.h 2>/dev/null | head -3
+fi
+# Timings wait for the key setup (it uses the GPU).
+if [ -n "$(jobs -p)" ]; then
+	log "waiting for the key setup"
+	wait
+	tail -2 "$out/setup.log"
+fi
+med() { # med FILE: median wall ms and host us a launch per mode, from "matrix"/"multistream" lines
+	python3 - "$@" <<'PY'
+import re, statistics, sys, collections
+rows = collections.OrderedDict()
+for line in open(sys.argv[1]):
+    m = re.search(r"^(\S+) (.*?) in ([0-9.]+) ms .*host ([0-9.]+) us", line)
+    if not m:
+        continue
+    key = line.split(":")[0] if line.startswith("matrix") else m.group(1)
+    key = re.sub(r"\s+", " ", key)
+    tag = re.search(r"\[(.*)\]\s*$", line)
+    if tag:
+        key += " [" + tag.group(1) + "]"
+    rows.setdefault(key, []).append((float(m.group(3)), float(m.group(4))))
+base = {}
+for k, v in rows.items():
+    w = statistics.median(x[0] for x in v); h = statistics.median(x[1] for x in v)
+    it = re.search(r"iters (\d+)", k); it = it.group(1) if it else "?"
+    bk = (k.split()[0], it)
+    if k.startswith("matrix off") or "untraced" in k:
+        base.setdefault(bk, w)
+    b = base.get(bk)
+    r = "" if b is None else " %+6.1f %%" % (100 * (w / b - 1))
+    print("%-60s n=%d wall ms %s median %.1f%s host us %.3f (min wall %.1f)" % (k, len(v), " ".join("%.1f" % x[0] for x in v), w, r, h, min(x[0] for x in v)))
+PY
+}
 gt() { # gt NAME ARGS...: one program under gpu-trace
 	local name=$1
 	shift
@@ -103,6 +146,48 @@ w=[float(m.group(1)) for m in re.finditer(r"in ([0-9.]+) ms", open(sys.argv[1]).
 h=[float(m.group(1)) for m in re.finditer(r"host ([0-9.]+) us", open(sys.argv[1]).read())]
 print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % statistics.median(w), "host us a launch median %.3f" % statistics.median(h))' /tmp/lz-$v.txt $v
 		done
+		;;
+	matrix)
+		# What CUPTI itself costs a launch, by configuration (cuptimatrix.cu:
+		# no code of ours on the path), the main modes three rounds and the
+		# others two, in turn; then the same loop with longer kernels (the
+		# GPU, not the host, bounding it); then the loop under gpu-trace
+		# with each of its settings.
+		a="off ck k hes+ck sub+ext+ck+mem+tick"
+		b="sub ck+hbuf ck+devbuf ck+pinned ck+nopt ck+tick ck+fp api+ck ext+api+ck+push cbl+ck rtl+ext+ck+push"
+		rm -f /tmp/mx.txt
+		for r in 1 2 3; do
+			for m in $a; do timeout 30 $d/cuptimatrix "$m" >> /tmp/mx.txt 2>&1; done
+			[ $r -le 2 ] && for m in $b; do timeout 30 $d/cuptimatrix "$m" >> /tmp/mx.txt 2>&1; done
+		done
+		for r in 1 2; do
+			for it in 2048 8192; do
+				for m in off ck sub+ext+ck+mem+tick; do timeout 30 $d/cuptimatrix --iters $it "$m" >> /tmp/mx.txt 2>&1; done
+			done
+		done
+		grep -v '^matrix' /tmp/mx.txt | sort | uniq -c | head -20
+		grep '^matrix' /tmp/mx.txt | grep -v '^matrix off' | sed 's/.*launch call)//' | sort | uniq | head -40
+		med /tmp/mx.txt
+		cp /tmp/mx.txt "$out/matrix.txt"
+		;;
+	gtloop)
+		rm -f /tmp/gl.txt
+		for r in 1 2 3; do
+			for it in 16 2048; do
+				$d/multistream --loop 100000 --loop-iters $it | sed "s/\$/ [untraced iters $it]/" >> /tmp/gl.txt
+				for v in default KIND=kernel; do
+					envs=()
+					[ $v != default ] && envs=("CUZK_GPUTRACE_$v")
+					[ $it != 16 ] && [ $v != default ] && continue
+					env "${envs[@]}" timeout 60 $d/cuzk gpu-trace --trace-file /tmp/gl-$v.jsonl -- $d/multistream --loop 100000 --loop-iters $it 2> /tmp/gl-$v.err | sed "s/\$/ [gpu-trace $v iters $it]/" >> /tmp/gl.txt
+					grep 'cuzk gpu-trace' /tmp/gl-$v.err | head -2
+				done
+			done
+		done
+		CUZK_GPUTRACE_HWTRACE=1 timeout 60 $d/cuzk gpu-trace --trace-file /tmp/gl-hw.jsonl -- $d/multistream --loop 100000 2>&1 | sed 's/$/ [gpu-trace HWTRACE=1 iters 16]/' | tee -a /tmp/gl.txt
+		echo "loop under gpu-trace: $(sp /tmp/gl-default.jsonl | head -1)"
+		echo "loop under gpu-trace, KERNEL records: $(sp /tmp/gl-KIND=kernel.jsonl | head -1)"
+		med /tmp/gl.txt
 		;;
 	agree)
 		timeout 60 $d/cuptibench -agree 90 -out "$out/cuptibench-agree.txt"

@@ -13,6 +13,8 @@
 //                                           time, and the host's time inside the launch
 //                                           calls and inside the syncs
 //               [--loop-range]              the loop inside one NVTX push range
+//               [--loop-iters 16]           the loop kernel's multiply-adds a thread (more:
+//                                           a longer kernel, so the GPU bounds the loop)
 //               [--end exit|_exit|sigterm|crash]   how the program ends
 //
 // It checks every result and every CUDA call, and exits 1 on a wrong one.
@@ -50,11 +52,11 @@ __global__ void axpy(float *y, const float *x, size_t n, float a) {
 	if (i < n) y[i] += a * x[i];
 }
 
-__global__ void short_kernel(float *x, unsigned n) {
+__global__ void short_kernel(float *x, unsigned n, int iters) {
 	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n) {
 		float v = x[i];
-		for (int k = 0; k < 16; k++) v = v * 0.999f + 0.001f;
+		for (int k = 0; k < iters; k++) v = v * 0.999f + 0.001f;
 		x[i] = v;
 	}
 }
@@ -64,6 +66,7 @@ struct Options {
 	size_t elems = 1 << 20;
 	std::string traceparent, end = "exit";
 	long loop = 0;
+	int loop_iters = 16;
 	bool loop_range = false;
 };
 
@@ -116,14 +119,14 @@ static bool run_job(const Options &o, int thread, int job) {
 	return ok;
 }
 
-static int loop(long n, bool range) {
+static int loop(long n, int iters, bool range) {
 	const unsigned elems = 1 << 16;
 	float *x;
 	cudaStream_t s;
 	CHECK(cudaStreamCreate(&s));
 	CHECK(cudaMalloc(&x, elems * sizeof(float)));
 	CHECK(cudaMemset(x, 0, elems * sizeof(float)));
-	for (int i = 0; i < 100; i++) short_kernel<<<elems / 256, 256, 0, s>>>(x, elems); // warm-up
+	for (int i = 0; i < 2000; i++) short_kernel<<<elems / 256, 256, 0, s>>>(x, elems, iters); // warm-up, clocks up
 	CHECK(cudaStreamSynchronize(s));
 	if (range) nvtxRangePushA("multistream.loop");
 	// The host's time inside the launch calls says what bounds the loop:
@@ -134,7 +137,7 @@ static int loop(long n, bool range) {
 	auto t0 = clk::now();
 	for (long i = 0; i < n; i++) {
 		auto a = clk::now();
-		short_kernel<<<elems / 256, 256, 0, s>>>(x, elems);
+		short_kernel<<<elems / 256, 256, 0, s>>>(x, elems, iters);
 		auto b = clk::now();
 		in_launch += b - a;
 		if ((i + 1) % 1000 == 0) {
@@ -173,19 +176,20 @@ int main(int argc, char **argv) {
 		else if (a == "--traceparent") o.traceparent = val();
 		else if (a == "--loop") o.loop = std::atol(val());
 		else if (a == "--loop-range") o.loop_range = true;
+		else if (a == "--loop-iters") o.loop_iters = std::atoi(val());
 		else if (a == "--end") o.end = val();
 		else {
 			std::fprintf(stderr, "multistream: unknown argument %s\n", a.c_str());
 			return 2;
 		}
 	}
-	if (o.threads < 1 || o.streams < 1 || o.jobs < 1 || o.elems < 1 || o.loop < 0 ||
+	if (o.threads < 1 || o.streams < 1 || o.jobs < 1 || o.elems < 1 || o.loop < 0 || o.loop_iters < 0 ||
 	    (o.end != "exit" && o.end != "_exit" && o.end != "sigterm" && o.end != "crash")) {
 		std::fprintf(stderr, "multistream: want --threads, --streams, --jobs, --elems >= 1, --loop >= 0, --end exit|_exit|sigterm|crash\n");
 		return 2;
 	}
 	if (o.loop > 0) {
-		loop(o.loop, o.loop_range);
+		loop(o.loop, o.loop_iters, o.loop_range);
 	} else {
 		std::vector<std::thread> ts;
 		std::vector<int> ok(o.threads, 1);

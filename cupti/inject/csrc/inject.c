@@ -334,6 +334,8 @@ static int start_capture(void) {
 	if (api && !strcmp(api, "1")) flags &= ~(uint32_t)CZ_START_LAZY_API;
 	const char *hw = getenv("CUZK_GPUTRACE_HWTRACE");
 	if (hw && !strcmp(hw, "1")) flags |= CZ_START_HWTRACE;
+	const char *kind = getenv("CUZK_GPUTRACE_KIND");
+	if (kind && !strcmp(kind, "kernel")) flags |= CZ_START_KIND_KERNEL;
 	if (cz_start(flags, err, sizeof err) != 0) {
 		writer_done = 1;
 		return fail_early(err);
