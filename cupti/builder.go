@@ -86,13 +86,14 @@ type builder struct {
 
 // Stats counts what a capture saw.
 type Stats struct {
-	Kernels, Memcpys, Memsets, Syncs int // records turned into spans (or folded)
-	Deduplicated                     int // kernels, copies and memsets cudaspans already traced
-	Aggregated                       int // records folded into aggregate spans
-	Ranges                           int // NVTX ranges
-	UnbalancedPops                   int // nvtxRangePop/End with nothing open
-	UnclosedRanges                   int // ranges still open at the end
-	Dropped                          uint64
+	Kernels, Memcpys, Memsets, Syncs int    // records turned into spans (or folded)
+	Deduplicated                     int    // kernels, copies and memsets cudaspans already traced
+	Aggregated                       int    // records folded into aggregate spans
+	Ranges                           int    // NVTX ranges
+	UnbalancedPops                   int    // nvtxRangePop/End with nothing open
+	UnclosedRanges                   int    // ranges still open at the end
+	Dropped                          uint64 // records lost, both reasons
+	DroppedByReader                  uint64 // of them, frames our queue had no room for (the reader fell behind); the rest CUPTI's buffers
 	Windows                          int
 	Idle                             int // cuda.idle spans (gaps in device windows)
 	Jobs                             int // records parented by a published job's window
@@ -198,6 +199,7 @@ func (b *builder) batch(events []any, final bool) {
 			why := "CUPTI's activity buffers were full"
 			if e.reason == 1 {
 				why = "the reader fell behind"
+				b.stats.DroppedByReader += e.count
 			}
 			b.logOnce(fmt.Sprintf("cupti: records dropped (%s); the trace misses some GPU work", why))
 		case note:

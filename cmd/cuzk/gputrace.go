@@ -21,6 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/cupti/inject"
 	"github.com/otelcuzk/otelcuzk/cupti/jobs"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -143,7 +144,12 @@ func runGPUTrace(c *cli.Context) error {
 		cupti.WithTracerProvider(tel.TracerProvider),
 		cupti.WithWindow(c.Duration("window")),
 		cupti.WithMaxKernelSpans(c.Int("max-kernel-spans")),
-		cupti.WithLogger(func(s string) { warn(s) }),
+		// Drops are said once at the end, with their count (droppedLine).
+		cupti.WithLogger(func(s string) {
+			if !strings.HasPrefix(s, "cupti: records dropped") {
+				warn(s)
+			}
+		}),
 	}
 	if ix := jobs.NewIndex(c.String("jobs"), 50*time.Millisecond); ix != nil {
 		ropts = append(ropts, cupti.WithJobs(ix.Find))
@@ -237,6 +243,9 @@ func traceOutcome(name string, progs []cupti.Program, werr error, traceFile stri
 	spans := 0
 	for _, p := range progs {
 		spans += p.Stats.Spans
+		if d := p.Stats.Dropped; d > 0 {
+			lines = append(lines, droppedLine(name, p))
+		}
 		if p.Exited || p.Signal != 0 || p.ContextFlushes > 0 {
 			continue
 		}
@@ -251,6 +260,18 @@ func traceOutcome(name string, progs []cupti.Program, werr error, traceFile stri
 		lines = append(lines, fmt.Sprintf("no trace: %s %s with no GPU work recorded by CUPTI; nothing written to %s", name, how, where))
 	}
 	return lines
+}
+
+// droppedLine says how many records a program's trace lost and why.
+func droppedLine(name string, p cupti.Program) string {
+	var why []string
+	if c := p.Stats.Dropped - p.Stats.DroppedByReader; c > 0 {
+		why = append(why, fmt.Sprintf("%d when CUPTI's activity buffers were full", c))
+	}
+	if r := p.Stats.DroppedByReader; r > 0 {
+		why = append(why, fmt.Sprintf("%d when gpu-trace's reader fell behind (the injection library's queue was at its limit)", r))
+	}
+	return fmt.Sprintf("%s (pid %d) lost %d record%s: %s; the trace misses that GPU work", name, p.PID, p.Stats.Dropped, human.Plural(int(p.Stats.Dropped)), strings.Join(why, ", "))
 }
 
 // gpuTraceStderr is where gpu-trace's own lines go (a variable for the tests).

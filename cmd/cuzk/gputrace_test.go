@@ -492,3 +492,23 @@ func TestGPUTraceSaysWhyThereIsNoTrace(t *testing.T) {
 		t.Fatalf("stderr %q, want one line saying why", out)
 	}
 }
+
+// Records CUPTI could not keep (its buffers full) are said at the end in
+// one line with their count and why; the kernels it did keep are spans.
+func TestGPUTraceSaysHowManyRecordsWereLost(t *testing.T) {
+	_, prog := buildFakes(t)
+	var stderr bytes.Buffer
+	defer func(w io.Writer) { gpuTraceStderr = w }(gpuTraceStderr)
+	gpuTraceStderr = &stderr
+	spans, err := runGPUTraceCmd(t, nil, prog, "drop")
+	if err != nil {
+		t.Fatalf("err %v; stderr %q", err, stderr.String())
+	}
+	byName(t, spans, "before_drop")
+	byName(t, spans, "after_drop")
+	out := strings.TrimSpace(stderr.String())
+	want := regexp.MustCompile(`^cuzk gpu-trace: fakeprog \(pid \d+\) lost 40 records: 40 when CUPTI's activity buffers were full; the trace misses that GPU work$`)
+	if !want.MatchString(out) {
+		t.Fatalf("stderr %q, want one line matching %v", out, want)
+	}
+}

@@ -81,7 +81,16 @@ int cuptiActivityDisable(int k) {
 int fake_api_on(void) { return api_kinds_on[0] || api_kinds_on[1]; }
 int fake_api_switched_on(void) { return api_switched_on; }
 int cuptiActivityRegisterCallbacks(buf_request r, buf_complete c) { req = r; comp = c; return 0; }
-int cuptiActivityGetNumDroppedRecords(void *c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 0; return 0; }
+// fake_drop: the next cuptiActivityGetNumDroppedRecords says n records
+// were dropped (CUPTI's buffers full), once.
+static size_t drop_pending;
+void fake_drop(size_t n) { __atomic_store_n(&drop_pending, n, __ATOMIC_SEQ_CST); }
+int cuptiActivityGetNumDroppedRecords(void *c, uint32_t s, size_t *d) {
+	(void)c;
+	(void)s;
+	*d = __atomic_exchange_n(&drop_pending, 0, __ATOMIC_SEQ_CST);
+	return 0;
+}
 int cuptiGetTimestamp(uint64_t *t) { *t = mono(); return 0; }
 
 static size_t rec_size(const uint8_t *r) {

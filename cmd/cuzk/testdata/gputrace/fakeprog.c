@@ -2,7 +2,7 @@
 // as the CUDA driver would at cuInit, then launches fake kernels and NVTX
 // ranges through fakecupti.so.
 //
-//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash|lazyapi
+//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash|lazyapi|drop
 //
 // lazyapi checks that CUPTI's API records are on only while a range is
 // open (exit 7 when they are on outside one, 8 when off inside one, 9
@@ -97,6 +97,12 @@ int main(int argc, char **argv) {
 		if (!api_on() || switched() == before) return 9;
 		launch("lazy_in_second", 1000);
 		pop();
+	} else if (!strcmp(mode, "drop")) {
+		// CUPTI's buffers overflowed: 40 records it could not keep.
+		void (*drop)(size_t) = (void (*)(size_t))dlsym(c, "fake_drop");
+		launch("before_drop", 1000);
+		drop(40);
+		launch("after_drop", 1000);
 	} else if (!strcmp(mode, "crash")) {
 		launch("before_crash", 1000);
 		*(volatile int *)(uintptr_t)8 = 1;
