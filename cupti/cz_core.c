@@ -42,6 +42,7 @@ static struct {
 	CUptiResult (*PopExternalCorrelationId)(int, uint64_t *);
 	CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, int, uint32_t); /* optional */
 	CUptiResult (*EnableHWTrace)(uint8_t);                                          /* optional (CUDA 12.8+) */
+	CUptiResult (*SetAttribute)(int, size_t *, void *);                             /* optional */
 	char path[4096];
 } L;
 
@@ -177,6 +178,7 @@ int cz_open(const char *path, char *err, size_t errlen) {
 	SYM(PopExternalCorrelationId, "cuptiActivityPopExternalCorrelationId");
 	*(void **)&L.EnableCallback = dlsym(L.lib, "cuptiEnableCallback");
 	*(void **)&L.EnableHWTrace = dlsym(L.lib, "cuptiActivityEnableHWTrace");
+	*(void **)&L.SetAttribute = dlsym(L.lib, "cuptiActivitySetAttribute");
 	Dl_info info;
 	if (dladdr(*(void **)&L.GetVersion, &info) && info.dli_fname)
 		snprintf(L.path, sizeof L.path, "%s", info.dli_fname);
@@ -500,10 +502,12 @@ static struct {
 
 static void api_switch_locked(int on) {
 	if (api.on == on) return;
-	const int kinds[2] = {CZ_KIND_DRIVER, CZ_KIND_RUNTIME};
-	for (int i = 0; i < 2; i++) {
+	// On: the external correlation kind first, so the first API record
+	// already has its external one; off: it last.
+	const int kinds[3] = {CZ_KIND_EXTERNAL_CORRELATION, CZ_KIND_DRIVER, CZ_KIND_RUNTIME};
+	for (int i = 0; i < 3; i++) {
 		if (on) L.ActivityEnable(kinds[i]);
-		else L.ActivityDisable(kinds[i]);
+		else L.ActivityDisable(kinds[2 - i]);
 	}
 	api.on = on;
 	if (on) api.n_on++;
@@ -872,15 +876,32 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	int n = 0;
 	// External correlation records precede the API records of calls made
 	// with an id pushed, so the API kinds must be on; their own records
-	// are not forwarded (frame_record).
-	kinds[n++] = CZ_KIND_EXTERNAL_CORRELATION;
+	// are not forwarded (frame_record). The external correlation kind is
+	// not free on its own: enabled, it made every launch of the H200's
+	// short-kernel loop cost about 1.3 µs more even with no API record
+	// and no id pushed (bench/cupti.md), so with CZ_START_LAZY_API it is
+	// switched with the API kinds, and without API records it is off.
 	pthread_mutex_lock(&api.mu);
 	api.lazy = (flags & CZ_START_LAZY_API) && !(flags & CZ_START_NO_API);
 	api.on = api.open = api.touched = 0;
 	pthread_mutex_unlock(&api.mu);
 	if (!(flags & (CZ_START_NO_API | CZ_START_LAZY_API))) {
+		kinds[n++] = CZ_KIND_EXTERNAL_CORRELATION;
 		kinds[n++] = CZ_KIND_DRIVER;
 		kinds[n++] = CZ_KIND_RUNTIME;
+	}
+	if (L.SetAttribute) {
+		// CUZK_CUPTI_PINNED=1: CUPTI's profiling buffers in pinned host
+		// memory instead of device memory (measured, not the default).
+		const char *pin = getenv("CUZK_CUPTI_PINNED");
+		if (pin && !strcmp(pin, "1")) {
+			uint8_t v = 1;
+			size_t sz = sizeof v;
+			r = L.SetAttribute(8 /* CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED */, &sz, &v);
+			char msg[160];
+			snprintf(msg, sizeof msg, "profiling buffers in pinned host memory (CUZK_CUPTI_PINNED=1): %s", r == 0 ? "on" : result_text(r));
+			cz_note(msg);
+		}
 	}
 	kernel_kind = (flags & CZ_START_KIND_KERNEL) ? CZ_KIND_KERNEL : CZ_KIND_CONCURRENT_KERNEL;
 	hw_pending = 0;

@@ -7,6 +7,7 @@
 # Everything goes to $OUT; bench/cupti.md says how to read it.
 #
 #   STEPS="programs loop prove"   LOG2=20   REPS=3
+#   STEPS="confirm prove" LOG2=22 REPS=2 PROVE_ENV=CUZK_CUPTI_PINNED=1   (its second call)
 #   STEPS="matrix gtloop agree prove"   LOG2=22 REPS=2   (the third session:
 #   CUPTI's own cost a launch by configuration, gpu-trace's settings, the
 #   agreement by arrangement, the prover at 2^22)
@@ -34,7 +35,7 @@ if [ ! -x $d/multistream ]; then
 	log "build multistream"
 	sh examples/multistream-cpp/build.sh $d/multistream 2>&1 | tail -3
 fi
-if [[ " $steps " == *" matrix "* ]] && [ ! -x $d/cuptimatrix ]; then
+if [[ " $steps " == *" matrix "* || " $steps " == *" confirm "* ]] && [ ! -x $d/cuptimatrix ]; then
 	log "build cuptimatrix"
 	cu=/usr/local/cuda/targets/x86_64-linux
 	lib=$(ls $cu/lib/libcupti.so $cu/lib/libcupti.so.* /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* 2>/dev/null | head -1)
@@ -170,6 +171,23 @@ print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % s
 		med /tmp/mx.txt
 		cp /tmp/mx.txt "$out/matrix.txt"
 		;;
+	confirm)
+		# The fix (the external correlation kind off with the API kinds):
+		# which kind cost the launches (one round of CUPTI alone with each
+		# added to kernel records), then the loop untraced and under
+		# gpu-trace, rounds in turn.
+		rm -f /tmp/cf.txt
+		for r in 1 2; do
+			for m in off ck ck+ext ck+mem; do timeout 30 $d/cuptimatrix "$m" >> /tmp/cf.txt 2>&1; done
+		done
+		for r in 1 2 3; do
+			$d/multistream --loop 100000 | sed 's/$/ [untraced iters 16]/' >> /tmp/cf.txt
+			timeout 60 $d/cuzk gpu-trace --trace-file /tmp/cf.jsonl -- $d/multistream --loop 100000 2> /tmp/cf.err | sed 's/$/ [gpu-trace iters 16]/' >> /tmp/cf.txt
+			grep 'cuzk gpu-trace' /tmp/cf.err | head -2
+		done
+		echo "loop under gpu-trace: $(sp /tmp/cf.jsonl 2>/dev/null | head -1)"
+		med /tmp/cf.txt
+		;;
 	gtloop)
 		rm -f /tmp/gl.txt
 		for r in 1 2 3; do
@@ -207,7 +225,7 @@ print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % s
 	prove)
 		for _ in $(seq 240); do [ -e /tmp/cuzk-keys/.done-$lg ] && break; sleep 1; done
 		tail -2 "$out/setup.log"
-		$d/cuptibench -circuit merkle -log2 "$lg" -reps "$reps" -out "$out/cuptibench.txt"
+		env ${PROVE_ENV:-} $d/cuptibench -circuit merkle -log2 "$lg" -reps "$reps" -out "$out/cuptibench.txt"
 		for i in $(seq "$reps"); do
 			$d/cuzk prove --backend cuda --circuit merkle --constraints $((1 << lg)) --trace-file /tmp/p-off.jsonl > /dev/null 2>&1
 			$d/cuzk gpu-trace --trace-file /tmp/p-gt.jsonl -- $d/cuzk prove --backend cuda --circuit merkle --constraints $((1 << lg)) --trace-file /tmp/p-on.jsonl > /dev/null 2> "$out/prove-gt.err"

@@ -61,21 +61,26 @@ void fake_ctx_destroy(void) {
 	struct { void *ctx; void *stream; } d = {NULL, NULL};
 	if (sub_cb && resource_on) sub_cb(NULL, 3, 2, &d);
 }
-// As CUPTI: API records, and the external correlation records beside
-// them, only while the driver or runtime API kind is enabled.
-static int api_kinds_on[2];
+// As CUPTI: API records only while the driver or runtime API kind is
+// enabled, and the external correlation records beside them only while
+// the external correlation kind (39) is enabled too.
+static int api_kinds_on[2], ext_kind_on;
 static int api_switched_on;
 int cuptiActivityEnable(int k) {
 	if (k == 4 || k == 5) {
 		if (!api_kinds_on[k - 4]) api_switched_on++;
 		api_kinds_on[k - 4] = 1;
 	}
+	if (k == 39) ext_kind_on = 1;
 	return 0;
 }
 int cuptiActivityDisable(int k) {
 	if (k == 4 || k == 5) api_kinds_on[k - 4] = 0;
+	if (k == 39) ext_kind_on = 0;
 	return 0;
 }
+// fake_ext_on: whether external correlation records are being made now.
+int fake_ext_on(void) { return ext_kind_on; }
 // fake_api_on: whether API records are being made now; fake_api_switched_on:
 // how many times a kind of them was switched on.
 int fake_api_on(void) { return api_kinds_on[0] || api_kinds_on[1]; }
@@ -168,7 +173,7 @@ void fake_launch(const char *name, uint64_t dur) {
 	memcpy(k + 92, &corr, 4);
 	memcpy(k + 104, &name, sizeof name);
 	if (kernel_first) put(k, sizeof k);
-	for (int x = 0; x < 8 && api; x++)
+	for (int x = 0; x < 8 && api && ext_kind_on; x++)
 		if (ext_depth[x] > 0) {
 			uint8_t e[24] = {0};
 			uint32_t ekind = 39, ek = (uint32_t)x;

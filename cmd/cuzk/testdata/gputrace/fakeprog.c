@@ -25,6 +25,9 @@ static void (*nvtx)(uint32_t, const void *, const void *);
 
 static void push(const char *msg) { const void *p[1] = {msg}; nvtx(8, p, NULL); }
 static void pop(void) { const void *p[1] = {NULL}; nvtx(11, p, NULL); }
+static int (*api_on0)(void), (*ext_on)(void);
+static int any_on(void) { return api_on0() || ext_on(); }
+static int both_on(void) { return api_on0() && ext_on(); }
 
 int main(int argc, char **argv) {
 	const char *inj = getenv("CUDA_INJECTION64_PATH");
@@ -81,20 +84,24 @@ int main(int argc, char **argv) {
 		raise(SIGTERM);
 		return 0; // not reached
 	} else if (!strcmp(mode, "lazyapi")) {
-		int (*api_on)(void) = (int (*)(void))dlsym(c, "fake_api_on");
+		// The external correlation kind is switched with the API kinds
+		// (it costs a launch even alone): off outside a range too, and on
+		// inside one.
+		api_on0 = (int (*)(void))dlsym(c, "fake_api_on");
+		ext_on = (int (*)(void))dlsym(c, "fake_ext_on");
 		int (*switched)(void) = (int (*)(void))dlsym(c, "fake_api_switched_on");
-		if (api_on()) return 7;
+		if (any_on()) return 7;
 		launch("lazy_before", 1000);
 		push("first");
-		if (!api_on()) return 8;
+		if (!both_on()) return 8;
 		launch("lazy_in_first", 1000);
 		pop();
 		usleep(400000); // a few writer ticks: switched off
-		if (api_on()) return 7;
+		if (any_on()) return 7;
 		launch("lazy_between", 1000);
 		int before = switched();
 		push("second");
-		if (!api_on() || switched() == before) return 9;
+		if (!both_on() || switched() == before) return 9;
 		launch("lazy_in_second", 1000);
 		pop();
 	} else if (!strcmp(mode, "drop")) {
