@@ -63,10 +63,15 @@ a program that ends otherwise (_exit, SIGKILL, Go's exit without
 destroying its context) loses its last ` + "100 ms" + ` of records, and one line
 says so. A run that yields no trace says why in one line.
 
-CUPTI's API records, which put a kernel under its NVTX range, are made only
-while some thread has a push range open (CUZK_GPUTRACE_API=1: always, as
-before; =0: never); work outside every range needs none. What remains is
-CUPTI's own cost inside each launch call (bench/cupti.md).
+CUPTI's API and external correlation records, which put a kernel under its
+NVTX range, are made only while some thread has a push range open
+(CUZK_GPUTRACE_API=1: always; =0: never); work outside every range needs
+none. What remains is CUPTI's own cost inside each launch call, about 1 µs
+on an H200 (bench/cupti.md). CUZK_GPUTRACE_KIND=kernel records KERNEL
+instead of CONCURRENT_KERNEL (serialized kernels), CUZK_GPUTRACE_HWTRACE=1
+asks for hardware kernel timestamps (Blackwell and later),
+CUZK_CUPTI_PINNED=1 puts CUPTI's profiling buffers in pinned host memory;
+none was cheaper on the H200.
 
 The program is never stopped by tracing: if anything fails (no CUDA driver,
 no CUPTI, CUPTI in use by another tool, this process gone) the program runs

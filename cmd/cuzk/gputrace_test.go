@@ -512,3 +512,25 @@ func TestGPUTraceSaysHowManyRecordsWereLost(t *testing.T) {
 		t.Fatalf("stderr %q, want one line matching %v", out, want)
 	}
 }
+
+// A range pushed in a domain of its own, its message in the event
+// attributes (Python's nvtx package, Rust's nvtx crate with a domain),
+// joins the trace of its traceparent too, and says its domain.
+func TestGPUTraceDomainRangeWithTraceparentJoinsThatTrace(t *testing.T) {
+	_, prog := buildFakes(t)
+	const tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	spans, err := runGPUTraceCmd(t, nil, prog, "domain", "00-"+tid+"-"+sid+"-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, k := byName(t, spans, "job"), byName(t, spans, "kern_domain")
+	if r.TraceID != tid || r.ParentID != sid {
+		t.Fatalf("range in %s under %s, want %s under %s", r.TraceID, r.ParentID, tid, sid)
+	}
+	if r.Attrs["nvtx.domain"] != "python.job" {
+		t.Errorf("nvtx.domain %v, want python.job", r.Attrs["nvtx.domain"])
+	}
+	if k.TraceID != tid || k.ParentID != r.SpanID {
+		t.Fatal("the range's kernel is not its child in that trace")
+	}
+}

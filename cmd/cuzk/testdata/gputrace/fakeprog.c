@@ -2,7 +2,7 @@
 // as the CUDA driver would at cuInit, then launches fake kernels and NVTX
 // ranges through fakecupti.so.
 //
-//   fakeprog basic|unbalanced|badname|traceparent TP|exit N|goexit|_exit N|sigterm|crash|lazyapi|drop
+//   fakeprog basic|unbalanced|badname|traceparent TP|domain TP|exit N|goexit|_exit N|sigterm|crash|lazyapi|drop
 //
 // lazyapi checks that CUPTI's API records are on only while a range is
 // open (exit 7 when they are on outside one, 8 when off inside one, 9
@@ -63,6 +63,31 @@ int main(int argc, char **argv) {
 		push(msg);
 		launch("kern_request", 1000);
 		pop();
+	} else if (!strcmp(mode, "domain") && argc > 2) {
+		// As Python's nvtx package and Rust's nvtx crate with a domain do:
+		// nvtxDomainCreateA, nvtxDomainRangePushEx with an ASCII message
+		// in nvtxEventAttributes_t, nvtxDomainRangePop.
+		struct {
+			uint16_t version, size;
+			uint32_t category;
+			int32_t colorType;
+			uint32_t color;
+			int32_t payloadType, reserved0;
+			uint64_t payload;
+			int32_t messageType, pad;
+			const void *message;
+		} attr = {3, sizeof attr, 0, 0, 0, 0, 0, 0, 1, 0, NULL};
+		char msg[200];
+		snprintf(msg, sizeof msg, "job traceparent=%s", argv[2]);
+		attr.message = msg;
+		const void *dom = (const void *)(uintptr_t)0x5150;
+		const void *create[1] = {"python.job"};
+		nvtx(41, create, &dom); // nvtxDomainCreateA returns dom
+		const void *push[2] = {dom, &attr};
+		nvtx(33, push, NULL); // nvtxDomainRangePushEx
+		launch("kern_domain", 1000);
+		const void *dpop[1] = {dom};
+		nvtx(34, dpop, NULL); // nvtxDomainRangePop
 	} else if (!strcmp(mode, "badname")) {
 		// A record whose name pointer points nowhere (a CUPTI whose layout
 		// moved the field): the program must not notice.
