@@ -877,9 +877,9 @@ int cz_start(uint32_t flags, char *err, size_t errlen) {
 	// External correlation records precede the API records of calls made
 	// with an id pushed, so the API kinds must be on; their own records
 	// are not forwarded (frame_record). The external correlation kind is
-	// not free on its own: enabled, it made every launch of the H200's
-	// short-kernel loop cost about 1.3 µs more even with no API record
-	// and no id pushed (bench/cupti.md), so with CZ_START_LAZY_API it is
+	// not free: on the H200's short-kernel loop, gpu-trace with it on
+	// outside ranges added 2.3 µs a launch, without it 1.4 (CUPTI's kernel
+	// records alone 1.2; bench/cupti.md), so with CZ_START_LAZY_API it is
 	// switched with the API kinds, and without API records it is off.
 	pthread_mutex_lock(&api.mu);
 	api.lazy = (flags & CZ_START_LAZY_API) && !(flags & CZ_START_NO_API);
