@@ -10,14 +10,23 @@
 // several publishers may share it):
 //
 //	{"job":"<pid>-<n>","traceparent":"00-<trace>-<span>-01","device":-1,"start_ns":<unix ns>}
+//	{"job":"<pid>-<n>","device":0}
 //	{"job":"<pid>-<n>","end_ns":<unix ns>}
 //
-// device is the CUDA ordinal the job runs on, or -1 for any. Times are
-// the host's wall clock, which is also the clock gpu-trace puts GPU
-// records on (its calibration), so no conversion is needed on one host.
-// Two jobs of one device whose windows overlap cannot be told apart by
-// time: a record goes to the one that started last. A job that sets the
-// NVTX traceparent itself (docs/curio.md) is exact.
+// device is the CUDA ordinal the job runs on, or -1 for any; a line with
+// only a device says where a job published earlier turned out to run (the
+// publisher learns it from the other process, e.g. cuzk's GetStatus, once
+// the job holds a GPU). Times are the host's wall clock, which is also the
+// clock gpu-trace puts GPU records on (its calibration), so no conversion
+// is needed on one host.
+//
+// A record goes to the job whose window holds its start, on its device:
+// a job known to run on the record's device before one whose device is
+// not known (a job queued behind a running one has no device yet), and
+// among several of one kind the one that started first (a queue serves
+// the oldest first). Two jobs known on one device whose windows overlap
+// cannot be told apart by time; a job that sets the NVTX traceparent
+// itself (docs/curio.md) is exact.
 //
 // No cgo, no CUDA: the daemon imports it without the GPU packages.
 package jobs
@@ -83,14 +92,29 @@ func Open(path string) (*Publisher, error) {
 
 // Begin publishes the start of a job whose span is in ctx, on device (a
 // CUDA ordinal, or AnyDevice), and returns the func that publishes its
-// end; call it when the job's reply has come (defer end()). Without a
-// valid span in ctx, or on a nil Publisher, nothing is written. A write
-// that fails is not the job's failure: it is dropped (the kernels then
-// land in gpu-trace's device windows).
+// end (Start(ctx, device).End).
 func (p *Publisher) Begin(ctx context.Context, device int) (end func()) {
+	return p.Start(ctx, device).End
+}
+
+// Job is one published job window. A nil Job's methods do nothing.
+type Job struct {
+	p    *Publisher
+	id   string
+	mu   sync.Mutex
+	dev  int
+	once sync.Once
+}
+
+// Start publishes the start of a job whose span is in ctx, on device (a
+// CUDA ordinal, or AnyDevice); call End when the job's reply has come.
+// Without a valid span in ctx, or on a nil Publisher, nothing is written
+// and the Job is nil. A write that fails is not the job's failure: it is
+// dropped (the kernels then land in gpu-trace's device windows).
+func (p *Publisher) Start(ctx context.Context, device int) *Job {
 	sc := trace.SpanContextFromContext(ctx)
 	if p == nil || !sc.IsValid() {
-		return func() {}
+		return nil
 	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
@@ -100,8 +124,43 @@ func (p *Publisher) Begin(ctx context.Context, device int) (end func()) {
 	p.mu.Unlock()
 	d := device
 	p.write(line{Job: id, Traceparent: carrier["traceparent"], Device: &d, StartNS: p.now().UnixNano()})
-	var once sync.Once
-	return func() { once.Do(func() { p.write(line{Job: id, EndNS: p.now().UnixNano()}) }) }
+	return &Job{p: p, id: id, dev: device}
+}
+
+// OnDevice publishes that the job runs on device (a CUDA ordinal): from
+// then on gpu-trace gives it only that device's records, before those of
+// jobs whose device is not known. Publishing the device it already has
+// writes nothing. Safe for concurrent use.
+func (j *Job) OnDevice(device int) {
+	if j == nil || device < 0 {
+		return
+	}
+	j.mu.Lock()
+	same := j.dev == device
+	j.dev = device
+	j.mu.Unlock()
+	if !same {
+		d := device
+		j.p.write(line{Job: j.id, Device: &d})
+	}
+}
+
+// Device is the device last published for the job (AnyDevice for none).
+func (j *Job) Device() int {
+	if j == nil {
+		return AnyDevice
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.dev
+}
+
+// End publishes the job's end; later calls write nothing.
+func (j *Job) End() {
+	if j == nil {
+		return
+	}
+	j.once.Do(func() { j.p.write(line{Job: j.id, EndNS: j.p.now().UnixNano()}) })
 }
 
 func (p *Publisher) write(l line) {
@@ -243,6 +302,15 @@ func (ix *Index) add(l line) {
 		copy(ix.jobs[k+1:], ix.jobs[k:])
 		ix.jobs[k] = j
 	}
+	if l.StartNS == 0 && l.EndNS == 0 && l.Device != nil {
+		// Where a job turned out to run (one published before it).
+		if j := ix.byID[l.Job]; j != nil && j.start != 0 {
+			j.device = *l.Device
+		} else {
+			ix.bad++
+		}
+		return
+	}
 	if l.EndNS != 0 {
 		if j := ix.byID[l.Job]; j != nil {
 			j.end = l.EndNS
@@ -274,10 +342,11 @@ func (ix *Index) prune(latest int64) {
 	}
 }
 
-// Find returns the span context (as a remote parent) of the job on
-// device (or on AnyDevice) whose window contains start: the one that
-// started last when several do. A job still open contains everything
-// after its start. A nil Index finds nothing.
+// Find returns the span context (as a remote parent) of the job whose
+// window contains start, on device: a job published on device before one
+// on AnyDevice, and among several of one kind the one that started first.
+// A job still open contains everything after its start. A nil Index finds
+// nothing.
 func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) {
 	if ix == nil {
 		return nil, false
@@ -292,18 +361,25 @@ func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) 
 			ix.prune(t)
 		}
 	}
-	for i := len(ix.jobs) - 1; i >= 0; i-- {
-		j := ix.jobs[i]
+	var anyDev *job
+	for _, j := range ix.jobs {
 		if j.start > t {
-			continue
+			break // by start: the rest started later
 		}
 		if j.end != 0 && t >= j.end {
 			continue
 		}
-		if j.device != AnyDevice && device >= 0 && j.device != device {
-			continue
+		switch {
+		case j.device == AnyDevice || device < 0:
+			if anyDev == nil {
+				anyDev = j
+			}
+		case j.device == device:
+			return trace.ContextWithRemoteSpanContext(context.Background(), j.sc), true
 		}
-		return trace.ContextWithRemoteSpanContext(context.Background(), j.sc), true
+	}
+	if anyDev != nil {
+		return trace.ContextWithRemoteSpanContext(context.Background(), anyDev.sc), true
 	}
 	return nil, false
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestPublishedWindowsParentRecordsByTimeAndDevice(t *testing.T) {
 		want   trace.SpanID
 	}{
 		{0, 1, a.SpanContext().SpanID()},
-		{0, 3, b.SpanContext().SpanID()}, // inside both: the later start
+		{0, 3, a.SpanContext().SpanID()}, // inside both: a is known on device 0, b on none
 		{1, 3, b.SpanContext().SpanID()}, // b is on any device
 		{1, 5, trace.SpanID{}},           // a is device 0's
 		{0, 9.5, a.SpanContext().SpanID()},
@@ -67,6 +68,78 @@ func TestPublishedWindowsParentRecordsByTimeAndDevice(t *testing.T) {
 	}
 	if n := ix.Malformed(); n != 0 {
 		t.Errorf("%d malformed lines in what Publisher wrote", n)
+	}
+}
+
+// A job's device published after its start (OnDevice: the upstream said
+// which GPU holds it) decides: a job on the record's device before one on
+// no known device, the first started among jobs of one kind, a job on
+// another device never.
+func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	p, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	clock := time.Unix(1_700_000_000, 0)
+	p.now = func() time.Time { return clock }
+	tp := sdktrace.NewTracerProvider()
+	start := func(name string) (*Job, trace.SpanID) {
+		ctx, s := tp.Tracer("t").Start(context.Background(), name)
+		return p.Start(ctx, AnyDevice), s.SpanContext().SpanID()
+	}
+	a, aID := start("a") // 0 s
+	clock = clock.Add(time.Second)
+	b, bID := start("b") // 1 s, queued behind a
+	clock = clock.Add(time.Second)
+	c, cID := start("c") // 2 s
+	ix := NewIndex(path, 0)
+	at := func(s float64) time.Time {
+		return time.Unix(1_700_000_000, 0).Add(time.Duration(s * float64(time.Second)))
+	}
+	find := func(device int, s float64) trace.SpanID {
+		ctx, ok := ix.Find(device, at(s), at(s+0.001))
+		if !ok {
+			return trace.SpanID{}
+		}
+		return trace.SpanContextFromContext(ctx).SpanID()
+	}
+	if got := find(0, 2.5); got != aID {
+		t.Errorf("no device known: %v, want the first started, a %v", got, aID)
+	}
+	b.OnDevice(1)
+	c.OnDevice(0)
+	c.OnDevice(0) // the same device again: no line
+	if got := find(0, 2.5); got != cID {
+		t.Errorf("c known on device 0: %v, want c %v before a (no device)", got, cID)
+	}
+	if got := find(1, 2.5); got != bID {
+		t.Errorf("device 1: %v, want b %v", got, bID)
+	}
+	a.End() // at 2 s: a ended
+	b.End()
+	if got := find(1, 2.5); got != (trace.SpanID{}) {
+		t.Errorf("device 1 after b ended: %v, want none (c is device 0's)", got)
+	}
+	if got := find(1, 1.5); got != bID {
+		t.Errorf("device 1 at 1.5 s: %v, want b %v (its window)", got, bID)
+	}
+	if a.Device() != AnyDevice || b.Device() != 1 {
+		t.Errorf("devices a %d b %d, want -1 and 1", a.Device(), b.Device())
+	}
+	var none *Job
+	none.OnDevice(3)
+	none.End()
+	b2, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b2), "\n"); n != 7 {
+		t.Errorf("%d lines, want 7 (3 starts, 2 devices, 2 ends):\n%s", n, b2)
+	}
+	if n := ix.Malformed(); n != 0 {
+		t.Errorf("%d malformed lines", n)
 	}
 }
 

@@ -86,8 +86,19 @@ func WithMaxMessageBytes(n int) Option { return func(c *Client) { c.maxMsg = n }
 
 // WithJobs publishes each forwarded job's window to p (cupti/jobs), so
 // that `cuzk gpu-trace --jobs` running the upstream puts its kernels
-// under the job. A nil p publishes nothing.
+// under the job; while jobs are open the upstream's GetStatus is polled
+// (WithDevicePoll) and the GPU that holds a job (GPUStatus.current_job_id)
+// is published as its device. A nil p publishes nothing.
 func WithJobs(p *jobs.Publisher) Option { return func(c *Client) { c.pub = p } }
+
+// DefaultDevicePoll is how often, while published jobs are open, the
+// upstream's GetStatus is asked which GPU holds which job.
+const DefaultDevicePoll = 100 * time.Millisecond
+
+// WithDevicePoll sets how often the upstream's GetStatus is polled for
+// the GPU of each open published job (default DefaultDevicePoll; 0 or
+// less: never, every job's device stays unknown).
+func WithDevicePoll(d time.Duration) Option { return func(c *Client) { c.poll = d } }
 
 // WithDialOptions adds grpc dial options (TLS credentials, a bearer token;
 // the default is a plaintext connection).
@@ -103,14 +114,18 @@ type Client struct {
 	connect time.Duration
 	maxMsg  int
 	pub     *jobs.Publisher
+	poll    time.Duration
 	dial    []grpc.DialOption
 	conn    *grpc.ClientConn
 	rpc     cuzkv1.ProvingEngineClient
+	closed  chan struct{}
 
 	mu      sync.Mutex
 	open    map[string]*job // by the upstream's job id and by request id
 	order   []*job          // submitted jobs not yet ended, oldest first
 	maxOpen int
+	active  map[string]*job // published jobs not yet ended, by request id and job id
+	polling bool            // the device poller runs
 }
 
 // MaxOpenJobs bounds the submitted jobs whose end a Client waits for (an
@@ -123,8 +138,9 @@ type job struct {
 	ctx   context.Context
 	span  trace.Span
 	start time.Time
-	end   func()
+	pub   *jobs.Job // its published window; nil when none
 	ids   []string
+	keys  []string // its keys in Client.active
 }
 
 // New returns a Client of the upstream at addr (host:port). It does not
@@ -133,7 +149,8 @@ func New(addr string, opts ...Option) (*Client, error) {
 	if strings.TrimSpace(addr) == "" {
 		return nil, errors.New("upstream: empty address")
 	}
-	c := &Client{addr: addr, connect: DefaultConnectTimeout, maxMsg: DefaultMaxMessageBytes, open: map[string]*job{}, maxOpen: MaxOpenJobs}
+	c := &Client{addr: addr, connect: DefaultConnectTimeout, maxMsg: DefaultMaxMessageBytes, open: map[string]*job{}, maxOpen: MaxOpenJobs,
+		poll: DefaultDevicePoll, active: map[string]*job{}, closed: make(chan struct{})}
 	for _, o := range opts {
 		o(c)
 	}
@@ -167,6 +184,11 @@ func (c *Client) Close() error {
 	for _, j := range js {
 		c.finish(j, nil, status.Error(grpccodes.Unavailable, "upstream client closed"), time.Now())
 	}
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
 	return c.conn.Close()
 }
 
@@ -191,8 +213,73 @@ func (c *Client) begin(ctx context.Context, r *cuzkv1.SubmitProofRequest) *job {
 		otelcuzk.KeyPriority.String(priorityName(r)),
 	))
 	j := &job{ctx: ctx, span: span, start: start}
-	j.end = c.pub.Begin(ctx, jobs.AnyDevice)
+	if j.pub = c.pub.Start(ctx, jobs.AnyDevice); j.pub != nil {
+		c.activate(j, r.GetRequestId())
+	}
 	return j
+}
+
+// activate makes j's device found by the poller under key (cuzk's job
+// id is the request id; Submit adds the upstream's job id), starting the
+// poller when it is not running.
+func (c *Client) activate(j *job, key string) {
+	if key == "" || j.pub == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active[key] = j
+	j.keys = append(j.keys, key)
+	if !c.polling && c.poll > 0 {
+		c.polling = true
+		go c.pollDevices()
+	}
+}
+
+// pollDevices asks the upstream's GetStatus, every c.poll while published
+// jobs are open, which GPU holds which job, and publishes each open job's
+// GPU as its device. A GetStatus that fails is skipped (the devices stay
+// as they were).
+func (c *Client) pollDevices() {
+	t := time.NewTicker(c.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			c.mu.Lock()
+			c.polling = false
+			c.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		if len(c.active) == 0 {
+			c.polling = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), min(c.connect, 10*c.poll))
+		st, err := c.rpc.GetStatus(ctx, &cuzkv1.GetStatusRequest{})
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, g := range st.GetGpus() {
+			if id := g.GetCurrentJobId(); id != "" {
+				c.mu.Lock()
+				j := c.active[id]
+				c.mu.Unlock()
+				j.pubDevice(int(g.GetOrdinal()))
+			}
+		}
+	}
+}
+
+func (j *job) pubDevice(device int) {
+	if j != nil {
+		j.pub.OnDevice(device)
+	}
 }
 
 // priorityName is r's priority as cuzk applies it: an unset one is
@@ -270,8 +357,13 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 			break
 		}
 	}
+	for _, k := range j.keys {
+		if c.active[k] == j {
+			delete(c.active, k)
+		}
+	}
 	c.mu.Unlock()
-	defer j.end()
+	defer j.pub.End()
 	if err != nil {
 		j.span.RecordError(err)
 		j.span.SetStatus(codes.Error, err.Error())
@@ -356,15 +448,35 @@ func (c *Client) Submit(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuz
 		return nil, err
 	}
 	c.remember(j, res.GetJobId(), r.GetRequestId())
+	if id := res.GetJobId(); id != r.GetRequestId() {
+		c.activate(j, id)
+	}
 	return res, nil
 }
 
+// failed ends the job of ids with err, the error of a call about it that
+// the upstream (or the connection to it) gave; a call whose caller went
+// away (ctx done) leaves the job open for a later AwaitProof, as the
+// upstream's job goes on.
+func (c *Client) failed(ctx context.Context, err error, ids ...string) {
+	if ctx.Err() != nil {
+		return
+	}
+	if j := c.lookup(ids...); j != nil {
+		c.finish(j, nil, err, time.Now())
+	}
+}
+
 // Await forwards r to the upstream's AwaitProof; a final reply
-// (COMPLETED, FAILED, CANCELLED, not TIMEOUT) ends the job Submit started.
+// (COMPLETED, FAILED, CANCELLED, not TIMEOUT) ends the job Submit started,
+// and so does an error of the upstream's (NOT_FOUND, UNAVAILABLE, a reply
+// that does not parse), with that error.
 func (c *Client) Await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
 	res, err := c.rpc.AwaitProof(outgoing(ctx), r)
 	if err != nil {
-		return nil, c.Err(err)
+		err = c.Err(err)
+		c.failed(ctx, err, r.GetJobId(), r.GetRequestId())
+		return nil, err
 	}
 	if res.GetStatus() != cuzkv1.AwaitProofResponse_TIMEOUT {
 		if j := c.lookup(r.GetJobId(), r.GetRequestId(), res.GetJobId()); j != nil {
@@ -375,11 +487,14 @@ func (c *Client) Await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv
 }
 
 // Cancel forwards r to the upstream's CancelProof; once the upstream
-// accepts it, the job's span ends as cancelled.
+// accepts it, the job's span ends as cancelled; an error of the
+// upstream's ends it with that error.
 func (c *Client) Cancel(ctx context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
 	res, err := c.rpc.CancelProof(outgoing(ctx), r)
 	if err != nil {
-		return nil, c.Err(err)
+		err = c.Err(err)
+		c.failed(ctx, err, r.GetJobId(), r.GetRequestId())
+		return nil, err
 	}
 	if j := c.lookup(r.GetJobId(), r.GetRequestId(), res.GetJobId()); j != nil {
 		c.finish(j, &cuzkv1.AwaitProofResponse{JobId: res.GetJobId(), Status: cuzkv1.AwaitProofResponse_CANCELLED}, nil, time.Now())

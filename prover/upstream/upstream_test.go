@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -149,5 +151,166 @@ func TestUnawaitedJobsAreBounded(t *testing.T) {
 	c.Close()
 	if n := len(exp.GetSpans()); n != 3 {
 		t.Errorf("after Close %d job spans ended, want 3", n)
+	}
+}
+
+// An AwaitProof the upstream fails ends the job's span with that error
+// (no span is left open); one whose caller gives up leaves the job open,
+// and a later AwaitProof with the outcome ends it.
+func TestAwaitThatFailsEndsTheJobWithItsError(t *testing.T) {
+	fake := &standin.Fake{Delay: 300 * time.Millisecond}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := fake.ServeListener(lis)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(lis.Addr().String(), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	submit := func(id string) {
+		if _, err := c.Submit(ctx, &cuzkv1.SubmitProofRequest{RequestId: id, ProofKind: cuzkv1.ProofKind_WINNING_POST}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("left")
+	// The caller gives up: the job stays open.
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	_, err = c.Await(short, &cuzkv1.AwaitProofRequest{JobId: "left"})
+	cancelShort()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("await past the caller's deadline: %v", err)
+	}
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Fatalf("%d spans ended when the caller gave up, want the job open", n)
+	}
+	res, err := c.Await(ctx, &cuzkv1.AwaitProofRequest{JobId: "left"})
+	if err != nil || res.GetStatus() != cuzkv1.AwaitProofResponse_COMPLETED {
+		t.Fatalf("the later await: %v %v", res, err)
+	}
+	if s := exp.GetSpans(); len(s) != 1 || s[0].Status.Code.String() != "Ok" {
+		t.Fatalf("spans %v, want job 'left' ended Ok", s)
+	}
+	// The upstream goes away while "lost" is awaited.
+	submit("lost")
+	go func() { time.Sleep(50 * time.Millisecond); stop() }()
+	_, err = c.Await(ctx, &cuzkv1.AwaitProofRequest{JobId: "lost"})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "upstream "+lis.Addr().String()) {
+		t.Fatalf("await of a job whose upstream went away: %v, want UNAVAILABLE naming it", err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans ended, want 2", len(spans))
+	}
+	lost := spans[1]
+	if lost.Status.Code.String() != "Error" || !strings.Contains(lost.Status.Description, "upstream "+lis.Addr().String()) {
+		t.Errorf("job 'lost' ended %v %q, want its error", lost.Status.Code, lost.Status.Description)
+	}
+	if len(lost.Events) == 0 || lost.Events[0].Name != "exception" {
+		t.Errorf("job 'lost' records no error event: %v", lost.Events)
+	}
+	var typ string
+	for _, a := range lost.Attributes {
+		if a.Key == "error.type" {
+			typ = a.Value.AsString()
+		}
+	}
+	if typ != "unavailable" {
+		t.Errorf("job 'lost' error.type %q, want unavailable", typ)
+	}
+	// Nothing left open: Close ends no further span.
+	c.Close()
+	if n := len(exp.GetSpans()); n != 2 {
+		t.Errorf("Close ended %d more spans, want 0", n-2)
+	}
+}
+
+// With jobs published, the GPU the upstream says holds each job
+// (GetStatus' current_job_id) becomes the job's device in the jobs file:
+// two jobs running at once on GPUs 0 and 1 are told apart by device.
+func TestEachJobsGPUIsPublishedFromTheUpstreamsStatus(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	gpuOf := map[string]int{}
+	fake := &standin.Fake{GPUs: 2, Work: func(ctx context.Context, gpu int, id string) error {
+		mu.Lock()
+		gpuOf[id] = gpu
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	pub, err := jobs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub), WithDevicePoll(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range []string{"p", "q"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: id, ProofKind: cuzkv1.ProofKind_WINDOW_POST_PARTITION}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Count(string(b), `"device":0}`)+strings.Count(string(b), `"device":1}`) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no device lines for both jobs:\n%s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	during := time.Now()
+	close(release)
+	wg.Wait()
+	spanOf := map[string]string{}
+	for _, s := range exp.GetSpans() {
+		for _, a := range s.Attributes {
+			if a.Key == "cuzk.request.id" {
+				spanOf[a.Value.AsString()] = s.SpanContext.SpanID().String()
+			}
+		}
+	}
+	ix := jobs.NewIndex(path, 0)
+	for id, gpu := range gpuOf {
+		ctx, ok := ix.Find(gpu, during, during)
+		if !ok {
+			t.Errorf("no job found on GPU %d", gpu)
+			continue
+		}
+		if got := trace.SpanContextFromContext(ctx).SpanID().String(); got != spanOf[id] {
+			t.Errorf("GPU %d: job span %s, want %s's %s", gpu, got, id, spanOf[id])
+		}
+	}
+	if len(gpuOf) != 2 || gpuOf["p"] == gpuOf["q"] {
+		t.Errorf("GPUs %v, want p and q on 0 and 1", gpuOf)
 	}
 }

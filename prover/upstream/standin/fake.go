@@ -5,7 +5,10 @@
 // matches) with a gRPC code or as a FAILED proof, for tests of
 // prover/upstream and for e2e/cmd/cuzk-standin. As in cuzk, a job's id is
 // its request id. It proves nothing: the proof it returns is "proof:" and
-// the request id.
+// the request id. A proof waits Delay, then takes one of its GPUs (each
+// serves one job at a time, the oldest waiting first; GetStatus names the
+// job a GPU holds in current_job_id, as cuzk does) for its GPU part: Work,
+// when set (a program's real kernels), then answers.
 package standin
 
 import (
@@ -57,8 +60,16 @@ type Fake struct {
 	FailRequests *regexp.Regexp
 	// Metrics is GetMetrics' text.
 	Metrics string
+	// GPUs is how many GPUs it has (ordinals 0..GPUs-1; 0 means 1).
+	GPUs int
+	// Work, when set, is a proof's GPU part, run holding GPU gpu after
+	// Delay; its wall time is the gpu_compute_ms reported when
+	// Report.GPUComputeMS is 0. An error ends the job FAILED with it.
+	Work func(ctx context.Context, gpu int, requestID string) error
 
 	mu     sync.Mutex
+	gpus   []*fakeJob          // the job each GPU holds
+	wait   []*gpuWait          // jobs waiting for a GPU, oldest first
 	jobs   map[string]*fakeJob // by job id and by request id
 	seen   []*cuzkv1.SubmitProofRequest
 	meta   []metadata.MD
@@ -70,11 +81,17 @@ type Fake struct {
 
 type fakeJob struct {
 	id, request string
-	fail        bool // ends FAILED with Fake.FailProof
+	kind        string // cuzk's proof kind name
+	fail        bool   // ends FAILED with Fake.FailProof
 	cancel      context.CancelFunc
 	ctx         context.Context
 	finished    chan struct{}
 	res         *cuzkv1.AwaitProofResponse
+}
+
+type gpuWait struct {
+	j     *fakeJob
+	ready chan int // the GPU it got
 }
 
 // Serve serves f on a free port of 127.0.0.1 (with a 128 MiB message
@@ -84,10 +101,16 @@ func (f *Fake) Serve() (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return lis.Addr().String(), f.ServeListener(lis), nil
+}
+
+// ServeListener serves f on lis (a unix socket's, for one) with a 128 MiB
+// message bound, as cuzk's daemon has, and returns the stop func.
+func (f *Fake) ServeListener(lis net.Listener) (stop func()) {
 	s := grpc.NewServer(grpc.MaxRecvMsgSize(128<<20), grpc.MaxSendMsgSize(128<<20))
 	cuzkv1.RegisterProvingEngineServer(s, f)
 	go s.Serve(lis)
-	return lis.Addr().String(), s.Stop, nil
+	return s.Stop
 }
 
 // Requests are the SubmitProofRequests received (Prove's included), in
@@ -135,7 +158,7 @@ func (f *Fake) start(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*fakeJo
 		id = fmt.Sprintf("upstream-%d", f.n)
 	}
 	jctx, cancel := context.WithCancel(context.Background())
-	j := &fakeJob{id: id, request: r.GetRequestId(), fail: chosen && f.FailProof != "",
+	j := &fakeJob{id: id, request: r.GetRequestId(), kind: r.GetProofKind().String(), fail: chosen && f.FailProof != "",
 		ctx: jctx, cancel: cancel, finished: make(chan struct{})}
 	f.jobs[j.id] = j
 	go f.run(j)
@@ -151,23 +174,97 @@ func (f *Fake) chosen(id string) bool {
 	return f.FailEvery > 0 && f.n%f.FailEvery == 0 || f.FailRequests != nil && f.FailRequests.MatchString(id)
 }
 
+// takeGPU waits for a free GPU (the oldest waiting job first) and
+// returns it, or -1 when ctx ends first.
+func (f *Fake) takeGPU(ctx context.Context, j *fakeJob) int {
+	f.mu.Lock()
+	if len(f.gpus) == 0 {
+		f.gpus = make([]*fakeJob, max(f.GPUs, 1))
+	}
+	w := &gpuWait{j: j, ready: make(chan int, 1)}
+	f.wait = append(f.wait, w)
+	f.dispatch()
+	f.mu.Unlock()
+	select {
+	case g := <-w.ready:
+		return g
+	case <-ctx.Done():
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, o := range f.wait {
+			if o == w {
+				f.wait = append(f.wait[:i], f.wait[i+1:]...)
+				return -1
+			}
+		}
+		f.freeGPU(<-w.ready) // it got one as ctx ended
+		return -1
+	}
+}
+
+// dispatch hands free GPUs to the oldest waiting jobs; f.mu held.
+func (f *Fake) dispatch() {
+	for g, holder := range f.gpus {
+		if holder == nil && len(f.wait) > 0 {
+			w := f.wait[0]
+			f.wait = f.wait[1:]
+			f.gpus[g] = w.j
+			w.ready <- g
+		}
+	}
+}
+
+// freeGPU gives GPU g back; f.mu held.
+func (f *Fake) freeGPU(g int) {
+	f.gpus[g] = nil
+	f.dispatch()
+}
+
 func (f *Fake) run(j *fakeJob) {
 	t := time.NewTimer(f.Delay)
 	defer t.Stop()
 	res := &cuzkv1.AwaitProofResponse{JobId: j.id, RequestId: j.request}
+	cancelled := func() {
+		res.Status = cuzkv1.AwaitProofResponse_CANCELLED
+		res.ErrorMessage = "cancelled"
+	}
 	select {
 	case <-t.C:
 		if j.fail {
 			res.Status, res.ErrorMessage = cuzkv1.AwaitProofResponse_FAILED, f.FailProof
 			break
 		}
+		g := f.takeGPU(j.ctx, j)
+		if g < 0 {
+			cancelled()
+			break
+		}
+		var werr error
+		began := time.Now()
+		if f.Work != nil {
+			werr = f.Work(j.ctx, g, j.request)
+		}
+		took := time.Since(began)
+		f.mu.Lock()
+		f.freeGPU(g)
+		f.mu.Unlock()
+		if werr != nil {
+			if j.ctx.Err() != nil {
+				cancelled()
+				break
+			}
+			res.Status, res.ErrorMessage = cuzkv1.AwaitProofResponse_FAILED, werr.Error()
+			break
+		}
 		res.Status = cuzkv1.AwaitProofResponse_COMPLETED
 		res.Proof = []byte("proof:" + j.request)
 		res.QueueWaitMs, res.SrsLoadMs = f.Report.QueueWaitMS, f.Report.SRSLoadMS
 		res.SynthesisMs, res.GpuComputeMs, res.TotalMs = f.Report.SynthesisMS, f.Report.GPUComputeMS, f.Report.TotalMS
+		if res.GpuComputeMs == 0 && f.Work != nil {
+			res.GpuComputeMs = uint64(took.Milliseconds())
+		}
 	case <-j.ctx.Done():
-		res.Status = cuzkv1.AwaitProofResponse_CANCELLED
-		res.ErrorMessage = "cancelled"
+		cancelled()
 	}
 	f.mu.Lock()
 	j.res = res
@@ -262,15 +359,23 @@ func (f *Fake) CancelProof(ctx context.Context, r *cuzkv1.CancelProofRequest) (*
 }
 
 // GetStatus implements cuzkv1.ProvingEngineServer: the proofs completed
-// and failed, one queue "porep" and one GPU "fake".
+// and failed, one queue "porep" and its GPUs "fake", each with the job it
+// holds (current_job_id, current_proof_kind), as cuzk reports its workers.
 func (f *Fake) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cuzkv1.GetStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	gpus := make([]*cuzkv1.GPUStatus, max(f.GPUs, 1))
+	for g := range gpus {
+		gpus[g] = &cuzkv1.GPUStatus{Ordinal: uint32(g), Name: "fake"}
+		if g < len(f.gpus) && f.gpus[g] != nil {
+			gpus[g].CurrentJobId, gpus[g].CurrentProofKind = f.gpus[g].id, f.gpus[g].kind
+		}
+	}
 	return &cuzkv1.GetStatusResponse{
 		TotalProofsCompleted: uint64(f.done),
 		TotalProofsFailed:    uint64(f.failed),
-		Queues:               []*cuzkv1.QueueStatus{{ProofKind: "porep"}},
-		Gpus:                 []*cuzkv1.GPUStatus{{Ordinal: 0, Name: "fake"}},
+		Queues:               []*cuzkv1.QueueStatus{{ProofKind: "porep", Pending: uint32(len(f.wait))}},
+		Gpus:                 gpus,
 	}, nil
 }
 
