@@ -10,6 +10,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/api/endpoint"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
@@ -105,7 +106,10 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	}
 	if strings.TrimSpace(cfg.Listen) == "" {
 		// net.Listen would take "" as every interface on a random port.
-		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --listen is empty: want host:port (default %s)", DefaultListen)
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --listen is empty: want host:port or unix:///path (default %s)", DefaultListen)
+	}
+	if err := endpoint.Check("--listen", cfg.Listen); err != nil {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: %w", err)
 	}
 	if cfg.QueueSize < 1 {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.QueueSize)
@@ -120,8 +124,10 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	if err != nil {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --memory-budget: %w", err)
 	}
-	if cfg.Upstream != "" && (strings.TrimSpace(cfg.Upstream) != cfg.Upstream || strings.ContainsAny(cfg.Upstream, " \t\n")) {
-		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --upstream %q: want the cuzk daemon's host:port", cfg.Upstream)
+	if cfg.Upstream != "" {
+		if err := endpoint.Check("--upstream", cfg.Upstream); err != nil {
+			return "", engine.MemoryBudget{}, fmt.Errorf("serve: %w (the cuzk daemon's address)", err)
+		}
 	}
 	if cfg.ShutdownTimeout < 0 {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.ShutdownTimeout)

@@ -16,6 +16,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/api/endpoint"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 	"github.com/otelcuzk/otelcuzk/prover/upstream"
@@ -160,7 +161,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 
-	if d.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
+	if d.lis, err = endpoint.Listen(cfg.Listen); err != nil {
 		return nil, fmt.Errorf("serve: listen %s: %w", cfg.Listen, err)
 	}
 	if cfg.TLSCert == "" && cfg.Token == "" && !isLoopback(d.lis.Addr()) {
@@ -194,7 +195,7 @@ func (d *Daemon) release() {
 }
 
 // Addr is the bound gRPC address (host:port).
-func (d *Daemon) Addr() string { return d.lis.Addr().String() }
+func (d *Daemon) Addr() string { return endpoint.String(d.lis) }
 
 // MetricsAddr is the bound /metrics address, "" without metrics.
 func (d *Daemon) MetricsAddr() string { return d.metricsAddr }
@@ -214,7 +215,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(d.lis) }()
 	fmt.Fprintf(d.cfg.Log, "cuzk serve: listening on %s (metrics %s), workers %s, queue %d, %s\n",
-		d.lis.Addr(), orNone(d.metricsAddr), strings.Join(d.eng.Workers(), ","), d.cfg.QueueSize, d.stages.describe())
+		d.Addr(), orNone(d.metricsAddr), strings.Join(d.eng.Workers(), ","), d.cfg.QueueSize, d.stages.describe())
 	if d.cfg.Ready != nil {
 		d.cfg.Ready(d.Addr(), d.metricsAddr)
 	}
@@ -258,7 +259,11 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	return d.shutErr
 }
 
+// isLoopback: a loopback TCP address, or a unix socket (this host only).
 func isLoopback(a net.Addr) bool {
+	if a.Network() == "unix" {
+		return true
+	}
 	t, ok := a.(*net.TCPAddr)
 	return ok && t.IP.IsLoopback()
 }

@@ -216,7 +216,7 @@ func builtinCircuitFlags() []cli.Flag {
 // --token and --tls-ca, which daemonAddr, dialDaemon and clientOptions
 // read.
 func daemonFlags(timeout time.Duration, timeoutUsage string, own ...cli.Flag) []cli.Flag {
-	flags := []cli.Flag{&cli.StringFlag{Name: "addr", Value: daemon.DefaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + ")"}}
+	flags := []cli.Flag{&cli.StringFlag{Name: "addr", Value: daemon.DefaultListen, Usage: "daemon address (host[:port], port default " + defaultPort + "; or unix:///path)"}}
 	flags = append(flags, own...)
 	return append(flags,
 		&cli.DurationFlag{Name: "timeout", Value: timeout, Usage: timeoutUsage},

@@ -29,7 +29,7 @@ func init() {
 			"Spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set,\n" +
 			"else to --trace-file.\n" + shutdownHelp,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: daemon.DefaultListen, Usage: "gRPC address (host:port)"},
+			&cli.StringFlag{Name: "listen", Value: daemon.DefaultListen, Usage: "gRPC address: host:port, or a unix socket unix:///path as cuzk's daemon takes"},
 			&cli.StringFlag{Name: "metrics-listen", Value: daemon.DefaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
 			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
@@ -47,7 +47,7 @@ func init() {
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: daemon.DefaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only (default $XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk)"},
 			&cli.DurationFlag{Name: "result-ttl", Value: engine.DefaultResultTTL, Usage: "how long a finished job (its proof, its request id) is kept, in memory and in the journal"},
 			&cli.IntFlag{Name: "max-results", Value: engine.DefaultMaxResults, Usage: "finished jobs kept at most, the oldest dropped first (the journal also holds at most 64 MiB of them)"},
-			&cli.StringFlag{Name: "upstream", Usage: "`ADDR` (host:port) of a cuzk daemon (Curio's) to forward the Filecoin proofs to (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt), each a traced job with the upstream's reported times as spans; its metrics and status beside ours (default: those kinds are refused UNIMPLEMENTED)"},
+			&cli.StringFlag{Name: "upstream", Usage: "`ADDR` (host:port or unix:///path) of a cuzk daemon (Curio's) to forward the Filecoin proofs to (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt), each a traced job with the upstream's reported times as spans; its metrics and status beside ours (default: those kinds are refused UNIMPLEMENTED)"},
 			&cli.StringSliceFlag{Name: "circuit-file", Usage: "register a circuit from files, NAME:R1CS:PK[:VK] (gnark WriteTo of the BLS12-381 constraint system and keys); repeatable"},
 		},
 		Action: func(c *cli.Context) error {

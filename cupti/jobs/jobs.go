@@ -10,23 +10,24 @@
 // several publishers may share it):
 //
 //	{"job":"<pid>-<n>","traceparent":"00-<trace>-<span>-01","device":-1,"start_ns":<unix ns>}
-//	{"job":"<pid>-<n>","device":0}
+//	{"job":"<pid>-<n>","device":0,"at_ns":<unix ns>}
 //	{"job":"<pid>-<n>","end_ns":<unix ns>}
 //
 // device is the CUDA ordinal the job runs on, or -1 for any; a line with
-// only a device says where a job published earlier turned out to run (the
-// publisher learns it from the other process, e.g. cuzk's GetStatus, once
-// the job holds a GPU). Times are the host's wall clock, which is also the
-// clock gpu-trace puts GPU records on (its calibration), so no conversion
-// is needed on one host.
+// a device and at_ns says that from at_ns on the job holds that device
+// (-1: none any more). The publisher learns it from the other process
+// (cuzk's GetStatus names the job each GPU holds) while the job is open.
+// Times are the host's wall clock, which is also the clock gpu-trace puts
+// GPU records on (its calibration), so no conversion is needed on one
+// host.
 //
 // A record goes to the job whose window holds its start, on its device:
-// a job known to run on the record's device before one whose device is
-// not known (a job queued behind a running one has no device yet), and
-// among several of one kind the one that started first (a queue serves
-// the oldest first). Two jobs known on one device whose windows overlap
-// cannot be told apart by time; a job that sets the NVTX traceparent
-// itself (docs/curio.md) is exact.
+// a job holding the record's device at that time before one holding no
+// known device (a job queued behind a running one holds none yet), the
+// one that took the device first among several holding it (a GPU changes
+// hands between two looks at its holder), and the one that started first
+// among several holding none (a queue serves the oldest first). A job
+// that sets the NVTX traceparent itself (docs/curio.md) is exact.
 //
 // No cgo, no CUDA: the daemon imports it without the GPU packages.
 package jobs
@@ -60,6 +61,7 @@ type line struct {
 	Device      *int   `json:"device,omitempty"`
 	StartNS     int64  `json:"start_ns,omitempty"`
 	EndNS       int64  `json:"end_ns,omitempty"`
+	AtNS        int64  `json:"at_ns,omitempty"`
 }
 
 // Publisher appends job windows to a jobs file. Safe for concurrent use.
@@ -127,12 +129,13 @@ func (p *Publisher) Start(ctx context.Context, device int) *Job {
 	return &Job{p: p, id: id, dev: device}
 }
 
-// OnDevice publishes that the job runs on device (a CUDA ordinal): from
-// then on gpu-trace gives it only that device's records, before those of
-// jobs whose device is not known. Publishing the device it already has
-// writes nothing. Safe for concurrent use.
-func (j *Job) OnDevice(device int) {
-	if j == nil || device < 0 {
+// OnDevice publishes that from at on the job holds device (a CUDA
+// ordinal; AnyDevice: it holds none any more): gpu-trace then gives it
+// that device's records from at on, before those of jobs holding no known
+// device. Publishing the device it already has writes nothing. Safe for
+// concurrent use.
+func (j *Job) OnDevice(device int, at time.Time) {
+	if j == nil || device < AnyDevice {
 		return
 	}
 	j.mu.Lock()
@@ -141,7 +144,7 @@ func (j *Job) OnDevice(device int) {
 	j.mu.Unlock()
 	if !same {
 		d := device
-		j.p.write(line{Job: j.id, Device: &d})
+		j.p.write(line{Job: j.id, Device: &d, AtNS: at.UnixNano()})
 	}
 }
 
@@ -193,8 +196,30 @@ func (p *Publisher) Close() error {
 type job struct {
 	id         string
 	sc         trace.SpanContext
-	device     int
-	start, end int64 // unix ns; end 0 while open
+	segs       []devSeg // the devices it held, by at; the first at its start
+	start, end int64    // unix ns; end 0 while open
+}
+
+// devSeg: from at (unix ns) on, the job holds device.
+type devSeg struct {
+	at     int64
+	device int
+}
+
+// deviceAt is the device j holds at t and since when.
+func (j *job) deviceAt(t int64) devSeg {
+	k := sort.Search(len(j.segs), func(i int) bool { return j.segs[i].at > t })
+	if k == 0 {
+		return devSeg{j.start, AnyDevice}
+	}
+	return j.segs[k-1]
+}
+
+func (j *job) addSeg(sg devSeg) {
+	k := sort.Search(len(j.segs), func(i int) bool { return j.segs[i].at > sg.at })
+	j.segs = append(j.segs, devSeg{})
+	copy(j.segs[k+1:], j.segs[k:])
+	j.segs[k] = sg
 }
 
 // Index is the jobs of a jobs file, read as it grows. Safe for
@@ -289,11 +314,13 @@ func (ix *Index) add(l line) {
 			ix.bad++
 			return
 		}
-		j := &job{id: l.Job, sc: sc, device: AnyDevice, start: l.StartNS}
+		j := &job{id: l.Job, sc: sc, start: l.StartNS}
+		d := AnyDevice
 		if l.Device != nil {
-			j.device = *l.Device
+			d = *l.Device
 		}
-		if old := ix.byID[l.Job]; old != nil && old.end != 0 {
+		j.segs = []devSeg{{l.StartNS, d}}
+		if old := ix.byID[l.Job]; old != nil && old.start == 0 {
 			j.end = old.end // its end line came first
 		}
 		ix.byID[l.Job] = j
@@ -303,9 +330,9 @@ func (ix *Index) add(l line) {
 		ix.jobs[k] = j
 	}
 	if l.StartNS == 0 && l.EndNS == 0 && l.Device != nil {
-		// Where a job turned out to run (one published before it).
-		if j := ix.byID[l.Job]; j != nil && j.start != 0 {
-			j.device = *l.Device
+		// The device a job published before holds from at_ns on.
+		if j := ix.byID[l.Job]; j != nil && j.start != 0 && l.AtNS != 0 {
+			j.addSeg(devSeg{max(l.AtNS, j.start), *l.Device})
 		} else {
 			ix.bad++
 		}
@@ -343,10 +370,10 @@ func (ix *Index) prune(latest int64) {
 }
 
 // Find returns the span context (as a remote parent) of the job whose
-// window contains start, on device: a job published on device before one
-// on AnyDevice, and among several of one kind the one that started first.
-// A job still open contains everything after its start. A nil Index finds
-// nothing.
+// window contains start, on device: one holding device at start (the
+// first to take it, when several do) before one holding no known device
+// (the first started). A job still open contains everything after its
+// start. A nil Index finds nothing.
 func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) {
 	if ix == nil {
 		return nil, false
@@ -361,7 +388,8 @@ func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) 
 			ix.prune(t)
 		}
 	}
-	var anyDev *job
+	var holder, anyDev *job
+	var since int64
 	for _, j := range ix.jobs {
 		if j.start > t {
 			break // by start: the rest started later
@@ -369,17 +397,23 @@ func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) 
 		if j.end != 0 && t >= j.end {
 			continue
 		}
+		sg := j.deviceAt(t)
 		switch {
-		case j.device == AnyDevice || device < 0:
+		case sg.device == AnyDevice || device < 0:
 			if anyDev == nil {
 				anyDev = j
 			}
-		case j.device == device:
-			return trace.ContextWithRemoteSpanContext(context.Background(), j.sc), true
+		case sg.device == device:
+			if holder == nil || sg.at < since {
+				holder, since = j, sg.at
+			}
 		}
 	}
-	if anyDev != nil {
-		return trace.ContextWithRemoteSpanContext(context.Background(), anyDev.sc), true
+	if holder == nil {
+		holder = anyDev
 	}
-	return nil, false
+	if holder == nil {
+		return nil, false
+	}
+	return trace.ContextWithRemoteSpanContext(context.Background(), holder.sc), true
 }

@@ -108,9 +108,9 @@ func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
 	if got := find(0, 2.5); got != aID {
 		t.Errorf("no device known: %v, want the first started, a %v", got, aID)
 	}
-	b.OnDevice(1)
-	c.OnDevice(0)
-	c.OnDevice(0) // the same device again: no line
+	b.OnDevice(1, clock.Add(-time.Second)) // at 1 s
+	c.OnDevice(0, clock)                   // at 2 s
+	c.OnDevice(0, clock)                   // the same device again: no line
 	if got := find(0, 2.5); got != cID {
 		t.Errorf("c known on device 0: %v, want c %v before a (no device)", got, cID)
 	}
@@ -128,8 +128,11 @@ func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
 	if a.Device() != AnyDevice || b.Device() != 1 {
 		t.Errorf("devices a %d b %d, want -1 and 1", a.Device(), b.Device())
 	}
+	if got := find(0, 1.5); got != aID {
+		t.Errorf("device 0 at 1.5 s, before c took it: %v, want a %v", got, aID)
+	}
 	var none *Job
-	none.OnDevice(3)
+	none.OnDevice(3, clock)
 	none.End()
 	b2, err := os.ReadFile(path)
 	if err != nil {

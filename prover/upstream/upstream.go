@@ -86,13 +86,16 @@ func WithMaxMessageBytes(n int) Option { return func(c *Client) { c.maxMsg = n }
 
 // WithJobs publishes each forwarded job's window to p (cupti/jobs), so
 // that `cuzk gpu-trace --jobs` running the upstream puts its kernels
-// under the job; while jobs are open the upstream's GetStatus is polled
-// (WithDevicePoll) and the GPU that holds a job (GPUStatus.current_job_id)
-// is published as its device. A nil p publishes nothing.
+// under the job. While two or more published jobs are open (one alone is
+// told apart by its window), the upstream's GetStatus is asked which GPU
+// holds which (GPUStatus.current_job_id), every WithDevicePoll and at
+// once when a job starts or ends (where a GPU changes hands), and each
+// job's GPU is published as its device. A nil p publishes nothing.
 func WithJobs(p *jobs.Publisher) Option { return func(c *Client) { c.pub = p } }
 
-// DefaultDevicePoll is how often, while published jobs are open, the
-// upstream's GetStatus is asked which GPU holds which job.
+// DefaultDevicePoll is how often, while two or more published jobs are
+// open, the upstream's GetStatus is asked which GPU holds which job
+// (cuzk's GetStatus runs nvidia-smi: not much more often).
 const DefaultDevicePoll = 100 * time.Millisecond
 
 // WithDevicePoll sets how often the upstream's GetStatus is polled for
@@ -119,12 +122,14 @@ type Client struct {
 	conn    *grpc.ClientConn
 	rpc     cuzkv1.ProvingEngineClient
 	closed  chan struct{}
+	kick    chan struct{} // poll now: a job started or ended
 
 	mu      sync.Mutex
 	open    map[string]*job // by the upstream's job id and by request id
 	order   []*job          // submitted jobs not yet ended, oldest first
 	maxOpen int
 	active  map[string]*job // published jobs not yet ended, by request id and job id
+	nactive int             // published jobs not yet ended
 	polling bool            // the device poller runs
 }
 
@@ -150,7 +155,7 @@ func New(addr string, opts ...Option) (*Client, error) {
 		return nil, errors.New("upstream: empty address")
 	}
 	c := &Client{addr: addr, connect: DefaultConnectTimeout, maxMsg: DefaultMaxMessageBytes, open: map[string]*job{}, maxOpen: MaxOpenJobs,
-		poll: DefaultDevicePoll, active: map[string]*job{}, closed: make(chan struct{})}
+		poll: DefaultDevicePoll, active: map[string]*job{}, closed: make(chan struct{}), kick: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -229,20 +234,38 @@ func (c *Client) activate(j *job, key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.active[key] = j
+	if len(j.keys) == 0 {
+		c.nactive++
+	}
 	j.keys = append(j.keys, key)
 	if !c.polling && c.poll > 0 {
 		c.polling = true
 		go c.pollDevices()
 	}
+	c.kickPoll()
 }
 
-// pollDevices asks the upstream's GetStatus, every c.poll while published
-// jobs are open, which GPU holds which job, and publishes each open job's
-// GPU as its device. A GetStatus that fails is skipped (the devices stay
-// as they were).
+// kickPoll asks the poller for a look now, when two or more published
+// jobs are open; c.mu held.
+func (c *Client) kickPoll() {
+	if c.nactive < 2 {
+		return
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pollDevices asks the upstream's GetStatus which GPU holds which job,
+// every c.poll and when kicked while two or more published jobs are open,
+// and publishes each open job's GPU as its device. It returns when none
+// is open. A GetStatus that fails is skipped (the devices stay as they
+// were).
 func (c *Client) pollDevices() {
 	t := time.NewTicker(c.poll)
 	defer t.Stop()
+	var last time.Time // when the previous look was sent
 	for {
 		select {
 		case <-c.closed:
@@ -251,35 +274,63 @@ func (c *Client) pollDevices() {
 			c.mu.Unlock()
 			return
 		case <-t.C:
+		case <-c.kick:
 		}
 		c.mu.Lock()
-		if len(c.active) == 0 {
+		if c.nactive == 0 {
 			c.polling = false
 			c.mu.Unlock()
 			return
 		}
+		alone := c.nactive < 2
 		c.mu.Unlock()
+		if alone {
+			continue
+		}
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), min(c.connect, 10*c.poll))
 		st, err := c.rpc.GetStatus(ctx, &cuzkv1.GetStatusRequest{})
 		cancel()
 		if err != nil {
 			continue
 		}
-		for _, g := range st.GetGpus() {
-			if id := g.GetCurrentJobId(); id != "" {
-				c.mu.Lock()
-				j := c.active[id]
-				c.mu.Unlock()
-				j.pubDevice(int(g.GetOrdinal()))
+		c.publishDevices(st, last, sent)
+		last = sent
+	}
+}
+
+// publishDevices publishes, for each open published job, the GPU st says
+// it holds: taken since after the previous look (sent at prev, or the
+// job's start when later), or none any more since this look (sent at now).
+func (c *Client) publishDevices(st *cuzkv1.GetStatusResponse, prev, now time.Time) {
+	c.mu.Lock()
+	holds := map[*job]int{}
+	for _, g := range st.GetGpus() {
+		if j := c.active[g.GetCurrentJobId()]; j != nil && g.GetCurrentJobId() != "" {
+			holds[j] = int(g.GetOrdinal())
+		}
+	}
+	open := map[*job]bool{}
+	for _, j := range c.active {
+		open[j] = true
+	}
+	c.mu.Unlock()
+	for j := range open {
+		if g, ok := holds[j]; ok {
+			if j.pub.Device() != g {
+				j.pub.OnDevice(g, maxTime(prev, j.start))
 			}
+		} else if j.pub.Device() != jobs.AnyDevice {
+			j.pub.OnDevice(jobs.AnyDevice, now)
 		}
 	}
 }
 
-func (j *job) pubDevice(device int) {
-	if j != nil {
-		j.pub.OnDevice(device)
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
+	return b
 }
 
 // priorityName is r's priority as cuzk applies it: an unset one is
@@ -361,6 +412,11 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 		if c.active[k] == j {
 			delete(c.active, k)
 		}
+	}
+	if len(j.keys) > 0 {
+		c.nactive--
+		j.keys = nil
+		c.kickPoll() // its GPU goes to another job now
 	}
 	c.mu.Unlock()
 	defer j.pub.End()
@@ -456,10 +512,11 @@ func (c *Client) Submit(ctx context.Context, r *cuzkv1.SubmitProofRequest) (*cuz
 
 // failed ends the job of ids with err, the error of a call about it that
 // the upstream (or the connection to it) gave; a call whose caller went
-// away (ctx done) leaves the job open for a later AwaitProof, as the
-// upstream's job goes on.
+// away (ctx done, or the call's deadline or cancel: DEADLINE_EXCEEDED,
+// CANCELLED, which the upstream may answer before ctx notices) leaves the
+// job open for a later AwaitProof, as the upstream's job goes on.
 func (c *Client) failed(ctx context.Context, err error, ids ...string) {
-	if ctx.Err() != nil {
+	if code := status.Code(err); ctx.Err() != nil || code == grpccodes.DeadlineExceeded || code == grpccodes.Canceled {
 		return
 	}
 	if j := c.lookup(ids...); j != nil {

@@ -280,7 +280,7 @@ func TestEachJobsGPUIsPublishedFromTheUpstreamsStatus(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		b, _ := os.ReadFile(path)
-		if strings.Count(string(b), `"device":0}`)+strings.Count(string(b), `"device":1}`) >= 2 {
+		if strings.Count(string(b), `"device":0,"at_ns"`)+strings.Count(string(b), `"device":1,"at_ns"`) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -312,5 +312,87 @@ func TestEachJobsGPUIsPublishedFromTheUpstreamsStatus(t *testing.T) {
 	}
 	if len(gpuOf) != 2 || gpuOf["p"] == gpuOf["q"] {
 		t.Errorf("GPUs %v, want p and q on 0 and 1", gpuOf)
+	}
+}
+
+// Jobs queued on one upstream GPU, taken up in an order other than the
+// one they were sent in (cuzk's queue orders by priority; here by when
+// each one's synthesis ends): every instant of each job's GPU part is
+// found (cupti/jobs.Index, as gpu-trace asks it for each kernel) to be
+// that job's, but for the moment between a job taking the GPU and the
+// next look at the upstream's status, bounded here at 5 ms of each
+// 60 ms part. The H200 run of bench/upstream-gpu.sh that this repeats
+// had 14 of 176 kernels under the wrong job before the look after each
+// job's end.
+func TestQueuedJobsGPUTimeIsFoundUnderEachJob(t *testing.T) {
+	type part struct {
+		gpu        int
+		start, end time.Time
+	}
+	var mu sync.Mutex
+	parts := map[string]part{}
+	fake := &standin.Fake{Work: func(ctx context.Context, gpu int, id string) error {
+		s := time.Now()
+		time.Sleep(60 * time.Millisecond)
+		mu.Lock()
+		parts[id] = part{gpu, s, time.Now()}
+		mu.Unlock()
+		return nil
+	}}
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	pub, err := jobs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	ids := []string{"j0", "j1", "j2", "j3", "j4", "j5"}
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * time.Millisecond) // sent in this order
+			if _, err := c.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: id, ProofKind: cuzkv1.ProofKind_POREP_SEAL_COMMIT}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	spanOf := map[string]trace.SpanID{}
+	for _, s := range exp.GetSpans() {
+		for _, a := range s.Attributes {
+			if a.Key == "cuzk.request.id" {
+				spanOf[a.Value.AsString()] = s.SpanContext.SpanID()
+			}
+		}
+	}
+	ix := jobs.NewIndex(path, 0)
+	const step = time.Millisecond
+	for _, id := range ids {
+		p := parts[id]
+		wrong := 0
+		for at := p.start; at.Before(p.end); at = at.Add(step) {
+			ctx, ok := ix.Find(p.gpu, at, at.Add(step))
+			if !ok || trace.SpanContextFromContext(ctx).SpanID() != spanOf[id] {
+				wrong++
+			}
+		}
+		if wrong > 5 {
+			t.Errorf("%s: %d ms of its %v GPU part found under another job", id, wrong, p.end.Sub(p.start).Round(time.Millisecond))
+		}
 	}
 }

@@ -5,10 +5,20 @@
 // proof (-fail-proof MESSAGE), every request or only every n-th
 // (-fail-every N) or those whose request id matches (-fail-requests
 // REGEXP). As in cuzk, a job's id is its request id. It proves nothing.
+// -listen takes a host:port or, as cuzk's daemon, a unix socket
+// (unix:///run/curio/cuzk.sock).
+//
+// With -gpu-kernel-ms each proof, after -delay, holds one of its -gpus
+// GPUs (one job at a time each, named in GetStatus' current_job_id as cuzk
+// does) for that long, running real kernels of about -kernel-ms each on
+// it (cudaspans: libcuda and NVRTC loaded at run time), and reports the
+// time as gpu_compute_ms unless -gpu-compute-ms is given: a cuzk whose
+// kernels `cuzk gpu-trace` records.
 //
 //	cuzk-standin -listen 127.0.0.1:9830 -delay 2s -queue-wait-ms 100 \
 //	    -srs-load-ms 200 -synthesis-ms 600 -gpu-compute-ms 400 -total-ms 2000
 //	cuzk-standin -fail-proof "synthesis: out of memory" -fail-every 3
+//	cuzk gpu-trace --jobs jobs.jsonl -- cuzk-standin -listen unix:///tmp/cuzk.sock -gpu-kernel-ms 400
 //
 // It prints "listening ADDR" once serving and runs until SIGTERM or SIGINT.
 package main
@@ -17,7 +27,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"regexp"
@@ -28,6 +37,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/api/endpoint"
 	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
@@ -40,7 +50,10 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("cuzk-standin", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:0", "gRPC host:port")
+	listen := fs.String("listen", "127.0.0.1:0", "gRPC host:port, or unix:///path")
+	gpus := fs.Int("gpus", 1, "GPUs (ordinals 0..N-1), each serving one proof's GPU part at a time")
+	gpuKernelMS := fs.Int("gpu-kernel-ms", 0, "each proof's GPU part: real kernels on its GPU for this many ms (0: none)")
+	kernelMS := fs.Int("kernel-ms", 10, "length of one kernel of -gpu-kernel-ms, ms")
 	delay := fs.Duration("delay", time.Second, "how long a proof takes")
 	var r standin.Timings
 	fs.Uint64Var(&r.QueueWaitMS, "queue-wait-ms", 0, "queue_wait_ms reported")
@@ -80,15 +93,34 @@ func run(args []string) error {
 		}
 		f.Fail, f.FailMessage = c, "cuzk-standin: failing as told (-fail "+*fail+")"
 	}
-	lis, err := net.Listen("tcp", *listen)
+	if *gpus < 1 {
+		return fmt.Errorf("-gpus %d: want 1 or more", *gpus)
+	}
+	f.GPUs = *gpus
+	var w *gpuWork
+	if *gpuKernelMS < 0 || *kernelMS < 1 {
+		return fmt.Errorf("-gpu-kernel-ms %d -kernel-ms %d: want 0 or more, and 1 or more", *gpuKernelMS, *kernelMS)
+	}
+	if *gpuKernelMS > 0 {
+		w = &gpuWork{total: time.Duration(*gpuKernelMS) * time.Millisecond, kernel: time.Duration(*kernelMS) * time.Millisecond}
+		f.Work = w.Work
+	}
+	if err := endpoint.Check("-listen", *listen); err != nil {
+		return err
+	}
+	lis, err := endpoint.Listen(*listen)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", *listen, err)
 	}
 	s := grpc.NewServer(grpc.MaxRecvMsgSize(128<<20), grpc.MaxSendMsgSize(128<<20))
 	cuzkv1.RegisterProvingEngineServer(s, f)
-	fmt.Println("listening", lis.Addr())
+	fmt.Println("listening", endpoint.String(lis))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sig; s.Stop() }()
-	return s.Serve(lis)
+	err = s.Serve(lis)
+	if w != nil {
+		w.Close()
+	}
+	return err
 }

@@ -18,6 +18,9 @@ func TestBadArgumentsAreRefused(t *testing.T) {
 		{[]string{"-fail-every", "-1", "-fail-proof", "x"}, "-fail-every -1: want 0 (off) or a positive count"},
 		{[]string{"-fail-requests", "(", "-fail", "INTERNAL"}, `-fail-requests "(": error parsing regexp`},
 		{[]string{"-fail-every", "2"}, "give -fail CODE or -fail-proof MESSAGE too"},
+		{[]string{"-gpus", "0"}, "-gpus 0: want 1 or more"},
+		{[]string{"-gpu-kernel-ms", "-1"}, "-gpu-kernel-ms -1 -kernel-ms 10: want 0 or more"},
+		{[]string{"-listen", "unix://rel.sock"}, "unix:// takes an absolute path"},
 	} {
 		if err := run(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)
