@@ -12,22 +12,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
-func spansNamed(exp *tracetest.InMemoryExporter, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range exp.GetSpans() {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func one(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
 	t.Helper()
-	s := spansNamed(exp, name)
+	s := spantest.NamedStubs(exp.GetSpans(), name)
 	if len(s) != 1 {
 		var names []string
 		for _, x := range exp.GetSpans() {
@@ -107,7 +98,7 @@ func TestCorrelationArrivingInALaterBufferStillFindsTheParent(t *testing.T) {
 	release() // released before the records arrive: still found
 	f.queue(kernel("late", 21, f.gpuNow+1000, 1000))
 	c.Flush(context.Background())
-	if n := len(spansNamed(exp, "late")); n != 0 {
+	if n := len(spantest.NamedStubs(exp.GetSpans(), "late")); n != 0 {
 		t.Fatalf("kernel emitted before its correlation could arrive (%d spans)", n)
 	}
 	f.queue(ext(extParent, id, 21))
@@ -127,7 +118,7 @@ func TestRecordsWithoutParentGoUnderBoundedDeviceWindows(t *testing.T) {
 	f.queue(kernel("b", 3, base+1_500_000_000, 1_000)) // 1.5 s later: the next window
 	c.Flush(context.Background())
 	c.Flush(context.Background()) // held one batch for correlation
-	w := spansNamed(exp, SpanWindow)
+	w := spantest.NamedStubs(exp.GetSpans(), SpanWindow)
 	if len(w) != 1 {
 		t.Fatalf("%d windows ended after the first window's time passed, want 1", len(w))
 	}
@@ -145,7 +136,7 @@ func TestRecordsWithoutParentGoUnderBoundedDeviceWindows(t *testing.T) {
 		t.Fatal("a device window is not the root of its own trace")
 	}
 	c.Close(context.Background())
-	if w := spansNamed(exp, SpanWindow); len(w) != 2 {
+	if w := spantest.NamedStubs(exp.GetSpans(), SpanWindow); len(w) != 2 {
 		t.Fatalf("%d windows after Close, want 2", len(w))
 	}
 }
@@ -251,7 +242,7 @@ func TestKernelsPastTheLimitAreAggregated(t *testing.T) {
 	}
 	c.Flush(context.Background())
 	parent.End()
-	s := spansNamed(exp, "bucket")
+	s := spantest.NamedStubs(exp.GetSpans(), "bucket")
 	if len(s) != 3 {
 		t.Fatalf("%d spans for 5 kernels with a limit of 2, want 2 + 1 aggregate", len(s))
 	}
@@ -278,7 +269,7 @@ func TestCudaspansKernelAppearsOnce(t *testing.T) {
 	f.queue(ext(extCudaspans, 1, 32))
 	f.queue(recordFrame(nil, memcpyBytes(memcpyRecord{copyKind: 1, bytes: 64, start: f.gpuNow + 20, end: f.gpuNow + 40, corr: 32})))
 	got := c.cudaspansDurations([]uint64{0xabc, 0xdef})
-	if len(spansNamed(exp, "ours")) != 0 || len(spansNamed(exp, otelcuzk.SpanMemcpyHtoD)) != 0 {
+	if len(spantest.NamedStubs(exp.GetSpans(), "ours")) != 0 || len(spantest.NamedStubs(exp.GetSpans(), otelcuzk.SpanMemcpyHtoD)) != 0 {
 		t.Fatal("work cudaspans traces got a second span from CUPTI")
 	}
 	if got[0xabc] != 1.234 || len(got) != 1 {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -33,7 +34,7 @@ func TestDeviceWindowShowsGapsAsIdleNotUntraced(t *testing.T) {
 	c.Flush(context.Background())
 	c.Close(context.Background())
 	w := one(t, exp, SpanWindow)
-	idle := spansNamed(exp, SpanIdle)
+	idle := spantest.NamedStubs(exp.GetSpans(), SpanIdle)
 	if len(idle) != 2 {
 		t.Fatalf("%d cuda.idle spans, want 2 (the gaps of 6 and 100 ms)", len(idle))
 	}
@@ -53,7 +54,7 @@ func TestDeviceWindowShowsGapsAsIdleNotUntraced(t *testing.T) {
 	if v, _ := attr(w, otelcuzk.KeyCUDAIdleMS); v.AsFloat64() != 106 {
 		t.Errorf("cuda.gpu_idle_ms %v, want 106", v.AsFloat64())
 	}
-	for _, s := range spansNamed(exp, otelcuzk.SpanUntraced) {
+	for _, s := range spantest.NamedStubs(exp.GetSpans(), otelcuzk.SpanUntraced) {
 		if s.Parent.SpanID() == w.SpanContext.SpanID() {
 			t.Errorf("the window has untraced time: %v", s.Attributes)
 		}
@@ -75,7 +76,7 @@ func TestManyIdleGapsAreFolded(t *testing.T) {
 	}
 	c.Flush(context.Background())
 	c.Close(context.Background())
-	idle := spansNamed(exp, SpanIdle)
+	idle := spantest.NamedStubs(exp.GetSpans(), SpanIdle)
 	if len(idle) != 5 {
 		t.Fatalf("%d cuda.idle spans, want 4 gaps and 1 aggregate", len(idle))
 	}

@@ -9,28 +9,14 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
 
-func taskRig() (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	mem := tracetest.NewInMemoryExporter()
-	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem)), mem
-}
-
-func attrMap(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
-
 func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := spantest.NewMemory()
 	task := Task{ID: 991, Name: "WdPost", MinerID: "f01234", SectorNumber: 0}
 	var inner trace.SpanContext
 	done, err := RunTask(context.Background(), task, func(ctx context.Context) (bool, error) {
@@ -53,7 +39,7 @@ func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
 	if prove.Parent.SpanID() != ts.SpanContext.SpanID() || inner.TraceID() != ts.SpanContext.TraceID() {
 		t.Fatal("work inside do is not a child of the task span")
 	}
-	a := attrMap(ts)
+	a := spantest.StubAttrs(ts)
 	if a[KeyTaskID].AsInt64() != 991 || a[KeyTaskName].AsString() != "WdPost" || a[KeyMinerID].AsString() != "f01234" {
 		t.Errorf("attributes = %v", a)
 	}
@@ -66,7 +52,7 @@ func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
 }
 
 func TestRunTaskRecordsError(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := spantest.NewMemory()
 	want := &fs.PathError{Op: "open", Path: "/x", Err: os.ErrNotExist}
 	done, err := RunTask(context.Background(), Task{ID: 1, Name: "PoRep", SectorNumber: -1}, func(context.Context) (bool, error) {
 		return false, fmt.Errorf("load key: %w", want)
@@ -78,7 +64,7 @@ func TestRunTaskRecordsError(t *testing.T) {
 	if s.Status.Code != codes.Error || s.Status.Description != err.Error() {
 		t.Errorf("status = %+v", s.Status)
 	}
-	a := attrMap(s)
+	a := spantest.StubAttrs(s)
 	if a[KeyErrorType].AsString() != ErrorTypeIO { // the *fs.PathError inside
 		t.Errorf("error.type = %q", a[KeyErrorType].AsString())
 	}
@@ -94,13 +80,13 @@ func TestRunTaskRecordsError(t *testing.T) {
 }
 
 func TestRunTaskPanicEndsSpanAndRepanics(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := spantest.NewMemory()
 	defer func() {
 		if r := recover(); r != "kaput" {
 			t.Fatalf("recovered %v, want kaput", r)
 		}
 		spans := mem.GetSpans()
-		if len(spans) != 1 || spans[0].Status.Code != codes.Error || attrMap(spans[0])[KeyErrorType].AsString() != "panic" {
+		if len(spans) != 1 || spans[0].Status.Code != codes.Error || spantest.StubAttrs(spans[0])[KeyErrorType].AsString() != "panic" {
 			t.Fatalf("spans after panic = %v", spans)
 		}
 	}()
@@ -108,7 +94,7 @@ func TestRunTaskPanicEndsSpanAndRepanics(t *testing.T) {
 }
 
 func TestRunTaskUsesGlobalProviderByDefault(t *testing.T) {
-	tp, mem := taskRig()
+	tp, mem := spantest.NewMemory()
 	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
 	defer otel.SetTracerProvider(prev)

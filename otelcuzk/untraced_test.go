@@ -9,6 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -139,15 +141,6 @@ func untracedMS(t *testing.T, s tracetest.SpanStub) float64 {
 	return 0
 }
 
-func attrString(s tracetest.SpanStub, key string) string {
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			return kv.Value.Emit()
-		}
-	}
-	return ""
-}
-
 func TestUntracedLeafSpanEmitsNothing(t *testing.T) {
 	r := newUntracedRig(DefaultUntracedMin, DefaultUntracedFraction)
 	_, s := r.span(context.Background(), "leaf", 0)
@@ -186,7 +179,7 @@ func TestUntracedNestedChildrenReportEachLevel(t *testing.T) {
 	if !um.StartTime.Equal(at(60)) || !um.EndTime.Equal(at(90)) {
 		t.Errorf("mid untraced span covers [%v, %v), want [60ms, 90ms)", um.StartTime.Sub(t0), um.EndTime.Sub(t0))
 	}
-	if p := attrString(um, string(KeyUntracedParent)); p != "mid" {
+	if p := spantest.StubAttr(um, string(KeyUntracedParent)); p != "mid" {
 		t.Errorf("cuzk.untraced.parent = %q, want mid", p)
 	}
 	ur, ok := got[root0.SpanContext.SpanID()]

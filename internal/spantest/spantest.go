@@ -1,7 +1,9 @@
-// Package spantest records spans for the tests of the GPU side (cudaspans,
-// cupti, prover/gpu): a TracerProvider that records into a
-// tracetest.SpanRecorder, and look-ups of the ended spans by name and of a
-// span's attributes. For tests only.
+// Package spantest records spans for tests: a TracerProvider that records
+// into a tracetest.SpanRecorder, and look-ups of the ended spans by name
+// and of a span's attributes (the GPU side: cudaspans, cupti, prover/gpu);
+// and a TracerProvider that exports into a tracetest.InMemoryExporter,
+// with the same look-ups over its span stubs (otelcuzk, semconv, cupti's
+// fake). For tests only.
 package spantest
 
 import (

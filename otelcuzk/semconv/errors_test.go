@@ -15,25 +15,10 @@ import (
 	"syscall"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 )
-
-// recorder is a tracer provider whose spans end in memory.
-func recorder() (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	mem := tracetest.NewInMemoryExporter()
-	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem)), mem
-}
-
-func attrMap(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
 
 // vocabularyInNamesGo parses names.go: the ErrorType* constants and their
 // values, so the tests check the set as it is written there.
@@ -174,7 +159,7 @@ func TestErrorTypeNeverNamesAGoType(t *testing.T) {
 }
 
 func TestSetErrorRecordsEventStatusAndErrorType(t *testing.T) {
-	tp, mem := recorder()
+	tp, mem := spantest.NewMemory()
 	_, span := tp.Tracer("t").Start(context.Background(), "op")
 	err := fmt.Errorf("keys.read: %w", &fs.PathError{Op: "open", Path: "/k", Err: fs.ErrPermission})
 	SetError(span, err)
@@ -183,7 +168,7 @@ func TestSetErrorRecordsEventStatusAndErrorType(t *testing.T) {
 	if s.Status.Code != codes.Error || s.Status.Description != err.Error() {
 		t.Errorf("status = %+v", s.Status)
 	}
-	if got := attrMap(s)[KeyErrorType].AsString(); got != ErrorTypeIO {
+	if got := spantest.StubAttrs(s)[KeyErrorType].AsString(); got != ErrorTypeIO {
 		t.Errorf("error.type = %q, want %q", got, ErrorTypeIO)
 	}
 	if len(s.Events) != 1 || s.Events[0].Name != "exception" {
@@ -197,7 +182,7 @@ func TestSetErrorRecordsEventStatusAndErrorType(t *testing.T) {
 }
 
 func TestSetErrorWithNilRecordsNothing(t *testing.T) {
-	tp, mem := recorder()
+	tp, mem := spantest.NewMemory()
 	_, span := tp.Tracer("t").Start(context.Background(), "op")
 	SetError(span, nil)
 	span.End()
