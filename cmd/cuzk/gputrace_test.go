@@ -534,3 +534,53 @@ func TestGPUTraceDomainRangeWithTraceparentJoinsThatTrace(t *testing.T) {
 		t.Fatal("the range's kernel is not its child in that trace")
 	}
 }
+
+// A real Go program (testdata/gputrace/goprog, cgo) ends through the Go
+// runtime's exit, which runs no atexit handler, with the runtime's own
+// signal handlers in place: destroying its CUDA context first is its
+// flush point (main's return and os.Exit alike); with its context alive
+// the last records are lost and one line says so.
+func TestGPUTraceGoRuntimeExit(t *testing.T) {
+	buildFakes(t)
+	prog := filepath.Join(t.TempDir(), "goprog")
+	if out, err := exec.Command("go", "build", "-o", prog, "./testdata/gputrace/goprog").CombinedOutput(); err != nil {
+		t.Fatalf("go build goprog: %v\n%s", err, out)
+	}
+	cases := []struct {
+		mode   string
+		code   int
+		kernel string
+		line   string
+	}{
+		{"return", 0, "go_return", ""},
+		{"osexit", 3, "go_osexit", ""},
+		{"alive", 4, "", "with no flush point"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			var stderr bytes.Buffer
+			defer func(w io.Writer) { gpuTraceStderr = w }(gpuTraceStderr)
+			gpuTraceStderr = &stderr
+			spans, err := runGPUTraceCmd(t, nil, prog, tc.mode)
+			var code exitCode
+			if err != nil && !errors.As(err, &code) && tc.kernel != "" {
+				t.Fatalf("err %v; stderr %q", err, stderr.String())
+			}
+			errors.As(err, &code)
+			if int(code) != tc.code {
+				t.Fatalf("exit %d (err %v), want %d", code, err, tc.code)
+			}
+			out := strings.TrimSpace(stderr.String())
+			if tc.kernel != "" {
+				byName(t, spans, tc.kernel)
+				if out != "" {
+					t.Errorf("gpu-trace said %q, want nothing", out)
+				}
+				return
+			}
+			if strings.Count(out, tc.line) != 1 || !strings.Contains(out, "no trace: goprog exited with no GPU work recorded") {
+				t.Errorf("stderr %q, want one line saying %q and the no-trace line", out, tc.line)
+			}
+		})
+	}
+}
