@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -25,7 +26,6 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
@@ -65,12 +65,12 @@ func run(list string, lg1, lg2, reps int, breakdown bool) error {
 	var c *cudaspans.Context
 	var s *cudaspans.Stream
 	var err error
-	var rec *tracetest.SpanRecorder
+	var rec *endedSpans
 	var tracer trace.Tracer
 	if breakdown {
 		// The spans of the device's copies and kernels (GPU-timed),
 		// recorded in memory.
-		rec = tracetest.NewSpanRecorder()
+		rec = &endedSpans{}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		tracer = tp.Tracer("msmbench")
 		if c, err = cudaspans.Open(0, cudaspans.WithTracerProvider(tp)); err == nil {
@@ -210,7 +210,7 @@ func run(list string, lg1, lg2, reps int, breakdown bool) error {
 
 // printBreakdown runs f once under a span and prints the durations of
 // that span's descendants (kernels, copies), summed by name, largest first.
-func printBreakdown(ctx context.Context, rec *tracetest.SpanRecorder, tracer trace.Tracer, variant, what string,
+func printBreakdown(ctx context.Context, rec *endedSpans, tracer trace.Tracer, variant, what string,
 	f func(context.Context) error) error {
 	ctx, span := tracer.Start(ctx, "breakdown")
 	t0 := time.Now()
@@ -223,7 +223,7 @@ func printBreakdown(ctx context.Context, rec *tracetest.SpanRecorder, tracer tra
 	id := span.SpanContext().TraceID()
 	sums := map[string]time.Duration{}
 	counts := map[string]int{}
-	for _, sp := range rec.Ended() {
+	for _, sp := range rec.take() {
 		if sp.SpanContext().TraceID() == id && sp.Name() != "breakdown" {
 			sums[sp.Name()] += sp.EndTime().Sub(sp.StartTime())
 			counts[sp.Name()]++
@@ -239,8 +239,33 @@ func printBreakdown(ctx context.Context, rec *tracetest.SpanRecorder, tracer tra
 		fmt.Printf(" %s %.2f ms (%d);", n, benchutil.Ms(sums[n]), counts[n])
 	}
 	fmt.Println()
-	rec.Reset()
 	return nil
+}
+
+// endedSpans is a span processor that keeps the spans that ended, for
+// the breakdown (a production binary links no test package, so not the
+// SDK's tracetest recorder).
+type endedSpans struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (e *endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (e *endedSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	e.mu.Lock()
+	e.spans = append(e.spans, s)
+	e.mu.Unlock()
+}
+func (e *endedSpans) Shutdown(context.Context) error   { return nil }
+func (e *endedSpans) ForceFlush(context.Context) error { return nil }
+
+// take returns the spans ended so far and forgets them.
+func (e *endedSpans) take() []sdktrace.ReadOnlySpan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.spans
+	e.spans = nil
+	return s
 }
 
 func btoi(b bool) int {
