@@ -57,26 +57,9 @@ func TestMain(m *testing.M) {
 // external correlation pushed by Call) against testdata/fakecupti.c, a
 // libcupti stand-in, so the path a GPU host takes is covered in CI.
 func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler")
-	}
-	if _, err := cudaspans.LoadDriver(); err == nil {
-		// CUPTI is one per process: on a GPU host the *GPU tests need the
-		// real one, not this fake.
-		t.Skip("a CUDA driver is here: the GPU tests use the real CUPTI")
-	}
-	lib, err := fakeCUPTILibrary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("NVTX_INJECTION64_PATH", "")
-	rec, tp := spantest.New()
-	c, err := Start(context.Background(), WithLibraryPaths(lib), WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec, tp := startCFake(t)
 	defer c.Close(context.Background())
-	if c.Path() != lib {
+	if lib, _ := fakeCUPTILibrary(); c.Path() != lib {
 		t.Fatalf("loaded %q, want %q", c.Path(), lib)
 	}
 	job := loadedSymbol("fake_job_cb")
@@ -114,6 +97,8 @@ func startCFake(t testing.TB) (*Capture, *tracetest.SpanRecorder, *sdktrace.Trac
 		t.Skip("no C compiler")
 	}
 	if _, err := cudaspans.LoadDriver(); err == nil {
+		// CUPTI is one per process: on a GPU host the *GPU tests need the
+		// real one, not this fake.
 		t.Skip("a CUDA driver is here: the GPU tests use the real CUPTI")
 	}
 	lib, err := fakeCUPTILibrary()
