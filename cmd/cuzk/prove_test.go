@@ -15,7 +15,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
@@ -305,13 +304,7 @@ func TestProveSaysTheTraceWasNotDeliveredWhenTheExportFails(t *testing.T) {
 // timeout, 11.6 s later, with 'http2: frame too large': prove now names
 // the mix-up in one line before it proves, and writes no proof.
 func TestProveNamesAnOTLPPortOfTheOtherTransportAtOnce(t *testing.T) {
-	clearOTLPEnv(t)
-	recv := otlptest.NewReceiver("127.0.0.1:0")
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Stop()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	otlpEnvReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))

@@ -315,11 +315,10 @@ func unsampledCaller(t *testing.T) (context.Context, trace.SpanContext) {
 	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
 }
 
-// proveAsUnsampledCaller runs a daemon with OTEL_TRACES_SAMPLER=sampler
-// ("" for none), proves once as an unsampled caller, stops the daemon (its
-// spans flushed) and returns the result, what the receiver got, and the
-// caller's span context.
-func proveAsUnsampledCaller(t *testing.T, sampler string) (*client.Result, *otlptest.Receiver, trace.SpanContext) {
+// otlpEnvReceiver clears the OTLP variables (clearOTLPEnv), starts an
+// OTLP/HTTP receiver, stopped when the test ends, and points
+// OTEL_EXPORTER_OTLP_ENDPOINT at it.
+func otlpEnvReceiver(t *testing.T) *otlptest.Receiver {
 	t.Helper()
 	clearOTLPEnv(t)
 	recv := otlptest.NewReceiver("127.0.0.1:0")
@@ -328,6 +327,16 @@ func proveAsUnsampledCaller(t *testing.T, sampler string) (*client.Result, *otlp
 	}
 	t.Cleanup(recv.Stop)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	return recv
+}
+
+// proveAsUnsampledCaller runs a daemon with OTEL_TRACES_SAMPLER=sampler
+// ("" for none), proves once as an unsampled caller, stops the daemon (its
+// spans flushed) and returns the result, what the receiver got, and the
+// caller's span context.
+func proveAsUnsampledCaller(t *testing.T, sampler string) (*client.Result, *otlptest.Receiver, trace.SpanContext) {
+	t.Helper()
+	recv := otlpEnvReceiver(t)
 	t.Setenv("OTEL_TRACES_SAMPLER", sampler)
 	d := startDaemon(t, daemon.Config{})
 	// The client records nothing of its own: the traceparent it sends is the

@@ -5,20 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 )
 
 // With JAEGER_UI set, a prove whose trace was sent over OTLP ends with the
 // link to that trace in the UI; without it, no jaeger line.
 func TestProvePrintsTheJaegerLinkOfTheTraceItSent(t *testing.T) {
-	clearOTLPEnv(t)
-	recv := otlptest.NewReceiver("127.0.0.1:0")
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(recv.Stop)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	otlpEnvReceiver(t)
 	dir := t.TempDir()
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
 	for _, ui := range []string{"http://127.0.0.1:16686/", ""} {
