@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
@@ -394,5 +395,50 @@ func TestQueuedJobsGPUTimeIsFoundUnderEachJob(t *testing.T) {
 		if wrong > 5 {
 			t.Errorf("%s: %d ms of its %v GPU part found under another job", id, wrong, p.end.Sub(p.start).Round(time.Millisecond))
 		}
+	}
+}
+
+// A submitted job whose AwaitProof reply does not parse: the await is
+// INTERNAL naming the upstream and the job's span ends with that error.
+func TestAnAwaitReplyThatDoesNotParseEndsTheJob(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitted, err := proto.Marshal(&cuzkv1.SubmitProofResponse{JobId: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error {
+		var in []byte
+		if err := st.RecvMsg(&in); err != nil {
+			return err
+		}
+		if m, _ := grpc.MethodFromServerStream(st); strings.HasSuffix(m, "/SubmitProof") {
+			return st.SendMsg(submitted)
+		}
+		return st.SendMsg([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0xff})
+	}))
+	go s.Serve(lis)
+	defer s.Stop()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err := New(lis.Addr().String(), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Submit(ctx, &cuzkv1.SubmitProofRequest{RequestId: "x", ProofKind: cuzkv1.ProofKind_WINNING_POST}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Await(ctx, &cuzkv1.AwaitProofRequest{JobId: "x"})
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "upstream "+lis.Addr().String()) {
+		t.Fatalf("garbage await reply: %v, want INTERNAL naming the upstream", err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Status.Code.String() != "Error" || !strings.Contains(spans[0].Status.Description, "upstream "+lis.Addr().String()) {
+		t.Fatalf("spans %v, want the job ended with the await's error", spans)
 	}
 }
