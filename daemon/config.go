@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,6 +113,16 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	if err := endpoint.Check("--listen", cfg.Listen); err != nil {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: %w", err)
 	}
+	// Before any slow work (the GPU probe, a kernel compile, the key
+	// loads): a malformed address failed only at the listen, after them.
+	if err := checkListen("--listen", cfg.Listen); err != nil {
+		return "", engine.MemoryBudget{}, err
+	}
+	if cfg.MetricsListen != "" {
+		if err := checkListen("--metrics-listen", cfg.MetricsListen); err != nil {
+			return "", engine.MemoryBudget{}, err
+		}
+	}
 	if cfg.QueueSize < 1 {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --queue-size %d: want at least 1", cfg.QueueSize)
 	}
@@ -136,4 +148,35 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --max-message-bytes %d: want at least 1", cfg.MaxMessageBytes)
 	}
 	return mode, budget, nil
+}
+
+// checkListen refuses a listen address net.Listen("tcp") would refuse for
+// its form: not host:port, or a port that is neither a number from 0 to
+// 65535 nor a service name of this host. Whether the host resolves and
+// the port is free is for the listen itself.
+func checkListen(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("serve: %s %q: want host:port (e.g. %s): %v", flag, addr, DefaultListen, addrError(err))
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil {
+		if n > 65535 {
+			return fmt.Errorf("serve: %s %q: port %d out of range (want 0 to 65535)", flag, addr, n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("serve: %s %q: port %q is neither a number from 0 to 65535 nor a service name", flag, addr, port)
+	}
+	return nil
+}
+
+// addrError is the reason of a net.AddrError without the address, which
+// the message names already.
+func addrError(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
 }

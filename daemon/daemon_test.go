@@ -75,3 +75,40 @@ func TestNewRefusesABadConfigNamingTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// A malformed --listen or --metrics-listen is refused by its form before
+// the GPU probe and the key loads (it failed at the listen, after them):
+// with --backend cuda on a host without CUDA the listen error still comes
+// first, naming the flag and what it wants.
+func TestNewRefusesAMalformedListenAddressBeforeTheGPUProbe(t *testing.T) {
+	for _, c := range []struct {
+		metrics bool
+		addr    string
+		want    string
+	}{
+		{false, "nonsense", `serve: --listen "nonsense": want host:port (e.g. 127.0.0.1:9820): missing port in address`},
+		{false, "127.0.0.1:99999", `serve: --listen "127.0.0.1:99999": port 99999 out of range (want 0 to 65535)`},
+		{false, "127.0.0.1:no-such-service", `serve: --listen "127.0.0.1:no-such-service": port "no-such-service" is neither a number from 0 to 65535 nor a service name`},
+		{true, "9464", `serve: --metrics-listen "9464": want host:port (e.g. 127.0.0.1:9820): missing port in address`},
+	} {
+		log := &logtest.Buffer{}
+		cfg := cpuConfig(t, log)
+		cfg.Backend = "cuda"
+		if c.metrics {
+			cfg.MetricsListen = c.addr
+		} else {
+			cfg.Listen = c.addr
+		}
+		if _, err := New(context.Background(), cfg); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.addr, err, c.want)
+		}
+		if log.String() != "" {
+			t.Errorf("%s: logged %q before refusing", c.addr, log.String())
+		}
+	}
+	for _, ok := range []string{"127.0.0.1:0", "[::1]:9820", ":9820", "localhost:http"} {
+		if err := checkListen("--listen", ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+}

@@ -300,7 +300,7 @@ func checkBuiltin(name string, constraints int) error {
 		return err
 	}
 	if constraints <= 0 {
-		return fmt.Errorf("%w: %d (must be positive)", circuits.ErrBadConstraints, constraints)
+		return fmt.Errorf("%w: %d (must be positive: want 1 to 2^32 = %d)", circuits.ErrBadConstraints, constraints, uint64(circuits.MaxConstraints))
 	}
 	return nil
 }

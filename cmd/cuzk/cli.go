@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,8 +28,35 @@ import (
 )
 
 // usageError returns a flag parsing error as the command's one-line error,
-// without the usage text urfave/cli would print.
-func usageError(_ *cli.Context, err error, _ bool) error { return err }
+// without the usage text urfave/cli would print; a number too large for
+// its flag names the range the flag takes (flagRanges).
+func usageError(_ *cli.Context, err error, _ bool) error {
+	m := outOfRange.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want, ok := flagRanges[m[2]]
+	if !ok {
+		want = "an integer from -9223372036854775808 to 9223372036854775807"
+	}
+	return fmt.Errorf("--%s %s: value out of range (want %s)", m[2], m[1], want)
+}
+
+// outOfRange is the flag package's error for a number its type cannot
+// hold: the value, then the flag's name.
+var outOfRange = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9-]+): value out of range$`)
+
+// flagRanges are the ranges of the numeric flags whose range is narrower
+// than their type's, for the flag parser's out-of-range error.
+var flagRanges = map[string]string{
+	"constraints":       "1 to 2^32 = 4294967296",
+	"partitions":        "0 to 256",
+	"queue-size":        "at least 1",
+	"max-message-bytes": "at least 1",
+	"max-results":       "at least 1",
+	"cpu-workers":       "0 or more (-1: the default)",
+	"synthesis-workers": "0 or more (-1: the default)",
+}
 
 // oneLine keeps an error on one line (human.OneLine).
 var oneLine = human.OneLine

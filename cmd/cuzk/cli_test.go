@@ -129,3 +129,31 @@ func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
 		t.Errorf("cancel --addr 127.0.0.3: %v, want the fake's UNIMPLEMENTED", err)
 	}
 }
+
+// A number too large for its flag's type names the range the flag takes
+// (the flag package said "value out of range" and no range), in one line,
+// before any work.
+func TestAFlagValueOutOfRangeNamesTheRange(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prove", "--constraints", "99999999999999999999"}, "--constraints 99999999999999999999: value out of range (want 1 to 2^32 = 4294967296)"},
+		{[]string{"setup", "--constraints", "-99999999999999999999"}, "--constraints -99999999999999999999: value out of range (want 1 to 2^32 = 4294967296)"},
+		{[]string{"submit", "--partitions", "99999999999999999999"}, "--partitions 99999999999999999999: value out of range (want 0 to 256)"},
+		{[]string{"serve", "--queue-size", "99999999999999999999"}, "--queue-size 99999999999999999999: value out of range (want at least 1)"},
+		{[]string{"prove", "--seed", "99999999999999999999"}, "--seed 99999999999999999999: value out of range (want an integer from -9223372036854775808 to 9223372036854775807)"},
+	} {
+		out, errOut, err := runCuzk(t, c.args...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("cuzk %v: %v, want %q", c.args, err, c.want)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("cuzk %v printed %q %q", c.args, out, errOut)
+		}
+	}
+	// Other parse errors are left as the flag package words them.
+	if _, _, err := runCuzk(t, "prove", "--constraints", "many"); err == nil || !strings.Contains(err.Error(), `invalid value "many" for flag -constraints`) {
+		t.Errorf("--constraints many: %v", err)
+	}
+}

@@ -91,7 +91,8 @@ func parentDir(d string) string {
 
 // printPlan is `cuzk prove --plan`: the plan of the request and of its
 // circuit at 2^20 to 2^27 as a Markdown table, then whether the request
-// fits this host (available memory, the key cache's free disk).
+// fits this host (available memory, the key cache's free disk). A request
+// that does not fit is an error (exit 1) after the table.
 func printPlan(w io.Writer, c *cli.Context) error {
 	name, n := c.String("circuit"), c.Int("constraints")
 	req, err := circuits.PlanFor(name, n)
@@ -118,7 +119,9 @@ func printPlan(w io.Writer, c *cli.Context) error {
 	fmt.Fprintf(w, "\nthis host: %s of memory available, %s free for the key cache\n", human.Bytes(avail), human.Bytes(disk))
 	if err := req.Fits(cpu, avail, disk, c.Bool("ephemeral-keys")); err != nil {
 		fmt.Fprintf(w, "does not fit: %v\n", err)
-		return nil
+		// Non-zero, so a script (or `cuzk prove --plan && cuzk prove`)
+		// stops: it exited 0 whatever the verdict.
+		return fmt.Errorf("plan: %s at %d constraints does not fit this host (the plan's last line says which figures)", name, n)
 	}
 	figures := "cuda backend figures"
 	switch {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/consensys/gnark/logger"
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc/codes"
@@ -66,7 +67,17 @@ func submitAction(c *cli.Context) error {
 	// Signed, so -1 is refused in prove's words, not as a flag parse error.
 	n := c.Int64("constraints")
 	if n < 0 {
-		return fmt.Errorf("%w: %d (must be positive)", circuits.ErrBadConstraints, n)
+		return fmt.Errorf("%w: %d (must be positive: want 1 to 2^32 = %d)", circuits.ErrBadConstraints, n, uint64(circuits.MaxConstraints))
+	}
+	// A built-in's size is checked here, as prove checks it, before any
+	// dial: --constraints 0 waited on a daemon that is not there, to be
+	// refused by one that is. A circuit this binary does not know (the
+	// daemon's --circuit-file) is the daemon's to check.
+	if _, err := circuits.LookupBuiltin(c.String("circuit")); err == nil {
+		logger.Disable() // merkle's and porep's checks compile a small instance: no gnark log lines
+		if err := circuits.CheckSize(c.String("circuit"), int(n)); err != nil {
+			return err
+		}
 	}
 	req := client.Request{
 		RequestID: c.String("request-id"), Circuit: c.String("circuit"), Constraints: uint64(n),

@@ -291,7 +291,7 @@ func CheckSize(name string, constraints int) error {
 // memory estimate would be nonsense: no proof of that size exists).
 func checkConstraints(constraints int) error {
 	if constraints <= 0 {
-		return fmt.Errorf("%w: %d (must be positive)", ErrBadConstraints, constraints)
+		return fmt.Errorf("%w: %d (must be positive: want 1 to 2^32 = %d)", ErrBadConstraints, constraints, uint64(MaxConstraints))
 	}
 	if uint64(constraints) > MaxConstraints {
 		return fmt.Errorf("%w: %d (above 2^32 = %d, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)",

@@ -166,7 +166,7 @@ func (s *Server) request(r *cuzkv1.SubmitProofRequest) (*prover.Request, error) 
 		return nil, status.Errorf(codes.NotFound, "unknown circuit %q (known: %s)", r.GetCircuit(), strings.Join(circuits.Names(), ", "))
 	}
 	if r.GetConstraints() > math.MaxInt32 {
-		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range", r.GetConstraints())
+		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range (want at most %d = 2^31 - 1)", r.GetConstraints(), math.MaxInt32)
 	}
 	// A built-in's smallest size is checked here, not when the job runs
 	// (merkle at 100 constraints queued and failed later). Names outside
@@ -762,7 +762,7 @@ func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
 		return 0, status.Errorf(codes.NotFound, "unknown circuit %q", circuit)
 	}
 	if constraints > math.MaxInt32 {
-		return 0, status.Errorf(codes.InvalidArgument, "constraints %d out of range", constraints)
+		return 0, status.Errorf(codes.InvalidArgument, "constraints %d out of range (want at most %d = 2^31 - 1)", constraints, math.MaxInt32)
 	}
 	return int(constraints), nil
 }

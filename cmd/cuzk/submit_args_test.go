@@ -1,0 +1,55 @@
+package main
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+)
+
+// submit checks a built-in circuit's size before it dials the daemon, in
+// prove's words with the range it wants: --constraints 0 waited on the
+// daemon (an absent one answered "connection refused" instead). A circuit
+// this binary does not know is the daemon's to check, so it is sent.
+func TestSubmitChecksTheSizeBeforeDialingTheDaemon(t *testing.T) {
+	clearOTLPEnv(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var dialed atomic.Int32
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			conn.Close()
+		}
+	}()
+	for _, c := range []struct{ circuit, n, want string }{
+		{"mulchain", "0", "bad constraint count: 0 (must be positive: want 1 to 2^32 = 4294967296)"},
+		{"mulchain", "-1", "bad constraint count: -1 (must be positive: want 1 to 2^32 = 4294967296)"},
+		{"merkle", "100", "bad constraint count: merkle needs at least 1344 constraints (two MiMC levels), got 100"},
+		{"mulchain", "9999999999999", "bad constraint count: 9999999999999 (above 2^32 = 4294967296, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)"},
+	} {
+		_, errOut, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--circuit", c.circuit, "--constraints", c.n, "--timeout", "2s")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("submit --circuit %s --constraints %s: %v, want %q", c.circuit, c.n, err, c.want)
+		}
+		if errOut != "" {
+			t.Errorf("submit --circuit %s --constraints %s wrote %q (gnark's log?)", c.circuit, c.n, errOut)
+		}
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("submit dialed the daemon %d times before refusing its arguments", n)
+	}
+	// Not a built-in here: the daemon decides (this one is no daemon).
+	if _, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), "--circuit", "from-files", "--constraints", "0", "--timeout", "2s"); err == nil {
+		t.Error("a submit to a listener that is no daemon succeeded")
+	}
+	if dialed.Load() == 0 {
+		t.Error("a circuit this binary does not know was refused without asking the daemon")
+	}
+}
