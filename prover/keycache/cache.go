@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,14 @@ const EnvCacheDir = "CUZK_CACHE_DIR"
 // is not a BLS12-381 R1CS of gnark (a PLONK system, another curve), here
 // and, as prover.ErrUnsupported, by the prover. error.type unsupported.
 var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "not supported")
+
+// ErrCorruptKey is returned by Load and LoadHashed for a cached key file
+// that exists but cannot be read (damaged, truncated, a point that does
+// not decode): it is refused, never replaced by a new setup, whose new
+// verifying key would reject every proof checked against the old one.
+// The error names the file; the user restores it, or deletes it to have a
+// new key made. error.type corrupt.
+var ErrCorruptKey = semconv.NewError(semconv.ErrorTypeCorrupt, "corrupt key file")
 
 // DefaultDir returns $CUZK_CACHE_DIR when set, else
 // <os.UserCacheDir()>/otelcuzk/keys (~/.cache/otelcuzk/keys on Linux).
@@ -108,8 +117,8 @@ type Cache struct {
 // beside the raw <hash>.keys, with the same checksums. Decompressing is
 // slower than reading raw points (a square root per point, on all cores).
 // A file whose checksums pass but whose points do not decode (not on the
-// curve, not in the subgroup) is corrupt (error.type corrupt): it is not
-// used, and a setup runs again, as for any unreadable key.
+// curve, not in the subgroup) is corrupt: refused with ErrCorruptKey, as
+// any unreadable key file, not replaced.
 func WithCompressedKeys() Option {
 	return optionFunc(func(c *Cache) { c.compressed = true })
 }
@@ -213,10 +222,12 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // file mapped and its CRC-32C checksums verified on all cores, with
 // cuzk.key.checked), keys.decode, or keys.setup and keys.store.
 //
-// A cached file that cannot be read (truncated, damaged, older format) is
-// replaced by a fresh setup, saying so in one line on the progress writer;
-// a file of the format before the checksums is read unchecked once and
-// rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
+// A cached key file that exists and cannot be read (truncated, damaged, a
+// point that does not decode) is refused with an error wrapping
+// ErrCorruptKey that names it, and left as it is: a new setup would make
+// a new verifying key (one this user may not read is refused too, wrapping
+// fs.ErrPermission). A file of the format before the checksums is read
+// unchecked once and rewritten with them. Errors wrap ErrUnsupported (not a BLS12-381 R1CS),
 // ctx's error (before a setup; as soon as ctx ends during one, an
 // *AbandonedError wrapping it: that setup then finishes in the background
 // and stores its keys, and a load of the same key meanwhile joins it), or
@@ -263,11 +274,23 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		}
 		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
 	}
+	if fi, err := os.Stat(path); !errors.Is(rerr, fs.ErrNotExist) && err == nil && fi.Mode().IsRegular() {
+		// Refused, not replaced: a new setup's verifying key would differ
+		// from the one every verifier of this circuit holds (it was
+		// replaced with a one-line notice, silently for a log reader).
+		why := strings.TrimPrefix(rerr.Error(), "read "+path+": ")
+		if errors.Is(rerr, fs.ErrPermission) {
+			return nil, fmt.Errorf("key file %s cannot be read (%w): refused, not replaced, since a new setup would make a new verifying key: give this user read access, or delete it to make a new key",
+				path, rerr)
+		}
+		return nil, fmt.Errorf("%w %s (%s): refused, not replaced, since a new setup would make a new verifying key: restore the file, or delete it to make a new key",
+			ErrCorruptKey, path, why)
+	}
 	if !errors.Is(rerr, fs.ErrNotExist) {
-		// Say so: a setup the user expected to be cached costs minutes.
-		span.AddEvent("cached keys unreadable, running setup again", trace.WithAttributes(attribute.String("error", rerr.Error())))
+		// Not a file (a directory in its place): no key to keep.
+		span.AddEvent("key path is not a file, running setup", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "keycache: cached %s unreadable (%v); running setup again\n", path, rerr)
+			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%v); running setup\n", path, rerr)
 		}
 	}
 	if err := ctx.Err(); err != nil {

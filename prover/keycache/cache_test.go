@@ -128,7 +128,7 @@ func TestOtherCircuitHasAnotherHash(t *testing.T) {
 	}
 }
 
-func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
+func TestAPartialKeyFileIsRefusedNamingItNotReplaced(t *testing.T) {
 	dir := t.TempDir()
 	c, _ := New(dir, WithProgress(nil, false))
 	ccs := compile(t, 1<<8)
@@ -142,32 +142,53 @@ func TestCorruptOrPartialCacheFileIsReplacedNotUsed(t *testing.T) {
 	// of a killed setup.
 	os.WriteFile(path, data[:len(data)/2], 0o644)
 	os.WriteFile(filepath.Join(dir, ".tmp-"+k.Hash+".keys-123"), data[:10], 0o644)
-	requireSetUpAgain(t, dir, ccs, path, "truncated", "unreadable")
+	requireRefused(t, dir, ccs, path, "truncated", "")
 }
 
-// requireSetUpAgain loads ccs through a new cache on dir whose key file at
-// path was damaged (how: "truncated", ...): the keys must be set up again,
-// not read, with one line of notice containing want, and the file
-// rewritten whole, with its checksums.
-func requireSetUpAgain(t *testing.T, dir string, ccs constraint.ConstraintSystem, path, how, want string) {
+// requireRefused loads ccs, with opts, through a new cache on dir whose key
+// file at path was damaged (how: "truncated", ...): the load must fail with
+// an error wrapping ErrCorruptKey (error.type corrupt) that names the file
+// and the damage (want, when not ""), and says how to get a new key; no
+// setup may run and the file must be left byte for byte as it was (a new
+// setup made a new verifying key with a one-line notice).
+func requireRefused(t *testing.T, dir string, ccs constraint.ConstraintSystem, path, how, want string, opts ...Option) {
 	t.Helper()
-	var notice bytes.Buffer
-	c2, _ := New(dir, WithProgress(&notice, false))
-	// Only the replacement's line: a loaded CI machine's setup passes
-	// 2 s and would add the long-running one.
-	c2.progressAfter = time.Hour
-	k2, err := c2.Load(context.Background(), ccs)
+	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k2.CacheHit {
-		t.Fatalf("a %s key file was used", how)
+	var notice bytes.Buffer
+	c2, _ := New(dir, append([]Option{WithProgress(&notice, false)}, opts...)...)
+	c2.progressAfter = time.Hour
+	setups := 0
+	c2.setupFn = func(context.Context, constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+		setups++
+		return nil, nil, errors.New("no setup may run")
 	}
-	if !strings.Contains(notice.String(), want) || strings.Count(notice.String(), "\n") != 1 {
-		t.Errorf("replacing a %s key file said %q, want one line naming %q", how, notice.String(), want)
+	k2, err := c2.Load(context.Background(), ccs)
+	if err == nil {
+		t.Fatalf("a %s key file was loaded (hit %v)", how, k2.CacheHit)
 	}
-	if _, _, checked, err := c2.readKeys(context.Background(), path); err != nil || !checked {
-		t.Fatalf("key file not rewritten whole: %v", err)
+	if !errors.Is(err, ErrCorruptKey) || otelcuzk.ErrorType(err) != otelcuzk.ErrorTypeCorrupt {
+		t.Errorf("a %s key file: %v (error.type %s), want ErrCorruptKey, corrupt", how, err, otelcuzk.ErrorType(err))
+	}
+	msg := err.Error()
+	for _, w := range []string{"corrupt key file " + path + " (", "refused, not replaced", "new verifying key", "delete it to make a new key", want} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("a %s key file: %q lacks %q", how, msg, w)
+		}
+	}
+	if strings.Count(msg, path) != 1 || strings.Contains(msg, "\n") {
+		t.Errorf("a %s key file: %q, want one line naming the file once", how, msg)
+	}
+	if setups != 0 {
+		t.Errorf("a %s key file: %d setups ran", how, setups)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Errorf("a %s key file was changed (%d bytes, was %d)", how, len(after), len(before))
+	}
+	if notice.Len() > 0 {
+		t.Errorf("a %s key file: notice %q besides the error", how, notice.String())
 	}
 }
 

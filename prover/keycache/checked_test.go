@@ -195,14 +195,14 @@ func cachedKeys(t *testing.T) (dir string, c *Cache, ccs constraint.ConstraintSy
 	return dir, c, ccs, k
 }
 
-func TestKeyFileWithAFlippedByteIsSetUpAgainWithOneLine(t *testing.T) {
+func TestKeyFileWithAFlippedByteIsRefusedNamingTheDamage(t *testing.T) {
 	dir, c, ccs, k := cachedKeys(t)
 	path := c.path(k.Hash)
 	data, _ := os.ReadFile(path)
 	// A point's coordinate, which ReadDump would take as it is.
 	data[len(data)/2] ^= 0x01
 	os.WriteFile(path, data, 0o644)
-	requireSetUpAgain(t, dir, ccs, path, "damaged", "checksum mismatch")
+	requireRefused(t, dir, ccs, path, "damaged", "checksum mismatch")
 }
 
 func TestKeyFileOfTheOlderFormatIsReadThenGivenChecksums(t *testing.T) {

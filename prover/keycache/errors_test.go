@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
@@ -74,17 +75,23 @@ func TestDamagedCacheFilesFailTheirReadSpanAsCorrupt(t *testing.T) {
 			b := bytes.Clone(keyData)
 			b[len(b)/2] ^= 0x01
 			os.WriteFile(keyPath, b, 0o644)
-		}, func(c *Cache) error { _, err := c.LoadHashed(context.Background(), first.CCS, first.Hash); return err },
-			otelcuzk.SpanKeysRead + " corrupt"},
+		}, func(c *Cache) error {
+			// Refused, not replaced: the load itself fails as corrupt.
+			if _, err := c.LoadHashed(context.Background(), first.CCS, first.Hash); !errors.Is(err, ErrCorruptKey) {
+				return fmt.Errorf("a damaged key file: %v, want ErrCorruptKey", err)
+			}
+			return nil
+		},
+			otelcuzk.SpanKeysRead + " corrupt, " + otelcuzk.SpanKeyLoad + " corrupt"},
 	} {
 		tc.damage()
 		exp := tracetest.NewInMemoryExporter()
 		c2, _ := New(dir, WithRevision("rev1"), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))))
 		if err := tc.load(c2); err != nil {
-			t.Fatalf("%s: %v (a damaged file is rebuilt, not an error)", tc.name, err)
+			t.Fatalf("%s: %v (a damaged circuit file is rebuilt, not an error)", tc.name, err)
 		}
-		if got := failedSpans(exp); fmt.Sprint(got) != fmt.Sprint([]string{tc.want}) {
-			t.Errorf("%s: failed spans %q, want [%s]", tc.name, got, tc.want)
+		if got := strings.Join(failedSpans(exp), ", "); got != tc.want {
+			t.Errorf("%s: failed spans %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
