@@ -114,9 +114,11 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: %w", err)
 	}
 	// Before any slow work (the GPU probe, a kernel compile, the key
-	// loads): a malformed address failed only at the listen, after them.
-	if err := checkListen("--listen", cfg.Listen); err != nil {
-		return "", engine.MemoryBudget{}, err
+	// loads): a port out of range failed only at the listen, after them.
+	if _, unix := endpoint.SocketPath(cfg.Listen); !unix {
+		if err := checkListen("--listen", cfg.Listen); err != nil {
+			return "", engine.MemoryBudget{}, err
+		}
 	}
 	if cfg.MetricsListen != "" {
 		if err := checkListen("--metrics-listen", cfg.MetricsListen); err != nil {

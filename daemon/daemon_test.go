@@ -86,7 +86,7 @@ func TestNewRefusesAMalformedListenAddressBeforeTheGPUProbe(t *testing.T) {
 		addr    string
 		want    string
 	}{
-		{false, "nonsense", `serve: --listen "nonsense": want host:port (e.g. 127.0.0.1:9820): missing port in address`},
+		{false, "nonsense", `serve: --listen "nonsense": want host:port or unix:///path: address nonsense: missing port in address`},
 		{false, "127.0.0.1:99999", `serve: --listen "127.0.0.1:99999": port 99999 out of range (want 0 to 65535)`},
 		{false, "127.0.0.1:no-such-service", `serve: --listen "127.0.0.1:no-such-service": port "no-such-service" is neither a number from 0 to 65535 nor a service name`},
 		{true, "9464", `serve: --metrics-listen "9464": want host:port (e.g. 127.0.0.1:9820): missing port in address`},

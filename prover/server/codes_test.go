@@ -70,6 +70,7 @@ var sentinels = []struct {
 	{"backend.ErrNoDeviceMemory", backend.ErrNoDeviceMemory, codes.Unavailable},
 	{"backend.ErrDeviceFault", backend.ErrDeviceFault, codes.Internal},
 	{"keycache.ErrUnsupported", keycache.ErrUnsupported, codes.InvalidArgument},
+	{"keycache.ErrCorruptKey", keycache.ErrCorruptKey, codes.Internal},
 	{"msm.ErrTooLarge", msm.ErrTooLarge, codes.ResourceExhausted},
 	{"msm.ErrBaseSetEvicted", msm.ErrBaseSetEvicted, codes.Internal},
 	{"msm.ErrBaseBudget", msm.ErrBaseBudget, codes.ResourceExhausted},
