@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
 func cpuConfig(t *testing.T, log *logtest.Buffer) Config {
@@ -109,6 +110,15 @@ func TestNewRefusesAMalformedListenAddressBeforeTheGPUProbe(t *testing.T) {
 	for _, ok := range []string{"127.0.0.1:0", "[::1]:9820", ":9820", "localhost:http"} {
 		if err := checkListen("--listen", ok); err != nil {
 			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+}
+
+// The last line counts one proof in the singular ("1 proofs succeeded").
+func TestShutdownSummaryCountsOneProofInTheSingular(t *testing.T) {
+	for n, want := range map[uint64]string{0: "stopped: 0 proofs succeeded", 1: "stopped: 1 proof succeeded", 2: "stopped: 2 proofs succeeded"} {
+		if got := shutdownSummary(engine.Status{Succeeded: n}); !strings.HasPrefix(got, "cuzk serve: "+want+",") {
+			t.Errorf("%d: %q, want %q", n, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
@@ -31,6 +32,6 @@ func ShutdownBound(shutdownTimeout, exportTimeout time.Duration) time.Duration {
 // ended, counting those abandoned at shutdown (their runner ignored the
 // cancellation past CancelGrace; they are still listed as running).
 func shutdownSummary(st engine.Status) string {
-	return fmt.Sprintf("cuzk serve: stopped: %d proofs succeeded, %d failed, %d cancelled, %d abandoned at shutdown",
-		st.Succeeded, st.Failed, st.Cancelled, len(st.Running))
+	return fmt.Sprintf("cuzk serve: stopped: %d proof%s succeeded, %d failed, %d cancelled, %d abandoned at shutdown",
+		st.Succeeded, human.Plural(int(st.Succeeded)), st.Failed, st.Cancelled, len(st.Running))
 }

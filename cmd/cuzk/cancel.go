@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -62,7 +63,9 @@ func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, 
 	case codes.NotFound:
 		return "", "", fmt.Errorf("the daemon has no job of request id %q", rid)
 	case codes.FailedPrecondition:
-		return "", "", fmt.Errorf("the job already ended: %s", s.Message())
+		// "engine: job already finished: job-1 is SUCCEEDED" said the
+		// same thing twice.
+		return "", "", fmt.Errorf("the job already ended: %s", strings.TrimPrefix(s.Message(), "engine: job already finished: "))
 	case codes.DeadlineExceeded:
 		return "", "", fmt.Errorf("no answer in time")
 	}

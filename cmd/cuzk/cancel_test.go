@@ -126,8 +126,9 @@ func TestCancelCancelsAJobByRequestID(t *testing.T) {
 		t.Errorf("cancel of an unknown id: %v, want %q", err, want)
 	}
 	_, _, err = runCuzk(t, "cancel", "--addr", d.addr, "--request-id", "slow-1")
-	if err == nil || !strings.Contains(err.Error(), "the job already ended") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("cancel of an ended job: %v, want one line saying it ended", err)
+	if err == nil || !strings.Contains(err.Error(), "the job already ended: ") || strings.Contains(err.Error(), "\n") ||
+		strings.Contains(err.Error(), "already finished") || !strings.Contains(err.Error(), " is CANCELLED") {
+		t.Errorf("cancel of an ended job: %v, want one line saying once that it ended, and how", err)
 	}
 	if _, _, err := runCuzk(t, "cancel", "--addr", d.addr); err == nil || err.Error() != "cancel: --request-id is required" {
 		t.Errorf("cancel without --request-id: %v", err)

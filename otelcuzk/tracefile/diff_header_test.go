@@ -182,7 +182,7 @@ func TestDiffShowsSubMillisecondBaselinesAsAbsolute(t *testing.T) {
 	if err := tracefile.WriteDiff(&text, d, 0); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "+28.741 +28.7 ms") || strings.Contains(text.String(), "2874") {
+	if !strings.Contains(text.String(), "+28.741 +28.741 ms") || strings.Contains(text.String(), "2874") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	if err := tracefile.WriteDiffJSON(&js, d); err != nil {

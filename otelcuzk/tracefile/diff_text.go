@@ -109,7 +109,9 @@ func pctText(n *DiffNode) string {
 	case n.OnlyA():
 		return "gone"
 	case !n.PctShown():
-		return FormatDelta(n.Delta()) // a % of under 1 ms says nothing
+		// A % of under 1 ms says nothing: the delta, as the Δ ms column
+		// writes it (FormatDelta rounds -0.03 to "+0.0" and signs with −).
+		return signedMS(n.Delta()) + " ms"
 	}
 	return fmt.Sprintf("%+.1f%%", p)
 }
