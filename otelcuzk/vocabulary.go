@@ -109,6 +109,7 @@ const (
 	KeySolverHintCPU          = semconv.KeySolverHintCPU
 	KeySolverHintCalls        = semconv.KeySolverHintCalls
 	KeySolverLevels           = semconv.KeySolverLevels
+	KeySolverParts            = semconv.KeySolverParts
 	KeySolverTasks            = semconv.KeySolverTasks
 	KeyTaskDone               = semconv.KeyTaskDone
 	KeyTaskID                 = semconv.KeyTaskID

@@ -60,20 +60,29 @@ func main() {
 	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
 	cacheDir := benchutil.CacheDirFlag()
 	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU); empty for none")
+	levelList := flag.String("level-tasks", "", "comma-separated solver task counts of prover.Synthesize (the level solver, prover.WithSolverTasks) to time besides its default; empty for none")
+	gnarkToo := flag.Bool("gnark", true, "also time gnark's Solve and the synthesis before this project's copies (false: prover.Synthesize only)")
 	sizes := cf.Parse("synthbench")
+	tasks := parseTasks("-tasks", *taskList)
+	level := parseTasks("-level-tasks", *levelList)
+	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks, level, *gnarkToo))
+}
+
+// parseTasks reads a comma-separated list of positive task counts.
+func parseTasks(flagName, list string) []int {
 	var tasks []int
-	for _, f := range strings.Split(*taskList, ",") {
+	for _, f := range strings.Split(list, ",") {
 		if strings.TrimSpace(f) == "" {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "synthbench: bad -tasks %q: want positive integers\n", f)
+			fmt.Fprintf(os.Stderr, "synthbench: bad %s %q: want positive integers\n", flagName, f)
 			os.Exit(2)
 		}
 		tasks = append(tasks, n)
 	}
-	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks))
+	return tasks
 }
 
 // series is a benchutil.Series with the minor page faults and CPU time of
@@ -218,14 +227,14 @@ func standInCommitment() solver.Option {
 	})
 }
 
-func run(circuit string, sizes []int, reps int, cacheDir string, tasks []int) error {
+func run(circuit string, sizes []int, reps int, cacheDir string, tasks, level []int, gnarkToo bool) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d, load %s\n", host.String(), runtime.GOMAXPROCS(0), loadAvg())
 	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false))
 	if err != nil {
 		return err
 	}
 	for _, lg := range sizes {
-		if err := runSize(cache, circuit, lg, reps, tasks); err != nil {
+		if err := runSize(cache, circuit, lg, reps, tasks, level, gnarkToo); err != nil {
 			return err
 		}
 	}
@@ -241,7 +250,7 @@ func loadAvg() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) error {
+func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level []int, gnarkToo bool) error {
 	n := 1 << lg
 	in, err := circuits.Build(circuit, n)
 	if err != nil {
@@ -294,6 +303,27 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 	afterSolve := newSeries("  synthesize.solve")
 	afterCopy := newSeries("  synthesize.copy")
 	afterCommit := newSeries("  msm.g1.commitment (in the solve)")
+	var levelTasks []*series
+	for _, k := range level {
+		levelTasks = append(levelTasks, newSeries(fmt.Sprintf("prover.Synthesize, %d solver tasks", k)))
+	}
+	levelVariant := func() error {
+		for i, k := range level {
+			var asg *prover.Assignment
+			if err := levelTasks[i].timed(func() error {
+				var err error
+				asg, err = prover.Synthesize(prover.WithSolverTasks(context.Background(), k), comp.CCS, w, synthOpts...)
+				return err
+			}); err != nil {
+				return err
+			}
+			if err := asg.Release(context.Background(), nil); err != nil {
+				return err
+			}
+			runtime.GC()
+		}
+		return nil
+	}
 	variants := []func() error{
 		func() error {
 			return gnarkDefault.timed(func() error { _, err := r1cs.Solve(w, bare...); return err })
@@ -362,7 +392,11 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 			return asg.Release(context.Background(), nil)
 		},
 	}
-	all := append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit}, gnarkTasks...)
+	if !gnarkToo {
+		variants = variants[3:] // prover.Synthesize only
+	}
+	variants = append(variants, levelVariant)
+	all := append(append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit}, gnarkTasks...), levelTasks...)
 	for rep := 0; rep <= reps; rep++ {
 		if err := witnessS.timed(func() error { var err error; w, err = in.Witness(1); return err }); err != nil {
 			return err
@@ -380,10 +414,13 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks []int) e
 			hintMs = hintMs[:0]
 		}
 	}
-	for _, s := range append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit) {
+	for _, s := range append(append(append([]*series{witnessS, gnarkDefault}, gnarkTasks...), beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit), levelTasks...) {
 		if len(s.Times) > 0 {
 			fmt.Println("  " + s.String())
 		}
+	}
+	if !gnarkToo {
+		return nil
 	}
 	slices.Sort(hintMs)
 	fmt.Printf("  hints: %d calls, %.1f ms CPU (median, summed over the solver's goroutines)\n", hintCalls, hintMs[len(hintMs)/2])

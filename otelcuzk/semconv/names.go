@@ -277,6 +277,9 @@ const (
 	KeyWitnessSource = attribute.Key("cuzk.witness.source") // string: request or sample
 	KeySolverTasks   = attribute.Key("cuzk.solver.tasks")   // int, goroutines gnark's solver splits a level into
 	KeySolverLevels  = attribute.Key("cuzk.solver.levels")  // int, levels of independent constraints of the R1CS
+	// KeySolverParts is the parts the level solver settled on for its
+	// widest levels (measured while it solves; 1: one goroutine did them).
+	KeySolverParts = attribute.Key("cuzk.solver.parts")
 	// KeySolver names the solver of synthesize.solve: "level" (this
 	// project's, into the mmap'd buffers: synthesize.copy then only
 	// allocates them) or "gnark" (gnark's Solve, then the copy).

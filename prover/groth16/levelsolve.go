@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/constraint"
@@ -40,6 +41,112 @@ import (
 // 945 ms on 16 cores of the H200 host against 1628 ms for gnark's Solve,
 // with 10.9 s of CPU: the goroutines mostly waited on one another.
 const levelPiece = 16
+
+// How many parts a level is split into is measured while the solve runs
+// (levelPace): whether splitting a level pays depends on its width, on
+// the host's cores and on what else runs there, and a split that does
+// not pay costs a lot (merkle 2^20, levels of 52: on the 2-core
+// development VM two goroutines took 3.3x the CPU time and 2.9x the wall
+// time of one). The levels are solved in blocks of at least
+// levelBlockInsts instructions; the first blocks try 1, 2, 4, ... parts
+// (up to the solver's goroutines) for as long as each doubling is
+// levelGain faster per instruction, the rest use the fastest, and every
+// levelReprobe blocks a neighbour of it (half or double) is timed again,
+// so the choice follows a host whose load changes.
+const (
+	levelBlockInsts = 4096
+	levelGain       = 0.93 // a candidate must take at most this share of the best's time per instruction
+	levelReprobe    = 24
+)
+
+// levelPace chooses the parts of each shared level from the measured time
+// per instruction of blocks of levels solved with each candidate.
+type levelPace struct {
+	cands []int     // part counts: 1, 2, 4, ... and the most
+	cost  []float64 // time per instruction of each, ns; 0: not measured
+	best  int       // index into cands of the fastest so far
+	cur   int       // index into cands of the block under way
+	climb bool      // still trying doublings
+	since int       // blocks since the last probe
+	probe int       // 1 or -1: the side of best the next probe times
+
+	insts int       // instructions of the block under way
+	start time.Time // when it began
+	now   func() time.Time
+}
+
+// newLevelPace returns the pacing of a solve on tasks goroutines.
+func newLevelPace(tasks int, now func() time.Time) *levelPace {
+	p := &levelPace{climb: true, probe: 1, now: now}
+	for c := 1; c < tasks; c *= 2 {
+		p.cands = append(p.cands, c)
+	}
+	p.cands = append(p.cands, tasks)
+	p.cost = make([]float64, len(p.cands))
+	return p
+}
+
+// parts is the number of parts of a level of n instructions in the block
+// under way (1: the leader solves it alone).
+func (p *levelPace) parts(n int) int {
+	if p.insts == 0 {
+		p.start = p.now()
+	}
+	p.insts += n
+	return max(1, min(p.cands[p.cur], n/levelPiece))
+}
+
+// done ends a level; at the end of a block it records the block's time
+// per instruction and picks the candidate of the next block.
+func (p *levelPace) done() {
+	if p.insts < levelBlockInsts || len(p.cands) == 1 {
+		return
+	}
+	ns := float64(p.now().Sub(p.start)) / float64(p.insts)
+	p.insts = 0
+	i := p.cur
+	if p.cost[i] == 0 || i != p.best {
+		p.cost[i] = ns
+	} else {
+		p.cost[i] = (p.cost[i] + ns) / 2 // the best, timed again: smoothed
+	}
+	switch {
+	case p.climb:
+		if i == 0 || p.cost[i] <= levelGain*p.cost[p.best] {
+			p.best = i
+			if i+1 < len(p.cands) {
+				p.cur = i + 1
+				return
+			}
+		}
+		p.climb = false
+		p.cur = p.best
+	case i != p.best:
+		// A probe: taken when faster by the margin.
+		if p.cost[i] <= levelGain*p.cost[p.best] {
+			p.best = i
+		}
+		p.cur = p.best
+	default:
+		p.since++
+		if p.since < levelReprobe {
+			return
+		}
+		p.since = 0
+		d := p.probe
+		p.probe = -d
+		next := p.best + d
+		if next < 0 || next >= len(p.cands) {
+			next = p.best - d // no candidate on that side: the other
+		}
+		if next >= 0 && next < len(p.cands) {
+			p.cur = next
+		}
+	}
+}
+
+// chosen is the part count the solve settled on (its fastest candidate).
+func (p *levelPace) chosen() int { return p.cands[p.best] }
 
 // levelSpins is how many times a waiting goroutine polls before it yields
 // its thread (runtime.Gosched) between polls, and levelYields how many
@@ -105,6 +212,7 @@ type levelSolver struct {
 	q       *big.Int
 	tasks   int
 	shape   levelShape
+	pace    *levelPace
 
 	cur     atomic.Pointer[levelWork] // the level under way, published to the followers
 	stop    atomic.Bool
@@ -164,22 +272,30 @@ type levelScratch struct {
 // constraint not satisfied (*cs.UnsatisfiedConstraintError with its index),
 // a hint's error, a missing hint, a wire left unsolved.
 func levelSolve(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) error {
+	_, err := levelSolveParts(r1cs, witness, wires, a, b, c, tasks, opts...)
+	return err
+}
+
+// levelSolveParts is levelSolve that also returns the parts its pacing
+// settled on for the shared levels (1: the levels were solved by one
+// goroutine).
+func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) (parts int, err error) {
 	cfg, err := solver.NewConfig(opts...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for id, name := range r1cs.MHintsDependencies {
 		if _, ok := cfg.HintFunctions[id]; !ok {
-			return fmt.Errorf("solver missing hint(s): %v", name)
+			return 0, fmt.Errorf("solver missing hint(s): %v", name)
 		}
 	}
 	nbWires := len(r1cs.Public) + len(r1cs.Secret) + r1cs.NbInternalVariables
 	if len(witness) != len(r1cs.Public)-1+len(r1cs.Secret) {
-		return fmt.Errorf("invalid witness size, got %d, expected %d", len(witness), len(r1cs.Public)-1+len(r1cs.Secret))
+		return 0, fmt.Errorf("invalid witness size, got %d, expected %d", len(witness), len(r1cs.Public)-1+len(r1cs.Secret))
 	}
 	n := r1cs.GetNbConstraints()
 	if len(wires) != nbWires || len(a) < n || len(b) < n || len(c) < n {
-		return fmt.Errorf("level solver: vectors of %d wires and %d/%d/%d evaluations for %d wires, %d constraints", len(wires), len(a), len(b), len(c), nbWires, n)
+		return 0, fmt.Errorf("level solver: vectors of %d wires and %d/%d/%d evaluations for %d wires, %d constraints", len(wires), len(a), len(b), len(c), nbWires, n)
 	}
 	s := &levelSolver{
 		r1cs: r1cs, coeffs: r1cs.Coefficients, values: wires, solved: make([]bool, nbWires),
@@ -195,6 +311,7 @@ func levelSolve(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, t
 	s.shape = shapeOf(r1cs)
 	tasks = max(1, min(tasks, s.shape.maxPieces))
 	s.tasks = tasks
+	s.pace = newLevelPace(tasks, time.Now)
 	s.wake = sync.NewCond(&s.mu)
 	scratch := make([]levelScratch, tasks)
 	s.done = make([]levelDone, tasks)
@@ -211,30 +328,32 @@ func levelSolve(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, t
 	s.publish(nil)
 	wg.Wait()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	solvedN := 1 + len(witness)
 	for i := range scratch {
 		solvedN += scratch[i].solved
 	}
 	if solvedN != nbWires {
-		return errors.New("solver didn't assign a value to all wires")
+		return 0, errors.New("solver didn't assign a value to all wires")
 	}
-	return nil
+	return s.pace.chosen(), nil
 }
 
 // lead walks the levels: a narrow one alone, a wide one published to the
-// followers and shared with them, waiting until its last piece is done.
+// followers and shared with them in the parts the pacing chooses (one:
+// alone), waiting until its last part is done.
 func (s *levelSolver) lead(sc *levelScratch) error {
 	var seq int64
 	for _, level := range s.r1cs.Levels {
-		parts := min(s.tasks, len(level)/levelPiece)
+		parts := s.pace.parts(len(level))
 		if parts < 2 {
 			for _, i := range level {
 				if err := s.instruction(i, sc); err != nil {
 					return err
 				}
 			}
+			s.pace.done()
 			continue
 		}
 		seq++
@@ -251,6 +370,7 @@ func (s *levelSolver) lead(sc *levelScratch) error {
 		if p := s.failure.Load(); p != nil {
 			return *p
 		}
+		s.pace.done()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -219,5 +220,85 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 		if !asg.A[i].Equal(&wa) {
 			t.Fatalf("a[%d] differs", i)
 		}
+	}
+}
+
+// simulatePace runs levels of width n through a pacing of tasks
+// goroutines whose time per instruction at k parts is cost(k), and
+// returns the part counts used, level by level.
+func simulatePace(p *levelPace, clock *time.Time, levels, n int, cost func(k int) float64) []int {
+	var used []int
+	for range levels {
+		k := p.parts(n)
+		used = append(used, k)
+		*clock = clock.Add(time.Duration(float64(n) * cost(k)))
+		p.done()
+	}
+	return used
+}
+
+// The pacing keeps the fastest part count it measured: splitting that
+// pays is climbed up to where a doubling stops paying; splitting that
+// does not pay is dropped after one block; narrow levels are never split
+// below levelPiece constraints a part; a change of the host's speed is
+// followed through the probes of the neighbours.
+func TestLevelPaceKeepsTheFastestPartCount(t *testing.T) {
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	count := func(used []int, k int) int {
+		n := 0
+		for _, u := range used {
+			if u == k {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Splitting pays up to 4 parts: 2 and 4 kept, 8 no faster.
+	p := newLevelPace(16, now)
+	speed := map[int]float64{1: 200, 2: 110, 4: 70, 8: 68, 16: 90}
+	used := simulatePace(p, &clock, 2000, 200, func(k int) float64 { return speed[k] })
+	if p.chosen() != 4 {
+		t.Fatalf("chose %d parts, want 4 (used %v...)", p.chosen(), used[:200])
+	}
+	if n := count(used, 4); n < len(used)*3/4 {
+		t.Errorf("4 parts in %d of %d levels, want most", n, len(used))
+	}
+	if n := count(used, 16); n != 0 {
+		t.Errorf("16 parts tried in %d levels, though 8 did not pay", n)
+	}
+
+	// Splitting does not pay: one goroutine after the first blocks.
+	p = newLevelPace(16, now)
+	used = simulatePace(p, &clock, 4000, 52, func(k int) float64 { return 200 * float64(k) })
+	if p.chosen() != 1 {
+		t.Fatalf("chose %d parts where splitting costs, want 1", p.chosen())
+	}
+	if n := count(used, 1); n < len(used)*9/10 {
+		t.Errorf("one part in %d of %d levels, want nearly all", n, len(used))
+	}
+	// Levels of 52 make at most 3 parts of levelPiece (16).
+	for i, u := range used {
+		if u > 52/levelPiece {
+			t.Fatalf("level %d split into %d parts of fewer than %d constraints", i, u, levelPiece)
+		}
+	}
+
+	// The host gets slower at 4 parts (another process took cores):
+	// a probe finds 2 faster and the pacing moves there.
+	p = newLevelPace(16, now)
+	simulatePace(p, &clock, 2000, 200, func(k int) float64 { return speed[k] })
+	slow := map[int]float64{1: 200, 2: 110, 4: 160, 8: 170, 16: 200}
+	simulatePace(p, &clock, 4000, 200, func(k int) float64 { return slow[k] })
+	if p.chosen() != 2 {
+		t.Fatalf("after the slowdown chose %d parts, want 2", p.chosen())
+	}
+
+	// One goroutine: nothing to choose.
+	p = newLevelPace(1, now)
+	used = simulatePace(p, &clock, 100, 200, func(int) float64 { return 100 })
+	if p.chosen() != 1 || count(used, 1) != len(used) {
+		t.Fatalf("one task: chose %d, used %v", p.chosen(), used[:10])
 	}
 }

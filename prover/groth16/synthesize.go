@@ -285,7 +285,11 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	asg.com = com
 	var sol any
 	if direct {
-		err = levelSolve(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
+		var parts int
+		parts, err = levelSolveParts(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
+		if err == nil {
+			sspan.SetAttributes(semconv.KeySolverParts.Int(parts))
+		}
 	} else {
 		sol, err = r1cs.Solve(fullWitness, solveOpts...)
 	}
