@@ -82,3 +82,84 @@ func TestPipelinePreparesTheKeysItLoadsOnce(t *testing.T) {
 		})
 	}
 }
+
+// blockingPreparer is the CPU backend as a KeyPreparer whose PrepareKey
+// waits until release is closed, saying on started that it began.
+type blockingPreparer struct {
+	*CPU
+	started, release chan struct{}
+}
+
+func (c *blockingPreparer) PrepareKey(ctx context.Context, _ string, _ groth16.ProvingKey) error {
+	close(c.started)
+	<-c.release
+	return nil
+}
+
+// issue 26 item 1: with the keys in the key cache, a circuit's first
+// synthesis starts as soon as its constraint system is there: the keys'
+// read and the backend's preparation (keys.preload on a GPU) run beside
+// it, and the prove waits for them. Here the preparation is held until the
+// synthesis has returned; the prove then waits for it and the proof
+// verifies.
+func TestFirstSynthesisRunsBesideTheKeysLoad(t *testing.T) {
+	dir := t.TempDir()
+	req := &Request{Circuit: "mulchain", Constraints: 512, Verify: true}
+	// The keys into the cache first (a setup), by another pipeline.
+	maker := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir))
+	if err := maker.LoadCircuit(context.Background(), req.Circuit, req.Constraints); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("test-blocking-%d", time.Now().UnixNano())
+	be := &blockingPreparer{started: make(chan struct{}), release: make(chan struct{})}
+	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
+		be.CPU = NewCPU(o.TracerProvider)
+		return be, nil
+	})
+	p := newTestPipeline(t, name, buffer.ReleaseSync, WithKeyCacheDir(dir))
+	type synthesized struct {
+		s   Synthesized
+		err error
+	}
+	done := make(chan synthesized, 1)
+	go func() {
+		s, err := p.Synthesize(context.Background(), req)
+		done <- synthesized{s, err}
+	}()
+	var syn Synthesized
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		syn = r.s
+	case <-time.After(time.Minute):
+		close(be.release)
+		t.Fatal("the synthesis waited for the keys' preparation")
+	}
+	select {
+	case <-be.started:
+	case <-time.After(time.Minute):
+		t.Fatal("the keys were never handed to the backend")
+	}
+	proved := make(chan error, 1)
+	go func() {
+		res, err := p.ProveSynthesized(context.Background(), syn)
+		if err == nil && !res.Verified {
+			err = errors.New("proof not verified")
+		}
+		proved <- err
+	}()
+	select {
+	case err := <-proved:
+		t.Fatalf("the prove did not wait for the keys' preparation (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(be.release)
+	if err := <-proved; err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LoadedCircuits(); len(got) != 1 {
+		t.Errorf("loaded circuits %q, want the one proved", got)
+	}
+}

@@ -46,8 +46,14 @@ type Prover struct {
 
 // loadedCircuit is a compiled circuit with its keys, kept for later proofs.
 type loadedCircuit struct {
-	ready chan struct{} // closed when loading finished
+	ready chan struct{} // closed when loading finished (circuit and keys)
 	err   error
+	// circuit is closed once ccs and instance are set and the keys are
+	// being read from the cache (so a synthesis may start beside that
+	// read, Pipeline.loadCircuitFirst), or when loading finished, whichever
+	// comes first.
+	circuit     chan struct{}
+	circuitOnce sync.Once
 
 	ccs      constraint.ConstraintSystem
 	keys     *keycache.Keys
@@ -231,60 +237,138 @@ func (p *Prover) VerifyingKey(ctx context.Context, circuit string, constraints i
 // load returns the circuit, compiling and loading its keys once; callers
 // for the same circuit wait for the first.
 func (p *Prover) load(ctx context.Context, name string, constraints int) (*loadedCircuit, error) {
-	k := circuitKey(name, constraints)
-	p.mu.Lock()
-	lc, ok := p.loaded[k]
-	if !ok {
-		lc = &loadedCircuit{ready: make(chan struct{})}
-		p.loaded[k] = lc
+	lc, first := p.entry(name, constraints)
+	if !first {
+		return p.awaitLoaded(ctx, lc, name, constraints)
 	}
-	p.mu.Unlock()
-	if ok {
-		select {
-		case <-lc.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if lc.err != nil {
-			if (errors.Is(lc.err, context.Canceled) || errors.Is(lc.err, context.DeadlineExceeded)) && ctx.Err() == nil {
-				// The first caller gave up, not this one: load for it.
-				return p.load(ctx, name, constraints)
-			}
-			return nil, lc.err
-		}
-		// Held in memory: a keys.load span still marks the step.
-		_, span := p.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
-			semconv.KeyKeyCacheHit.Bool(true), semconv.KeyCircuitID.String(name)))
-		span.End()
-		return lc, nil
-	}
-	func() {
-		// Waiters must never block forever, whatever happens here.
-		defer func() {
-			if r := recover(); r != nil {
-				lc.err = fmt.Errorf("load %s: panic: %v", k, r)
-			}
-			if lc.err != nil {
-				// Do not keep failures: a later request may succeed. Drop
-				// the entry before waking the waiters, so one that
-				// retries starts a fresh load.
-				p.mu.Lock()
-				if p.loaded[k] == lc {
-					delete(p.loaded, k)
-				}
-				p.mu.Unlock()
-			}
-			close(lc.ready)
-		}()
-		lc.err = p.loadCircuit(ctx, lc, name, constraints)
-	}()
+	p.runLoad(ctx, lc, name, constraints, false)
 	if lc.err != nil {
 		return nil, lc.err
 	}
 	return lc, nil
 }
 
-func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string, constraints int) error {
+// entry returns the loading entry of circuit name at constraints, and
+// whether it was made now (the caller then loads it).
+func (p *Prover) entry(name string, constraints int) (*loadedCircuit, bool) {
+	k := circuitKey(name, constraints)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lc, ok := p.loaded[k]; ok {
+		return lc, false
+	}
+	lc := &loadedCircuit{ready: make(chan struct{}), circuit: make(chan struct{})}
+	p.loaded[k] = lc
+	return lc, true
+}
+
+// awaitLoaded waits for the load of lc another caller runs: its result,
+// or a load of its own when that caller gave up.
+func (p *Prover) awaitLoaded(ctx context.Context, lc *loadedCircuit, name string, constraints int) (*loadedCircuit, error) {
+	select {
+	case <-lc.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if lc.err != nil {
+		if (errors.Is(lc.err, context.Canceled) || errors.Is(lc.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+			// The first caller gave up, not this one: load for it.
+			return p.load(ctx, name, constraints)
+		}
+		return nil, lc.err
+	}
+	// Held in memory: a keys.load span still marks the step.
+	_, span := p.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
+		semconv.KeyKeyCacheHit.Bool(true), semconv.KeyCircuitID.String(name)))
+	span.End()
+	return lc, nil
+}
+
+// runLoad loads lc (loadCircuit) and ends it: ready closed, a failure
+// dropped from the loaded circuits so that a later request loads afresh.
+// early lets loadCircuit open lc.circuit before the keys are read.
+func (p *Prover) runLoad(ctx context.Context, lc *loadedCircuit, name string, constraints int, early bool) {
+	k := circuitKey(name, constraints)
+	// Waiters must never block forever, whatever happens here.
+	defer func() {
+		if r := recover(); r != nil {
+			lc.err = fmt.Errorf("load %s: panic: %v", k, r)
+		}
+		if lc.err != nil {
+			// Do not keep failures: a later request may succeed. Drop
+			// the entry before waking the waiters, so one that
+			// retries starts a fresh load.
+			p.mu.Lock()
+			if p.loaded[k] == lc {
+				delete(p.loaded, k)
+			}
+			p.mu.Unlock()
+		}
+		close(lc.ready)
+		lc.openCircuit()
+	}()
+	lc.err = p.loadCircuit(ctx, lc, name, constraints, early)
+}
+
+func (lc *loadedCircuit) openCircuit() { lc.circuitOnce.Do(func() { close(lc.circuit) }) }
+
+// loadCircuitFirst returns the circuit of name at constraints as soon as
+// its constraint system is there: when its keys are in the key cache,
+// before they are read and handed to the backend (keys.load and the
+// backend's keys.preload then run beside the caller's synthesis, and
+// keysOf waits for them); otherwise, or for a circuit with commitments
+// (whose synthesis needs the proving key), once everything is loaded, as
+// load does. The keys' read is not cancelled with ctx: it is a few
+// hundred milliseconds of disk and copies, which the next proof of the
+// circuit uses.
+func (p *Prover) loadCircuitFirst(ctx context.Context, name string, constraints int) (*loadedCircuit, error) {
+	lc, first := p.entry(name, constraints)
+	if first {
+		// The load honours ctx until the circuit opens (a compile or a
+		// setup left running ends it with an AbandonedError, which the
+		// engine must see): wait for it, not for ctx.
+		go p.runLoad(ctx, lc, name, constraints, true)
+		<-lc.circuit
+	} else {
+		select {
+		case <-lc.circuit:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	select {
+	case <-lc.ready:
+		// Loaded (or failed): as load.
+		if first {
+			if lc.err != nil {
+				return nil, lc.err
+			}
+			return lc, nil
+		}
+		return p.awaitLoaded(ctx, lc, name, constraints)
+	default:
+		return lc, nil // the keys are being read
+	}
+}
+
+// hasCommitments reports whether ccs commits to wires (api.Commit): its
+// synthesis then needs the proving key's commitment keys.
+func hasCommitments(ccs constraint.ConstraintSystem) bool {
+	info, _ := ccs.GetCommitments().(constraint.Groth16Commitments)
+	return len(info) > 0
+}
+
+// keysOf waits until lc's keys are loaded; lc's load error if it failed.
+func keysOf(ctx context.Context, lc *loadedCircuit) error {
+	select {
+	case <-lc.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return lc.err
+}
+
+func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string, constraints int, early bool) error {
 	if files, ok := lookupFiles(name); ok {
 		return p.loadFiles(ctx, lc, name, files)
 	}
@@ -308,11 +392,18 @@ func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string
 	if err != nil {
 		return err
 	}
+	lc.ccs, lc.instance = comp.CCS, in
+	if early && p.cache.HasKeys(comp.Hash) && !hasCommitments(comp.CCS) {
+		// The synthesis may start: it needs the constraint system only.
+		// The read and the preload go on whatever becomes of the caller.
+		ctx = context.WithoutCancel(ctx)
+		lc.openCircuit()
+	}
 	kk, err := p.cache.LoadHashed(ctx, comp.CCS, comp.Hash)
 	if err != nil {
 		return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
 	}
-	lc.ccs, lc.keys, lc.instance = comp.CCS, kk, in
+	lc.keys = kk
 	p.prepareKey(ctx, kk)
 	return nil
 }

@@ -218,7 +218,9 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 		s.res.TraceID = sc.TraceID().String()
 	}
 	t0 := time.Now()
-	lc, err := p.load(ctx, req.Circuit, req.Constraints)
+	// The keys may still be loading (keys.load beside the synthesis, on a
+	// circuit's first use): ProveSynthesized waits for them.
+	lc, err := p.loadCircuitFirst(ctx, req.Circuit, req.Constraints)
 	s.res.Timings.KeyLoad = time.Since(t0)
 	if err != nil {
 		return nil, err
@@ -227,12 +229,19 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 		return nil, err
 	}
 	s.lc = lc
+	opts := []groth16.SynthesizeOption{groth16.WithReleaser(p.rel), groth16.WithTracerProvider(p.cfg.tp)}
+	select { // the commitment keys: loaded first for a circuit with commitments
+	case <-lc.ready:
+		if lc.err == nil {
+			opts = append(opts, groth16.WithProvingKey(lc.keys.PK))
+		}
+	default:
+	}
 	t0 = time.Now()
 	synCtx, synSpan := p.tracer.Start(ctx, semconv.SpanPipelineSynthesize)
 	w, err := p.witness(synCtx, lc, req)
 	var asg *Assignment
 	if err == nil {
-		opts := []groth16.SynthesizeOption{groth16.WithReleaser(p.rel), groth16.WithTracerProvider(p.cfg.tp), groth16.WithProvingKey(lc.keys.PK)}
 		if p.cfg.r != nil {
 			opts = append(opts, groth16.WithRandomness(*p.cfg.r, *p.cfg.s))
 		}
@@ -272,6 +281,13 @@ func (p *Prover) ProveSynthesized(ctx context.Context, sz Synthesized) (*Result,
 		s.Release(ctx)
 		return nil, err
 	}
+	t0 := time.Now()
+	if err := keysOf(ctx, s.lc); err != nil {
+		// The keys that were loading beside the synthesis failed.
+		s.Release(ctx)
+		return nil, err
+	}
+	s.res.Timings.KeyLoad += time.Since(t0)
 	s.done = true
 	if s.p != p {
 		// Proved here with another Prover's keys: hold them here too, so

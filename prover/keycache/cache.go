@@ -407,6 +407,18 @@ func (c *Cache) addChecksums(ctx context.Context, path string) (err error) {
 	return writeChecked(path, func(w io.Writer) error { _, err := w.Write(m.data); return err })
 }
 
+// HasKeys reports whether the keys of the constraint system hashing to
+// hash (Compiled.Hash) are in the cache's directory, so LoadHashed will
+// read them rather than run a setup (a damaged file it refuses,
+// ErrCorruptKey). False for "" and with WithEphemeralKeys.
+func (c *Cache) HasKeys(hash string) bool {
+	if hash == "" || c.ephemeral {
+		return false
+	}
+	fi, err := os.Stat(c.path(hash))
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func (c *Cache) path(hash string) string {
 	if c.compressed {
 		return filepath.Join(c.dir, hash+".keyz")
