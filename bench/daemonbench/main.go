@@ -2,15 +2,23 @@
 // submitted at once to one daemon, the serial engine (--synthesis-workers
 // 0) against the pipelined one, in one run. It reports proofs per second,
 // the device busy share (Σ device time over the wall time of the batch,
-// from the daemon's own trace: gpu.total where the backend records it,
-// else pipeline.prove), and the latency of a proof sent alone.
+// and over the time from its first prove to its last, from the daemon's
+// own trace: gpu.total where the backend records it, else pipeline.prove),
+// the latency of a proof sent alone and where it went (queue, synthesis
+// with its solver tasks and parts, device wait, prove), and the tuner's
+// choice from GetStatus.
 //
 //	daemonbench -cuzk .dev/bin/cuzk -backend cuda -circuit merkle -runs 20:16,22:8 -out bench.txt
+//	daemonbench -cuzk .dev/bin/cuzk -backend cuda -circuit merkle -mixed 20:24,22:8 -critical-every 4
 //
 // Each (size, mode) starts its own daemon with its own trace file, preloads
 // the keys, proves once to warm up (kernels, key upload), then times the
-// batch, then three proofs one after another for the latency, and stops
-// the daemon with SIGTERM (which flushes its spans).
+// batch, then -lone proofs one after another for the latency, and stops
+// the daemon with SIGTERM (which flushes its spans). -mixed proves the
+// sizes on one daemon, interleaved, every -critical-every-th job of each
+// size CRITICAL: per size and priority the waits for synthesis and for the
+// device, and how many earlier NORMAL jobs each CRITICAL one overtook at
+// each stage.
 package main
 
 import (
@@ -38,6 +46,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
 type run struct {
@@ -70,10 +79,25 @@ func main() {
 	dir := flag.String("dir", "", "folder for trace files and logs (default: a temporary one)")
 	outPath := flag.String("out", "", "also write the report here")
 	port := flag.Int("port", 9830, "first port to listen on (one per daemon)")
+	mixed := flag.String("mixed", "", "LOG2:JOBS pairs proved by one pipelined daemon, interleaved, instead of -runs (e.g. 20:24,22:8)")
+	criticalEvery := flag.Int("critical-every", 4, "with -mixed: every Nth job of each size is CRITICAL, the others NORMAL")
+	lone := flag.Int("lone", 3, "proofs sent alone after the batch, for the latency (their median)")
 	flag.Parse()
-	runs, err := parseRuns(*runsFlag)
+	var runs []run
+	var err error
+	if *mixed != "" {
+		runs, err = parseRuns(*mixed)
+	} else {
+		runs, err = parseRuns(*runsFlag)
+	}
 	if err != nil {
 		fatal(err)
+	}
+	if *criticalEvery < 1 {
+		fatal(fmt.Errorf("-critical-every %d: want 1 or more", *criticalEvery))
+	}
+	if *lone < 1 {
+		fatal(fmt.Errorf("-lone %d: want 1 or more", *lone))
 	}
 	if *dir == "" {
 		if *dir, err = os.MkdirTemp("", "daemonbench"); err != nil {
@@ -92,6 +116,14 @@ func main() {
 		w = io.MultiWriter(os.Stdout, f)
 	}
 	fmt.Fprintf(w, "daemonbench: %s backend %s, circuit %s, release %s, %s\n", *cuzk, *backend, *circuit, *release, time.Now().UTC().Format(time.RFC3339))
+	if *mixed != "" {
+		cfg := benchConfig{cuzk: *cuzk, backend: *backend, circuit: *circuit, release: *release, budget: *budget,
+			synthesisWorkers: *synth, mode: "mixed", dir: *dir, port: *port, mixed: runs, criticalEvery: *criticalEvery}
+		if err := benchMixed(w, cfg); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	fmt.Fprintf(w, "%-6s %-10s %5s %9s %9s %9s %9s %11s %11s\n", "size", "engine", "jobs", "wall s", "proofs/s", "gpu busy", "prove busy", "latency ms", "synth ms")
 	p := *port
 	for _, r := range runs {
@@ -106,7 +138,7 @@ func main() {
 				fatal(fmt.Errorf("-modes: unknown engine %q", mode))
 			}
 			res, err := bench(benchConfig{cuzk: *cuzk, backend: *backend, circuit: *circuit, release: *release, budget: *budget,
-				log2: r.log2, jobs: r.jobs, synthesisWorkers: workers, mode: mode, dir: *dir, port: p})
+				log2: r.log2, jobs: r.jobs, synthesisWorkers: workers, mode: mode, dir: *dir, port: p, lone: *lone})
 			p++
 			if err != nil {
 				fmt.Fprintf(w, "2^%-4d %-10s error: %v\n", r.log2, mode, err)
@@ -123,9 +155,14 @@ func main() {
 			fmt.Fprintf(w, "       %s\n", res.daemonLine)
 			fmt.Fprintf(w, "       memory: daemon peak RSS %.1f GiB, engine peak admitted %.1f GiB, budget %.1f GiB\n",
 				gb(res.rssPeak), gb(res.enginePeak), gb(res.budget))
+			fmt.Fprintf(w, "       device busy from the first prove to the last: gpu %.1f%%, prove %.1f%% (window %.2f s); device per proof: gpu.total %.1f ms, pipeline.prove %.1f ms\n",
+				100*res.gpuWindow, 100*res.proveWindow, res.window.Seconds(), benchutil.Ms(res.gpuPer), benchutil.Ms(res.provePer))
+			fmt.Fprintf(w, "       lone proof (medians): total %.0f ms = queue %.1f + synthesis %.1f (solver tasks %s, parts %s) + device wait %.1f + prove %.1f ms; tuner: %s\n",
+				benchutil.Ms(res.latency), benchutil.Ms(res.lone.queue), benchutil.Ms(res.lone.synth), res.lone.tasks, res.lone.parts,
+				benchutil.Ms(res.lone.devWait), benchutil.Ms(res.lone.prove), res.tuning)
 		}
 	}
-	fmt.Fprintf(w, "gpu busy = Σ gpu.total of the batch's proofs / wall; prove busy = Σ pipeline.prove / wall (over 100%% with several devices); latency = median Total of 3 proofs sent alone; synth = median pipeline.synthesize in the batch. Traces and logs in %s\n", *dir)
+	fmt.Fprintf(w, "gpu busy = Σ gpu.total of the batch's proofs / wall; prove busy = Σ pipeline.prove / wall (over 100%% with several devices); latency = median Total of the proofs sent alone (-lone); synth = median pipeline.synthesize in the batch. Traces and logs in %s\n", *dir)
 }
 
 func gb(b uint64) float64 { return float64(b) / (1 << 30) }
@@ -157,6 +194,8 @@ type benchConfig struct {
 	log2, jobs, synthesisWorkers    int
 	mode, dir                       string
 	port                            int
+	mixed                           []run // -mixed: the sizes and jobs of one daemon
+	criticalEvery, lone             int
 }
 
 type result struct {
@@ -169,11 +208,34 @@ type result struct {
 	// resident), budget and enginePeak its memory budget and the largest
 	// reserved + keys it admitted, from GetStatus; bytes.
 	rssPeak, budget, enginePeak uint64
+	// gpuWindow and proveWindow are the busy shares over window, the time
+	// from the batch's first pipeline.prove start to its last end (the
+	// steady state, without the first synthesis); gpuPer and provePer the
+	// device time per proof.
+	gpuWindow, proveWindow   float64
+	window, gpuPer, provePer time.Duration
+	lone                     loneSplit
+	tuning                   string // the tuner's line for the size, from GetStatus
+	traceFile                string
+}
+
+// loneSplit is where a lone proof's time went: medians over the lone
+// proofs of their engine.queue, pipeline.synthesize, gpu.queue and
+// pipeline.prove, and the solver tasks and parts of their syntheses.
+type loneSplit struct {
+	queue, synth, devWait, prove time.Duration
+	tasks, parts                 string
 }
 
 var listening = regexp.MustCompile(`listening on (\S+) .*`)
 
 func bench(cfg benchConfig) (*result, error) {
+	return benchWith(cfg, drive)
+}
+
+// benchWith starts the daemon of cfg, runs driveFn against it, stops it
+// and reads its trace file into the result.
+func benchWith(cfg benchConfig, driveFn func(benchConfig, string) (*result, error)) (*result, error) {
 	name := fmt.Sprintf("%s-2e%d", cfg.mode, cfg.log2) // "2e20", not "2^20": plain file names travel anywhere
 	traceFile := filepath.Join(cfg.dir, name+".jsonl")
 	logFile := filepath.Join(cfg.dir, name+".log")
@@ -242,7 +304,7 @@ func bench(cfg benchConfig) (*result, error) {
 		stop()
 		return nil, fmt.Errorf("daemon not listening after 5 min (log %s)", logFile)
 	}
-	res, err := drive(cfg, addr)
+	res, err := driveFn(cfg, addr)
 	if res != nil {
 		res.rssPeak = vmHWM(cmd.Process.Pid)
 	}
@@ -253,10 +315,177 @@ func bench(cfg benchConfig) (*result, error) {
 		return nil, err
 	}
 	res.daemonLine = line
+	res.traceFile = traceFile
+	if cfg.mixed != nil {
+		return res, nil // benchMixed reads the trace
+	}
 	if err := fromTrace(traceFile, res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// benchMixed runs the sizes of cfg.mixed on one daemon: after a warm-up
+// proof of each, all their jobs submitted at once, interleaved (the sizes
+// in turn, in proportion to their jobs), every cfg.criticalEvery-th of
+// each size CRITICAL and the others NORMAL; then per size and priority the jobs'
+// median wait for synthesis (engine.queue), for a device (gpu.queue) and
+// total, and how many jobs submitted before each CRITICAL job of the same
+// size began their synthesis or prove after it (CRITICAL ahead at both
+// stages), with the proofs per second and device busy share of the batch.
+func benchMixed(w io.Writer, cfg benchConfig) error {
+	cfg.log2 = cfg.mixed[0].log2
+	res, err := benchWith(cfg, driveMixed)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(res.traceFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
+	if err != nil {
+		return err
+	}
+	jobs := jobsOf(spans)
+	var batch []*jobTrace
+	var gpu time.Duration
+	batchTraces := map[string]bool{}
+	for id, j := range jobs {
+		if strings.HasPrefix(j.requestID, "mixed-") {
+			batch = append(batch, j)
+			batchTraces[id] = true
+		}
+	}
+	for _, s := range spans {
+		if s.Name == "gpu.total" && batchTraces[s.TraceID] {
+			gpu += s.Duration()
+		}
+	}
+	total := 0
+	for _, r := range cfg.mixed {
+		total += r.jobs
+	}
+	fmt.Fprintf(w, "mixed: %d jobs (%s), every %d CRITICAL, one daemon (%s)\n", total, runsString(cfg.mixed), cfg.criticalEvery, res.daemonLine)
+	fmt.Fprintf(w, "  wall %.2f s, %.3f proofs/s, gpu busy %.1f%% of the wall\n", res.wall.Seconds(), res.rate, 100*gpu.Seconds()/res.wall.Seconds())
+	fmt.Fprintf(w, "  %-6s %-9s %5s %14s %14s %12s %22s\n", "size", "priority", "jobs", "queue wait ms", "device wait ms", "total ms", "earlier jobs passed")
+	for _, r := range cfg.mixed {
+		for _, pr := range []string{"CRITICAL", "NORMAL"} {
+			var q, d, t []time.Duration
+			passedSynth, passedProve := 0, 0
+			for _, j := range batch {
+				if j.constraints != int64(1)<<r.log2 || j.priority != pr {
+					continue
+				}
+				q, d, t = append(q, j.queue), append(d, j.devWait), append(t, j.total)
+				if pr != "CRITICAL" {
+					continue
+				}
+				for _, o := range batch {
+					if o.priority == "CRITICAL" || !o.submitted.Before(j.submitted) || o.constraints != j.constraints {
+						continue
+					}
+					if o.synthStart.After(j.synthStart) {
+						passedSynth++
+					}
+					if o.proveStart.After(j.proveStart) {
+						passedProve++
+					}
+				}
+			}
+			if len(q) == 0 {
+				continue
+			}
+			passed := "-"
+			if pr == "CRITICAL" {
+				passed = fmt.Sprintf("synth %d, prove %d", passedSynth, passedProve)
+			}
+			fmt.Fprintf(w, "  2^%-4d %-9s %5d %14.0f %14.0f %12.0f %22s\n", r.log2, pr, len(q), benchutil.Ms(benchutil.Median(q)),
+				benchutil.Ms(benchutil.Median(d)), benchutil.Ms(benchutil.Median(t)), passed)
+		}
+	}
+	fmt.Fprintf(w, "  earlier jobs passed: NORMAL jobs of the same size submitted before the CRITICAL ones that began their synthesis (prove) after them, summed. Trace %s\n", res.traceFile)
+	return nil
+}
+
+func runsString(rs []run) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%d at 2^%d", r.jobs, r.log2))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// driveMixed preloads and warms up every size of cfg.mixed, then submits
+// their jobs at once, interleaved, and waits for them.
+func driveMixed(cfg benchConfig, addr string) (*result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	c, err := dialServing(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for _, r := range cfg.mixed {
+		n := uint64(1) << r.log2
+		if _, _, err := c.PreloadKeys(ctx, cfg.circuit, n); err != nil {
+			return nil, fmt.Errorf("preload keys of 2^%d: %w", r.log2, err)
+		}
+		if _, err := c.Prove(ctx, client.Request{RequestID: fmt.Sprintf("warm-mixed-%d", r.log2), Circuit: cfg.circuit, Constraints: n}); err != nil {
+			return nil, fmt.Errorf("warm-up proof of 2^%d: %w", r.log2, err)
+		}
+	}
+	// Interleaved: at each step the size furthest behind its share.
+	var order []client.Request
+	left := make([]int, len(cfg.mixed))
+	total := 0
+	for i, r := range cfg.mixed {
+		left[i] = r.jobs
+		total += r.jobs
+	}
+	for k := range total {
+		best := -1
+		for i, r := range cfg.mixed {
+			if left[i] == 0 {
+				continue
+			}
+			if best < 0 || float64(left[i])/float64(r.jobs) > float64(left[best])/float64(cfg.mixed[best].jobs) {
+				best = i
+			}
+		}
+		left[best]--
+		pr := client.Priority(priority.Normal)
+		if (cfg.mixed[best].jobs-left[best])%cfg.criticalEvery == 0 {
+			pr = priority.Critical // every Nth of each size
+		}
+		order = append(order, client.Request{RequestID: fmt.Sprintf("mixed-%d", k), Circuit: cfg.circuit,
+			Constraints: uint64(1) << cfg.mixed[best].log2, Priority: pr})
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(order))
+	for _, r := range order {
+		// In order: each submitted before the next (Submit, then Await).
+		info, err := c.Submit(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("submit %s: %w", r.RequestID, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Await(ctx, info.ID, 30*time.Minute); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("mixed proof: %w", err)
+	}
+	return &result{wall: wall, rate: float64(len(order)) / wall.Seconds()}, nil
 }
 
 // drive waits for the daemon to be SERVING, preloads and warms up, then
@@ -264,22 +493,7 @@ func bench(cfg benchConfig) (*result, error) {
 func drive(cfg benchConfig, addr string) (*result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	for {
-		r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-		if err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("daemon never SERVING: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	c, err := client.Dial(addr)
+	c, err := dialServing(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +527,7 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 		return nil, fmt.Errorf("batch proof: %w", err)
 	}
 	var lat []time.Duration
-	for i := range 3 {
+	for i := range cfg.lone {
 		r, err := c.Prove(ctx, req(fmt.Sprintf("alone-%s-%d", cfg.mode, i)))
 		if err != nil {
 			return nil, fmt.Errorf("lone proof: %w", err)
@@ -321,11 +535,44 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 		lat = append(lat, r.Timings.Total)
 	}
 	slices.Sort(lat)
-	res := &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: lat[1]}
+	res := &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: lat[len(lat)/2]}
 	if st, err := c.Status(ctx); err == nil {
 		res.budget, res.enginePeak = st.Memory.Budget, st.Memory.Peak
+		res.tuning = tuningLine(st, n)
 	}
 	return res, nil
+}
+
+// tuningLine is the tuner's choice for constraints n from a status, "none"
+// without one.
+func tuningLine(st *client.Status, n uint64) string {
+	for _, tu := range st.Tuning {
+		if tu.Constraints == n {
+			return fmt.Sprintf("%d workers, %d solver tasks, synthesis %.0f ms / device %.0f ms (%s)",
+				tu.Workers, tu.SolverTasks, tu.SynthesisMs, tu.DeviceMs, tu.Reason)
+		}
+	}
+	return "none"
+}
+
+// dialServing waits for the daemon at addr to be SERVING and dials it.
+func dialServing(ctx context.Context, addr string) (*client.Client, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	for {
+		r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("daemon never SERVING: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return client.Dial(addr)
 }
 
 // fromTrace sums the device time of the batch's proofs from the daemon's
@@ -352,6 +599,8 @@ func fromTrace(path string, res *result) error {
 	}
 	var gpu, prove time.Duration
 	var synth []time.Duration
+	var first, last time.Time
+	nproofs := 0
 	for _, s := range spans {
 		if !batch[s.TraceID] {
 			continue
@@ -361,6 +610,13 @@ func fromTrace(path string, res *result) error {
 			gpu += s.Duration()
 		case "pipeline.prove":
 			prove += s.Duration()
+			nproofs++
+			if first.IsZero() || s.Start.Before(first) {
+				first = s.Start
+			}
+			if s.End.After(last) {
+				last = s.End
+			}
 		case "pipeline.synthesize":
 			synth = append(synth, s.Duration())
 		}
@@ -371,5 +627,76 @@ func fromTrace(path string, res *result) error {
 		slices.Sort(synth)
 		res.synth = synth[len(synth)/2]
 	}
+	if nproofs > 0 && last.After(first) {
+		res.window = last.Sub(first)
+		res.gpuWindow, res.proveWindow = gpu.Seconds()/res.window.Seconds(), prove.Seconds()/res.window.Seconds()
+		res.gpuPer, res.provePer = gpu/time.Duration(nproofs), prove/time.Duration(nproofs)
+	}
+	res.lone = loneOf(jobsOf(spans), "alone-")
 	return nil
+}
+
+// jobTrace is one engine.job's trace, summed up.
+type jobTrace struct {
+	requestID, priority                 string
+	constraints                         int64
+	submitted                           time.Time
+	queue, synth, devWait, prove, total time.Duration
+	synthStart, proveStart              time.Time
+	tasks, parts                        int64
+}
+
+// jobsOf sums up each engine.job of spans by trace.
+func jobsOf(spans []tracefile.Span) map[string]*jobTrace {
+	jobs := map[string]*jobTrace{}
+	get := func(id string) *jobTrace {
+		j := jobs[id]
+		if j == nil {
+			j = &jobTrace{}
+			jobs[id] = j
+		}
+		return j
+	}
+	for _, s := range spans {
+		j := get(s.TraceID)
+		switch s.Name {
+		case "engine.job":
+			j.requestID, _ = s.Attrs["cuzk.request.id"].(string)
+			j.priority, _ = s.Attrs["cuzk.priority"].(string)
+			j.constraints, _ = s.Attrs["cuzk.circuit.constraints"].(int64)
+			j.submitted, j.total = s.Start, s.Duration()
+		case "engine.queue":
+			j.queue += s.Duration()
+		case "gpu.queue":
+			j.devWait += s.Duration()
+		case "pipeline.synthesize":
+			j.synth += s.Duration()
+			j.synthStart = s.Start
+		case "pipeline.prove":
+			j.prove += s.Duration()
+			j.proveStart = s.Start
+		case "synthesize.solve":
+			j.tasks, _ = s.Attrs["cuzk.solver.tasks"].(int64)
+			j.parts, _ = s.Attrs["cuzk.solver.parts"].(int64)
+		}
+	}
+	return jobs
+}
+
+// loneOf is the split of the jobs whose request id starts with prefix.
+func loneOf(jobs map[string]*jobTrace, prefix string) loneSplit {
+	var q, sy, dw, pr []time.Duration
+	var tasks, parts []string
+	for _, j := range jobs {
+		if !strings.HasPrefix(j.requestID, prefix) {
+			continue
+		}
+		q, sy, dw, pr = append(q, j.queue), append(sy, j.synth), append(dw, j.devWait), append(pr, j.prove)
+		tasks, parts = append(tasks, strconv.FormatInt(j.tasks, 10)), append(parts, strconv.FormatInt(j.parts, 10))
+	}
+	if len(q) == 0 {
+		return loneSplit{tasks: "-", parts: "-"}
+	}
+	return loneSplit{queue: benchutil.Median(q), synth: benchutil.Median(sy), devWait: benchutil.Median(dw), prove: benchutil.Median(pr),
+		tasks: strings.Join(tasks, ","), parts: strings.Join(parts, ",")}
 }
