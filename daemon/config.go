@@ -38,8 +38,8 @@ type Config struct {
 	CPUWorkers int
 	QueueSize  int // --queue-size: queued jobs before RESOURCE_EXHAUSTED, at least 1
 	// SynthesisWorkers is --synthesis-workers: proofs synthesized at once
-	// on the CPU while the devices prove; -1: tuned by engine.Tuner beside
-	// GPUs, 0 without; 0: the serial engine.
+	// on the CPU while the devices prove (the CPU workers' proves without a
+	// GPU); -1: tuned by engine.Tuner; 0: the serial engine.
 	SynthesisWorkers int
 	// MemoryBudget is --memory-budget, as engine.ParseMemoryBudget reads
 	// it ("": engine.DefaultBudgetShare of physical memory).

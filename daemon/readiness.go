@@ -29,7 +29,8 @@ type engineStages struct {
 }
 
 // newEngineStages makes the engine's stage options for serve: the synthesis
-// workers (pipelined beside GPUs by default, serial on the CPU alone), the
+// workers (pipelined by default, tuned: beside GPUs, and on the CPU alone,
+// where the CPU workers' proves are the devices), the
 // memory budget (estimates of the first pipeline, which synthesizes for
 // all; the keys held by every pipeline), and readiness when a backend has
 // a warm-up (the CUDA backend's kernels).
@@ -46,17 +47,15 @@ func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device
 	// measures (engine.Tuner); --synthesis-workers N fixes its number.
 	st.tuner = engine.NewTuner(runtime.NumCPU(), max(gpus, len(devices)), 0)
 	if gpus == 0 {
-		// The CPU workers are the devices: with --synthesis-workers N,
-		// each synthesis under load gets one solver task beside their
-		// proves (the default stays serial here).
+		// The CPU workers are the devices: each synthesis under load
+		// gets one solver task beside their proves, so the next job is
+		// synthesized while one is proved (a serial worker left the
+		// cores idle during a narrow synthesis); a lone job gets them all.
 		st.tuner.HostDevices()
 	}
 	st.synthesis = cfg.SynthesisWorkers
 	if st.synthesis < 0 {
-		st.synthesis = 0
-		if gpus > 0 {
-			st.synthesis, st.tuned = st.tuner.MaxWorkers(), true
-		}
+		st.synthesis, st.tuned = st.tuner.MaxWorkers(), true
 	} else if st.synthesis > 0 {
 		st.tuner.Override(st.synthesis)
 	}

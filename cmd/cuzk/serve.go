@@ -23,8 +23,8 @@ func init() {
 		Usage: "run the gRPC proving daemon (cuzk.v1.ProvingEngine)",
 		Description: "Serves cuzk.v1.ProvingEngine on --listen and Prometheus metrics on\n" +
 			"--metrics-listen (/metrics). One worker per GPU plus --cpu-workers on the CPU;\n" +
-			"beside GPUs --synthesis-workers proofs are synthesized on the CPU while the GPUs\n" +
-			"prove, within --memory-budget. grpc.health.v1 answers NOT_SERVING until the\n" +
+			"--synthesis-workers proofs are synthesized on the CPU while the GPUs (or the CPU\n" +
+			"workers) prove, within --memory-budget. grpc.health.v1 answers NOT_SERVING until the\n" +
 			"GPUs' kernels are compiled or loaded.\n" +
 			"Spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT when set,\n" +
 			"else to --trace-file.\n" + shutdownHelp,
@@ -35,7 +35,7 @@ func init() {
 			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "queued jobs before RESOURCE_EXHAUSTED"},
-			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default beside GPUs: tuned per circuit and size from the measured synthesis and device times, up to half the cores, within the memory budget; 0 without a GPU); 0: the serial engine, each worker proves its jobs whole"},
+			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default: tuned per circuit and size from the measured synthesis and device times, up to half the cores, within the memory budget; without a GPU the CPU workers' proves are the devices); 0: the serial engine, each worker proves its jobs whole"},
 			&cli.StringFlag{Name: "memory-budget", Usage: "host memory the proofs in flight may hold: bytes, with KiB/MiB/GiB/TiB, or a share of physical memory (70%); 0: none (default: 70% of physical memory)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate (PEM); with --tls-key"},
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},

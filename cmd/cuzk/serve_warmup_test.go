@@ -149,7 +149,9 @@ func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	}
 }
 
-func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
+// issue 26 item 3: a daemon without a GPU is pipelined by default too,
+// tuned with its CPU worker's proves as the device.
+func TestServeWithoutGPUIsPipelinedAndStatusSaysSo(t *testing.T) {
 	clearOTLPEnv(t)
 	d := startDaemon(t, daemon.Config{
 		Backend: "cpu", Release: "sync", CPUWorkers: -1, QueueSize: 4, SynthesisWorkers: -1,
@@ -160,7 +162,7 @@ func TestServeWithoutGPUIsSerialAndStatusSaysSo(t *testing.T) {
 		t.Errorf("health of a CPU daemon: %v, want SERVING at once (nothing to warm up)", h)
 	}
 	out, _, err := runCuzk(t, "status", "--addr", addr)
-	if err != nil || !strings.Contains(out, "serial engine") || !strings.Contains(out, "  ready") || !strings.Contains(out, "device    host (cpu backend)") {
+	if err != nil || !strings.Contains(out, " synthesis workers") || strings.Contains(out, "serial engine") || !strings.Contains(out, "  ready") || !strings.Contains(out, "device    host (cpu backend)") {
 		t.Errorf("cuzk status of a CPU daemon: %v\n%s", err, out)
 	}
 	if _, _, err := runCuzk(t, "status", "--addr", "127.0.0.1:1", "--timeout", "2s"); err == nil || strings.Contains(err.Error(), "\n") {
