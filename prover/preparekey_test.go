@@ -12,7 +12,10 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"github.com/consensys/gnark/backend/groth16"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // preparingCPU is the CPU backend as a KeyPreparer: it records the key
@@ -161,5 +164,55 @@ func TestFirstSynthesisRunsBesideTheKeysLoad(t *testing.T) {
 	}
 	if got := p.LoadedCircuits(); len(got) != 1 {
 		t.Errorf("loaded circuits %q, want the one proved", got)
+	}
+}
+
+// issue 26 item 1: a fresh process whose circuit and keys are both cached
+// reads the keys while the circuit decodes: one keys.load (the read
+// started from the cached circuit's stored hash), and a proof that
+// verifies. A circuit whose keys are
+// not cached yet reads nothing early and sets up as before.
+func TestCachedKeysAreReadWhileTheCircuitDecodes(t *testing.T) {
+	dir := t.TempDir()
+	req := &Request{Circuit: "mulchain", Constraints: 600, Verify: true}
+	exp, tp := newRecorder()
+	first := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp))
+	if err := first.LoadCircuit(context.Background(), req.Circuit, req.Constraints); err != nil {
+		t.Fatal(err)
+	}
+	setups := 0
+	for _, s := range exp.GetSpans() {
+		if s.Name == semconv.SpanKeysSetup {
+			setups++
+		}
+	}
+	if setups != 1 {
+		t.Fatalf("first load: %d keys.setup spans, want 1 (nothing cached)", setups)
+	}
+	exp.Reset()
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp))
+	res, err := p.Run(context.Background(), req)
+	if err != nil || !res.Verified {
+		t.Fatalf("run: %v", err)
+	}
+	var loads, decodes []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case semconv.SpanKeyLoad:
+			loads = append(loads, s)
+		case semconv.SpanCircuitCacheDecode:
+			decodes = append(decodes, s)
+		case semconv.SpanKeysSetup:
+			t.Errorf("a setup with the keys cached")
+		}
+	}
+	if len(loads) != 1 || len(decodes) != 1 {
+		t.Fatalf("%d keys.load and %d circuit.cache.decode spans, want one each", len(loads), len(decodes))
+	}
+	// One keys.load: the early read's, used (LoadHashed after it would
+	// make a second). keycache's tests hold that its hash is known before
+	// the decode begins.
+	if v, _ := attr(loads[0], string(semconv.KeyKeyCacheHit)); v != "true" {
+		t.Errorf("keys.load cache hit %q, want true", v)
 	}
 }

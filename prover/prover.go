@@ -388,7 +388,22 @@ func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string
 	if err != nil {
 		return err
 	}
-	comp, err := p.cache.Compile(ctx, name, constraints, in.Compile)
+	// A cached circuit's stored hash names its keys before the system is
+	// decoded: they are read meanwhile (keys.load beside
+	// circuit.cache.decode), whatever becomes of the caller.
+	var pre *preread
+	cctx := keycache.OnStoredHash(ctx, func(hash string, n int) {
+		if !p.cache.HasKeys(hash) {
+			return
+		}
+		pre = &preread{hash: hash, done: make(chan struct{})}
+		kctx := context.WithoutCancel(ctx)
+		go func() {
+			defer close(pre.done)
+			pre.keys, pre.err = p.cache.LoadCached(kctx, hash, n)
+		}()
+	})
+	comp, err := p.cache.Compile(cctx, name, constraints, in.Compile)
 	if err != nil {
 		return err
 	}
@@ -399,13 +414,31 @@ func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string
 		ctx = context.WithoutCancel(ctx)
 		lc.openCircuit()
 	}
-	kk, err := p.cache.LoadHashed(ctx, comp.CCS, comp.Hash)
-	if err != nil {
-		return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
+	var kk *keycache.Keys
+	if pre != nil && pre.hash == comp.Hash {
+		select {
+		case <-pre.done:
+			kk = pre.keys // nil when the read failed: LoadHashed tries again, or sets up
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if kk == nil {
+		if kk, err = p.cache.LoadHashed(ctx, comp.CCS, comp.Hash); err != nil {
+			return fmt.Errorf("keys of %s (%d constraints): %w", name, constraints, err)
+		}
 	}
 	lc.keys = kk
 	p.prepareKey(ctx, kk)
 	return nil
+}
+
+// preread is a read of cached keys started before the circuit decoded.
+type preread struct {
+	hash string
+	done chan struct{}
+	keys *keycache.Keys
+	err  error
 }
 
 // prepareKey hands the loaded keys to a KeyPreparer backend, so their

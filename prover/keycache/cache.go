@@ -419,6 +419,37 @@ func (c *Cache) HasKeys(hash string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// LoadCached returns the keys filed under hash (Compiled.Hash) in the
+// cache, read only: an error wrapping fs.ErrNotExist when there are none,
+// and any other error when the file cannot be read (LoadHashed then sets
+// up again, as it does for such a file). constraints is for the span. It
+// records the keys.load span of LoadHashed (cuzk.key.hash_source
+// circuit_cache) with keys.read and keys.decode.
+func (c *Cache) LoadCached(ctx context.Context, hash string, constraints int) (k *Keys, err error) {
+	ctx, span := c.tracer.Start(ctx, semconv.SpanKeyLoad, trace.WithAttributes(
+		semconv.KeyCircuitConstraints.Int(constraints), semconv.KeyKeyHashSource.String("circuit_cache")))
+	defer func() {
+		if err == nil {
+			span.SetAttributes(semconv.KeyKeyCacheHit.Bool(true))
+		}
+		endSpan(span, ignoreNotExist(err))
+	}()
+	if hash == "" || c.ephemeral {
+		return nil, fmt.Errorf("keycache: no cached keys to read: %w", fs.ErrNotExist)
+	}
+	path := c.path(hash)
+	pk, vk, checked, err := c.readKeys(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if !checked {
+		if err := c.addChecksums(ctx, path); err != nil && c.progress != nil {
+			fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", path, err)
+		}
+	}
+	return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
+}
+
 func (c *Cache) path(hash string) string {
 	if c.compressed {
 		return filepath.Join(c.dir, hash+".keyz")

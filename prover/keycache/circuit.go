@@ -271,6 +271,17 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	return &Compiled{CCS: ccs, Hash: want.Hash}, nil
 }
 
+type storedHashKey struct{}
+
+// OnStoredHash returns ctx carrying f, which a Compile under it that finds
+// its circuit in the cache calls with the stored hash and constraint count
+// of the cached system (checked file, matching build), before decoding it:
+// the keys filed under that hash can be read (LoadCached) while the
+// system decodes. The hash is Compiled.Hash if the decode succeeds.
+func OnStoredHash(ctx context.Context, f func(hash string, constraints int)) context.Context {
+	return context.WithValue(ctx, storedHashKey{}, f)
+}
+
 // errStale marks a cached circuit compiled by another build or gnark.
 var errStale = errors.New("compiled by another build")
 
@@ -383,6 +394,9 @@ func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) 
 	got.Hash, got.NbConstraints = "", 0
 	if got != want {
 		return nil, fmt.Errorf("%w (%s)", errStale, describeMeta(meta))
+	}
+	if f, ok := ctx.Value(storedHashKey{}).(func(string, int)); ok && f != nil && meta.Hash != "" {
+		f(meta.Hash, meta.NbConstraints)
 	}
 	_, dspan := c.tracer.Start(ctx, semconv.SpanCircuitCacheDecode)
 	ccs, err := decodeCircuit(body)

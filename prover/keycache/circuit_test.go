@@ -3,7 +3,9 @@ package keycache
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -400,4 +402,52 @@ func (s *syncBuffer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.Reset()
+}
+
+// OnStoredHash hears a cached circuit's hash and size before its decode
+// begins (and nothing on a miss); LoadCached reads the keys filed under
+// it, and says fs.ErrNotExist, running no setup, where there are none.
+func TestStoredHashIsHeardBeforeTheDecodeAndNamesTheKeys(t *testing.T) {
+	dir := t.TempDir()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	comp := &compiler{n: 1 << 10}
+	type heard struct {
+		hash string
+		n    int
+		at   time.Time
+	}
+	var got []heard
+	hear := OnStoredHash(context.Background(), func(h string, n int) { got = append(got, heard{h, n, time.Now()}) })
+	c, _ := New(dir, WithRevision("rev1"), WithTracerProvider(tp))
+	first, err := c.Compile(hear, "mulchain", 1<<10, comp.compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("a compile (cache miss) reported stored hashes %v", got)
+	}
+	if _, err := c.LoadCached(context.Background(), first.Hash, 1<<10); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LoadCached before any setup: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := c.LoadHashed(context.Background(), first.CCS, first.Hash); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := New(dir, WithRevision("rev1"), WithTracerProvider(tp))
+	second, err := c2.Compile(hear, "mulchain", 1<<10, comp.compile)
+	if err != nil || !second.CacheHit {
+		t.Fatalf("second compile: %v, hit %v", err, second != nil && second.CacheHit)
+	}
+	if len(got) != 1 || got[0].hash != second.Hash || got[0].n != second.CCS.GetNbConstraints() {
+		t.Fatalf("heard %+v, want the hash %s and %d constraints once", got, second.Hash, second.CCS.GetNbConstraints())
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() == otelcuzk.SpanCircuitCacheDecode && s.StartTime().Before(got[0].at) {
+			t.Errorf("circuit.cache.decode began %v before the hash was heard", got[0].at.Sub(s.StartTime()))
+		}
+	}
+	k, err := c2.LoadCached(context.Background(), got[0].hash, got[0].n)
+	if err != nil || !k.CacheHit || k.Hash != second.Hash || k.PK == nil {
+		t.Fatalf("LoadCached: %+v, %v", k, err)
+	}
 }
