@@ -201,6 +201,17 @@ func (t *Tuner) SolverTasks(req *prover.Request, busy, queued int) int {
 // HostDevices a job is lone only when no prove runs either (the proves use
 // the cores); GPU proves leave them to the syntheses.
 func (t *Tuner) SolverTasksBeside(req *prover.Request, busy, queued, proving int) int {
+	return t.SolverTasksStarting(req, busy, queued, proving, false)
+}
+
+// SolverTasksStarting is SolverTasksBeside for a synthesis that starts
+// while the devices starve (starved: no synthesized job waits for them, a
+// device idles, and no other synthesis is under way): its end is when a
+// device starts again, so it gets half the synthesis cores and the
+// syntheses starting after it split the rest (a batch's first synthesis;
+// at merkle 2^22 on the H200 the device waited for it about a sixth of a
+// 16-job batch). The level solver uses as many of them as pay.
+func (t *Tuner) SolverTasksStarting(req *prover.Request, busy, queued, proving int, starved bool) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.shapeLocked(shapeKey(req))
@@ -215,6 +226,9 @@ func (t *Tuner) SolverTasksBeside(req *prover.Request, busy, queued, proving int
 	n, _ := t.chooseLocked(s)
 	share := max(1, min(n, max(busy, 1)+queued))
 	s.tasks = max(1, synthesisCores(t.cores, t.devices)/share)
+	if starved && busy <= 1 {
+		s.tasks = max(s.tasks, synthesisCores(t.cores, t.devices)/2)
+	}
 	return s.tasks
 }
 

@@ -225,6 +225,23 @@ func TestTunerChoice(t *testing.T) {
 	if got := eight.SolverTasks(r, 1, 0); got != 16 {
 		t.Errorf("16 cores, a lone job: %d tasks, want 16", got)
 	}
+	// The devices starve (nothing synthesized, a device idle) and this is
+	// the only synthesis: half the synthesis cores; the next ones split
+	// the cores as before; a host tuner keeps one task beside the proves.
+	if got := eight.SolverTasksStarting(r, 1, 10, 0, true); got != 7 {
+		t.Errorf("starved device, first of a batch: %d tasks, want 15/2 = 7", got)
+	}
+	if got := eight.SolverTasksStarting(r, 2, 9, 0, true); got != 1 {
+		t.Errorf("starved device, second of a batch: %d tasks, want 1", got)
+	}
+	if got := eight.SolverTasksStarting(r, 1, 10, 1, false); got != 1 {
+		t.Errorf("fed device: %d tasks, want 1", got)
+	}
+	host := NewTuner(16, 1, 0)
+	host.HostDevices()
+	if got := host.SolverTasksStarting(r, 1, 10, 1, true); got != 1 {
+		t.Errorf("host tuner, starved: %d tasks, want 1 beside the proves", got)
+	}
 }
 
 // A daemon without a GPU: its CPU worker's prove is the device. Serial,

@@ -79,7 +79,8 @@ func (e *Engine) synthesisWork() {
 		e.synthesizing++
 		tasks := 0
 		if e.cfg.tuner != nil {
-			tasks = e.cfg.tuner.SolverTasksBeside(&t.req, e.synthesizing, e.queued, e.proving)
+			starved := e.devQueued == 0 && e.proving < e.healthy
+			tasks = e.cfg.tuner.SolverTasksStarting(&t.req, e.synthesizing, e.queued, e.proving, starved)
 		}
 		now := e.cfg.now()
 		runCtx, cancel := context.WithCancel(t.ctx)
