@@ -19,7 +19,10 @@ import (
 func TestSubmitToAHeldQueuePrintsQueuedWithItsPlaceThenItsEnd(t *testing.T) {
 	bin := cuzkBin(t)
 	dir := t.TempDir()
-	d := startDaemon(t, nil, "--cache-dir", filepath.Join(dir, "keys"), "--trace-file", filepath.Join(dir, "t.jsonl"), "--cpu-workers", "1")
+	// The serial engine: the key setup holds the one device worker (a
+	// pipelined daemon, the default, runs it in a synthesis slot).
+	d := startDaemon(t, nil, "--cache-dir", filepath.Join(dir, "keys"), "--trace-file", filepath.Join(dir, "t.jsonl"), "--cpu-workers", "1",
+		"--synthesis-workers", "0")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A size no key is cached for: its setup holds the worker.
