@@ -224,15 +224,27 @@ type levelSolver struct {
 	mu     sync.Mutex
 	wake   *sync.Cond
 	parked atomic.Int32
+	asleep []atomic.Bool // by follower: waiting on wake
 }
 
 // publish makes w the level under way (nil with stop set: the end) and
-// wakes sleeping followers.
+// wakes the sleeping followers when one of them has a part of it (or at
+// the end): a follower without a part sleeps on, so the goroutines the
+// pacing leaves out of the levels cost no core (spinning beside the ones
+// at work they slowed them: merkle 2^22 on 16 tasks, 4 parts chosen, took
+// 1307 ms and 13.7 s of CPU on the H200 host against 700 ms on 4 tasks).
 func (s *levelSolver) publish(w *levelWork) {
 	if w != nil {
 		s.cur.Store(w)
 	}
-	if s.parked.Load() > 0 {
+	if s.parked.Load() == 0 {
+		return
+	}
+	wake := w == nil
+	for j := 1; !wake && j < w.parts; j++ {
+		wake = s.asleep[j].Load()
+	}
+	if wake {
 		s.mu.Lock()
 		s.wake.Broadcast()
 		s.mu.Unlock()
@@ -313,6 +325,7 @@ func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Eleme
 	s.tasks = tasks
 	s.pace = newLevelPace(tasks, time.Now)
 	s.wake = sync.NewCond(&s.mu)
+	s.asleep = make([]atomic.Bool, tasks)
 	scratch := make([]levelScratch, tasks)
 	s.done = make([]levelDone, tasks)
 	var wg sync.WaitGroup
@@ -381,22 +394,32 @@ func (s *levelSolver) follow(j int, sc *levelScratch) {
 	var seen *levelWork
 	for spins := 0; !s.stop.Load(); spins++ {
 		if w := s.cur.Load(); w != seen {
-			seen, spins = w, 0
+			seen = w
 			if j < w.parts {
+				spins = 0
 				s.part(w, j, sc)
 				s.done[j].seq.Store(w.seq)
+				continue
 			}
-			continue
+			// No part of this level: the pacing chose fewer parts than
+			// goroutines, sleep until a level has one.
+			spins = levelSpins + levelYields
 		}
 		switch {
 		case spins >= levelSpins+levelYields:
 			s.mu.Lock()
+			s.asleep[j].Store(true)
 			s.parked.Add(1)
-			for s.cur.Load() == seen && !s.stop.Load() {
+			for !s.stop.Load() {
+				if w := s.cur.Load(); w != seen && j < w.parts {
+					break
+				}
 				s.wake.Wait()
 			}
 			s.parked.Add(-1)
+			s.asleep[j].Store(false)
 			s.mu.Unlock()
+			spins = 0
 		case spins >= levelSpins:
 			runtime.Gosched()
 		}
