@@ -269,13 +269,21 @@ type levelDone struct {
 	_   [56]byte
 }
 
-// levelScratch is one goroutine's reused decoding space and count.
+// levelScratch is one goroutine's reused decoding space and counts.
 type levelScratch struct {
 	r1c    constraint.R1C
 	hint   constraint.HintMapping
 	solved int
+	polls  int      // a follower's turns of its wait loop (tests)
 	_      [64]byte // its own cache line
 }
+
+// Test hooks: newPace makes a solve's pacing, afterSolve sees its
+// goroutines' scratch at the end.
+var (
+	newPace    = func(tasks int) *levelPace { return newLevelPace(tasks, time.Now) }
+	afterSolve = func([]levelScratch) {}
+)
 
 // levelSolve solves r1cs for the witness values (public then secret, the
 // constant wire excluded) into wires (all wires) and a, b, c (their first
@@ -323,7 +331,7 @@ func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Eleme
 	s.shape = shapeOf(r1cs)
 	tasks = max(1, min(tasks, s.shape.maxPieces))
 	s.tasks = tasks
-	s.pace = newLevelPace(tasks, time.Now)
+	s.pace = newPace(tasks)
 	s.wake = sync.NewCond(&s.mu)
 	s.asleep = make([]atomic.Bool, tasks)
 	scratch := make([]levelScratch, tasks)
@@ -340,6 +348,7 @@ func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Eleme
 	s.stop.Store(true)
 	s.publish(nil)
 	wg.Wait()
+	afterSolve(scratch)
 	if err != nil {
 		return 0, err
 	}
@@ -393,6 +402,7 @@ func (s *levelSolver) lead(sc *levelScratch) error {
 func (s *levelSolver) follow(j int, sc *levelScratch) {
 	var seen *levelWork
 	for spins := 0; !s.stop.Load(); spins++ {
+		sc.polls++
 		if w := s.cur.Load(); w != seen {
 			seen = w
 			if j < w.parts {

@@ -302,3 +302,49 @@ func TestLevelPaceKeepsTheFastestPartCount(t *testing.T) {
 		t.Fatalf("one task: chose %d, used %v", p.chosen(), used[:10])
 	}
 }
+
+// The goroutines the pacing leaves out of the levels sleep instead of
+// spinning beside the ones at work: with 2 parts fixed on 8 tasks, the
+// six followers without a part poll a few times in all, the one with a
+// part solves its share of every level, and the solution is gnark's.
+func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
+	defer func(p func(int) *levelPace, a func([]levelScratch)) { newPace, afterSolve = p, a }(newPace, afterSolve)
+	newPace = func(int) *levelPace {
+		return &levelPace{cands: []int{2}, cost: make([]float64, 1), now: time.Now}
+	}
+	var polls []int
+	afterSolve = func(sc []levelScratch) {
+		for i := range sc {
+			polls = append(polls, sc[i].polls)
+		}
+	}
+	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
+	r1cs, w := compileFor(t, circuit, assign)
+	sol, err := r1cs.Solve(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sol.(*cs.R1CSSolution)
+	n := r1cs.GetNbConstraints()
+	wires := make([]fr.Element, len(want.W))
+	a, b, c := make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n)
+	if err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, a, b, c, 8); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.W {
+		if !wires[i].Equal(&want.W[i]) {
+			t.Fatalf("wire %d differs from gnark's", i)
+		}
+	}
+	if len(polls) != 8 {
+		t.Fatalf("%d goroutines, want 8", len(polls))
+	}
+	if polls[1] < 40 {
+		t.Errorf("the follower with a part polled %d times, want at least once a level (40)", polls[1])
+	}
+	for j := 2; j < 8; j++ {
+		if polls[j] > 20 {
+			t.Errorf("follower %d without a part polled %d times, want it asleep (polls %v)", j, polls[j], polls)
+		}
+	}
+}
