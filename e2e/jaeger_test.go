@@ -148,6 +148,15 @@ func startJaeger(t testing.TB) *jaegerInstance {
 		OTLPGRPC:  a[2],
 		OTLPHTTP:  a[3],
 	}
+	launchJaeger(t, j)
+	return j
+}
+
+// launchJaeger writes j's configuration (its four addresses) into j.dir,
+// starts it and stops it when the test ends, then shows the end of its
+// log if the test failed.
+func launchJaeger(t testing.TB, j *jaegerInstance) {
+	t.Helper()
 	cfg := fmt.Sprintf(jaegerConfig, j.QueryAddr, j.queryGRPC, j.OTLPGRPC, j.OTLPHTTP)
 	if err := os.WriteFile(filepath.Join(j.dir, "jaeger.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -164,7 +173,6 @@ func startJaeger(t testing.TB) *jaegerInstance {
 			}
 		}
 	})
-	return j
 }
 
 // Start runs the Jaeger process and waits until its query API answers and

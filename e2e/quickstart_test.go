@@ -127,15 +127,7 @@ func startJaegerOn(t *testing.T, query, otlpGRPC, otlpHTTP string) *jaegerInstan
 	}
 	j := &jaegerInstance{bin: jaegerBinary(t), dir: t.TempDir(), QueryAddr: query, OTLPGRPC: otlpGRPC, OTLPHTTP: otlpHTTP,
 		queryGRPC: freeLoopbackAddrs(t, 1)[0]}
-	cfg := fmt.Sprintf(jaegerConfig, j.QueryAddr, j.queryGRPC, j.OTLPGRPC, j.OTLPHTTP)
-	if err := os.WriteFile(filepath.Join(j.dir, "jaeger.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j.logPath = filepath.Join(j.dir, "jaeger.log")
-	if err := j.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(j.Stop)
+	launchJaeger(t, j)
 	return j
 }
 
