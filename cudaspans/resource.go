@@ -10,14 +10,14 @@ import (
 // ResourceDevices describes devices for the OTel resource
 // (otelcuzk.WithDevices: hw.id, hw.model, hw.vendor, hw.driver_version).
 // The driver version is the CUDA version the driver supports, "13.0".
-func ResourceDevices(devices []DeviceInfo) []semconv.Device {
-	out := make([]semconv.Device, len(devices))
+func ResourceDevices(devices []DeviceInfo) []semconv.GPU {
+	out := make([]semconv.GPU, len(devices))
 	for i, d := range devices {
 		vendor := "NVIDIA"
 		if !strings.HasPrefix(d.Name, "NVIDIA") {
 			vendor = "" // the driver API names no vendor; don't guess
 		}
-		out[i] = semconv.Device{
+		out[i] = semconv.GPU{
 			ID:            d.UUID,
 			Ordinal:       d.Ordinal,
 			Model:         d.Name,

@@ -152,7 +152,7 @@ func WithResourceAttributes(attrs ...attribute.KeyValue) Option {
 }
 
 // WithDevices describes the GPUs of this host in the resource, after the
-// OpenTelemetry hardware semantic conventions (see DeviceAttributes).
+// OpenTelemetry hardware semantic conventions (see semconv.GPUAttributes).
 func WithDevices(devices []Device) Option {
 	d := append([]Device(nil), devices...)
 	return optionFunc(func(c config) config { c.devices = d; return c })

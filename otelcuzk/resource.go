@@ -40,7 +40,7 @@ func newResource(ctx context.Context, c config) (*resource.Resource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otelcuzk: resource: %w", err)
 	}
-	attrs := semconv.DeviceAttributes(c.devices)
+	attrs := semconv.GPUAttributes(c.devices)
 	attrs = append(attrs, c.resAttrs...)
 	if c.serviceName != "" {
 		attrs = append(attrs, otelsemconv.ServiceName(c.serviceName))

@@ -190,17 +190,17 @@ const (
 // Deprecated: use semconv.AggregateStats.
 type AggregateStats = semconv.AggregateStats
 
-// Device is semconv.Device, one GPU of the resource (WithDevices).
+// Device is semconv.GPU, one GPU of the resource (WithDevices).
 //
-// Deprecated: use semconv.Device.
-type Device = semconv.Device
+// Deprecated: use semconv.GPU.
+type Device = semconv.GPU
 
-// DeviceAttributes is semconv.DeviceAttributes: the resource attributes
+// DeviceAttributes is semconv.GPUAttributes: the resource attributes
 // of devices (hw.*), nil for none.
 //
-// Deprecated: use semconv.DeviceAttributes.
+// Deprecated: use semconv.GPUAttributes.
 func DeviceAttributes(devices []Device) []attribute.KeyValue {
-	return semconv.DeviceAttributes(devices)
+	return semconv.GPUAttributes(devices)
 }
 
 // ErrorType is semconv.ErrorType: the error.type value of err, one of the

@@ -43,15 +43,18 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/setup"
 )
 
 // EnvCacheDir overrides the cache directory.
 const EnvCacheDir = "CUZK_CACHE_DIR"
 
 // ErrUnsupported is returned for a constraint system, key or witness that
-// is not a BLS12-381 R1CS of gnark (a PLONK system, another curve), here
-// and, as prover.ErrUnsupported, by the prover. error.type unsupported.
-var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "not supported")
+// is not a BLS12-381 R1CS of gnark (a PLONK system, another curve). It is
+// setup.ErrUnsupported, one sentinel for one meaning: the key setup, this
+// cache and the prove (groth16.ErrUnsupported) refuse the same systems.
+// error.type unsupported.
+var ErrUnsupported = setup.ErrUnsupported
 
 // ErrCorruptKey is returned by Load and LoadHashed for a cached key file
 // that exists but cannot be read (damaged, truncated, a point that does

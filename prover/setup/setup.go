@@ -20,9 +20,12 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
-// ErrUnsupported is wrapped by the error for a constraint system that is
-// not a BLS12-381 R1CS (a PLONK SparseR1CS, another curve).
-var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "setup: only BLS12-381 R1CS constraint systems are supported")
+// ErrUnsupported is wrapped by the error for a constraint system, key or
+// witness that is not a BLS12-381 R1CS of gnark (a PLONK SparseR1CS,
+// another curve): the one sentinel of that meaning, which the key cache
+// (keycache.ErrUnsupported) and the prove (groth16.ErrUnsupported) return
+// too. error.type unsupported.
+var ErrUnsupported = semconv.NewError(semconv.ErrorTypeUnsupported, "not supported")
 
 // Option configures Setup.
 type Option interface{ apply(*config) }
@@ -236,17 +239,17 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 // ErrUnsupported.
 func asR1CS(ccs constraint.ConstraintSystem) (*cs.R1CS, error) {
 	if ccs == nil {
-		return nil, fmt.Errorf("%w (nil constraint system)", ErrUnsupported)
+		return nil, fmt.Errorf("setup: %w: only BLS12-381 R1CS constraint systems (nil constraint system)", ErrUnsupported)
 	}
 	if ccs.Field().Cmp(ecc.BLS12_381.ScalarField()) != 0 {
-		return nil, fmt.Errorf("%w (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
+		return nil, fmt.Errorf("setup: %w: only BLS12-381 R1CS constraint systems (field of %d bits)", ErrUnsupported, ccs.Field().BitLen())
 	}
 	r, ok := ccs.(*cs.R1CS)
 	if !ok || r.Type != constraint.SystemR1CS {
-		return nil, fmt.Errorf("%w (%T, not an R1CS)", ErrUnsupported, ccs)
+		return nil, fmt.Errorf("setup: %w: only BLS12-381 R1CS constraint systems (%T, not an R1CS)", ErrUnsupported, ccs)
 	}
 	if _, ok := r.CommitmentInfo.(constraint.Groth16Commitments); !ok {
-		return nil, fmt.Errorf("%w (commitments %T, not Groth16's)", ErrUnsupported, r.CommitmentInfo)
+		return nil, fmt.Errorf("setup: %w: only BLS12-381 R1CS constraint systems (commitments %T, not Groth16's)", ErrUnsupported, r.CommitmentInfo)
 	}
 	return r, nil
 }

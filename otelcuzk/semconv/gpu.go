@@ -7,8 +7,10 @@ import (
 	otelsemconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 )
 
-// Device describes one GPU for the resource.
-type Device struct {
+// GPU describes one GPU of the trace resource (the hw.* attributes of the
+// OTel hardware conventions): not a device worker (engine), nor a
+// device GetStatus reports (server.Device).
+type GPU struct {
 	ID            string // stable identifier, e.g. the CUDA UUID "GPU-5c0e…"; hw.id
 	Ordinal       int    // CUDA device ordinal
 	Model         string // e.g. "NVIDIA H200"; hw.model
@@ -17,13 +19,13 @@ type Device struct {
 	MemoryBytes   int64  // total device memory, bytes
 }
 
-// DeviceAttributes returns the resource attributes for devices, after the
+// GPUAttributes returns the resource attributes for devices, after the
 // OpenTelemetry hardware semantic conventions (hw.id, hw.model, hw.vendor,
 // hw.type = "gpu", hw.driver_version; semconv v1.37.0). A resource holds one
 // value per key, so each key carries a slice with one element per device, in
 // the order given; cuda.device.ordinal and hw.gpu.memory.limit (bytes) follow
 // the same order. It returns nil for no devices.
-func DeviceAttributes(devices []Device) []attribute.KeyValue {
+func GPUAttributes(devices []GPU) []attribute.KeyValue {
 	if len(devices) == 0 {
 		return nil
 	}
