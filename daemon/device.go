@@ -6,28 +6,31 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
+
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 
 	// The CUDA backend registers itself as "cuda" when its package is
 	// linked in. It loads the driver at run time, so a daemon still runs
 	// (on the CPU, with one line saying why) on hosts without a GPU.
-	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	_ "github.com/otelcuzk/otelcuzk/prover/gpu"
 )
 
-// DeviceSettingsFromEnv reads the CUDA backend's settings from the environment,
-// the one place they are read: CUZK_CUDA_HOST_COPY (staged, register or
+// DeviceSettingsFromEnv reads the CUDA backend's settings from the environment
+// and parses them, the one place they are read and parsed (the backend
+// takes the typed values): CUZK_CUDA_HOST_COPY (staged, register or
 // pageable; default staged) and CUZK_CUDA_MSM_G2 (gpu or cpu; default
 // gpu). A malformed value is refused at start, whatever the backend,
 // naming the variable, so a typo shows on the host where it was made.
-func DeviceSettingsFromEnv() (prover.DeviceSettings, error) {
-	s := prover.DeviceSettings{HostCopy: os.Getenv("CUZK_CUDA_HOST_COPY"), MSMG2: os.Getenv("CUZK_CUDA_MSM_G2")}
-	if err := gpu.CheckDeviceSettings(prover.DeviceSettings{HostCopy: s.HostCopy}); err != nil {
-		return s, fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)
+func DeviceSettingsFromEnv() (backend.DeviceSettings, error) {
+	hc, err := backend.ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY"))
+	if err != nil {
+		return backend.DeviceSettings{}, fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)
 	}
-	if err := gpu.CheckDeviceSettings(prover.DeviceSettings{MSMG2: s.MSMG2}); err != nil {
-		return s, fmt.Errorf("CUZK_CUDA_MSM_G2: %w", err)
+	g2, err := backend.ParseG2Placement(os.Getenv("CUZK_CUDA_MSM_G2"))
+	if err != nil {
+		return backend.DeviceSettings{}, fmt.Errorf("CUZK_CUDA_MSM_G2: %w", err)
 	}
-	return s, nil
+	return backend.DeviceSettings{HostCopy: hc, MSMG2: g2}, nil
 }
 
 // TraceDevices puts the host's GPUs into the trace resource (hw.id,

@@ -8,11 +8,12 @@ import (
 // The CUDA backend's settings are read from the environment here, once,
 // and a malformed value is refused naming its variable, on any host.
 func TestDeviceSettingsComeFromTheEnvironmentAndNameAMalformedVariable(t *testing.T) {
-	for _, ok := range [][2]string{{"", ""}, {"staged", "gpu"}, {"register", "cpu"}, {"pageable", ""}} {
+	// Parsed once, here: an unset variable is its default's typed value.
+	for _, ok := range [][4]string{{"", "", "staged", "gpu"}, {"staged", "gpu", "staged", "gpu"}, {"register", "cpu", "register", "cpu"}, {"pageable", "", "pageable", "gpu"}} {
 		t.Setenv("CUZK_CUDA_HOST_COPY", ok[0])
 		t.Setenv("CUZK_CUDA_MSM_G2", ok[1])
 		s, err := DeviceSettingsFromEnv()
-		if err != nil || s.HostCopy != ok[0] || s.MSMG2 != ok[1] {
+		if err != nil || string(s.HostCopy) != ok[2] || string(s.MSMG2) != ok[3] {
 			t.Errorf("CUZK_CUDA_HOST_COPY=%q CUZK_CUDA_MSM_G2=%q: %+v, %v", ok[0], ok[1], s, err)
 		}
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 type options struct {
@@ -358,7 +359,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	f, _ := prover.LookupBackend(v.backend)
 	t0 := time.Now()
 	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel,
-		Device: prover.DeviceSettings{HostCopy: string(v.hostCopy), MSMG2: v.msmG2}})
+		Device: prover.DeviceSettings{HostCopy: v.hostCopy, MSMG2: backend.G2Placement(v.msmG2)}})
 	if err != nil {
 		return err
 	}

@@ -24,20 +24,6 @@ type Options struct {
 	Device DeviceSettings
 }
 
-// DeviceSettings tune how a device backend works, in the backend's own
-// words; its factory refuses values it does not know (the CUDA backend:
-// gpu.CheckDeviceSettings). cmd/cuzk fills them from CUZK_CUDA_HOST_COPY
-// and CUZK_CUDA_MSM_G2, the one place those are read.
-type DeviceSettings struct {
-	// HostCopy is how host vectors reach the device and come back:
-	// "staged" (through pinned staging memory; "" is this default),
-	// "register" (pinned in place per call) or "pageable".
-	HostCopy string
-	// MSMG2 is where the G2 MSM runs: "gpu" ("" is this default) or
-	// "cpu" (gnark-crypto, overlapping the device's G1 work).
-	MSMG2 string
-}
-
 // Factory opens a backend. A factory whose hardware is missing
 // returns an error wrapping ErrUnavailable that says why in one line.
 type Factory func(ctx context.Context, opts Options) (Backend, error)

@@ -78,14 +78,14 @@ var _ backend.Backend = (*Backend)(nil)
 
 // Open opens the CUDA backend on device o.DeviceOrdinal: the device's
 // primary context and one stream, copying host vectors and placing the G2
-// MSM as o.Device says (malformed settings are refused before the device
-// is touched, as CheckDeviceSettings). It compiles nothing: the kernel modules
+// MSM as o.Device says (settings no parse could make are refused before
+// the device is touched: DeviceSettings.Check). It compiles nothing: the kernel modules
 // are compiled by NVRTC (or taken from the kernel cache) by Warmup, which
 // the first proof calls if nobody did before. Without a driver or device
 // it returns an error wrapping backend.ErrUnavailable and
 // cudaspans.ErrNoDevice that says why in one line.
 func Open(ctx context.Context, o backend.Options) (*Backend, error) {
-	if err := CheckDeviceSettings(o.Device); err != nil {
+	if err := o.Device.Check(); err != nil {
 		return nil, err
 	}
 	tp := o.TracerProvider
@@ -105,10 +105,13 @@ func Open(ctx context.Context, o backend.Options) (*Backend, error) {
 // openOn is Open on an opened device context c, which the backend owns
 // from here (closed on failure too); tests give it a fake device.
 func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Backend, error) {
-	hc, g2OnCPU, err := parseDeviceSettings(o.Device)
-	if err != nil {
+	if err := o.Device.Check(); err != nil {
 		c.Close()
 		return nil, err
+	}
+	hc, g2OnCPU := o.Device.HostCopy, o.Device.MSMG2 == backend.G2OnCPU
+	if hc == "" {
+		hc = HostCopyStaged
 	}
 	tp := o.TracerProvider
 	if tp == nil {
@@ -121,6 +124,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Back
 		b.Close()
 		return nil, err
 	}
+	var err error
 	if b.s, err = c.NewStream(); err != nil {
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}

@@ -1,17 +1,16 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
-// HostCopy is how the backend moves host vectors (a, b, c, H, the MSM
-// scalars) to and from the device. The vectors come from mmap'd pageable
-// memory, from which the driver copies through its own small staging
-// buffers at a fraction of the link's bandwidth.
-type HostCopy string
+// HostCopy is backend.HostCopy: how the backend moves host vectors (a,
+// b, c, H, the MSM scalars) to and from the device. The vectors come from
+// mmap'd pageable memory, from which the driver copies through its own
+// small staging buffers at a fraction of the link's bandwidth.
+type HostCopy = backend.HostCopy
 
+// The host copy modes, backend's.
 const (
 	// HostCopyStaged copies through pinned staging memory owned by the
 	// backend (allocated on first use, kept between proofs, released at
@@ -19,31 +18,25 @@ const (
 	// copy of one chunk overlapping the DMA of the previous one; MSM
 	// scalars copied into one pinned buffer, which the MSM uploads from.
 	// The CPU copies run on several goroutines. The default.
-	HostCopyStaged HostCopy = "staged"
+	HostCopyStaged = backend.HostCopyStaged
 	// HostCopyRegister pins the caller's memory with cuMemHostRegister for
 	// the duration of each call (cuda.host_register, then a buffer.release
 	// span of kind pinned that unregisters it).
-	HostCopyRegister HostCopy = "register"
+	HostCopyRegister = backend.HostCopyRegister
 	// HostCopyPageable copies from the pageable memory as it is.
-	HostCopyPageable HostCopy = "pageable"
+	HostCopyPageable = backend.HostCopyPageable
 )
 
-// ParseHostCopy parses "staged", "register" or "pageable" ("" is staged).
-func ParseHostCopy(s string) (HostCopy, error) {
-	switch HostCopy(s) {
-	case "", HostCopyStaged:
-		return HostCopyStaged, nil
-	case HostCopyRegister, HostCopyPageable:
-		return HostCopy(s), nil
-	}
-	return "", fmt.Errorf("cuda backend: host copy mode %q (want staged, register or pageable)", s)
-}
+// ParseHostCopy is backend.ParseHostCopy: "staged", "register" or
+// "pageable" ("" is staged).
+func ParseHostCopy(s string) (HostCopy, error) { return backend.ParseHostCopy(s) }
 
 // SetHostCopy changes how host vectors are copied (default: staged, or
-// BackendOptions.Device.HostCopy at Open). It waits for the operation in
+// backend.Options.Device.HostCopy at Open). It waits for the operation in
 // flight.
 func (b *Backend) SetHostCopy(m HostCopy) error {
-	if _, err := ParseHostCopy(string(m)); err != nil {
+	m, err := ParseHostCopy(string(m))
+	if err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -59,57 +52,34 @@ func (b *Backend) HostCopyMode() HostCopy {
 	return b.hostCopy
 }
 
-// Where MSMG2 runs (BackendOptions.Device.MSMG2, SetMSMG2).
+// Where MSMG2 runs (backend.Options.Device.MSMG2, SetMSMG2): the words of
+// backend.G2OnGPU and backend.G2OnCPU.
 const (
 	// MSMG2GPU runs the G2 MSM on the device, after or before the G1
 	// MSMs (they share the device). The default.
-	MSMG2GPU = "gpu"
+	MSMG2GPU = string(backend.G2OnGPU)
 	// MSMG2CPU runs the G2 MSM on the CPU with gnark-crypto, taking no
 	// device lock, so it overlaps the GPU's G1 work.
-	MSMG2CPU = "cpu"
+	MSMG2CPU = string(backend.G2OnCPU)
 )
 
 // SetMSMG2 chooses where MSMG2 runs: MSMG2GPU or MSMG2CPU ("" is the
 // default, the GPU). It waits for the operation in flight.
 func (b *Backend) SetMSMG2(where string) error {
-	onCPU, err := parseMSMG2(where)
+	g2, err := backend.ParseG2Placement(where)
 	if err != nil {
 		return err
 	}
+	onCPU := g2 == backend.G2OnCPU
 	b.mu.Lock()
 	b.g2OnCPU = onCPU
 	b.mu.Unlock()
 	return nil
 }
 
-func parseMSMG2(where string) (onCPU bool, err error) {
-	switch where {
-	case "", MSMG2GPU:
-		return false, nil
-	case MSMG2CPU:
-		return true, nil
-	}
-	return false, fmt.Errorf("cuda backend: G2 MSM placement %q (want gpu or cpu)", where)
-}
-
-// CheckDeviceSettings validates the settings Open takes
-// (backend.DeviceSettings: HostCopy as ParseHostCopy, MSMG2 gpu or cpu)
+// CheckDeviceSettings is s.Check: the settings Open takes, checked
 // without a device, so a command can refuse a typo at start on any host
-// rather than on the first GPU host. Errors name the field's value and the
-// words it wants; Open returns the same.
-func CheckDeviceSettings(s backend.DeviceSettings) error {
-	_, _, err := parseDeviceSettings(s)
-	return err
-}
-
-func parseDeviceSettings(s backend.DeviceSettings) (HostCopy, bool, error) {
-	hc, err := ParseHostCopy(s.HostCopy)
-	if err != nil {
-		return "", false, err
-	}
-	g2OnCPU, err := parseMSMG2(s.MSMG2)
-	if err != nil {
-		return "", false, err
-	}
-	return hc, g2OnCPU, nil
-}
+// rather than on the first GPU host.
+//
+// Deprecated: parse the words with backend.ParseDeviceSettings, once.
+func CheckDeviceSettings(s backend.DeviceSettings) error { return s.Check() }

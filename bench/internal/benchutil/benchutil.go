@@ -30,6 +30,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -203,8 +204,14 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Key
 }
 
 // DeviceSettingsFromEnv returns the CUDA backend's settings as cuzk reads
-// them (CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2), for a bench main that
-// opens a backend itself; the backend's factory validates them.
-func DeviceSettingsFromEnv() prover.DeviceSettings {
-	return prover.DeviceSettings{HostCopy: os.Getenv("CUZK_CUDA_HOST_COPY"), MSMG2: os.Getenv("CUZK_CUDA_MSM_G2")}
+// and parses them (CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2), for a bench
+// main that opens a backend itself; a malformed value ends the program
+// with its error (exit status 2).
+func DeviceSettingsFromEnv() backend.DeviceSettings {
+	s, err := backend.ParseDeviceSettings(os.Getenv("CUZK_CUDA_HOST_COPY"), os.Getenv("CUZK_CUDA_MSM_G2"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2:", err)
+		os.Exit(2)
+	}
+	return s
 }
