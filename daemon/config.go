@@ -14,6 +14,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/api/endpoint"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
@@ -77,6 +78,11 @@ type Config struct {
 	// Telemetry are extra otelcuzk options (tests: a span processor that
 	// counts what ended).
 	Telemetry []otelcuzk.Option
+	// KeySetup, when set, makes the keys the GPU workers' key cache lacks
+	// (cuzk serve: prover/setup on the GPU) and their memory check counts
+	// its figure (prover.WithKeySetup); nil: gnark's groth16.Setup. The
+	// CPU workers keep gnark's.
+	KeySetup keycache.SetupFunc
 }
 
 // DefaultConfig returns the defaults of `cuzk serve`'s flags.

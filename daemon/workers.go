@@ -32,7 +32,11 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev pr
 		if err != nil {
 			return nil, err
 		}
-		p, err := prover.New(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log))
+		opts := []prover.ProverOption{prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log)}
+		if backend != "cpu" && cfg.KeySetup != nil {
+			opts = append(opts, prover.WithKeySetup(cfg.KeySetup, true))
+		}
+		p, err := prover.New(ctx, backend, opts...)
 		if err != nil {
 			rel.Close(context.Background())
 			return nil, err

@@ -54,6 +54,9 @@ type config struct {
 	progress bool
 	revision *string // nil: the binary's own (keys.BuildRevision)
 	keyOpts  []keycache.Option
+	// setupOnDevice: WithKeySetup's setup runs on a GPU (the memory
+	// check counts the GPU setup's figure, not gnark's).
+	setupOnDevice bool
 }
 
 // newConfig applies opts over the defaults.
@@ -152,6 +155,19 @@ func WithBuildRevision(rev string) ProverOption {
 // setup) and keycache.WithEphemeralKeys (cuzk prove --ephemeral-keys).
 func WithKeyCacheOptions(opts ...keycache.Option) ProverOption {
 	return proverOption(func(c *config) { c.keyOpts = append(c.keyOpts, opts...) })
+}
+
+// WithKeySetup makes the keys the key cache lacks with f
+// (keycache.WithSetup) and tells the memory check before a built-in
+// circuit is built whose figure counts for a missing key: the GPU
+// setup's (circuits.KeysGPUSetup) when onDevice, else gnark's
+// groth16.Setup's (the default, also without this option). A cached key
+// counts only the prove's figure either way. Read by New.
+func WithKeySetup(f keycache.SetupFunc, onDevice bool) ProverOption {
+	return proverOption(func(c *config) {
+		c.keyOpts = append(c.keyOpts, keycache.WithSetup(f))
+		c.setupOnDevice = onDevice && f != nil
+	})
 }
 
 // WithDeviceSettings tunes the device backend New opens

@@ -368,6 +368,44 @@ func keysOf(ctx context.Context, lc *loadedCircuit) error {
 	return lc.err
 }
 
+// checkMemory refuses, before circuit name is built, a size whose plan
+// does not fit the host's available memory (circuits.MemAvailable): see
+// memoryFits.
+func (p *Prover) checkMemory(ctx context.Context, name string, constraints int) error {
+	avail, err := circuits.MemAvailable()
+	if err != nil {
+		return err
+	}
+	return p.memoryFits(ctx, name, constraints, avail)
+}
+
+// memoryFits checks name at constraints against avail bytes with the
+// figures of what this pipeline will run (circuits.Plan.CheckHost): the
+// CPU or the CUDA backend's prove, and for a key the cache lacks
+// (keycache.Cache.HasBuiltinKeys) the setup that makes it, the GPU's with
+// WithKeySetup(f, true), else gnark's. A registered circuit without a
+// plan keeps circuits.CheckMemory's CPU model. Errors wrap
+// circuits.ErrTooLargeForHost, ErrUnknownCircuit or ErrBadConstraints.
+func (p *Prover) memoryFits(ctx context.Context, name string, constraints int, avail uint64) error {
+	plan, err := circuits.PlanFor(name, constraints)
+	if errors.Is(err, circuits.ErrNotBuiltin) {
+		if _, lerr := circuits.LookupBuiltin(name); lerr == nil {
+			return circuits.CheckMemory(name, constraints)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	src := circuits.KeysCPUSetup
+	if p.cfg.setupOnDevice {
+		src = circuits.KeysGPUSetup
+	}
+	if p.cache.HasBuiltinKeys(ctx, name, constraints) {
+		src = circuits.KeysCached
+	}
+	return plan.CheckHost(p.backend.Name() == "cpu", src, avail)
+}
+
 func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string, constraints int, early bool) error {
 	if files, ok := lookupFiles(name); ok {
 		return p.loadFiles(ctx, lc, name, files)
@@ -378,7 +416,7 @@ func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string
 	// untraced time.
 	_, bspan := p.tracer.Start(ctx, semconv.SpanCircuitBuild, trace.WithAttributes(
 		semconv.KeyCircuitID.String(name), semconv.KeyCircuitConstraints.Int(constraints)))
-	err := circuits.CheckMemory(name, constraints)
+	err := p.checkMemory(ctx, name, constraints)
 	var in *circuits.Instance
 	if err == nil {
 		in, err = circuits.Build(name, constraints)

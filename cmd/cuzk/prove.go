@@ -139,18 +139,24 @@ func proveAction(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	keyOpts, ephemeral, err := ephemeralKeys(c.Bool("ephemeral-keys"), c.String("backend"), errOut)
+	// A missing key is made where the proof runs: on the GPU beside the
+	// cuda backend (auto: when one is usable), by gnark beside cpu.
+	keySetup, err := newSetupBackend(c.String("backend"), errOut)
 	if err != nil {
 		rel.Close(context.Background())
 		return err
 	}
-	if ephemeral != nil {
-		defer ephemeral.Close()
+	defer keySetup.Close()
+	ephemeral := c.Bool("ephemeral-keys")
+	var keyOpts []keycache.Option
+	if ephemeral {
+		keyOpts = append(keyOpts, keycache.WithEphemeralKeys())
 	}
 	if c.Bool("compressed-keys") {
 		keyOpts = append(keyOpts, keycache.WithCompressedKeys())
 	}
 	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
+		prover.WithKeySetup(keySetup.Setup, c.String("backend") != "cpu"),
 		prover.WithKeyCacheOptions(keyOpts...),
 		prover.WithReleaser(rel),
 		prover.WithDeviceSettings(dev),
@@ -164,13 +170,16 @@ func proveAction(c *cli.Context) (err error) {
 		rel.Close(context.Background())
 		return err
 	}
+	if pipe.Backend() == "cpu" {
+		keySetup.name = "cpu" // auto fell back: the pipeline said why
+	}
 	warmed := warmupInBackground(ctx, pipe, errOut, time.Second,
 		warmupProgress{RateFile: kernelRateFile(c.String("cache-dir")), Force: c.Bool("progress")})
 	req := &prover.Request{
 		RequestID:   fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Circuit:     name,
 		Constraints: n,
-		Verify:      c.Bool("verify") || ephemeral != nil, // keys nobody else will check
+		Verify:      c.Bool("verify") || ephemeral, // keys nobody else will check
 	}
 	res, runErr := runJob(ctx, tp, pipe, pipe.Backend()+":0", req)
 	if runErr == nil {
@@ -235,8 +244,8 @@ func proveAction(c *cli.Context) (err error) {
 		}
 		fmt.Fprintf(out, "verifier  %s (gnark groth16.Verify)\n", verdict)
 	}
-	if ephemeral != nil {
-		fmt.Fprintf(out, "keys      made in memory by the %s setup for this proof and discarded (no key file)\n", ephemeral.used)
+	if ephemeral {
+		fmt.Fprintf(out, "keys      made in memory by the %s setup for this proof and discarded (no key file)\n", keySetup.used)
 	}
 	abs, _ := filepath.Abs(proofPath)
 	fmt.Fprintf(out, "proof     %s (%d bytes)\n", abs, len(res.Proof))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,7 +83,21 @@ func init() {
 }
 
 // serve runs the daemon of cfg (daemon.New, then Run) until ctx is done.
+// Beside GPUs, missing keys are made on device 0 (prover/setup), unless
+// cfg says who makes them.
 func serve(ctx context.Context, cfg daemon.Config) error {
+	if cfg.KeySetup == nil && cfg.Backend != "cpu" {
+		notice := cfg.Log
+		if notice == nil {
+			notice = io.Discard
+		}
+		ks, err := newSetupBackend("auto", notice)
+		if err != nil {
+			return err
+		}
+		defer ks.Close()
+		cfg.KeySetup = ks.Setup
+	}
 	d, err := daemon.New(ctx, cfg)
 	if err != nil {
 		return err

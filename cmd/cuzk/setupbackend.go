@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/constraint"
@@ -21,8 +22,10 @@ import (
 // device and NVRTC are usable, else cpu with one line on the notice
 // writer saying why, as `cuzk prove` picks. The device is opened (its
 // kernels compiled or loaded from the kernel cache) on the first setup,
-// so a cached key costs no device start.
+// so a cached key costs no device start. Safe for concurrent use (the
+// daemon's GPU pipelines share one).
 type setupBackend struct {
+	mu     sync.Mutex
 	name   string
 	notice io.Writer
 	engine *fixedbase.Engine
@@ -41,30 +44,41 @@ func newSetupBackend(name string, notice io.Writer) (*setupBackend, error) {
 // Setup is the keycache.SetupFunc. Errors: for "cuda", the device's or the
 // compile's; the setup's.
 func (b *setupBackend) Setup(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	engine, err := b.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if engine == nil {
+		return groth16.Setup(ccs)
+	}
+	return setup.Setup(ctx, ccs, setup.WithMultiplier(engine, "cuda"))
+}
+
+// open returns the device's engine, opening it on the first call, or nil
+// when the setup runs on the CPU; it records which in used.
+func (b *setupBackend) open(ctx context.Context) (*fixedbase.Engine, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.name != "cpu" && b.engine == nil {
 		e, err := fixedbase.Open(ctx, 0)
 		switch {
 		case err == nil:
 			b.engine = e
 		case b.name == "cuda":
-			return nil, nil, fmt.Errorf("setup backend cuda: %w", err)
+			return nil, fmt.Errorf("setup backend cuda: %w", err)
 		case errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, cudaspans.ErrNoCompiler):
 			fmt.Fprintf(b.notice, "backend auto: %v; using cpu\n", err)
 			b.name = "cpu"
 		default:
-			return nil, nil, fmt.Errorf("setup backend auto: %w", err)
+			return nil, fmt.Errorf("setup backend auto: %w", err)
 		}
 	}
 	if b.engine == nil {
 		b.used = "cpu"
-		return groth16.Setup(ccs)
+		return nil, nil
 	}
 	b.used = "cuda"
-	pk, vk, err := setup.Setup(ctx, ccs, setup.WithMultiplier(b.engine, "cuda"))
-	if err != nil {
-		return nil, nil, err
-	}
-	return pk, vk, nil
+	return b.engine, nil
 }
 
 var _ keycache.SetupFunc = (*setupBackend)(nil).Setup
@@ -74,20 +88,4 @@ func (b *setupBackend) Close() {
 	if b.engine != nil {
 		_ = b.engine.Close()
 	}
-}
-
-// ephemeralKeys is `cuzk prove --ephemeral-keys`: the key cache options
-// that make the request's keys in memory (setup, prove, verify, discard;
-// no key file read or written), by the setup backend that matches the
-// prove's --backend (cpu: gnark's groth16.Setup; cuda and auto: the GPU's
-// when usable). Without the flag it returns nothing. closeFn releases the
-// setup's device.
-func ephemeralKeys(on bool, backend string, notice io.Writer) (opts []keycache.Option, b *setupBackend, err error) {
-	if !on {
-		return nil, nil, nil
-	}
-	if b, err = newSetupBackend(backend, notice); err != nil {
-		return nil, nil, err
-	}
-	return []keycache.Option{keycache.WithSetup(b.Setup), keycache.WithEphemeralKeys()}, b, nil
 }

@@ -109,9 +109,71 @@ func (s shape) plan(name string, n int) Plan {
 // cached), or with cpu the CPU setup and prove.
 func (p Plan) Host(cpu bool) uint64 {
 	if cpu {
-		return max(p.SetupCPUHost, p.ProveCPUHost)
+		return p.HostFor(true, KeysCPUSetup)
 	}
-	return max(p.SetupHost, p.ProveHost)
+	return p.HostFor(false, KeysGPUSetup)
+}
+
+// KeySource is where a proof's proving key comes from: it decides whose
+// peak, a setup's or the prove's, the host must hold.
+type KeySource int
+
+const (
+	// KeysCached: the key file is in the key cache, nothing is set up; the
+	// prove's figure alone counts.
+	KeysCached KeySource = iota
+	// KeysGPUSetup: a missing key is made by prover/setup with the GPU's
+	// fixed-base multiplications (SetupHost).
+	KeysGPUSetup
+	// KeysCPUSetup: a missing key is made by gnark's groth16.Setup
+	// (SetupCPUHost).
+	KeysCPUSetup
+)
+
+// String names src as the plan's messages do.
+func (src KeySource) String() string {
+	switch src {
+	case KeysCached:
+		return "key cached"
+	case KeysGPUSetup:
+		return "key made by the GPU setup"
+	case KeysCPUSetup:
+		return "key made by the CPU setup"
+	}
+	return fmt.Sprintf("KeySource(%d)", int(src))
+}
+
+// HostFor is the plan's peak host memory of a proof on the CPU backend
+// (cpu) or the CUDA backend whose key comes from src: the prove's figure
+// (ProveCPUHost or ProveHost), or the setup's that src runs when larger.
+func (p Plan) HostFor(cpu bool, src KeySource) uint64 {
+	need := p.ProveHost
+	if cpu {
+		need = p.ProveCPUHost
+	}
+	switch src {
+	case KeysGPUSetup:
+		need = max(need, p.SetupHost)
+	case KeysCPUSetup:
+		need = max(need, p.SetupCPUHost)
+	}
+	return need
+}
+
+// CheckHost returns nil when HostFor(cpu, src) fits in hostAvail bytes of
+// available memory, else an error wrapping ErrTooLargeForHost with the
+// figure, the memory available, the backend's figures used and src.
+func (p Plan) CheckHost(cpu bool, src KeySource, hostAvail uint64) error {
+	need := p.HostFor(cpu, src)
+	if need <= hostAvail {
+		return nil
+	}
+	backend := "cuda"
+	if cpu {
+		backend = "cpu"
+	}
+	return fmt.Errorf("%w: %s at %d constraints: host memory %s needed, %s available (%s backend figures, %s)",
+		ErrTooLargeForHost, p.Circuit, p.Constraints, human.Bytes(need), human.Bytes(hostAvail), backend, src)
 }
 
 // Fits returns nil when the plan fits a host of hostAvail bytes of
