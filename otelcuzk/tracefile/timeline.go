@@ -59,7 +59,9 @@ type TimelineStage struct {
 // trace, under the server span in a daemon's). When no trace has one, each
 // trace's roots are its jobs; when some do, the traces without one (a
 // daemon's status polls and waits) are left out. The stages of a job are
-// its span's direct children, the processor's `untraced` spans left out.
+// its span's direct children, the processor's `untraced` spans left out;
+// a job of several partitions (engine.partition children) is a row per
+// partition, labelled LABEL/pN, its stages the partition's children.
 // Jobs come back by start.
 func TimelineJobs(traces []Trace) []TimelineJob {
 	anyJob := false
@@ -83,16 +85,49 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 					j.Outcome = et
 				}
 			}
-			for _, c := range n.Children {
-				if c.Name != otelcuzk.SpanUntraced {
-					j.Stages = append(j.Stages, TimelineStage{Name: c.Name, Start: c.Start, End: c.End})
+			if parts := partitionSpans(n); len(parts) > 0 {
+				// A multi-partition request: a row per partition, so that
+				// one partition's synthesis under another's prove shows.
+				for i, p := range parts {
+					pj := j
+					idx := fmt.Sprint(i)
+					if v, ok := p.Attrs[string(otelcuzk.KeyPartitionIndex)]; ok {
+						idx = fmt.Sprint(v)
+					}
+					pj.Label, pj.Start, pj.End, pj.Stages = j.Label+"/p"+idx, p.Start, p.End, stagesOf(p)
+					jobs = append(jobs, pj)
 				}
+				continue
 			}
+			j.Stages = stagesOf(n)
 			jobs = append(jobs, j)
 		}
 	}
 	slices.SortStableFunc(jobs, func(a, b TimelineJob) int { return a.Start.Compare(b.Start) })
 	return jobs
+}
+
+// stagesOf is n's direct children as stages, the untraced spans left out.
+func stagesOf(n *Node) []TimelineStage {
+	var st []TimelineStage
+	for _, c := range n.Children {
+		if c.Name != otelcuzk.SpanUntraced {
+			st = append(st, TimelineStage{Name: c.Name, Start: c.Start, End: c.End})
+		}
+	}
+	return st
+}
+
+// partitionSpans is the engine.partition children of job span n, by start.
+func partitionSpans(n *Node) []*Node {
+	var parts []*Node
+	for _, c := range n.Children {
+		if c.Name == otelcuzk.SpanEnginePartition {
+			parts = append(parts, c)
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b *Node) int { return a.Start.Compare(b.Start) })
+	return parts
 }
 
 func jobLabel(traceID string, n *Node) string {
@@ -290,7 +325,9 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		}
 		label := j.Label
 		if len(label) > labelW {
-			label = label[:labelW]
+			// Both ends: request ids differ at their end ("submit-<ns>"),
+			// and a partition's row ends in /pN.
+			label = label[:labelW-8] + ".." + label[len(label)-6:]
 		}
 		suffix := ""
 		if st := j.status(); st != "" {

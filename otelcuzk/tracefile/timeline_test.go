@@ -163,3 +163,42 @@ func TestTimelineLabelsCancelsAndNarrowJobs(t *testing.T) {
 		}
 	}
 }
+
+// A two-partition request is one engine.job with two engine.partition
+// children: each partition is a row of its own (LABEL/p0, LABEL/p1, by the
+// partition index), its stages the partition's children, so partition 1's
+// synthesis under partition 0's prove shows on the timeline and in the
+// stats (synthesis and prove busy at once).
+func TestTimelineDrawsAPartitionARow(t *testing.T) {
+	spans := buildSpans(tid32(7), []spanSpec{
+		{-1, "engine.job", 0, 2100, map[string]any{"cuzk.request.id": "submit-1796192362908322947"}},
+		{0, "engine.partition", 0, 1500, map[string]any{"cuzk.partition.index": int64(0)}},
+		{0, "engine.partition", 0, 2100, map[string]any{"cuzk.partition.index": int64(1)}},
+		{1, "pipeline.synthesize", 0, 1000, nil},
+		{1, "pipeline.prove", 1000, 1500, nil},
+		{2, "engine.queue", 0, 1000, nil},
+		{2, "pipeline.synthesize", 1000, 1600, nil},
+		{2, "pipeline.prove", 1600, 2100, nil},
+		{2, "untraced", 0, 1, nil},
+	})
+	jobs := tracefile.TimelineJobs(tracefile.BuildTraces(spans))
+	if len(jobs) != 2 || jobs[0].Label != "submit-1796192362908322947/p0" || jobs[1].Label != "submit-1796192362908322947/p1" {
+		t.Fatalf("jobs %+v, want rows LABEL/p0 and LABEL/p1", jobs)
+	}
+	if len(jobs[0].Stages) != 2 || len(jobs[1].Stages) != 3 || jobs[1].Stages[1].Name != "pipeline.synthesize" {
+		t.Fatalf("stages %+v / %+v", jobs[0].Stages, jobs[1].Stages)
+	}
+	var out bytes.Buffer
+	if err := tracefile.WriteTimeline(&out, jobs, tracefile.TimelineOptions{Width: 21, ASCII: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// a label over 24 characters keeps both ends
+		"submit-179619236..947/p0      0.000   1500.000  |ssssssssssppppp      |",
+		"submit-179619236..947/p1      0.000   2100.000  |qqqqqqqqqqssssssppppp|",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("timeline lacks %q:\n%s", want, out.String())
+		}
+	}
+}
