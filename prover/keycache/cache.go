@@ -267,33 +267,34 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	if c.ephemeral {
 		return c.setupEphemeral(ctx, ccs, hash)
 	}
-	pk, vk, checked, rerr := c.readKeys(ctx, path)
+	readPath := c.existingPath(hash)
+	pk, vk, checked, rerr := c.readKeys(ctx, readPath)
 	if rerr == nil {
 		if !checked {
 			// Once per file: later loads verify it at memory speed.
-			if err := c.addChecksums(ctx, path); err != nil && c.progress != nil {
-				fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", path, err)
+			if err := c.addChecksums(ctx, readPath); err != nil && c.progress != nil {
+				fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", readPath, err)
 			}
 		}
 		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
 	}
-	if fi, err := os.Stat(path); !errors.Is(rerr, fs.ErrNotExist) && err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(readPath); !errors.Is(rerr, fs.ErrNotExist) && err == nil && fi.Mode().IsRegular() {
 		// Refused, not replaced: a new setup's verifying key would differ
 		// from the one every verifier of this circuit holds (it was
 		// replaced with a one-line notice, silently for a log reader).
-		why := strings.TrimPrefix(rerr.Error(), "read "+path+": ")
+		why := strings.TrimPrefix(rerr.Error(), "read "+readPath+": ")
 		if errors.Is(rerr, fs.ErrPermission) {
 			return nil, fmt.Errorf("key file %s cannot be read (%w): refused, not replaced, since a new setup would make a new verifying key: give this user read access, or delete it to make a new key",
-				path, rerr)
+				readPath, rerr)
 		}
 		return nil, fmt.Errorf("%w %s (%s): refused, not replaced, since a new setup would make a new verifying key: restore the file, or delete it to make a new key",
-			ErrCorruptKey, path, why)
+			ErrCorruptKey, readPath, why)
 	}
 	if !errors.Is(rerr, fs.ErrNotExist) {
 		// Not a file (a directory in its place): no key to keep.
 		span.AddEvent("key path is not a file, running setup", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%v); running setup\n", path, rerr)
+			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%v); running setup\n", readPath, rerr)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -384,7 +385,7 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
 		Line: fmt.Sprintf("keys: reading the %s proving key of %s", human.Bytes(uint64(len(payload))), path),
 		Bar:  "keys.decode", Total: int64(len(payload)), Done: r.bytesRead}, nil)
-	pk, vk, err = c.decode(r)
+	pk, vk, err = c.decode(r, strings.HasSuffix(path, compressedExt))
 	stop()
 	err = corrupt(err)
 	endSpan(dspan, err)
@@ -418,7 +419,7 @@ func (c *Cache) HasKeys(hash string) bool {
 	if hash == "" || c.ephemeral {
 		return false
 	}
-	fi, err := os.Stat(c.path(hash))
+	fi, err := os.Stat(c.existingPath(hash))
 	return err == nil && fi.Mode().IsRegular()
 }
 
@@ -440,7 +441,7 @@ func (c *Cache) LoadCached(ctx context.Context, hash string, constraints int) (k
 	if hash == "" || c.ephemeral {
 		return nil, fmt.Errorf("keycache: no cached keys to read: %w", fs.ErrNotExist)
 	}
-	path := c.path(hash)
+	path := c.existingPath(hash)
 	pk, vk, checked, err := c.readKeys(ctx, path)
 	if err != nil {
 		return nil, err
@@ -453,11 +454,36 @@ func (c *Cache) LoadCached(ctx context.Context, hash string, constraints int) (k
 	return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
 }
 
+// Key file names: <hash>.keys (raw points) and <hash>.keyz (compressed).
+const (
+	rawExt        = ".keys"
+	compressedExt = ".keyz"
+)
+
 func (c *Cache) path(hash string) string {
 	if c.compressed {
-		return filepath.Join(c.dir, hash+".keyz")
+		return filepath.Join(c.dir, hash+compressedExt)
 	}
-	return filepath.Join(c.dir, hash+".keys")
+	return filepath.Join(c.dir, hash+rawExt)
+}
+
+// existingPath is the key file a load of hash reads: the cache's own kind
+// (path), or for a compressed cache without <hash>.keyz an existing raw
+// <hash>.keys of the same circuit (the same keys, faster to read than a
+// decompression, and no setup to make them again).
+func (c *Cache) existingPath(hash string) string {
+	p := c.path(hash)
+	if !c.compressed {
+		return p
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	raw := filepath.Join(c.dir, hash+rawExt)
+	if _, err := os.Stat(raw); err == nil {
+		return raw
+	}
+	return p
 }
 
 // encodeKeys writes the keys in the cache's format: raw (writeKeys) or
@@ -475,10 +501,11 @@ func (c *Cache) encodeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.Verify
 	return nil
 }
 
-// decode reads the keys in the cache's format (decodeKeys, or both keys'
-// ReadFrom, which decompress and check every point), r then at its end.
-func (c *Cache) decode(r *parallelReader) (groth16.ProvingKey, groth16.VerifyingKey, error) {
-	if !c.compressed {
+// decode reads the keys of a raw file (decodeKeys) or a compressed one
+// (both keys' ReadFrom, which decompress and check every point), r then
+// at its end.
+func (c *Cache) decode(r *parallelReader, compressed bool) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+	if !compressed {
 		return decodeKeys(r)
 	}
 	vk := groth16.NewVerifyingKey(ecc.BLS12_381)

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/constraint"
 )
 
 func dump(t *testing.T, k *Keys) []byte {
@@ -93,4 +95,45 @@ func TestACompressedKeyWhosePointsDoNotDecodeIsRefusedAsCorrupt(t *testing.T) {
 		t.Fatalf("readKeys = %v, want a corrupt error", err)
 	}
 	requireRefused(t, dir, ccs, path, "compressed, bad point", "read proving key", WithCompressedKeys())
+}
+
+// A compressed cache whose directory holds the raw key of the circuit
+// reads it (a cache hit, no setup, no .keyz written), and HasKeys says it
+// has the key; a damaged raw key is refused as corrupt, as the cache's own
+// kind is.
+func TestACompressedCacheReadsAnExistingRawKeyOfTheSameCircuit(t *testing.T) {
+	ccs := compile(t, 1<<10)
+	dir := t.TempDir()
+	kr, err := mustNew(t, dir).Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setups := 0
+	count := WithSetup(func(context.Context, constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+		setups++
+		return nil, nil, errors.New("no setup expected")
+	})
+	kz, err := mustNew(t, dir, WithCompressedKeys(), count).Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kz.CacheHit || setups != 0 || !bytes.Equal(dump(t, kz), dump(t, kr)) {
+		t.Fatalf("compressed cache beside a raw key: hit %v, %d setups; want the raw key read", kz.CacheHit, setups)
+	}
+	if _, err := os.Stat(filepath.Join(dir, kr.Hash+".keyz")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a .keyz was written beside the raw key: %v", err)
+	}
+	if !mustNew(t, dir, WithCompressedKeys()).HasKeys(kr.Hash) {
+		t.Fatal("compressed cache beside a raw key: HasKeys false")
+	}
+	// A damaged raw key: refused as corrupt, named, left as it is, no setup
+	// and no .keyz (a new key would make a new verifying key).
+	raw := filepath.Join(dir, kr.Hash+".keys")
+	if err := os.WriteFile(raw, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	requireRefused(t, dir, ccs, raw, "damaged raw, compressed cache", "", WithCompressedKeys())
+	if _, err := os.Stat(filepath.Join(dir, kr.Hash+".keyz")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a .keyz was written beside a damaged raw key: %v", err)
+	}
 }
