@@ -49,9 +49,10 @@ func TestMemoryCheckCountsTheSetupThatWillRun(t *testing.T) {
 	}
 }
 
-// A key already in the cache costs no setup: once a proof has made and
-// stored it, a host with memory for the prove but not for gnark's setup
-// admits the same circuit and size; before, it was refused.
+// A key and a circuit already in the cache cost no setup and no compile:
+// once a proof has made and stored them, a host with memory for the prove
+// but not for gnark's setup admits the same circuit and size; before, it
+// was refused.
 func TestMemoryCheckAdmitsACachedKeyWithoutTheSetupsFigure(t *testing.T) {
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithBuildRevision("test"))
 	const name, n = "mulchain", 1 << 10
@@ -59,7 +60,7 @@ func TestMemoryCheckAdmitsACachedKeyWithoutTheSetupsFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, setup := plan.HostFor(true, circuits.KeysCached), plan.HostFor(true, circuits.KeysCPUSetup)
+	cached, setup := plan.HostFor(true, circuits.KeysCached, false), plan.HostFor(true, circuits.KeysCPUSetup, true)
 	if cached >= setup {
 		t.Fatalf("plan of %s at %d: prove %d bytes, setup %d: want the setup larger", name, n, cached, setup)
 	}

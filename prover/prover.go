@@ -383,7 +383,8 @@ func (p *Prover) checkMemory(ctx context.Context, name string, constraints int) 
 // figures of what this pipeline will run (circuits.Plan.CheckHost): the
 // CPU or the CUDA backend's prove, and for a key the cache lacks
 // (keycache.Cache.HasBuiltinKeys) the setup that makes it, the GPU's with
-// WithKeySetup(f, true), else gnark's. A registered circuit without a
+// WithKeySetup(f, true), else gnark's, and for a circuit the circuit cache
+// lacks (keycache.Cache.HasCircuit) gnark's compile. A registered circuit without a
 // plan keeps circuits.CheckMemory's CPU model. Errors wrap
 // circuits.ErrTooLargeForHost, ErrUnknownCircuit or ErrBadConstraints.
 func (p *Prover) memoryFits(ctx context.Context, name string, constraints int, avail uint64) error {
@@ -403,7 +404,8 @@ func (p *Prover) memoryFits(ctx context.Context, name string, constraints int, a
 	if p.cache.HasBuiltinKeys(ctx, name, constraints) {
 		src = circuits.KeysCached
 	}
-	return plan.CheckHost(p.backend.Name() == "cpu", src, avail)
+	compile := !p.cache.HasCircuit(ctx, name, constraints)
+	return plan.CheckHost(p.backend.Name() == "cpu", src, compile, avail)
 }
 
 func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string, constraints int, early bool) error {

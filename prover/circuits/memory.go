@@ -185,6 +185,12 @@ type shape struct {
 	// committedPerConstraint is the private committed wires (api.Commit)
 	// over the constraints; 0 without commitments.
 	committedPerConstraint float64
+	// compileBytesPerConstraint is the peak resident set of gnark's
+	// frontend.Compile of the circuit (the builder's structures and their
+	// garbage, several times the compiled R1CS), less RuntimeBytes, per
+	// constraint: /usr/bin/time's maximum RSS of a process that builds
+	// and compiles it.
+	compileBytesPerConstraint float64
 }
 
 // peakBytes estimates the peak resident set of a cuzk process that

@@ -27,6 +27,9 @@ import (
 //     WriteDump) and two bytes a wire for the infinity masks;
 //     KeyDiskCompressed: the same points compressed (gnark's WriteTo: 48
 //     and 96 bytes);
+//   - CompileHost: the peak of gnark's frontend.Compile of the circuit
+//     (the shape's measured bytes per constraint), paid when the circuit
+//     cache does not hold it; the compiled R1CS it leaves is Circuit;
 //   - SetupHost: the peak of `cuzk setup --backend cuda` (prover/setup):
 //     the process and circuit, the key, and the scalars it is made from
 //     (A, B, C, K per wire and Z, L per domain point, 32 bytes each);
@@ -45,6 +48,7 @@ type Plan struct {
 	Constraints, Domain     int
 	Wires                   int
 	CircuitBytes            uint64
+	CompileHost             uint64
 	Witness, Synthesis      uint64
 	Key, KeyDisk            uint64
 	KeyDiskCompressed       uint64
@@ -86,6 +90,7 @@ func (s shape) plan(name string, n int) Plan {
 	}
 	p := Plan{Circuit: name, Constraints: n, Domain: int(d), Wires: int(w)}
 	p.CircuitBytes = uint64(s.ccsBytesPerConstraint * float64(n))
+	p.CompileHost = RuntimeBytes + uint64(s.compileBytesPerConstraint*float64(n))
 	held := RuntimeBytes + p.CircuitBytes
 	p.Witness = 32 * w
 	p.Synthesis = 32 * (w + 3*d)
@@ -104,14 +109,14 @@ func (s shape) plan(name string, n int) Plan {
 	return p
 }
 
-// Host is the plan's peak host memory: the larger of the GPU setup and
-// the CUDA prove (a check before the build cannot know whether the key is
-// cached), or with cpu the CPU setup and prove.
+// Host is the plan's peak host memory when nothing is cached: the largest
+// of the compile, the GPU setup and the CUDA prove, or with cpu of the
+// compile, the CPU setup and prove.
 func (p Plan) Host(cpu bool) uint64 {
 	if cpu {
-		return p.HostFor(true, KeysCPUSetup)
+		return p.HostFor(true, KeysCPUSetup, true)
 	}
-	return p.HostFor(false, KeysGPUSetup)
+	return p.HostFor(false, KeysGPUSetup, true)
 }
 
 // KeySource is where a proof's proving key comes from: it decides whose
@@ -144,12 +149,17 @@ func (src KeySource) String() string {
 }
 
 // HostFor is the plan's peak host memory of a proof on the CPU backend
-// (cpu) or the CUDA backend whose key comes from src: the prove's figure
-// (ProveCPUHost or ProveHost), or the setup's that src runs when larger.
-func (p Plan) HostFor(cpu bool, src KeySource) uint64 {
+// (cpu) or the CUDA backend whose key comes from src, compiling the
+// circuit first when compile (it is not in the circuit cache): the
+// prove's figure (ProveCPUHost or ProveHost), or the setup's that src
+// runs, or CompileHost, whichever is largest.
+func (p Plan) HostFor(cpu bool, src KeySource, compile bool) uint64 {
 	need := p.ProveHost
 	if cpu {
 		need = p.ProveCPUHost
+	}
+	if compile {
+		need = max(need, p.CompileHost)
 	}
 	switch src {
 	case KeysGPUSetup:
@@ -160,11 +170,12 @@ func (p Plan) HostFor(cpu bool, src KeySource) uint64 {
 	return need
 }
 
-// CheckHost returns nil when HostFor(cpu, src) fits in hostAvail bytes of
-// available memory, else an error wrapping ErrTooLargeForHost with the
-// figure, the memory available, the backend's figures used and src.
-func (p Plan) CheckHost(cpu bool, src KeySource, hostAvail uint64) error {
-	need := p.HostFor(cpu, src)
+// CheckHost returns nil when HostFor(cpu, src, compile) fits in hostAvail
+// bytes of available memory, else an error wrapping ErrTooLargeForHost
+// with the figure, the memory available, the backend's figures used, src
+// and whether the compile was counted.
+func (p Plan) CheckHost(cpu bool, src KeySource, compile bool, hostAvail uint64) error {
+	need := p.HostFor(cpu, src, compile)
 	if need <= hostAvail {
 		return nil
 	}
@@ -172,8 +183,12 @@ func (p Plan) CheckHost(cpu bool, src KeySource, hostAvail uint64) error {
 	if cpu {
 		backend = "cpu"
 	}
-	return fmt.Errorf("%w: %s at %d constraints: host memory %s needed, %s available (%s backend figures, %s)",
-		ErrTooLargeForHost, p.Circuit, p.Constraints, human.Bytes(need), human.Bytes(hostAvail), backend, src)
+	circuit := "circuit cached"
+	if compile {
+		circuit = "circuit compiled"
+	}
+	return fmt.Errorf("%w: %s at %d constraints: host memory %s needed, %s available (%s backend figures, %s, %s)",
+		ErrTooLargeForHost, p.Circuit, p.Constraints, human.Bytes(need), human.Bytes(hostAvail), backend, circuit, src)
 }
 
 // Fits returns nil when the plan fits a host of hostAvail bytes of
@@ -198,12 +213,12 @@ func (p Plan) Fits(cpu bool, hostAvail, diskFree uint64, ephemeral bool) error {
 // Table writes the plan as rows of a Markdown table (PlanHeader first).
 func (p Plan) Row() string {
 	b := func(v uint64) string { return human.Bytes(v) }
-	return fmt.Sprintf("| %s | 2^%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.Circuit, log2(p.Domain), b(p.Witness), b(p.Synthesis),
-		b(p.Key), b(p.KeyDisk), b(p.KeyDiskCompressed), b(p.SetupHost), b(p.ProveHost), b(p.Device), b(p.SetupCPUHost))
+	return fmt.Sprintf("| %s | 2^%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.Circuit, log2(p.Domain), b(p.Witness), b(p.Synthesis),
+		b(p.Key), b(p.KeyDisk), b(p.KeyDiskCompressed), b(p.CompileHost), b(p.SetupHost), b(p.ProveHost), b(p.Device), b(p.SetupCPUHost))
 }
 
 // PlanHeader is the header of Plan.Row's table.
-const PlanHeader = "| circuit | size | witness | synthesis | key (memory) | key file | compressed | GPU setup host | CUDA prove host | device | CPU setup host |\n|---|---|---|---|---|---|---|---|---|---|---|"
+const PlanHeader = "| circuit | size | witness | synthesis | key (memory) | key file | compressed | compile host | GPU setup host | CUDA prove host | device | CPU setup host |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func log2(d int) int {
 	n := 0

@@ -76,6 +76,42 @@ func TestPlanHostFiguresAgainstTheH200Peaks(t *testing.T) {
 	}
 }
 
+// The compile figure against the peak RSS (/usr/bin/time) of a process
+// that builds and compiles each circuit, measured on the 2-core VM
+// (bench/memory.md, compile peaks), and against the H200 host's porep
+// compile at 2^26, which had passed 60.7 GB when it was stopped.
+func TestPlanCompileFigureAgainstMeasuredCompiles(t *testing.T) {
+	for _, m := range []struct {
+		name     string
+		lg       int
+		measured uint64
+	}{
+		{"merkle", 19, 144556 << 10},
+		{"mulchain", 19, 164144 << 10},
+		{"rangecheck", 18, 217072 << 10},
+		{"rangecheck", 19, 416864 << 10},
+		{"porep", 18, 305252 << 10},
+		{"porep", 19, 699044 << 10},
+		{"porep", 20, 1165644 << 10},
+	} {
+		p, err := circuits.PlanFor(m.name, 1<<m.lg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		within(t, m.name+" compile", p.CompileHost, m.measured, 0.85, 1.25)
+	}
+	p, err := circuits.PlanFor("porep", 1<<26)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CompileHost < 60.7e9 {
+		t.Errorf("porep 2^26 compile: plan %d bytes, under the 60.7 GB the H200 host's compile had reached", p.CompileHost)
+	}
+	if p.HostFor(false, circuits.KeysCached, true) < p.CompileHost || p.HostFor(false, circuits.KeysCached, false) != p.ProveHost {
+		t.Error("HostFor does not count the compile only when asked")
+	}
+}
+
 func TestAPlanThatDoesNotFitNamesEveryFigure(t *testing.T) {
 	p, err := circuits.PlanFor("porep", 1<<27)
 	if err != nil {

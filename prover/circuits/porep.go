@@ -415,7 +415,11 @@ func assignPoRep(seed int64, k, depth, filler int) (*PoRep, error) {
 // poRepShape: measured at 2^18 (bench/memory.md): 0.995 wires per
 // constraint, the R1CS 390 bytes per constraint held (its SHA-256
 // constraints carry long linear combinations).
-var poRepShape = shape{wiresPerConstraint: 1.0, ccsBytesPerConstraint: 390}
+// Its compile's peak, sizing probe included: 1092, 1315 and 1113 bytes a
+// constraint over RuntimeBytes at 2^18, 2^19 and 2^20 (bench/memory.md,
+// compile peaks); on the H200 host the compile at 2^26 had passed 60.7 GB
+// after 273 s and was still running.
+var poRepShape = shape{wiresPerConstraint: 1.0, ccsBytesPerConstraint: 390, compileBytesPerConstraint: 1200}
 
 func init() {
 	Register(Spec{

@@ -10,10 +10,11 @@ import (
 	"github.com/consensys/gnark"
 )
 
-// HasBuiltinKeys reports whether a load of built-in circuit at constraints would
-// read its keys from this cache instead of running a setup: the circuit
-// cache holds that circuit compiled by this build (its stored hash names
-// the key) and the key file of that hash is there. It reads the circuit
+// HasBuiltinKeys reports whether a load of built-in circuit at
+// constraints would read its keys from this cache instead of running a setup: the circuit
+// cache holds that circuit compiled by this build (HasCircuit; its stored
+// hash names the key) and the key file of that hash is there (for a
+// compressed cache, its .keyz or a raw .keys). It reads the circuit
 // file's metadata only (its last bytes, no checksum pass: a file damaged
 // elsewhere is found by the load), so a memory check before the circuit
 // is built can count the prove's figure alone for a cached key. False
@@ -23,23 +24,39 @@ func (c *Cache) HasBuiltinKeys(ctx context.Context, circuit string, constraints 
 	if c.ephemeral {
 		return false
 	}
-	if rev, _ := c.key(ctx); rev == "" {
+	hash, ok := c.cachedCircuit(ctx, circuit, constraints)
+	if !ok || hash == "" {
 		return false
+	}
+	return c.HasKeys(hash)
+}
+
+// HasCircuit reports whether Compile of built-in circuit at constraints
+// would read it from the circuit cache (a file of this build, gnark and
+// gnark-crypto, by its metadata) instead of running gnark's compile. False
+// with the circuit cache off. Safe for concurrent use.
+func (c *Cache) HasCircuit(ctx context.Context, circuit string, constraints int) bool {
+	_, ok := c.cachedCircuit(ctx, circuit, constraints)
+	return ok
+}
+
+// cachedCircuit is the hash stored with the cached circuit at constraints
+// when its file is this build's.
+func (c *Cache) cachedCircuit(ctx context.Context, circuit string, constraints int) (hash string, ok bool) {
+	if rev, _ := c.key(ctx); rev == "" {
+		return "", false
 	}
 	meta, ok := circuitMetaOf(c.circuitPath(circuit, constraints))
 	if !ok {
-		return false
+		return "", false
 	}
-	hash := meta.Hash
+	hash = meta.Hash
 	meta.Hash, meta.NbConstraints = "", 0
 	want := circuitMeta{
 		Circuit: circuit, Constraints: constraints, Gnark: gnark.Version.String(),
 		GnarkCrypto: gnarkCryptoVersion(), Revision: c.revision, Format: circuitFormat,
 	}
-	if meta != want || hash == "" {
-		return false
-	}
-	return c.HasKeys(hash)
+	return hash, meta == want
 }
 
 // circuitMetaOf reads the metadata at the end of the checked circuit file
