@@ -83,7 +83,7 @@ func TestTheKeyIDIsPassedToEveryBackendCallOfTheProof(t *testing.T) {
 		if key != "" {
 			opts = append(opts, WithKeyID(key))
 		}
-		if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...); err != nil {
+		if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, opts...); err != nil {
 			t.Fatal(err)
 		}
 		if len(b.seen) < 5 { // compute_h and the four G1 MSMs

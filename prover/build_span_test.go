@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
@@ -17,7 +18,7 @@ import (
 // job's time is not left unexplained. A good size has the span too, before
 // circuit.compile.
 func TestARefusedSizeFailsInACircuitBuildSpan(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
 	ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
 	_, err := p.Run(ctx, &Request{Circuit: "merkle", Constraints: 100})
@@ -25,22 +26,22 @@ func TestARefusedSizeFailsInACircuitBuildSpan(t *testing.T) {
 	if !errors.Is(err, circuits.ErrBadConstraints) {
 		t.Fatalf("merkle at 100 constraints: %v, want ErrBadConstraints", err)
 	}
-	tree := newSpanTree(exp.GetSpans())
-	builds := tree.named(otelcuzk.SpanCircuitBuild)
+	tree := spantest.NewTree(exp.GetSpans())
+	builds := tree.Named(otelcuzk.SpanCircuitBuild)
 	if len(builds) != 1 {
 		t.Fatalf("%d circuit.build spans, want 1", len(builds))
 	}
 	b := builds[0]
-	if parent, ok := tree.parent(b); !ok || parent.Name != otelcuzk.SpanEngineJob {
+	if parent, ok := tree.Parent(b); !ok || parent.Name != otelcuzk.SpanEngineJob {
 		t.Errorf("circuit.build under %q, want engine.job", parent.Name)
 	}
 	if b.Status.Code != codes.Error || b.Status.Description != err.Error() {
 		t.Errorf("circuit.build status %+v, want the error %q", b.Status, err)
 	}
-	if v, ok := attr(b, "error.type"); !ok || v == "" {
+	if v, ok := spantest.StubValue(b, "error.type"); !ok || v == "" {
 		t.Error("circuit.build has no error.type")
 	}
-	if len(tree.named(otelcuzk.SpanCircuitCompile)) != 0 {
+	if len(tree.Named(otelcuzk.SpanCircuitCompile)) != 0 {
 		t.Error("a refused size was compiled")
 	}
 
@@ -50,8 +51,8 @@ func TestARefusedSizeFailsInACircuitBuildSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.End()
-	tree = newSpanTree(exp.GetSpans())
-	builds, compiles := tree.named(otelcuzk.SpanCircuitBuild), tree.named(otelcuzk.SpanCircuitCompile)
+	tree = spantest.NewTree(exp.GetSpans())
+	builds, compiles := tree.Named(otelcuzk.SpanCircuitBuild), tree.Named(otelcuzk.SpanCircuitCompile)
 	if len(builds) != 1 || len(compiles) != 1 || builds[0].Status.Code == codes.Error || builds[0].EndTime.After(compiles[0].StartTime) {
 		t.Errorf("a good size: %d circuit.build, %d circuit.compile spans; want one each, the build first and not failed", len(builds), len(compiles))
 	}

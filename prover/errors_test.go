@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -48,7 +49,7 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 }
 
 func TestFailedSynthesisSpansCarryTheErrorType(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	ccs := circuitstest.Compile(t, ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
 	w := circuitstest.NewWitness(t, &circuitstest.Square{X: 3, Y: 10})
 	if _, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp)); err == nil {
@@ -63,7 +64,7 @@ func TestFailedSynthesisSpansCarryTheErrorType(t *testing.T) {
 		if s.Status.Code != codes.Error {
 			continue
 		}
-		et, _ := attr(s, string(otelcuzk.KeyErrorType))
+		et, _ := spantest.StubValue(s, string(otelcuzk.KeyErrorType))
 		got = append(got, s.Name+" "+et)
 	}
 	want := []string{

@@ -45,7 +45,7 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	}
 	defer pipe.Close(ctx)
 	released := func() *Assignment {
-		asg, err := Synthesize(ctx, f.ccs, f.w)
+		asg, err := Synthesize(ctx, f.CCS, f.Witness)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,20 +81,20 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Prove nil ccs", func() error { _, err := Prove(ctx, nil, f.pk, f.w); return err }},
-		{"Prove typed-nil ccs", func() error { _, err := Prove(ctx, nilR1CS, f.pk, f.w); return err }},
-		{"Prove nil pk", func() error { _, err := Prove(ctx, f.ccs, nil, f.w); return err }},
-		{"Prove typed-nil pk", func() error { _, err := Prove(ctx, f.ccs, nilPK, f.w); return err }},
-		{"Prove nil witness", func() error { _, err := Prove(ctx, f.ccs, f.pk, nil); return err }},
-		{"Prove nil backend is the CPU", func() error { _, err := Prove(ctx, f.ccs, f.pk, f.w, WithBackend(nil)); return err }},
+		{"Prove nil ccs", func() error { _, err := Prove(ctx, nil, f.PK, f.Witness); return err }},
+		{"Prove typed-nil ccs", func() error { _, err := Prove(ctx, nilR1CS, f.PK, f.Witness); return err }},
+		{"Prove nil pk", func() error { _, err := Prove(ctx, f.CCS, nil, f.Witness); return err }},
+		{"Prove typed-nil pk", func() error { _, err := Prove(ctx, f.CCS, nilPK, f.Witness); return err }},
+		{"Prove nil witness", func() error { _, err := Prove(ctx, f.CCS, f.PK, nil); return err }},
+		{"Prove nil backend is the CPU", func() error { _, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithBackend(nil)); return err }},
 		{"Prove nil releaser and provider", func() error {
-			_, err := Prove(ctx, f.ccs, f.pk, f.w, WithReleaser(nil), WithTracerProvider(nil))
+			_, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithReleaser(nil), WithTracerProvider(nil))
 			return err
 		}},
-		{"Prove typed-nil backend", func() error { _, err := Prove(ctx, f.ccs, f.pk, f.w, WithBackend((*CPU)(nil))); return err }},
-		{"Synthesize nil ccs", func() error { _, err := Synthesize(ctx, nil, f.w); return err }},
-		{"Synthesize typed-nil ccs", func() error { _, err := Synthesize(ctx, nilR1CS, f.w); return err }},
-		{"Synthesize nil witness", func() error { _, err := Synthesize(ctx, f.ccs, nil); return err }},
+		{"Prove typed-nil backend", func() error { _, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithBackend((*CPU)(nil))); return err }},
+		{"Synthesize nil ccs", func() error { _, err := Synthesize(ctx, nil, f.Witness); return err }},
+		{"Synthesize typed-nil ccs", func() error { _, err := Synthesize(ctx, nilR1CS, f.Witness); return err }},
+		{"Synthesize nil witness", func() error { _, err := Synthesize(ctx, f.CCS, nil); return err }},
 		{"Synthesize typed-nil key of a circuit with commitments", func() error {
 			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nilPK))
 			return err
@@ -103,17 +103,17 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nil))
 			return err
 		}},
-		{"ProveAssignment nil assignment", func() error { _, err := ProveAssignment(ctx, f.pk, nil); return err }},
+		{"ProveAssignment nil assignment", func() error { _, err := ProveAssignment(ctx, f.PK, nil); return err }},
 		{"ProveAssignment typed-nil pk", func() error {
-			asg, err := Synthesize(ctx, f.ccs, f.w)
+			asg, err := Synthesize(ctx, f.CCS, f.Witness)
 			if err != nil {
 				return fmt.Errorf("setup: %v", err)
 			}
 			_, err = ProveAssignment(ctx, nilPK, asg)
 			return err
 		}},
-		{"ProveAssignment released assignment", func() error { _, err := ProveAssignment(ctx, f.pk, released()); return err }},
-		{"ProveAssignment zero assignment", func() error { _, err := ProveAssignment(ctx, f.pk, &Assignment{}); return err }},
+		{"ProveAssignment released assignment", func() error { _, err := ProveAssignment(ctx, f.PK, released()); return err }},
+		{"ProveAssignment zero assignment", func() error { _, err := ProveAssignment(ctx, f.PK, &Assignment{}); return err }},
 		{"nil Assignment Release", func() error { return (*Assignment)(nil).Release(ctx, nil) }},
 		{"Prover.Run nil request", func() error { _, err := pipe.Run(ctx, nil); return err }},
 		{"Prover.Validate nil request", func() error { return pipe.Validate(nil) }},

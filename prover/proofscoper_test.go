@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
@@ -87,13 +88,13 @@ var _ ProofScoper = (*scopedCPU)(nil)
 // groth16.prove ends, and the proof still verifies.
 func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	b := &scopedCPU{CPU: NewCPU(tp)}
-	proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b), WithTracerProvider(tp))
+	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(b), WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 		t.Fatalf("proof from a scoped backend does not verify: %v", err)
 	}
 	if b.begins != 1 || b.ends != 1 {
@@ -106,8 +107,8 @@ func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
 	if b.proveSpanEndedAtEnd {
 		t.Error("the end function ran after groth16.prove ended")
 	}
-	tree := newSpanTree(exp.GetSpans())
-	proves := tree.named(otelcuzk.SpanGroth16Prove)
+	tree := spantest.NewTree(exp.GetSpans())
+	proves := tree.Named(otelcuzk.SpanGroth16Prove)
 	if len(proves) != 1 || proves[0].SpanContext.SpanID() != b.parentAtBegin.SpanID() {
 		t.Errorf("BeginProof's parent is not the groth16.prove span")
 	}
@@ -118,7 +119,7 @@ func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
 func TestProofScoperEndsOnErrorAndReportsItsError(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
 	b := &scopedCPU{CPU: NewCPU(nil), failMSM: true}
-	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b)); err == nil {
+	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(b)); err == nil {
 		t.Fatal("a failing MSM gave a proof")
 	}
 	if b.begins != 1 || b.ends != 1 {
@@ -126,7 +127,7 @@ func TestProofScoperEndsOnErrorAndReportsItsError(t *testing.T) {
 	}
 	sync := errors.New("synchronize: illegal address")
 	b = &scopedCPU{CPU: NewCPU(nil), endErr: sync}
-	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithBackend(b)); !errors.Is(err, sync) {
+	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(b)); !errors.Is(err, sync) {
 		t.Fatalf("error of the scope's end: got %v, want %v", err, sync)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/consensys/gnark/frontend/cs/scs"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -63,7 +64,7 @@ func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
 // "rangecheck" (one commitment) proves and verifies by name, as `cuzk
 // prove --circuit rangecheck` does, with both spans of the commitment.
 func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleasePool, WithTracerProvider(tp))
 	res, err := p.Run(context.Background(), &Request{Circuit: "rangecheck", Constraints: 1 << 10, Verify: true})
 	if err != nil {
@@ -72,16 +73,16 @@ func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
 	if !res.Verified {
 		t.Fatal("not verified")
 	}
-	tree := newSpanTree(exp.GetSpans())
+	tree := spantest.NewTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
 		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
 		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
 	} {
-		spans := tree.named(c.span)
+		spans := tree.Named(c.span)
 		if len(spans) != 1 {
 			t.Fatalf("%d %s spans, want 1", len(spans), c.span)
 		}
-		if par, ok := tree.parent(spans[0]); !ok || par.Name != c.parent {
+		if par, ok := tree.Parent(spans[0]); !ok || par.Name != c.parent {
 			t.Errorf("%s under %q, want %s", c.span, par.Name, c.parent)
 		}
 	}
@@ -118,22 +119,22 @@ func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 }
 
 func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
 	if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
 		t.Fatal(err)
 	}
-	tree := newSpanTree(exp.GetSpans())
+	tree := spantest.NewTree(exp.GetSpans())
 	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
-		spans := tree.named(name)
+		spans := tree.Named(name)
 		if len(spans) != 1 {
 			t.Fatalf("%d %s spans, want 1", len(spans), name)
 		}
-		if par, ok := tree.parent(spans[0]); !ok || par.Name != otelcuzk.SpanPipelineSynthesize {
+		if par, ok := tree.Parent(spans[0]); !ok || par.Name != otelcuzk.SpanPipelineSynthesize {
 			t.Errorf("%s under %q, want pipeline.synthesize", name, par.Name)
 		}
 	}
-	solve := tree.named(otelcuzk.SpanSynthesizeSolve)[0]
+	solve := tree.Named(otelcuzk.SpanSynthesizeSolve)[0]
 	attrs := map[string]int64{}
 	for _, a := range solve.Attributes {
 		attrs[string(a.Key)] = a.Value.AsInt64()
@@ -143,11 +144,11 @@ func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
 	}
 	// The steps cover the synthesis: nothing of it is untraced but the
 	// checks between them.
-	syn := tree.named(otelcuzk.SpanPipelineSynthesize)[0]
+	syn := tree.Named(otelcuzk.SpanPipelineSynthesize)[0]
 	total := syn.EndTime.Sub(syn.StartTime)
 	var steps int64
 	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
-		s := tree.named(name)[0]
+		s := tree.Named(name)[0]
 		steps += int64(s.EndTime.Sub(s.StartTime))
 	}
 	if float64(steps) < 0.8*float64(total) {

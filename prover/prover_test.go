@@ -17,6 +17,7 @@ import (
 	"github.com/consensys/gnark/frontend"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -45,7 +46,7 @@ func newTestPipeline(t *testing.T, backend string, mode buffer.ReleaseMode, opts
 }
 
 func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	req := &Request{Circuit: "mulchain", Constraints: 1 << 10, Verify: true}
 	for i := 0; i < 2; i++ {
@@ -86,7 +87,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 			p.rel = rel
 		}
 	}
-	tree := newSpanTree(exp.GetSpans())
+	tree := spantest.NewTree(exp.GetSpans())
 	for name, parent := range map[string]string{
 		otelcuzk.SpanKeyLoad:            otelcuzk.SpanEngineJob,
 		otelcuzk.SpanCircuitCompile:     otelcuzk.SpanEngineJob,
@@ -98,7 +99,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 		otelcuzk.SpanProofVerify:        otelcuzk.SpanEngineJob,
 		otelcuzk.SpanBufferRelease:      otelcuzk.SpanEngineJob, // async: off pipeline.prove
 	} {
-		spans := tree.named(name)
+		spans := tree.Named(name)
 		if len(spans) == 0 {
 			t.Errorf("no %s span", name)
 		}
@@ -106,7 +107,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 			if !s.Parent.IsValid() && name == otelcuzk.SpanKeyLoad {
 				continue // the test's own VerifyingKey calls
 			}
-			if p, ok := tree.parent(s); !ok || p.Name != parent {
+			if p, ok := tree.Parent(s); !ok || p.Name != parent {
 				t.Errorf("%s: parent %q, want %q", name, p.Name, parent)
 			} else if name != otelcuzk.SpanBufferRelease && (s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime)) {
 				t.Errorf("%s not inside %s", name, p.Name)
@@ -114,23 +115,23 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 		}
 	}
 	var hits []string
-	for _, s := range tree.named(otelcuzk.SpanKeyLoad) {
+	for _, s := range tree.Named(otelcuzk.SpanKeyLoad) {
 		if !s.Parent.IsValid() {
 			continue
 		}
-		v, _ := attr(s, string(otelcuzk.KeyKeyCacheHit))
+		v, _ := spantest.StubValue(s, string(otelcuzk.KeyKeyCacheHit))
 		hits = append(hits, v)
 	}
 	if strings.Join(hits, ",") != "false,true" {
 		t.Errorf("keys.load cache hits %v, want first false then true", hits)
 	}
-	if n := len(tree.named(otelcuzk.SpanCircuitCompile)); n != 1 {
+	if n := len(tree.Named(otelcuzk.SpanCircuitCompile)); n != 1 {
 		t.Errorf("%d compiles for two runs of one circuit, want 1", n)
 	}
 	// Steps in order within a job.
 	order := []string{otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanPipelineProve, otelcuzk.SpanPipelineSerialize, otelcuzk.SpanProofVerify}
 	for i := 1; i < len(order); i++ {
-		a, b := tree.named(order[i-1])[0], tree.named(order[i])[0]
+		a, b := tree.Named(order[i-1])[0], tree.Named(order[i])[0]
 		if a.EndTime.After(b.StartTime) {
 			t.Errorf("%s ends after %s starts", order[i-1], order[i])
 		}
@@ -341,7 +342,7 @@ func TestEvictCircuitTellsABaseEvicterBackend(t *testing.T) {
 }
 
 func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleasePool, WithTracerProvider(tp))
 	const n = 4
 	errs := make(chan error, n)
@@ -359,7 +360,7 @@ func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c := len(newSpanTree(exp.GetSpans()).named(otelcuzk.SpanCircuitCompile)); c != 1 {
+	if c := len(spantest.NewTree(exp.GetSpans()).Named(otelcuzk.SpanCircuitCompile)); c != 1 {
 		t.Errorf("%d compiles for %d concurrent runs of one circuit, want 1", c, n)
 	}
 }
@@ -435,7 +436,7 @@ func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.T) {
 	dir := t.TempDir()
 	outcome := func() (string, map[string]bool) {
-		exp, tp := newRecorder()
+		tp, exp := spantest.NewMemory()
 		p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithTracerProvider(tp), WithBuildRevision("test-rev"))
 		if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
 			t.Fatal(err)

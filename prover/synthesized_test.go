@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
@@ -67,7 +68,7 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 }
 
 func TestStagesProveWhatRunProves(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	synth := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	device := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithTracerProvider(tp))
 	req := &Request{Circuit: "mulchain", Constraints: 256, Verify: true}
@@ -114,7 +115,7 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 }
 
 func TestReleasedSynthesisFreesWithSpans(t *testing.T) {
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	s, err := p.Synthesize(context.Background(), &Request{Circuit: "mulchain", Constraints: 256})
 	if err != nil {

@@ -3,7 +3,8 @@
 // and of a span's attributes (the GPU side: cudaspans, cupti, prover/gpu);
 // and a TracerProvider that exports into a tracetest.InMemoryExporter,
 // with the same look-ups over its span stubs (otelcuzk, semconv, cupti's
-// fake). For tests only.
+// fake) and a Tree of them for parent checks (prover, prover/groth16).
+// For tests only.
 package spantest
 
 import (

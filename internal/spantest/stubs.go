@@ -47,3 +47,52 @@ func StubAttr(s tracetest.SpanStub, key string) string {
 	}
 	return ""
 }
+
+// StubValue returns the value of s's attribute key as text
+// (attribute.Value.Emit) and whether s has it, for the tests that tell an
+// attribute set to "" from one not set.
+func StubValue(s tracetest.SpanStub, key string) (string, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit(), true
+		}
+	}
+	return "", false
+}
+
+// Tree indexes span stubs by span id, for checks of a span's parent and
+// ancestors. It is not safe for concurrent use with a change to its spans.
+type Tree struct {
+	spans []tracetest.SpanStub
+	byID  map[string]tracetest.SpanStub
+}
+
+// NewTree indexes spans (the in-memory exporter's GetSpans, say).
+func NewTree(spans []tracetest.SpanStub) *Tree {
+	t := &Tree{spans: spans, byID: make(map[string]tracetest.SpanStub, len(spans))}
+	for _, s := range spans {
+		t.byID[s.SpanContext.SpanID().String()] = s
+	}
+	return t
+}
+
+// Named returns the spans with the name name, in their order (nil when
+// there are none).
+func (t *Tree) Named(name string) []tracetest.SpanStub { return NamedStubs(t.spans, name) }
+
+// Parent returns s's parent span, and false when s's parent is not among
+// the spans (a root, or a remote parent).
+func (t *Tree) Parent(s tracetest.SpanStub) (tracetest.SpanStub, bool) {
+	p, ok := t.byID[s.Parent.SpanID().String()]
+	return p, ok
+}
+
+// Under reports whether s has an ancestor among the spans named name.
+func (t *Tree) Under(s tracetest.SpanStub, name string) bool {
+	for p, ok := t.Parent(s); ok; p, ok = t.Parent(p) {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -35,3 +35,41 @@ func TestMemorySpansAreFoundByNameAndTheirAttributesByKey(t *testing.T) {
 		}
 	}
 }
+
+// A Tree finds a span's parent and its ancestors by name among the spans
+// it indexed; a root has no parent, and an attribute set to "" is told
+// from one not set.
+func TestTreeFindsParentsAndAncestors(t *testing.T) {
+	tp, mem := NewMemory()
+	tr := tp.Tracer("test")
+	ctx, root := tr.Start(context.Background(), "root")
+	cctx, mid := tr.Start(ctx, "mid")
+	_, leaf := tr.Start(cctx, "leaf")
+	leaf.SetAttributes(attribute.String("empty", ""))
+	leaf.End()
+	mid.End()
+	_, other := tr.Start(context.Background(), "other")
+	other.End()
+	root.End()
+
+	tree := NewTree(mem.GetSpans())
+	l := tree.Named("leaf")
+	if len(l) != 1 {
+		t.Fatalf("Named(leaf) = %d spans, want 1", len(l))
+	}
+	if p, ok := tree.Parent(l[0]); !ok || p.Name != "mid" {
+		t.Errorf("Parent(leaf) = %q, %v; want mid", p.Name, ok)
+	}
+	if !tree.Under(l[0], "root") || !tree.Under(l[0], "mid") || tree.Under(l[0], "other") || tree.Under(l[0], "leaf") {
+		t.Error("Under(leaf): want under root and mid only")
+	}
+	if _, ok := tree.Parent(tree.Named("root")[0]); ok {
+		t.Error("Parent(root) found a parent, want none")
+	}
+	if v, ok := StubValue(l[0], "empty"); !ok || v != "" {
+		t.Errorf("StubValue(empty) = %q, %v; want \"\", true", v, ok)
+	}
+	if _, ok := StubValue(l[0], "none"); ok {
+		t.Error("StubValue(none) found a value, want none")
+	}
+}

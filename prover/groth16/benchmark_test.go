@@ -16,7 +16,7 @@ func BenchmarkProve(b *testing.B) {
 	b.Run("ours", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithTracerProvider(noop.NewTracerProvider())); err != nil {
+			if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithTracerProvider(noop.NewTracerProvider())); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -24,7 +24,7 @@ func BenchmarkProve(b *testing.B) {
 	b.Run("gnark", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := groth16.Prove(f.ccs, f.pk, f.w); err != nil {
+			if _, err := groth16.Prove(f.CCS, f.PK, f.Witness); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
@@ -81,7 +82,7 @@ func TestBitSplitMSMEqualsThePlainMSMOnTheCPU(t *testing.T) {
 	g2 := randomBasesG2(rng, n/8)
 	for _, shape := range []string{"zeros", "ones", "mixed", "none"} {
 		t.Run(shape, func(t *testing.T) {
-			exp, tp := newRecorder()
+			tp, exp := spantest.NewMemory()
 			p := &proving{cfg: &config{tp: tp, bitSplit: BitSplitOn}, backend: cpu.New(tp)}
 			s1 := bitScalars(rng, shape, n)
 			var want1 curve.G1Jac
@@ -115,14 +116,14 @@ func TestBitSplitMSMEqualsThePlainMSMOnTheCPU(t *testing.T) {
 				t.Errorf("G2: split MSM differs from gnark's MultiExp")
 			}
 
-			tree := newSpanTree(exp.GetSpans())
+			tree := spantest.NewTree(exp.GetSpans())
 			c := naiveCounts(s1)
-			parent := tree.named(semconv.SpanMSMG1A)
+			parent := tree.Named(semconv.SpanMSMG1A)
 			if len(parent) != 1 {
 				t.Fatalf("%d msm.g1.a spans", len(parent))
 			}
-			batch := tree.named(semconv.SpanMSMG1A + semconv.SpanSuffixBatchAdd)
-			tail := tree.named(semconv.SpanMSMG1A + semconv.SpanSuffixTail)
+			batch := tree.Named(semconv.SpanMSMG1A + semconv.SpanSuffixBatchAdd)
+			tail := tree.Named(semconv.SpanMSMG1A + semconv.SpanSuffixTail)
 			if c.One == 0 {
 				// Nothing to batch-add: one plain MSM.
 				if len(batch)+len(tail) != 0 {
@@ -134,7 +135,7 @@ func TestBitSplitMSMEqualsThePlainMSMOnTheCPU(t *testing.T) {
 				t.Fatalf("%d batch_add and %d tail spans, want one each", len(batch), len(tail))
 			}
 			for _, s := range append(batch, tail...) {
-				if pp, ok := tree.parent(s); !ok || pp.Name != semconv.SpanMSMG1A {
+				if pp, ok := tree.Parent(s); !ok || pp.Name != semconv.SpanMSMG1A {
 					t.Errorf("%s not a child of msm.g1.a", s.Name)
 				}
 			}
@@ -144,11 +145,11 @@ func TestBitSplitMSMEqualsThePlainMSMOnTheCPU(t *testing.T) {
 				string(semconv.KeyMSMScalarsOne):     c.One,
 				string(semconv.KeyMSMSize):           n,
 			} {
-				if got, _ := attr(parent[0], key); got != strconv.Itoa(v) {
+				if got, _ := spantest.StubValue(parent[0], key); got != strconv.Itoa(v) {
 					t.Errorf("msm.g1.a %s = %q, want %d", key, got, v)
 				}
 			}
-			if got, _ := attr(batch[0], string(semconv.KeyMSMSize)); got != strconv.Itoa(c.One) {
+			if got, _ := spantest.StubValue(batch[0], string(semconv.KeyMSMSize)); got != strconv.Itoa(c.One) {
 				t.Errorf("batch_add cuzk.msm.size = %q, want %d", got, c.One)
 			}
 		})
@@ -168,16 +169,16 @@ func TestProveWithTheBitSplitEqualsProveWithout(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.name, c.n)
 			r, s := fr.NewElement(11), fr.NewElement(13)
-			prove := func(b BitSplit) (*groth16_bls12381.Proof, *spanTree) {
-				exp, tp := newRecorder()
-				proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithRandomness(r, s), WithBitSplit(b), WithTracerProvider(tp))
+			prove := func(b BitSplit) (*groth16_bls12381.Proof, *spantest.Tree) {
+				tp, exp := spantest.NewMemory()
+				proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithRandomness(r, s), WithBitSplit(b), WithTracerProvider(tp))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+				if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 					t.Fatalf("bit split %v: gnark rejects the proof: %v", b, err)
 				}
-				return proof.(*groth16_bls12381.Proof), newSpanTree(exp.GetSpans())
+				return proof.(*groth16_bls12381.Proof), spantest.NewTree(exp.GetSpans())
 			}
 			off, offTree := prove(BitSplitOff)
 			on, onTree := prove(BitSplitOn)
@@ -185,22 +186,22 @@ func TestProveWithTheBitSplitEqualsProveWithout(t *testing.T) {
 				t.Fatal("split and unsplit proofs differ")
 			}
 			for _, name := range []string{semconv.SpanMSMG1A, semconv.SpanMSMG1B, semconv.SpanMSMG1K, semconv.SpanMSMG2B} {
-				if n := len(offTree.named(name + semconv.SpanSuffixBatchAdd)); n != 0 {
+				if n := len(offTree.Named(name + semconv.SpanSuffixBatchAdd)); n != 0 {
 					t.Errorf("unsplit: %d %s.batch_add spans", n, name)
 				}
-				parent := onTree.named(name)
+				parent := onTree.Named(name)
 				if len(parent) != 1 {
 					t.Fatalf("split: %d %s spans", len(parent), name)
 				}
 				want := 1
-				if ones, _ := attr(parent[0], string(semconv.KeyMSMScalarsOne)); ones == "0" {
+				if ones, _ := spantest.StubValue(parent[0], string(semconv.KeyMSMScalarsOne)); ones == "0" {
 					want = 0 // rangecheck's K: its bits are committed, left out of K
 				}
 				if name == semconv.SpanMSMG1K && c.name == "porep" && want == 0 {
 					t.Error("porep's K has no ones")
 				}
 				for _, suffix := range []string{semconv.SpanSuffixBatchAdd, semconv.SpanSuffixTail} {
-					spans := onTree.named(name + suffix)
+					spans := onTree.Named(name + suffix)
 					if len(spans) != want {
 						t.Errorf("split: %d %s%s spans, want %d", len(spans), name, suffix, want)
 						continue
@@ -208,7 +209,7 @@ func TestProveWithTheBitSplitEqualsProveWithout(t *testing.T) {
 					if want == 0 {
 						continue
 					}
-					if !onTree.under(spans[0], semconv.SpanGroth16Prove) {
+					if !onTree.Under(spans[0], semconv.SpanGroth16Prove) {
 						t.Errorf("%s%s not under groth16.prove", name, suffix)
 					}
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/frontend/cs/scs"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
@@ -190,7 +191,7 @@ func TestCommitmentsWithoutTheirKeysAreAKeyMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := newFixture(t, "mulchain", 1<<10)
-	if _, err := ProveAssignment(ctx, plain.pk, asg); !errors.Is(err, ErrKeyMismatch) {
+	if _, err := ProveAssignment(ctx, plain.PK, asg); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("prove of a commitment assignment with a plain key: %v, want ErrKeyMismatch", err)
 	}
 	// Another setup of the same circuit: same shape, other commitment key.
@@ -209,33 +210,33 @@ func TestCommitmentsWithoutTheirKeysAreAKeyMismatch(t *testing.T) {
 
 func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {
 	f := commitmenttest.Setup(t, "multicommit")
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	ctx, root := tp.Tracer("test").Start(context.Background(), "root")
 	if _, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithTracerProvider(tp)); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
-	tree := newSpanTree(exp.GetSpans())
+	tree := spantest.NewTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
 		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
 		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
 	} {
-		spans := tree.named(c.span)
+		spans := tree.Named(c.span)
 		if len(spans) != f.Commitments {
 			t.Fatalf("%d %s spans, want one per commitment (%d)", len(spans), c.span, f.Commitments)
 		}
 		for _, s := range spans {
-			if par, ok := tree.parent(s); !ok || par.Name != c.parent {
+			if par, ok := tree.Parent(s); !ok || par.Name != c.parent {
 				t.Errorf("%s is under %q, want %s", c.span, par.Name, c.parent)
 			}
-			if n, ok := attr(s, string(otelcuzk.KeyMSMSize)); !ok || n == "0" {
+			if n, ok := spantest.StubValue(s, string(otelcuzk.KeyMSMSize)); !ok || n == "0" {
 				t.Errorf("%s: %s = %q", c.span, otelcuzk.KeyMSMSize, n)
 			}
 		}
 	}
 	seen := map[string]bool{}
-	for _, s := range tree.named(otelcuzk.SpanMSMG1Commitment) {
-		i, _ := attr(s, string(otelcuzk.KeyCommitmentIndex))
+	for _, s := range tree.Named(otelcuzk.SpanMSMG1Commitment) {
+		i, _ := spantest.StubValue(s, string(otelcuzk.KeyCommitmentIndex))
 		seen[i] = true
 	}
 	for i := 0; i < f.Commitments; i++ {
@@ -243,8 +244,8 @@ func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {
 			t.Errorf("no %s span with %s = %d", otelcuzk.SpanMSMG1Commitment, otelcuzk.KeyCommitmentIndex, i)
 		}
 	}
-	g := tree.named(otelcuzk.SpanGroth16Prove)
-	if n, _ := attr(g[0], string(otelcuzk.KeyCommitmentCount)); n != strconv.Itoa(f.Commitments) {
+	g := tree.Named(otelcuzk.SpanGroth16Prove)
+	if n, _ := spantest.StubValue(g[0], string(otelcuzk.KeyCommitmentCount)); n != strconv.Itoa(f.Commitments) {
 		t.Errorf("groth16.prove %s = %q, want %d", otelcuzk.KeyCommitmentCount, n, f.Commitments)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -216,39 +217,39 @@ func TestFilterWiresRejectsACountTheKeyDisagreesWith(t *testing.T) {
 // the wires.a buffer already made is released.
 func TestProveFailsInFilterWiresAndReleasesItsBuffers(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	bad := *f.pk.(*groth16_bls12381.ProvingKey) // shallow: the fixture's key is shared
+	bad := *f.PK.(*groth16_bls12381.ProvingKey) // shallow: the fixture's key is shared
 	bad.NbInfinityB++
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	rel, err := buffer.NewReleaser(buffer.ReleasePool, buffer.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rel.Close(context.Background())
-	_, err = Prove(context.Background(), f.ccs, &bad, f.w, WithTracerProvider(tp), WithReleaser(rel))
+	_, err = Prove(context.Background(), f.CCS, &bad, f.Witness, WithTracerProvider(tp), WithReleaser(rel))
 	if !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("err = %v, want ErrKeyMismatch", err)
 	}
 	if !strings.Contains(err.Error(), "filter wires") {
 		t.Errorf("err = %q does not name the step", err)
 	}
-	tree := newSpanTree(exp.GetSpans())
-	spans := tree.named(otelcuzk.SpanFilterWires)
+	tree := spantest.NewTree(exp.GetSpans())
+	spans := tree.Named(otelcuzk.SpanFilterWires)
 	if len(spans) != 1 {
 		t.Fatalf("%d %s spans, want 1", len(spans), otelcuzk.SpanFilterWires)
 	}
 	fs := spans[0]
-	if p, _ := tree.parent(fs); p.Name != otelcuzk.SpanGroth16Prove {
+	if p, _ := tree.Parent(fs); p.Name != otelcuzk.SpanGroth16Prove {
 		t.Errorf("%s: parent %q, want %s", fs.Name, p.Name, otelcuzk.SpanGroth16Prove)
 	}
 	if fs.Status.Code != codes.Error {
 		t.Errorf("%s status %v, want Error", fs.Name, fs.Status.Code)
 	}
-	if v, _ := attr(fs, string(otelcuzk.KeyErrorType)); v != otelcuzk.ErrorTypeKeyMismatch {
+	if v, _ := spantest.StubValue(fs, string(otelcuzk.KeyErrorType)); v != otelcuzk.ErrorTypeKeyMismatch {
 		t.Errorf("%s error.type %q, want %q", fs.Name, v, otelcuzk.ErrorTypeKeyMismatch)
 	}
 	released := map[string]bool{}
-	for _, s := range tree.named(otelcuzk.SpanBufferRelease) {
-		v, _ := attr(s, string(otelcuzk.KeyBufferName))
+	for _, s := range tree.Named(otelcuzk.SpanBufferRelease) {
+		v, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferName))
 		released[v] = true
 	}
 	for _, name := range []string{"wires.a", "wires", "h", "b", "c"} {
@@ -266,18 +267,18 @@ func TestProveFailsInFilterWiresAndReleasesItsBuffers(t *testing.T) {
 // the private wires for K.
 func TestFilterWiresSpanCarriesTheCounts(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	exp, tp := newRecorder()
-	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithTracerProvider(tp)); err != nil {
+	tp, exp := spantest.NewMemory()
+	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithTracerProvider(tp)); err != nil {
 		t.Fatal(err)
 	}
-	pk := f.pk.(*groth16_bls12381.ProvingKey)
-	tree := newSpanTree(exp.GetSpans())
-	spans := tree.named(otelcuzk.SpanFilterWires)
+	pk := f.PK.(*groth16_bls12381.ProvingKey)
+	tree := spantest.NewTree(exp.GetSpans())
+	spans := tree.Named(otelcuzk.SpanFilterWires)
 	if len(spans) != 1 {
 		t.Fatalf("%d %s spans, want 1", len(spans), otelcuzk.SpanFilterWires)
 	}
 	fs := spans[0]
-	p, _ := tree.parent(fs)
+	p, _ := tree.Parent(fs)
 	if p.Name != otelcuzk.SpanGroth16Prove {
 		t.Fatalf("%s: parent %q, want %s", fs.Name, p.Name, otelcuzk.SpanGroth16Prove)
 	}
@@ -290,7 +291,7 @@ func TestFilterWiresSpanCarriesTheCounts(t *testing.T) {
 		string(otelcuzk.KeyWiresB): nbWires - int(pk.NbInfinityB),
 		string(otelcuzk.KeyWiresK): len(pk.G1.K),
 	} {
-		if v, _ := attr(fs, key); v != fmt.Sprint(want) {
+		if v, _ := spantest.StubValue(fs, key); v != fmt.Sprint(want) {
 			t.Errorf("%s %s = %q, want %d", fs.Name, key, v, want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
@@ -186,13 +187,13 @@ func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
 func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
 	r1cs, w := compileFor(t, circuit, assign)
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	asg, err := Synthesize(context.Background(), r1cs, w, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer asg.Release(context.Background(), nil)
-	solve := newSpanTree(exp.GetSpans()).named(semconv.SpanSynthesizeSolve)
+	solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
 	if len(solve) != 1 {
 		t.Fatalf("%d solve spans", len(solve))
 	}

@@ -14,35 +14,18 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/backend/witness"
-	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 // fixture is a compiled built-in circuit with its keys and a witness.
-type fixture struct {
-	ccs constraint.ConstraintSystem
-	pk  groth16.ProvingKey
-	vk  groth16.VerifyingKey
-	in  *circuits.Instance
-	w   witness.Witness
-}
+type fixture = circuitstest.Fixture
 
 // newFixture is circuitstest's fixture of a built-in circuit (seed 42).
 func newFixture(t testing.TB, name string, n int) *fixture {
 	t.Helper()
-	f := circuitstest.Setup(t, name, n, 42)
-	return &fixture{ccs: f.CCS, pk: f.PK, vk: f.VK, in: f.Instance, w: f.Witness}
-}
-
-func (f *fixture) public(t testing.TB) witness.Witness {
-	t.Helper()
-	pub, err := f.w.Public()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pub
+	return circuitstest.Setup(t, name, n, 42)
 }
 
 func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
@@ -52,14 +35,14 @@ func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
 	}{{"mulchain", 1 << 10}, {"merkle", 1 << 12}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.name, c.n)
-			proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+			proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := proof.(*groth16_bls12381.Proof); !ok {
 				t.Fatalf("proof is %T", proof)
 			}
-			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+			if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 				t.Fatalf("gnark rejects our proof: %v", err)
 			}
 		})
@@ -68,7 +51,7 @@ func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
 
 func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	proof, err := Prove(context.Background(), f.ccs, f.pk, f.w)
+	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +59,7 @@ func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
 
 	tampered := *p
 	tampered.Krs.Add(&tampered.Krs, &p.Ar)
-	if err := groth16.Verify(&tampered, f.vk, f.public(t)); err == nil {
+	if err := groth16.Verify(&tampered, f.VK, f.Public); err == nil {
 		t.Error("verifier accepted a tampered Krs")
 	}
 
@@ -85,15 +68,15 @@ func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := groth16.Verify(proof, f.vk, wrong); err == nil {
+	if err := groth16.Verify(proof, f.VK, wrong); err == nil {
 		t.Error("verifier accepted a wrong public input")
 	}
 }
 
 func TestSameRandomnessGivesTheSameProof(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	requireFixedByRandomness(t, "", f.vk, f.public(t), func(opts ...ProveOption) groth16.Proof {
-		proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, opts...)
+	requireFixedByRandomness(t, "", f.VK, f.Public, func(opts ...ProveOption) groth16.Proof {
+		proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +115,7 @@ func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Prove(context.Background(), f.ccs, f.pk, bad)
+	_, err = Prove(context.Background(), f.CCS, f.PK, bad)
 	if !errors.Is(err, ErrUnsatisfied) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("err = %q, want ErrUnsatisfied on one line", err)
 	}
@@ -141,11 +124,11 @@ func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
 	if !strings.Contains(err.Error(), "constraint #") || strings.ContainsAny(err.Error(), "⋅=") || strings.Contains(err.Error(), "!= 4") {
 		t.Errorf("err = %q: want the constraint named, no values", err)
 	}
-	short, err := f.w.Public() // public values only: too short
+	short, err := f.Witness.Public() // public values only: too short
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Prove(context.Background(), f.ccs, f.pk, short); !errors.Is(err, ErrWitnessSize) {
+	if _, err := Prove(context.Background(), f.CCS, f.PK, short); !errors.Is(err, ErrWitnessSize) {
 		t.Errorf("err = %v, want ErrWitnessSize", err)
 	}
 }
@@ -153,7 +136,7 @@ func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
 func TestKeyOfAnotherCircuitIsRejected(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
 	other := newFixture(t, "merkle", 1<<12)
-	if _, err := Prove(context.Background(), f.ccs, other.pk, f.w); !errors.Is(err, ErrKeyMismatch) {
+	if _, err := Prove(context.Background(), f.CCS, other.PK, f.Witness); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("err = %v, want ErrKeyMismatch", err)
 	}
 }

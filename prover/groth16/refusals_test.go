@@ -70,7 +70,7 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 		}, context.DeadlineExceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			proof, err := Prove(c.ctx(), f.ccs, f.pk, f.w, WithTracerProvider(tp))
+			proof, err := Prove(c.ctx(), f.CCS, f.PK, f.Witness, WithTracerProvider(tp))
 			if !errors.Is(err, c.want) || proof != nil {
 				t.Fatalf("Prove = %v, %v; want nil, %v", proof, err, c.want)
 			}
@@ -84,13 +84,13 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 
 	// ProveAssignment consumes its assignment: cancelled, it proves
 	// nothing and still gives the buffers back.
-	asg, err := Synthesize(context.Background(), f.ccs, f.w)
+	asg, err := Synthesize(context.Background(), f.CCS, f.Witness)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if proof, err := ProveAssignment(ctx, f.pk, asg); !errors.Is(err, context.Canceled) || proof != nil {
+	if proof, err := ProveAssignment(ctx, f.PK, asg); !errors.Is(err, context.Canceled) || proof != nil {
 		t.Fatalf("ProveAssignment = %v, %v; want nil, context.Canceled", proof, err)
 	}
 	for _, s := range asg.slots() {
@@ -103,22 +103,22 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 func TestAKeyOfAnotherShapeIsReportedWithTheNumbersThatDiffer(t *testing.T) {
 	compile := func(c frontend.Circuit) *fixture {
 		ccs, pk, _ := circuitstest.SetupCircuit(t, c)
-		return &fixture{ccs: ccs, pk: pk}
+		return &fixture{CCS: ccs, PK: pk}
 	}
 	pub, sec := compile(&circuitstest.Square{}), compile(&squareSecret{})
-	if pub.ccs.GetNbInternalVariables()+pub.ccs.GetNbPublicVariables()+pub.ccs.GetNbSecretVariables() !=
-		sec.ccs.GetNbInternalVariables()+sec.ccs.GetNbPublicVariables()+sec.ccs.GetNbSecretVariables() {
+	if pub.CCS.GetNbInternalVariables()+pub.CCS.GetNbPublicVariables()+pub.CCS.GetNbSecretVariables() !=
+		sec.CCS.GetNbInternalVariables()+sec.CCS.GetNbPublicVariables()+sec.CCS.GetNbSecretVariables() {
 		t.Fatal("test circuits must have the same number of wires")
 	}
 	w := circuitstest.NewWitness(t, &squareSecret{X: 3, Y: 9})
-	_, err := Prove(context.Background(), sec.ccs, pub.pk, w)
+	_, err := Prove(context.Background(), sec.CCS, pub.PK, w)
 	if !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("err = %v, want ErrKeyMismatch", err)
 	}
 	assertPairsDiffer(t, err.Error(), "public wires: key 2, assignment 1")
 
 	mc, mk := newFixture(t, "mulchain", 1<<10), newFixture(t, "merkle", 1<<12)
-	_, err = Prove(context.Background(), mc.ccs, mk.pk, mc.w)
+	_, err = Prove(context.Background(), mc.CCS, mk.PK, mc.Witness)
 	if !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("err = %v, want ErrKeyMismatch", err)
 	}

@@ -12,6 +12,7 @@ import (
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -80,20 +81,20 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 	}{{"mulchain", 1 << 10}, {"porep", 1 << 17}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.name, c.n)
-			exp, tp := newRecorder()
-			proof, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithTracerProvider(tp))
+			tp, exp := spantest.NewMemory()
+			proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithTracerProvider(tp))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+			if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 				t.Fatalf("gnark rejects the proof: %v", err)
 			}
-			sol, err := f.ccs.Solve(f.w)
+			sol, err := f.CCS.Solve(f.Witness)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wires := sol.(*cs.R1CSSolution).W
-			pk := f.pk.(*groth16_bls12381.ProvingKey)
+			pk := f.PK.(*groth16_bls12381.ProvingKey)
 			finite := func(inf []bool) []fr.Element {
 				var out []fr.Element
 				for i := range wires {
@@ -103,16 +104,16 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 				}
 				return out
 			}
-			nbPublic := f.ccs.GetNbPublicVariables()
+			nbPublic := f.CCS.GetNbPublicVariables()
 			want := map[string]ScalarCounts{
 				otelcuzk.SpanMSMG1A: naiveCounts(finite(pk.InfinityA)),
 				otelcuzk.SpanMSMG1B: naiveCounts(finite(pk.InfinityB)),
 				otelcuzk.SpanMSMG1K: naiveCounts(wires[nbPublic:]),
 				otelcuzk.SpanMSMG2B: naiveCounts(finite(pk.InfinityB)),
 			}
-			tree := newSpanTree(exp.GetSpans())
+			tree := spantest.NewTree(exp.GetSpans())
 			for name, w := range want {
-				spans := tree.named(name)
+				spans := tree.Named(name)
 				if len(spans) != 1 {
 					t.Fatalf("%d %s spans", len(spans), name)
 				}
@@ -122,13 +123,13 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 					string(otelcuzk.KeyMSMScalarsOne):   w.One,
 					string(otelcuzk.KeyMSMScalarsSmall): w.Small,
 				} {
-					if got, ok := attr(spans[0], key); !ok || got != strconv.Itoa(v) {
+					if got, ok := spantest.StubValue(spans[0], key); !ok || got != strconv.Itoa(v) {
 						t.Errorf("%s: %s = %q (present %v), want %d", name, key, got, ok, v)
 					}
 				}
 			}
 			// msm.g1.h's scalars are H's coefficients: no counts there.
-			if _, ok := attr(tree.named(otelcuzk.SpanMSMG1H)[0], string(otelcuzk.KeyMSMScalarsZero)); ok {
+			if _, ok := spantest.StubValue(tree.Named(otelcuzk.SpanMSMG1H)[0], string(otelcuzk.KeyMSMScalarsZero)); ok {
 				t.Error("msm.g1.h carries scalar counts")
 			}
 			k := want[otelcuzk.SpanMSMG1K]

@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 )
 
@@ -30,7 +31,7 @@ func (c *wideCircuit) Define(api frontend.API) error {
 func TestSolverTasksUseEveryCoreTheProcessMayUse(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
 	merkle := newFixture(t, "merkle", 1<<14) // narrow levels: still every core
-	if got := solverTasks(merkle.ccs.(*cs.R1CS)); got != 16 {
+	if got := solverTasks(merkle.CCS.(*cs.R1CS)); got != 16 {
 		t.Errorf("merkle 2^14, GOMAXPROCS 16: %d solver tasks, want 16", got)
 	}
 	wide, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &wideCircuit{X: make([]frontend.Variable, 64)})
@@ -102,13 +103,13 @@ func TestSolveSpanCountsTheCircuitsHintCalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		exp, tp := newRecorder()
+		tp, exp := spantest.NewMemory()
 		asg, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer asg.Release(context.Background(), nil)
-		solve := newSpanTree(exp.GetSpans()).named(otelcuzk.SpanSynthesizeSolve)
+		solve := spantest.NewTree(exp.GetSpans()).Named(otelcuzk.SpanSynthesizeSolve)
 		if len(solve) != 1 {
 			t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
 		}

@@ -7,80 +7,26 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	"github.com/consensys/gnark/backend/groth16"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
-// spanTree indexes recorded spans by id for parent checks.
-type spanTree struct {
-	spans tracetest.SpanStubs
-	byID  map[string]tracetest.SpanStub
-}
-
-func newSpanTree(spans tracetest.SpanStubs) *spanTree {
-	t := &spanTree{spans: spans, byID: map[string]tracetest.SpanStub{}}
-	for _, s := range spans {
-		t.byID[s.SpanContext.SpanID().String()] = s
-	}
-	return t
-}
-
-func (t *spanTree) named(name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range t.spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (t *spanTree) parent(s tracetest.SpanStub) (tracetest.SpanStub, bool) {
-	p, ok := t.byID[s.Parent.SpanID().String()]
-	return p, ok
-}
-
-// under reports whether s has an ancestor named name.
-func (t *spanTree) under(s tracetest.SpanStub, name string) bool {
-	for p, ok := t.parent(s); ok; p, ok = t.parent(p) {
-		if p.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func newRecorder() (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
-	exp := tracetest.NewInMemoryExporter()
-	return exp, sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-}
-
-func attr(s tracetest.SpanStub, key string) (string, bool) {
-	for _, a := range s.Attributes {
-		if string(a.Key) == key {
-			return a.Value.Emit(), true
-		}
-	}
-	return "", false
-}
-
 func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 	f := newFixture(t, "mulchain", 1<<10)
-	exp, tp := newRecorder()
+	tp, exp := spantest.NewMemory()
 	ctx, root := tp.Tracer("test").Start(context.Background(), "caller")
-	proof, err := Prove(ctx, f.ccs, f.pk, f.w, WithTracerProvider(tp))
+	proof, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithTracerProvider(tp))
 	root.End()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 		t.Fatal(err)
 	}
-	tree := newSpanTree(exp.GetSpans())
+	tree := spantest.NewTree(exp.GetSpans())
 	wantParent := map[string]string{
 		otelcuzk.SpanPipelineSynthesize: "caller",
 		otelcuzk.SpanGroth16Prove:       "caller",
@@ -98,13 +44,13 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 		otelcuzk.SpanBufferRelease:      otelcuzk.SpanGroth16Prove, // sync by default
 	}
 	for name, parent := range wantParent {
-		spans := tree.named(name)
+		spans := tree.Named(name)
 		if len(spans) == 0 {
 			t.Errorf("no %s span", name)
 			continue
 		}
 		for _, s := range spans {
-			p, ok := tree.parent(s)
+			p, ok := tree.Parent(s)
 			if !ok || p.Name != parent {
 				t.Errorf("%s: parent %q, want %q", name, p.Name, parent)
 				continue
@@ -114,15 +60,15 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 			}
 		}
 	}
-	if n := len(tree.named(otelcuzk.SpanNTTInverse)); n != 3 {
+	if n := len(tree.Named(otelcuzk.SpanNTTInverse)); n != 3 {
 		t.Errorf("%d ntt.inverse spans, want 3 (a, b, c)", n)
 	}
 	// Synthesis comes before the prove.
-	syn, pr := tree.named(otelcuzk.SpanPipelineSynthesize)[0], tree.named(otelcuzk.SpanGroth16Prove)[0]
+	syn, pr := tree.Named(otelcuzk.SpanPipelineSynthesize)[0], tree.Named(otelcuzk.SpanGroth16Prove)[0]
 	if syn.EndTime.After(pr.StartTime) {
 		t.Error("groth16.prove started before pipeline.synthesize ended")
 	}
-	if v, _ := attr(tree.named(otelcuzk.SpanMSMG1K)[0], string(otelcuzk.KeyMSMSize)); v == "" || v == "0" {
+	if v, _ := spantest.StubValue(tree.Named(otelcuzk.SpanMSMG1K)[0], string(otelcuzk.KeyMSMSize)); v == "" || v == "0" {
 		t.Errorf("msm.g1.k has no size: %q", v)
 	}
 }
@@ -132,7 +78,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b", "backend.scratch"}
 	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
-			exp, tp := newRecorder()
+			tp, exp := spantest.NewMemory()
 			rel, err := buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +87,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 			jobCtx, job := tr.Start(context.Background(), otelcuzk.SpanEngineJob)
 			proveCtx, pp := tr.Start(jobCtx, otelcuzk.SpanPipelineProve)
 			backend := releasingBackend{cpu.New(tp), rel}
-			proof, err := Prove(buffer.WithReleaseParent(proveCtx, jobCtx), f.ccs, f.pk, f.w, WithTracerProvider(tp), WithReleaser(rel), WithBackend(backend))
+			proof, err := Prove(buffer.WithReleaseParent(proveCtx, jobCtx), f.CCS, f.PK, f.Witness, WithTracerProvider(tp), WithReleaser(rel), WithBackend(backend))
 			pp.End()
 			if err != nil {
 				t.Fatal(err)
@@ -150,27 +96,27 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			job.End()
-			if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+			if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 				t.Fatal(err)
 			}
-			tree := newSpanTree(exp.GetSpans())
+			tree := spantest.NewTree(exp.GetSpans())
 			got := map[string]bool{}
-			for _, s := range tree.named(otelcuzk.SpanBufferRelease) {
-				name, _ := attr(s, string(otelcuzk.KeyBufferName))
+			for _, s := range tree.Named(otelcuzk.SpanBufferRelease) {
+				name, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferName))
 				got[name] = true
-				if m, _ := attr(s, string(otelcuzk.KeyReleaseMode)); m != string(mode) {
+				if m, _ := spantest.StubValue(s, string(otelcuzk.KeyReleaseMode)); m != string(mode) {
 					t.Errorf("%s: mode %q", name, m)
 				}
-				if b, _ := attr(s, string(otelcuzk.KeyBufferBytes)); b == "" || b == "0" {
+				if b, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferBytes)); b == "" || b == "0" {
 					t.Errorf("%s: bytes %q", name, b)
 				}
-				inProve := tree.under(s, otelcuzk.SpanPipelineProve)
+				inProve := tree.Under(s, otelcuzk.SpanPipelineProve)
 				switch mode {
 				case buffer.ReleaseAsync:
 					if inProve {
 						t.Errorf("async release of %s is inside pipeline.prove", name)
 					}
-					if p, _ := tree.parent(s); p.Name != otelcuzk.SpanEngineJob {
+					if p, _ := tree.Parent(s); p.Name != otelcuzk.SpanEngineJob {
 						t.Errorf("async release of %s: parent %q, want engine.job", name, p.Name)
 					}
 				default:
@@ -178,7 +124,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 					if name == "backend.scratch" {
 						want = otelcuzk.SpanComputeH // released inside the step that used it
 					}
-					if p, _ := tree.parent(s); p.Name != want {
+					if p, _ := tree.Parent(s); p.Name != want {
 						t.Errorf("%s release of %s: parent %q, want %s", mode, name, p.Name, want)
 					}
 				}
@@ -200,7 +146,7 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 	}
 	defer rel.Close(context.Background())
 	// First proof fills the pool.
-	if _, err := Prove(context.Background(), f.ccs, f.pk, f.w, WithReleaser(rel)); err != nil {
+	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithReleaser(rel)); err != nil {
 		t.Fatal(err)
 	}
 	// It left six buffers (b, c, h, wires, wires.a, wires.b) in the pool.
@@ -216,7 +162,7 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 	for _, b := range held {
 		rel.Release(context.Background(), "back", b)
 	}
-	asg, err := Synthesize(context.Background(), f.ccs, f.w, WithReleaser(rel))
+	asg, err := Synthesize(context.Background(), f.CCS, f.Witness, WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +178,11 @@ func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
 			t.Fatalf("padding at %d not zero in a reused buffer", i)
 		}
 	}
-	proof, err := ProveAssignment(context.Background(), f.pk, asg, WithReleaser(rel))
+	proof, err := ProveAssignment(context.Background(), f.PK, asg, WithReleaser(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := groth16.Verify(proof, f.vk, f.public(t)); err != nil {
+	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
 		t.Fatalf("proof from pooled buffers: %v", err)
 	}
 }
