@@ -20,7 +20,7 @@
 // # One channel for the release mode
 //
 // The mode is a property of the Releaser; it travels with the Releaser
-// (prover.WithReleaser, prover.BackendOptions.Releaser) and nowhere else.
+// (prover.WithReleaser, backend.Options.Releaser) and nowhere else.
 // Where an async release's span is parented travels in the context
 // (WithReleaseParent), which the Releaser reads.
 package buffer

@@ -13,30 +13,31 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
 // newWorkers opens the pipelines and makes the engine's workers: one per
-// GPU, each with its own Pipeline bound to its device, and cfg.CPUWorkers
-// on the CPU sharing one Pipeline (it is safe for concurrent Runs, so each
+// GPU, each with its own Prover bound to its device, and cfg.CPUWorkers
+// on the CPU sharing one Prover (it is safe for concurrent Runs, so each
 // circuit's keys are held once).
-func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev prover.DeviceSettings) ([]engine.Worker, []*prover.Prover, []server.Device, error) {
+func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev backend.DeviceSettings) ([]engine.Worker, []*prover.Prover, []server.Device, error) {
 	var (
 		workers []engine.Worker
 		pipes   []*prover.Prover
 		devices []server.Device
 	)
-	open := func(backend string) (*prover.Prover, error) {
+	open := func(name string) (*prover.Prover, error) {
 		rel, err := buffer.NewReleaser(mode)
 		if err != nil {
 			return nil, err
 		}
 		opts := []prover.ProverOption{prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log)}
-		if backend != "cpu" && cfg.KeySetup != nil {
+		if name != "cpu" && cfg.KeySetup != nil {
 			opts = append(opts, prover.WithKeySetup(cfg.KeySetup, true))
 		}
-		p, err := prover.New(ctx, backend, opts...)
+		p, err := prover.New(ctx, name, opts...)
 		if err != nil {
 			rel.Close(context.Background())
 			return nil, err
@@ -95,7 +96,7 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev pr
 
 // registerCircuitFiles registers each NAME:R1CS:PK[:VK] in the circuit
 // registry (prover.CircuitFile.Register), where the server and every
-// Pipeline find it. A name registered before in this process with the
+// Prover find it. A name registered before in this process with the
 // same files (a second serve in one test binary) is accepted again.
 func registerCircuitFiles(specs []string) error {
 	registeredMu.Lock()
@@ -122,10 +123,10 @@ var (
 
 // gpuDevices lists the GPUs when the GPU backend is built in (its factory
 // registered under cfg.GPUFactory, by importing prover/gpu) and the driver
-// finds devices; else an error wrapping prover.ErrBackendUnavailable.
+// finds devices; else an error wrapping backend.ErrUnavailable.
 func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
-	if _, ok := prover.LookupBackend(cfg.GPUFactory); !ok {
-		return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", prover.ErrBackendUnavailable, cfg.GPUFactory)
+	if _, ok := backend.Lookup(cfg.GPUFactory); !ok {
+		return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", backend.ErrUnavailable, cfg.GPUFactory)
 	}
 	list := cfg.GPUs
 	if list == nil {
@@ -133,7 +134,7 @@ func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
 	}
 	d, err := list()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", prover.ErrBackendUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", backend.ErrUnavailable, err)
 	}
 	return d, nil
 }
@@ -141,21 +142,21 @@ func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
 var deviceBackendsMu sync.Mutex
 
 // deviceBackend registers (once) and returns the name of a backend that
-// opens the factory registered as factory on GPU ordinal: the Pipeline
+// opens the factory registered as factory on GPU ordinal: the Prover
 // opens its backend by name without a device, so each GPU gets a name of
 // its own ("cuda:1") whose factory sets BackendOptions.DeviceOrdinal.
 func deviceBackend(factory string, ordinal int) (string, error) {
 	deviceBackendsMu.Lock()
 	defer deviceBackendsMu.Unlock()
 	name := fmt.Sprintf("%s:%d", factory, ordinal)
-	if _, ok := prover.LookupBackend(name); ok {
+	if _, ok := backend.Lookup(name); ok {
 		return name, nil
 	}
-	f, ok := prover.LookupBackend(factory)
+	f, ok := backend.Lookup(factory)
 	if !ok {
-		return "", fmt.Errorf("%w: %s backend not built into this binary", prover.ErrBackendUnavailable, factory)
+		return "", fmt.Errorf("%w: %s backend not built into this binary", backend.ErrUnavailable, factory)
 	}
-	prover.RegisterBackend(name, func(ctx context.Context, o prover.BackendOptions) (prover.Backend, error) {
+	backend.Register(name, func(ctx context.Context, o backend.Options) (backend.Backend, error) {
 		o.DeviceOrdinal = ordinal
 		return f(ctx, o)
 	})

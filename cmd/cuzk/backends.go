@@ -32,7 +32,7 @@ func kernelRateFile(dir string) string {
 	return filepath.Join(dir, "kernel-compile-rate")
 }
 
-// warmupInBackground starts the backend's warm-up (prover.Warmer: the CUDA
+// warmupInBackground starts the backend's warm-up (backend.Warmer: the CUDA
 // backend compiles or loads its kernel modules, a gpu.warmup trace of its
 // own) while the key load and the synthesis run; the proof waits for what
 // is left of it (a gpu.warmup span in the proof's trace). When it has not
@@ -79,5 +79,5 @@ func warmupInBackground(ctx context.Context, w warmer, out io.Writer, notAfter t
 	return done
 }
 
-// warmer is prover.Pipeline's Warmup.
+// warmer is prover.Prover's Warmup.
 type warmer interface{ Warmup(context.Context) error }

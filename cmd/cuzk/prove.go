@@ -155,7 +155,7 @@ func proveAction(c *cli.Context) (err error) {
 	if c.Bool("compressed-keys") {
 		keyOpts = append(keyOpts, keycache.WithCompressedKeys())
 	}
-	pipe, err := prover.NewPipeline(ctx, c.String("backend"),
+	pipe, err := prover.New(ctx, c.String("backend"),
 		prover.WithKeySetup(keySetup.Setup, c.String("backend") != "cpu"),
 		prover.WithKeyCacheOptions(keyOpts...),
 		prover.WithReleaser(rel),

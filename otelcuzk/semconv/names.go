@@ -141,17 +141,17 @@ const (
 	// (otelcuzk.ErrSpansDropped).
 	ErrorTypeUnavailable = "unavailable"
 	// The witness is not gnark's binary format over the scalar field, is
-	// missing, or has the wrong number of values (prover.ErrBadWitness,
-	// prover.ErrWitnessSize).
+	// missing, or has the wrong number of values (groth16.ErrBadWitness,
+	// groth16.ErrWitnessSize).
 	ErrorTypeBadWitness = "bad_witness"
-	// The witness does not satisfy the constraints (prover.ErrUnsatisfied).
+	// The witness does not satisfy the constraints (groth16.ErrUnsatisfied).
 	ErrorTypeUnsatisfied = "unsatisfied"
 	// Not a BLS12-381 R1CS of gnark, or an operation this build or host
-	// does not support (prover.ErrUnsupported, errors.ErrUnsupported,
+	// does not support (setup.ErrUnsupported, errors.ErrUnsupported,
 	// cupti.ErrNoCUPTI, cupti.ErrVersion).
 	ErrorTypeUnsupported = "unsupported"
 	// The proving key does not belong to the constraint system
-	// (prover.ErrKeyMismatch).
+	// (groth16.ErrKeyMismatch).
 	ErrorTypeKeyMismatch = "key_mismatch"
 	// gnark's verifier rejected the proof just made (prover.ErrVerifyFailed).
 	ErrorTypeVerifyFailed = "verify_failed"
@@ -165,11 +165,11 @@ const (
 	// msm.ErrTooLarge, circuits.ErrTooLargeForHost).
 	ErrorTypeOutOfMemory = "out_of_memory"
 	// No usable device or backend (cudaspans.ErrNoDevice,
-	// prover.ErrBackendUnavailable, prover.ErrNoDeviceMemory,
+	// backend.ErrUnavailable, backend.ErrNoDeviceMemory,
 	// engine.ErrNoWorker).
 	ErrorTypeNoDevice = "no_device"
 	// The device can no longer be trusted with work: a sticky CUDA error
-	// (cudaspans.ErrSticky, prover.ErrDeviceFault).
+	// (cudaspans.ErrSticky, backend.ErrDeviceFault).
 	ErrorTypeDeviceFault = "device_fault"
 	// A resident base set was evicted from the device while in use
 	// (msm.ErrBaseSetEvicted).
@@ -349,7 +349,7 @@ const (
 // form); the rest are full-width. Filecoin's witnesses are mostly 0 and 1
 // (the porep circuit's too), which a bit path sums by batch addition
 // instead of Pippenger. The prover counts them in one parallel pass while
-// H is computed (prover.CountScalars).
+// H is computed (groth16.CountScalars).
 const (
 	KeyMSMScalarsZero  = attribute.Key("cuzk.msm.scalars.zero")  // int, scalars equal to 0
 	KeyMSMScalarsOne   = attribute.Key("cuzk.msm.scalars.one")   // int, scalars equal to 1
@@ -376,7 +376,7 @@ const (
 	KeySetupBackend = attribute.Key("cuzk.setup.backend") // string, cpu or cuda
 )
 
-// The bit split of an MSM over wire values (prover.BitSplit): the MSM's
+// The bit split of an MSM over wire values (groth16.BitSplit): the MSM's
 // span (msm.g1.a, ...) is the parent of NAME.batch_add, the sum of the
 // bases of the wires equal to 1 by batch addition, and NAME.tail, the
 // Pippenger MSM over the rest; the wires equal to 0 are skipped. The

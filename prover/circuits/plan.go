@@ -19,7 +19,7 @@ import (
 //   - Witness: the solved wire values, 32 bytes a wire;
 //   - Synthesis: the assignment a proof holds, the wires and a, b, c
 //     padded to the domain, 32 bytes each (the mmap'd buffers of
-//     prover.Synthesize);
+//     groth16.Synthesize);
 //   - Key: the proving key in memory (KeyMemory: A, B, K and Z in G1 at 96
 //     bytes a point, B in G2 at 192, counted for every wire; the
 //     Pedersen bases of api.Commit, two points a committed wire);

@@ -57,7 +57,7 @@ type WorkerStatus struct {
 	// included.
 	Busy time.Duration
 	// Healthy is false once its runner reported a device fault
-	// (prover.ErrDeviceFault); Fault is that error. An unhealthy worker
+	// (backend.ErrDeviceFault); Fault is that error. An unhealthy worker
 	// takes no more work.
 	Healthy bool
 	Fault   string

@@ -16,7 +16,7 @@ var (
 	// answers RESOURCE_EXHAUSTED, the message names both numbers).
 	ErrOverBudget = semconv.NewError(semconv.ErrorTypeOverBudget, "engine: job larger than the memory budget")
 	// ErrNoWorker is the error of jobs that were waiting when the last
-	// healthy device worker faulted (prover.ErrDeviceFault), and of Submit
+	// healthy device worker faulted (backend.ErrDeviceFault), and of Submit
 	// from then on (the daemon answers UNAVAILABLE).
 	ErrNoWorker = semconv.NewError(semconv.ErrorTypeNoDevice, "engine: no healthy device worker left")
 	// ErrNoDevice is ErrNoWorker under its old name (cudaspans.ErrNoDevice

@@ -158,7 +158,7 @@ func WithReady(ready <-chan struct{}) Option {
 }
 
 // WithFaultHook makes the engine call f when a device worker's runner
-// returns an error wrapping prover.ErrDeviceFault: the worker is then
+// returns an error wrapping backend.ErrDeviceFault: the worker is then
 // unhealthy (WorkerStatus.Healthy false) and takes no more work, and the
 // job it held goes back to the queue for another worker. f runs on the
 // worker's goroutine and must not block; the daemon reports the device in
@@ -168,7 +168,7 @@ func WithFaultHook(f func(worker string, err error)) Option {
 }
 
 // WithTuner makes t choose how many jobs are synthesized at once and each
-// synthesis's solver tasks (prover.WithSolverTasks), from the stage times
+// synthesis's solver tasks (groth16.WithSolverTasks), from the stage times
 // the engine measures (see Tuner). A pipelined engine then starts
 // t.MaxWorkers() synthesis workers (WithSynthesisWorkers's n is only
 // whether it is pipelined) and lets at most t.Workers of them synthesize

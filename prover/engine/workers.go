@@ -11,6 +11,8 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // popLocked takes the first task of the highest non-empty priority of qs;
@@ -101,7 +103,7 @@ func (e *Engine) synthesisWork() {
 		e.mu.Unlock()
 		synCtx := runCtx
 		if tasks > 0 {
-			synCtx = prover.WithSolverTasks(runCtx, tasks)
+			synCtx = groth16.WithSolverTasks(runCtx, tasks)
 		}
 		syn, err := runSafely(func() (prover.Synthesized, error) { return e.synth.Synthesize(synCtx, &t.req) })
 		ab := abandonedOf(err)
@@ -353,7 +355,7 @@ func (e *Engine) deviceWork(i int) {
 				e.mu.Lock()
 				n := e.cfg.tuner.Cores() / max(1, min(e.proving+e.queued, len(e.workers)))
 				e.mu.Unlock()
-				synCtx = prover.WithSolverTasks(runCtx, max(n, 1))
+				synCtx = groth16.WithSolverTasks(runCtx, max(n, 1))
 			}
 			var syn prover.Synthesized
 			syn, err = runSafely(func() (prover.Synthesized, error) { return staged.Synthesize(synCtx, &req) })
@@ -394,7 +396,7 @@ func (e *Engine) deviceWork(i int) {
 		t.cancelRun = nil
 		e.cond.Broadcast()
 		e.mu.Unlock()
-		if err != nil && errors.Is(err, prover.ErrDeviceFault) {
+		if err != nil && errors.Is(err, backend.ErrDeviceFault) {
 			e.deviceFault(i, t, err)
 			return
 		}

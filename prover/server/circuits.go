@@ -12,7 +12,7 @@ import (
 
 // CircuitManager loads circuits into memory (compiled constraint system
 // and proving and verifying keys, from the disk cache or by setup) and
-// drops them; prover.Pipeline implements it. It backs the PreloadKeys and
+// drops them; prover.Prover implements it. It backs the PreloadKeys and
 // EvictKeys RPCs. LoadedCircuits lists "name/constraints" for built-in
 // circuits and the name for circuits registered from files.
 type CircuitManager interface {
@@ -24,7 +24,7 @@ type CircuitManager interface {
 // KeyDescriber is what a CircuitManager may also tell of a loaded
 // circuit (id as LoadedCircuits lists it) for GetStatus and PreloadKeys:
 // its key id (the hash of its compiled constraint system) and the host
-// bytes its keys hold; prover.Pipeline implements it. Without it a key's
+// bytes its keys hold; prover.Prover implements it. Without it a key's
 // id is the circuit id and its bytes 0.
 type KeyDescriber interface {
 	LoadedKey(id string) (keyID string, bytes uint64, ok bool)
