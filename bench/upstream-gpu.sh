@@ -36,7 +36,7 @@ kill -TERM $sv; wait $sv
 kill -TERM $gt; wait $gt
 echo "--- stand-in and gpu-trace:"; tail -5 standin.log
 echo "--- serve:"; tail -3 serve.log
-echo "--- jobs file: $(wc -l < jobs.jsonl) lines, $(grep -c '"device":0}' jobs.jsonl) device lines"
+echo "--- jobs file: $(wc -l < jobs.jsonl) lines, $(grep -c '"at_ns"' jobs.jsonl) device lines"
 "$bin/upstreamgpu" check -daemon serve.jsonl -gpu gputrace.jsonl || rc=1
 echo "elapsed $(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo '?') s"
 exit $rc

@@ -215,6 +215,28 @@ func (j *job) deviceAt(t int64) devSeg {
 	return j.segs[k-1]
 }
 
+// holds is how long (ns) j holds device within [s, e]: the overlap of
+// its segments on device, each up to the next segment or j's end.
+func (j *job) holds(device int, s, e int64) int64 {
+	var n int64
+	for i, sg := range j.segs {
+		if sg.device != device {
+			continue
+		}
+		to := e
+		if i+1 < len(j.segs) {
+			to = min(to, j.segs[i+1].at)
+		}
+		if j.end != 0 {
+			to = min(to, j.end)
+		}
+		if from := max(s, sg.at); to > from {
+			n += to - from
+		}
+	}
+	return n
+}
+
 func (j *job) addSeg(sg devSeg) {
 	k := sort.Search(len(j.segs), func(i int) bool { return j.segs[i].at > sg.at })
 	j.segs = append(j.segs, devSeg{})
@@ -370,10 +392,13 @@ func (ix *Index) prune(latest int64) {
 }
 
 // Find returns the span context (as a remote parent) of the job whose
-// window contains start, on device: one holding device at start (the
-// first to take it, when several do) before one holding no known device
-// (the first started). A job still open contains everything after its
-// start. A nil Index finds nothing.
+// window contains start, on device: one holding device at start before
+// one holding no known device (the first started). Among jobs holding
+// device at start, the one that holds it for most of [start, end] wins,
+// the first to take it on a tie: a GPU passes from one job to the next,
+// and the end line of the job that let it go is written when its reply
+// arrives, a little after the next job's first kernels. A job still open
+// contains everything after its start. A nil Index finds nothing.
 func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) {
 	if ix == nil {
 		return nil, false
@@ -389,7 +414,8 @@ func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) 
 		}
 	}
 	var holder, anyDev *job
-	var since int64
+	var since, most int64
+	e := max(end.UnixNano(), t)
 	for _, j := range ix.jobs {
 		if j.start > t {
 			break // by start: the rest started later
@@ -404,8 +430,9 @@ func (ix *Index) Find(device int, start, end time.Time) (context.Context, bool) 
 				anyDev = j
 			}
 		case sg.device == device:
-			if holder == nil || sg.at < since {
-				holder, since = j, sg.at
+			held := j.holds(device, t, e)
+			if holder == nil || held > most || held == most && sg.at < since {
+				holder, since, most = j, sg.at, held
 			}
 		}
 	}

@@ -73,8 +73,9 @@ func TestPublishedWindowsParentRecordsByTimeAndDevice(t *testing.T) {
 
 // A job's device published after its start (OnDevice: the upstream said
 // which GPU holds it) decides: a job on the record's device before one on
-// no known device, the first started among jobs of one kind, a job on
-// another device never.
+// no known device, the first started among jobs on no known device, the
+// one holding it for most of the record among jobs on the record's
+// device (the first to take it on a tie), a job on another device never.
 func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.jsonl")
 	p, err := Open(path)
@@ -131,6 +132,31 @@ func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
 	if got := find(0, 1.5); got != aID {
 		t.Errorf("device 0 at 1.5 s, before c took it: %v, want a %v", got, aID)
 	}
+	// The GPU passes from c to d at 3 s; c's end is seen only at 3.2 s
+	// (its reply came after a status poll): a kernel of 3.1-3.3 s is d's
+	// (held 0.2 s of it against c's 0.1 s); one of 2.9-3.1 s is c's.
+	clock = at(2.5)
+	d, dID := start("d")
+	d.OnDevice(0, at(3))
+	clock = at(3.2)
+	c.End()
+	span := func(s, e float64) trace.SpanID {
+		ctx, ok := ix.Find(0, at(s), at(e))
+		if !ok {
+			return trace.SpanID{}
+		}
+		return trace.SpanContextFromContext(ctx).SpanID()
+	}
+	if got := span(2.9, 3.1); got != cID {
+		t.Errorf("device 0, 2.9-3.1 s, before d took it: %v, want c %v", got, cID)
+	}
+	if got := span(3.1, 3.3); got != dID {
+		t.Errorf("device 0, 3.1-3.3 s, c seen ending at 3.2 s: %v, want d %v (most of the kernel)", got, dID)
+	}
+	if got := span(3.1, 3.15); got != cID {
+		t.Errorf("device 0, 3.1-3.15 s, held alike by both: %v, want c %v (the first to take it)", got, cID)
+	}
+	d.End()
 	var none *Job
 	none.OnDevice(3, clock)
 	none.End()
@@ -138,8 +164,8 @@ func TestADevicePublishedLaterDecidesBetweenOverlappingJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b2), "\n"); n != 7 {
-		t.Errorf("%d lines, want 7 (3 starts, 2 devices, 2 ends):\n%s", n, b2)
+	if n := strings.Count(string(b2), "\n"); n != 11 {
+		t.Errorf("%d lines, want 11 (4 starts, 3 devices, 4 ends):\n%s", n, b2)
 	}
 	if n := ix.Malformed(); n != 0 {
 		t.Errorf("%d malformed lines", n)
