@@ -11,6 +11,7 @@ import (
 	"github.com/consensys/gnark/constraint"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
@@ -32,13 +33,14 @@ type setupBackend struct {
 	used   string // the backend of the last setup: "cpu" or "cuda"
 }
 
-// newSetupBackend checks name. Errors: a name other than cpu, cuda, auto.
+// newSetupBackend checks name. Errors: prover.ErrUnknownBackend for a
+// name other than cpu, cuda, auto.
 func newSetupBackend(name string, notice io.Writer) (*setupBackend, error) {
 	switch name {
 	case "cpu", "cuda", "auto", "":
 		return &setupBackend{name: name, notice: notice}, nil
 	}
-	return nil, fmt.Errorf("--backend %q: want cpu, cuda or auto", name)
+	return nil, fmt.Errorf("--backend %q: %w", name, prover.ErrUnknownBackend)
 }
 
 // Setup is the keycache.SetupFunc. Errors: for "cuda", the device's or the

@@ -22,7 +22,7 @@ func runSetup(t *testing.T, args ...string) (stdout, stderr string, err error) {
 func TestSetupRefusesAnUnknownBackendBeforeAnyWork(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	_, _, err := runSetup(t, "--circuit", "mulchain", "--constraints", "64", "--cache-dir", cache, "--backend", "tpu")
-	if err == nil || !strings.Contains(err.Error(), `--backend "tpu": want cpu, cuda or auto`) || strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), `--backend "tpu": unknown backend (want cpu, cuda or auto)`) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("--backend tpu: %v, want one line naming the flag", err)
 	}
 	noKeyFiles(t, cache)
