@@ -33,6 +33,39 @@ func (rawCodec) Unmarshal(b []byte, v any) error {
 }
 func (rawCodec) Name() string { return "proto" }
 
+// newClient serves fake and returns a Client of it whose job spans go to
+// exp; both are closed at t's end (Close may come before).
+func newClient(t *testing.T, fake *standin.Fake, opts ...Option) (c *Client, exp *tracetest.InMemoryExporter) {
+	t.Helper()
+	addr, stop, err := fake.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	exp = tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c, err = New(addr, append([]Option{WithTracerProvider(tp)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, exp
+}
+
+// newPublishingClient is newClient with the Client's jobs published
+// (WithJobs) to the jobs file at path, in t's temporary directory.
+func newPublishingClient(t *testing.T, fake *standin.Fake, opts ...Option) (c *Client, exp *tracetest.InMemoryExporter, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "jobs.jsonl")
+	pub, err := jobs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	c, exp = newClient(t, fake, append([]Option{WithJobs(pub)}, opts...)...)
+	return c, exp, path
+}
+
 // TestAReplyThatDoesNotParseNamesTheUpstream: an upstream answering
 // bytes that are no AwaitProofResponse gives an error naming it, and the
 // job's span ends failed.
@@ -87,24 +120,7 @@ func TestPrefixRenamesEveryMetric(t *testing.T) {
 // a start line carrying the job span's traceparent, then its end.
 func TestForwardedJobsWindowIsPublished(t *testing.T) {
 	fake := &standin.Fake{Delay: 20 * time.Millisecond}
-	addr, stop, err := fake.Serve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	path := filepath.Join(t.TempDir(), "jobs.jsonl")
-	pub, err := jobs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp, path := newPublishingClient(t, fake)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := c.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: "w", ProofKind: cuzkv1.ProofKind_WINNING_POST}}); err != nil {
@@ -126,17 +142,7 @@ func TestForwardedJobsWindowIsPublished(t *testing.T) {
 // one's span ends failed, "not awaited".
 func TestUnawaitedJobsAreBounded(t *testing.T) {
 	fake := &standin.Fake{Delay: time.Minute}
-	addr, stop, err := fake.Serve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(addr, WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, exp := newClient(t, fake)
 	c.maxOpen = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -248,24 +254,7 @@ func TestEachJobsGPUIsPublishedFromTheUpstreamsStatus(t *testing.T) {
 		}
 		return nil
 	}}
-	addr, stop, err := fake.Serve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	path := filepath.Join(t.TempDir(), "jobs.jsonl")
-	pub, err := jobs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub), WithDevicePoll(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp, path := newPublishingClient(t, fake, WithDevicePoll(10*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -340,24 +329,7 @@ func TestQueuedJobsGPUTimeIsFoundUnderEachJob(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}
-	addr, stop, err := fake.Serve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	path := filepath.Join(t.TempDir(), "jobs.jsonl")
-	pub, err := jobs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(addr, WithTracerProvider(tp), WithJobs(pub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp, path := newPublishingClient(t, fake)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
