@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
@@ -18,6 +22,33 @@ func cpuConfig(t *testing.T, log *logtest.Buffer) Config {
 	cfg.TraceFile, cfg.CacheDir, cfg.Log = filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "cache"), log
 	cfg.ShutdownTimeout = time.Second
 	return cfg
+}
+
+// start runs d (Run) until stop, which ends Run's context and returns
+// Run's error.
+func start(d *Daemon) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx) }()
+	return func() error { cancel(); return <-ran }
+}
+
+// prove asks the daemon at addr for req's proof over gRPC (Prove, within
+// 10 s) and returns it; any error fails t.
+func prove(t *testing.T, addr string, req *cuzkv1.SubmitProofRequest) []byte {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cuzkv1.NewProvingEngineClient(conn).Prove(ctx, &cuzkv1.ProveRequest{Submit: req})
+	if err != nil {
+		t.Fatalf("prove %s at %s: %v", req.GetRequestId(), addr, err)
+	}
+	return res.GetResult().GetProof()
 }
 
 // A program embeds the daemon with New and Run: it binds before Run,
@@ -34,14 +65,11 @@ func TestNewRunStopsWhenTheContextEnds(t *testing.T) {
 	if d.Addr() == "" || d.MetricsAddr() == "" || len(d.Engine().Workers()) != 1 {
 		t.Fatalf("addr %q metrics %q workers %v", d.Addr(), d.MetricsAddr(), d.Engine().Workers())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- d.Run(ctx) }()
+	stop := start(d)
 	if got := <-ready; got[0] != d.Addr() || got[1] != d.MetricsAddr() {
 		t.Errorf("Ready(%v), want %s %s", got, d.Addr(), d.MetricsAddr())
 	}
-	cancel()
-	if err := <-ran; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")

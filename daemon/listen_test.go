@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/api/endpoint"
@@ -54,32 +51,22 @@ func TestListenAndUpstreamOnUnixSockets(t *testing.T) {
 	if d.Addr() != front {
 		t.Errorf("Addr %q, want %q", d.Addr(), front)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- d.Run(ctx) }()
-	conn, err := grpc.NewClient(front, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer pcancel()
-	res, err := cuzkv1.NewProvingEngineClient(conn).Prove(pctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
-		RequestId: "sock-1", ProofKind: cuzkv1.ProofKind_WINNING_POST, SectorSize: 32 << 30, RegisteredProof: 3}})
-	if err != nil || string(res.GetResult().GetProof()) != "proof:sock-1" {
-		t.Fatalf("prove over the sockets: %v %v", res, err)
+	stop := start(d)
+	if proof := prove(t, front, &cuzkv1.SubmitProofRequest{RequestId: "sock-1", ProofKind: cuzkv1.ProofKind_WINNING_POST, SectorSize: 32 << 30, RegisteredProof: 3}); string(proof) != "proof:sock-1" {
+		t.Fatalf("prove over the sockets: proof %q", proof)
 	}
 	c, err := client.Dial(front)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.Status(pctx)
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	st, err := c.Status(sctx)
+	scancel()
 	c.Close()
 	if err != nil || !strings.Contains(fmt.Sprint(st.Kinds), "porep") {
 		t.Errorf("prover/client over the socket: %+v %v", st, err)
 	}
-	cancel()
-	if err := <-ran; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if !strings.Contains(log.String(), "listening on "+front) || strings.Contains(log.String(), "reachable from other hosts") {

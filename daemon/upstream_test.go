@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
@@ -21,11 +18,11 @@ import (
 func TestUpstreamProofIsTracedInTheTraceFile(t *testing.T) {
 	fake := &standin.Fake{Delay: 300 * time.Millisecond,
 		Report: standin.Timings{SynthesisMS: 50, GPUComputeMS: 100, TotalMS: 300}}
-	addr, stop, err := fake.Serve()
+	addr, stopFake, err := fake.Serve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer stopFake()
 	log := &logtest.Buffer{}
 	cfg := cpuConfig(t, log)
 	cfg.Upstream = addr
@@ -33,23 +30,11 @@ func TestUpstreamProofIsTracedInTheTraceFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- d.Run(ctx) }()
-	conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
+	stop := start(d)
+	if proof := prove(t, d.Addr(), &cuzkv1.SubmitProofRequest{RequestId: "sector-1", ProofKind: cuzkv1.ProofKind_POREP_SEAL_COMMIT, SectorSize: 32 << 30, RegisteredProof: 3}); string(proof) != "proof:sector-1" {
+		t.Fatalf("forwarded prove: proof %q", proof)
 	}
-	defer conn.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer pcancel()
-	res, err := cuzkv1.NewProvingEngineClient(conn).Prove(pctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{
-		RequestId: "sector-1", ProofKind: cuzkv1.ProofKind_POREP_SEAL_COMMIT, SectorSize: 32 << 30, RegisteredProof: 3}})
-	if err != nil || string(res.GetResult().GetProof()) != "proof:sector-1" {
-		t.Fatalf("forwarded prove: %v %v", res, err)
-	}
-	cancel()
-	if err := <-ran; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if !strings.Contains(log.String(), "Filecoin proofs go to the cuzk at "+addr) {
