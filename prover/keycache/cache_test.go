@@ -25,6 +25,24 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
+// loadTwice loads ccs's keys from c twice and fails t unless the first
+// load missed the cache and the second hit it.
+func loadTwice(t *testing.T, c *Cache, ccs constraint.ConstraintSystem) (first, second *Keys) {
+	t.Helper()
+	first, err := c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err = c.Load(context.Background(), ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CacheHit || !second.CacheHit {
+		t.Fatalf("cache hits %v, %v; want false, true", first.CacheHit, second.CacheHit)
+	}
+	return first, second
+}
+
 func compile(t *testing.T, n int) constraint.ConstraintSystem {
 	t.Helper()
 	in, err := circuits.Build("mulchain", n)
@@ -73,17 +91,7 @@ func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	ccs := compile(t, 1<<10)
-	k1, err := c.Load(context.Background(), ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := c.Load(context.Background(), ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k1.CacheHit || !k2.CacheHit {
-		t.Fatalf("cache hits %v, %v; want false, true", k1.CacheHit, k2.CacheHit)
-	}
+	k1, k2 := loadTwice(t, c, ccs)
 	if k1.Hash != k2.Hash || !bytes.Equal(circuitstest.Bytes(t, k1.VK), circuitstest.Bytes(t, k2.VK)) {
 		t.Fatal("second load returned other keys")
 	}
