@@ -10,10 +10,12 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/constraint/solver"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
@@ -51,6 +53,24 @@ func compileFor(t *testing.T, circuit, assignment frontend.Circuit) (*cs.R1CS, w
 		t.Fatal(err)
 	}
 	return ccs.(*cs.R1CS), w
+}
+
+// synthesizeTraced synthesizes w for ccs with its spans recorded and
+// returns the assignment (released at t's end) and the one
+// synthesize.solve span.
+func synthesizeTraced(t *testing.T, ccs constraint.ConstraintSystem, w witness.Witness) (*Assignment, tracetest.SpanStub) {
+	t.Helper()
+	tp, exp := spantest.NewMemory()
+	asg, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { asg.Release(context.Background(), nil) })
+	solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
+	if len(solve) != 1 {
+		t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
+	}
+	return asg, solve[0]
 }
 
 func newChains(k, n int, x func(i int) int) (*chainsCircuit, *chainsCircuit) {
@@ -187,23 +207,8 @@ func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
 func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
 	r1cs, w := compileFor(t, circuit, assign)
-	tp, exp := spantest.NewMemory()
-	asg, err := Synthesize(context.Background(), r1cs, w, WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer asg.Release(context.Background(), nil)
-	solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
-	if len(solve) != 1 {
-		t.Fatalf("%d solve spans", len(solve))
-	}
-	got := ""
-	for _, a := range solve[0].Attributes {
-		if a.Key == semconv.KeySolver {
-			got = a.Value.AsString()
-		}
-	}
-	if got != "level" {
+	asg, solve := synthesizeTraced(t, r1cs, w)
+	if got := spantest.StubAttr(solve, string(semconv.KeySolver)); got != "level" {
 		t.Errorf("cuzk.solver %q, want level", got)
 	}
 	sol, _ := r1cs.Solve(w)

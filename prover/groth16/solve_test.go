@@ -1,7 +1,6 @@
 package groth16
 
 import (
-	"context"
 	"runtime"
 	"testing"
 
@@ -95,29 +94,9 @@ func (c *bitsCircuit) Define(api frontend.API) error {
 func TestSolveSpanCountsTheCircuitsHintCalls(t *testing.T) {
 	solveAttrs := func(circuit, assignment frontend.Circuit) map[attribute.Key]attribute.Value {
 		t.Helper()
-		ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := frontend.NewWitness(assignment, ecc.BLS12_381.ScalarField())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp, exp := spantest.NewMemory()
-		asg, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer asg.Release(context.Background(), nil)
-		solve := spantest.NewTree(exp.GetSpans()).Named(otelcuzk.SpanSynthesizeSolve)
-		if len(solve) != 1 {
-			t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
-		}
-		attrs := map[attribute.Key]attribute.Value{}
-		for _, a := range solve[0].Attributes {
-			attrs[a.Key] = a.Value
-		}
-		return attrs
+		ccs, w := compileFor(t, circuit, assignment)
+		_, solve := synthesizeTraced(t, ccs, w)
+		return spantest.StubAttrs(solve)
 	}
 	const n = 37
 	x := make([]frontend.Variable, n)
