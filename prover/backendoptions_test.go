@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 var optionsRuns atomic.Int64
@@ -76,7 +77,7 @@ func (c *keyIDCPU) MSMG1(ctx context.Context, call backend.Call, bases BaseSet[c
 // Every backend call of a proof carries its WithKeyID (what the CUDA
 // backend keys its kept device buffers by); a proof without one, none.
 func TestTheKeyIDIsPassedToEveryBackendCallOfTheProof(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<8)
+	f := circuitstest.Setup(t, "mulchain", 1<<8, 42)
 	for _, key := range []string{"cs-hash", ""} {
 		b := &keyIDCPU{CPU: NewCPU(nil)}
 		opts := []ProveOption{WithBackend(b)}

@@ -14,6 +14,7 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
 
@@ -35,7 +36,7 @@ func callNoPanic(f func() error) (err error, panicked any) {
 // asks.
 func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	com := commitmenttest.Setup(t, "rangecheck")
 	var nilR1CS *cs.R1CS
 	var nilPK *groth16_bls12381.ProvingKey

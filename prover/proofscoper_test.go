@@ -15,6 +15,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 type scopeKey struct{}
@@ -87,7 +88,7 @@ var _ ProofScoper = (*scopedCPU)(nil)
 // end function is called once after the last of them and before
 // groth16.prove ends, and the proof still verifies.
 func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	tp, exp := spantest.NewMemory()
 	b := &scopedCPU{CPU: NewCPU(tp)}
 	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(b), WithTracerProvider(tp))
@@ -117,7 +118,7 @@ func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
 // TestProofScoperEndsOnErrorAndReportsItsError: a failing MSM still ends
 // the scope (once), and an error of the end function fails the proof.
 func TestProofScoperEndsOnErrorAndReportsItsError(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	b := &scopedCPU{CPU: NewCPU(nil), failMSM: true}
 	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(b)); err == nil {
 		t.Fatal("a failing MSM gave a proof")

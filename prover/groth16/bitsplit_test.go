@@ -17,6 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
@@ -167,7 +168,7 @@ func TestProveWithTheBitSplitEqualsProveWithout(t *testing.T) {
 		n    int
 	}{{"porep", 1 << 17}, {"rangecheck", 1 << 12}} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, c.name, c.n)
+			f := circuitstest.Setup(t, c.name, c.n, 42)
 			r, s := fr.NewElement(11), fr.NewElement(13)
 			prove := func(b BitSplit) (*groth16_bls12381.Proof, *spantest.Tree) {
 				tp, exp := spantest.NewMemory()

@@ -190,7 +190,7 @@ func TestCommitmentsWithoutTheirKeysAreAKeyMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := newFixture(t, "mulchain", 1<<10)
+	plain := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	if _, err := ProveAssignment(ctx, plain.PK, asg); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("prove of a commitment assignment with a plain key: %v, want ErrKeyMismatch", err)
 	}

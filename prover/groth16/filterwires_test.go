@@ -17,6 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // filterWiresSerial is the serial filter filterWires replaced: the
@@ -216,7 +217,7 @@ func TestFilterWiresRejectsACountTheKeyDisagreesWith(t *testing.T) {
 // in groth16.filter_wires, a child of groth16.prove with the error, and
 // the wires.a buffer already made is released.
 func TestProveFailsInFilterWiresAndReleasesItsBuffers(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	bad := *f.PK.(*groth16_bls12381.ProvingKey) // shallow: the fixture's key is shared
 	bad.NbInfinityB++
 	tp, exp := spantest.NewMemory()
@@ -266,7 +267,7 @@ func TestProveFailsInFilterWiresAndReleasesItsBuffers(t *testing.T) {
 // carries the three vectors' lengths: the finite [A]₁ and [B]₁ bases, and
 // the private wires for K.
 func TestFilterWiresSpanCarriesTheCounts(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	tp, exp := spantest.NewMemory()
 	if _, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithTracerProvider(tp)); err != nil {
 		t.Fatal(err)

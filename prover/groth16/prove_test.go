@@ -19,22 +19,13 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
-// fixture is a compiled built-in circuit with its keys and a witness.
-type fixture = circuitstest.Fixture
-
-// newFixture is circuitstest's fixture of a built-in circuit (seed 42).
-func newFixture(t testing.TB, name string, n int) *fixture {
-	t.Helper()
-	return circuitstest.Setup(t, name, n, 42)
-}
-
 func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		n    int
 	}{{"mulchain", 1 << 10}, {"merkle", 1 << 12}} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, c.name, c.n)
+			f := circuitstest.Setup(t, c.name, c.n, 42)
 			proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness)
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +41,7 @@ func TestProveVerifiesWithGnarkVerifier(t *testing.T) {
 }
 
 func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +65,7 @@ func TestTamperedProofAndWrongPublicInputAreRejected(t *testing.T) {
 }
 
 func TestSameRandomnessGivesTheSameProof(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	requireFixedByRandomness(t, "", f.VK, f.Public, func(opts ...ProveOption) groth16.Proof {
 		proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, opts...)
 		if err != nil {
@@ -110,7 +101,7 @@ func requireFixedByRandomness(t *testing.T, why string, vk groth16.VerifyingKey,
 }
 
 func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	bad, err := frontend.NewWitness(&circuits.MulChain{X: 3, Out: 4}, ecc.BLS12_381.ScalarField())
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +125,8 @@ func TestUnsatisfyingWitnessIsAClearError(t *testing.T) {
 }
 
 func TestKeyOfAnotherCircuitIsRejected(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
-	other := newFixture(t, "merkle", 1<<12)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
+	other := circuitstest.Setup(t, "merkle", 1<<12, 42)
 	if _, err := Prove(context.Background(), f.CCS, other.PK, f.Witness); !errors.Is(err, ErrKeyMismatch) {
 		t.Errorf("err = %v, want ErrKeyMismatch", err)
 	}

@@ -50,7 +50,7 @@ func TestAPLONKConstraintSystemIsRefusedAsUnsupportedByName(t *testing.T) {
 }
 
 func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	for _, c := range []struct {
@@ -101,9 +101,9 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 }
 
 func TestAKeyOfAnotherShapeIsReportedWithTheNumbersThatDiffer(t *testing.T) {
-	compile := func(c frontend.Circuit) *fixture {
+	compile := func(c frontend.Circuit) *circuitstest.Fixture {
 		ccs, pk, _ := circuitstest.SetupCircuit(t, c)
-		return &fixture{CCS: ccs, PK: pk}
+		return &circuitstest.Fixture{CCS: ccs, PK: pk}
 	}
 	pub, sec := compile(&circuitstest.Square{}), compile(&squareSecret{})
 	if pub.CCS.GetNbInternalVariables()+pub.CCS.GetNbPublicVariables()+pub.CCS.GetNbSecretVariables() !=
@@ -117,7 +117,7 @@ func TestAKeyOfAnotherShapeIsReportedWithTheNumbersThatDiffer(t *testing.T) {
 	}
 	assertPairsDiffer(t, err.Error(), "public wires: key 2, assignment 1")
 
-	mc, mk := newFixture(t, "mulchain", 1<<10), newFixture(t, "merkle", 1<<12)
+	mc, mk := circuitstest.Setup(t, "mulchain", 1<<10, 42), circuitstest.Setup(t, "merkle", 1<<12, 42)
 	_, err = Prove(context.Background(), mc.CCS, mk.PK, mc.Witness)
 	if !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("err = %v, want ErrKeyMismatch", err)

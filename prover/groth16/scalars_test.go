@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // naiveCounts classifies each scalar by its integer value.
@@ -80,7 +81,7 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 		n    int
 	}{{"mulchain", 1 << 10}, {"porep", 1 << 17}} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, c.name, c.n)
+			f := circuitstest.Setup(t, c.name, c.n, 42)
 			tp, exp := spantest.NewMemory()
 			proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithTracerProvider(tp))
 			if err != nil {

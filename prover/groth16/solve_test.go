@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // wideCircuit is N independent squarings: one level of N constraints.
@@ -29,7 +30,7 @@ func (c *wideCircuit) Define(api frontend.API) error {
 
 func TestSolverTasksUseEveryCoreTheProcessMayUse(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
-	merkle := newFixture(t, "merkle", 1<<14) // narrow levels: still every core
+	merkle := circuitstest.Setup(t, "merkle", 1<<14, 42) // narrow levels: still every core
 	if got := solverTasks(merkle.CCS.(*cs.R1CS)); got != 16 {
 		t.Errorf("merkle 2^14, GOMAXPROCS 16: %d solver tasks, want 16", got)
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	tp, exp := spantest.NewMemory()
 	ctx, root := tp.Tracer("test").Start(context.Background(), "caller")
 	proof, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithTracerProvider(tp))
@@ -74,7 +75,7 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 }
 
 func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	wantBufs := []string{"b", "c", "h", "wires", "wires.a", "wires.b", "backend.scratch"}
 	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -139,7 +140,7 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 }
 
 func TestPoolModeReusesBuffersForTheNextProof(t *testing.T) {
-	f := newFixture(t, "mulchain", 1<<10)
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
 	rel, err := buffer.NewReleaser(buffer.ReleasePool)
 	if err != nil {
 		t.Fatal(err)
