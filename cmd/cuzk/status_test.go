@@ -21,7 +21,7 @@ import (
 func TestStatusSaysWhatItCounts(t *testing.T) {
 	st := &client.Status{
 		Uptime: time.Minute, Ready: true,
-		Workers: []client.Worker{
+		Workers: []client.WorkerStatus{
 			{Name: "cuda:0", Succeeded: 6, Failed: 1},
 			{Name: "cuda:1", Succeeded: 5, Cancelled: 2},
 		},

@@ -409,8 +409,9 @@ type Device struct {
 	MemoryTotal, MemoryUsed uint64
 }
 
-// Worker is one of the daemon's workers.
-type Worker struct {
+// WorkerStatus is the state of one of the daemon's device workers, as
+// GetStatus reports it (engine.WorkerStatus on the daemon's side).
+type WorkerStatus struct {
 	Name, JobID string
 	// Succeeded, Failed and Cancelled count the proofs it ended: one
 	// per partition, so a job of N partitions counts N.
@@ -422,6 +423,12 @@ type Worker struct {
 	Faulted bool
 	Fault   string
 }
+
+// Worker is WorkerStatus, its name before the redesign.
+//
+// Deprecated: use WorkerStatus (engine.Worker is a worker itself, its
+// runner; this is what GetStatus says of one).
+type Worker = WorkerStatus
 
 // Key is a proving key the daemon holds.
 type Key struct {
@@ -483,7 +490,7 @@ type Tuning struct {
 // Status is the daemon's state.
 type Status struct {
 	Devices []Device
-	Workers []Worker
+	Workers []WorkerStatus
 	Keys    []Key
 	// Queued is the number of queued partitions per priority.
 	Queued        map[Priority]int
@@ -605,7 +612,7 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 			MemoryTotal: d.GetMemoryTotalBytes(), MemoryUsed: d.GetMemoryUsedBytes()})
 	}
 	for _, w := range r.GetWorkers() {
-		s.Workers = append(s.Workers, Worker{Name: w.GetName(), JobID: w.GetJobId(),
+		s.Workers = append(s.Workers, WorkerStatus{Name: w.GetName(), JobID: w.GetJobId(),
 			Succeeded: w.GetSucceeded(), Failed: w.GetFailed(), Cancelled: w.GetCancelled(),
 			Busy:    time.Duration(w.GetBusySeconds() * float64(time.Second)),
 			Faulted: w.GetFaulted(), Fault: w.GetFault()})
