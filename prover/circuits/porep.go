@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/std/hash/mimc"
 )
@@ -384,6 +385,9 @@ func buildPoRep(n int) (*Instance, error) {
 			k, plural(k, "challenge", "challenges"), depth, filler),
 		Circuit:        newPoRepCircuit(k, depth, filler),
 		CompileOptions: poRepCompileOptions,
+		compile: func() (constraint.ConstraintSystem, error) {
+			return compilePoRepStamped(k, depth, filler)
+		},
 		Assignment: func(seed int64) (frontend.Circuit, error) {
 			return assignPoRep(seed, k, depth, filler)
 		},

@@ -69,12 +69,23 @@ type Instance struct {
 	// CompileOptions are passed to frontend.Compile (porep turns off
 	// gnark's compression of long linear combinations).
 	CompileOptions []frontend.CompileOption
+
+	// compile, when set, makes the R1CS instead of frontend.Compile of
+	// Circuit, the same system (porep's stamped challenges).
+	compile func() (constraint.ConstraintSystem, error)
 }
 
 // Compile compiles the instance to an R1CS over BLS12-381's scalar field
-// with gnark's frontend.
+// with gnark's frontend (porep: one challenge compiled and stamped K
+// times, byte for byte gnark's compile of K; compilePoRepStamped).
 func (in *Instance) Compile() (constraint.ConstraintSystem, error) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, in.Circuit, in.CompileOptions...)
+	compile := in.compile
+	if compile == nil {
+		compile = func() (constraint.ConstraintSystem, error) {
+			return frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, in.Circuit, in.CompileOptions...)
+		}
+	}
+	ccs, err := compile()
 	if err != nil {
 		return nil, fmt.Errorf("compile %s (%d constraints): %w", in.Name, in.Constraints, err)
 	}
