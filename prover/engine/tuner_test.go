@@ -149,7 +149,11 @@ func TestTunerGivesALoneJobAllCores(t *testing.T) {
 	runBatch(t, f, 40, WithTuner(tuner))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, n := range f.tasks[:8] {
+	// The first job may start alone, before runBatch has submitted the
+	// second (seen under load): it rightly gets all cores. The next ones
+	// start with the batch queued behind them.
+	for i, n := range f.tasks[1:9] {
+		i++
 		if n >= 16 || n < 1 {
 			t.Errorf("job %d of a batch of 40: %d solver tasks, want the cores split (%v)", i, n, f.tasks)
 		}
