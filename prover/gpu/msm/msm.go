@@ -34,6 +34,8 @@ type MSM struct {
 	compile  cudaspans.CompileOptions
 	// The affine bucket sums' tails of G1 and G2; 0: XYZZ (WithAffineBuckets).
 	affineG1, affineG2 int
+	// affineMaxG2 > 0: G2 chunks of more points sum in XYZZ (the default's limit).
+	affineMaxG2 int
 
 	mu     sync.Mutex
 	closed bool
@@ -57,7 +59,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error
 	}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
 		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
-	m.affineG1, m.affineG2 = cfg.affineTails()
+	m.affineG1, m.affineG2, m.affineMaxG2 = cfg.affineTails()
 	var g2 *msmGroup
 	var sk *msmScalarKernels
 	var g1 *msmGroup
@@ -107,7 +109,7 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3], affineScan: fs[4]}
 	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
 		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
-	m.affineG1, m.affineG2 = cfg.affineTails()
+	m.affineG1, m.affineG2, m.affineMaxG2 = cfg.affineTails()
 	for _, g := range []struct {
 		mod *cudaspans.Module
 		g2  bool

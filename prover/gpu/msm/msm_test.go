@@ -732,27 +732,48 @@ func TestMSMGPUBucketSumVariantsMatchGnarkOnEdgeInputs(t *testing.T) {
 }
 
 // TestAffineBucketsOptionSetsBothGroupsTails: without the option both
-// groups sum their buckets by the defaults (XYZZ); WithAffineBuckets(t)
+// groups sum their buckets by the defaults (G1 XYZZ, G2 affine up to 2^23 points); WithAffineBuckets(t)
 // sets both, and a tail below 1 means XYZZ; the workspace grows by the
 // levels' buffers; the levels stop at the tail; Modules lists the affine
 // part only for a group whose default uses it, AffineModules both.
 func TestAffineBucketsOptionSetsBothGroupsTails(t *testing.T) {
 	for _, tc := range []struct {
-		opts   []Option
-		g1, g2 int
+		opts          []Option
+		g1, g2, maxG2 int
 	}{
-		{nil, defaultAffineTailG1, defaultAffineTailG2},
-		{[]Option{WithAffineBuckets(16)}, 16, 16},
-		{[]Option{WithAffineBuckets(0)}, 0, 0},
-		{[]Option{WithAffineBuckets(-3)}, 0, 0},
+		{nil, defaultAffineTailG1, defaultAffineTailG2, defaultAffineMaxG2},
+		{[]Option{WithAffineBuckets(16)}, 16, 16, 0},
+		{[]Option{WithAffineBuckets(0)}, 0, 0, 0},
+		{[]Option{WithAffineBuckets(-3)}, 0, 0, 0},
 	} {
 		cfg, err := newMSMConfig(tc.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g1, g2 := cfg.affineTails(); g1 != tc.g1 || g2 != tc.g2 {
-			t.Errorf("%d options: tails %d, %d; want %d, %d", len(tc.opts), g1, g2, tc.g1, tc.g2)
+		if g1, g2, maxG2 := cfg.affineTails(); g1 != tc.g1 || g2 != tc.g2 || maxG2 != tc.maxG2 {
+			t.Errorf("%d options: tails %d, %d (G2 up to %d); want %d, %d (%d)", len(tc.opts), g1, g2, maxG2, tc.g1, tc.g2, tc.maxG2)
 		}
+	}
+	// The G2 default: affine (tail 64) up to 2^23 points, XYZZ above, so
+	// its workspace grows by the levels' buffers at 2^22 and not at 2^24;
+	// an explicit tail applies at every size.
+	def := &MSM{}
+	def.affineG1, def.affineG2, def.affineMaxG2 = (&msmConfig{}).affineTails()
+	if def.affineTail(true, 1<<22) != 64 || def.affineTail(true, 1<<23) != 64 || def.affineTail(true, 1<<23+1) != 0 ||
+		def.affineTail(false, 1<<20) != 0 {
+		t.Errorf("default tails: G2 2^22 %d, 2^23 %d, 2^23+1 %d, G1 %d; want 64, 64, 0, 0", def.affineTail(true, 1<<22),
+			def.affineTail(true, 1<<23), def.affineTail(true, 1<<23+1), def.affineTail(false, 1<<20))
+	}
+	plain := &MSM{}
+	if w, x := def.WorkspaceBytes(1<<22, true), plain.WorkspaceBytes(1<<22, true); w-x < 9<<30 {
+		t.Errorf("G2 2^22 default workspace %d bytes, XYZZ %d: want the affine levels' ~9.9 GB more", w, x)
+	}
+	if w, x := def.WorkspaceBytes(1<<24, true), plain.WorkspaceBytes(1<<24, true); w != x {
+		t.Errorf("G2 2^24 default workspace %d bytes, XYZZ %d: want XYZZ's above 2^23", w, x)
+	}
+	explicit := &MSM{affineG2: 16}
+	if explicit.affineTail(true, 1<<24) != 16 {
+		t.Errorf("WithAffineBuckets(16): G2 2^24 tail %d, want 16", explicit.affineTail(true, 1<<24))
 	}
 	xyzz := (&MSM{}).WorkspaceBytes(1<<20, false)
 	affine := (&MSM{affineG1: 16}).WorkspaceBytes(1<<20, false)

@@ -98,9 +98,10 @@ func WithG2() Option {
 	return msmOptionFunc(func(c *msmConfig) { c.withG2 = true })
 }
 
-// WithAffineBuckets picks how the buckets of both groups are summed
-// (default: XYZZ, what measured faster on an H200 for G1 and needs less
-// memory): tail > 0 by levels
+// WithAffineBuckets picks how the buckets of both groups are summed, at
+// every chunk size (default: XYZZ for G1, what measured faster there on
+// an H200 and needs less memory; tail 64 for G2 chunks of up to 2^23
+// points, XYZZ above): tail > 0 by levels
 // of batched affine additions (kernels/msmaffine.cuh: one inversion per
 // thread and level, Montgomery's trick) until no bucket holds more than
 // tail points, the rest in XYZZ; tail ≤ 0 by XYZZ mixed additions alone
@@ -128,21 +129,28 @@ func newMSMConfig(opts []Option) (msmConfig, error) {
 }
 
 // The bucket sums' defaults (WithAffineBuckets), per group: XYZZ for
-// both. On an H200 (bench/msm.md, 2026-12-02) the affine levels measured
-// slower on G1 (2^24, scalars pinned: 222.4 ms with tail 32 against
-// 170.7) and 6% faster on G2 (2^22: 167.3 against 177.9 ms, pageable) at
-// some 10 GB more workspace, which a key's proof buffer would keep.
+// G1, affine levels down to 64 points a bucket for G2 chunks of at most
+// defaultAffineMaxG2 points (XYZZ above). On an H200 (bench/msm.md,
+// 2026-12-02) the affine levels measured slower on G1 (2^24, scalars
+// pinned: 208.1 ms with tail 64 against 170.6) and faster on G2 (2^22:
+// bucket sums 145.0 -> 104.8 ms, tail 64). Their extra workspace is
+// about 2.3 KB a G2 point (+9.9 GB at 2^22, +19 GB at 2^23), counted in
+// WorkspaceBytes and so in a key's msm.workspace proof buffer; above
+// 2^23 points the default stays XYZZ, so that a large key's G2 does
+// not take tens of GB more.
 const (
 	defaultAffineTailG1 = 0
-	defaultAffineTailG2 = 0
+	defaultAffineTailG2 = 64
+	defaultAffineMaxG2  = 1 << 23
 )
 
 // affineTails are the configured tails of G1's and G2's bucket sums, 0
-// for XYZZ.
-func (c *msmConfig) affineTails() (g1, g2 int) {
+// for XYZZ, and the most points of a G2 chunk that takes G2's tail (0:
+// any chunk).
+func (c *msmConfig) affineTails() (g1, g2, maxG2 int) {
 	if c.affine == nil {
-		return defaultAffineTailG1, defaultAffineTailG2
+		return defaultAffineTailG1, defaultAffineTailG2, defaultAffineMaxG2
 	}
 	t := max(0, *c.affine)
-	return t, t
+	return t, t, 0
 }

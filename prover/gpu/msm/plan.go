@@ -133,7 +133,7 @@ func (m *MSM) WorkspaceBytes(n int, g2 bool) int {
 		return 0
 	}
 	chunk := m.firstChunk(n)
-	return newMSMPlan(chunk, m.windowFor(chunk), false, g2, m.affineTail(g2)).bytes
+	return newMSMPlan(chunk, m.windowFor(chunk), false, g2, m.affineTail(g2, chunk)).bytes
 }
 
 // affineLevels is how many halvings the affine bucket sums need so that
@@ -153,9 +153,13 @@ func affinePer(outputs int) int {
 	return min(msmAffineMaxPer, max(msmAffineMinPer, (outputs+msmAffineThreads-1)/msmAffineThreads))
 }
 
-// affineTail is the tail of the group's affine bucket sums (0: XYZZ).
-func (m *MSM) affineTail(g2 bool) int {
+// affineTail is the tail of the group's affine bucket sums for a chunk of
+// n points (0: XYZZ).
+func (m *MSM) affineTail(g2 bool, n int) int {
 	if g2 {
+		if m.affineMaxG2 > 0 && n > m.affineMaxG2 {
+			return 0
+		}
 		return m.affineG2
 	}
 	return m.affineG1

@@ -50,7 +50,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 	var giveBack func() error
 	var plan msmPlan
 	for {
-		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2, m.affineTail(g2))
+		plan = newMSMPlan(chunk, m.windowFor(chunk), withBases, g2, m.affineTail(g2, chunk))
 		ws, giveBack, err = m.workspace(ctx, call.KeyID, pool, plan.bytes)
 		if err == nil {
 			break
@@ -78,7 +78,7 @@ func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, 
 		p := plan
 		if k != plan.n {
 			// The last chunk is smaller: same workspace, its own shape.
-			p = newMSMPlan(k, m.windowFor(k), withBases, g2, m.affineTail(g2))
+			p = newMSMPlan(k, m.windowFor(k), withBases, g2, m.affineTail(g2, chunk))
 			if p.bytes > plan.bytes { // cannot happen: fewer points, no larger window
 				return fmt.Errorf("msm: internal error: plan for %d points larger than for %d", k, plan.n)
 			}
