@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
@@ -186,3 +187,15 @@ type PipelineOption = ProverOption
 func NewPipeline(ctx context.Context, backend string, opts ...ProverOption) (*Prover, error) {
 	return New(ctx, backend, opts...)
 }
+
+// ProofMemory is circuits.ProofMemory, the one home of the estimate.
+//
+// Deprecated: use circuits.ProofMemory.
+func ProofMemory(constraints, wires, committed int) uint64 {
+	return circuits.ProofMemory(constraints, wires, committed)
+}
+
+// KeyMemory is circuits.KeyMemory.
+//
+// Deprecated: use circuits.KeyMemory.
+func KeyMemory(domain, wires int) uint64 { return circuits.KeyMemory(domain, wires) }

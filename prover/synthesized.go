@@ -49,25 +49,11 @@ type StagedRunner interface {
 }
 
 // MemoryEstimator estimates, before synthesis, the host memory one proof
-// of req takes at its peak, in bytes (see ProofMemory). Errors: what
+// of req takes at its peak, in bytes (see circuits.ProofMemory). Errors: what
 // makes req unprovable (an unknown circuit, a bad size).
 type MemoryEstimator interface {
 	EstimateMemory(req *Request) (uint64, error)
 }
-
-// ProofMemory estimates the peak host memory, in bytes, that one proof of
-// an R1CS with constraints constraints, wires wires and committed private
-// committed wires (0 without api.Commit) adds to the process holding its
-// circuit and keys: circuits.ProofMemory, where the model and its
-// measured source are.
-func ProofMemory(constraints, wires, committed int) uint64 {
-	return circuits.ProofMemory(constraints, wires, committed)
-}
-
-// KeyMemory estimates the host memory of one Groth16 proving key of
-// BLS12-381 for wires wires and a domain of domain points, bytes:
-// circuits.KeyMemory.
-func KeyMemory(domain, wires int) uint64 { return circuits.KeyMemory(domain, wires) }
 
 // synthesis is a Prover's Synthesized.
 type synthesis struct {
@@ -101,7 +87,7 @@ func (p *Prover) afterReleases(freed chan struct{}) {
 
 var _ StagedRunner = (*Prover)(nil)
 
-// EstimateMemory implements MemoryEstimator: ProofMemory from the
+// EstimateMemory implements MemoryEstimator: circuits.ProofMemory from the
 // compiled circuit's counts once the circuit is loaded, else from the
 // requested constraints (the wires counted as twice the constraints plus
 // the witness's values: a bound for the built-in circuits, whose
@@ -119,7 +105,7 @@ func (p *Prover) EstimateMemory(req *Request) (uint64, error) {
 		case <-lc.ready:
 			if lc.err == nil && lc.ccs != nil {
 				wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-				return ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)), nil
+				return circuits.ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)), nil
 			}
 		default:
 		}
@@ -128,12 +114,12 @@ func (p *Prover) EstimateMemory(req *Request) (uint64, error) {
 		// Not loaded yet: the witness is the only size at hand; the
 		// estimate is made again from the circuit once it is loaded.
 		n := max(len(req.Witness)/fr.Bytes, 1)
-		return ProofMemory(n, n, 0), nil
+		return circuits.ProofMemory(n, n, 0), nil
 	}
 	if err := checkBuiltin(req.Circuit, req.Constraints); err != nil {
 		return 0, err
 	}
-	return ProofMemory(req.Constraints, 2*req.Constraints+len(req.Witness)/fr.Bytes+1, 0), nil
+	return circuits.ProofMemory(req.Constraints, 2*req.Constraints+len(req.Witness)/fr.Bytes+1, 0), nil
 }
 
 // KeyMemory returns the estimated host memory of the proving keys this
@@ -163,10 +149,10 @@ func (p *Prover) LoadedKey(id string) (keyID string, bytes uint64, ok bool) {
 	return lc.keys.Hash, circuitKeyMemory(lc), true
 }
 
-// circuitKeyMemory is KeyMemory of a loaded circuit's size.
+// circuitKeyMemory is circuits.KeyMemory of a loaded circuit's size.
 func circuitKeyMemory(lc *loadedCircuit) uint64 {
 	wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
-	return KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
+	return circuits.KeyMemory(int(ecc.NextPowerOfTwo(uint64(lc.ccs.GetNbConstraints()))), wires)
 }
 
 // KeyMemoryOf returns the estimated host memory of the proving keys the

@@ -45,7 +45,7 @@ func TestEstimateMemoryUsesTheCompiledCircuitOnceLoaded(t *testing.T) {
 	p.mu.Unlock()
 	wires := lc.ccs.GetNbInternalVariables() + lc.ccs.GetNbPublicVariables() + lc.ccs.GetNbSecretVariables()
 	after, _ := p.EstimateMemory(req)
-	if want := ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)); after != want {
+	if want := circuits.ProofMemory(lc.ccs.GetNbConstraints(), wires, circuits.CommittedWires(lc.ccs)); after != want {
 		t.Errorf("estimate once loaded %d, want ProofMemory of the compiled counts %d", after, want)
 	}
 	// The estimate before compiling is an upper bound of the one after.

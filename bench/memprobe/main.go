@@ -1,8 +1,8 @@
 // Command memprobe measures the resident memory of one built-in circuit's
 // compile, key load (or setup) and proofs on the CPU backend, in one
 // process, against the estimates the prover uses: circuits' MemoryBytes
-// (CheckMemory, before a circuit is built), prover.KeyMemory (the keys the
-// engine's budget counts as held) and prover.ProofMemory (what the budget
+// (CheckMemory, before a circuit is built), circuits.KeyMemory (the keys the
+// engine's budget counts as held) and circuits.ProofMemory (what the budget
 // reserves per proof). bench/circuit-memory.sh runs it per circuit and
 // size, each in a fresh process; results: bench/memory.md.
 //
@@ -143,9 +143,9 @@ func run(name string, n int, cacheDir string, proofs int) error {
 	for domain < ccs.GetNbConstraints() {
 		domain <<= 1
 	}
-	r.EstKeys = prover.KeyMemory(domain, r.Wires)
+	r.EstKeys = circuits.KeyMemory(domain, r.Wires)
 	r.Committed = circuits.CommittedWires(ccs)
-	r.EstProof = prover.ProofMemory(ccs.GetNbConstraints(), r.Wires, r.Committed)
+	r.EstProof = circuits.ProofMemory(ccs.GetNbConstraints(), r.Wires, r.Committed)
 	fmt.Printf("%s %d constraints, %d wires: compile peak %s, held %s\n", name, n, r.Wires, mib(r.CompilePeak), mib(r.CCSHeld))
 
 	resetPeak()

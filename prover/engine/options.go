@@ -130,7 +130,7 @@ func WithSynthesizer(r prover.StagedRunner) Option {
 
 // WithMemoryBudget bounds the host memory of the jobs in flight to bytes:
 // a job reserves estimate(req) (one partition's peak, see
-// prover.ProofMemory) before its synthesis starts, waiting in an
+// circuits.ProofMemory) before its synthesis starts, waiting in an
 // engine.budget span while the reserved estimates plus held() (the host
 // copies of the proving keys; nil: 0) would exceed bytes, and gives it
 // back when its buffers are freed (prover.Synthesized.Freed; a serial
