@@ -42,9 +42,16 @@ func newClient(t *testing.T, fake *standin.Fake, opts ...Option) (c *Client, exp
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	exp = tracetest.NewInMemoryExporter()
+	return newClientAt(t, addr, opts...)
+}
+
+// newClientAt returns a Client of the upstream at addr whose job spans go
+// to exp, closed at t's end (Close may come before).
+func newClientAt(t *testing.T, addr string, opts ...Option) (*Client, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err = New(addr, append([]Option{WithTracerProvider(tp)}, opts...)...)
+	c, err := New(addr, append([]Option{WithTracerProvider(tp)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +90,7 @@ func TestAReplyThatDoesNotParseNamesTheUpstream(t *testing.T) {
 	}))
 	go s.Serve(lis)
 	defer s.Stop()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(lis.Addr().String(), WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp := newClientAt(t, lis.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err = c.Prove(ctx, &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: "g", ProofKind: cuzkv1.ProofKind_WINNING_POST}})
@@ -171,13 +172,7 @@ func TestAwaitThatFailsEndsTheJobWithItsError(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := fake.ServeListener(lis)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(lis.Addr().String(), WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp := newClientAt(t, lis.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	submit := func(id string) {
@@ -393,13 +388,7 @@ func TestAnAwaitReplyThatDoesNotParseEndsTheJob(t *testing.T) {
 	}))
 	go s.Serve(lis)
 	defer s.Stop()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	c, err := New(lis.Addr().String(), WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, exp := newClientAt(t, lis.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := c.Submit(ctx, &cuzkv1.SubmitProofRequest{RequestId: "x", ProofKind: cuzkv1.ProofKind_WINNING_POST}); err != nil {
