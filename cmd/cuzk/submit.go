@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -68,6 +69,13 @@ func submitAction(c *cli.Context) error {
 	n := c.Int64("constraints")
 	if n < 0 {
 		return fmt.Errorf("%w: %d (must be positive: want 1 to 2^32 = %d)", circuits.ErrBadConstraints, n, uint64(circuits.MaxConstraints))
+	}
+	// Before any dial, naming the flag: the client refused a negative
+	// sector only once connected ("client: sector number -1 is negative").
+	for _, f := range []string{"sector", "task-id"} {
+		if v := c.Int64(f); v < 0 {
+			return fmt.Errorf("--%s %d: must be 0 or more (0 to 2^63-1 = %d)", f, v, int64(math.MaxInt64))
+		}
 	}
 	// A built-in's size is checked here, as prove checks it, before any
 	// dial: --constraints 0 waited on a daemon that is not there, to be

@@ -42,6 +42,14 @@ func TestSubmitChecksTheSizeBeforeDialingTheDaemon(t *testing.T) {
 			t.Errorf("submit --circuit %s --constraints %s wrote %q (gnark's log?)", c.circuit, c.n, errOut)
 		}
 	}
+	// A negative --sector or --task-id names its flag before any dial (the
+	// client refused the sector only once connected).
+	for _, f := range []string{"--sector", "--task-id"} {
+		_, _, err := runCuzk(t, "submit", "--addr", lis.Addr().String(), f, "-1", "--timeout", "2s")
+		if want := f + " -1: must be 0 or more (0 to 2^63-1 = 9223372036854775807)"; err == nil || err.Error() != want {
+			t.Errorf("submit %s -1: %v, want %q", f, err, want)
+		}
+	}
 	if n := dialed.Load(); n != 0 {
 		t.Errorf("submit dialed the daemon %d times before refusing its arguments", n)
 	}
