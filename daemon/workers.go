@@ -53,7 +53,7 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev ba
 			if cfg.Backend == "cuda" {
 				return nil, pipes, nil, err
 			}
-			fmt.Fprintf(cfg.Log, "backend auto: %v; using cpu\n", err)
+			fmt.Fprintln(cfg.Log, backend.FallbackNotice(err))
 		}
 		for _, d := range gpus {
 			name, err := deviceBackend(cfg.GPUFactory, d.Ordinal)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
@@ -117,7 +118,7 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Rele
 		if !errors.Is(err, ErrBackendUnavailable) {
 			return nil, err
 		}
-		fmt.Fprintf(cfg.notice, "backend auto: %v; using cpu\n", err)
+		fmt.Fprintln(cfg.notice, backend.FallbackNotice(err))
 		return open("cpu")
 	case "cpu", "cuda":
 		return open(name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
@@ -69,7 +70,7 @@ func (b *setupBackend) open(ctx context.Context) (*fixedbase.Engine, error) {
 		case b.name == "cuda":
 			return nil, fmt.Errorf("setup backend cuda: %w", err)
 		case errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, cudaspans.ErrNoCompiler):
-			fmt.Fprintf(b.notice, "backend auto: %v; using cpu\n", err)
+			fmt.Fprintln(b.notice, backend.FallbackNotice(err))
 			b.name = "cpu"
 		default:
 			return nil, fmt.Errorf("setup backend auto: %w", err)
