@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
@@ -93,13 +94,13 @@ func TestJobsOutliveARestartThroughTheJournal(t *testing.T) {
 
 // A failed job read back from the journal fails as it did: its error.type
 // (unsatisfied here) and what callers branch on (errors.Is with
-// prover.ErrUnsatisfied, which the daemon answers INVALID_ARGUMENT), not a
+// groth16.ErrUnsatisfied, which the daemon answers INVALID_ARGUMENT), not a
 // bare message of type _OTHER that the daemon answered INTERNAL.
 func TestARestoredFailedJobKeepsItsErrorType(t *testing.T) {
 	dir := t.TempDir()
 	jr := openJournal(t, dir)
 	bad := runnerFunc(func(context.Context, *prover.Request) (*prover.Result, error) {
-		return nil, fmt.Errorf("synthesize: %w: constraint #3 is not satisfied", prover.ErrUnsatisfied)
+		return nil, fmt.Errorf("synthesize: %w: constraint #3 is not satisfied", groth16.ErrUnsatisfied)
 	})
 	e1, err := New([]Worker{{Name: "w0", Runner: bad}}, WithJournal(jr))
 	if err != nil {
@@ -119,9 +120,9 @@ func TestARestoredFailedJobKeepsItsErrorType(t *testing.T) {
 	if got, want := semconv.ErrorType(after.Err), semconv.ErrorType(before.Err); got != want || got != semconv.ErrorTypeUnsatisfied {
 		t.Errorf("error.type after the restart %q, before %q; want %q", got, want, semconv.ErrorTypeUnsatisfied)
 	}
-	if !errors.Is(after.Err, prover.ErrUnsatisfied) || errors.Is(after.Err, prover.ErrBadWitness) {
+	if !errors.Is(after.Err, groth16.ErrUnsatisfied) || errors.Is(after.Err, groth16.ErrBadWitness) {
 		t.Errorf("restored error %v: errors.Is ErrUnsatisfied %v, ErrBadWitness %v; want true, false",
-			after.Err, errors.Is(after.Err, prover.ErrUnsatisfied), errors.Is(after.Err, prover.ErrBadWitness))
+			after.Err, errors.Is(after.Err, groth16.ErrUnsatisfied), errors.Is(after.Err, groth16.ErrBadWitness))
 	}
 	if after.Err.Error() != before.Err.Error() {
 		t.Errorf("message %q after the restart, %q before", after.Err, before.Err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
@@ -33,7 +34,7 @@ func (s *timedSyn) Freed() <-chan struct{}        { return s.freed }
 
 func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.Synthesized, error) {
 	f.mu.Lock()
-	f.tasks = append(f.tasks, prover.SolverTasks(ctx))
+	f.tasks = append(f.tasks, groth16.SolverTasks(ctx))
 	f.running++
 	f.peak = max(f.peak, f.running)
 	f.mu.Unlock()

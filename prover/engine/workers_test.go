@@ -16,6 +16,8 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
@@ -152,7 +154,7 @@ func (f *stagedFake) Synthesize(ctx context.Context, req *prover.Request) (prove
 	s := &fakeSyn{f: f, id: req.RequestID, witness: string(req.Witness), freed: make(chan struct{})}
 	err := wait(ctx, f.synthGate, f.synthDelay)
 	if err == nil && string(req.Witness) == "unsat" {
-		err = fmt.Errorf("%w: constraint 7 is not satisfied", prover.ErrUnsatisfied)
+		err = fmt.Errorf("%w: constraint 7 is not satisfied", groth16.ErrUnsatisfied)
 	}
 	f.mu.Lock()
 	f.synth = append(f.synth, interval{req.RequestID, start, time.Now()})
@@ -504,7 +506,7 @@ func TestFailingWitnessFailsOnlyItsJob(t *testing.T) {
 	bad.Witness = []byte("unsat")
 	ids := submitN(t, e, "good", 3)
 	badInfo := mustSubmit(t, e, bad)
-	if _, err := await(t, e, badInfo.ID); !errors.Is(err, prover.ErrUnsatisfied) {
+	if _, err := await(t, e, badInfo.ID); !errors.Is(err, groth16.ErrUnsatisfied) {
 		t.Errorf("unsatisfied witness: %v, want ErrUnsatisfied", err)
 	}
 	for _, id := range ids {
@@ -757,7 +759,7 @@ func TestOneFailingPartitionFailsTheRequestNamingIt(t *testing.T) {
 	f.synthDelay = 10 * time.Millisecond
 	e := newPipelined(t, f, 1, 1)
 	info, err := e.Prove(context.Background(), partReq("porep", "w0", "w1", "unsat", "w3", "w4"))
-	if !errors.Is(err, prover.ErrUnsatisfied) || !strings.Contains(err.Error(), "partition 2") || info.State != StateFailed {
+	if !errors.Is(err, groth16.ErrUnsatisfied) || !strings.Contains(err.Error(), "partition 2") || info.State != StateFailed {
 		t.Fatalf("request with a bad partition: %v %v, want FAILED naming partition 2", info.State, err)
 	}
 	// The partitions after it were not all proved: the failure stopped them.
@@ -789,7 +791,7 @@ func TestMultiPartitionOnASerialEngine(t *testing.T) {
 	}
 }
 
-// faultyFake is a stagedFake whose device stage faults (prover.ErrDeviceFault)
+// faultyFake is a stagedFake whose device stage faults (backend.ErrDeviceFault)
 // on the workers named in faulty, once they have proved after proofs.
 type faultyFake struct {
 	*stagedFake
@@ -808,7 +810,7 @@ func (f *faultyFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized
 	f.mu.Unlock()
 	if bad {
 		sz.Release(ctx)
-		return nil, fmt.Errorf("cuda: launch msm: %w: an illegal memory access was encountered", prover.ErrDeviceFault)
+		return nil, fmt.Errorf("cuda: launch msm: %w: an illegal memory access was encountered", backend.ErrDeviceFault)
 	}
 	res, err := f.stagedFake.ProveSynthesized(ctx, sz)
 	if res != nil {

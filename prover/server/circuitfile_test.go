@@ -16,9 +16,9 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
-// prover.Pipeline, the manager cuzk serve gives the server, describes its
+// prover.Prover, the manager cuzk serve gives the server, describes its
 // keys (GetStatus and PreloadKeys then name them by their hash).
-var _ KeyDescriber = (*prover.Pipeline)(nil)
+var _ KeyDescriber = (*prover.Prover)(nil)
 
 // TestDefaultServerProvesACircuitRegisteredFromFiles: a server built with
 // New's defaults (no WithKnownCircuit) knows a circuit registered from files
@@ -29,7 +29,7 @@ func TestDefaultServerProvesACircuitRegisteredFromFiles(t *testing.T) {
 	files := circuitstest.WriteFiles(t, t.TempDir(), "square", ccs, pk, vk)
 	f := prover.CircuitFile{Name: fmt.Sprintf("square-%d", time.Now().UnixNano()), CS: files.CS, PK: files.PK, VK: files.VK}
 
-	pipe, err := prover.NewPipeline(context.Background(), "cpu", prover.WithKeyCacheDir(t.TempDir()))
+	pipe, err := prover.New(context.Background(), "cpu", prover.WithKeyCacheDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

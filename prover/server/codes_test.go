@@ -203,12 +203,12 @@ func TestCodeOfEveryErrorTypeAndBack(t *testing.T) {
 func TestCodeOfOtherErrors(t *testing.T) {
 	for err, want := range map[error]codes.Code{
 		nil: codes.OK,
-		fmt.Errorf("%w: %w", engine.ErrCancelled, engine.ErrClosed):                     codes.Canceled,
-		context.DeadlineExceeded:                                                        codes.DeadlineExceeded,
-		fmt.Errorf("wait: %w", context.Canceled):                                        codes.Canceled,
-		errors.New("device lost"):                                                       codes.Internal,
-		fmt.Errorf("upstream 10.0.0.1: %w", status.Error(codes.NotFound, "no job")):     codes.NotFound,
-		fmt.Errorf("%w: %w", prover.ErrBadWitness, status.Error(codes.Unavailable, "")): codes.InvalidArgument,
+		fmt.Errorf("%w: %w", engine.ErrCancelled, engine.ErrClosed):                      codes.Canceled,
+		context.DeadlineExceeded:                                                         codes.DeadlineExceeded,
+		fmt.Errorf("wait: %w", context.Canceled):                                         codes.Canceled,
+		errors.New("device lost"):                                                        codes.Internal,
+		fmt.Errorf("upstream 10.0.0.1: %w", status.Error(codes.NotFound, "no job")):      codes.NotFound,
+		fmt.Errorf("%w: %w", groth16.ErrBadWitness, status.Error(codes.Unavailable, "")): codes.InvalidArgument,
 	} {
 		if got := Code(err); got != want {
 			t.Errorf("Code(%v) = %v, want %v", err, got, want)

@@ -10,13 +10,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcuzk/otelcuzk/prover"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // FuzzCheckWitness: CheckWitness never panics, and what it accepts gnark's
 // own decoder reads back with the same counts and bytes (what it refuses
-// wraps prover.ErrBadWitness).
+// wraps groth16.ErrBadWitness).
 func FuzzCheckWitness(f *testing.F) {
 	f.Add(witness(1, 1, []byte{1}, []byte{2}))
 	f.Add(witness(0, 0))
@@ -27,8 +27,8 @@ func FuzzCheckWitness(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := CheckWitness(b)
 		if err != nil {
-			if !errors.Is(err, prover.ErrBadWitness) {
-				t.Fatalf("CheckWitness error %v does not wrap prover.ErrBadWitness", err)
+			if !errors.Is(err, groth16.ErrBadWitness) {
+				t.Fatalf("CheckWitness error %v does not wrap groth16.ErrBadWitness", err)
 			}
 			return
 		}

@@ -34,6 +34,7 @@ import (
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
@@ -61,7 +62,7 @@ func (f *fakeRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result
 	time.Sleep(f.delay)
 	switch r.Circuit {
 	case "fail-size":
-		return nil, fmt.Errorf("synthesize: %w: 3 values, circuit wants 4", prover.ErrWitnessSize)
+		return nil, fmt.Errorf("synthesize: %w: 3 values, circuit wants 4", groth16.ErrWitnessSize)
 	case "fail-internal":
 		return nil, errors.New("device lost")
 	}
@@ -271,8 +272,8 @@ func TestCheckWitness(t *testing.T) {
 		"value 2^256-1":     witness(0, 1, bytesOf(0xff, 32)),
 		"forged huge count": binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 1<<31), 1<<31-1), 1<<32-1),
 	} {
-		if err := CheckWitness(w); !errors.Is(err, prover.ErrBadWitness) {
-			t.Errorf("%s: %v, want prover.ErrBadWitness", name, err)
+		if err := CheckWitness(w); !errors.Is(err, groth16.ErrBadWitness) {
+			t.Errorf("%s: %v, want groth16.ErrBadWitness", name, err)
 		}
 	}
 }
@@ -607,7 +608,7 @@ func TestShutdownAnswersRunningAndRefusesNew(t *testing.T) {
 }
 
 // describedCircuits is a fakeCircuits that also describes its keys
-// (KeyDescriber), as prover.Pipeline does.
+// (KeyDescriber), as prover.Prover does.
 type describedCircuits struct{ *fakeCircuits }
 
 func (d describedCircuits) LoadedKey(id string) (string, uint64, bool) {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
@@ -207,7 +208,7 @@ type faultingRunner struct{ stagedRunner }
 
 func (r *faultingRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
 	sz.Release(ctx)
-	return nil, fmt.Errorf("cuda: %w: device lost (Xid 79)", prover.ErrDeviceFault)
+	return nil, fmt.Errorf("cuda: %w: device lost (Xid 79)", backend.ErrDeviceFault)
 }
 
 func TestDeviceFaultLeavesTheHealthService(t *testing.T) {
