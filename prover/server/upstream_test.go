@@ -452,11 +452,14 @@ func TestUpstreamJobOfAnUnsampledCallerIsANewLinkedRoot(t *testing.T) {
 		if tid.String() == callerTrace {
 			t.Errorf("%s: the job joined the unsampled caller's trace", id)
 		}
-		// The trace's root: the job itself or the server span above it.
+		// The trace's root: the job itself or the server span above it,
+		// which ends (and is exported) after the reply is sent: waited for.
 		var root tracetest.SpanStub
-		for _, s := range exp.GetSpans() {
-			if s.SpanContext.TraceID() == tid && !s.Parent.IsValid() {
-				root = s
+		for wait := time.Now().Add(5 * time.Second); !root.SpanContext.IsValid() && time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+			for _, s := range exp.GetSpans() {
+				if s.SpanContext.TraceID() == tid && !s.Parent.IsValid() {
+					root = s
+				}
 			}
 		}
 		if !root.SpanContext.IsValid() {
