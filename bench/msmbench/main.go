@@ -14,11 +14,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -31,6 +29,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -66,12 +65,12 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 	var c *cudaspans.Context
 	var s *cudaspans.Stream
 	var err error
-	var rec *endedSpans
+	var rec *otelcuzk.Recorder
 	var tracer trace.Tracer
 	if breakdown {
 		// The spans of the device's copies and kernels (GPU-timed),
 		// recorded in memory.
-		rec = &endedSpans{}
+		rec = otelcuzk.NewRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		tracer = tp.Tracer("msmbench")
 		if c, err = cudaspans.Open(0, cudaspans.WithTracerProvider(tp)); err == nil {
@@ -91,8 +90,7 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 		return err
 	}
 	defer keys.EvictAll(ctx)
-	dev := c.Device()
-	fmt.Printf("device: %s (%s, %d SMs); host: %d cores\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU())
+	fmt.Println(device.Line(c))
 
 	_, _, g1, g2 := curve.Generators()
 	r1 := curve.BatchScalarMultiplicationG1(&g1, benchutil.RandomScalars(1<<16))
@@ -178,17 +176,17 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 		if key {
 			call.KeyID = "msmbench-proof"
 		}
-		t1, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, call, s, keys, set1, sc1); return err })
+		t1, err := benchutil.TimeMedian(reps, func() error { _, err := m.G1Resident(ctx, call, s, keys, set1, sc1); return err })
 		if err != nil {
 			return err
 		}
-		t1p, err := timeIt(reps, func() error { _, err := m.G1Resident(ctx, call, s, keys, set1, sc1p); return err })
+		t1p, err := benchutil.TimeMedian(reps, func() error { _, err := m.G1Resident(ctx, call, s, keys, set1, sc1p); return err })
 		if err != nil {
 			return err
 		}
 		fmt.Printf("| %s | %.1f | %.1f | %.1f |", v, compile.Seconds(), benchutil.Ms(t1), benchutil.Ms(t1p))
 		if lg2 > 0 {
-			t2, err := timeIt(reps, func() error { _, err := m.G2Resident(ctx, call, s, keys, set2, sc2); return err })
+			t2, err := benchutil.TimeMedian(reps, func() error { _, err := m.G2Resident(ctx, call, s, keys, set2, sc2); return err })
 			if err != nil {
 				return err
 			}
@@ -223,7 +221,7 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 
 // printBreakdown runs f once under a span and prints the durations of
 // that span's descendants (kernels, copies), summed by name, largest first.
-func printBreakdown(ctx context.Context, rec *endedSpans, tracer trace.Tracer, variant, what string,
+func printBreakdown(ctx context.Context, rec *otelcuzk.Recorder, tracer trace.Tracer, variant, what string,
 	f func(context.Context) error) error {
 	ctx, span := tracer.Start(ctx, "breakdown")
 	t0 := time.Now()
@@ -236,7 +234,9 @@ func printBreakdown(ctx context.Context, rec *endedSpans, tracer trace.Tracer, v
 	id := span.SpanContext().TraceID()
 	sums := map[string]time.Duration{}
 	counts := map[string]int{}
-	for _, sp := range rec.take() {
+	ended := rec.Ended()
+	rec.Reset()
+	for _, sp := range ended {
 		if sp.SpanContext().TraceID() == id && sp.Name() != "breakdown" {
 			sums[sp.Name()] += sp.EndTime().Sub(sp.StartTime())
 			counts[sp.Name()]++
@@ -255,49 +255,9 @@ func printBreakdown(ctx context.Context, rec *endedSpans, tracer trace.Tracer, v
 	return nil
 }
 
-// endedSpans is a span processor that keeps the spans that ended, for
-// the breakdown (a production binary links no test package, so not the
-// SDK's tracetest recorder).
-type endedSpans struct {
-	mu    sync.Mutex
-	spans []sdktrace.ReadOnlySpan
-}
-
-func (e *endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (e *endedSpans) OnEnd(s sdktrace.ReadOnlySpan) {
-	e.mu.Lock()
-	e.spans = append(e.spans, s)
-	e.mu.Unlock()
-}
-func (e *endedSpans) Shutdown(context.Context) error   { return nil }
-func (e *endedSpans) ForceFlush(context.Context) error { return nil }
-
-// take returns the spans ended so far and forgets them.
-func (e *endedSpans) take() []sdktrace.ReadOnlySpan {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.spans
-	e.spans = nil
-	return s
-}
-
 func btoi(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-func timeIt(reps int, f func() error) (time.Duration, error) {
-	var ts []time.Duration
-	for i := -1; i < reps; i++ {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			return 0, err
-		}
-		if i >= 0 {
-			ts = append(ts, time.Since(t0))
-		}
-	}
-	return benchutil.Median(ts), nil
 }

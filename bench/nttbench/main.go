@@ -49,13 +49,12 @@ func run(sizeList string, reps, hmax int) error {
 		return err
 	}
 	defer c.Close()
-	dev := c.Device()
 	e, err := ntt.New(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	fmt.Printf("device: %s (%s, %d SMs); host: %d cores (GOMAXPROCS %d)\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Println(device.Line(c))
 
 	// Device-to-device copy bandwidth, bytes read plus written.
 	const copyBytes = 4 << 30

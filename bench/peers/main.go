@@ -34,11 +34,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -145,8 +143,7 @@ func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 		return err
 	}
 	defer c.Close()
-	dev := c.Device()
-	fmt.Printf("device: %s (%s, %d SMs); host: %d cores\n", dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU())
+	fmt.Println(device.Line(c))
 
 	// Inputs, written once: 2^16 G1 and 2^14 G2 random points, and the
 	// check set of msmbench (edge scalars and points mixed in).
@@ -260,18 +257,32 @@ func wantNTT(j *job, scalars []fr.Element) []fr.Element {
 	return v
 }
 
-func timeIt(reps int, f func() error) (time.Duration, error) {
-	var ts []time.Duration
-	for i := -1; i < reps; i++ {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			return 0, err
-		}
-		if i >= 0 {
-			ts = append(ts, time.Since(t0))
+// checkAndTime compares our MSM of sc with want (j.oursEqual), then times
+// it on sc (j.ours) and, when scPin is not nil, on the same scalars in
+// pinned memory (j.oursPinned), each the median of j.reps runs after a
+// warm-up.
+func checkAndTime[P any, PP interface {
+	*P
+	Equal(*P) bool
+}](j *job, want P, sc, scPin []fr.Element, run func([]fr.Element) (P, error)) error {
+	got, err := run(sc)
+	if err != nil {
+		return err
+	}
+	j.oursEqual = PP(&got).Equal(&want)
+	timeMs := func(sc []fr.Element) (float64, error) {
+		d, err := benchutil.TimeMedian(j.reps, func() error { _, err := run(sc); return err })
+		return benchutil.Ms(d), err
+	}
+	if j.ours, err = timeMs(sc); err != nil {
+		return err
+	}
+	if scPin != nil {
+		if j.oursPinned, err = timeMs(scPin); err != nil {
+			return err
 		}
 	}
-	return benchutil.Median(ts), nil
+	return nil
 }
 
 func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, jobs []*job,
@@ -311,22 +322,10 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 			if err != nil {
 				return err
 			}
-			got, err := m.G1Resident(ctx, msm.Call{}, s, bases, set, sc)
-			if err != nil {
+			if err := checkAndTime(j, want, sc, scPin, func(sc []fr.Element) (curve.G1Jac, error) {
+				return m.G1Resident(ctx, msm.Call{}, s, bases, set, sc)
+			}); err != nil {
 				return err
-			}
-			j.oursEqual = got.Equal(&want)
-			t, err := timeIt(j.reps, func() error { _, err := m.G1Resident(ctx, msm.Call{}, s, bases, set, sc); return err })
-			if err != nil {
-				return err
-			}
-			j.ours = benchutil.Ms(t)
-			if scPin != nil {
-				t, err = timeIt(j.reps, func() error { _, err := m.G1Resident(ctx, msm.Call{}, s, bases, set, scPin); return err })
-				if err != nil {
-					return err
-				}
-				j.oursPinned = benchutil.Ms(t)
 			}
 		case "g2":
 			set := msm.BaseSet[curve.G2Affine]{ID: "peers:" + j.name, Points: benchutil.Repeat(r2, j.n)}
@@ -335,21 +334,11 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 				return err
 			}
 			sc, scPin := scalars[:j.n], scP[:j.n]
-			got, err := m.G2Resident(ctx, msm.Call{}, s, bases, set, sc)
-			if err != nil {
+			if err := checkAndTime(j, want, sc, scPin, func(sc []fr.Element) (curve.G2Jac, error) {
+				return m.G2Resident(ctx, msm.Call{}, s, bases, set, sc)
+			}); err != nil {
 				return err
 			}
-			j.oursEqual = got.Equal(&want)
-			t, err := timeIt(j.reps, func() error { _, err := m.G2Resident(ctx, msm.Call{}, s, bases, set, sc); return err })
-			if err != nil {
-				return err
-			}
-			j.ours = benchutil.Ms(t)
-			t, err = timeIt(j.reps, func() error { _, err := m.G2Resident(ctx, msm.Call{}, s, bases, set, scPin); return err })
-			if err != nil {
-				return err
-			}
-			j.oursPinned = benchutil.Ms(t)
 		case "ntt":
 			d := fft.NewDomain(uint64(j.n))
 			buf, err := c.Alloc(ctx, j.n*32)
@@ -365,7 +354,7 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 			if err := cudaspans.HtoD(ctx, s, buf.Ptr(), scalars[:j.n]); err != nil {
 				return err
 			}
-			t, err := timeIt(j.reps, fwd)
+			t, err := benchutil.TimeMedian(j.reps, fwd)
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 )
 
 func TestParseSizesTakesLog2SizesAndRefusesTheRest(t *testing.T) {
@@ -78,5 +82,53 @@ func TestRunPeerRefusesAMalformedResultAndAProgramThatRanNothing(t *testing.T) {
 	if err := runPeer(fakePeer(t, "", 2), filepath.Join(dir, "m2"), testJobs(dir)); err == nil ||
 		!strings.Contains(err.Error(), "sppark program") {
 		t.Errorf("a program that failed before any job: %v, want its error", err)
+	}
+}
+
+// checkAndTime records whether our result equals gnark-crypto's, times
+// the pageable scalars and, only when given, the pinned ones (-1 left
+// otherwise), and stops at an error of the MSM.
+func TestCheckAndTimeRecordsTheCheckAndTheTimedVariants(t *testing.T) {
+	g1, _, _, _ := curve.Generators()
+	var other curve.G1Jac
+	other.Double(&g1)
+	sc, scPin := make([]fr.Element, 4), make([]fr.Element, 4)
+	for _, c := range []struct {
+		name      string
+		result    curve.G1Jac
+		pin       []fr.Element
+		wantEqual bool
+		wantCalls int // 1 check, then a warm-up and j.reps runs a variant
+	}{
+		{"equal, pinned too", g1, scPin, true, 1 + 2*(1+3)},
+		{"not equal, no pinned", other, nil, false, 1 + 1 + 3},
+	} {
+		j := &job{reps: 3, ours: -1, oursPinned: -1}
+		var pinnedCalls int
+		calls := 0
+		err := checkAndTime(j, g1, sc, c.pin, func(s []fr.Element) (curve.G1Jac, error) {
+			calls++
+			if c.pin != nil && &s[0] == &scPin[0] {
+				pinnedCalls++
+			}
+			return c.result, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if j.oursEqual != c.wantEqual || calls != c.wantCalls {
+			t.Errorf("%s: equal %v after %d calls, want %v after %d", c.name, j.oursEqual, calls, c.wantEqual, c.wantCalls)
+		}
+		if j.ours < 0 {
+			t.Errorf("%s: pageable time not recorded (%v)", c.name, j.ours)
+		}
+		if pinned := c.pin != nil; pinned != (j.oursPinned >= 0) || pinned != (pinnedCalls == 4) {
+			t.Errorf("%s: pinned time %v after %d pinned calls", c.name, j.oursPinned, pinnedCalls)
+		}
+	}
+	boom := errors.New("boom")
+	j := &job{reps: 3, ours: -1, oursPinned: -1}
+	if err := checkAndTime(j, g1, sc, scPin, func([]fr.Element) (curve.G1Jac, error) { return g1, boom }); !errors.Is(err, boom) {
+		t.Errorf("failing MSM: err %v, want boom", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package benchutil holds what the benchmark programs share: random field
 // vectors made fast on all cores, the MSM check set with its edge cases,
-// the statistics they report, and the
+// the timing and statistics they report, and the
 // flags and exit of those that time built-in circuits, and the device
 // settings of those that open a backend.
 package benchutil
@@ -41,6 +41,27 @@ func Median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TimeMedian runs f once as a warm-up, then reps times, and returns the
+// median of the timed runs. The first error of f ends it and is returned;
+// reps below 1 is an error naming it (there would be no time to report).
+func TimeMedian(reps int, f func() error) (time.Duration, error) {
+	if reps < 1 {
+		return 0, fmt.Errorf("%d timed repetitions: want at least 1", reps)
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	ts := make([]time.Duration, 0, reps)
+	for range reps {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		ts = append(ts, time.Since(t0))
+	}
+	return Median(ts), nil
 }
 
 // Ms returns d in milliseconds.

@@ -3,7 +3,12 @@
 // benchmarks do not link the CUDA bridge.
 package device
 
-import "github.com/otelcuzk/otelcuzk/cudaspans"
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/otelcuzk/otelcuzk/cudaspans"
+)
 
 // Open returns the primary context of GPU 0 and a new stream on it; the
 // caller closes the context. Errors are cudaspans.Open's (wrapping
@@ -20,4 +25,12 @@ func Open() (*cudaspans.Context, *cudaspans.Stream, error) {
 		return nil, nil, err
 	}
 	return c, s, nil
+}
+
+// Line is the first line of a kernel benchmark's report: "device: NAME
+// (ARCH, N SMs); host: N cores (GOMAXPROCS M)".
+func Line(c *cudaspans.Context) string {
+	dev := c.Device()
+	return fmt.Sprintf("device: %s (%s, %d SMs); host: %d cores (GOMAXPROCS %d)",
+		dev.Name, dev.Arch(), dev.Multiprocessors, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 }
