@@ -59,27 +59,12 @@ func runAgree(outer context.Context, n int) error {
 		return err
 	}
 	defer closeTracing(ctx)
-	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
+	c, s, fns, err := openKernels(ctx, tp, "agree", agreeSource, "timed", "blocker")
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	mod, err := c.Compile(ctx, "agree", agreeSource, cudaspans.CompileOptions{})
-	if err != nil {
-		return err
-	}
-	timed, err := mod.Function("timed")
-	if err != nil {
-		return err
-	}
-	block, err := mod.Function("blocker")
-	if err != nil {
-		return err
-	}
-	s, err := c.NewStream()
-	if err != nil {
-		return err
-	}
+	timed, block := fns[0], fns[1]
 	other, err := c.NewStream()
 	if err != nil {
 		return err

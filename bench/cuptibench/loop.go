@@ -6,7 +6,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/cupti"
 )
 
 // loopSource is a kernel of a few µs on the H200: 2^16 elements, each
@@ -32,23 +31,12 @@ func runLoop(ctx context.Context, n, reps int) error {
 		return err
 	}
 	defer closeTracing(ctx)
-	c, err := cudaspans.Open(0, cudaspans.WithTracerProvider(tp))
+	c, s, fns, err := openKernels(ctx, tp, "short_kernel", loopSource, "short_kernel")
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	mod, err := c.Compile(ctx, "short_kernel", loopSource, cudaspans.CompileOptions{})
-	if err != nil {
-		return err
-	}
-	fn, err := mod.Function("short_kernel")
-	if err != nil {
-		return err
-	}
-	s, err := c.NewStream()
-	if err != nil {
-		return err
-	}
+	fn := fns[0]
 	const elems = 1 << 16
 	buf, err := c.Alloc(ctx, elems*4)
 	if err != nil {
@@ -69,19 +57,12 @@ func runLoop(ctx context.Context, n, reps int) error {
 		}
 		return time.Since(t0), nil
 	}
-	names := []string{"off", "on", "on, no cupti_ms"}
-	times := make([][]time.Duration, 3)
+	times := make([][]time.Duration, len(variantNames))
 	for i := -3; i < 3*reps; i++ {
 		v := (i + 3) % 3
-		var capt *cupti.Capture
-		if v > 0 {
-			opts := []cupti.Option{cupti.WithTracerProvider(tp)}
-			if v == 2 {
-				opts = append(opts, cupti.WithoutCudaspansDurations())
-			}
-			if capt, err = cupti.Start(ctx, opts...); err != nil {
-				return err
-			}
+		capt, err := startVariant(ctx, tp, v)
+		if err != nil {
+			return err
 		}
 		d, err := loop()
 		if capt != nil {
@@ -91,17 +72,17 @@ func runLoop(ctx context.Context, n, reps int) error {
 			return err
 		}
 		if i < 0 {
-			say("loop warm-up, capture %s: %d kernels in %.1f ms", names[v], n, benchutil.Ms(d))
+			say("loop warm-up, capture %s: %d kernels in %.1f ms", variantNames[v], n, benchutil.Ms(d))
 			continue
 		}
-		say("loop %d, capture %s: %d kernels in %.1f ms (%.2f µs each)", i/3, names[v], n, benchutil.Ms(d), float64(d.Microseconds())/float64(n))
+		say("loop %d, capture %s: %d kernels in %.1f ms (%.2f µs each)", i/3, variantNames[v], n, benchutil.Ms(d), float64(d.Microseconds())/float64(n))
 		times[v] = append(times[v], d)
 	}
 	mOff := benchutil.Median(times[0])
 	for v := 1; v < 3; v++ {
 		m := benchutil.Median(times[v])
 		say("loop of %d kernels, median of %d: capture %s %.1f ms against off %.1f ms: overhead %+.2f %% (target <= 2 %%)",
-			n, reps, names[v], benchutil.Ms(m), benchutil.Ms(mOff), 100*(float64(m)/float64(mOff)-1))
+			n, reps, variantNames[v], benchutil.Ms(m), benchutil.Ms(mOff), 100*(float64(m)/float64(mOff)-1))
 	}
 	return nil
 }

@@ -129,22 +129,14 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 	}
 	defer b.Close()
 
-	// Three variants in turn: capture off, on, and on without cuda.cupti_ms
-	// on cudaspans' spans (no forced flush at each Synchronize).
-	names := []string{"off", "on", "on, no cupti_ms"}
-	times := make([][]time.Duration, 3)
+	// The three variants of variantNames in turn.
+	times := make([][]time.Duration, len(variantNames))
 	var stats cupti.Stats
 	for i := -3; i < 3*reps; i++ {
 		v := (i + 3) % 3
-		var c *cupti.Capture
-		if v > 0 {
-			opts := []cupti.Option{cupti.WithTracerProvider(tp)}
-			if v == 2 {
-				opts = append(opts, cupti.WithoutCudaspansDurations())
-			}
-			if c, err = cupti.Start(ctx, opts...); err != nil {
-				return err
-			}
+		c, err := startVariant(ctx, tp, v)
+		if err != nil {
+			return err
 		}
 		runtime.GC()
 		proof, _, d, err := benchutil.Prove(ctx, ccs, k, w, b, rel, tp)
@@ -167,11 +159,11 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 			return fmt.Errorf("proof does not verify: %w", err)
 		}
 		if i < 0 {
-			say("warm-up, capture %s: prove %.1f ms", names[v], benchutil.Ms(d))
+			say("warm-up, capture %s: prove %.1f ms", variantNames[v], benchutil.Ms(d))
 			rec.Reset()
 			continue
 		}
-		say("proof %d, capture %s: prove %.1f ms", i/3, names[v], benchutil.Ms(d))
+		say("proof %d, capture %s: prove %.1f ms", i/3, variantNames[v], benchutil.Ms(d))
 		times[v] = append(times[v], d)
 		if v == 2 {
 			// Agreement is read from the "on" proofs only.
