@@ -35,10 +35,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -463,26 +463,21 @@ func driveMixed(cfg benchConfig, addr string) (*result, error) {
 			Constraints: uint64(1) << cfg.mixed[best].log2, Priority: pr})
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(order))
+	var g errgroup.Group
 	for _, r := range order {
 		// In order: each submitted before the next (Submit, then Await).
 		info, err := c.Submit(ctx, r)
 		if err != nil {
 			return nil, fmt.Errorf("submit %s: %w", r.RequestID, err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.Await(ctx, info.ID, 30*time.Minute); err != nil {
-				errs <- err
-			}
-		}()
+		g.Go(func() error {
+			_, err := c.Await(ctx, info.ID, 30*time.Minute)
+			return err
+		})
 	}
-	wg.Wait()
+	err = g.Wait()
 	wall := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("mixed proof: %w", err)
 	}
 	return &result{wall: wall, rate: float64(len(order)) / wall.Seconds()}, nil
@@ -509,21 +504,16 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 		return nil, fmt.Errorf("warm-up proof: %w", err)
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, cfg.jobs)
+	var g errgroup.Group
 	for i := range cfg.jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.Prove(ctx, req(fmt.Sprintf("batch-%s-%d", cfg.mode, i))); err != nil {
-				errs <- err
-			}
-		}()
+		g.Go(func() error {
+			_, err := c.Prove(ctx, req(fmt.Sprintf("batch-%s-%d", cfg.mode, i)))
+			return err
+		})
 	}
-	wg.Wait()
+	err = g.Wait()
 	wall := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("batch proof: %w", err)
 	}
 	var lat []time.Duration
@@ -534,8 +524,7 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 		}
 		lat = append(lat, r.Timings.Total)
 	}
-	slices.Sort(lat)
-	res := &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: lat[len(lat)/2]}
+	res := &result{wall: wall, rate: float64(cfg.jobs) / wall.Seconds(), latency: benchutil.Median(lat)}
 	if st, err := c.Status(ctx); err == nil {
 		res.budget, res.enginePeak = st.Memory.Budget, st.Memory.Peak
 		res.tuning = tuningLine(st, n)
