@@ -30,6 +30,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -39,7 +40,7 @@ func main() {
 	lg2 := flag.Int("g2-log2", 0, "log2 size of the timed G2 MSM (0: G2 not timed)")
 	reps := flag.Int("reps", 3, "timed runs per variant after one warm-up (median reported)")
 	breakdown := flag.Bool("breakdown", false, "after each variant's timings, one more G1 (pinned) and G2 MSM with their kernel and copy spans summed by name")
-	key := flag.Bool("key", false, "the timed MSMs' workspace a proof buffer kept for one key, as in a proof (msm.Call.KeyID), freed after each variant; else allocated and freed per MSM")
+	key := flag.Bool("key", false, "the timed MSMs' workspace a proof buffer kept for one key, as in a proof (backend.Call.KeyID), freed after each variant; else allocated and freed per MSM")
 	flag.Parse()
 	benchutil.Exit("msmbench", run(*variants, *lg1, *lg2, *reps, *breakdown, *key))
 }
@@ -95,14 +96,14 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 	_, _, g1, g2 := curve.Generators()
 	r1 := curve.BatchScalarMultiplicationG1(&g1, benchutil.RandomScalars(1<<16))
 	n1 := 1 << lg1
-	set1 := msm.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: benchutil.Repeat(r1, n1)}
+	set1 := backend.BaseSet[curve.G1Affine]{ID: "bench:g1", Points: benchutil.Repeat(r1, n1)}
 	sc1 := benchutil.RandomScalars(n1)
-	var set2 msm.BaseSet[curve.G2Affine]
+	var set2 backend.BaseSet[curve.G2Affine]
 	var sc2 []fr.Element
 	var r2 []curve.G2Affine
 	if lg2 > 0 {
 		r2 = curve.BatchScalarMultiplicationG2(&g2, benchutil.RandomScalars(1<<14))
-		set2 = msm.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: benchutil.Repeat(r2, 1<<lg2)}
+		set2 = backend.BaseSet[curve.G2Affine]{ID: "bench:g2", Points: benchutil.Repeat(r2, 1<<lg2)}
 		sc2 = benchutil.RandomScalars(1 << lg2)
 	}
 	// The correctness inputs: 2^16 random points and scalars, with r−1,
@@ -156,13 +157,13 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 			continue
 		}
 		equal := true
-		got1, err := m.G1Host(ctx, msm.Call{}, s, check1, checkS)
+		got1, err := m.G1Host(ctx, backend.Call{}, s, check1, checkS)
 		if err != nil {
 			return err
 		}
 		equal = equal && got1.Equal(&want1)
 		if lg2 > 0 {
-			got2, err := m.G2Host(ctx, msm.Call{}, s, r2, checkS[:len(r2)])
+			got2, err := m.G2Host(ctx, backend.Call{}, s, r2, checkS[:len(r2)])
 			if err != nil {
 				return err
 			}
@@ -172,7 +173,7 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 		// The timed calls: with -key their workspace is one kept proof
 		// buffer of a key whose sets are not the bench's (EvictKeySets
 		// below frees only the buffer).
-		call := msm.Call{}
+		call := backend.Call{}
 		if key {
 			call.KeyID = "msmbench-proof"
 		}

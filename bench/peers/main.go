@@ -47,6 +47,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
@@ -317,25 +318,25 @@ func runOurs(ctx context.Context, c *cudaspans.Context, s *cudaspans.Stream, job
 			if j.name == "check" {
 				pts, sc, scPin = check1, checkS, nil
 			}
-			set := msm.BaseSet[curve.G1Affine]{ID: "peers:" + j.name, Points: pts}
+			set := backend.BaseSet[curve.G1Affine]{ID: "peers:" + j.name, Points: pts}
 			want, err := wantG1(j, check1, checkS, r1, scalars)
 			if err != nil {
 				return err
 			}
 			if err := checkAndTime(j, want, sc, scPin, func(sc []fr.Element) (curve.G1Jac, error) {
-				return m.G1Resident(ctx, msm.Call{}, s, bases, set, sc)
+				return m.G1Resident(ctx, backend.Call{}, s, bases, set, sc)
 			}); err != nil {
 				return err
 			}
 		case "g2":
-			set := msm.BaseSet[curve.G2Affine]{ID: "peers:" + j.name, Points: benchutil.Repeat(r2, j.n)}
+			set := backend.BaseSet[curve.G2Affine]{ID: "peers:" + j.name, Points: benchutil.Repeat(r2, j.n)}
 			want, err := wantG2(j, r2, scalars)
 			if err != nil {
 				return err
 			}
 			sc, scPin := scalars[:j.n], scP[:j.n]
 			if err := checkAndTime(j, want, sc, scPin, func(sc []fr.Element) (curve.G2Jac, error) {
-				return m.G2Resident(ctx, msm.Call{}, s, bases, set, sc)
+				return m.G2Resident(ctx, backend.Call{}, s, bases, set, sc)
 			}); err != nil {
 				return err
 			}

@@ -21,13 +21,17 @@ type BaseSet[P any] struct {
 	Points []P
 }
 
-// Call is what one MSM call of a proof carries beside its bases and
-// scalars, passed explicitly by the prove (the shape of msm.Call, which
-// the CUDA backend converts it to).
+// Call is what one MSM call carries beside its bases and scalars, passed
+// explicitly by the prove to its backend, and by the CUDA backend on to
+// prover/gpu/msm as it is.
 type Call struct {
-	// Span is the span to record (semconv.SpanMSMG1A, ...).
+	// Span is the span to record (semconv.SpanMSMG1A, ...); "" records
+	// the MSM's copies and kernels as children of the span in ctx.
 	Span string
-	// KeyID is the proof's key (groth16.WithKeyID; "" without one).
+	// KeyID is the proof's key (groth16.WithKeyID; "" without one, or
+	// outside a proof). With a KeyID the CUDA backend's MSM workspace is
+	// that key's proof buffer (msm.DeviceBases.ProofBuffer), kept for the
+	// key's next proof.
 	KeyID string
 	// Attributes are added to Span: the cuzk.msm.scalars.* counts of the
 	// scalars of the wire MSMs (groth16.ScalarCounts.Attributes), nil for

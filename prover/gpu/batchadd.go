@@ -7,7 +7,6 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 
 	"github.com/otelcuzk/otelcuzk/prover/backend"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
 var _ backend.BatchAdder = (*Backend)(nil)
@@ -20,7 +19,7 @@ var _ backend.BatchAdder = (*Backend)(nil)
 // include them (tests' stand-in warm-ups), it sums on the CPU.
 func (b *Backend) BatchAddG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
 	return deviceBatchAdd(b, ctx, call.Span, func() (curve.G1Jac, error) {
-		return b.batch.G1Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), idx)
+		return b.batch.G1Resident(ctx, call, b.s, b.bases, bases, idx)
 	}, func() (curve.G1Jac, error) { return b.cpu.BatchAddG1(ctx, call, bases, idx) })
 }
 
@@ -36,7 +35,7 @@ func (b *Backend) BatchAddG2(ctx context.Context, call backend.Call, bases backe
 		return cpu()
 	}
 	return deviceBatchAdd(b, ctx, call.Span, func() (curve.G2Jac, error) {
-		return b.batch.G2Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), idx)
+		return b.batch.G2Resident(ctx, call, b.s, b.bases, bases, idx)
 	}, cpu)
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/otelcuzk/otelcuzk/prover/backend"
-	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
 // MSMG1 implements backend.Backend.MSMG1 on the GPU with the Pippenger MSM
@@ -19,7 +18,7 @@ import (
 // are copied to the device with the scalars for this MSM only.
 func (b *Backend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
 	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(sc []fr.Element) (curve.G1Jac, error) {
-		return b.msm.G1Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G1Affine](bases), sc)
+		return b.msm.G1Resident(ctx, call, b.s, b.bases, bases, sc)
 	})
 }
 
@@ -35,7 +34,7 @@ func (b *Backend) MSMG2(ctx context.Context, call backend.Call, bases backend.Ba
 		return b.cpu.MSMG2(ctx, call, bases, scalars)
 	}
 	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(sc []fr.Element) (curve.G2Jac, error) {
-		return b.msm.G2Resident(ctx, msm.Call(call), b.s, b.bases, msm.BaseSet[curve.G2Affine](bases), sc)
+		return b.msm.G2Resident(ctx, call, b.s, b.bases, bases, sc)
 	})
 }
 

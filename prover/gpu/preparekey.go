@@ -9,7 +9,7 @@ import (
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 
-	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // PrepareKey implements backend.KeyPreparer: it makes now, for the proofs
@@ -55,14 +55,14 @@ func (b *Backend) PrepareKey(ctx context.Context, keyID string, pk groth16.Provi
 	}
 
 	// The base sets, as ProveAssignment names them.
-	g1 := []msm.BaseSet[curve.G1Affine]{
+	g1 := []backend.BaseSet[curve.G1Affine]{
 		{ID: keyID + ":g1.a", Points: bpk.G1.A},
 		{ID: keyID + ":g1.b", Points: bpk.G1.B},
 		{ID: keyID + ":g1.k", Points: bpk.G1.K},
 		{ID: keyID + ":g1.z", Points: bpk.G1.Z},
 	}
 	for i, ck := range bpk.CommitmentKeys {
-		g1 = append(g1, msm.BaseSet[curve.G1Affine]{ID: fmt.Sprintf("%s:commitment.%d.pok", keyID, i), Points: ck.BasisExpSigma})
+		g1 = append(g1, backend.BaseSet[curve.G1Affine]{ID: fmt.Sprintf("%s:commitment.%d.pok", keyID, i), Points: ck.BasisExpSigma})
 	}
 	largest, workspace := 0, 0
 	for _, set := range g1 {
@@ -76,7 +76,7 @@ func (b *Backend) PrepareKey(ctx context.Context, keyID string, pk groth16.Provi
 		workspace = max(workspace, b.msm.WorkspaceBytes(len(set.Points), false))
 	}
 	if n := len(bpk.G2.B); n > 0 && !b.g2OnCPU {
-		if _, err := b.bases.PreloadG2(ctx, b.s, msm.BaseSet[curve.G2Affine]{ID: keyID + ":g2.b", Points: bpk.G2.B}); err != nil {
+		if _, err := b.bases.PreloadG2(ctx, b.s, backend.BaseSet[curve.G2Affine]{ID: keyID + ":g2.b", Points: bpk.G2.B}); err != nil {
 			return wrap(keyID+":g2.b", err)
 		}
 		largest = max(largest, n)

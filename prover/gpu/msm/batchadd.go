@@ -12,6 +12,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/kernels"
 )
 
@@ -113,14 +114,14 @@ func (b *BatchAdd) Close() error {
 //
 // Errors: an index out of range, an evicted set, out of device memory
 // (wrapping cudaspans.ErrOutOfMemory), driver errors naming the operation.
-func (b *BatchAdd) G1Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
-	set BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
+func (b *BatchAdd) G1Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
+	set backend.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
 	return batchAdd[curve.G1Affine, curve.G1Jac](b, ctx, call, s, false, resident, set, idx)
 }
 
 // G2Resident is G1Resident on G2 (msm.g2.b.batch_add).
-func (b *BatchAdd) G2Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
-	set BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
+func (b *BatchAdd) G2Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
+	set backend.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
 	return batchAdd[curve.G2Affine, curve.G2Jac](b, ctx, call, s, true, resident, set, idx)
 }
 
@@ -131,8 +132,8 @@ type affineJac[A, J any] interface {
 	FromAffine(*A) *J
 }
 
-func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
-	resident *DeviceBases, set BaseSet[A], idx []uint32) (res J, err error) {
+func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
+	resident *DeviceBases, set backend.BaseSet[A], idx []uint32) (res J, err error) {
 	var zero A
 	PJ(&res).FromAffine(&zero) // infinity
 	if call.Span != "" {

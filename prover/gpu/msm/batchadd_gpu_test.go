@@ -7,6 +7,8 @@ import (
 	"time"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // GPU tests of the batch addition (kernels/batchadd.cu) against
@@ -89,7 +91,7 @@ func batchEdgeIndices(rng *rand.Rand, nbases int) map[string][]uint32 {
 
 // mixedAdds is the reference: gnark-crypto's Jacobian mixed additions of
 // set.Points[idx[i]], one after the other.
-func mixedAdds[A any, J any, PJ affineJac[A, J]](set BaseSet[A], idx []uint32) (J, error) {
+func mixedAdds[A any, J any, PJ affineJac[A, J]](set backend.BaseSet[A], idx []uint32) (J, error) {
 	var res J
 	var inf A
 	PJ(&res).FromAffine(&inf)
@@ -103,13 +105,13 @@ func checkBatchAdd[A any, J any, PJ interface {
 	*J
 	Equal(*J) bool
 }](t *testing.T, name string, bases []A, idx []uint32,
-	gpu func(BaseSet[A], []uint32) (J, error), cpu func(BaseSet[A], []uint32) (J, error), id string) {
+	gpu func(backend.BaseSet[A], []uint32) (J, error), cpu func(backend.BaseSet[A], []uint32) (J, error), id string) {
 	t.Helper()
-	want, err := cpu(BaseSet[A]{Points: bases}, idx)
+	want, err := cpu(backend.BaseSet[A]{Points: bases}, idx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, set := range []BaseSet[A]{{ID: id, Points: bases}, {Points: bases}} {
+	for _, set := range []backend.BaseSet[A]{{ID: id, Points: bases}, {Points: bases}} {
 		got, err := gpu(set, idx)
 		if err != nil {
 			t.Fatalf("%s (set %q): %v", name, set.ID, err)
@@ -126,8 +128,8 @@ func TestBatchAddG1GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	bases[0] = curve.G1Affine{}
 	bases[2] = bases[1]
 	bases[3].Neg(&bases[1])
-	gpu := func(set BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
-		return b.G1Resident(f.ctx, Call{}, f.stream, f.bases, set, idx)
+	gpu := func(set backend.BaseSet[curve.G1Affine], idx []uint32) (curve.G1Jac, error) {
+		return b.G1Resident(f.ctx, backend.Call{}, f.stream, f.bases, set, idx)
 	}
 	ref := mixedAdds[curve.G1Affine, curve.G1Jac]
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -140,7 +142,7 @@ func TestBatchAddG1GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	for i := range idx {
 		idx[i] = uint32(rng.IntN(len(bases)))
 	}
-	set := BaseSet[curve.G1Affine]{ID: "batch-test-g1", Points: bases}
+	set := backend.BaseSet[curve.G1Affine]{ID: "batch-test-g1", Points: bases}
 	if _, err := gpu(set, idx); err != nil { // warm
 		t.Fatal(err)
 	}
@@ -169,8 +171,8 @@ func TestBatchAddG2GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	bases[0] = curve.G2Affine{}
 	bases[2] = bases[1]
 	bases[3].Neg(&bases[1])
-	gpu := func(set BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
-		return b.G2Resident(f.ctx, Call{}, f.stream, f.bases, set, idx)
+	gpu := func(set backend.BaseSet[curve.G2Affine], idx []uint32) (curve.G2Jac, error) {
+		return b.G2Resident(f.ctx, backend.Call{}, f.stream, f.bases, set, idx)
 	}
 	ref := mixedAdds[curve.G2Affine, curve.G2Jac]
 	rng := rand.New(rand.NewPCG(2, 2))
@@ -181,7 +183,7 @@ func TestBatchAddG2GPUMatchesGnarkOnRandomAndEdgeInputs(t *testing.T) {
 	for i := range idx {
 		idx[i] = uint32(rng.IntN(len(bases)))
 	}
-	set := BaseSet[curve.G2Affine]{ID: "batch-test-g2", Points: bases}
+	set := backend.BaseSet[curve.G2Affine]{ID: "batch-test-g2", Points: bases}
 	start := time.Now()
 	got, err := gpu(set, idx)
 	el := time.Since(start)

@@ -7,38 +7,16 @@ import (
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
-// BaseSet is a fixed vector of MSM bases from a proving key, the shape of
-// prover.BaseSet (which the CUDA backend converts to it): ID names it
-// uniquely and stably (e.g. "3f2a…:g1.a": keyID + ":" + part) so that a
-// DeviceBases keeps it resident across proofs; ID "" means no stable
-// identity, and such a set is never kept resident.
-type BaseSet[P any] struct {
-	ID     string
-	Points []P
-}
-
-// Call is what one MSM call carries beside its bases and scalars, passed
-// explicitly by the caller (the CUDA backend fills it from the proof).
-type Call struct {
-	// Span is the span to record (semconv.SpanMSMG1A, ...); "" records
-	// the copies and kernels as children of the span in ctx.
-	Span string
-	// KeyID is the proving key of the proof the MSM belongs to (""
-	// outside a proof or for a key without an ID). With a KeyID the
-	// workspace is that key's proof buffer in the DeviceBases of the
-	// bases (DeviceBases.ProofBuffer), kept for the key's next proof.
-	KeyID string
-	// Attributes are added to Span, e.g. the cuzk.msm.scalars.* counts
-	// of the scalars (prover.ScalarCounts.Attributes).
-	Attributes []attribute.KeyValue
-}
+// The bases and the call of an MSM are prover/backend's BaseSet and Call,
+// the types the prove passes to its backend: the CUDA backend hands them
+// on as they are.
 
 // The MSM methods below come in G1 and G2 pairs for callers; each pair is
 // one generic path over the curve types (A the affine bases, J the
@@ -60,7 +38,7 @@ type Call struct {
 // Errors: a length mismatch, a G2 set, an evicted base set, ErrTooLarge
 // (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
 // operation.
-func (m *MSM) G1(ctx context.Context, call Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
+func (m *MSM) G1(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
 	return overResident[curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, scalars)
 }
 
@@ -68,12 +46,12 @@ func (m *MSM) G1(ctx context.Context, call Call, s *cudaspans.Stream, bases *Res
 // (PreloadG2), the same kernels compiled for Fp2 coordinates (msm.cu with
 // MSM_G2; loaded by Backend.Warmup, else compiled on the first G2 call, a
 // cuda.compile span per module).
-func (m *MSM) G2(ctx context.Context, call Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
+func (m *MSM) G2(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
 	return overResident[curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, scalars)
 }
 
 // overResident is G1 and G2.
-func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
 	bases *ResidentBases, scalars []fr.Element) (J, error) {
 	total := infinity[J, X]()
 	if bases == nil {
@@ -101,20 +79,20 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 // A set without an ID (a proof without a key ID) is never kept resident,
 // as BaseSet says: it is G1Host over set.Points, the bases copied with
 // each chunk and gone when the MSM ends.
-func (m *MSM) G1Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
-	set BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+func (m *MSM) G1Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
+	set backend.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
 	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, resident, set, scalars)
 }
 
 // G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
-func (m *MSM) G2Resident(ctx context.Context, call Call, s *cudaspans.Stream, resident *DeviceBases,
-	set BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+func (m *MSM) G2Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
+	set backend.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
 	return overDeviceBases[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, resident, set, scalars)
 }
 
 // overDeviceBases is G1Resident and G2Resident.
-func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
-	resident *DeviceBases, set BaseSet[A], scalars []fr.Element) (res J, err error) {
+func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
+	resident *DeviceBases, set backend.BaseSet[A], scalars []fr.Element) (res J, err error) {
 	if set.ID == "" {
 		return overHost[A, J, PJ, X](m, ctx, call, s, g2, set.Points, scalars)
 	}
@@ -136,7 +114,7 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 		if err != nil {
 			return res, err
 		}
-		res, err = overResident[J, PJ, X](m, ctx, Call{KeyID: call.KeyID}, s, g2, rb, scalars)
+		res, err = overResident[J, PJ, X](m, ctx, backend.Call{KeyID: call.KeyID}, s, g2, rb, scalars)
 		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
 			// Evicted between the upload and the MSM taking hold of it
 			// (an EvictKeys call): upload it again, once.
@@ -149,17 +127,17 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 // G1Host is G1 over bases in host memory: each chunk's bases are copied to
 // the device with its scalars, so nothing stays resident. For proving-key
 // bases prefer a DeviceBases set, uploaded once.
-func (m *MSM) G1Host(ctx context.Context, call Call, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
+func (m *MSM) G1Host(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases []curve.G1Affine, scalars []fr.Element) (curve.G1Jac, error) {
 	return overHost[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, scalars)
 }
 
 // G2Host is G1Host on G2.
-func (m *MSM) G2Host(ctx context.Context, call Call, s *cudaspans.Stream, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
+func (m *MSM) G2Host(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases []curve.G2Affine, scalars []fr.Element) (curve.G2Jac, error) {
 	return overHost[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, scalars)
 }
 
 // overHost is G1Host and G2Host.
-func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
 	bases []A, scalars []fr.Element) (J, error) {
 	if len(scalars) > len(bases) {
 		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
@@ -168,7 +146,7 @@ func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 }
 
 // sum runs the MSM (run) and adds its chunks' combined window sums.
-func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call Call, s *cudaspans.Stream, g2 bool,
+func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
 	pool *DeviceBases, basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
 	total := infinity[J, X]()
 	err := m.run(ctx, call, s, g2, pool, basesPtr, hostBases, scalars, func(wsums []byte, c int) {

@@ -16,6 +16,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // DeviceBases keeps proving-key base sets (BaseSet) in device
@@ -132,17 +133,17 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 // Errors: an empty ID or point set, a resident set of the same ID with a
 // different length or of the other group (G1/G2), ErrBaseBudget, and cudaspans.ErrOutOfMemory (wrapped)
 // when the device has no room even after evicting every idle set.
-func (k *DeviceBases) PreloadG1(ctx context.Context, s *cudaspans.Stream, set BaseSet[curve.G1Affine]) (*ResidentBases, error) {
+func (k *DeviceBases) PreloadG1(ctx context.Context, s *cudaspans.Stream, set backend.BaseSet[curve.G1Affine]) (*ResidentBases, error) {
 	return preloadSet(ctx, k, s, set, false)
 }
 
 // PreloadG2 is PreloadG1 for a set of G2 points (192 bytes each on the
 // device). A G1 set and a G2 set may not share an ID.
-func (k *DeviceBases) PreloadG2(ctx context.Context, s *cudaspans.Stream, set BaseSet[curve.G2Affine]) (*ResidentBases, error) {
+func (k *DeviceBases) PreloadG2(ctx context.Context, s *cudaspans.Stream, set backend.BaseSet[curve.G2Affine]) (*ResidentBases, error) {
 	return preloadSet(ctx, k, s, set, true)
 }
 
-func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set BaseSet[P], g2 bool) (rb *ResidentBases, err error) {
+func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set backend.BaseSet[P], g2 bool) (rb *ResidentBases, err error) {
 	if set.ID == "" {
 		return nil, errors.New("msm: base set without an ID")
 	}
@@ -231,7 +232,7 @@ func preloadSet[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream,
 
 // upload allocates the set's device memory, evicting idle sets while the
 // device is out of memory, and copies the points.
-func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set BaseSet[P]) (*cudaspans.DeviceBuffer, error) {
+func upload[P any](ctx context.Context, k *DeviceBases, s *cudaspans.Stream, set backend.BaseSet[P]) (*cudaspans.DeviceBuffer, error) {
 	bytes := len(set.Points) * int(unsafe.Sizeof(set.Points[0]))
 	var buf *cudaspans.DeviceBuffer
 	for {

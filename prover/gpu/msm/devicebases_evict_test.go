@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // evictOnPreloadEnd evicts the set when keys.preload ends: the moment
@@ -51,7 +52,7 @@ func TestAnEvictBetweenUploadAndUseReuploadsInsteadOfFailingTheMSM(t *testing.T)
 	}
 	proc.on = true
 	m := &MSM{} // no kernels: past a successful acquire it fails with "msm: closed"
-	_, err = m.G1Resident(context.Background(), Call{}, s, resident, set, make([]fr.Element, 100))
+	_, err = m.G1Resident(context.Background(), backend.Call{}, s, resident, set, make([]fr.Element, 100))
 	if errors.Is(err, ErrBaseSetEvicted) {
 		t.Errorf("an Evict during the MSM call failed it with %v instead of uploading the set again", err)
 	}

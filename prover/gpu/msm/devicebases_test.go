@@ -16,6 +16,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -53,7 +54,7 @@ func newBasesFixture(t *testing.T, capacity int, opts ...DeviceBasesOption) *bas
 	return f
 }
 
-func (f *basesFixture) preload(t *testing.T, set BaseSet[curve.G1Affine]) *ResidentBases {
+func (f *basesFixture) preload(t *testing.T, set backend.BaseSet[curve.G1Affine]) *ResidentBases {
 	t.Helper()
 	rb, err := f.bases.PreloadG1(context.Background(), f.s, set)
 	if err != nil {
@@ -117,10 +118,10 @@ func TestDeviceBasesUploadEachSetOnceAndKeepIt(t *testing.T) {
 func TestDeviceBasesRejectBadSets(t *testing.T) {
 	f := newBasesFixture(t, 1<<20)
 	ctx := context.Background()
-	if _, err := f.bases.PreloadG1(ctx, f.s, BaseSet[curve.G1Affine]{Points: testSet("x", 1).Points}); err == nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, backend.BaseSet[curve.G1Affine]{Points: testSet("x", 1).Points}); err == nil {
 		t.Error("set without ID accepted")
 	}
-	if _, err := f.bases.PreloadG1(ctx, f.s, BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
+	if _, err := f.bases.PreloadG1(ctx, f.s, backend.BaseSet[curve.G1Affine]{ID: "empty"}); err == nil {
 		t.Error("set without points accepted")
 	}
 	f.preload(t, testSet("a", 10))
@@ -339,6 +340,6 @@ func TestDeviceBasesEvictOnlyWhatTheUploadNeedsInEveryReleaseMode(t *testing.T) 
 }
 
 // testSet is a G1 base set of n distinct points (gputest.Points) named id.
-func testSet(id string, n int) BaseSet[curve.G1Affine] {
-	return BaseSet[curve.G1Affine]{ID: id, Points: gputest.Points(n)}
+func testSet(id string, n int) backend.BaseSet[curve.G1Affine] {
+	return backend.BaseSet[curve.G1Affine]{ID: id, Points: gputest.Points(n)}
 }

@@ -12,8 +12,9 @@ import (
 
 // TestMSMImportsNoProverPackage checks that package msm reaches no
 // package of prover's proof path through the module's own imports
-// (non-test files): BaseSet and Call are its own, so a caller passes the
-// key ID and span attributes explicitly.
+// (non-test files): its BaseSet and Call are prover/backend's, which
+// imports no package of the proof path, and a caller passes the key ID and
+// span attributes explicitly.
 func TestMSMImportsNoProverPackage(t *testing.T) {
 	const module = "github.com/otelcuzk/otelcuzk/"
 	root := filepath.Join("..", "..", "..")

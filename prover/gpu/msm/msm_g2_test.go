@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // GPU tests of the G2 MSM (msm.cu compiled with MSM_G2) against
@@ -45,13 +46,13 @@ func TestMSMG2GPURefusesTheOtherGroupsSetAndEvictedSets(t *testing.T) {
 	f := openMSMGPU(t)
 	rb1 := msmG1.preloadSet(t, f, msmTestBases(t, 10))
 	rb2 := msmG2.preloadSet(t, f, msmTestBasesG2(t, 10))
-	if _, err := f.msm.G2(f.ctx, Call{}, f.stream, rb1, msmRandScalars(10)); err == nil {
+	if _, err := f.msm.G2(f.ctx, backend.Call{}, f.stream, rb1, msmRandScalars(10)); err == nil {
 		t.Error("a G2 MSM over G1 bases gave no error")
 	}
-	if _, err := f.msm.G1(f.ctx, Call{}, f.stream, rb2, msmRandScalars(10)); err == nil {
+	if _, err := f.msm.G1(f.ctx, backend.Call{}, f.stream, rb2, msmRandScalars(10)); err == nil {
 		t.Error("a G1 MSM over G2 bases gave no error")
 	}
-	if _, err := f.bases.PreloadG1(f.ctx, f.stream, BaseSet[curve.G1Affine]{ID: rb2.ID(), Points: msmTestBases(t, 10)}); err == nil {
+	if _, err := f.bases.PreloadG1(f.ctx, f.stream, backend.BaseSet[curve.G1Affine]{ID: rb2.ID(), Points: msmTestBases(t, 10)}); err == nil {
 		t.Error("a G1 preload under a resident G2 set's ID gave no error")
 	}
 	msmG2.checkTooManyScalarsAndEvicted(t, f, rb2, 10)
@@ -65,10 +66,10 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 	tf := openTracedMSMGPU(t)
 	rec, m, resident, stream := tf.rec, tf.msm, tf.bases, tf.stream
 	n := 3000
-	set := BaseSet[curve.G2Affine]{ID: "g2test:g2.b", Points: msmTestBasesG2(t, n)}
+	set := backend.BaseSet[curve.G2Affine]{ID: "g2test:g2.b", Points: msmTestBasesG2(t, n)}
 	for round := range 2 {
 		scalars := msmRandScalars(n)
-		got, err := m.G2Resident(f.ctx, Call{Span: otelcuzk.SpanMSMG2B}, stream, resident, set, scalars)
+		got, err := m.G2Resident(f.ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, stream, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}

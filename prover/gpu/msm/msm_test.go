@@ -22,6 +22,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // ---- host-side parts (no GPU) ----
@@ -315,9 +316,9 @@ type multiExp[J, A any] interface {
 // device MSM over resident and host bases.
 type testGroup[A, J any, PJ multiExp[J, A]] struct {
 	name     string
-	preload  func(*DeviceBases, context.Context, *cudaspans.Stream, BaseSet[A]) (*ResidentBases, error)
-	resident func(*MSM, context.Context, Call, *cudaspans.Stream, *ResidentBases, []fr.Element) (J, error)
-	hostMSM  func(*MSM, context.Context, Call, *cudaspans.Stream, []A, []fr.Element) (J, error)
+	preload  func(*DeviceBases, context.Context, *cudaspans.Stream, backend.BaseSet[A]) (*ResidentBases, error)
+	resident func(*MSM, context.Context, backend.Call, *cudaspans.Stream, *ResidentBases, []fr.Element) (J, error)
+	hostMSM  func(*MSM, context.Context, backend.Call, *cudaspans.Stream, []A, []fr.Element) (J, error)
 }
 
 var (
@@ -327,12 +328,12 @@ var (
 
 // run is m's MSM of scalars over the resident set rb, on f's stream.
 func (g testGroup[A, J, PJ]) run(m *MSM, f *msmFixture, rb *ResidentBases, scalars []fr.Element) (J, error) {
-	return g.resident(m, f.ctx, Call{}, f.stream, rb, scalars)
+	return g.resident(m, f.ctx, backend.Call{}, f.stream, rb, scalars)
 }
 
 // host is m's MSM of scalars over bases in host memory, on f's stream.
 func (g testGroup[A, J, PJ]) host(m *MSM, f *msmFixture, bases []A, scalars []fr.Element) (J, error) {
-	return g.hostMSM(m, f.ctx, Call{}, f.stream, bases, scalars)
+	return g.hostMSM(m, f.ctx, backend.Call{}, f.stream, bases, scalars)
 }
 
 // gnark is gnark-crypto's MultiExp of bases and scalars.
@@ -352,7 +353,7 @@ var msmSetSeq int
 func (g testGroup[A, J, PJ]) preloadSet(t testing.TB, f *msmFixture, bases []A) *ResidentBases {
 	t.Helper()
 	msmSetSeq++
-	rb, err := g.preload(f.bases, f.ctx, f.stream, BaseSet[A]{ID: fmt.Sprintf("test-%s-%d", g.name, msmSetSeq), Points: bases})
+	rb, err := g.preload(f.bases, f.ctx, f.stream, backend.BaseSet[A]{ID: fmt.Sprintf("test-%s-%d", g.name, msmSetSeq), Points: bases})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func TestMSMG1GPUMatchesGnarkOnEdgeInputs(t *testing.T) {
 	bs := msmTestBases(t, 5000)
 	rb := msmG1.preloadSet(t, f, bs)
 	s := msmRandScalars(3000)
-	got, err := f.msm.G1(f.ctx, Call{}, f.stream, rb, s)
+	got, err := f.msm.G1(f.ctx, backend.Call{}, f.stream, rb, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +528,7 @@ func checkChunkedHostAndWindows[A, J any, PJ multiExp[J, A]](t *testing.T, f *ms
 func TestMSMG1GPUErrors(t *testing.T) {
 	f := openMSMGPU(t)
 	bases := msmTestBases(t, 100)
-	if _, err := f.msm.G1(f.ctx, Call{}, f.stream, nil, msmRandScalars(1)); err == nil {
+	if _, err := f.msm.G1(f.ctx, backend.Call{}, f.stream, nil, msmRandScalars(1)); err == nil {
 		t.Error("nil base set: no error")
 	}
 	msmG1.checkTooManyScalarsAndEvicted(t, f, msmG1.preloadSet(t, f, bases), len(bases))
@@ -544,7 +545,7 @@ func TestMSMG1GPUSplitsIntoChunksWhenMemoryIsShortAndFailsClearlyWhenNone(t *tes
 	// Leave about 256 MiB free: the 2^20 workspace (bases included,
 	// about 300 MB) must be split.
 	release := msmFillDevice(t, f, 256<<20)
-	got, err := f.msm.G1Host(f.ctx, Call{}, f.stream, bases, scalars)
+	got, err := f.msm.G1Host(f.ctx, backend.Call{}, f.stream, bases, scalars)
 	release()
 	if err != nil {
 		t.Fatalf("MSM with 256 MiB free: %v", err)
@@ -553,7 +554,7 @@ func TestMSMG1GPUSplitsIntoChunksWhenMemoryIsShortAndFailsClearlyWhenNone(t *tes
 		t.Fatal("MSM split for lack of memory differs from gnark")
 	}
 	release = msmFillDevice(t, f, 0)
-	_, err = f.msm.G1Host(f.ctx, Call{}, f.stream, bases, scalars)
+	_, err = f.msm.G1Host(f.ctx, backend.Call{}, f.stream, bases, scalars)
 	release()
 	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, cudaspans.ErrOutOfMemory) {
 		t.Fatalf("MSM on a full device: %v, want ErrTooLarge and ErrOutOfMemory", err)
@@ -601,10 +602,10 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	tf := openTracedMSMGPU(t)
 	rec, m, resident, s := tf.rec, tf.msm, tf.bases, tf.stream
 	bases, scalars := msmTestBases(t, 1<<14), msmRandScalars(1<<14)
-	set := BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
+	set := backend.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
 	want := msmG1.gnark(t, bases, scalars)
 	for range 2 { // the first call uploads the set, the second reuses it
-		got, err := m.G1Resident(f.ctx, Call{Span: otelcuzk.SpanMSMG1A}, s, resident, set, scalars)
+		got, err := m.G1Resident(f.ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // run computes the MSM over device bases at basesPtr, or over hostBases
@@ -18,7 +19,7 @@ import (
 // With a key ID (Call.KeyID) and a pool its workspace is the
 // key's proof buffer in pool (kept for the next proof); else it is
 // allocated and freed here.
-func (m *MSM) run(ctx context.Context, call Call, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
+func (m *MSM) run(ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
 	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
 	n := len(scalars)
 	if call.Span != "" {
