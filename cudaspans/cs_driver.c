@@ -364,13 +364,13 @@ CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int 
 
 CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
                          uintptr_t s, unsigned char *params, const size_t *offsets, int nparams,
-                         uintptr_t start, uintptr_t end, int *failed) {
+                         uintptr_t start, uintptr_t end, uint64_t launch, int *failed) {
 	*failed = 0;
 	CUR(d, ctx);
 	CUresult r = d->cuEventRecord((CUevent)start, (CUstream)s);
 	if (r) return r;
 	*failed = 1;
-	r = launch_kernel(d, f, dims, shared, s, params, offsets, nparams, 1, (uint64_t)start);
+	r = launch_kernel(d, f, dims, shared, s, params, offsets, nparams, 1, launch);
 	if (r) return r;
 	*failed = 2;
 	return d->cuEventRecord((CUevent)end, (CUstream)s);

@@ -111,14 +111,16 @@ CUresult cs_launch(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int 
                    uintptr_t s, unsigned char *params, const size_t *offsets, int nparams);
 // cs_launch_timed records start, launches and records end on stream s: one
 // call for the three, with a failure reported as the call that failed
-// (*failed: 0 record start, 1 launch, 2 record end).
+// (*failed: 0 record start, 1 launch, 2 record end). launch is the
+// launch's id, handed to the launch hook.
 CUresult cs_launch_timed(cs_driver *d, uintptr_t ctx, uintptr_t f, const unsigned int *dims, unsigned int shared,
                          uintptr_t s, unsigned char *params, const size_t *offsets, int nparams,
-                         uintptr_t start, uintptr_t end, int *failed);
+                         uintptr_t start, uintptr_t end, uint64_t launch, int *failed);
 
 // Launch hooks (package cupti): called on the calling thread right before
-// and after cuLaunchKernel in cs_launch_timed (id: the start event) and
-// the async copies and memsets (id: 1). NULL: none.
+// and after cuLaunchKernel in cs_launch_timed (id: the launch's id, never
+// reused in the process) and the async copies and memsets (id: 1). NULL:
+// none.
 void cs_set_launch_hooks(void (*push)(uint64_t), void (*pop)(void));
 
 // NVRTC, loaded at run time.

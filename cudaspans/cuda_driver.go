@@ -323,11 +323,12 @@ func (d *cuDriver) Launch(c ContextHandle, f FunctionHandle, grid, block Dim3, s
 	return d.check("cuLaunchKernel", C.cs_launch(d.d, cx(c), C.uintptr_t(f), &dims[0], C.uint(shared), C.uintptr_t(s), p, &coffs[0], C.int(len(offsets))))
 }
 
-// LaunchTimed records start, launches and records end in one cgo call.
-func (d *cuDriver) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle) error {
+// LaunchTimed records start, launches and records end in one cgo call;
+// launch is the id the launch hook gets.
+func (d *cuDriver) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle, launch uint64) error {
 	dims, coffs, p := launchArgs(grid, block, params, offsets)
 	var failed C.int
 	r := C.cs_launch_timed(d.d, cx(c), C.uintptr_t(f), &dims[0], C.uint(shared), C.uintptr_t(s), p, &coffs[0],
-		C.int(len(offsets)), C.uintptr_t(start), C.uintptr_t(end), &failed)
+		C.int(len(offsets)), C.uintptr_t(start), C.uintptr_t(end), C.uint64_t(launch), &failed)
 	return d.check([...]string{"cuEventRecord", "cuLaunchKernel", "cuEventRecord"}[failed], r)
 }

@@ -22,10 +22,15 @@ var launchDurations atomic.Pointer[func(ids []uint64) map[uint64]float64]
 // kernel launched through cudaspans is traced once: push and pop are C
 // functions (void push(uint64_t id), void pop(void)) called on the
 // launching thread right before and after cuLaunchKernel, with the id of
-// the launch (its start event), and around the async copies and memsets
-// with id 1; durations, called once per Synchronize with the ids of its
-// kernels, returns CUPTI's durations, which the kernel spans carry as
-// cuda.cupti_ms beside cuda.gpu_ms. nil, nil, nil removes the hooks.
+// the launch, and around the async copies and memsets with id 1;
+// durations, called once per Synchronize with the ids of its kernels,
+// returns CUPTI's durations, which the kernel spans carry as
+// cuda.cupti_ms beside cuda.gpu_ms. A launch's id is never given to
+// another launch of the process (a 64-bit counter from 2), so a duration
+// keyed by it can only reach that launch's span, however late its record
+// comes: an earlier id was the start event, which cudaspans reuses, and a
+// record that came after its launch's Synchronize went to the next launch
+// with that event. nil, nil, nil removes the hooks.
 func SetLaunchCorrelation(push, pop unsafe.Pointer, durations func(ids []uint64) map[uint64]float64) {
 	C.cs_set_hooks_h(C.uintptr_t(uintptr(push)), C.uintptr_t(uintptr(pop)))
 	if durations == nil {
@@ -35,8 +40,15 @@ func SetLaunchCorrelation(push, pop unsafe.Pointer, durations func(ids []uint64)
 	}
 }
 
+// launchSeq numbers the launches of the process (newLaunchID).
+var launchSeq atomic.Uint64
+
+// newLaunchID returns the id of a new launch: 2, 3, ... (0 is none, 1
+// cudaspans' copies and memsets, which the hook also brackets).
+func newLaunchID() uint64 { return launchSeq.Add(1) + 1 }
+
 // otherDurations asks the hook for the durations of the kernels of ops,
-// by the ids push saw: each launch's start event.
+// by the ids push saw: each launch's id.
 func otherDurations(ops []*pendingOp) map[uint64]float64 {
 	f := launchDurations.Load()
 	if f == nil {
@@ -45,7 +57,7 @@ func otherDurations(ops []*pendingOp) map[uint64]float64 {
 	var ids []uint64
 	for _, op := range ops {
 		if op.kernel != "" {
-			ids = append(ids, uint64(op.start))
+			ids = append(ids, op.launch)
 		}
 	}
 	if len(ids) == 0 {

@@ -87,7 +87,7 @@ func (c *Context) emit(ops []*pendingOp, streamID int) error {
 	other := otherDurations(ops)
 	for _, op := range ops {
 		d, err := c.resolve(op)
-		d.cuptiMS = other[uint64(op.start)]
+		d.cuptiMS = other[op.launch]
 		c.putEvents(op.start, op.end)
 		if err != nil {
 			errs = append(errs, err)

@@ -480,7 +480,7 @@ type timedFake struct {
 	timed int
 }
 
-func (d *timedFake) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle) error {
+func (d *timedFake) LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, shared int, s StreamHandle, params []byte, offsets []int, start, end EventHandle, launch uint64) error {
 	d.timed++
 	if err := d.EventRecord(c, start, s); err != nil {
 		return err

@@ -51,6 +51,7 @@ type pendingOp struct {
 	attrs      []attribute.KeyValue
 	bytes      int // copies: for cuda.gbps
 	start, end EventHandle
+	launch     uint64 // kernels: the launch's id (newLaunchID), never reused
 	anchor     *anchor
 	sess       *Session
 }
@@ -181,14 +182,16 @@ func (s *Stream) prepare(ctx context.Context, op *pendingOp, start EventHandle) 
 
 // timedLauncher is implemented by drivers that record the start event,
 // launch and record the end event in one call (the real driver: one cgo
-// crossing and one cuCtxSetCurrent instead of three).
+// crossing and one cuCtxSetCurrent instead of three). launch is the id
+// the launch hook (SetLaunchCorrelation) is called with.
 type timedLauncher interface {
 	LaunchTimed(c ContextHandle, f FunctionHandle, grid, block Dim3, sharedBytes int, s StreamHandle,
-		params []byte, offsets []int, start, end EventHandle) error
+		params []byte, offsets []int, start, end EventHandle, launch uint64) error
 }
 
 // doLaunch is do for a kernel launch, in one driver call where it can.
 func (s *Stream) doLaunch(ctx context.Context, op *pendingOp, f *Function, grid, block Dim3, shared int, params []byte, offs []int) error {
+	op.launch = newLaunchID()
 	tl, ok := s.c.drv.(timedLauncher)
 	if !ok {
 		return s.do(ctx, op, func() error {
@@ -212,7 +215,7 @@ func (s *Stream) doLaunch(ctx context.Context, op *pendingOp, f *Function, grid,
 		s.c.putEvents(start)
 		return err
 	}
-	if err := tl.LaunchTimed(s.c.h, f.h, grid, block, shared, s.h, params, offs, start, end); err != nil {
+	if err := tl.LaunchTimed(s.c.h, f.h, grid, block, shared, s.h, params, offs, start, end, op.launch); err != nil {
 		s.c.putEvents(start, end)
 		return err
 	}

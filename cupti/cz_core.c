@@ -321,12 +321,16 @@ static struct {
 	uint32_t corr, used;
 } cs_done[CS_SLOTS];
 
-// Fibonacci hashing: ids are event handles (pointers, aligned) or any
-// other numbers; the top CS_BITS bits of the product spread both.
+// Fibonacci hashing: ids are cudaspans' launch ids (a counter, never
+// reused in the process) or any other numbers; the top CS_BITS bits of the
+// product spread them.
 static size_t cs_hash(uint64_t id) { return (size_t)((id * 0x9E3779B97F4A7C15ull) >> (64 - CS_BITS)); }
 
-// cs_put keeps the launch's duration; for an id seen again (cudaspans
-// reuses its events) the later launch, by correlation id, wins.
+// cs_put keeps the launch's duration. Launch ids are unique, so a record
+// that comes late can only be taken for its own launch (ids were once the
+// start events, which cudaspans reuses: a late record went to the next
+// launch on that event); for an id seen again anyway the later launch, by
+// correlation id, wins.
 static void cs_put(uint64_t id, uint32_t corr, uint64_t ns) {
 	size_t h = cs_hash(id), pick = CS_SLOTS;
 	for (int i = 0; i < CS_PROBE; i++) {
