@@ -31,32 +31,33 @@ type CPU struct{}
 
 // MulG1 implements Multiplier.
 func (CPU) MulG1(ctx context.Context, scalars []fr.Element, out []curve.G1Affine) error {
-	if len(out) != len(scalars) {
-		return fmt.Errorf("setup: %d G1 outputs for %d scalars", len(out), len(scalars))
-	}
 	_, _, g1, _ := curve.Generators()
-	for lo := 0; lo < len(scalars); lo += cpuChunk {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hi := min(lo+cpuChunk, len(scalars))
-		copy(out[lo:hi], curve.BatchScalarMultiplicationG1(&g1, scalars[lo:hi]))
-	}
-	return nil
+	return mulChunks(ctx, "G1", scalars, out, func(s []fr.Element) []curve.G1Affine {
+		return curve.BatchScalarMultiplicationG1(&g1, s)
+	})
 }
 
 // MulG2 implements Multiplier.
 func (CPU) MulG2(ctx context.Context, scalars []fr.Element, out []curve.G2Affine) error {
-	if len(out) != len(scalars) {
-		return fmt.Errorf("setup: %d G2 outputs for %d scalars", len(out), len(scalars))
-	}
 	_, _, _, g2 := curve.Generators()
+	return mulChunks(ctx, "G2", scalars, out, func(s []fr.Element) []curve.G2Affine {
+		return curve.BatchScalarMultiplicationG2(&g2, s)
+	})
+}
+
+// mulChunks fills out with batch of scalars, cpuChunk scalars a call,
+// checking ctx between chunks; group names the group in the error for
+// mismatched lengths.
+func mulChunks[P any](ctx context.Context, group string, scalars []fr.Element, out []P, batch func([]fr.Element) []P) error {
+	if len(out) != len(scalars) {
+		return fmt.Errorf("setup: %d %s outputs for %d scalars", len(out), group, len(scalars))
+	}
 	for lo := 0; lo < len(scalars); lo += cpuChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		hi := min(lo+cpuChunk, len(scalars))
-		copy(out[lo:hi], curve.BatchScalarMultiplicationG2(&g2, scalars[lo:hi]))
+		copy(out[lo:hi], batch(scalars[lo:hi]))
 	}
 	return nil
 }

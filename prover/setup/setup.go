@@ -125,33 +125,12 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	nbWires := len(ks.infA)
 	pk.NbInfinityA, pk.NbInfinityB = uint64(nbWires-len(ks.A)), uint64(nbWires-len(ks.B))
 
+	fixed := fixedBase{tracer: tracer, backend: backend, constraints: r1cs.GetNbConstraints()}
 	g1 := func(vector string, scalars []fr.Element) ([]curve.G1Affine, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, span := tracer.Start(ctx, semconv.SpanSetupG1, trace.WithAttributes(
-			semconv.KeySetupVector.String(vector), semconv.KeySetupPoints.Int(len(scalars)), backend))
-		out := make([]curve.G1Affine, len(scalars))
-		err := cfg.mul.MulG1(c, scalars, out)
-		endSpan(span, err)
-		if err != nil {
-			return nil, fmt.Errorf("setup of %d constraints: [%s]₁ (%d points): %w", r1cs.GetNbConstraints(), vector, len(scalars), err)
-		}
-		return out, nil
+		return mulFixedBase(ctx, fixed, semconv.SpanSetupG1, "₁", vector, scalars, cfg.mul.MulG1)
 	}
 	g2 := func(vector string, scalars []fr.Element) ([]curve.G2Affine, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, span := tracer.Start(ctx, semconv.SpanSetupG2, trace.WithAttributes(
-			semconv.KeySetupVector.String(vector), semconv.KeySetupPoints.Int(len(scalars)), backend))
-		out := make([]curve.G2Affine, len(scalars))
-		err := cfg.mul.MulG2(c, scalars, out)
-		endSpan(span, err)
-		if err != nil {
-			return nil, fmt.Errorf("setup of %d constraints: [%s]₂ (%d points): %w", r1cs.GetNbConstraints(), vector, len(scalars), err)
-		}
-		return out, nil
+		return mulFixedBase(ctx, fixed, semconv.SpanSetupG2, "₂", vector, scalars, cfg.mul.MulG2)
 	}
 
 	abd, err := g1("alpha_beta_delta", []fr.Element{tw.Alpha, tw.Beta, tw.Delta})
@@ -272,6 +251,35 @@ func pedersenVerifyingKey(g curve.G2Affine, sigma *fr.Element) pedersen.Verifyin
 	vk := pedersen.VerifyingKey{G: g}
 	vk.GSigmaNeg.ScalarMultiplication(&vk.G, &s)
 	return vk
+}
+
+// fixedBase is what the fixed-base multiplications of one Setup share:
+// its tracer, the cuzk.setup.backend attribute and the constraint count
+// their errors name.
+type fixedBase struct {
+	tracer      trace.Tracer
+	backend     attribute.KeyValue
+	constraints int
+}
+
+// mulFixedBase returns [scalars]₁ or [scalars]₂ (group "₁" or "₂") of the
+// key vector named vector by mul (Multiplier.MulG1 or MulG2), under a span
+// named span; ctx's error first, mul's error wrapped with the vector, the
+// group and the counts.
+func mulFixedBase[P any](ctx context.Context, f fixedBase, span, group, vector string, scalars []fr.Element,
+	mul func(context.Context, []fr.Element, []P) error) ([]P, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, sp := f.tracer.Start(ctx, span, trace.WithAttributes(
+		semconv.KeySetupVector.String(vector), semconv.KeySetupPoints.Int(len(scalars)), f.backend))
+	out := make([]P, len(scalars))
+	err := mul(c, scalars, out)
+	endSpan(sp, err)
+	if err != nil {
+		return nil, fmt.Errorf("setup of %d constraints: [%s]%s (%d points): %w", f.constraints, vector, group, len(scalars), err)
+	}
+	return out, nil
 }
 
 func endSpan(span trace.Span, err error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -258,5 +259,62 @@ func TestAMultiplierErrorNamesTheSizeAndTheVector(t *testing.T) {
 	_, _, err := setup.Setup(context.Background(), f.CCS, setup.WithMultiplier(failingMultiplier{}, "cuda"))
 	if !errors.Is(err, errNoMemory) || !strings.Contains(err.Error(), "setup of 1024 constraints: [alpha_beta_delta]₁ (3 points): out of device memory") {
 		t.Fatalf("Setup with a failing multiplier = %v", err)
+	}
+}
+
+// failingG2Multiplier fails every G2 multiplication.
+type failingG2Multiplier struct{ setup.CPU }
+
+func (failingG2Multiplier) MulG2(context.Context, []fr.Element, []curve.G2Affine) error {
+	return errNoMemory
+}
+
+func TestAG2MultiplierErrorNamesTheG2Vector(t *testing.T) {
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 3)
+	_, _, err := setup.Setup(context.Background(), f.CCS, setup.WithMultiplier(failingG2Multiplier{}, "cuda"))
+	if !errors.Is(err, errNoMemory) || !strings.Contains(err.Error(), "setup of 1024 constraints: [b]₂ (") {
+		t.Fatalf("Setup with a failing G2 multiplier = %v", err)
+	}
+}
+
+// The CPU Multiplier gives [s]₁ and [s]₂ of the generators (zero to
+// infinity), refuses an output of another length and stops at a
+// cancelled context.
+func TestCPUMultiplierMultipliesTheGeneratorsAndRefusesBadInput(t *testing.T) {
+	_, _, g1, g2 := curve.Generators()
+	scalars := make([]fr.Element, 5)
+	for i := range scalars {
+		scalars[i].SetUint64(uint64(i * 7)) // 0 first: the point at infinity
+	}
+	ctx := context.Background()
+	out1 := make([]curve.G1Affine, len(scalars))
+	out2 := make([]curve.G2Affine, len(scalars))
+	if err := (setup.CPU{}).MulG1(ctx, scalars, out1); err != nil {
+		t.Fatal(err)
+	}
+	if err := (setup.CPU{}).MulG2(ctx, scalars, out2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range scalars {
+		var b big.Int
+		scalars[i].BigInt(&b)
+		var w1 curve.G1Affine
+		var w2 curve.G2Affine
+		w1.ScalarMultiplication(&g1, &b)
+		w2.ScalarMultiplication(&g2, &b)
+		if !out1[i].Equal(&w1) || !out2[i].Equal(&w2) {
+			t.Errorf("scalar %d: G1 %v (want %v), G2 equal %v", i, out1[i], w1, out2[i].Equal(&w2))
+		}
+	}
+	if err := (setup.CPU{}).MulG1(ctx, scalars, out1[:4]); err == nil || !strings.Contains(err.Error(), "4 G1 outputs for 5 scalars") {
+		t.Errorf("G1 with 4 outputs: %v", err)
+	}
+	if err := (setup.CPU{}).MulG2(ctx, scalars[:4], out2); err == nil || !strings.Contains(err.Error(), "5 G2 outputs for 4 scalars") {
+		t.Errorf("G2 with 5 outputs: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := (setup.CPU{}).MulG2(cancelled, scalars, out2); !errors.Is(err, context.Canceled) {
+		t.Errorf("G2 on a cancelled context: %v", err)
 	}
 }
