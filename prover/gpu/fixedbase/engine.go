@@ -232,24 +232,24 @@ func (e *Engine) upload(ctx context.Context, t1 []curve.G1Affine, t2 []curve.G2A
 // smallest pass (naming the bytes needed and free, wrapping
 // cudaspans.ErrOutOfMemory), a device error.
 func (e *Engine) MulG1(ctx context.Context, scalars []fr.Element, out []curve.G1Affine) error {
-	if len(out) != len(scalars) {
-		return fmt.Errorf("fixedbase: %d G1 outputs for %d scalars", len(out), len(scalars))
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return e.run(ctx, e.g1, scalars, unsafe.Pointer(&out[0]))
+	return mul(ctx, e, e.g1, scalars, out)
 }
 
 // MulG2 sets out[i] = [scalars[i]]₂ (setup.Multiplier); errors as MulG1's.
 func (e *Engine) MulG2(ctx context.Context, scalars []fr.Element, out []curve.G2Affine) error {
+	return mul(ctx, e, e.g2, scalars, out)
+}
+
+// mul is MulG1 or MulG2: out, the affine points of g, checked against
+// scalars and handed to run.
+func mul[P any](ctx context.Context, e *Engine, g *group, scalars []fr.Element, out []P) error {
 	if len(out) != len(scalars) {
-		return fmt.Errorf("fixedbase: %d G2 outputs for %d scalars", len(out), len(scalars))
+		return fmt.Errorf("fixedbase: %d %s outputs for %d scalars", len(out), g.name, len(scalars))
 	}
 	if len(out) == 0 {
 		return nil
 	}
-	return e.run(ctx, e.g2, scalars, unsafe.Pointer(&out[0]))
+	return e.run(ctx, g, scalars, unsafe.Pointer(&out[0]))
 }
 
 // ErrClosed is returned by the methods of a closed Engine.

@@ -63,3 +63,22 @@ func TestOutOfDeviceMemoryNamesThePointsAndTheMemory(t *testing.T) {
 		t.Fatalf("MulG2 of 2^15 on a 64 MiB device: %v", err)
 	}
 }
+
+// Outputs of another length than the scalars are refused naming the
+// group and both lengths; no scalars is no work and no error.
+func TestMismatchedLengthsAreRefusedAndNoScalarsIsNoWork(t *testing.T) {
+	e := fakeEngine(t, 1<<20)
+	ctx := context.Background()
+	if err := e.MulG1(ctx, make([]fr.Element, 3), make([]curve.G1Affine, 2)); err == nil || err.Error() != "fixedbase: 2 G1 outputs for 3 scalars" {
+		t.Errorf("MulG1 of 3 scalars into 2 points: %v", err)
+	}
+	if err := e.MulG2(ctx, make([]fr.Element, 1), make([]curve.G2Affine, 4)); err == nil || err.Error() != "fixedbase: 4 G2 outputs for 1 scalars" {
+		t.Errorf("MulG2 of 1 scalar into 4 points: %v", err)
+	}
+	if err := e.MulG1(ctx, nil, nil); err != nil {
+		t.Errorf("MulG1 of nothing: %v", err)
+	}
+	if err := e.MulG2(ctx, nil, nil); err != nil {
+		t.Errorf("MulG2 of nothing: %v", err)
+	}
+}

@@ -15,43 +15,43 @@ func Windows(c int) int { return 255/c + 1 }
 // w·2^(c−1) + k − 1 being k·2^(c·w)·g, the layout fixedbase.cuh reads.
 func G1Table(c int) []curve.G1Affine {
 	_, _, g, _ := curve.Generators()
-	half := 1 << (c - 1)
-	jac := make([]curve.G1Jac, Windows(c)*half)
-	var base curve.G1Jac
-	base.FromAffine(&g)
-	for w := range Windows(c) {
-		row := jac[w*half : (w+1)*half]
-		row[0] = base
-		for k := 1; k < half; k++ {
-			row[k] = row[k-1]
-			row[k].AddAssign(&base)
-		}
-		for range c {
-			base.DoubleAssign()
-		}
-	}
-	return curve.BatchJacobianToAffineG1(jac)
+	return curve.BatchJacobianToAffineG1(windowTable[curve.G1Jac](&g, c))
 }
 
 // G2Table is G1Table for the G2 generator.
 func G2Table(c int) []curve.G2Affine {
 	_, _, _, g := curve.Generators()
+	jac := windowTable[curve.G2Jac](&g, c)
+	out := make([]curve.G2Affine, len(jac))
+	parallel.For(len(jac), func(i int) { out[i].FromJacobian(&jac[i]) })
+	return out
+}
+
+// jacobian is gnark-crypto's G1Jac or G2Jac (PJ) with its affine form A.
+type jacobian[J, A any] interface {
+	*J
+	FromAffine(*A) *J
+	AddAssign(*J) *J
+	DoubleAssign() *J
+}
+
+// windowTable is the table of G1Table in Jacobian form, for g of either
+// group: row w holds k·2^(c·w)·g for k = 1 … 2^(c−1).
+func windowTable[J, A any, PJ jacobian[J, A]](g *A, c int) []J {
 	half := 1 << (c - 1)
-	jac := make([]curve.G2Jac, Windows(c)*half)
-	var base curve.G2Jac
-	base.FromAffine(&g)
+	jac := make([]J, Windows(c)*half)
+	var base J
+	PJ(&base).FromAffine(g)
 	for w := range Windows(c) {
 		row := jac[w*half : (w+1)*half]
 		row[0] = base
 		for k := 1; k < half; k++ {
 			row[k] = row[k-1]
-			row[k].AddAssign(&base)
+			PJ(&row[k]).AddAssign(&base)
 		}
 		for range c {
-			base.DoubleAssign()
+			PJ(&base).DoubleAssign()
 		}
 	}
-	out := make([]curve.G2Affine, len(jac))
-	parallel.For(len(jac), func(i int) { out[i].FromJacobian(&jac[i]) })
-	return out
+	return jac
 }

@@ -23,25 +23,23 @@ import (
 // G1 window table of c bits), converted to affine in runs of group points
 // (1 ≤ group ≤ 32).
 func MulG1(scalars []fr.Element, table []curve.G1Affine, c, group int) ([]curve.G1Affine, error) {
-	if err := check(len(table), c, group); err != nil {
-		return nil, err
-	}
-	out := make([]curve.G1Affine, len(scalars))
-	if len(scalars) > 0 {
-		C.hfb_mul(0, (*C.ulonglong)(unsafe.Pointer(&scalars[0])), C.long(len(scalars)), (*C.ulonglong)(unsafe.Pointer(&table[0])),
-			C.uint(c), C.uint(group), (*C.ulonglong)(unsafe.Pointer(&out[0])))
-	}
-	return out, nil
+	return mul(0, scalars, table, c, group)
 }
 
 // MulG2 is MulG1 in G2.
 func MulG2(scalars []fr.Element, table []curve.G2Affine, c, group int) ([]curve.G2Affine, error) {
+	return mul(1, scalars, table, c, group)
+}
+
+// mul runs hfb_mul in G1 (g2 0) or G2 (g2 1), P being that group's affine
+// point.
+func mul[P any](g2 C.int, scalars []fr.Element, table []P, c, group int) ([]P, error) {
 	if err := check(len(table), c, group); err != nil {
 		return nil, err
 	}
-	out := make([]curve.G2Affine, len(scalars))
+	out := make([]P, len(scalars))
 	if len(scalars) > 0 {
-		C.hfb_mul(1, (*C.ulonglong)(unsafe.Pointer(&scalars[0])), C.long(len(scalars)), (*C.ulonglong)(unsafe.Pointer(&table[0])),
+		C.hfb_mul(g2, (*C.ulonglong)(unsafe.Pointer(&scalars[0])), C.long(len(scalars)), (*C.ulonglong)(unsafe.Pointer(&table[0])),
 			C.uint(c), C.uint(group), (*C.ulonglong)(unsafe.Pointer(&out[0])))
 	}
 	return out, nil
