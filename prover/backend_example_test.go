@@ -14,14 +14,15 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // countingBackend is a backend of one's own (DESIGN.md, "Where things
-// are", a backend): it implements prover.Backend by handing the work to
+// are", a backend): it implements backend.Backend by handing the work to
 // the CPU backend, the reference every backend is compared with, and
 // counts the MSMs the prove asks of it. A real backend records its spans
 // under the names it is given (span) as children of the span in ctx.
-type countingBackend struct{ cpu *prover.CPU }
+type countingBackend struct{ cpu *cpu.Backend }
 
 // msmCalls counts the MSMs of every countingBackend.
 var msmCalls atomic.Int32
@@ -29,8 +30,8 @@ var msmCalls atomic.Int32
 // A backend package registers its factory from its init, so a binary has
 // the backend exactly when it links the package (cmd/cuzk/backends.go).
 func init() {
-	prover.RegisterBackend("counting", func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-		return countingBackend{prover.NewCPU(o.TracerProvider)}, nil
+	backend.Register("counting", func(_ context.Context, o backend.Options) (backend.Backend, error) {
+		return countingBackend{cpu.New(o.TracerProvider)}, nil
 	})
 }
 
@@ -40,22 +41,22 @@ func (b countingBackend) ComputeH(ctx context.Context, keyID string, d *fft.Doma
 	return b.cpu.ComputeH(ctx, keyID, d, a, bb, c)
 }
 
-func (b countingBackend) MSMG1(ctx context.Context, call backend.Call, bases prover.BaseSet[bls.G1Affine], scalars []fr.Element) (bls.G1Jac, error) {
+func (b countingBackend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[bls.G1Affine], scalars []fr.Element) (bls.G1Jac, error) {
 	msmCalls.Add(1)
 	return b.cpu.MSMG1(ctx, call, bases, scalars)
 }
 
-func (b countingBackend) MSMG2(ctx context.Context, call backend.Call, bases prover.BaseSet[bls.G2Affine], scalars []fr.Element) (bls.G2Jac, error) {
+func (b countingBackend) MSMG2(ctx context.Context, call backend.Call, bases backend.BaseSet[bls.G2Affine], scalars []fr.Element) (bls.G2Jac, error) {
 	msmCalls.Add(1)
 	return b.cpu.MSMG2(ctx, call, bases, scalars)
 }
 
 func (b countingBackend) Close() error { return b.cpu.Close() }
 
-// Add a backend: implement prover.Backend, register a factory under a
+// Add a backend: implement backend.Backend, register a factory under a
 // name (init, above), and open it by that name: prover.New, or
 // `cuzk prove --backend NAME` once cmd/cuzk links the package.
-func ExampleRegisterBackend() {
+func ExampleNew_backend() {
 	logger.Disable()
 	msmCalls.Store(0)
 	dir, err := os.MkdirTemp("", "backend-example")

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
 // renamedBackend is a Backend under another name, so that the memory
 // check takes the figures of that backend.
 type renamedBackend struct {
-	Backend
+	backend.Backend
 	name string
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // callNoPanic runs f and turns a panic into an error naming it, so that a
@@ -45,8 +47,8 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pipe.Close(ctx)
-	released := func() *Assignment {
-		asg, err := Synthesize(ctx, f.CCS, f.Witness)
+	released := func() *groth16.Assignment {
+		asg, err := groth16.Synthesize(ctx, f.CCS, f.Witness)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,17 +66,17 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	}
 	// The sentinel a caller branches on, where one applies.
 	wantIs := map[string]error{
-		"Prove nil ccs":                     ErrUnsupported,
-		"Prove typed-nil ccs":               ErrUnsupported,
-		"Prove nil pk":                      ErrUnsupported,
-		"Prove typed-nil pk":                ErrUnsupported,
-		"Prove nil witness":                 ErrWitnessSize,
-		"Synthesize nil ccs":                ErrUnsupported,
-		"Synthesize typed-nil ccs":          ErrUnsupported,
-		"Synthesize nil witness":            ErrWitnessSize,
-		"ProveAssignment typed-nil pk":      ErrUnsupported,
-		"Prover.Run nil request":            ErrBadWitness,
-		"Prover.Synthesize nil request":     ErrBadWitness,
+		"Prove nil ccs":                     groth16.ErrUnsupported,
+		"Prove typed-nil ccs":               groth16.ErrUnsupported,
+		"Prove nil pk":                      groth16.ErrUnsupported,
+		"Prove typed-nil pk":                groth16.ErrUnsupported,
+		"Prove nil witness":                 groth16.ErrWitnessSize,
+		"Synthesize nil ccs":                groth16.ErrUnsupported,
+		"Synthesize typed-nil ccs":          groth16.ErrUnsupported,
+		"Synthesize nil witness":            groth16.ErrWitnessSize,
+		"ProveAssignment typed-nil pk":      groth16.ErrUnsupported,
+		"Prover.Run nil request":            groth16.ErrBadWitness,
+		"Prover.Synthesize nil request":     groth16.ErrBadWitness,
 		"Prover.ProveSynthesized nil":       ErrForeignSynthesis,
 		"Prover.ProveSynthesized typed-nil": ErrForeignSynthesis,
 	}
@@ -82,40 +84,46 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Prove nil ccs", func() error { _, err := Prove(ctx, nil, f.PK, f.Witness); return err }},
-		{"Prove typed-nil ccs", func() error { _, err := Prove(ctx, nilR1CS, f.PK, f.Witness); return err }},
-		{"Prove nil pk", func() error { _, err := Prove(ctx, f.CCS, nil, f.Witness); return err }},
-		{"Prove typed-nil pk", func() error { _, err := Prove(ctx, f.CCS, nilPK, f.Witness); return err }},
-		{"Prove nil witness", func() error { _, err := Prove(ctx, f.CCS, f.PK, nil); return err }},
-		{"Prove nil backend is the CPU", func() error { _, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithBackend(nil)); return err }},
-		{"Prove nil releaser and provider", func() error {
-			_, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithReleaser(nil), WithTracerProvider(nil))
+		{"Prove nil ccs", func() error { _, err := groth16.Prove(ctx, nil, f.PK, f.Witness); return err }},
+		{"Prove typed-nil ccs", func() error { _, err := groth16.Prove(ctx, nilR1CS, f.PK, f.Witness); return err }},
+		{"Prove nil pk", func() error { _, err := groth16.Prove(ctx, f.CCS, nil, f.Witness); return err }},
+		{"Prove typed-nil pk", func() error { _, err := groth16.Prove(ctx, f.CCS, nilPK, f.Witness); return err }},
+		{"Prove nil witness", func() error { _, err := groth16.Prove(ctx, f.CCS, f.PK, nil); return err }},
+		{"Prove nil backend is the CPU", func() error {
+			_, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, groth16.WithBackend(nil))
 			return err
 		}},
-		{"Prove typed-nil backend", func() error { _, err := Prove(ctx, f.CCS, f.PK, f.Witness, WithBackend((*CPU)(nil))); return err }},
-		{"Synthesize nil ccs", func() error { _, err := Synthesize(ctx, nil, f.Witness); return err }},
-		{"Synthesize typed-nil ccs", func() error { _, err := Synthesize(ctx, nilR1CS, f.Witness); return err }},
-		{"Synthesize nil witness", func() error { _, err := Synthesize(ctx, f.CCS, nil); return err }},
+		{"Prove nil releaser and provider", func() error {
+			_, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, WithReleaser(nil), WithTracerProvider(nil))
+			return err
+		}},
+		{"Prove typed-nil backend", func() error {
+			_, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, groth16.WithBackend((*cpu.Backend)(nil)))
+			return err
+		}},
+		{"Synthesize nil ccs", func() error { _, err := groth16.Synthesize(ctx, nil, f.Witness); return err }},
+		{"Synthesize typed-nil ccs", func() error { _, err := groth16.Synthesize(ctx, nilR1CS, f.Witness); return err }},
+		{"Synthesize nil witness", func() error { _, err := groth16.Synthesize(ctx, f.CCS, nil); return err }},
 		{"Synthesize typed-nil key of a circuit with commitments", func() error {
-			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nilPK))
+			_, err := groth16.Synthesize(ctx, com.CCS, com.Witness, groth16.WithProvingKey(nilPK))
 			return err
 		}},
 		{"Synthesize nil key of a circuit with commitments", func() error {
-			_, err := Synthesize(ctx, com.CCS, com.Witness, WithProvingKey(nil))
+			_, err := groth16.Synthesize(ctx, com.CCS, com.Witness, groth16.WithProvingKey(nil))
 			return err
 		}},
-		{"ProveAssignment nil assignment", func() error { _, err := ProveAssignment(ctx, f.PK, nil); return err }},
+		{"ProveAssignment nil assignment", func() error { _, err := groth16.ProveAssignment(ctx, f.PK, nil); return err }},
 		{"ProveAssignment typed-nil pk", func() error {
-			asg, err := Synthesize(ctx, f.CCS, f.Witness)
+			asg, err := groth16.Synthesize(ctx, f.CCS, f.Witness)
 			if err != nil {
 				return fmt.Errorf("setup: %v", err)
 			}
-			_, err = ProveAssignment(ctx, nilPK, asg)
+			_, err = groth16.ProveAssignment(ctx, nilPK, asg)
 			return err
 		}},
-		{"ProveAssignment released assignment", func() error { _, err := ProveAssignment(ctx, f.PK, released()); return err }},
-		{"ProveAssignment zero assignment", func() error { _, err := ProveAssignment(ctx, f.PK, &Assignment{}); return err }},
-		{"nil Assignment Release", func() error { return (*Assignment)(nil).Release(ctx, nil) }},
+		{"ProveAssignment released assignment", func() error { _, err := groth16.ProveAssignment(ctx, f.PK, released()); return err }},
+		{"ProveAssignment zero assignment", func() error { _, err := groth16.ProveAssignment(ctx, f.PK, &groth16.Assignment{}); return err }},
+		{"nil Assignment Release", func() error { return (*groth16.Assignment)(nil).Release(ctx, nil) }},
 		{"Prover.Run nil request", func() error { _, err := pipe.Run(ctx, nil); return err }},
 		{"Prover.Validate nil request", func() error { return pipe.Validate(nil) }},
 		{"Prover.EstimateMemory nil request", func() error { _, err := pipe.EstimateMemory(nil); return err }},
@@ -123,21 +131,21 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		{"Prover.ProveSynthesized nil", func() error { _, err := pipe.ProveSynthesized(ctx, nil); return err }},
 		{"Prover.ProveSynthesized typed-nil", func() error { _, err := pipe.ProveSynthesized(ctx, (*synthesis)(nil)); return err }},
 		{"CPU.ComputeH nil domain", func() error {
-			return NewCPU(nil).ComputeH(ctx, "", nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+			return cpu.New(nil).ComputeH(ctx, "", nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
 		}},
 		{"CPU.ComputeH zero domain", func() error {
-			return NewCPU(nil).ComputeH(ctx, "", &fft.Domain{}, nil, nil, nil)
+			return cpu.New(nil).ComputeH(ctx, "", &fft.Domain{}, nil, nil, nil)
 		}},
 		{"CPU.MSMG1 typed-nil receiver", func() error {
-			_, err := (*CPU)(nil).MSMG1(ctx, backend.Call{Span: "msm.g1.a"}, BaseSet[curve.G1Affine]{Points: make([]curve.G1Affine, 1)}, make([]fr.Element, 1))
+			_, err := (*cpu.Backend)(nil).MSMG1(ctx, backend.Call{Span: "msm.g1.a"}, backend.BaseSet[curve.G1Affine]{Points: make([]curve.G1Affine, 1)}, make([]fr.Element, 1))
 			return err
 		}},
 		{"CPU.MSMG2 typed-nil receiver", func() error {
-			_, err := (*CPU)(nil).MSMG2(ctx, backend.Call{Span: "msm.g2.b"}, BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 1)}, make([]fr.Element, 1))
+			_, err := (*cpu.Backend)(nil).MSMG2(ctx, backend.Call{Span: "msm.g2.b"}, backend.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 1)}, make([]fr.Element, 1))
 			return err
 		}},
 		{"CPU.ComputeH typed-nil receiver", func() error {
-			return (*CPU)(nil).ComputeH(ctx, "", fft.NewDomain(4), make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
+			return (*cpu.Backend)(nil).ComputeH(ctx, "", fft.NewDomain(4), make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
 		}},
 		{"New with nil options", func() error {
 			p, err := New(ctx, "cpu", WithKeyCacheDir(t.TempDir()), WithNotice(nil), WithReleaser(nil), WithTracerProvider(nil))

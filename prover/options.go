@@ -9,6 +9,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -44,7 +45,7 @@ func (o sharedOption) applyProver(c *config) { o.pipe(c) }
 
 type config struct {
 	releaser *buffer.Releaser
-	device   DeviceSettings
+	device   backend.DeviceSettings
 	r, s     *fr.Element
 	tp       trace.TracerProvider
 	bitSplit groth16.BitSplit
@@ -173,6 +174,6 @@ func WithKeySetup(f keycache.SetupFunc, onDevice bool) ProverOption {
 // WithDeviceSettings tunes the device backend New opens
 // (BackendOptions.Device; default: the backend's defaults). Read by
 // New.
-func WithDeviceSettings(s DeviceSettings) ProverOption {
+func WithDeviceSettings(s backend.DeviceSettings) ProverOption {
 	return proverOption(func(c *config) { c.device = s })
 }

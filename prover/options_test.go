@@ -14,10 +14,12 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // TestEachOptionFitsOnlyTheFunctionsThatReadIt: the option types are what
@@ -37,20 +39,20 @@ func TestEachOptionFitsOnlyTheFunctionsThatReadIt(t *testing.T) {
 		opt                      any
 		prove, synthesize, piped bool
 	}{
-		{"WithBackend", WithBackend(NewCPU(nil)), true, false, false},
-		{"WithKeyID", WithKeyID("k"), true, false, false},
+		{"WithBackend", groth16.WithBackend(cpu.New(nil)), true, false, false},
+		{"WithKeyID", groth16.WithKeyID("k"), true, false, false},
 		{"WithReleaser", WithReleaser(rel), true, true, true},
 		{"WithRandomness", WithRandomness(one, one), true, true, true},
 		{"WithTracerProvider", WithTracerProvider(noop.NewTracerProvider()), true, true, true},
-		{"WithProvingKey", WithProvingKey(groth16.NewProvingKey(ecc.BLS12_381)), false, true, false},
+		{"WithProvingKey", groth16.WithProvingKey(gnarkgroth16.NewProvingKey(ecc.BLS12_381)), false, true, false},
 		{"WithKeyCacheDir", WithKeyCacheDir("/k"), false, false, true},
 		{"WithNotice", WithNotice(&bytes.Buffer{}), false, false, true},
 		{"WithSeed", WithSeed(7), false, false, true},
 		{"WithProgress", WithProgress(true), false, false, true},
 		{"WithBuildRevision", WithBuildRevision("r"), false, false, true},
 	} {
-		_, isProve := c.opt.(ProveOption)
-		_, isSynth := c.opt.(SynthesizeOption)
+		_, isProve := c.opt.(groth16.ProveOption)
+		_, isSynth := c.opt.(groth16.SynthesizeOption)
 		l, isPipe := c.opt.(ProverOption)
 		if isProve != c.prove || isSynth != c.synthesize || isPipe != c.piped {
 			t.Errorf("%s fits Prove %v, Synthesize %v, New %v; want %v, %v, %v",
@@ -88,15 +90,15 @@ func TestAnOptionWhereItMeansNothingDoesNotCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const head = "package %s\n\nimport (\n\t\"context\"\n\n\t\"github.com/otelcuzk/otelcuzk/prover\"\n)\n\nfunc f(ctx context.Context) {\n\t%s\n}\n"
+	const head = "package %s\n\nimport (\n\t\"context\"\n\n\t\"github.com/otelcuzk/otelcuzk/prover\"\n\t\"github.com/otelcuzk/otelcuzk/prover/groth16\"\n)\n\nvar _, _ = prover.New, groth16.Prove\n\nfunc f(ctx context.Context) {\n\t%s\n}\n"
 	cases := map[string]string{
-		"prove_keycachedir":     `_, _ = prover.Prove(ctx, nil, nil, nil, prover.WithKeyCacheDir("/k"))`,
-		"proveassignment_seed":  `_, _ = prover.ProveAssignment(ctx, nil, nil, prover.WithSeed(2))`,
-		"synthesize_backend":    `_, _ = prover.Synthesize(ctx, nil, nil, prover.WithBackend(nil))`,
-		"pipeline_keyid":        `_, _ = prover.New(ctx, "cpu", prover.WithKeyID("k"))`,
-		"pipeline_provingkey":   `_, _ = prover.New(ctx, "cpu", prover.WithProvingKey(nil))`,
-		"prove_provingkey":      `_, _ = prover.Prove(ctx, nil, nil, nil, prover.WithProvingKey(nil))`,
-		"control_right_options": `_, _ = prover.Prove(ctx, nil, nil, nil, prover.WithBackend(nil), prover.WithKeyID("k"), prover.WithTracerProvider(nil)); _, _ = prover.Synthesize(ctx, nil, nil, prover.WithProvingKey(nil), prover.WithReleaser(nil)); _, _ = prover.New(ctx, "cpu", prover.WithKeyCacheDir("/k"), prover.WithSeed(2), prover.WithTracerProvider(nil))`,
+		"prove_keycachedir":     `_, _ = groth16.Prove(ctx, nil, nil, nil, prover.WithKeyCacheDir("/k"))`,
+		"proveassignment_seed":  `_, _ = groth16.ProveAssignment(ctx, nil, nil, prover.WithSeed(2))`,
+		"synthesize_backend":    `_, _ = groth16.Synthesize(ctx, nil, nil, groth16.WithBackend(nil))`,
+		"pipeline_keyid":        `_, _ = prover.New(ctx, "cpu", groth16.WithKeyID("k"))`,
+		"pipeline_provingkey":   `_, _ = prover.New(ctx, "cpu", groth16.WithProvingKey(nil))`,
+		"prove_provingkey":      `_, _ = groth16.Prove(ctx, nil, nil, nil, groth16.WithProvingKey(nil))`,
+		"control_right_options": `_, _ = groth16.Prove(ctx, nil, nil, nil, groth16.WithBackend(nil), groth16.WithKeyID("k"), prover.WithTracerProvider(nil)); _, _ = groth16.Synthesize(ctx, nil, nil, groth16.WithProvingKey(nil), prover.WithReleaser(nil)); _, _ = prover.New(ctx, "cpu", prover.WithKeyCacheDir("/k"), prover.WithSeed(2), prover.WithTracerProvider(nil))`,
 	}
 	dir := t.TempDir()
 	replace := map[string]string{}

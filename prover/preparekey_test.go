@@ -17,13 +17,15 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // preparingCPU is the CPU backend as a KeyPreparer: it records the key
 // IDs it was asked to prepare and the key IDs its proofs carried, and
 // fails its preparation when fail is set.
 type preparingCPU struct {
-	*CPU
+	*cpu.Backend
 	fail     error
 	mu       sync.Mutex
 	prepared []string
@@ -44,7 +46,7 @@ func (c *preparingCPU) ComputeH(ctx context.Context, keyID string, domain *fft.D
 	c.mu.Lock()
 	c.proved = append(c.proved, keyID)
 	c.mu.Unlock()
-	return c.CPU.ComputeH(ctx, keyID, domain, a, b, cc)
+	return c.Backend.ComputeH(ctx, keyID, domain, a, b, cc)
 }
 
 // issue 25 item 4: a Prover prepares a KeyPreparer backend's state for a
@@ -56,8 +58,8 @@ func TestPipelinePreparesTheKeysItLoadsOnce(t *testing.T) {
 		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
 			name := fmt.Sprintf("test-preparing-%d", time.Now().UnixNano())
 			be := &preparingCPU{fail: fail}
-			RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
-				be.CPU = NewCPU(o.TracerProvider)
+			backend.Register(name, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+				be.Backend = cpu.New(o.TracerProvider)
 				return be, nil
 			})
 			p := newTestPipeline(t, name, buffer.ReleaseSync)
@@ -90,7 +92,7 @@ func TestPipelinePreparesTheKeysItLoadsOnce(t *testing.T) {
 // blockingPreparer is the CPU backend as a KeyPreparer whose PrepareKey
 // waits until release is closed, saying on started that it began.
 type blockingPreparer struct {
-	*CPU
+	*cpu.Backend
 	started, release chan struct{}
 }
 
@@ -116,8 +118,8 @@ func TestFirstSynthesisRunsBesideTheKeysLoad(t *testing.T) {
 	}
 	name := fmt.Sprintf("test-blocking-%d", time.Now().UnixNano())
 	be := &blockingPreparer{started: make(chan struct{}), release: make(chan struct{})}
-	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
-		be.CPU = NewCPU(o.TracerProvider)
+	backend.Register(name, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+		be.Backend = cpu.New(o.TracerProvider)
 		return be, nil
 	})
 	p := newTestPipeline(t, name, buffer.ReleaseSync, WithKeyCacheDir(dir))

@@ -36,7 +36,7 @@ import (
 // ctx given to Run (engine.job). It implements Runner.
 type Prover struct {
 	cfg     config
-	backend Backend
+	backend backend.Backend
 	rel     *buffer.Releaser
 	cache   *keycache.Cache
 	tracer  trace.Tracer
@@ -96,12 +96,12 @@ func New(ctx context.Context, backend string, opts ...ProverOption) (*Prover, er
 	return p, nil
 }
 
-func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Releaser) (Backend, error) {
-	bo := BackendOptions{Releaser: rel, TracerProvider: cfg.tp, Device: cfg.device}
-	open := func(name string) (Backend, error) {
-		f, ok := LookupBackend(name)
+func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Releaser) (backend.Backend, error) {
+	bo := backend.Options{Releaser: rel, TracerProvider: cfg.tp, Device: cfg.device}
+	open := func(name string) (backend.Backend, error) {
+		f, ok := backend.Lookup(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", ErrBackendUnavailable, name)
+			return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", backend.ErrUnavailable, name)
 		}
 		b, err := f(ctx, bo)
 		if err != nil {
@@ -115,7 +115,7 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Rele
 		if err == nil {
 			return b, nil
 		}
-		if !errors.Is(err, ErrBackendUnavailable) {
+		if !errors.Is(err, backend.ErrUnavailable) {
 			return nil, err
 		}
 		fmt.Fprintln(cfg.notice, backend.FallbackNotice(err))
@@ -123,7 +123,7 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Rele
 	case "cpu", "cuda":
 		return open(name)
 	}
-	if _, ok := LookupBackend(name); ok {
+	if _, ok := backend.Lookup(name); ok {
 		return open(name)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownBackend, name)
@@ -141,7 +141,7 @@ func (p *Prover) MemInfo() (free, total uint64, err error) {
 	}); ok {
 		return m.MemInfo()
 	}
-	return 0, 0, fmt.Errorf("backend %s: %w", p.backend.Name(), ErrNoDeviceMemory)
+	return 0, 0, fmt.Errorf("backend %s: %w", p.backend.Name(), backend.ErrNoDeviceMemory)
 }
 
 // Releaser returns the Releaser of the pipeline's buffers.
@@ -192,7 +192,7 @@ func (p *Prover) EvictCircuit(circuit string, constraints int) bool {
 	if !ok {
 		return false
 	}
-	if ev, isEvicter := p.backend.(BaseEvicter); isEvicter {
+	if ev, isEvicter := p.backend.(backend.BaseEvicter); isEvicter {
 		select {
 		case <-lc.ready:
 			if lc.err == nil {
@@ -486,7 +486,7 @@ type preread struct {
 // first proof allocates nothing; its error is recorded on the span in ctx
 // and otherwise ignored: the first proof then makes what is missing.
 func (p *Prover) prepareKey(ctx context.Context, k *keycache.Keys) {
-	kp, ok := p.backend.(KeyPreparer)
+	kp, ok := p.backend.(backend.KeyPreparer)
 	if !ok || k == nil || k.Hash == "" || k.PK == nil {
 		return
 	}
@@ -517,7 +517,7 @@ func (p *Prover) Run(ctx context.Context, req *Request) (*Result, error) {
 // the assignment's buffers whatever happens.
 func (p *Prover) proveAssignment(ctx context.Context, s *synthesis) (*Result, error) {
 	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
-	opts := []ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp), WithBitSplit(p.cfg.bitSplit)}
+	opts := []groth16.ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp), WithBitSplit(p.cfg.bitSplit)}
 
 	t0 := time.Now()
 	pctx, pspan := p.tracer.Start(ctx, semconv.SpanPipelineProve, trace.WithAttributes(
@@ -525,11 +525,11 @@ func (p *Prover) proveAssignment(ctx context.Context, s *synthesis) (*Result, er
 	// Async releases (ours, the backend's) go under engine.job, outside
 	// pipeline.prove.
 	pctx = buffer.WithReleaseParent(pctx, ctx)
-	popts := append(opts, WithBackend(p.backend), WithKeyID(lc.keys.Hash))
+	popts := append(opts, groth16.WithBackend(p.backend), groth16.WithKeyID(lc.keys.Hash))
 	if p.cfg.r != nil {
 		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
 	}
-	proof, err := ProveAssignment(pctx, lc.keys.PK, asg, popts...)
+	proof, err := groth16.ProveAssignment(pctx, lc.keys.PK, asg, popts...)
 	semconv.SetError(pspan, err)
 	pspan.End()
 	if err != nil {
@@ -591,7 +591,7 @@ func (p *Prover) proveAssignment(ctx context.Context, s *synthesis) (*Result, er
 // concurrent use.
 func (p *Prover) Validate(req *Request) error {
 	if req == nil {
-		return fmt.Errorf("%w: nil request", ErrBadWitness)
+		return fmt.Errorf("%w: nil request", groth16.ErrBadWitness)
 	}
 	_, isFile := lookupFiles(req.Circuit)
 	if !isFile {
@@ -601,7 +601,7 @@ func (p *Prover) Validate(req *Request) error {
 	}
 	if req.Witness == nil {
 		if isFile {
-			return fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", ErrBadWitness, req.Circuit)
+			return fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", groth16.ErrBadWitness, req.Circuit)
 		}
 		return nil
 	}
@@ -635,7 +635,7 @@ func parseWitness(b []byte) (witness.Witness, error) {
 		return nil, err
 	}
 	if err := w.UnmarshalBinary(b); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadWitness, err)
+		return nil, fmt.Errorf("%w: %v", groth16.ErrBadWitness, err)
 	}
 	return w, nil
 }
@@ -655,7 +655,7 @@ func (p *Prover) witness(ctx context.Context, lc *loadedCircuit, req *Request) (
 	}()
 	if req.Witness == nil {
 		if lc.instance == nil {
-			return nil, fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", ErrBadWitness, req.Circuit)
+			return nil, fmt.Errorf("%w: circuit %s has no sample witness; the request must carry one", groth16.ErrBadWitness, req.Circuit)
 		}
 		return lc.instance.Witness(p.cfg.seed)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
@@ -23,6 +23,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // TestCircuitFilesOfPLONKOrAnotherCurveAreRefused: registered from files
@@ -31,7 +32,7 @@ import (
 // naming what the file is), not an error of the key's decoding.
 func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
 	bn := circuitstest.Compile(t, ecc.BN254.ScalarField(), r1cs.NewBuilder, &circuitstest.Square{})
-	bnPK, bnVK, err := groth16.Setup(bn)
+	bnPK, bnVK, err := gnarkgroth16.Setup(bn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +46,8 @@ func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
 	for _, c := range []struct {
 		what string
 		ccs  constraint.ConstraintSystem
-		pk   groth16.ProvingKey
-		vk   groth16.VerifyingKey
+		pk   gnarkgroth16.ProvingKey
+		vk   gnarkgroth16.VerifyingKey
 		want string
 	}{{"BN254", bn, bnPK, bnVK, "bn254"}, {"PLONK", plonk, pk, vk, "SparseR1CS"}} {
 		name := fmt.Sprintf("file-%s-%d", c.what, time.Now().UnixNano())
@@ -54,7 +55,7 @@ func TestCircuitFilesOfPLONKOrAnotherCurveAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := p.Run(context.Background(), &Request{Circuit: name, Witness: wb, Verify: true})
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, groth16.ErrUnsupported) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s from files: err = %v, want ErrUnsupported naming %s on one line", c.what, err, c.want)
 		}
 	}
@@ -109,7 +110,7 @@ func TestCommitmentCircuitFromFilesProves(t *testing.T) {
 	if !res.Verified {
 		t.Fatal("not verified")
 	}
-	proof := groth16.NewProof(ecc.BLS12_381)
+	proof := gnarkgroth16.NewProof(ecc.BLS12_381)
 	if _, err := proof.ReadFrom(bytes.NewReader(res.Proof)); err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,18 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/frontend"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -66,7 +69,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 			t.Errorf("timings %+v", res.Timings)
 		}
 		// The proof bytes verify on their own.
-		proof := groth16.NewProof(ecc.BLS12_381)
+		proof := gnarkgroth16.NewProof(ecc.BLS12_381)
 		if _, err := proof.ReadFrom(bytes.NewReader(res.Proof)); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +81,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := groth16.Verify(proof, vk, pub); err != nil {
+		if err := gnarkgroth16.Verify(proof, vk, pub); err != nil {
 			t.Fatalf("serialized proof: %v", err)
 		}
 		if i == 0 {
@@ -150,7 +153,7 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 		{Request{Circuit: "mulchain", Constraints: -3}, circuits.ErrBadConstraints},
 		{Request{Circuit: "mulchain", Constraints: circuits.MaxConstraints}, circuits.ErrTooLargeForHost},
 		{Request{Circuit: "mulchain", Constraints: 1 << 40}, circuits.ErrBadConstraints}, // no Groth16 domain of it
-		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte{1, 2, 3}}, ErrBadWitness},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte{1, 2, 3}}, groth16.ErrBadWitness},
 	}
 	for _, c := range cases {
 		if _, err := p.Run(ctx, &c.req); !errors.Is(err, c.want) {
@@ -161,13 +164,13 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 	in, _ := circuits.Build("merkle", 2000)
 	w, _ := in.Witness(1)
 	b, _ := w.MarshalBinary()
-	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrWitnessSize) {
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, groth16.ErrWitnessSize) {
 		t.Errorf("foreign witness: %v, want ErrWitnessSize", err)
 	}
 	// A witness that does not satisfy the circuit.
 	bad, _ := frontend.NewWitness(&circuits.MulChain{X: 2, Out: 2}, ecc.BLS12_381.ScalarField())
 	b, _ = bad.MarshalBinary()
-	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrUnsatisfied) {
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, groth16.ErrUnsatisfied) {
 		t.Errorf("unsatisfying witness: %v, want ErrUnsatisfied", err)
 	}
 	// A value ≥ r (all bits set) in an otherwise good witness.
@@ -176,7 +179,7 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 	for i := len(b) - 32; i < len(b); i++ {
 		b[i] = 0xff
 	}
-	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, ErrBadWitness) {
+	if _, err := p.Run(ctx, &Request{Circuit: "mulchain", Constraints: 64, Witness: b}); !errors.Is(err, groth16.ErrBadWitness) {
 		t.Errorf("value outside the field: %v, want ErrBadWitness", err)
 	}
 }
@@ -184,7 +187,7 @@ func TestPipelineRejectsBadRequestsWithSentinels(t *testing.T) {
 func TestPipelineBackendChoice(t *testing.T) {
 	var notice bytes.Buffer
 	p := newTestPipeline(t, "auto", buffer.ReleaseSync, WithNotice(&notice))
-	if _, registered := LookupBackend("cuda"); !registered {
+	if _, registered := backend.Lookup("cuda"); !registered {
 		if p.Backend() != "cpu" {
 			t.Errorf("auto without cuda: backend %s", p.Backend())
 		}
@@ -192,7 +195,7 @@ func TestPipelineBackendChoice(t *testing.T) {
 			t.Errorf("auto fallback notice %q, want one line", notice.String())
 		}
 		_, err := New(context.Background(), "cuda", WithKeyCacheDir(t.TempDir()))
-		if !errors.Is(err, ErrBackendUnavailable) {
+		if !errors.Is(err, backend.ErrUnavailable) {
 			t.Errorf("cuda without the backend: %v, want ErrBackendUnavailable", err)
 		}
 	}
@@ -239,7 +242,7 @@ func TestCircuitFromFilesProvesWithTheCallersWitness(t *testing.T) {
 	if want, _ := keycache.Hash(ccs); lc.keys.Hash != want {
 		t.Errorf("file circuit's key ID %s, keycache.Hash says %s", lc.keys.Hash, want)
 	}
-	if _, err := p.Run(context.Background(), &Request{Circuit: square, Verify: true}); !errors.Is(err, ErrBadWitness) {
+	if _, err := p.Run(context.Background(), &Request{Circuit: square, Verify: true}); !errors.Is(err, groth16.ErrBadWitness) {
 		t.Errorf("file circuit without a witness: %v, want ErrBadWitness", err)
 	}
 }
@@ -301,8 +304,8 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 	}{
 		{Request{Circuit: "nosuch", Constraints: 64}, ErrUnknownCircuit},
 		{Request{Circuit: "mulchain", Constraints: 0}, circuits.ErrBadConstraints},
-		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte("junk")}, ErrBadWitness},
-		{Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}, ErrWitnessSize},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: []byte("junk")}, groth16.ErrBadWitness},
+		{Request{Circuit: "mulchain", Constraints: 64, Witness: foreign}, groth16.ErrWitnessSize},
 	}
 	for _, c := range cases {
 		if err := p.Validate(&c.req); !errors.Is(err, c.want) {
@@ -316,7 +319,7 @@ func TestValidateRefusesBadRequestsBeforeProving(t *testing.T) {
 
 // evictingCPU records the key IDs whose bases the pipeline evicts.
 type evictingCPU struct {
-	*CPU
+	*cpu.Backend
 	evicted []string
 }
 
@@ -327,7 +330,7 @@ func (e *evictingCPU) EvictBases(_ context.Context, id string) error {
 
 func TestEvictCircuitTellsABaseEvicterBackend(t *testing.T) {
 	p := newTestPipeline(t, "cpu", buffer.ReleaseSync)
-	b := &evictingCPU{CPU: NewCPU(nil)}
+	b := &evictingCPU{Backend: cpu.New(nil)}
 	p.backend = b
 	if err := p.LoadCircuit(context.Background(), "mulchain", 100); err != nil {
 		t.Fatal(err)
@@ -367,22 +370,22 @@ func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
 
 // deviceCPU is the CPU backend with a device's memory report, standing in
 // for the CUDA backend's MemInfo.
-type deviceCPU struct{ *CPU }
+type deviceCPU struct{ *cpu.Backend }
 
 func (deviceCPU) MemInfo() (free, total uint64, err error) { return 3 << 30, 8 << 30, nil }
 
 func TestPipelineMemInfoComesFromTheBackendsDevice(t *testing.T) {
 	// A fresh name per run: the backend registry is per process (go test -count).
 	name := fmt.Sprintf("test-device-%d", time.Now().UnixNano())
-	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
-		return deviceCPU{NewCPU(o.TracerProvider)}, nil
+	backend.Register(name, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+		return deviceCPU{cpu.New(o.TracerProvider)}, nil
 	})
 	dev := newTestPipeline(t, name, buffer.ReleaseSync)
 	if free, total, err := dev.MemInfo(); err != nil || free != 3<<30 || total != 8<<30 {
 		t.Errorf("device pipeline: free %d total %d err %v, want 3 GiB of 8 GiB", free, total, err)
 	}
 	cpu := newTestPipeline(t, "cpu", buffer.ReleaseSync)
-	if _, _, err := cpu.MemInfo(); !errors.Is(err, ErrNoDeviceMemory) {
+	if _, _, err := cpu.MemInfo(); !errors.Is(err, backend.ErrNoDeviceMemory) {
 		t.Errorf("cpu pipeline: %v, want ErrNoDeviceMemory", err)
 	}
 }
@@ -424,10 +427,10 @@ func TestAWitnessWithTheRightTotalButAnotherPublicSplitIsRefused(t *testing.T) {
 	}
 	for _, verify := range []bool{true, false} {
 		req := &Request{RequestID: fmt.Sprint("split-", verify), Circuit: "mulchain", Constraints: 512, Witness: b, Verify: verify}
-		if err := p.Validate(req); !errors.Is(err, ErrWitnessSize) {
+		if err := p.Validate(req); !errors.Is(err, groth16.ErrWitnessSize) {
 			t.Errorf("Validate: %v, want ErrWitnessSize", err)
 		}
-		if _, err := p.Run(context.Background(), req); !errors.Is(err, ErrWitnessSize) {
+		if _, err := p.Run(context.Background(), req); !errors.Is(err, groth16.ErrWitnessSize) {
 			t.Errorf("Run (verify %v): %v, want ErrWitnessSize, not a proof with the wrong public inputs", verify, err)
 		}
 	}
@@ -468,7 +471,7 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 // warmCPU is the CPU backend with a warm-up that counts its calls and
 // fails while fail is set, standing in for the CUDA backend's Warmup.
 type warmCPU struct {
-	*CPU
+	*cpu.Backend
 	calls *int
 	fail  *bool
 }
@@ -487,8 +490,8 @@ func TestPipelineWarmupCallsTheBackendsWarmupAndIsANoOpWithoutOne(t *testing.T) 
 	// A fresh name per run: the backend registry is per process and the
 	// factory holds this run's counters (go test -count).
 	name := fmt.Sprintf("test-warm-%d", time.Now().UnixNano())
-	RegisterBackend(name, func(_ context.Context, o BackendOptions) (Backend, error) {
-		return warmCPU{NewCPU(o.TracerProvider), &calls, &fail}, nil
+	backend.Register(name, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+		return warmCPU{cpu.New(o.TracerProvider), &calls, &fail}, nil
 	})
 	p := newTestPipeline(t, name, buffer.ReleaseSync)
 	if err := p.Warmup(context.Background()); err == nil || err.Error() != "kernels: compile failed" || calls != 1 {

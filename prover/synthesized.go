@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
@@ -61,7 +62,7 @@ type synthesis struct {
 	req   Request
 	lc    *loadedCircuit
 	w     witness.Witness
-	asg   *Assignment
+	asg   *groth16.Assignment
 	res   *Result
 	start time.Time
 	freed chan struct{}
@@ -95,7 +96,7 @@ var _ StagedRunner = (*Prover)(nil)
 // circuits.ErrBadConstraints.
 func (p *Prover) EstimateMemory(req *Request) (uint64, error) {
 	if req == nil {
-		return 0, fmt.Errorf("%w: nil request", ErrBadWitness)
+		return 0, fmt.Errorf("%w: nil request", groth16.ErrBadWitness)
 	}
 	p.mu.Lock()
 	lc, ok := p.loaded[circuitKey(req.Circuit, req.Constraints)]
@@ -185,7 +186,7 @@ func KeyMemoryOf(pipes ...*Prover) uint64 {
 // Warmup readies the backend for its first proof when it implements
 // Warmer (the CUDA backend's kernels); nil at once otherwise.
 func (p *Prover) Warmup(ctx context.Context) error {
-	if w, ok := p.backend.(Warmer); ok {
+	if w, ok := p.backend.(backend.Warmer); ok {
 		return w.Warmup(ctx)
 	}
 	return nil
@@ -196,7 +197,7 @@ func (p *Prover) Warmup(ctx context.Context) error {
 // (parsing the request's, or computing a built-in's sample).
 func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, error) {
 	if req == nil {
-		return nil, fmt.Errorf("%w: nil request", ErrBadWitness)
+		return nil, fmt.Errorf("%w: nil request", groth16.ErrBadWitness)
 	}
 	s := &synthesis{p: p, req: *req, start: time.Now(), freed: make(chan struct{})}
 	s.res = &Result{Backend: p.backend.Name()}
@@ -226,7 +227,7 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	t0 = time.Now()
 	synCtx, synSpan := p.tracer.Start(ctx, semconv.SpanPipelineSynthesize)
 	w, err := p.witness(synCtx, lc, req)
-	var asg *Assignment
+	var asg *groth16.Assignment
 	if err == nil {
 		if p.cfg.r != nil {
 			opts = append(opts, groth16.WithRandomness(*p.cfg.r, *p.cfg.s))
@@ -310,6 +311,6 @@ func checkBuiltin(name string, constraints int) error {
 // HasWarmup reports whether the backend has a warm-up (implements
 // Warmer), so a daemon knows whether to wait for Warmup before serving.
 func (p *Prover) HasWarmup() bool {
-	_, ok := p.backend.(Warmer)
+	_, ok := p.backend.(backend.Warmer)
 	return ok
 }

@@ -1,5 +1,5 @@
 // Command cpuprove compares this project's CPU Groth16 prove with gnark's
-// own groth16.Prove on the same circuit, keys and witness, and tracing on
+// own gnarkgroth16.Prove on the same circuit, keys and witness, and tracing on
 // (every layer, OTLP JSON file exporter) against tracing off, in one run
 // with interleaved repetitions. Both sides include the R1CS solve, as
 // gnark's Prove does.
@@ -7,7 +7,7 @@
 //	go run ./bench/cpuprove -circuit merkle -log2 14,16 -reps 5
 //
 // Keys come from the key cache ($CUZK_CACHE_DIR or the user cache), so only
-// the first run pays for groth16.Setup. Results: bench/README.md.
+// the first run pays for gnarkgroth16.Setup. Results: bench/README.md.
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,6 +32,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 func main() {
@@ -94,22 +95,22 @@ func run(circuit string, sizes []int, reps int) error {
 			return err
 		}
 		pub, _ := w.Public()
-		check := func(p groth16.Proof, err error) error {
+		check := func(p gnarkgroth16.Proof, err error) error {
 			if err != nil {
 				return err
 			}
-			return groth16.Verify(p, k.VK, pub)
+			return gnarkgroth16.Verify(p, k.VK, pub)
 		}
 		vs := []*variant{
-			{name: "gnark groth16.Prove", prove: func() error { return check(groth16.Prove(ccs, k.PK, w)) }},
+			{name: "gnark gnarkgroth16.Prove", prove: func() error { return check(gnarkgroth16.Prove(ccs, k.PK, w)) }},
 			{name: "ours, tracing off", prove: func() error {
-				return check(prover.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(noop.NewTracerProvider())))
+				return check(groth16.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(noop.NewTracerProvider())))
 			}},
 			{name: "ours, tracing on", prove: func() error {
 				// A job span as the root, as the pipeline has one.
 				jctx, job := traced.Start(ctx, otelcuzk.SpanEngineJob)
 				defer job.End()
-				return check(prover.Prove(jctx, ccs, k.PK, w, prover.WithTracerProvider(tel.TracerProvider)))
+				return check(groth16.Prove(jctx, ccs, k.PK, w, prover.WithTracerProvider(tel.TracerProvider)))
 			}},
 		}
 		for rep := -1; rep < reps; rep++ { // rep −1 warms up
@@ -159,7 +160,7 @@ func run(circuit string, sizes []int, reps int) error {
 func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, tel *otelcuzk.Telemetry) (time.Duration, int, error) {
 	rec := otelcuzk.NewRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	if _, err := prover.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(tp)); err != nil {
+	if _, err := groth16.Prove(ctx, ccs, k.PK, w, prover.WithTracerProvider(tp)); err != nil {
 		return 0, 0, err
 	}
 	n := len(rec.Ended()) + 1 // + the job span of the traced variant

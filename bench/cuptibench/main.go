@@ -32,7 +32,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -84,7 +84,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir string) error {
+func run(ctx context.Context, backendName, circuit string, lg, reps int, cacheDir string) error {
 	if path, v, err := cupti.Locate(); err != nil {
 		return err
 	} else {
@@ -117,13 +117,13 @@ func run(ctx context.Context, backend, circuit string, lg, reps int, cacheDir st
 		return err
 	}
 	defer closeTracing(ctx)
-	open, ok := prover.LookupBackend(backend)
+	open, ok := backend.Lookup(backendName)
 	if !ok {
-		return errors.New("no backend " + backend + " registered in this binary")
+		return errors.New("no backend " + backendName + " registered in this binary")
 	}
 	// The device settings of cuzk prove: CUZK_CUDA_HOST_COPY and
 	// CUZK_CUDA_MSM_G2, which the backend no longer reads itself.
-	b, err := open(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel, Device: benchutil.DeviceSettingsFromEnv()})
+	b, err := open(ctx, backend.Options{TracerProvider: tp, Releaser: rel, Device: benchutil.DeviceSettingsFromEnv()})
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,13 @@
 // then reproduces the story of DESIGN.md (issue 4, item 6): the same large
 // circuit proved through the Pipeline with --release sync and with
 // --release async, every layer traced to an OTLP JSON lines file, read back
-// with otelcuzk/tracefile, and a table of pipeline.prove, groth16.prove,
+// with otelcuzk/tracefile, and a table of pipeline.prove, gnarkgroth16.prove,
 // gpu.total, buffer.release and the untraced time for both modes.
 //
 //	gpuprove -circuit merkle -log2 20,22 -reps 3                # on the GPU host
 //	gpuprove -backends cpu -log2 12,14 -story-log2 14 -reps 2  # a quick check without a GPU
 //
-// Each phase prints its time as it goes (compile and groth16.Setup at 2^22
+// Each phase prints its time as it goes (compile and gnarkgroth16.Setup at 2^22
 // take minutes on 16 cores). Results go to stdout and to -out (default
 // $OUT/gpuprove.txt when $OUT is set, else gpuprove.txt). Keys come from the
 // key cache ($CUZK_CACHE_DIR or -cache-dir). Results: bench/gpuprove.md.
@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
@@ -49,12 +49,13 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 type options struct {
 	circuit    string // the release story's: the last of circuits
 	circuits   []string
-	bitSplits  []prover.BitSplit
+	bitSplits  []groth16.BitSplit
 	sizes      []int
 	reps       int
 	backends   []string
@@ -73,7 +74,7 @@ func main() {
 	var o options
 	var sizes, backends, hostCopies, msmG2, outPath, circuitList, bitSplits string
 	flag.StringVar(&circuitList, "circuit", "merkle", "comma-separated built-in circuits, each timed at every size: "+strings.Join(circuits.Names(), "|"))
-	flag.StringVar(&bitSplits, "bit-split", "off", "bit split modes of the wire MSMs to time (prover.BitSplit): auto|off|on")
+	flag.StringVar(&bitSplits, "bit-split", "off", "bit split modes of the wire MSMs to time (groth16.BitSplit): auto|off|on")
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
@@ -81,7 +82,7 @@ func main() {
 	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
 	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Pipeline); 0 skips it; default the largest size")
 	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
-	flag.StringVar(&o.setup, "setup", "cpu", "how missing keys are made: cpu (gnark's groth16.Setup) or cuda (prover/setup with the GPU's fixed-base multiplications)")
+	flag.StringVar(&o.setup, "setup", "cpu", "how missing keys are made: cpu (gnark's gnarkgroth16.Setup) or cuda (prover/setup with the GPU's fixed-base multiplications)")
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
 	flag.StringVar(&o.traceFile, "trace-file", "", "trace file of the story (default gpuprove-trace.jsonl beside -out)")
 	flag.StringVar(&outPath, "out", "", "results file (default $OUT/gpuprove.txt when $OUT is set, else gpuprove.txt)")
@@ -99,21 +100,21 @@ func main() {
 		}
 		o.circuit = o.circuits[len(o.circuits)-1] // the release story's
 		for _, s := range splitList(bitSplits) {
-			b, err := prover.ParseBitSplit(s)
+			b, err := groth16.ParseBitSplit(s)
 			if err != nil {
 				return fmt.Errorf("-bit-split: %w", err)
 			}
 			o.bitSplits = append(o.bitSplits, b)
 		}
 		if len(o.bitSplits) == 0 {
-			o.bitSplits = []prover.BitSplit{prover.BitSplitAuto}
+			o.bitSplits = []groth16.BitSplit{groth16.BitSplitAuto}
 		}
 		if o.reps < 1 || o.storyReps < 1 {
 			return errors.New("-reps and -story-reps must be at least 1")
 		}
 		o.backends = splitList(backends)
 		for _, b := range o.backends {
-			if _, ok := prover.LookupBackend(b); !ok {
+			if _, ok := backend.Lookup(b); !ok {
 				return fmt.Errorf("unknown backend %q", b)
 			}
 		}
@@ -220,7 +221,7 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("-setup cuda: %w", err)
 		}
 		defer e.Close()
-		kopts = append(kopts, keycache.WithSetup(func(ctx context.Context, ccs constraint.ConstraintSystem) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+		kopts = append(kopts, keycache.WithSetup(func(ctx context.Context, ccs constraint.ConstraintSystem) (gnarkgroth16.ProvingKey, gnarkgroth16.VerifyingKey, error) {
 			return setup.Setup(ctx, ccs, setup.WithMultiplier(e, "cuda"))
 		}))
 	default:
@@ -257,7 +258,7 @@ type variant struct {
 	name, backend string
 	hostCopy      gpu.HostCopy
 	msmG2         string
-	bitSplit      prover.BitSplit
+	bitSplit      groth16.BitSplit
 	prove, total  []time.Duration
 	spans         map[string][]time.Duration // per proof, summed by span name
 }
@@ -283,7 +284,7 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit
 	if err != nil {
 		return nil, err
 	}
-	how := "groth16.Setup"
+	how := "gnarkgroth16.Setup"
 	if k.CacheHit {
 		how = "key cache"
 	}
@@ -316,7 +317,7 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit
 	}
 	for _, v := range vs {
 		if err := timeVariant(ctx, o, v, ccs, k, w, pub); err != nil {
-			if errors.Is(err, prover.ErrBackendUnavailable) {
+			if errors.Is(err, backend.ErrUnavailable) {
 				say("%s: skipped: %v", v.name, err)
 				continue
 			}
@@ -356,17 +357,17 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 		return err
 	}
 	defer closeTracing(ctx)
-	f, _ := prover.LookupBackend(v.backend)
+	f, _ := backend.Lookup(v.backend)
 	t0 := time.Now()
-	b, err := f(ctx, prover.BackendOptions{TracerProvider: tp, Releaser: rel,
-		Device: prover.DeviceSettings{HostCopy: v.hostCopy, MSMG2: backend.G2Placement(v.msmG2)}})
+	b, err := f(ctx, backend.Options{TracerProvider: tp, Releaser: rel,
+		Device: backend.DeviceSettings{HostCopy: v.hostCopy, MSMG2: backend.G2Placement(v.msmG2)}})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	// The CUDA backend compiles (or loads) its kernels at Warmup, not at
 	// Open: both are in this figure, as Open alone was before.
-	if w, ok := b.(prover.Warmer); ok {
+	if w, ok := b.(backend.Warmer); ok {
 		if err := w.Warmup(ctx); err != nil {
 			return err
 		}
@@ -381,7 +382,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 			return err
 		}
 		t2 := t1.Add(d)
-		if err := groth16.Verify(proof, k.VK, pub); err != nil {
+		if err := gnarkgroth16.Verify(proof, k.VK, pub); err != nil {
 			return fmt.Errorf("proof %d does not verify: %w", rep, err)
 		}
 		label := "warm-up"
@@ -445,7 +446,7 @@ func story(ctx context.Context, o *options, n int) error {
 	if backend == "cuda" {
 		backend = "auto" // cuda, or cpu with a notice on a host without a GPU
 	}
-	say("\n== release story: %s, %d constraints, backend %s, through prover.Pipeline ==", o.circuit, n, backend)
+	say("\n== release story: %s, %d constraints, backend %s, through prover.Prover ==", o.circuit, n, backend)
 	os.Remove(o.traceFile)
 	tel, err := otelcuzk.New(ctx, otelcuzk.WithTraceFile(o.traceFile), otelcuzk.WithoutGlobal(),
 		otelcuzk.WithServiceName("gpuprove"))
@@ -465,7 +466,7 @@ func story(ctx context.Context, o *options, n int) error {
 		defer rel.Close(ctx)
 		// The story runs as cuzk prove does, with the environment's
 		// device settings (CUZK_CUDA_HOST_COPY, CUZK_CUDA_MSM_G2).
-		pipe, err := prover.NewPipeline(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(benchutil.DeviceSettingsFromEnv()), prover.WithTracerProvider(tel.TracerProvider),
+		pipe, err := prover.New(ctx, backend, prover.WithReleaser(rel), prover.WithDeviceSettings(benchutil.DeviceSettingsFromEnv()), prover.WithTracerProvider(tel.TracerProvider),
 			prover.WithKeyCacheDir(o.cacheDir), prover.WithNotice(out))
 		if err != nil {
 			return err

@@ -39,6 +39,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -173,7 +174,7 @@ func run(name string, n int, cacheDir string, proofs int) error {
 	t := time.Now()
 	for i := 0; i < proofs; i++ {
 		rec.Reset()
-		if _, err := prover.Prove(context.Background(), ccs, kk.PK, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp)); err != nil {
+		if _, err := groth16.Prove(context.Background(), ccs, kk.PK, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp)); err != nil {
 			return err
 		}
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/device"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
@@ -239,7 +239,7 @@ func computeH(ctx context.Context, c *cudaspans.Context, e *ntt.Engine, s *cudas
 	want := slices.Clone(a)
 	runtime.GC()
 	t0 := time.Now()
-	if err := prover.NewCPU(nil).ComputeH(ctx, "", d, want, slices.Clone(b), slices.Clone(cc)); err != nil {
+	if err := cpu.New(nil).ComputeH(ctx, "", d, want, slices.Clone(b), slices.Clone(cc)); err != nil {
 		return "", err
 	}
 	cpuT := time.Since(t0)
@@ -304,7 +304,7 @@ func runVariants(list string) error {
 	hd := fft.NewDomain(1 << hlog)
 	ha, hb, hc := benchutil.RandomScalars(1<<hlog), benchutil.RandomScalars(1<<hlog), benchutil.RandomScalars(1<<hlog)
 	hwant := slices.Clone(ha)
-	if err := prover.NewCPU(nil).ComputeH(ctx, "", hd, hwant, slices.Clone(hb), slices.Clone(hc)); err != nil {
+	if err := cpu.New(nil).ComputeH(ctx, "", hd, hwant, slices.Clone(hb), slices.Clone(hc)); err != nil {
 		return err
 	}
 	const blog = 24

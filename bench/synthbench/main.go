@@ -10,14 +10,14 @@
 // (runtime.NumCPU) and with each count of -tasks; the synthesis before
 // (gnark's Solve on GOMAXPROCS tasks, then the copy as it was: 4 KiB
 // pages, one parallel pass per vector, the tail of a, b, c zeroed) and
-// after (prover.Synthesize: its synthesize.solve and synthesize.copy
+// after (groth16.Synthesize: its synthesize.solve and synthesize.copy
 // spans, the hints' CPU time from cuzk.solver.hint_cpu_ms), with the
 // minor page faults of each step (getrusage, process-wide: nothing else
 // runs), and the after/before ratios. A circuit with commitments
 // (rangecheck) gets its proving key from the key cache (a setup when
 // missing); gnark's bare Solve then runs with a stand-in commitment hint
 // (any challenge satisfies a correct witness), so its times exclude the
-// commitment MSM that prover.Synthesize's solve includes. The compiled
+// commitment MSM that groth16.Synthesize's solve includes. The compiled
 // circuit comes from the circuit cache ($CUZK_CACHE_DIR or the user cache)
 // when this binary has a clean VCS revision. Results: bench/synthesis.md.
 package main
@@ -53,6 +53,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -60,8 +61,8 @@ func main() {
 	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
 	cacheDir := benchutil.CacheDirFlag()
 	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU); empty for none")
-	levelList := flag.String("level-tasks", "", "comma-separated solver task counts of prover.Synthesize (the level solver, prover.WithSolverTasks) to time besides its default; empty for none")
-	gnarkToo := flag.Bool("gnark", true, "also time gnark's Solve and the synthesis before this project's copies (false: prover.Synthesize only)")
+	levelList := flag.String("level-tasks", "", "comma-separated solver task counts of groth16.Synthesize (the level solver, groth16.WithSolverTasks) to time besides its default; empty for none")
+	gnarkToo := flag.Bool("gnark", true, "also time gnark's Solve and the synthesis before this project's copies (false: groth16.Synthesize only)")
 	sizes := cf.Parse("synthbench")
 	tasks := parseTasks("-tasks", *taskList)
 	level := parseTasks("-level-tasks", *levelList)
@@ -137,7 +138,7 @@ func (s *series) timed(f func() error) error {
 // copyVariant is one way of copying a solution into fresh mmap'd buffers:
 // old is the synthesis copy before bench/synthesis.md's change (4 KiB
 // pages, one parallel pass per vector, the tail past the source zeroed even
-// in a fresh, already zero mapping); new is prover.Synthesize's
+// in a fresh, already zero mapping); new is groth16.Synthesize's
 // (synthesize.copy: huge-page advice, the four vectors' pieces in one
 // queue, a fresh tail left alone), with huge false its 4 KiB-page form.
 type copyVariant struct{ old, huge bool }
@@ -270,14 +271,14 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 		domain <<= 1
 	}
 
-	var synthOpts []prover.SynthesizeOption
+	var synthOpts []groth16.SynthesizeOption
 	var bare []solver.Option
 	if info, ok := r1cs.CommitmentInfo.(constraint.Groth16Commitments); ok && len(info) > 0 {
 		kk, err := cache.LoadHashed(context.Background(), comp.CCS, comp.Hash)
 		if err != nil {
 			return err
 		}
-		synthOpts = append(synthOpts, prover.WithProvingKey(kk.PK))
+		synthOpts = append(synthOpts, groth16.WithProvingKey(kk.PK))
 		bare = append(bare, standInCommitment())
 		fmt.Printf("  %d commitment(s): gnark's bare Solve uses a stand-in commitment hint (no MSM)\n", len(info))
 	}
@@ -299,20 +300,20 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 	beforeTotal := newSeries("before: solve + copy")
 	newCopy := newSeries("new copy (huge pages, 1 pass)")
 	smallCopy := newSeries("new copy with 4 KiB pages")
-	after := newSeries("after: prover.Synthesize")
+	after := newSeries("after: groth16.Synthesize")
 	afterSolve := newSeries("  synthesize.solve")
 	afterCopy := newSeries("  synthesize.copy")
 	afterCommit := newSeries("  msm.g1.commitment (in the solve)")
 	var levelTasks []*series
 	for _, k := range level {
-		levelTasks = append(levelTasks, newSeries(fmt.Sprintf("prover.Synthesize, %d solver tasks", k)))
+		levelTasks = append(levelTasks, newSeries(fmt.Sprintf("groth16.Synthesize, %d solver tasks", k)))
 	}
 	levelVariant := func() error {
 		for i, k := range level {
-			var asg *prover.Assignment
+			var asg *groth16.Assignment
 			if err := levelTasks[i].timed(func() error {
 				var err error
-				asg, err = prover.Synthesize(prover.WithSolverTasks(context.Background(), k), comp.CCS, w, synthOpts...)
+				asg, err = groth16.Synthesize(groth16.WithSolverTasks(context.Background(), k), comp.CCS, w, synthOpts...)
 				return err
 			}); err != nil {
 				return err
@@ -362,10 +363,10 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 		},
 		func() error {
 			rec.Reset()
-			var asg *prover.Assignment
+			var asg *groth16.Assignment
 			if err := after.timed(func() error {
 				var err error
-				asg, err = prover.Synthesize(context.Background(), comp.CCS, w, synthOpts...)
+				asg, err = groth16.Synthesize(context.Background(), comp.CCS, w, synthOpts...)
 				return err
 			}); err != nil {
 				return err
@@ -393,7 +394,7 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 		},
 	}
 	if !gnarkToo {
-		variants = variants[3:] // prover.Synthesize only
+		variants = variants[3:] // groth16.Synthesize only
 	}
 	variants = append(variants, levelVariant)
 	all := append(append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit}, gnarkTasks...), levelTasks...)
@@ -427,7 +428,7 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 	fmt.Printf("  ratio new/old copy on the same solution: wall %.2fx, CPU %.2fx (4 KiB pages, 1 pass: wall %.2fx, CPU %.2fx)\n",
 		float64(newCopy.median())/float64(beforeCopy.median()), float64(benchutil.Median(newCopy.cpu))/float64(benchutil.Median(beforeCopy.cpu)),
 		float64(smallCopy.median())/float64(beforeCopy.median()), float64(benchutil.Median(smallCopy.cpu))/float64(benchutil.Median(beforeCopy.cpu)))
-	fmt.Printf("  ratio after/before: synthesize.copy %.2fx, synthesis %.2fx; synthesize.solve is %.0f%% of prover.Synthesize after\n",
+	fmt.Printf("  ratio after/before: synthesize.copy %.2fx, synthesis %.2fx; synthesize.solve is %.0f%% of groth16.Synthesize after\n",
 		float64(afterCopy.median())/float64(beforeCopy.median()), float64(after.median())/float64(beforeTotal.median()),
 		100*float64(afterSolve.median())/float64(after.median()))
 	return nil

@@ -23,13 +23,15 @@ import (
 	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // untilCancelledGPU is the CPU backend under the name "cuda" whose
 // ComputeH returns only when its context is cancelled: a job that ends
 // by a cancel and never by itself, whatever the machine's load.
-type untilCancelledGPU struct{ *prover.CPU }
+type untilCancelledGPU struct{ *cpu.Backend }
 
 func (untilCancelledGPU) Name() string { return "cuda" }
 
@@ -45,8 +47,8 @@ func startSlowDaemon(t *testing.T) *testDaemon {
 	t.Helper()
 	const factory = "untilcancelled-test"
 	untilCancelledOnce.Do(func() {
-		prover.RegisterBackend(factory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-			return untilCancelledGPU{CPU: prover.NewCPU(o.TracerProvider)}, nil
+		backend.Register(factory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+			return untilCancelledGPU{Backend: cpu.New(o.TracerProvider)}, nil
 		})
 	})
 	// The keys of the circuit the tests submit (mulchain, 256 constraints)
@@ -54,7 +56,7 @@ func startSlowDaemon(t *testing.T) *testDaemon {
 	// setup leaves that setup storing the keys after the daemon has
 	// stopped, into a directory the test is removing.
 	cache := filepath.Join(t.TempDir(), "cache")
-	p, err := prover.NewPipeline(context.Background(), "cpu", prover.WithKeyCacheDir(cache))
+	p, err := prover.New(context.Background(), "cpu", prover.WithKeyCacheDir(cache))
 	if err != nil {
 		t.Fatal(err)
 	}

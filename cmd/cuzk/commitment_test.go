@@ -17,9 +17,10 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/daemon"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // TestServeProvesCommitmentCircuitFromFiles: a circuit with three
@@ -61,7 +62,7 @@ func TestServeProvesCommitmentCircuitFromFiles(t *testing.T) {
 
 // cpuAsGPU is the CPU backend posing as a GPU, so serve runs the pipelined
 // engine (synthesis workers beside the devices) on a machine without one.
-type cpuAsGPU struct{ *prover.CPU }
+type cpuAsGPU struct{ *cpu.Backend }
 
 func (cpuAsGPU) Name() string { return "cuda" }
 
@@ -77,8 +78,8 @@ var (
 func TestServePipelinedProvesCommitmentCircuitFromFiles(t *testing.T) {
 	clearOTLPEnv(t)
 	cpuAsGPUOnce.Do(func() {
-		prover.RegisterBackend(cpuAsGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-			return cpuAsGPU{prover.NewCPU(o.TracerProvider)}, nil
+		backend.Register(cpuAsGPUFactory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+			return cpuAsGPU{cpu.New(o.TracerProvider)}, nil
 		})
 	})
 	fx := commitmenttest.Setup(t, "multicommit")

@@ -23,8 +23,9 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // daemon is a `cuzk serve` run in-process by startDaemon.
@@ -228,7 +229,7 @@ func TestUnknownBackendLeavesNoTraceFile(t *testing.T) {
 // its context and blocks until release is closed: a runner the engine must
 // abandon at shutdown.
 type stuckGPU struct {
-	*prover.CPU
+	*cpu.Backend
 	entered chan struct{}
 	release chan struct{}
 }
@@ -262,8 +263,8 @@ func TestServeShutdownWithABlackholeEndpointHoldsTheBound(t *testing.T) {
 	// run (go test -count=2).
 	stuckEntered, stuckRelease = make(chan struct{}, 1), make(chan struct{})
 	stuckGPUOnce.Do(func() {
-		prover.RegisterBackend(stuckGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-			return stuckGPU{CPU: prover.NewCPU(o.TracerProvider), entered: stuckEntered, release: stuckRelease}, nil
+		backend.Register(stuckGPUFactory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+			return stuckGPU{Backend: cpu.New(o.TracerProvider), entered: stuckEntered, release: stuckRelease}, nil
 		})
 	})
 	bh, err := otlptest.NewBlackhole()

@@ -24,9 +24,10 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 func clearOTLPEnv(t *testing.T) {
@@ -244,7 +245,7 @@ func shortenWitness(w []byte) []byte {
 
 // fakeGPU is the CPU backend under the name "cuda", standing in for one
 // GPU so the spread over devices is tested without hardware.
-type fakeGPU struct{ *prover.CPU }
+type fakeGPU struct{ *cpu.Backend }
 
 func (fakeGPU) Name() string { return "cuda" }
 
@@ -261,11 +262,11 @@ var (
 func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 	clearOTLPEnv(t)
 	fakeGPUOnce.Do(func() {
-		prover.RegisterBackend(fakeGPUFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
+		backend.Register(fakeGPUFactory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
 			fakeGPUMu.Lock()
 			fakeGPUOpened[o.DeviceOrdinal]++
 			fakeGPUMu.Unlock()
-			return fakeGPU{prover.NewCPU(o.TracerProvider)}, nil
+			return fakeGPU{cpu.New(o.TracerProvider)}, nil
 		})
 	})
 	d := startDaemon(t, daemon.Config{
@@ -324,7 +325,7 @@ func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 	dir := t.TempDir()
 	err := serve(context.Background(), daemon.Config{Listen: "127.0.0.1:0", Backend: "cuda", Release: "sync", QueueSize: 1, MaxMessageBytes: 1 << 20,
 		CPUWorkers: -1, TraceFile: filepath.Join(dir, "t.jsonl"), Log: io.Discard, GPUFactory: "no-such-gpu-backend"})
-	if !errors.Is(err, prover.ErrBackendUnavailable) {
+	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
 	}
 }

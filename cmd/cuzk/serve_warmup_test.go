@@ -17,13 +17,14 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/daemon"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // warmGPU is the CPU backend posing as a GPU whose kernels are ready only
-// once warm is closed (prover.Warmer).
-type warmGPU struct{ *prover.CPU }
+// once warm is closed (backend.Warmer).
+type warmGPU struct{ *cpu.Backend }
 
 func (warmGPU) Name() string { return "cuda" }
 
@@ -68,8 +69,8 @@ func health(t *testing.T, addr string) healthpb.HealthCheckResponse_ServingStatu
 func TestServeWarmsUpPipelinedWithABudget(t *testing.T) {
 	clearOTLPEnv(t)
 	warmOnce.Do(func() {
-		prover.RegisterBackend(warmFactory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-			return warmGPU{prover.NewCPU(o.TracerProvider)}, nil
+		backend.Register(warmFactory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+			return warmGPU{cpu.New(o.TracerProvider)}, nil
 		})
 	})
 	warmGate = make(chan struct{})
@@ -180,7 +181,7 @@ func TestServeWithoutGPUIsPipelinedAndStatusSaysSo(t *testing.T) {
 }
 
 // failingWarmGPU is the CPU backend posing as a GPU whose warm-up fails.
-type failingWarmGPU struct{ *prover.CPU }
+type failingWarmGPU struct{ *cpu.Backend }
 
 func (failingWarmGPU) Name() string { return "cuda" }
 
@@ -194,8 +195,8 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 	clearOTLPEnv(t)
 	const factory = "fakewarmfail-test"
 	failWarmOnce.Do(func() {
-		prover.RegisterBackend(factory, func(_ context.Context, o prover.BackendOptions) (prover.Backend, error) {
-			return failingWarmGPU{prover.NewCPU(o.TracerProvider)}, nil
+		backend.Register(factory, func(_ context.Context, o backend.Options) (backend.Backend, error) {
+			return failingWarmGPU{cpu.New(o.TracerProvider)}, nil
 		})
 	})
 	d := startDaemon(t, daemon.Config{

@@ -194,7 +194,7 @@ func (p Plan) CheckHost(cpu bool, src KeySource, compile bool, hostAvail uint64)
 // Fits returns nil when the plan fits a host of hostAvail bytes of
 // available memory and diskFree bytes free in the key cache (0: not
 // checked; ephemeral keys need no disk), else an error wrapping
-// ErrTooLarge that names each figure that does not fit, with the plan's
+// ErrTooLargeForHost that names each figure that does not fit, with the plan's
 // numbers.
 func (p Plan) Fits(cpu bool, hostAvail, diskFree uint64, ephemeral bool) error {
 	var over []string
@@ -207,7 +207,7 @@ func (p Plan) Fits(cpu bool, hostAvail, diskFree uint64, ephemeral bool) error {
 	if len(over) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s at %d constraints: %s", ErrTooLarge, p.Circuit, p.Constraints, strings.Join(over, "; "))
+	return fmt.Errorf("%w: %s at %d constraints: %s", ErrTooLargeForHost, p.Circuit, p.Constraints, strings.Join(over, "; "))
 }
 
 // Table writes the plan as rows of a Markdown table (PlanHeader first).

@@ -43,10 +43,6 @@ var (
 	// has available. error.type out_of_memory. (msm.ErrTooLarge is an MSM
 	// too large for the device's memory.)
 	ErrTooLargeForHost = semconv.NewError(semconv.ErrorTypeOutOfMemory, "circuit too large for this machine's memory")
-	// ErrTooLarge is ErrTooLargeForHost under its old name.
-	//
-	// Deprecated: use ErrTooLargeForHost.
-	ErrTooLarge = ErrTooLargeForHost
 	// ErrNotBuiltin is returned by Build and CheckMemory for a circuit
 	// registered from files: it is read, not built, and has no estimate.
 	// error.type invalid_request.

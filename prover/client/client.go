@@ -424,12 +424,6 @@ type WorkerStatus struct {
 	Fault   string
 }
 
-// Worker is WorkerStatus, its name before the redesign.
-//
-// Deprecated: use WorkerStatus (engine.Worker is a worker itself, its
-// runner; this is what GetStatus says of one).
-type Worker = WorkerStatus
-
 // Key is a proving key the daemon holds.
 type Key struct {
 	Circuit     string

@@ -21,6 +21,8 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
@@ -794,7 +796,7 @@ func TestEngineErrorsDeclareTheirErrorType(t *testing.T) {
 		{fmt.Errorf("a: %w", ErrOverBudget), otelcuzk.ErrorTypeOverBudget},
 		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoWorker), otelcuzk.ErrorTypeNoDevice},
 		{ErrEmptyRequestID, otelcuzk.ErrorTypeInvalidRequest},
-		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, prover.ErrBadWitness), otelcuzk.ErrorTypeInvalidRequest},
+		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, groth16.ErrBadWitness), otelcuzk.ErrorTypeInvalidRequest},
 		{ErrRequestConflict, otelcuzk.ErrorTypeConflict},
 		{fmt.Errorf("job 3: %w", ErrInterrupted), otelcuzk.ErrorTypeInterrupted},
 		{ErrUnknownJob, otelcuzk.ErrorTypeNotFound},
@@ -803,7 +805,7 @@ func TestEngineErrorsDeclareTheirErrorType(t *testing.T) {
 		{fmt.Errorf("load: %w", context.Canceled), otelcuzk.ErrorTypeCanceled},
 		// Shutdown's error for queued jobs wraps both; ErrCancelled names it.
 		{fmt.Errorf("%w: %w", ErrCancelled, ErrClosed), otelcuzk.ErrorTypeCanceled},
-		{fmt.Errorf("run: %w", prover.ErrDeviceFault), otelcuzk.ErrorTypeDeviceFault},
+		{fmt.Errorf("run: %w", backend.ErrDeviceFault), otelcuzk.ErrorTypeDeviceFault},
 		{errors.New("runner returned no result"), otelcuzk.ErrorTypeOther},
 	} {
 		if got := otelcuzk.ErrorType(tc.err); got != tc.want {

@@ -19,11 +19,6 @@ var (
 	// healthy device worker faulted (backend.ErrDeviceFault), and of Submit
 	// from then on (the daemon answers UNAVAILABLE).
 	ErrNoWorker = semconv.NewError(semconv.ErrorTypeNoDevice, "engine: no healthy device worker left")
-	// ErrNoDevice is ErrNoWorker under its old name (cudaspans.ErrNoDevice
-	// means no CUDA device at all).
-	//
-	// Deprecated: use ErrNoWorker.
-	ErrNoDevice = ErrNoWorker
 	// ErrEmptyRequestID is returned by Submit for a request without a
 	// request id: the id is the idempotency key and cannot be made up.
 	ErrEmptyRequestID = semconv.NewError(semconv.ErrorTypeInvalidRequest, "engine: empty request id")

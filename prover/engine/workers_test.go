@@ -884,15 +884,15 @@ func TestLastDeviceFaultFailsTheWaitingJobsClearly(t *testing.T) {
 	release()
 	for _, id := range ids {
 		info, err := await(t, e, id)
-		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "faulted") {
-			t.Errorf("%s with every device faulted: %v %v, want ErrNoDevice naming the fault", info.RequestID, info.State, err)
+		if !errors.Is(err, ErrNoWorker) || !strings.Contains(err.Error(), "faulted") {
+			t.Errorf("%s with every device faulted: %v %v, want ErrNoWorker naming the fault", info.RequestID, info.State, err)
 		}
 		if info.State != StateFailed {
 			t.Errorf("%s is %v, want FAILED", info.RequestID, info.State)
 		}
 	}
-	if _, err := e.Submit(context.Background(), req("late", priority.Normal)); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("submit with no healthy device: %v, want ErrNoDevice", err)
+	if _, err := e.Submit(context.Background(), req("late", priority.Normal)); !errors.Is(err, ErrNoWorker) {
+		t.Errorf("submit with no healthy device: %v, want ErrNoWorker", err)
 	}
 }
 

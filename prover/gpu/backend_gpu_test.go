@@ -13,8 +13,8 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
@@ -67,7 +67,7 @@ func TestBackendGPUComputeHRejectsBadLengths(t *testing.T) {
 // over the same base sets each round (later rounds reuse the device copy).
 func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 	b, _, _, _ := openBackend(t, buffer.ReleaseSync)
-	cpu := prover.NewCPU(nil)
+	cpu := cpu.New(nil)
 	ctx := context.Background()
 	const n = 1 << 12
 	_, _, g1, g2 := curve.Generators()
@@ -80,8 +80,8 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 		p1[i].ScalarMultiplication(&g1, kb)
 		p2[i].ScalarMultiplication(&g2, kb)
 	}
-	s1 := prover.BaseSet[curve.G1Affine]{ID: "test:g1", Points: p1}
-	s2 := prover.BaseSet[curve.G2Affine]{ID: "test:g2", Points: p2}
+	s1 := backend.BaseSet[curve.G1Affine]{ID: "test:g1", Points: p1}
+	s2 := backend.BaseSet[curve.G2Affine]{ID: "test:g2", Points: p2}
 	for round := 0; round < 3; round++ {
 		placement := MSMG2GPU
 		if round == 2 {

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 func TestCUDABackendIsRegistered(t *testing.T) {
-	if _, ok := prover.LookupBackend("cuda"); !ok {
+	if _, ok := backend.Lookup("cuda"); !ok {
 		t.Fatal(`importing prover/gpu did not register the "cuda" backend`)
 	}
 }
@@ -22,13 +22,13 @@ func TestOpenWithoutDeviceIsUnavailable(t *testing.T) {
 	if _, err := cudaspans.Devices(); err == nil {
 		t.Skip("this host has a CUDA device")
 	}
-	f, _ := prover.LookupBackend("cuda")
-	b, err := f(context.Background(), prover.BackendOptions{})
+	f, _ := backend.Lookup("cuda")
+	b, err := f(context.Background(), backend.Options{})
 	if err == nil {
 		b.Close()
 		t.Fatal("opened the CUDA backend without a device")
 	}
-	if !errors.Is(err, prover.ErrBackendUnavailable) || !errors.Is(err, cudaspans.ErrNoDevice) {
+	if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Fatalf("error %q wraps neither ErrBackendUnavailable nor ErrNoDevice", err)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // TestBitSplitProveGPUEqualsCPUOnPoRep: porep at 2^17 (its wires mostly 0
@@ -24,19 +25,19 @@ func TestBitSplitProveGPUEqualsCPUOnPoRep(t *testing.T) {
 	ctx := context.Background()
 	r, s := fixedRandomness()
 	f := newProveFixture(t, "porep", 1<<17)
-	want, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithRandomness(r, s), prover.WithBitSplit(prover.BitSplitOff))
+	want, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, prover.WithRandomness(r, s), prover.WithBitSplit(groth16.BitSplitOff))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bs := range []prover.BitSplit{prover.BitSplitOn, prover.BitSplitOff, prover.BitSplitAuto} {
+	for _, bs := range []groth16.BitSplit{groth16.BitSplitOn, groth16.BitSplitOff, groth16.BitSplitAuto} {
 		for round := range 2 {
 			start := time.Now()
-			got, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithRandomness(r, s),
-				prover.WithKeyID("porep-2^17"), prover.WithTracerProvider(tp), prover.WithBitSplit(bs))
+			got, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), prover.WithRandomness(r, s),
+				groth16.WithKeyID("porep-2^17"), prover.WithTracerProvider(tp), prover.WithBitSplit(bs))
 			if err != nil {
 				t.Fatalf("bits %v, round %d: %v", bs, round, err)
 			}
-			if err := groth16.Verify(got, f.vk, f.pub); err != nil {
+			if err := gnarkgroth16.Verify(got, f.vk, f.pub); err != nil {
 				t.Fatalf("bits %v, round %d: CUDA proof does not verify: %v", bs, round, err)
 			}
 			sameProof(t, "bits "+bs.String(), got, want)

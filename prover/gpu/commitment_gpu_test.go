@@ -1,7 +1,7 @@
 package gpu_test
 
 // Groth16 with commitments (gnark's api.Commit) on the CUDA backend,
-// through the prover.Backend interface only (the backend from the
+// through the backend.Backend interface only (the backend from the
 // registry), so this file does not depend on the package's layout.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -20,25 +20,27 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers "cuda"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // openCUDA opens the registered "cuda" backend recording into rec; it
 // skips without a device.
-func openCUDA(t *testing.T) (prover.Backend, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+func openCUDA(t *testing.T) (backend.Backend, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	if _, err := cudaspans.Devices(); errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
 	}
-	open, ok := prover.LookupBackend("cuda")
+	open, ok := backend.Lookup("cuda")
 	if !ok {
 		t.Fatal("no cuda backend registered")
 	}
 	rec, tp := spantest.New()
-	b, err := open(context.Background(), prover.BackendOptions{TracerProvider: tp})
-	if errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, prover.ErrBackendUnavailable) {
+	b, err := open(context.Background(), backend.Options{TracerProvider: tp})
+	if errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, backend.ErrUnavailable) {
 		t.Skipf("no CUDA device: %v", err)
 	}
 	if err != nil {
@@ -48,7 +50,7 @@ func openCUDA(t *testing.T) (prover.Backend, *tracetest.SpanRecorder, *sdktrace.
 	return b, rec, tp
 }
 
-func proofBytes(t *testing.T, p groth16.Proof) []byte {
+func proofBytes(t *testing.T, p gnarkgroth16.Proof) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if _, err := p.WriteTo(&b); err != nil {
@@ -85,20 +87,20 @@ func TestCommitmentProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 
 	for _, c := range cs {
 		f := c.f
-		want, err := prover.Prove(ctx, f.CCS, f.PK, f.Witness, prover.WithRandomness(r, s))
+		want, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, prover.WithRandomness(r, s))
 		if err != nil {
 			t.Fatalf("%s: CPU: %v", c.name, err)
 		}
-		if err := groth16.Verify(want, f.VK, f.Public); err != nil {
+		if err := gnarkgroth16.Verify(want, f.VK, f.Public); err != nil {
 			t.Fatalf("%s: CPU proof does not verify: %v", c.name, err)
 		}
 		for _, keyID := range []string{"", "commit-test-" + c.name, "commit-test-" + c.name} {
-			got, err := prover.Prove(ctx, f.CCS, f.PK, f.Witness, prover.WithBackend(b), prover.WithRandomness(r, s),
-				prover.WithTracerProvider(tp), prover.WithKeyID(keyID))
+			got, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, groth16.WithBackend(b), prover.WithRandomness(r, s),
+				prover.WithTracerProvider(tp), groth16.WithKeyID(keyID))
 			if err != nil {
 				t.Fatalf("%s (key id %q): CUDA: %v", c.name, keyID, err)
 			}
-			if err := groth16.Verify(got, f.VK, f.Public); err != nil {
+			if err := gnarkgroth16.Verify(got, f.VK, f.Public); err != nil {
 				t.Fatalf("%s (key id %q): CUDA proof does not verify: %v", c.name, keyID, err)
 			}
 			if n := len(got.(*groth16_bls12381.Proof).Commitments); n != f.Commitments {

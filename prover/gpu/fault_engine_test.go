@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
@@ -20,7 +21,7 @@ var fakePipelines atomic.Int64
 func fakePipeline(t *testing.T, b *Backend) *prover.Prover {
 	t.Helper()
 	name := fmt.Sprintf("fake-gpu-%d", fakePipelines.Add(1))
-	prover.RegisterBackend(name, func(context.Context, prover.BackendOptions) (prover.Backend, error) { return b, nil })
+	backend.Register(name, func(context.Context, backend.Options) (backend.Backend, error) { return b, nil })
 	p, err := prover.New(context.Background(), name, prover.WithKeyCacheDir(t.TempDir()), prover.WithTracerProvider(b.tp))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func fakePipeline(t *testing.T, b *Backend) *prover.Prover {
 // The whole path with the fake driver (issue 11 item 11): two workers,
 // each a Pipeline over its own fake device; gpu0's driver starts failing
 // with a sticky error. The job gpu0 takes fails there with
-// prover.ErrDeviceFault, the engine takes gpu0 out of service (Healthy
+// backend.ErrDeviceFault, the engine takes gpu0 out of service (Healthy
 // false, the fault named) and requeues the job: every job is proved on
 // gpu1, and gpu0's driver sees nothing after the fault.
 func TestAFaultingFakeDeviceIsFencedAndItsJobsProvedOnTheOther(t *testing.T) {
@@ -76,7 +77,7 @@ func TestAFaultingFakeDeviceIsFencedAndItsJobsProvedOnTheOther(t *testing.T) {
 	if w0.Healthy || !strings.Contains(w0.Fault, "CUDA_ERROR_ILLEGAL_ADDRESS") || !w1.Healthy {
 		t.Errorf("workers gpu0 %+v, gpu1 %+v: want gpu0 unhealthy naming the fault, gpu1 healthy", w0, w1)
 	}
-	if f := b0.Fault(); !errors.Is(f, prover.ErrDeviceFault) {
+	if f := b0.Fault(); !errors.Is(f, backend.ErrDeviceFault) {
 		t.Errorf("gpu0's backend Fault() = %v, want fenced", f)
 	}
 	launches := len(drv0.Launches())

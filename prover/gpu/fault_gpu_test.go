@@ -11,7 +11,6 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -23,7 +22,7 @@ const faultKernel = `extern "C" __global__ void write_wild(unsigned long long ad
 }`
 
 // On a real device, a deliberately faulting kernel: the sticky error
-// reaches the next MSM as prover.ErrDeviceFault and fences the device off.
+// reaches the next MSM as backend.ErrDeviceFault and fences the device off.
 // The context stays poisoned for the life of the process, so this test
 // runs alone, in its own process, only with CUZK_TEST_DEVICE_FAULT=1
 // (bench/device-session.sh's fault step).
@@ -59,11 +58,11 @@ func TestFaultingKernelFencesTheDeviceOffGPU(t *testing.T) {
 		scalars[i].SetUint64(uint64(i + 3))
 	}
 	_, err = b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", len(scalars)), scalars)
-	if !errors.Is(err, prover.ErrDeviceFault) {
-		t.Fatalf("MSM after the fault: %v, want prover.ErrDeviceFault", err)
+	if !errors.Is(err, backend.ErrDeviceFault) {
+		t.Fatalf("MSM after the fault: %v, want backend.ErrDeviceFault", err)
 	}
 	t.Logf("the next MSM: %v", err)
-	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1B}, gputest.BaseSet("", len(scalars)), scalars); !errors.Is(err, prover.ErrDeviceFault) || b.Fault() == nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1B}, gputest.BaseSet("", len(scalars)), scalars); !errors.Is(err, backend.ErrDeviceFault) || b.Fault() == nil {
 		t.Fatalf("fenced device: %v (Fault %v)", err, b.Fault())
 	}
 }

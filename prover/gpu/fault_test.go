@@ -11,7 +11,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -22,7 +21,7 @@ var illegalAddress = &cudaspans.Error{Call: "cuStreamSynchronize", Code: 700, Na
 	Message: "an illegal memory access was encountered"}
 
 // A device that starts failing with a sticky error: the MSM's error wraps
-// prover.ErrDeviceFault (so the engine requeues the proof elsewhere), the
+// backend.ErrDeviceFault (so the engine requeues the proof elsewhere), the
 // device is fenced off (Fault), and later calls fail at once without
 // touching it; an ordinary error (out of memory) is no fault.
 func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
@@ -41,16 +40,16 @@ func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
 
 	drv.Fault(&cudaspans.Error{Call: "cuLaunchKernel", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Message: "out of memory"})
 	_, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
-	if err == nil || errors.Is(err, prover.ErrDeviceFault) || b.Fault() != nil {
+	if err == nil || errors.Is(err, backend.ErrDeviceFault) || b.Fault() != nil {
 		t.Fatalf("out of memory: err %v, Fault %v; want an error that is no device fault", err, b.Fault())
 	}
 
 	drv.Fault(illegalAddress)
 	_, err = b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
-	if !errors.Is(err, prover.ErrDeviceFault) || !errors.Is(err, cudaspans.ErrSticky) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
-		t.Fatalf("sticky error: %v, want a prover.ErrDeviceFault naming CUDA_ERROR_ILLEGAL_ADDRESS", err)
+	if !errors.Is(err, backend.ErrDeviceFault) || !errors.Is(err, cudaspans.ErrSticky) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Fatalf("sticky error: %v, want a backend.ErrDeviceFault naming CUDA_ERROR_ILLEGAL_ADDRESS", err)
 	}
-	if f := b.Fault(); !errors.Is(f, prover.ErrDeviceFault) {
+	if f := b.Fault(); !errors.Is(f, backend.ErrDeviceFault) {
 		t.Fatalf("Fault() = %v after a sticky error", f)
 	}
 	// Fenced: even once the driver would answer again, nothing reaches it.
@@ -62,13 +61,13 @@ func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := b.MSMG2(ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, prover.BaseSet[curve.G2Affine]{}, nil)
+			_, err := b.MSMG2(ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, backend.BaseSet[curve.G2Affine]{}, nil)
 			return err
 		},
 		func() error { _, end := b.BeginProof(ctx); return end() },
 	} {
-		if err := call(); !errors.Is(err, prover.ErrDeviceFault) {
-			t.Errorf("call on a fenced device: %v, want prover.ErrDeviceFault", err)
+		if err := call(); !errors.Is(err, backend.ErrDeviceFault) {
+			t.Errorf("call on a fenced device: %v, want backend.ErrDeviceFault", err)
 		}
 	}
 	if n := len(drv.Launches()); n != launches {

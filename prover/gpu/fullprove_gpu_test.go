@@ -10,7 +10,7 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
@@ -23,8 +23,10 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // needDevice skips the test on a host without a CUDA driver or device,
@@ -39,8 +41,8 @@ func needDevice(t *testing.T) {
 // proveFixture is a built-in circuit compiled and set up once per binary.
 type proveFixture struct {
 	ccs constraint.ConstraintSystem
-	pk  groth16.ProvingKey
-	vk  groth16.VerifyingKey
+	pk  gnarkgroth16.ProvingKey
+	vk  gnarkgroth16.VerifyingKey
 	w   witness.Witness
 	pub witness.Witness
 }
@@ -62,7 +64,7 @@ func openBackend(t *testing.T, mode buffer.ReleaseMode) (*Backend, *buffer.Relea
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(context.Background(), prover.BackendOptions{TracerProvider: tp, Releaser: rel})
+	b, err := Open(context.Background(), backend.Options{TracerProvider: tp, Releaser: rel})
 	if errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -82,7 +84,7 @@ func fixedRandomness() (r, s fr.Element) {
 	return r, s
 }
 
-func sameProof(t *testing.T, what string, got, want groth16.Proof) {
+func sameProof(t *testing.T, what string, got, want gnarkgroth16.Proof) {
 	t.Helper()
 	g, w := got.(*groth16_bls12381.Proof), want.(*groth16_bls12381.Proof)
 	if !g.Ar.Equal(&w.Ar) || !g.Bs.Equal(&w.Bs) || !g.Krs.Equal(&w.Krs) {
@@ -102,12 +104,12 @@ func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 	for _, name := range []string{"mulchain", "merkle"} {
 		f := newProveFixture(t, name, 1<<16)
 		start := time.Now()
-		want, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithRandomness(r, s))
+		want, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, prover.WithRandomness(r, s))
 		if err != nil {
 			t.Fatal(err)
 		}
 		cpuTime := time.Since(start)
-		if err := groth16.Verify(want, f.vk, f.pub); err != nil {
+		if err := gnarkgroth16.Verify(want, f.vk, f.pub); err != nil {
 			t.Fatalf("%s: CPU backend proof does not verify: %v", name, err)
 		}
 		for i, mode := range []HostCopy{HostCopyStaged, HostCopyRegister, HostCopyPageable, HostCopyStaged} {
@@ -125,13 +127,13 @@ func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 			mode := HostCopy(string(mode) + ", G2 on " + g2)
 			for round := 0; round < 2; round++ {
 				start := time.Now()
-				got, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithRandomness(r, s),
-					prover.WithKeyID(name+"-2^16"), prover.WithTracerProvider(tp))
+				got, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), prover.WithRandomness(r, s),
+					groth16.WithKeyID(name+"-2^16"), prover.WithTracerProvider(tp))
 				if err != nil {
 					t.Fatalf("%s, %s copies, round %d: %v", name, mode, round, err)
 				}
 				el := time.Since(start)
-				if err := groth16.Verify(got, f.vk, f.pub); err != nil {
+				if err := gnarkgroth16.Verify(got, f.vk, f.pub); err != nil {
 					t.Fatalf("%s, %s copies, round %d: CUDA proof does not verify: %v", name, mode, round, err)
 				}
 				sameProof(t, fmt.Sprintf("%s, %s copies, round %d", name, mode, round), got, want)
@@ -161,13 +163,13 @@ func proveAt2To20(t *testing.T, b *Backend, tp *sdktrace.TracerProvider, name st
 		f := newProveFixture(t, name, 1<<20)
 		for round := 0; round < 2; round++ {
 			start := time.Now()
-			proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithKeyID(name+"-2^20"),
+			proof, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), groth16.WithKeyID(name+"-2^20"),
 				prover.WithTracerProvider(tp))
 			if err != nil {
 				t.Fatalf("%s 2^20: %v", name, err)
 			}
 			el := time.Since(start)
-			if err := groth16.Verify(proof, f.vk, f.pub); err != nil {
+			if err := gnarkgroth16.Verify(proof, f.vk, f.pub); err != nil {
 				t.Fatalf("%s 2^20, round %d: CUDA proof does not verify: %v", name, round, err)
 			}
 			t.Logf("%s 2^20 round %d: CUDA proof verifies (prove %v, synthesis included)", name, round, el.Round(time.Millisecond))
@@ -261,7 +263,7 @@ func (x *spanIndex) under(sp sdktrace.ReadOnlySpan, name string) bool {
 }
 
 // TestFullProveGPUSpans: one CUDA proof records gpu.lock and gpu.total as
-// children of groth16.prove (gpu.total inside it, with its op count), each
+// children of gnarkgroth16.prove (gpu.total inside it, with its op count), each
 // MSM (the four on G1 and msm.g2.b) with kernel spans below it, host-to-device copies with cuda.bytes
 // and cuda.gbps, and buffer.release spans for device memory in every
 // release mode and for pinned memory (registered copies).
@@ -277,19 +279,19 @@ func TestFullProveGPUSpans(t *testing.T) {
 			ctx := context.Background()
 			// Twice: the second proof reuses the resident bases (and pooled buffers).
 			for range 2 {
-				proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithReleaser(rel),
-					prover.WithKeyID("spans"), prover.WithTracerProvider(tp))
+				proof, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), prover.WithReleaser(rel),
+					groth16.WithKeyID("spans"), prover.WithTracerProvider(tp))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := groth16.Verify(proof, f.vk, f.pub); err != nil {
+				if err := gnarkgroth16.Verify(proof, f.vk, f.pub); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// A proof with a key ID keeps its device buffers (compute_h
 			// vectors, MSM workspace) for the key's next proof
 			// (msm.DeviceBases.ProofBuffer): none is released under either
-			// groth16.prove; evicting the key releases them.
+			// gnarkgroth16.prove; evicting the key releases them.
 			if ids := b.Bases().ProofBufferIDs(); len(ids) == 0 {
 				t.Error("no proof buffer kept for key spans after two proofs")
 			}
@@ -307,7 +309,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 			x := indexSpans(rec.Ended())
 			proves := x.named(otelcuzk.SpanGroth16Prove)
 			if len(proves) != 2 {
-				t.Fatalf("%d groth16.prove spans, want 2", len(proves))
+				t.Fatalf("%d gnarkgroth16.prove spans, want 2", len(proves))
 			}
 			for _, name := range []string{otelcuzk.SpanGPULock, otelcuzk.SpanGPUTotal} {
 				got := x.named(name)
@@ -316,19 +318,19 @@ func TestFullProveGPUSpans(t *testing.T) {
 				}
 				for _, sp := range got {
 					if x.parentName(sp) != otelcuzk.SpanGroth16Prove {
-						t.Errorf("%s is a child of %q, want groth16.prove", name, x.parentName(sp))
+						t.Errorf("%s is a child of %q, want gnarkgroth16.prove", name, x.parentName(sp))
 					}
 				}
 			}
 			for _, sp := range x.named(otelcuzk.SpanGPUTotal) {
 				p := x.byID[sp.Parent().SpanID()]
 				if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
-					t.Errorf("gpu.total [%v, %v] outside groth16.prove [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
+					t.Errorf("gpu.total [%v, %v] outside gnarkgroth16.prove [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
 				}
 				if ops, _ := spantest.Attr(sp, otelcuzk.KeyCUDAOpCount); ops == nil || ops.(int64) < 10 {
 					t.Errorf("gpu.total covers %v device operations, want the proof's (>= 10)", ops)
 				}
-				t.Logf("gpu.total %v of groth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
+				t.Logf("gpu.total %v of gnarkgroth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
 			}
 			for _, msm := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B} {
 				spans := x.named(msm)
@@ -371,7 +373,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				copies++
 			}
 			if copies == 0 {
-				t.Error("no cuda.memcpy.htod span under groth16.prove")
+				t.Error("no cuda.memcpy.htod span under gnarkgroth16.prove")
 			}
 			kinds := map[string]int{}
 			evicted := 0
@@ -390,7 +392,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				kinds[fmt.Sprint(k)]++
 				if k == "device" {
 					if x.under(sp, otelcuzk.SpanGroth16Prove) {
-						t.Errorf("device memory released under groth16.prove: the key's proof buffers are kept")
+						t.Errorf("device memory released under gnarkgroth16.prove: the key's proof buffers are kept")
 					}
 					if x.under(sp, "test.evict") {
 						evicted++

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 )
 
@@ -46,18 +46,18 @@ func TestParseHostCopy(t *testing.T) {
 // Open refuses a malformed setting before it touches a device, so the
 // refusal is the same on a host without a GPU.
 func TestOpenRefusesMalformedDeviceSettingsBeforeTheDevice(t *testing.T) {
-	for _, bad := range []prover.DeviceSettings{{HostCopy: "pinned"}, {MSMG2: "GPU"}} {
-		if err := CheckDeviceSettings(bad); err == nil {
-			t.Errorf("CheckDeviceSettings(%+v) accepted it", bad)
+	for _, bad := range []backend.DeviceSettings{{HostCopy: "pinned"}, {MSMG2: "GPU"}} {
+		if err := bad.Check(); err == nil {
+			t.Errorf("DeviceSettings(%+v).Check() accepted it", bad)
 		}
-		_, err := Open(context.Background(), prover.BackendOptions{Device: bad})
-		if err == nil || errors.Is(err, prover.ErrBackendUnavailable) || !strings.Contains(err.Error(), "want") {
+		_, err := Open(context.Background(), backend.Options{Device: bad})
+		if err == nil || errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "want") {
 			t.Errorf("Open(%+v) = %v, want the settings' error, not the device's", bad, err)
 		}
 	}
-	for _, ok := range []prover.DeviceSettings{{}, {HostCopy: "staged", MSMG2: "gpu"}, {HostCopy: "register", MSMG2: "cpu"}, {HostCopy: "pageable"}} {
-		if err := CheckDeviceSettings(ok); err != nil {
-			t.Errorf("CheckDeviceSettings(%+v): %v", ok, err)
+	for _, ok := range []backend.DeviceSettings{{}, {HostCopy: "staged", MSMG2: "gpu"}, {HostCopy: "register", MSMG2: "cpu"}, {HostCopy: "pageable"}} {
+		if err := ok.Check(); err != nil {
+			t.Errorf("DeviceSettings(%+v).Check(): %v", ok, err)
 		}
 	}
 }
@@ -66,16 +66,16 @@ func TestOpenRefusesMalformedDeviceSettingsBeforeTheDevice(t *testing.T) {
 // CUZK_CUDA_HOST_COPY and CUZK_CUDA_MSM_G2 did when Open read them).
 func TestOpenAppliesTheDeviceSettings(t *testing.T) {
 	for _, tc := range []struct {
-		in      prover.DeviceSettings
+		in      backend.DeviceSettings
 		copy    HostCopy
 		g2OnCPU bool
-	}{{prover.DeviceSettings{}, HostCopyStaged, false}, {prover.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, HostCopyPageable, true},
-		{prover.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, HostCopyRegister, false}} {
+	}{{backend.DeviceSettings{}, HostCopyStaged, false}, {backend.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, HostCopyPageable, true},
+		{backend.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, HostCopyRegister, false}} {
 		c, err := cudaspans.Open(0, cudaspans.WithDriver(fakedevice.New(1<<20)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := openOn(context.Background(), c, prover.BackendOptions{Device: tc.in})
+		b, err := openOn(context.Background(), c, backend.Options{Device: tc.in})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	gcmimc "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/examples/cubic"
 	"github.com/consensys/gnark/examples/mimc"
 	"github.com/consensys/gnark/frontend"
@@ -16,10 +16,11 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // TestProveWithoutKeyIDGNARKCircuitsGPU: circuits written by gnark's
-// authors (examples/cubic, examples/mimc), proved with prover.Prove on the
+// authors (examples/cubic, examples/mimc), proved with groth16.Prove on the
 // CUDA backend without WithKeyID (issue 11 item 5), give proofs that
 // verify, and leave nothing resident on the device.
 func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
@@ -45,7 +46,7 @@ func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: compile: %v", c.name, err)
 		}
-		pk, vk, err := groth16.Setup(ccs)
+		pk, vk, err := gnarkgroth16.Setup(ccs)
 		if err != nil {
 			t.Fatalf("%s: setup: %v", c.name, err)
 		}
@@ -58,11 +59,11 @@ func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
 			if err := b.SetMSMG2(g2); err != nil {
 				t.Fatal(err)
 			}
-			proof, err := prover.Prove(ctx, ccs, pk, w, prover.WithBackend(b), prover.WithTracerProvider(tp))
+			proof, err := groth16.Prove(ctx, ccs, pk, w, groth16.WithBackend(b), prover.WithTracerProvider(tp))
 			if err != nil {
 				t.Fatalf("%s (%d constraints, G2 on %s) without a key ID: %v", c.name, ccs.GetNbConstraints(), g2, err)
 			}
-			if err := groth16.Verify(proof, vk, pub); err != nil {
+			if err := gnarkgroth16.Verify(proof, vk, pub); err != nil {
 				t.Fatalf("%s (G2 on %s): the CUDA proof without a key ID does not verify: %v", c.name, g2, err)
 			}
 			if ids := b.Bases().IDs(); len(ids) != 0 || b.Bases().Bytes() != 0 {

@@ -15,8 +15,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
@@ -59,7 +59,7 @@ func fakeKernelBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedev
 		t.Fatal(err)
 	}
 	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
-		cpu: prover.NewCPU(tp), msm: m}
+		cpu: cpu.New(tp), msm: m}
 	b.warm = func(context.Context) error { return nil } // the modules above are loaded
 	b.ready.Store(true)
 	return b, drv, rec
@@ -78,7 +78,7 @@ func spanNames(rec *tracetest.SpanRecorder) string {
 	return strings.Join(names, " ")
 }
 
-// A base set without an ID (prover.Prove without WithKeyID) is proved on
+// A base set without an ID (groth16.Prove without WithKeyID) is proved on
 // the device without being kept resident (issue 11 item 5): no
 // keys.preload, nothing left in DeviceBases or in device memory, and the
 // set's points went to the device with the MSM's scalars.
@@ -88,7 +88,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	used0, _, _ := drv.Stats()
 	g1 := gputest.BaseSet("", 100)
 	_, _, _, g2gen := curve.Generators()
-	g2 := prover.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 50)}
+	g2 := backend.BaseSet[curve.G2Affine]{Points: make([]curve.G2Affine, 50)}
 	for i := range g2.Points {
 		g2.Points[i] = g2gen
 	}

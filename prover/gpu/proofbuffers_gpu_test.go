@@ -5,21 +5,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // mallocsUnderProve proves f on b with key ID key and returns the proof
-// and the number of cuda.malloc spans inside its groth16.prove.
-func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp *sdktrace.TracerProvider, f *proveFixture, key string) (groth16.Proof, int) {
+// and the number of cuda.malloc spans inside its gnarkgroth16.prove.
+func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp *sdktrace.TracerProvider, f *proveFixture, key string) (gnarkgroth16.Proof, int) {
 	t.Helper()
 	ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
-	proof, err := prover.Prove(ctx, f.ccs, f.pk, f.w, prover.WithBackend(b), prover.WithKeyID(key), prover.WithTracerProvider(tp))
+	proof, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), groth16.WithKeyID(key), prover.WithTracerProvider(tp))
 	job.End()
 	if err != nil {
 		t.Fatalf("%s: %v", key, err)
@@ -46,7 +47,7 @@ func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp
 }
 
 // issue 10 item 7 on the device: a warm proof (second of its circuit)
-// makes no cuda.malloc inside groth16.prove and verifies; two sizes keep
+// makes no cuda.malloc inside gnarkgroth16.prove and verifies; two sizes keep
 // their own buffers; evicting a key gives its device memory back
 // (cuMemGetInfo's free grows) and its next proof allocates again.
 func TestWarmProofAllocatesNoDeviceMemoryGPU(t *testing.T) {
@@ -59,9 +60,9 @@ func TestWarmProofAllocatesNoDeviceMemoryGPU(t *testing.T) {
 		}
 		proof, warm := mallocsUnderProve(t, b, rec, tp, f, key)
 		if warm != 0 {
-			t.Errorf("%s: %d cuda.malloc spans inside a warm groth16.prove, want none", key, warm)
+			t.Errorf("%s: %d cuda.malloc spans inside a warm gnarkgroth16.prove, want none", key, warm)
 		}
-		if err := groth16.Verify(proof, f.vk, f.pub); err != nil {
+		if err := gnarkgroth16.Verify(proof, f.vk, f.pub); err != nil {
 			t.Fatalf("%s: the warm proof, on reused buffers, does not verify: %v", key, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // fakeProvingBackend is fakeKernelBackend with an NTT engine over a dummy
@@ -40,7 +41,7 @@ func fakeProvingBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakede
 func proveOnFake(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, f *circuitstest.Fixture, key string) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	ctx, job := b.tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
-	_, err := prover.Prove(ctx, f.CCS, f.PK, f.Witness, prover.WithBackend(b), prover.WithKeyID(key), prover.WithTracerProvider(b.tp))
+	_, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, groth16.WithBackend(b), groth16.WithKeyID(key), prover.WithTracerProvider(b.tp))
 	job.End()
 	if err != nil {
 		t.Fatalf("prove on the fake device: %v", err)
@@ -155,14 +156,14 @@ func TestAProofThatDoesNotFitFailsClearlyAndLeaksNothing(t *testing.T) {
 	b, _, rec := fakeProvingBackend(t, drv)
 	proveOnFake(t, b, rec, small, "small")
 	ctx := context.Background()
-	_, err := prover.Prove(ctx, large.CCS, large.PK, large.Witness, prover.WithBackend(b), prover.WithKeyID("large"), prover.WithTracerProvider(b.tp))
+	_, err := groth16.Prove(ctx, large.CCS, large.PK, large.Witness, groth16.WithBackend(b), groth16.WithKeyID("large"), prover.WithTracerProvider(b.tp))
 	if !errors.Is(err, cudaspans.ErrOutOfMemory) && !errors.Is(err, msm.ErrTooLarge) && !errors.Is(err, msm.ErrBaseBudget) {
 		t.Fatalf("proof of a circuit too large for the device: %v, want an out-of-memory error", err)
 	}
 	if !strings.Contains(err.Error(), "memory") && !strings.Contains(err.Error(), "budget") {
 		t.Errorf("error %q does not say what ran out", err)
 	}
-	if _, err := prover.Prove(ctx, small.CCS, small.PK, small.Witness, prover.WithBackend(b), prover.WithKeyID("small"), prover.WithTracerProvider(b.tp)); err != nil {
+	if _, err := groth16.Prove(ctx, small.CCS, small.PK, small.Witness, groth16.WithBackend(b), groth16.WithKeyID("small"), prover.WithTracerProvider(b.tp)); err != nil {
 		t.Fatalf("the circuit that fits, after the failure: %v", err)
 	}
 	if err := b.Close(); err != nil {

@@ -76,10 +76,3 @@ func (b *Backend) SetMSMG2(where string) error {
 	b.mu.Unlock()
 	return nil
 }
-
-// CheckDeviceSettings is s.Check: the settings Open takes, checked
-// without a device, so a command can refuse a typo at start on any host
-// rather than on the first GPU host.
-//
-// Deprecated: parse the words with backend.ParseDeviceSettings, once.
-func CheckDeviceSettings(s backend.DeviceSettings) error { return s.Check() }

@@ -10,7 +10,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
 
@@ -83,7 +83,7 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 
 	before := cudaspans.CompileCount()
 	_, tp2 := spantest.New()
-	b2, err := Open(ctx, prover.BackendOptions{TracerProvider: tp2})
+	b2, err := Open(ctx, backend.Options{TracerProvider: tp2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/logger"
@@ -32,6 +32,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -208,19 +209,19 @@ func CompileCached(cache *keycache.Cache, circuit string, n int) (*circuits.Inst
 	return in, comp, nil
 }
 
-// Prove makes one proof of w the way the daemon does: prover.Synthesize,
-// then prover.ProveAssignment on b with the keys k, both releasing through
+// Prove makes one proof of w the way the daemon does: groth16.Synthesize,
+// then groth16.ProveAssignment on b with the keys k, both releasing through
 // rel and tracing to tp. It returns the proof, when the prove started
 // (after the synthesis) and how long it took; the proof is not verified.
-func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, b prover.Backend, rel *buffer.Releaser, tp trace.TracerProvider, opts ...prover.ProveOption) (proof groth16.Proof, started time.Time, took time.Duration, err error) {
-	asg, err := prover.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), prover.WithProvingKey(k.PK))
+func Prove(ctx context.Context, ccs constraint.ConstraintSystem, k *keycache.Keys, w witness.Witness, b backend.Backend, rel *buffer.Releaser, tp trace.TracerProvider, opts ...groth16.ProveOption) (proof gnarkgroth16.Proof, started time.Time, took time.Duration, err error) {
+	asg, err := groth16.Synthesize(ctx, ccs, w, prover.WithReleaser(rel), prover.WithTracerProvider(tp), groth16.WithProvingKey(k.PK))
 	if err != nil {
 		return nil, time.Time{}, 0, err
 	}
 	started = time.Now()
-	opts = append([]prover.ProveOption{prover.WithBackend(b), prover.WithReleaser(rel),
-		prover.WithKeyID(k.Hash), prover.WithTracerProvider(tp)}, opts...)
-	proof, err = prover.ProveAssignment(ctx, k.PK, asg, opts...)
+	opts = append([]groth16.ProveOption{groth16.WithBackend(b), prover.WithReleaser(rel),
+		groth16.WithKeyID(k.Hash), prover.WithTracerProvider(tp)}, opts...)
+	proof, err = groth16.ProveAssignment(ctx, k.PK, asg, opts...)
 	return proof, started, time.Since(started), err
 }
 

@@ -1,16 +1,16 @@
-package prover_test
+package groth16_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 	"github.com/consensys/gnark/logger"
 
-	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
 // Cube is a user's own circuit: x³ + x + 5 = y, y public.
@@ -28,15 +28,15 @@ func (c *Cube) Define(api frontend.API) error {
 func ExampleProve() {
 	logger.Disable()
 	ccs, _ := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &Cube{})
-	pk, vk, _ := groth16.Setup(ccs)
+	pk, vk, _ := gnarkgroth16.Setup(ccs)
 	w, _ := frontend.NewWitness(&Cube{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())
 
-	proof, err := prover.Prove(context.Background(), ccs, pk, w)
+	proof, err := groth16.Prove(context.Background(), ccs, pk, w)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	pub, _ := w.Public()
-	fmt.Println("verified:", groth16.Verify(proof, vk, pub) == nil)
+	fmt.Println("verified:", gnarkgroth16.Verify(proof, vk, pub) == nil)
 	// Output: verified: true
 }
