@@ -1,26 +1,61 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
 // --ephemeral-keys: setup, prove, verify (even with --verify=false),
 // discard; the cache directory holds no key file afterwards, and a second
-// run makes its keys again.
+// run makes its keys again. Nor is the compiled circuit stored (issue 24:
+// its store was 78.4 s of porep 2^26's 102.2 s compile): no circuit file,
+// no circuit.cache.store span. A run without the flag stores it, and an
+// ephemeral run then reads it and leaves it as it was.
 func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	t.Setenv("CUZK_CACHE_DIR", cache)
-	for run := range 2 {
-		proof, traceFile := filepath.Join(dir, "p.bin"), filepath.Join(dir, "t.jsonl")
-		out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
-			"--ephemeral-keys", "--verify=false", "--proof", proof, "--trace-file", traceFile)
+	prove := func(run int, flags ...string) (out, compile string, spans map[string]bool) {
+		t.Helper()
+		proof, traceFile := filepath.Join(dir, "p.bin"), filepath.Join(dir, fmt.Sprintf("t%d.jsonl", run))
+		out, errOut, err := runCuzk(t, append([]string{"prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
+			"--proof", proof, "--trace-file", traceFile}, flags...)...)
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, errOut)
 		}
+		if fi, err := os.Stat(proof); err != nil || fi.Size() == 0 {
+			t.Fatalf("run %d: proof file: %v", run, err)
+		}
+		f, err := os.Open(traceFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		all, err := tracefile.ReadOTLPJSONLines(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = map[string]bool{}
+		for _, s := range all {
+			spans[s.Name] = true
+			if s.Name == "circuit.compile" {
+				compile, _ = s.Attrs["cuzk.circuit.cache"].(string)
+			}
+		}
+		return out, compile, spans
+	}
+	circuitFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(cache, "circuit-*"))
+		return m
+	}
+	for run := range 2 {
+		out, compile, spans := prove(run, "--ephemeral-keys", "--verify=false")
 		for _, want := range []string{"keys.setup", "ACCEPTED", "made in memory by the cpu setup for this proof and discarded"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("run %d: output lacks %q:\n%s", run, want, out)
@@ -29,10 +64,35 @@ func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 		if strings.Contains(out, "keys.store") || strings.Contains(out, "keys.read") {
 			t.Errorf("run %d: an ephemeral run read or stored keys:\n%s", run, out)
 		}
-		noKeyFiles(t, cache)
-		if fi, err := os.Stat(proof); err != nil || fi.Size() == 0 {
-			t.Fatalf("run %d: proof file: %v", run, err)
+		if spans["circuit.cache.store"] || spans["keys.hash"] || compile != "no_store" {
+			t.Errorf("run %d: an ephemeral run's trace: circuit.cache.store %v, keys.hash %v, cuzk.circuit.cache %q; want neither span, no_store",
+				run, spans["circuit.cache.store"], spans["keys.hash"], compile)
 		}
+		noKeyFiles(t, cache)
+		if m := circuitFiles(); len(m) != 0 {
+			t.Fatalf("run %d: an ephemeral run stored the compiled circuit: %v", run, m)
+		}
+	}
+	// Without the flag the store happens.
+	if _, compile, spans := prove(2); !spans["circuit.cache.store"] || compile != "miss" || len(circuitFiles()) != 1 {
+		t.Fatalf("a run without --ephemeral-keys: circuit.cache.store %v, cuzk.circuit.cache %q, circuit files %v; want the store",
+			spans["circuit.cache.store"], compile, circuitFiles())
+	}
+	stored := circuitFiles()[0]
+	before, err := os.ReadFile(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(stored)
+	// Then an ephemeral run reads the cached circuit and writes nothing.
+	if _, compile, spans := prove(3, "--ephemeral-keys"); compile != "hit" || spans["circuit.cache.store"] || spans["keys.read"] {
+		t.Errorf("an ephemeral run over a cached circuit: cuzk.circuit.cache %q, circuit.cache.store %v, keys.read %v; want a hit, no store, no key read",
+			compile, spans["circuit.cache.store"], spans["keys.read"])
+	}
+	after, err := os.ReadFile(stored)
+	fi2, _ := os.Stat(stored)
+	if err != nil || !bytes.Equal(before, after) || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("an ephemeral run changed the cached circuit %s (%v)", stored, err)
 	}
 }
 

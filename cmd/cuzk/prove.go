@@ -56,7 +56,7 @@ func init() {
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the memory plan of the request (host, device, key disk, synthesis, witness) and of its circuit at 2^20 to 2^27, whether it fits this host, and exit"},
 			&cli.BoolFlag{Name: "compressed-keys", Usage: "read (and store) the keys with compressed points, as cuzk setup --compressed-keys wrote them"},
-			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written"},
+			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written, and the compiled circuit is not stored (one already in the circuit cache is read)"},
 		),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return oneLine(proveAction(c)) },

@@ -260,13 +260,13 @@ const (
 	SpanKeysStore          = "keys.store"           // keys written to the cache after a setup
 	SpanKeysSetup          = "keys.setup"           // gnark groth16.Setup (a key cache miss)
 
-	KeyCircuitCache = attribute.Key("cuzk.circuit.cache") // string: hit, miss, stale, corrupt, off
+	KeyCircuitCache = attribute.Key("cuzk.circuit.cache") // string: hit, miss, stale, corrupt, off, no_store (ephemeral keys: compiled, not stored)
 	// KeyCircuitCacheKeySource is how circuit.cache.key found the key:
 	// revision, process, stamp, identity (a go run binary at a new
 	// path) or hash (the executable's bytes read).
 	KeyCircuitCacheKeySource = attribute.Key("cuzk.circuit.cache.key_source")
 	KeyFileBytes             = attribute.Key("cuzk.file.bytes")      // int, bytes of a cache file read
-	KeyKeyHashSource         = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored) or computed
+	KeyKeyHashSource         = attribute.Key("cuzk.key.hash_source") // string: circuit_cache (stored), computed, or ephemeral (an ID of an ephemeral setup, nothing hashed)
 	KeyKeyChecked            = attribute.Key("cuzk.key.checked")     // bool, the key file's checksums were verified
 
 	// The steps of pipeline.synthesize.

@@ -18,6 +18,7 @@ package keycache
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -79,7 +80,9 @@ func DefaultDir() (string, error) {
 
 // Keys are the Groth16 keys of one constraint system.
 type Keys struct {
-	// Hash is the hex SHA-256 of the constraint system (gnark's WriteTo).
+	// Hash is the hex SHA-256 of the constraint system (gnark's WriteTo),
+	// the keys' ID; for keys of WithEphemeralKeys an ID of their setup
+	// instead (EphemeralPrefix and random hex digits).
 	Hash string
 	PK   groth16.ProvingKey
 	VK   groth16.VerifyingKey
@@ -128,8 +131,12 @@ func WithCompressedKeys() Option {
 
 // WithEphemeralKeys makes every load run the setup and keep the keys in
 // memory only: no key file is read or written (cuzk prove
-// --ephemeral-keys, for a size whose key the disk cannot hold). The
-// compiled circuits are still cached.
+// --ephemeral-keys, for a size whose key the disk cannot hold), and the
+// constraint system is not hashed (Keys.Hash is an ID of the setup). A
+// compiled circuit is not stored either (Compile): a circuit already in
+// the cache is read, which writes nothing. Only the one-line timing
+// records of setups and compiles (for the next run's estimate) are
+// written.
 func WithEphemeralKeys() Option {
 	return optionFunc(func(c *Cache) { c.ephemeral = true })
 }
@@ -221,7 +228,8 @@ func (c *Cache) Load(ctx context.Context, ccs constraint.ConstraintSystem) (*Key
 // Compiled.Hash of a cached circuit; "" computes it in a keys.hash span),
 // from the cache when present and readable, else from groth16.Setup, then
 // stored. It records a keys.load span under the span in ctx with
-// cuzk.key.cache_hit and cuzk.key.hash_source, and below it keys.read (the
+// cuzk.key.cache_hit and cuzk.key.hash_source (circuit_cache, computed, or
+// ephemeral: WithEphemeralKeys, hash ignored), and below it keys.read (the
 // file mapped and its CRC-32C checksums verified on all cores, with
 // cuzk.key.checked), keys.decode, or keys.setup and keys.store.
 //
@@ -252,6 +260,10 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	if r, ok := ccs.(*cs_bls12381.R1CS); !ok || r.Type != constraint.SystemR1CS {
 		return nil, fmt.Errorf("keycache: %w: only BLS12-381 R1CS (a PLONK SparseR1CS or another constraint system: %T)", ErrUnsupported, ccs)
 	}
+	if c.ephemeral {
+		span.SetAttributes(semconv.KeyKeyHashSource.String("ephemeral"))
+		return c.setupEphemeral(ctx, ccs)
+	}
 	source := "circuit_cache"
 	if hash == "" {
 		source = "computed"
@@ -264,9 +276,6 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	}
 	span.SetAttributes(semconv.KeyKeyHashSource.String(source))
 	path := c.path(hash)
-	if c.ephemeral {
-		return c.setupEphemeral(ctx, ccs, hash)
-	}
 	readPath := c.existingPath(hash)
 	pk, vk, checked, rerr := c.readKeys(ctx, readPath)
 	if rerr == nil {
@@ -320,8 +329,13 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
 }
 
-// setupEphemeral is LoadHashed's setup with nothing read or stored.
-func (c *Cache) setupEphemeral(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (*Keys, error) {
+// setupEphemeral is LoadHashed's setup with nothing read or stored. The
+// keys' Hash is an ID of this setup (ephemeralID), not the constraint
+// system's hash: no file is named by it, computing it would serialize the
+// whole system (tens of seconds at 2^26), and two setups of one system
+// make two different keys, which must not share the ID a backend keeps
+// their bases under.
+func (c *Cache) setupEphemeral(ctx context.Context, ccs constraint.ConstraintSystem) (*Keys, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -331,7 +345,18 @@ func (c *Cache) setupEphemeral(ctx context.Context, ccs constraint.ConstraintSys
 	if err != nil {
 		return nil, fmt.Errorf("groth16 setup: %w", err)
 	}
-	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
+	return &Keys{Hash: ephemeralID(), PK: pk, VK: vk}, nil
+}
+
+// EphemeralPrefix begins the Hash of keys made by a cache of ephemeral
+// keys (WithEphemeralKeys): "ephemeral-" and 32 random hex digits, unique
+// to one setup.
+const EphemeralPrefix = "ephemeral-"
+
+func ephemeralID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return EphemeralPrefix + hex.EncodeToString(b[:])
 }
 
 // endSpan records err (if any) on span, then ends it.
