@@ -27,26 +27,6 @@
 
 namespace ec {
 
-// How one pair is summed.
-enum batch_kind { BATCH_LEFT = 0, BATCH_RIGHT = 1, BATCH_INF = 2, BATCH_ADD = 3, BATCH_DBL = 4 };
-
-// batch_pair_kind classifies p + q and sets den to the slope's
-// denominator for BATCH_ADD (q.x − p.x) and BATCH_DBL (2·p.y).
-template <class F>
-EC_HD int batch_pair_kind(const affine_t<F> &p, const affine_t<F> &q, F &den) {
-  if (affine_is_inf(q)) return BATCH_LEFT;
-  if (affine_is_inf(p)) return BATCH_RIGHT;
-  if (F::eq(p.x, q.x)) {
-    if (F::eq(p.y, q.y)) {
-      den = F::dbl(p.y);  // y ≠ 0: neither group has 2-torsion
-      return BATCH_DBL;
-    }
-    return BATCH_INF;  // q = −p
-  }
-  den = F::sub(q.x, p.x);
-  return BATCH_ADD;
-}
-
 // batch_point reads point i of the level's input: in[idx[i]] when idx is
 // given (the first level gathers the bases of the chosen wires), else in[i].
 template <class F>
@@ -70,9 +50,9 @@ EC_HD void batch_add_pairs(const affine_t<F> *in, const unsigned *idx, long m, a
     affine_t<F> p = batch_point(in, idx, 2 * j);
     affine_t<F> q = 2 * j + 1 < m ? batch_point(in, idx, 2 * j + 1) : inf;
     F den;
-    int k = batch_pair_kind(p, q, den);
+    int k = affine_pair_kind(p, q, den);
     out[j].x = acc;
-    if (k >= BATCH_ADD) acc = F::mul(acc, den);
+    if (k >= PAIR_ADD) acc = F::mul(acc, den);
   }
   if (j0 >= nout) return;
   F inv = F::inverse(acc);
@@ -81,34 +61,8 @@ EC_HD void batch_add_pairs(const affine_t<F> *in, const unsigned *idx, long m, a
     affine_t<F> p = batch_point(in, idx, 2 * j);
     affine_t<F> q = 2 * j + 1 < m ? batch_point(in, idx, 2 * j + 1) : inf;
     F den;
-    int k = batch_pair_kind(p, q, den);
-    affine_t<F> r;
-    switch (k) {
-      case BATCH_LEFT:
-        r = p;
-        break;
-      case BATCH_RIGHT:
-        r = q;
-        break;
-      case BATCH_INF:
-        r = inf;
-        break;
-      default: {
-        F dinv = F::mul(inv, out[j].x);  // 1/den
-        inv = F::mul(inv, den);          // 1/(product before j)
-        F num;
-        if (k == BATCH_ADD) {
-          num = F::sub(q.y, p.y);
-        } else {
-          F xx = F::sqr(p.x);
-          num = F::add(F::dbl(xx), xx);  // 3x², a = 0
-        }
-        F l = F::mul(num, dinv);
-        r.x = F::sub(F::sub(F::sqr(l), p.x), q.x);
-        r.y = F::sub(F::mul(l, F::sub(p.x, r.x)), p.y);
-      }
-    }
-    out[j] = r;
+    int k = affine_pair_kind(p, q, den);
+    out[j] = affine_pair_sum(k, p, q, den, out[j].x, inv);
   }
 }
 

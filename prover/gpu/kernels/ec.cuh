@@ -280,6 +280,72 @@ EC_HD bool xyzz_eq_affine(const xyzz_t<F> &p, const affine_t<F> &a) {
   return F::eq(F::mul(a.x, p.ZZ), p.X) && F::eq(F::mul(a.y, p.ZZZ), p.Y);
 }
 
+// Batched affine addition (Montgomery's trick; batchadd.cuh's tree and
+// msmaffine.cuh's bucket levels): a forward walk classifies each pair
+// p + q with affine_pair_kind and multiplies its slope's denominator into
+// a running product, one inversion inverts the product, and a backward
+// walk sums each pair with affine_pair_sum, peeling its denominator's
+// inverse off the running inverse.
+
+// How one pair p + q is summed.
+enum affine_pair { PAIR_LEFT = 0, PAIR_RIGHT = 1, PAIR_INF = 2, PAIR_ADD = 3, PAIR_DBL = 4 };
+
+// affine_pair_kind classifies p + q and sets den to the slope's
+// denominator for PAIR_ADD (q.x − p.x) and PAIR_DBL (2·p.y).
+template <class F>
+EC_HD int affine_pair_kind(const affine_t<F> &p, const affine_t<F> &q, F &den) {
+  if (affine_is_inf(q)) return PAIR_LEFT;
+  if (affine_is_inf(p)) return PAIR_RIGHT;
+  if (F::eq(p.x, q.x)) {
+    if (F::eq(p.y, q.y)) {
+      den = F::dbl(p.y);  // y ≠ 0: neither group has 2-torsion
+      return PAIR_DBL;
+    }
+    return PAIR_INF;  // q = −p
+  }
+  den = F::sub(q.x, p.x);
+  return PAIR_ADD;
+}
+
+// affine_pair_sum returns p + q for a pair of kind k (affine_pair_kind)
+// with denominator den. For PAIR_ADD and PAIR_DBL, inv is the inverse of
+// the product of the denominators up to and including this pair's and
+// before the product of those before it: 1/den is inv·before, and inv
+// becomes inv·den, the inverse for the pair walked next. The other kinds
+// need no denominator and leave inv as it is.
+template <class F>
+EC_HD affine_t<F> affine_pair_sum(int k, const affine_t<F> &p, const affine_t<F> &q, const F &den, const F &before,
+                                  F &inv) {
+  affine_t<F> r;
+  switch (k) {
+    case PAIR_LEFT:
+      r = p;
+      break;
+    case PAIR_RIGHT:
+      r = q;
+      break;
+    case PAIR_INF:
+      r.x = F::zero();
+      r.y = F::zero();
+      break;
+    default: {
+      F dinv = F::mul(inv, before);  // 1/den
+      inv = F::mul(inv, den);        // 1/(product before this pair)
+      F num;
+      if (k == PAIR_ADD) {
+        num = F::sub(q.y, p.y);
+      } else {
+        F xx = F::sqr(p.x);
+        num = F::add(F::dbl(xx), xx);  // 3x², a = 0
+      }
+      F l = F::mul(num, dinv);
+      r.x = F::sub(F::sub(F::sqr(l), p.x), q.x);
+      r.y = F::sub(F::mul(l, F::sub(p.x, r.x)), p.y);
+    }
+  }
+  return r;
+}
+
 }  // namespace ec
 
 #endif  // OTELCUZK_EC_CUH

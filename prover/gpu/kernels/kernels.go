@@ -6,7 +6,8 @@
 //     and multiplications and their host emulation;
 //   - fp2.cuh: Fp2, G2's coordinate field;
 //   - ec.cuh: G1 and G2, one template over the coordinate field (affine,
-//     Jacobian and XYZZ points);
+//     Jacobian and XYZZ points), and the batched affine pair step that
+//     batchadd.cuh and msmaffine.cuh share;
 //   - ntt.cuh, ntt.cu: the NTT passes and groth16's pointwise step
 //     (prover/gpu/ntt compiles them);
 //   - msm.cuh, msm.cu: Pippenger's MSM, one source compiled as several

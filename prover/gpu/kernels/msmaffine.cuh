@@ -62,26 +62,6 @@ struct source {
   }
 };
 
-// How one pair is summed.
-enum kind { PAIR_LEFT = 0, PAIR_RIGHT = 1, PAIR_INF = 2, PAIR_ADD = 3, PAIR_DBL = 4 };
-
-// pair_kind classifies p + q and sets den to the slope's denominator for
-// PAIR_ADD (q.x − p.x) and PAIR_DBL (2·p.y).
-template <class F>
-EC_HD int pair_kind(const ec::affine_t<F> &p, const ec::affine_t<F> &q, F &den) {
-  if (ec::affine_is_inf(q)) return PAIR_LEFT;
-  if (ec::affine_is_inf(p)) return PAIR_RIGHT;
-  if (F::eq(p.x, q.x)) {
-    if (F::eq(p.y, q.y)) {
-      den = F::dbl(p.y);  // y ≠ 0: neither group has 2-torsion
-      return PAIR_DBL;
-    }
-    return PAIR_INF;  // q = −p
-  }
-  den = F::sub(q.x, p.x);
-  return PAIR_ADD;
-}
-
 // scan_window computes, for the nb buckets of one window, the output
 // count ocnt[b] = ceil(icnt[b]/2) and the exclusive prefix sums ooff, and
 // returns the window's total. The device kernel does the same with a
@@ -140,7 +120,7 @@ EC_HD void level_thread(const source<F> &src, const u32 *icnt, const u32 *ioff, 
     F den;
     if (!F::eq(px, qx) && !F::is_zero(px) && !F::is_zero(qx)) {
       den = F::sub(qx, px);
-    } else if (pair_kind(src.at(pos), src.at(pos + 1), den) < PAIR_ADD) {
+    } else if (ec::affine_pair_kind(src.at(pos), src.at(pos + 1), den) < ec::PAIR_ADD) {
       continue;
     }
     acc = F::mul(acc, den);
@@ -157,34 +137,8 @@ EC_HD void level_thread(const source<F> &src, const u32 *icnt, const u32 *ioff, 
     ec::affine_t<F> p = src.at(pos);
     ec::affine_t<F> q = 2 * r + 1 < icnt[b] ? src.at(pos + 1) : inf;
     F den;
-    int k = pair_kind(p, q, den);
-    ec::affine_t<F> s;
-    switch (k) {
-      case PAIR_LEFT:
-        s = p;
-        break;
-      case PAIR_RIGHT:
-        s = q;
-        break;
-      case PAIR_INF:
-        s = inf;
-        break;
-      default: {
-        F dinv = F::mul(inv, out[j].x);  // 1/den
-        inv = F::mul(inv, den);          // 1/(product before j)
-        F num;
-        if (k == PAIR_ADD) {
-          num = F::sub(q.y, p.y);
-        } else {
-          F xx = F::sqr(p.x);
-          num = F::add(F::dbl(xx), xx);  // 3x², a = 0
-        }
-        F l = F::mul(num, dinv);
-        s.x = F::sub(F::sub(F::sqr(l), p.x), q.x);
-        s.y = F::sub(F::mul(l, F::sub(p.x, s.x)), p.y);
-      }
-    }
-    out[j] = s;
+    int k = ec::affine_pair_kind(p, q, den);
+    out[j] = ec::affine_pair_sum(k, p, q, den, out[j].x, inv);
   }
 }
 
