@@ -235,7 +235,7 @@ func bench(cfg benchConfig) (*result, error) {
 
 // benchWith starts the daemon of cfg, runs driveFn against it, stops it
 // and reads its trace file into the result.
-func benchWith(cfg benchConfig, driveFn func(benchConfig, string) (*result, error)) (*result, error) {
+func benchWith(cfg benchConfig, driveFn func(context.Context, benchConfig, *client.Client) (*result, error)) (*result, error) {
 	name := fmt.Sprintf("%s-2e%d", cfg.mode, cfg.log2) // "2e20", not "2^20": plain file names travel anywhere
 	traceFile := filepath.Join(cfg.dir, name+".jsonl")
 	logFile := filepath.Join(cfg.dir, name+".log")
@@ -304,7 +304,7 @@ func benchWith(cfg benchConfig, driveFn func(benchConfig, string) (*result, erro
 		stop()
 		return nil, fmt.Errorf("daemon not listening after 5 min (log %s)", logFile)
 	}
-	res, err := driveFn(cfg, addr)
+	res, err := driveServing(cfg, addr, driveFn)
 	if res != nil {
 		res.rssPeak = vmHWM(cmd.Process.Pid)
 	}
@@ -419,14 +419,7 @@ func runsString(rs []run) string {
 
 // driveMixed preloads and warms up every size of cfg.mixed, then submits
 // their jobs at once, interleaved, and waits for them.
-func driveMixed(cfg benchConfig, addr string) (*result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-	defer cancel()
-	c, err := dialServing(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func driveMixed(ctx context.Context, cfg benchConfig, c *client.Client) (*result, error) {
 	for _, r := range cfg.mixed {
 		n := uint64(1) << r.log2
 		if _, _, err := c.PreloadKeys(ctx, cfg.circuit, n); err != nil {
@@ -475,7 +468,7 @@ func driveMixed(cfg benchConfig, addr string) (*result, error) {
 			return err
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	wall := time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("mixed proof: %w", err)
@@ -483,16 +476,9 @@ func driveMixed(cfg benchConfig, addr string) (*result, error) {
 	return &result{wall: wall, rate: float64(len(order)) / wall.Seconds()}, nil
 }
 
-// drive waits for the daemon to be SERVING, preloads and warms up, then
+// drive preloads and warms up on the SERVING daemon of c, then
 // times the batch and three lone proofs.
-func drive(cfg benchConfig, addr string) (*result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-	defer cancel()
-	c, err := dialServing(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func drive(ctx context.Context, cfg benchConfig, c *client.Client) (*result, error) {
 	n := uint64(1) << cfg.log2
 	if _, _, err := c.PreloadKeys(ctx, cfg.circuit, n); err != nil {
 		return nil, fmt.Errorf("preload keys: %w", err)
@@ -511,7 +497,7 @@ func drive(cfg benchConfig, addr string) (*result, error) {
 			return err
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	wall := time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("batch proof: %w", err)
@@ -542,6 +528,19 @@ func tuningLine(st *client.Status, n uint64) string {
 		}
 	}
 	return "none"
+}
+
+// driveServing gives driveFn a client of the daemon at addr once it is
+// SERVING, and two hours for its proofs.
+func driveServing(cfg benchConfig, addr string, driveFn func(context.Context, benchConfig, *client.Client) (*result, error)) (*result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	c, err := dialServing(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return driveFn(ctx, cfg, c)
 }
 
 // dialServing waits for the daemon at addr to be SERVING and dials it.
