@@ -339,12 +339,7 @@ func benchMixed(w io.Writer, cfg benchConfig) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(res.traceFile)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
+	spans, err := readTrace(res.traceFile)
 	if err != nil {
 		return err
 	}
@@ -563,16 +558,23 @@ func dialServing(ctx context.Context, addr string) (*client.Client, error) {
 	return client.Dial(addr)
 }
 
+// readTrace reads the spans of the daemon's trace file (OTLP JSON lines),
+// skipping lines that do not parse (a write cut short by the stop).
+func readTrace(path string) ([]tracefile.Span, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
+	return spans, err
+}
+
 // fromTrace sums the device time of the batch's proofs from the daemon's
 // trace file: per engine.job whose request id starts with "batch-", its
 // gpu.total spans and pipeline.prove spans, and the median synthesis.
 func fromTrace(path string, res *result) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
+	spans, err := readTrace(path)
 	if err != nil {
 		return err
 	}
