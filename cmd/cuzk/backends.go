@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
@@ -59,7 +60,7 @@ func warmupInBackground(ctx context.Context, w warmer, out io.Writer, notAfter t
 		if p.RateFile != "" {
 			if e, ok := progress.Estimate(p.RateFile, 1); ok {
 				est = e
-				line = fmt.Sprintf("cuda: compiling the kernel modules (NVRTC, in parallel; kept in the kernel cache for later runs), about %s from the last compile measured here...", progress.Round(est))
+				line = fmt.Sprintf("cuda: compiling the kernel modules (NVRTC, in parallel; kept in the kernel cache for later runs), about %s from the last compile measured here...", human.Duration(est))
 			}
 		}
 		stop := progress.Start(progress.Step{W: out, Force: p.Force, After: time.Nanosecond, Line: line,
@@ -68,13 +69,13 @@ func warmupInBackground(ctx context.Context, w warmer, out io.Writer, notAfter t
 		stop()
 		took := time.Since(start)
 		if err != nil {
-			fmt.Fprintf(out, "cuda: kernel warm-up failed after %.1f s: %v\n", took.Seconds(), err)
+			fmt.Fprintf(out, "cuda: kernel warm-up failed after %s: %v\n", human.Duration(took), err)
 			return
 		}
 		if p.RateFile != "" {
 			progress.Record(p.RateFile, 1, took)
 		}
-		fmt.Fprintf(out, "cuda: kernels ready after %.1f s\n", took.Seconds())
+		fmt.Fprintf(out, "cuda: kernels ready after %s\n", human.Duration(took))
 	}()
 	return done
 }

@@ -206,7 +206,7 @@ func runGPUTrace(c *cli.Context) error {
 	select {
 	case <-done:
 	case <-time.After(c.Duration("drain")):
-		warn(fmt.Sprintf("records still arriving %v after the program exited; exporting what came", c.Duration("drain")))
+		warn(fmt.Sprintf("records still arriving %s after the program exited; exporting what came", human.Duration(c.Duration("drain"))))
 		mu.Lock()
 		for _, conn := range open {
 			conn.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/consensys/gnark/logger"
 	"github.com/urfave/cli/v2"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -86,9 +87,9 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	how := fmt.Sprintf("made by groth16.Setup in %.1f s", time.Since(start).Seconds())
+	how := "made by groth16.Setup in " + human.Duration(time.Since(start))
 	if backend.used == "cuda" {
-		how = fmt.Sprintf("made on the GPU (prover/setup, cuda) in %.1f s", time.Since(start).Seconds())
+		how = "made on the GPU (prover/setup, cuda) in " + human.Duration(time.Since(start))
 	}
 	if k.CacheHit {
 		how = "already cached"
@@ -98,11 +99,11 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+map[bool]string{false: ".keys", true: ".keyz"}[c.Bool("compressed-keys")]))
 	switch circuit := cache.CircuitPath(name, n); {
 	case comp.CacheHit:
-		fmt.Fprintf(c.App.Writer, "  compiled circuit from the cache in %.2f s: %s\n", compiled.Seconds(), circuit)
+		fmt.Fprintf(c.App.Writer, "  compiled circuit from the cache in %s: %s\n", human.Duration(compiled), circuit)
 	case comp.Hash != "":
-		fmt.Fprintf(c.App.Writer, "  circuit compiled in %.1f s and cached: %s\n", compiled.Seconds(), circuit)
+		fmt.Fprintf(c.App.Writer, "  circuit compiled in %s and cached: %s\n", human.Duration(compiled), circuit)
 	default:
-		fmt.Fprintf(c.App.Writer, "  circuit compiled in %.1f s, not cached (circuit cache off)\n", compiled.Seconds())
+		fmt.Fprintf(c.App.Writer, "  circuit compiled in %s, not cached (circuit cache off)\n", human.Duration(compiled))
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	if st.Closing {
 		ready += ", shutting down"
 	}
-	fmt.Fprintf(out, "daemon    %s  version %s  up %s  %s\n", addr, st.Version, st.Uptime.Round(time.Second), ready)
+	fmt.Fprintf(out, "daemon    %s  version %s  up %s  %s\n", addr, st.Version, human.Duration(st.Uptime.Round(time.Second)), ready)
 	s := st.Stages
 	engine := "serial engine"
 	if s.SynthesisWorkers > 0 {
@@ -155,8 +155,8 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if up > 0 {
 			share = fmt.Sprintf(" (%.0f%% of uptime)", 100*w.Busy.Seconds()/up)
 		}
-		fmt.Fprintf(out, "worker    %s  %s  busy %.1fs%s  proofs succeeded %d failed %d cancelled %d\n",
-			w.Name, job, w.Busy.Seconds(), share, w.Succeeded, w.Failed, w.Cancelled)
+		fmt.Fprintf(out, "worker    %s  %s  busy %s%s  proofs succeeded %d failed %d cancelled %d\n",
+			w.Name, job, human.Duration(w.Busy), share, w.Succeeded, w.Failed, w.Cancelled)
 		proofs[0] += w.Succeeded
 		proofs[1] += w.Failed
 		proofs[2] += w.Cancelled
@@ -180,7 +180,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			tu.Circuit, tu.Constraints, tu.Workers, tu.SolverTasks, tu.Reason)
 	}
 	for i, q := range st.Waiting {
-		line := fmt.Sprintf("queued    #%d  request %s  %s/%d  %s  age %s", i+1, q.RequestID, q.Circuit, q.Constraints, q.Priority, age(q.Submitted))
+		line := fmt.Sprintf("queued    #%d  request %s  %s/%d  %s  age %s", i+1, q.RequestID, q.Circuit, q.Constraints, q.Priority, human.Duration(age(q.Submitted)))
 		if q.Partitions > 1 {
 			line += fmt.Sprintf("  %d partitions", q.Partitions)
 		}
@@ -209,7 +209,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			holds += " and " + bytesStr(a.MemoryBytes)
 		}
 		fmt.Fprintf(out, "abandoned %s  %s/%d  job %s  request %s  left running %s ago (it cannot stop); holds %s until it ends\n",
-			a.Step, a.Circuit, a.Constraints, a.JobID, a.RequestID, a.Age.Round(time.Second), holds)
+			a.Step, a.Circuit, a.Constraints, a.JobID, a.RequestID, human.Duration(a.Age.Round(time.Second)), holds)
 	}
 	for _, k := range st.Kinds {
 		if k.Kind != server.LocalProofKind {

@@ -30,8 +30,8 @@ func TestStatusSaysWhatItCounts(t *testing.T) {
 	var out bytes.Buffer
 	printStatus(&out, "127.0.0.1:9000", st)
 	for _, want := range []string{
-		"worker    cuda:0  idle  busy 0.0s (0% of uptime)  proofs succeeded 6 failed 1 cancelled 0\n",
-		"worker    cuda:1  idle  busy 0.0s (0% of uptime)  proofs succeeded 5 failed 0 cancelled 2\n",
+		"worker    cuda:0  idle  busy 0.00 ms (0% of uptime)  proofs succeeded 6 failed 1 cancelled 0\n",
+		"worker    cuda:1  idle  busy 0.00 ms (0% of uptime)  proofs succeeded 5 failed 0 cancelled 2\n",
 		"totals    jobs succeeded 2  failed 1  cancelled 1;  proofs on workers succeeded 11  failed 1  cancelled 2\n",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -98,8 +98,8 @@ func TestStatusShowsTheTuningAndTheQueuedJobs(t *testing.T) {
 	printStatus(&out, "a", st)
 	for _, want := range []string{
 		"tuning    merkle/1048576  12 synthesis workers, 1 solver tasks each  (synthesis 800 ms / device 100 ms on 1 device(s): 11.1 syntheses at once keep the devices 90% busy)\n",
-		"queued    #1  request b  merkle/1048576  NORMAL  age 1m30s  waiting for the memory budget\n",
-		"queued    #2  request d  mulchain/16  CRITICAL  age 2s  3 partitions\n",
+		"queued    #1  request b  merkle/1048576  NORMAL  age 1 min 30 s  waiting for the memory budget\n",
+		"queued    #2  request d  mulchain/16  CRITICAL  age 2.0 s  3 partitions\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
@@ -143,7 +143,7 @@ func TestStatusShowsTheSetupACancelledJobLeftRunning(t *testing.T) {
 	awaitCancelled(t, c, id)
 	var out string
 	line := regexp.MustCompile(`(?m)^abandoned keys\.setup  mulchain/32768  job ` + regexp.QuoteMeta(id) +
-		`  request big-1  left running \d+s ago \(it cannot stop\); holds worker cpu:0 and [0-9.]+ [KMG]?i?B until it ends$`)
+		`  request big-1  left running [0-9.]+ (s|min)( [0-9]+ s)? ago \(it cannot stop\); holds worker cpu:0 and [0-9.]+ [KMG]?i?B until it ends$`)
 	t.Cleanup(func() { t.Logf("last status:\n%s", out) })
 	waitFor(t, "status listing the abandoned work", 30*time.Second, func() bool {
 		var err error

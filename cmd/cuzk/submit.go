@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
@@ -413,6 +414,6 @@ func ended(s client.JobStatus) bool {
 	return s == client.Succeeded || s == client.Failed || s == client.Cancelled
 }
 
-func msStr(d time.Duration) string {
-	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-}
+// msStr writes one of a job's timings (human.Duration, as every
+// duration cuzk prints).
+func msStr(d time.Duration) string { return human.Duration(d) }

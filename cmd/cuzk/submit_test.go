@@ -174,7 +174,9 @@ func (e *stagedEngine) Prove(ctx context.Context, r *cuzkv1.ProveRequest) (*cuzk
 		return nil, ctx.Err()
 	}
 	return &cuzkv1.ProveResponse{Result: &cuzkv1.AwaitProofResponse{JobId: "job-1", RequestId: r.GetSubmit().GetRequestId(),
-		Status: cuzkv1.AwaitProofResponse_COMPLETED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Verified: true}}, nil
+		Status: cuzkv1.AwaitProofResponse_COMPLETED, JobStatus: cuzkv1.JobStatus_JOB_STATUS_SUCCEEDED, Verified: true,
+		Timings: &cuzkv1.Timings{QueueWaitMs: 0.7, MemoryWaitMs: 0, KeyLoadMs: 15.3, SynthesisMs: 1.7, DeviceWaitMs: 2443.3,
+			ProveMs: 57.010552, SerializeMs: 0.04, VerifyMs: 2.8, TotalMs: 65432.1}}}, nil
 }
 
 // submit prints every state it sees the job in, once each, in order, then
@@ -209,6 +211,11 @@ func TestSubmitPrintsEachStateItSees(t *testing.T) {
 		}
 		if got, want := strings.Join(states, "; "), "QUEUED, position 3 of 4; QUEUED, position 1 of 2; QUEUED, waiting for the memory budget; SYNTHESIZING; WAITING_DEVICE; PROVING; SUCCEEDED"; got != want {
 			t.Errorf("%s: states printed: %s, want %s\n%s", c.name, got, want, out)
+		}
+		// Its timings as every duration cuzk prints (human.Duration), not
+		// "0.7ms ... 65432.1ms".
+		if want := "timings   queue 0.70 ms  memory 0.00 ms  keys 15.3 ms  synthesis 1.70 ms  device wait 2.4 s  prove 57.0 ms  serialize 0.04 ms  verify 2.80 ms  total 1 min 5 s\n"; !strings.Contains(out, want) {
+			t.Errorf("%s: no timings line %q in\n%s", c.name, want, out)
 		}
 	}
 }

@@ -45,6 +45,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	octrace "go.opencensus.io/trace"
@@ -193,10 +194,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return fmt.Errorf("task %s %d: %w", cfg.task.Name, cfg.task.ID, err)
 	}
 	fmt.Fprintf(out, "task trace   %s\n", taskTID)
-	// Milliseconds to 0.1, as cuzk submit prints its timings (a Duration's
-	// %v printed "prove 57.010552ms").
-	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %.1fms, verified %v)\n",
-		res.TraceID, res.JobID, res.Worker, float64(res.Timings.Prove)/float64(time.Millisecond), res.Verified)
+	// human.Duration, as cuzk prints every duration (a Duration's %v
+	// printed "prove 57.010552ms").
+	fmt.Fprintf(out, "daemon trace %s (job %s on %s, prove %s, verified %v)\n",
+		res.TraceID, res.JobID, res.Worker, human.Duration(res.Timings.Prove), res.Verified)
 	// The task's spans must have reached the backend for the one trace to
 	// be there to open: a batch that failed would only be logged.
 	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -209,7 +209,10 @@ func Record(path string, size int64, d time.Duration) {
 	_ = atomicfile.WriteBytes(path, 0o644, []byte(fmt.Sprintf("%d %d\n", size, d.Nanoseconds())))
 }
 
-// Round prints d to the second above 10 s, else to 0.1 s.
+// Round rounds d to the second above 10 s, else to 0.1 s.
+//
+// Deprecated: print an estimate with human.Duration, as every duration
+// a user reads.
 func Round(d time.Duration) time.Duration {
 	if d >= 10*time.Second {
 		return d.Round(time.Second)

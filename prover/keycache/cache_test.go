@@ -290,7 +290,7 @@ func TestSetupEstimateScalesTheLastMeasuredSetup(t *testing.T) {
 			t.Errorf("an estimate from %q", bad)
 		}
 	}
-	if got := setupNotice(1<<15, 26400*time.Millisecond, true); !strings.Contains(got, "about 26s in all") {
+	if got := setupNotice(1<<15, 26400*time.Millisecond, true); !strings.Contains(got, "about 26 s in all") {
 		t.Errorf("notice %q", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
@@ -495,7 +496,7 @@ func (c *Cache) compileProgress(circuit string, n int) (done func(error)) {
 	est, known := progress.Estimate(rate, int64(n))
 	line := fmt.Sprintf("circuit compile: %s, %d constraints; the first compile of it here has no estimate", circuit, n)
 	if known {
-		line = fmt.Sprintf("circuit compile: %s, %d constraints; about %s in all, from the last compile measured here", circuit, n, progress.Round(est))
+		line = fmt.Sprintf("circuit compile: %s, %d constraints; about %s in all, from the last compile measured here", circuit, n, human.Duration(est))
 	}
 	start := time.Now()
 	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter, Line: line,

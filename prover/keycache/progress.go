@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/progress"
 )
 
@@ -34,5 +35,5 @@ func setupNotice(n int, est time.Duration, known bool) string {
 	if !known {
 		return fmt.Sprintf("groth16 setup: %d constraints, no cached key; the first setup here has no estimate (the key is cached for the next run)", n)
 	}
-	return fmt.Sprintf("groth16 setup: %d constraints, no cached key; about %s in all, from the last setup measured here", n, progress.Round(est))
+	return fmt.Sprintf("groth16 setup: %d constraints, no cached key; about %s in all, from the last setup measured here", n, human.Duration(est))
 }
