@@ -235,5 +235,7 @@ func executableKey(exe, dir, why string) (key, describe, source string) {
 	if err != nil {
 		return "", fmt.Sprintf("%s, and %v", why, err), ""
 	}
-	return key, fmt.Sprintf("keyed by the executable's SHA-256 %.12s (%s)", key[len(keyExecPrefix):], why), source
+	// "as why", not "(why)": why may hold its own brackets ("(go run,
+	// go test or -buildvcs=false)"), and a bracket inside a bracket was hard to read.
+	return key, fmt.Sprintf("keyed by the executable's SHA-256 %.12s, as %s", key[len(keyExecPrefix):], why), source
 }

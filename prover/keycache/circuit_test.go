@@ -247,6 +247,19 @@ func TestCircuitCacheOfABinaryWithoutARevisionIsKeyedByItsExecutable(t *testing.
 		!strings.Contains(lines[0], "keyed by the executable's SHA-256") || !strings.Contains(lines[0], "no VCS revision") {
 		t.Errorf("notice %q, want one line per run naming the key", notice.String())
 	}
+	// No bracket inside a bracket ("(the binary carries no VCS revision
+	// (go run, go test or -buildvcs=false))").
+	depth := 0
+	for _, r := range notice.String() {
+		switch r {
+		case '(':
+			if depth++; depth > 1 {
+				t.Fatalf("notice %q nests brackets", notice.String())
+			}
+		case ')':
+			depth--
+		}
+	}
 }
 
 // Any change of the binary is another key: the cached circuit is stale
