@@ -44,6 +44,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
+	"github.com/otelcuzk/otelcuzk/bench/internal/spanfile"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
@@ -339,7 +340,7 @@ func benchMixed(w io.Writer, cfg benchConfig) error {
 	if err != nil {
 		return err
 	}
-	spans, err := readTrace(res.traceFile)
+	spans, err := spanfile.Read(res.traceFile)
 	if err != nil {
 		return err
 	}
@@ -558,23 +559,11 @@ func dialServing(ctx context.Context, addr string) (*client.Client, error) {
 	return client.Dial(addr)
 }
 
-// readTrace reads the spans of the daemon's trace file (OTLP JSON lines),
-// skipping lines that do not parse (a write cut short by the stop).
-func readTrace(path string) ([]tracefile.Span, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
-	return spans, err
-}
-
 // fromTrace sums the device time of the batch's proofs from the daemon's
 // trace file: per engine.job whose request id starts with "batch-", its
 // gpu.total spans and pipeline.prove spans, and the median synthesis.
 func fromTrace(path string, res *result) error {
-	spans, err := readTrace(path)
+	spans, err := spanfile.Read(path)
 	if err != nil {
 		return err
 	}

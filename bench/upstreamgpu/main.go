@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/spanfile"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
@@ -102,16 +103,6 @@ func send(args []string) error {
 	return errors.Join(errs...)
 }
 
-func read(path string) ([]tracefile.Span, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	spans, _, err := tracefile.ReadOTLPJSONLinesSkipping(f)
-	return spans, err
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 
 // overlap is the part of [s, e) inside [a, b).
@@ -137,11 +128,11 @@ func check(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ds, err := read(*daemonFile)
+	ds, err := spanfile.Read(*daemonFile)
 	if err != nil {
 		return fmt.Errorf("-daemon: %w", err)
 	}
-	gs, err := read(*gpuFile)
+	gs, err := spanfile.Read(*gpuFile)
 	if err != nil {
 		return fmt.Errorf("-gpu: %w", err)
 	}
