@@ -31,13 +31,22 @@ var launchDurations atomic.Pointer[func(ids []uint64) map[uint64]float64]
 // comes: an earlier id was the start event, which cudaspans reuses, and a
 // record that came after its launch's Synchronize went to the next launch
 // with that event. nil, nil, nil removes the hooks.
+//
+// Kernel spans held for their durations (SetLaunchDurationWait) are ended
+// first, with what the old hook has; the wait is switched off and
+// LaunchDurationCounts starts again from zero.
 func SetLaunchCorrelation(push, pop unsafe.Pointer, durations func(ids []uint64) map[uint64]float64) {
+	EndWaitingLaunches(true)
 	C.cs_set_hooks_h(C.uintptr_t(uintptr(push)), C.uintptr_t(uintptr(pop)))
+	held.Lock()
 	if durations == nil {
 		launchDurations.Store(nil)
 	} else {
 		launchDurations.Store(&durations)
 	}
+	held.on, held.max = false, 0
+	held.matched, held.unmatched = 0, 0
+	held.Unlock()
 }
 
 // launchSeq numbers the launches of the process (newLaunchID).
@@ -49,10 +58,11 @@ func newLaunchID() uint64 { return launchSeq.Add(1) + 1 }
 
 // otherDurations asks the hook for the durations of the kernels of ops,
 // by the ids push saw: each launch's id.
-func otherDurations(ops []*pendingOp) map[uint64]float64 {
+// hooked reports whether a durations hook is installed.
+func otherDurations(ops []*pendingOp) (ms map[uint64]float64, hooked bool) {
 	f := launchDurations.Load()
 	if f == nil {
-		return nil
+		return nil, false
 	}
 	var ids []uint64
 	for _, op := range ops {
@@ -61,7 +71,7 @@ func otherDurations(ops []*pendingOp) map[uint64]float64 {
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, true
 	}
-	return (*f)(ids)
+	return (*f)(ids), true
 }

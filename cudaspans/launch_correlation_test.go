@@ -206,3 +206,124 @@ func TestLateCUPTIRecordsNeverReachAnotherLaunchsSpan(t *testing.T) {
 		t.Errorf("the hook was asked for %d launches, want %d", len(seen), rounds)
 	}
 }
+
+// With SetLaunchDurationWait, a kernel span whose record has not come at
+// its Synchronize is held, not ended without cuda.cupti_ms: its own record
+// ends it when it comes (late, in another order, after its events went to
+// later launches), and one that never comes ends it without, once the wait
+// is over. No span ever carries another launch's duration.
+func TestHeldKernelSpansEndWithTheirOwnLateRecordsOrNone(t *testing.T) {
+	f, cf := newCUPTIFixture(t)
+	SetLaunchDurationWait(true, 50*time.Millisecond)
+	s := f.stream(t)
+	ctx, parent := f.parent(context.Background(), "p")
+	const rounds = 8
+	want := map[string]float64{}
+	for i := 0; i < rounds; i++ {
+		name := fmt.Sprintf("k%02d", i)
+		d := time.Duration(i+1) * 100 * time.Microsecond
+		k := f.kernel(t, name, d)
+		want[name] = float64(d)/1e6 + 0.001
+		if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			cf.deliver(0) // in time: ended at its Synchronize
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := func() int {
+		n := 0
+		for name := range want {
+			n += len(f.ended(name))
+		}
+		return n
+	}
+	if n := ended(); n != 1 {
+		t.Fatalf("%d kernel spans ended at their Synchronize, want 1 (the others wait for their records)", n)
+	}
+	if m, u, w := LaunchDurationCounts(); m != 1 || u != 0 || w != rounds-1 {
+		t.Fatalf("counts matched %d, unmatched %d, waiting %d; want 1, 0, %d", m, u, w, rounds-1)
+	}
+	// Late and out of order; 2 and 6 never come.
+	cf.deliver(7, 3, 1)
+	if m, u := EndWaitingLaunches(false); m != 3 || u != 0 {
+		t.Fatalf("first end: %d matched, %d without; want 3 and 0", m, u)
+	}
+	cf.deliver(5, 4)
+	f.clock.advance(10 * time.Millisecond) // within the wait
+	if m, u := EndWaitingLaunches(false); m != 2 || u != 0 {
+		t.Fatalf("second end: %d matched, %d without; want 2 and 0", m, u)
+	}
+	f.clock.advance(50 * time.Millisecond) // the wait is over
+	if m, u := EndWaitingLaunches(false); m != 0 || u != 2 {
+		t.Fatalf("after the wait: %d matched, %d without; want 0 and 2", m, u)
+	}
+	// 2's record after its span ended: it stays unclaimed, and no later
+	// launch (on the same events) takes it.
+	cf.deliver(2)
+	k := f.kernel(t, "after", time.Millisecond)
+	want["after"] = 1.001
+	if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, u := EndWaitingLaunches(true); m != 0 || u != 1 {
+		t.Fatalf("final end: %d matched, %d without; want 0 and 1", m, u)
+	}
+	parent.End()
+	if with := checkOwnDurations(t, f, want); with != 6 {
+		t.Errorf("%d spans carry cuda.cupti_ms, want the 6 whose records came", with)
+	}
+	if n := ended(); n != rounds+1 {
+		t.Errorf("%d kernel spans ended, want %d (every launch, with or without)", n, rounds+1)
+	}
+	if m, u, w := LaunchDurationCounts(); m != 6 || u != 3 || w != 0 {
+		t.Errorf("counts matched %d, unmatched %d, waiting %d; want 6, 3, 0", m, u, w)
+	}
+}
+
+// Replacing the hook (cupti's Close) ends the held spans with what the
+// old hook has, and turning the wait off ends them too.
+func TestHeldKernelSpansEndWhenTheHookGoesOrTheWaitStops(t *testing.T) {
+	f, cf := newCUPTIFixture(t)
+	k := f.kernel(t, "k", time.Millisecond)
+	s := f.stream(t)
+	ctx, parent := f.parent(context.Background(), "p")
+	launch := func() {
+		t.Helper()
+		if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	SetLaunchDurationWait(true, time.Hour)
+	launch()
+	launch()
+	cf.deliver(1)
+	SetLaunchDurationWait(false, 0)
+	if n := len(f.ended("k")); n != 2 {
+		t.Fatalf("%d spans after the wait was turned off, want both", n)
+	}
+	SetLaunchDurationWait(true, time.Hour)
+	launch()
+	cf.deliver(2)
+	SetLaunchCorrelation(nil, nil, nil)
+	parent.End()
+	spans := f.ended("k")
+	if len(spans) != 3 {
+		t.Fatalf("%d spans after the hook was removed, want 3", len(spans))
+	}
+	if with := checkOwnDurations(t, f, map[string]float64{"k": 1.001}); with != 2 {
+		t.Errorf("%d spans with cuda.cupti_ms, want 2 (launches 1 and 2)", with)
+	}
+	if m, u, w := LaunchDurationCounts(); m != 0 || u != 0 || w != 0 {
+		t.Errorf("counts %d, %d, %d after the hook was removed, want zeros", m, u, w)
+	}
+}

@@ -84,10 +84,11 @@ func (c *Context) emit(ops []*pendingOp, streamID int) error {
 	var errs []error
 	aggs := map[aggKey]*aggregate{}
 	var aggOrder []aggKey
-	other := otherDurations(ops)
+	other, hooked := otherDurations(ops)
 	for _, op := range ops {
 		d, err := c.resolve(op)
-		d.cuptiMS = other[op.launch]
+		ms, found := other[op.launch]
+		d.cuptiMS = ms
 		c.putEvents(op.start, op.end)
 		if err != nil {
 			errs = append(errs, err)
@@ -133,6 +134,8 @@ func (c *Context) emit(ops []*pendingOp, streamID int) error {
 				a.add(d)
 				continue
 			}
+			c.endOrHold(d, found, hooked)
+			continue
 		}
 		c.emitOne(d)
 	}

@@ -98,6 +98,11 @@ type Stats struct {
 	Idle                             int // cuda.idle spans (gaps in device windows)
 	Jobs                             int // records parented by a published job's window
 	Spans                            int // spans made, of every kind
+	// cudaspans' kernel spans (not folded) ended with cuda.cupti_ms, and
+	// without it (no record by their Synchronize; with WithoutForcedFlush
+	// by the end of their wait), and held for it now: zero with
+	// WithoutCudaspansDurations.
+	CudaspansWithCUPTI, CudaspansWithoutCUPTI, CudaspansWaiting int
 }
 
 type extIDs struct {

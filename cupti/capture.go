@@ -53,6 +53,13 @@ type Capture struct {
 	lastCal time.Time
 	// csInC: the backend matches cudaspans' durations (cz_cudaspans_take).
 	csInC bool
+	// deferred: WithoutForcedFlush with cuda.cupti_ms on: no flush at
+	// cudaspans' Synchronize, its held spans ended after each drain.
+	deferred bool
+	// csCounts: cudaspans.LaunchDurationCounts when the hook was removed
+	// (csFinal), for Stats after Close. Under mu.
+	csCounts [3]int
+	csFinal  bool
 }
 
 var (
@@ -116,12 +123,19 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		job:           cfg.job,
 	})
 	c.lastCal = cfg.now()
+	if cfg.envNote != "" {
+		cfg.log(cfg.envNote)
+	}
 	durations := c.cudaspansDurations
 	if !cfg.csDurations {
 		durations = nil
 	}
+	c.deferred = cfg.csDurations && cfg.noForcedFlush
 	push, pop := be.cudaspansHooks()
 	cudaspans.SetLaunchCorrelation(push, pop, durations)
+	if c.deferred {
+		cudaspans.SetLaunchDurationWait(true, cfg.durationWait)
+	}
 	active = c
 	go c.loop()
 	return c, nil
@@ -154,7 +168,31 @@ func (c *Capture) Version() uint32 { return c.version }
 func (c *Capture) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.b.stats
+	s := c.b.stats
+	if c.cfg.csDurations {
+		n := c.csCounts
+		if !c.csFinal {
+			n[0], n[1], n[2] = cudaspans.LaunchDurationCounts()
+		}
+		s.CudaspansWithCUPTI, s.CudaspansWithoutCUPTI, s.CudaspansWaiting = n[0], n[1], n[2]
+	}
+	return s
+}
+
+// unhookCudaspans removes the cudaspans hooks, keeping the counts of
+// their spans for Stats. Called with activeMu held.
+func (c *Capture) unhookCudaspans() {
+	cudaspans.EndWaitingLaunches(true) // those held since the last drain
+	m, u, w := cudaspans.LaunchDurationCounts()
+	cudaspans.SetLaunchCorrelation(nil, nil, nil)
+	c.mu.Lock()
+	// Spans held still (a Synchronize racing this Close) were ended, as
+	// without, by SetLaunchCorrelation.
+	c.csCounts, c.csFinal = [3]int{m, u + w, 0}, true
+	c.mu.Unlock()
+	if c.deferred && u+w > 0 {
+		c.cfg.log(fmt.Sprintf("cupti: %d of %d cudaspans kernel spans ended without cuda.cupti_ms: no CUPTI record within %v of their Synchronize (WithoutForcedFlush)", u+w, m+u+w, c.cfg.durationWait))
+	}
 }
 
 func (c *Capture) loop() {
@@ -171,12 +209,23 @@ func (c *Capture) loop() {
 	}
 }
 
-// drain flushes CUPTI, decodes what came and emits spans.
+// drain flushes CUPTI, decodes what came and emits spans; with
+// WithoutForcedFlush it then ends cudaspans' held kernel spans whose
+// records came, or whose wait is over (all when final).
 func (c *Capture) drain(forced, final bool) {
+	if c.drainRecords(forced, final) && c.deferred {
+		// Without c.mu: the hook (cudaspansDurations) takes it.
+		cudaspans.EndWaitingLaunches(final)
+	}
+}
+
+// drainRecords is drain's flush, decoding and spans; false when the
+// capture is closed (and this is not the final drain).
+func (c *Capture) drainRecords(forced, final bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed && !final {
-		return
+		return false
 	}
 	if now := c.cfg.now(); now.Sub(c.lastCal) >= c.cfg.calibrateEvery || final {
 		c.be.calibrate(16)
@@ -188,6 +237,7 @@ func (c *Capture) drain(forced, final bool) {
 		c.b.logOnce(err.Error())
 	}
 	c.b.batch(evs, final)
+	return true
 }
 
 // Flush delivers the records of all work completed so far as spans (a
@@ -200,12 +250,15 @@ func (c *Capture) Flush(ctx context.Context) error {
 
 // Close stops the capture: it flushes, unsubscribes, ends the device
 // windows and the NVTX ranges still open (marked nvtx.unclosed) and
-// unhooks cudaspans. A second Close is a no-op.
+// unhooks cudaspans (with WithoutForcedFlush, after the last drain has
+// ended cudaspans' held spans, so the process has no other Capture until
+// then). A second Close is a no-op.
 func (c *Capture) Close(ctx context.Context) error {
 	activeMu.Lock()
-	if active == c {
+	mine := active == c
+	if mine && !c.deferred {
 		active = nil
-		cudaspans.SetLaunchCorrelation(nil, nil, nil)
+		c.unhookCudaspans()
 	}
 	activeMu.Unlock()
 	c.mu.Lock()
@@ -220,6 +273,12 @@ func (c *Capture) Close(ctx context.Context) error {
 	c.be.flush(true)
 	c.be.stop()
 	c.drain(true, true)
+	if mine && c.deferred {
+		activeMu.Lock()
+		active = nil
+		c.unhookCudaspans()
+		activeMu.Unlock()
+	}
 	c.mu.Lock()
 	c.b.finish()
 	c.mu.Unlock()
@@ -232,9 +291,22 @@ func (c *Capture) Close(ctx context.Context) error {
 // launching one, does not decode the frames: the capture's own drain does
 // that later. A backend that does not match them (the tests' fake) has
 // the builder do it, in a drain here.
+//
+// With WithoutForcedFlush nothing is flushed or drained here: the
+// durations are what the capture's drains (and CUPTI's own buffer
+// deliveries) have brought so far.
 func (c *Capture) cudaspansDurations(ids []uint64) map[uint64]float64 {
 	if len(ids) == 0 {
 		return nil
+	}
+	if c.deferred {
+		if c.csInC {
+			ms, _ := c.be.cudaspansDurations(ids)
+			return ms
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.b.takeCudaspans(ids)
 	}
 	if c.csInC {
 		c.mu.Lock()

@@ -198,3 +198,54 @@ func TestAnotherCUPTICannotBeLoadedOnceOneIs(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// cfakeFlushes is how many flushes the fake libcupti was asked for, and
+// of them forced.
+func cfakeFlushes() (all, forced int32) {
+	var n [2]int32
+	Call(context.Background(), loadedSymbol("fake_flushes_cb"), unsafe.Pointer(&n[0]))
+	return n[0], n[1]
+}
+
+func cfakeHold(on bool) {
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	Call(context.Background(), loadedSymbol("fake_hold_cb"), unsafe.Pointer(&v))
+}
+
+// With WithoutForcedFlush the C side's hook flushes nothing on the
+// launching thread: durations not delivered yet are not there, and come
+// with a later drain, each for its own launch id only.
+func TestWithoutForcedFlushTheCSideHookDoesNotFlush(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	t.Setenv(NoForcedFlushEnv, "1")
+	c, _, tp := startCFake(t)
+	defer c.Close(context.Background())
+	defer cfakeHold(false)
+	if !c.deferred || !c.csInC {
+		t.Fatalf("deferred %v, matched in C %v; want both", c.deferred, c.csInC)
+	}
+	push, pop := cBackend{}.cudaspansHooks()
+	ctx, span := tp.Tracer("t").Start(context.Background(), "job")
+	defer span.End()
+	cfakeHold(true)
+	job := &csJob{push: uintptr(push), pop: uintptr(pop), id: 0x7100, ns: 2_000_000, count: 2}
+	Call(ctx, loadedSymbol("fake_cudaspans_job"), unsafe.Pointer(job))
+	all, forced := cfakeFlushes()
+	if got := c.cudaspansDurations([]uint64{0x7100, 0x7101}); len(got) != 0 {
+		t.Fatalf("durations %v before any record was delivered", got)
+	}
+	if a, f := cfakeFlushes(); a != all || f != forced {
+		t.Fatalf("the hook flushed CUPTI (%d flushes, %d forced; before %d, %d)", a, f, all, forced)
+	}
+	cfakeHold(false)
+	c.Flush(ctx) // a drain
+	got := c.cudaspansDurations([]uint64{0x7100, 0x7101, 0x7102})
+	if len(got) != 2 || got[0x7100] != 2 || got[0x7101] != 2 {
+		t.Fatalf("durations after the drain %v, want 0x7100 and 0x7101: 2 ms", got)
+	}
+}

@@ -26,6 +26,19 @@ const DefaultFlushInterval = 200 * time.Millisecond
 // against the host clock again.
 const DefaultCalibrateInterval = time.Second
 
+// DefaultDurationWait is how long, with WithoutForcedFlush, a cudaspans
+// kernel span waits for its CUPTI record: five drains at
+// DefaultFlushInterval.
+const DefaultDurationWait = time.Second
+
+// NoForcedFlushEnv names the environment variable that turns
+// WithoutForcedFlush on for every Start of the process (for measuring it
+// under programs that do not pass the option, such as cuptibench): "1"
+// waits DefaultDurationWait, a Go duration ("500ms") waits that long, "0"
+// or unset leaves the forced flush on. Another value leaves it on, said
+// in one line through the logger.
+const NoForcedFlushEnv = "CUZK_CUPTI_NO_FORCED_FLUSH"
+
 // Option configures Start.
 type Option interface{ apply(*config) }
 
@@ -42,6 +55,9 @@ type config struct {
 	calibrateEvery time.Duration
 	nvtx           bool
 	csDurations    bool
+	noForcedFlush  bool          // WithoutForcedFlush
+	durationWait   time.Duration // its wait
+	envNote        string        // a bad NoForcedFlushEnv, said at Start
 	log            func(string)
 	backend        backend
 	now            func() time.Time
@@ -60,6 +76,7 @@ func newConfig(opts []Option) config {
 		log:            func(s string) { fmt.Fprintln(os.Stderr, s) },
 		now:            time.Now,
 	}
+	c.noForcedFlush, c.durationWait, c.envNote = noForcedFlushFromEnv(os.Getenv(NoForcedFlushEnv))
 	for _, o := range opts {
 		o.apply(&c)
 	}
@@ -123,6 +140,43 @@ func WithLogger(log func(string)) Option {
 // separately).
 func WithoutCudaspansDurations() Option {
 	return optionFunc(func(c *config) { c.csDurations = false })
+}
+
+// WithoutForcedFlush gives cudaspans' kernel spans their cuda.cupti_ms
+// without forcing a CUPTI flush on the launching thread at each
+// Synchronize (the default does, which is what cuda.cupti_ms costs the
+// program): a span whose record has not come by its Synchronize is held
+// (cudaspans.SetLaunchDurationWait) until a drain of the capture brings
+// it, or until the first drain wait or more after its Synchronize (0: the
+// next drain), and then ends with cuda.gpu_ms only; Stats counts both.
+// Records are matched by the launch's id, never reused, so a late one can
+// only reach its own span. Held spans are exported after their
+// Synchronize, often after their parent ended. Off by default; also
+// NoForcedFlushEnv. Without cuda.cupti_ms (WithoutCudaspansDurations)
+// it does nothing.
+func WithoutForcedFlush(wait time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if wait < 0 {
+			wait = 0
+		}
+		c.noForcedFlush, c.durationWait, c.envNote = true, wait, ""
+	})
+}
+
+// noForcedFlushFromEnv reads NoForcedFlushEnv's value v: whether the mode
+// is on, its wait, and a line saying why a bad value was ignored.
+func noForcedFlushFromEnv(v string) (on bool, wait time.Duration, note string) {
+	switch v {
+	case "", "0":
+		return false, 0, ""
+	case "1":
+		return true, DefaultDurationWait, ""
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return false, 0, fmt.Sprintf("cupti: %s=%q is not 1, 0 or a duration such as 500ms; cudaspans' Synchronize keeps the forced flush", NoForcedFlushEnv, v)
+	}
+	return true, d, ""
 }
 
 func withBackend(b backend) Option { return optionFunc(func(c *config) { c.backend = b }) }

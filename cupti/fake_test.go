@@ -24,6 +24,7 @@ type fakeCUPTI struct {
 	flushed   []byte // frames take returns
 	started   bool
 	stopped   bool
+	forced    int    // forced flushes
 	gpuNow    uint64 // CUPTI clock for calibrations
 	wallNow   uint64 // wall clock (ns) for calibrations
 }
@@ -48,8 +49,11 @@ func (f *fakeCUPTI) start(flags uint32) (int, error) {
 	return 0, nil
 }
 
-func (f *fakeCUPTI) flush(bool) {
+func (f *fakeCUPTI) flush(forced bool) {
 	f.mu.Lock()
+	if forced {
+		f.forced++
+	}
 	f.flushed = append(f.flushed, f.queued...)
 	f.queued = nil
 	f.mu.Unlock()

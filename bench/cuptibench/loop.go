@@ -67,6 +67,9 @@ func runLoop(ctx context.Context, n, reps int) error {
 		d, err := loop()
 		if capt != nil {
 			capt.Close(ctx)
+			if st := capt.Stats(); v == 1 && i >= 0 {
+				say("loop %d, capture on (%s): %d kernel spans with cuda.cupti_ms, %d without", i/3, flushMode(), st.CudaspansWithCUPTI, st.CudaspansWithoutCUPTI)
+			}
 		}
 		if err != nil {
 			return err

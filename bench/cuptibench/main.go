@@ -150,6 +150,8 @@ func run(ctx context.Context, backendName, circuit string, lg, reps int, cacheDi
 				stats.Syncs += s.Syncs
 				stats.Deduplicated += s.Deduplicated
 				stats.Dropped += s.Dropped
+				stats.CudaspansWithCUPTI += s.CudaspansWithCUPTI
+				stats.CudaspansWithoutCUPTI += s.CudaspansWithoutCUPTI
 			}
 		}
 		if err != nil {
@@ -178,8 +180,22 @@ func run(ctx context.Context, backendName, circuit string, lg, reps int, cacheDi
 		100*(float64(benchutil.Median(lite))/float64(benchutil.Median(off))-1))
 	say("records with capture on (timed proofs): %d kernel, %d memcpy, %d memset, %d sync spans of CUPTI's own; %d deduplicated (cudaspans' work); %d dropped",
 		stats.Kernels, stats.Memcpys, stats.Memsets, stats.Syncs, stats.Deduplicated, stats.Dropped)
+	say("cudaspans kernel spans with capture on (timed proofs, %s): %d with cuda.cupti_ms, %d without", flushMode(), stats.CudaspansWithCUPTI, stats.CudaspansWithoutCUPTI)
 	agreement("proofs", onSpans)
 	return nil
+}
+
+// flushMode names how the "on" captures give cudaspans' spans their
+// cuda.cupti_ms: with a forced CUPTI flush at each Synchronize (the
+// default), or without ($CUZK_CUPTI_NO_FORCED_FLUSH, cupti.NoForcedFlushEnv).
+// A value cupti does not take leaves the forced flush on (and cupti says
+// so).
+func flushMode() string {
+	v := os.Getenv(cupti.NoForcedFlushEnv)
+	if d, err := time.ParseDuration(v); v == "1" || (err == nil && d >= 0 && v != "0") {
+		return cupti.NoForcedFlushEnv + "=" + v + ": no forced flush, spans held for their records"
+	}
+	return "forced flush at each Synchronize"
 }
 
 // onSpans are the spans of the proofs with capture on (and cupti_ms).

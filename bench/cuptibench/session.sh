@@ -11,6 +11,10 @@
 #   STEPS="matrix gtloop agree prove"   LOG2=22 REPS=2   (the third session:
 #   CUPTI's own cost a launch by configuration, gpu-trace's settings, the
 #   agreement by arrangement, the prover at 2^22)
+#   STEPS="noflush"   LOG2=22 REPS=3   (cuda.cupti_ms without the forced
+#   flush at each Synchronize, CUZK_CUPTI_NO_FORCED_FLUSH=1: the loop's and
+#   the prover's overhead, the agreement, and how many kernel spans got no
+#   record within the wait, beside the default in the same run)
 #   STEPS="check lazy agree cbloop check2"   (the second session of issue 23: the
 #   loop under each API-record setting, the agreement arrangements,
 #   cuptibench's loop with the flush variants, the ranged programs again)
@@ -28,7 +32,7 @@ sp() { python3 bench/cuptibench/spans.py "$@"; }
 tid=4bf92f3577b34da6a3ce929d0e0e4736 sid=00f067aa0ba902b7 tp=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 # Keys of the prover's size in the background while the programs run.
-if [[ " $steps " == *" prove "* ]] && [ ! -e /tmp/cuzk-keys/.done-$lg ]; then
+if [[ " $steps " == *" prove "* || " $steps " == *" noflush "* ]] && [ ! -e /tmp/cuzk-keys/.done-$lg ]; then
 	setsid bash -c "$d/cuzk setup --circuit merkle --constraints $((1 << lg)) && touch /tmp/cuzk-keys/.done-$lg" > "$out/setup.log" 2>&1 < /dev/null &
 fi
 if [ ! -x $d/multistream ]; then
@@ -212,6 +216,19 @@ print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % s
 		;;
 	cbloop)
 		timeout 90 $d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop.txt"
+		;;
+	noflush)
+		for mode in 0 1; do
+			export CUZK_CUPTI_NO_FORCED_FLUSH=$mode
+			log "cuptibench, CUZK_CUPTI_NO_FORCED_FLUSH=$mode"
+			timeout 120 $d/cuptibench -loop 100000 -reps "$reps" -out "$out/cuptibench-loop-noflush$mode.txt"
+			timeout 60 $d/cuptibench -agree 90 -out "$out/cuptibench-agree-noflush$mode.txt"
+		done
+		for _ in $(seq 240); do [ -e /tmp/cuzk-keys/.done-$lg ] && break; sleep 1; done
+		for mode in 0 1; do
+			CUZK_CUPTI_NO_FORCED_FLUSH=$mode timeout 200 $d/cuptibench -circuit merkle -log2 "$lg" -reps "$reps" -out "$out/cuptibench-noflush$mode.txt"
+		done
+		unset CUZK_CUPTI_NO_FORCED_FLUSH
 		;;
 	check)
 		gt multistream $d/multistream --threads 4 --streams 2 --jobs 3 --traceparent $tp

@@ -116,10 +116,28 @@ int cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, void **rec) {
 	return 0;
 }
 
-int cuptiActivityFlushAll(uint32_t flag) {
-	(void)flag;
+// fake_hold(1): flushes deliver nothing (the records are not complete
+// yet), as CUPTI's buffers can be late; fake_hold(0) lets them go.
+// fake_flushes: how many flushes were asked for, and of them forced.
+static int hold, flushes, forced_flushes;
+void fake_hold(int on) { __atomic_store_n(&hold, on, __ATOMIC_SEQ_CST); }
+int fake_flushes(int forced) { return forced ? forced_flushes : flushes; }
+// The same for cupti.Call (void fn(void *)): fake_hold_cb(arg) holds while
+// *(int32_t *)arg is 1; fake_flushes_cb(arg) writes both counts to the
+// int32_t[2] at arg.
+void fake_hold_cb(void *arg) { fake_hold(*(int32_t *)arg); }
+void fake_flushes_cb(void *arg) {
 	pthread_mutex_lock(&mu);
-	if (npending == 0 || !req || !comp) {
+	((int32_t *)arg)[0] = flushes;
+	((int32_t *)arg)[1] = forced_flushes;
+	pthread_mutex_unlock(&mu);
+}
+
+int cuptiActivityFlushAll(uint32_t flag) {
+	pthread_mutex_lock(&mu);
+	flushes++;
+	if (flag & 1) forced_flushes++;
+	if (npending == 0 || !req || !comp || __atomic_load_n(&hold, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_unlock(&mu);
 		return 0;
 	}
