@@ -5,10 +5,11 @@
 // circuits.RegisterFiles or CircuitFile.Register) and their keys
 // (prover/keycache), and runs a Request through synthesis, the prove
 // (prover/groth16), serialization and verification; it implements Runner
-// and StagedRunner for prover/engine.
+// and StagedRunner for prover/engine: a Synthesized proof proves itself
+// on the Device it is handed (Synthesized.Prove; a Prover is a Device),
+// so one Prover may synthesize for the Provers of several GPUs.
 //
 // The Groth16 prove itself is prover/groth16 (Prove, Synthesize,
 // ProveAssignment), the interface of its backends prover/backend, the CPU
-// backend prover/cpu. The names those packages took from this one stay
-// here as deprecated aliases (groth16.go).
+// backend prover/cpu.
 package prover

@@ -27,9 +27,10 @@ var (
 	// than cpu, cuda or auto (or a registered one). error.type
 	// invalid_request.
 	ErrUnknownBackend = semconv.NewError(semconv.ErrorTypeInvalidRequest, "unknown backend (want cpu, cuda or auto)")
-	// ErrForeignSynthesis is returned by ProveSynthesized for a Synthesized
-	// that no Prover made. error.type invalid_request.
-	ErrForeignSynthesis = semconv.NewError(semconv.ErrorTypeInvalidRequest, "synthesized proof not made by a Prover")
+	// ErrSynthesisSpent is returned by Synthesized.Prove for a
+	// synthesized proof proved or released already (or nil).
+	// error.type invalid_request.
+	ErrSynthesisSpent = semconv.NewError(semconv.ErrorTypeInvalidRequest, "synthesized proof already proved or released")
 )
 
 // AbandonedWork is implemented by an error (found with errors.As) of a

@@ -33,7 +33,7 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 		{ErrUnknownCircuit, otelcuzk.ErrorTypeNotFound},
 		{ErrBadCircuitFile, otelcuzk.ErrorTypeInvalidRequest},
 		{ErrUnknownBackend, otelcuzk.ErrorTypeInvalidRequest},
-		{ErrForeignSynthesis, otelcuzk.ErrorTypeInvalidRequest},
+		{ErrSynthesisSpent, otelcuzk.ErrorTypeInvalidRequest},
 		{backend.ErrUnavailable, otelcuzk.ErrorTypeNoDevice},
 		{backend.ErrNoDeviceMemory, otelcuzk.ErrorTypeNoDevice},
 		{backend.ErrDeviceFault, otelcuzk.ErrorTypeDeviceFault},

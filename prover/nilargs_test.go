@@ -66,19 +66,18 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 	}
 	// The sentinel a caller branches on, where one applies.
 	wantIs := map[string]error{
-		"Prove nil ccs":                     groth16.ErrUnsupported,
-		"Prove typed-nil ccs":               groth16.ErrUnsupported,
-		"Prove nil pk":                      groth16.ErrUnsupported,
-		"Prove typed-nil pk":                groth16.ErrUnsupported,
-		"Prove nil witness":                 groth16.ErrWitnessSize,
-		"Synthesize nil ccs":                groth16.ErrUnsupported,
-		"Synthesize typed-nil ccs":          groth16.ErrUnsupported,
-		"Synthesize nil witness":            groth16.ErrWitnessSize,
-		"ProveAssignment typed-nil pk":      groth16.ErrUnsupported,
-		"Prover.Run nil request":            groth16.ErrBadWitness,
-		"Prover.Synthesize nil request":     groth16.ErrBadWitness,
-		"Prover.ProveSynthesized nil":       ErrForeignSynthesis,
-		"Prover.ProveSynthesized typed-nil": ErrForeignSynthesis,
+		"Prove nil ccs":                 groth16.ErrUnsupported,
+		"Prove typed-nil ccs":           groth16.ErrUnsupported,
+		"Prove nil pk":                  groth16.ErrUnsupported,
+		"Prove typed-nil pk":            groth16.ErrUnsupported,
+		"Prove nil witness":             groth16.ErrWitnessSize,
+		"Synthesize nil ccs":            groth16.ErrUnsupported,
+		"Synthesize typed-nil ccs":      groth16.ErrUnsupported,
+		"Synthesize nil witness":        groth16.ErrWitnessSize,
+		"ProveAssignment typed-nil pk":  groth16.ErrUnsupported,
+		"Prover.Run nil request":        groth16.ErrBadWitness,
+		"Prover.Synthesize nil request": groth16.ErrBadWitness,
+		"Synthesized.Prove typed-nil":   ErrSynthesisSpent,
 	}
 	for _, c := range []struct {
 		name string
@@ -128,8 +127,16 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		{"Prover.Validate nil request", func() error { return pipe.Validate(nil) }},
 		{"Prover.EstimateMemory nil request", func() error { _, err := pipe.EstimateMemory(nil); return err }},
 		{"Prover.Synthesize nil request", func() error { _, err := pipe.Synthesize(ctx, nil); return err }},
-		{"Prover.ProveSynthesized nil", func() error { _, err := pipe.ProveSynthesized(ctx, nil); return err }},
-		{"Prover.ProveSynthesized typed-nil", func() error { _, err := pipe.ProveSynthesized(ctx, (*synthesis)(nil)); return err }},
+		{"Synthesized.Prove nil device", func() error {
+			s, err := pipe.Synthesize(ctx, &Request{Circuit: "mulchain", Constraints: 64})
+			if err != nil {
+				return fmt.Errorf("setup: %v", err)
+			}
+			defer s.Release(ctx)
+			_, err = s.Prove(ctx, nil)
+			return err
+		}},
+		{"Synthesized.Prove typed-nil", func() error { _, err := (*synthesis)(nil).Prove(ctx, pipe); return err }},
 		{"CPU.ComputeH nil domain", func() error {
 			return cpu.New(nil).ComputeH(ctx, "", nil, make([]fr.Element, 4), make([]fr.Element, 4), make([]fr.Element, 4))
 		}},

@@ -150,7 +150,7 @@ func TestFirstSynthesisRunsBesideTheKeysLoad(t *testing.T) {
 	}
 	proved := make(chan error, 1)
 	go func() {
-		res, err := p.ProveSynthesized(context.Background(), syn)
+		res, err := syn.Prove(context.Background(), p)
 		if err == nil && !res.Verified {
 			err = errors.New("proof not verified")
 		}

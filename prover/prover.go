@@ -2,7 +2,6 @@ package prover
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
@@ -509,75 +507,7 @@ func (p *Prover) Run(ctx context.Context, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.ProveSynthesized(ctx, s)
-}
-
-// proveAssignment is the device stage of s: pipeline.prove,
-// pipeline.serialize, proof.verify (when asked). ProveAssignment releases
-// the assignment's buffers whatever happens.
-func (p *Prover) proveAssignment(ctx context.Context, s *synthesis) (*Result, error) {
-	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
-	opts := []groth16.ProveOption{WithReleaser(s.p.rel), WithTracerProvider(p.cfg.tp), WithBitSplit(p.cfg.bitSplit)}
-
-	t0 := time.Now()
-	pctx, pspan := p.tracer.Start(ctx, semconv.SpanPipelineProve, trace.WithAttributes(
-		semconv.KeyCircuitID.String(req.Circuit), semconv.KeyBackend.String(p.backend.Name())))
-	// Async releases (ours, the backend's) go under engine.job, outside
-	// pipeline.prove.
-	pctx = buffer.WithReleaseParent(pctx, ctx)
-	popts := append(opts, groth16.WithBackend(p.backend), groth16.WithKeyID(lc.keys.Hash))
-	if p.cfg.r != nil {
-		popts = append(popts, WithRandomness(*p.cfg.r, *p.cfg.s))
-	}
-	proof, err := groth16.ProveAssignment(pctx, lc.keys.PK, asg, popts...)
-	semconv.SetError(pspan, err)
-	pspan.End()
-	if err != nil {
-		return nil, err
-	}
-	res.Timings.Prove = time.Since(t0)
-
-	t0 = time.Now()
-	_, sspan := p.tracer.Start(ctx, semconv.SpanPipelineSerialize)
-	var buf bytes.Buffer
-	if _, err := proof.WriteTo(&buf); err != nil {
-		semconv.SetError(sspan, err)
-		sspan.End()
-		return nil, fmt.Errorf("serialize proof: %w", err)
-	}
-	pub, err := w.Public()
-	if err == nil {
-		res.PublicWitness, err = pub.MarshalBinary()
-	}
-	if err != nil {
-		semconv.SetError(sspan, err)
-		sspan.End()
-		return nil, fmt.Errorf("serialize public witness: %w", err)
-	}
-	res.Proof = buf.Bytes()
-	sspan.SetAttributes(semconv.KeyProofBytes.Int(len(res.Proof)))
-	sspan.End()
-	res.Timings.Serialize = time.Since(t0)
-
-	if req.Verify {
-		t0 = time.Now()
-		_, vspan := p.tracer.Start(ctx, semconv.SpanProofVerify)
-		if lc.keys.VK == nil {
-			err = fmt.Errorf("circuit %s was registered without a verifying key", req.Circuit)
-		} else if verr := gnarkgroth16.Verify(proof, lc.keys.VK, pub); verr != nil {
-			err = fmt.Errorf("%w: %v", ErrVerifyFailed, verr)
-		}
-		res.Verified = err == nil
-		vspan.SetAttributes(semconv.KeyProofVerified.Bool(res.Verified))
-		semconv.SetError(vspan, err)
-		vspan.End()
-		if err != nil {
-			return nil, err
-		}
-		res.Timings.Verify = time.Since(t0)
-	}
-	res.Timings.Total = time.Since(s.start)
-	return res, nil
+	return s.Prove(ctx, p)
 }
 
 // Validate checks req without proving, cheaply enough to run before a

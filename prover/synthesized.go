@@ -1,6 +1,7 @@
 package prover
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
@@ -19,12 +22,21 @@ import (
 
 // Synthesized is a proof whose CPU stage (keys.load, pipeline.synthesize)
 // is done: its wires and a, b, c evaluations sit in host buffers, waiting
-// for a device. It is consumed by StagedRunner.ProveSynthesized or given
-// back by Release; either once.
+// for a device. It carries what its prove needs (the circuit's keys, the
+// witness, the assignment) and is proved on whichever Device the caller
+// hands it (one Prover synthesizing for all, one Prover per GPU). It is
+// consumed by Prove or given back by Release; either once.
 type Synthesized interface {
+	// Prove proves this synthesized proof on dev's backend
+	// (pipeline.prove, pipeline.serialize, proof.verify under the span in
+	// ctx) and releases its buffers, on success and on error. A nil dev
+	// (or one without a backend) is refused and leaves the proof as it
+	// was, to be proved on another. A second Prove, or one after Release,
+	// returns ErrSynthesisSpent. Errors as Runner.Run's.
+	Prove(ctx context.Context, dev Device) (*Result, error)
 	// Release gives back the buffers without proving, as buffer.release
-	// spans under the span in ctx. Safe to call after ProveSynthesized
-	// (then a no-op).
+	// spans under the span in ctx. Safe to call after Prove (then a
+	// no-op).
 	Release(ctx context.Context) error
 	// Freed is closed once the releaser has actually freed every host
 	// buffer of this proof (an async release frees after the prove
@@ -32,21 +44,45 @@ type Synthesized interface {
 	Freed() <-chan struct{}
 }
 
+// Device is what a Synthesized is proved on. A Prover is one: its
+// backend, with its proves' options; a device of one's own (a test's, a
+// backend under another name) gives its Proving.
+type Device interface {
+	// Proving returns what a prove on this device takes from it.
+	Proving() Proving
+}
+
+// Proving is what the prove of a Synthesized takes from the Device it
+// runs on.
+type Proving struct {
+	// Backend runs the prove's NTTs and MSMs (groth16.WithBackend); its
+	// Name is the Result's Backend and pipeline.prove's cuzk.backend.
+	Backend backend.Backend
+	// TracerProvider records pipeline.prove, pipeline.serialize,
+	// proof.verify and the prove's spans; nil means the synthesizing
+	// Prover's.
+	TracerProvider trace.TracerProvider
+	// Options are passed to groth16.ProveAssignment beside the
+	// synthesis's own (its releaser, the key ID): a Prover's bit split
+	// (WithBitSplit) and, in tests, its randomness (WithRandomness).
+	Options []groth16.ProveOption
+
+	// holder is the Prover whose Proving this is: a prove with another
+	// Prover's keys registers them with it, so its LoadedCircuits lists
+	// them and its EvictCircuit evicts them from its backend too.
+	holder *Prover
+}
+
 // StagedRunner is a Runner whose Run splits into the two stages an engine
-// schedules apart: Synthesize on the CPU (several at once), then
-// ProveSynthesized on a device worker. Run(ctx, req) is the same as
-// ProveSynthesized(ctx, Synthesize(ctx, req)).
+// schedules apart: Synthesize on the CPU (several at once), then the
+// Synthesized's Prove on a device worker's Device. Run(ctx, req) is the
+// same as Synthesize(ctx, req) proved on the runner itself.
 type StagedRunner interface {
 	Runner
+	Device
 	// Synthesize loads the circuit's keys and synthesizes req (keys.load,
 	// pipeline.synthesize under the span in ctx). Errors as Run's.
 	Synthesize(ctx context.Context, req *Request) (Synthesized, error)
-	// ProveSynthesized proves s on this runner's backend (pipeline.prove,
-	// pipeline.serialize, proof.verify under the span in ctx) and releases
-	// its buffers, on success and on error. s may come from another
-	// StagedRunner of the same kind (one Prover per GPU, one
-	// synthesizing for all). Errors as Run's.
-	ProveSynthesized(ctx context.Context, s Synthesized) (*Result, error)
 }
 
 // MemoryEstimator estimates, before synthesis, the host memory one proof
@@ -86,7 +122,10 @@ func (p *Prover) afterReleases(freed chan struct{}) {
 	p.rel.AfterQueued(func() { close(freed) })
 }
 
-var _ StagedRunner = (*Prover)(nil)
+var (
+	_ StagedRunner = (*Prover)(nil)
+	_ Synthesized  = (*synthesis)(nil)
+)
 
 // EstimateMemory implements MemoryEstimator: circuits.ProofMemory from the
 // compiled circuit's counts once the circuit is loaded, else from the
@@ -206,7 +245,7 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	}
 	t0 := time.Now()
 	// The keys may still be loading (keys.load beside the synthesis, on a
-	// circuit's first use): ProveSynthesized waits for them.
+	// circuit's first use): Prove waits for them.
 	lc, err := p.loadCircuitFirst(ctx, req.Circuit, req.Constraints)
 	s.res.Timings.KeyLoad = time.Since(t0)
 	if err != nil {
@@ -252,17 +291,34 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	return s, nil
 }
 
-// ProveSynthesized implements StagedRunner: pipeline.prove on this
-// Prover's backend with the keys of the Prover that synthesized s,
-// then pipeline.serialize and proof.verify (when asked). The buffers go
-// back through the synthesizing Prover's releaser.
-func (p *Prover) ProveSynthesized(ctx context.Context, sz Synthesized) (*Result, error) {
-	s, ok := sz.(*synthesis)
-	if !ok || s == nil || s.p == nil {
-		return nil, fmt.Errorf("%w: %T", ErrForeignSynthesis, sz)
+// Proving implements Device: the Prover's backend, its tracer provider,
+// its bit split (WithBitSplit) and, in tests, its randomness; a prove of
+// another Prover's synthesis here holds that synthesis's keys here too.
+func (p *Prover) Proving() Proving {
+	opts := []groth16.ProveOption{WithBitSplit(p.cfg.bitSplit)}
+	if p.cfg.r != nil {
+		opts = append(opts, WithRandomness(*p.cfg.r, *p.cfg.s))
+	}
+	return Proving{Backend: p.backend, TracerProvider: p.cfg.tp, Options: opts, holder: p}
+}
+
+// Prove implements Synthesized: pipeline.prove on dev's backend with the
+// keys of the Prover that synthesized s, then pipeline.serialize and
+// proof.verify (when asked). The buffers go back through the
+// synthesizing Prover's releaser.
+func (s *synthesis) Prove(ctx context.Context, dev Device) (*Result, error) {
+	if s == nil || s.p == nil {
+		return nil, fmt.Errorf("prove: %w: no synthesized proof (nil)", ErrSynthesisSpent)
 	}
 	if s.done {
-		return nil, errors.New("prove: synthesized proof already proved or released")
+		return nil, fmt.Errorf("prove: %w", ErrSynthesisSpent)
+	}
+	if dev == nil {
+		return nil, errors.New("prove: nil device (the synthesized proof is kept)")
+	}
+	pv := dev.Proving()
+	if pv.Backend == nil {
+		return nil, fmt.Errorf("prove: device %T has no backend (the synthesized proof is kept)", dev)
 	}
 	if err := ctx.Err(); err != nil {
 		s.Release(ctx)
@@ -276,22 +332,93 @@ func (p *Prover) ProveSynthesized(ctx context.Context, sz Synthesized) (*Result,
 	}
 	s.res.Timings.KeyLoad += time.Since(t0)
 	s.done = true
-	if s.p != p {
-		// Proved here with another Prover's keys: hold them here too, so
-		// Loaded lists them and Evict drops them from this backend's
-		// device as well.
-		p.mu.Lock()
-		if _, ok := p.loaded[circuitKey(s.req.Circuit, s.req.Constraints)]; !ok {
-			p.loaded[circuitKey(s.req.Circuit, s.req.Constraints)] = s.lc
+	if h := pv.holder; h != nil && h != s.p {
+		// Proved there with another Prover's keys: hold them there too,
+		// so its LoadedCircuits lists them and its EvictCircuit drops
+		// them from its backend's device as well.
+		k := circuitKey(s.req.Circuit, s.req.Constraints)
+		h.mu.Lock()
+		if _, ok := h.loaded[k]; !ok {
+			h.loaded[k] = s.lc
 		}
-		p.mu.Unlock()
+		h.mu.Unlock()
 	}
-	res, err := p.proveAssignment(ctx, s)
+	res, err := s.prove(ctx, pv)
 	s.p.afterReleases(s.freed)
 	if err != nil {
 		return nil, err
 	}
-	res.Backend = p.backend.Name()
+	res.Backend = pv.Backend.Name()
+	return res, nil
+}
+
+// prove is the device stage of s on pv: pipeline.prove, pipeline.serialize,
+// proof.verify (when asked). ProveAssignment releases the assignment's
+// buffers whatever happens, through the synthesizing Prover's releaser.
+func (s *synthesis) prove(ctx context.Context, pv Proving) (*Result, error) {
+	req, lc, w, asg, res := &s.req, s.lc, s.w, s.asg, s.res
+	tp := pv.TracerProvider
+	if tp == nil {
+		tp = s.p.cfg.tp
+	}
+	tracer := tp.Tracer(semconv.ScopeName)
+	opts := append([]groth16.ProveOption{WithReleaser(s.p.rel), WithTracerProvider(tp)}, pv.Options...)
+
+	t0 := time.Now()
+	pctx, pspan := tracer.Start(ctx, semconv.SpanPipelineProve, trace.WithAttributes(
+		semconv.KeyCircuitID.String(req.Circuit), semconv.KeyBackend.String(pv.Backend.Name())))
+	// Async releases (ours, the backend's) go under engine.job, outside
+	// pipeline.prove.
+	pctx = buffer.WithReleaseParent(pctx, ctx)
+	opts = append(opts, groth16.WithBackend(pv.Backend), groth16.WithKeyID(lc.keys.Hash))
+	proof, err := groth16.ProveAssignment(pctx, lc.keys.PK, asg, opts...)
+	semconv.SetError(pspan, err)
+	pspan.End()
+	if err != nil {
+		return nil, err
+	}
+	res.Timings.Prove = time.Since(t0)
+
+	t0 = time.Now()
+	_, sspan := tracer.Start(ctx, semconv.SpanPipelineSerialize)
+	var buf bytes.Buffer
+	if _, err := proof.WriteTo(&buf); err != nil {
+		semconv.SetError(sspan, err)
+		sspan.End()
+		return nil, fmt.Errorf("serialize proof: %w", err)
+	}
+	pub, err := w.Public()
+	if err == nil {
+		res.PublicWitness, err = pub.MarshalBinary()
+	}
+	if err != nil {
+		semconv.SetError(sspan, err)
+		sspan.End()
+		return nil, fmt.Errorf("serialize public witness: %w", err)
+	}
+	res.Proof = buf.Bytes()
+	sspan.SetAttributes(semconv.KeyProofBytes.Int(len(res.Proof)))
+	sspan.End()
+	res.Timings.Serialize = time.Since(t0)
+
+	if req.Verify {
+		t0 = time.Now()
+		_, vspan := tracer.Start(ctx, semconv.SpanProofVerify)
+		if lc.keys.VK == nil {
+			err = fmt.Errorf("circuit %s was registered without a verifying key", req.Circuit)
+		} else if verr := gnarkgroth16.Verify(proof, lc.keys.VK, pub); verr != nil {
+			err = fmt.Errorf("%w: %v", ErrVerifyFailed, verr)
+		}
+		res.Verified = err == nil
+		vspan.SetAttributes(semconv.KeyProofVerified.Bool(res.Verified))
+		semconv.SetError(vspan, err)
+		vspan.End()
+		if err != nil {
+			return nil, err
+		}
+		res.Timings.Verify = time.Since(t0)
+	}
+	res.Timings.Total = time.Since(s.start)
 	return res, nil
 }
 

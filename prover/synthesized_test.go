@@ -3,13 +3,20 @@ package prover
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 func TestValidateLeavesMemoryToTheBudget(t *testing.T) {
@@ -77,7 +84,7 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Proved by another Prover (one per GPU; one synthesizes for all).
-	res, err := device.ProveSynthesized(context.Background(), s)
+	res, err := s.Prove(context.Background(), device)
 	if err != nil || !res.Verified {
 		t.Fatalf("prove of a synthesis made by another pipeline: %v (verified %v)", err, res != nil && res.Verified)
 	}
@@ -86,7 +93,7 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Freed never closed after the prove")
 	}
-	if _, err := device.ProveSynthesized(context.Background(), s); err == nil {
+	if _, err := s.Prove(context.Background(), device); err == nil {
 		t.Error("a synthesis proved twice: want an error")
 	}
 	if err := s.Release(context.Background()); err != nil {
@@ -138,7 +145,66 @@ func TestReleasedSynthesisFreesWithSpans(t *testing.T) {
 	if n != 4 {
 		t.Errorf("%d buffer.release spans after releasing a synthesis, want 4 (wires, a, b, c)", n)
 	}
-	if _, err := p.ProveSynthesized(context.Background(), s); err == nil {
+	if _, err := s.Prove(context.Background(), p); err == nil {
 		t.Error("prove after release: want an error")
+	}
+}
+
+// ownBackend is the CPU backend under a name of its own, counting the G1
+// MSMs it is asked for.
+type ownBackend struct {
+	*cpu.Backend
+	msms atomic.Int32
+}
+
+func (b *ownBackend) Name() string { return "own" }
+
+func (b *ownBackend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	b.msms.Add(1)
+	return b.Backend.MSMG1(ctx, call, bases, scalars)
+}
+
+// ownDevice is a Device that is no Prover.
+type ownDevice struct{ b backend.Backend }
+
+func (d ownDevice) Proving() Proving { return Proving{Backend: d.b} }
+
+func TestASynthesisProvesOnAnyDeviceAndRefusesNoneWithoutLosingItself(t *testing.T) {
+	synth := newTestPipeline(t, "cpu", buffer.ReleaseAsync)
+	s, err := synth.Synthesize(context.Background(), &Request{Circuit: "mulchain", Constraints: 256, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No device, or a device without a backend: refused, and the
+	// synthesized proof is still there to be proved.
+	if _, err := s.Prove(context.Background(), nil); err == nil || errors.Is(err, ErrSynthesisSpent) {
+		t.Fatalf("prove on a nil device: %v, want an error that keeps the proof", err)
+	}
+	if _, err := s.Prove(context.Background(), ownDevice{}); err == nil || !strings.Contains(err.Error(), "no backend") {
+		t.Fatalf("prove on a device without a backend: %v, want an error naming it", err)
+	}
+	select {
+	case <-s.Freed():
+		t.Fatal("a refused prove freed the synthesized proof's buffers")
+	default:
+	}
+	own := &ownBackend{Backend: cpu.New(nil)}
+	res, err := s.Prove(context.Background(), ownDevice{own})
+	if err != nil || !res.Verified {
+		t.Fatalf("prove on a device of its own: %v (verified %v)", err, res != nil && res.Verified)
+	}
+	if res.Backend != "own" || own.msms.Load() == 0 {
+		t.Errorf("proved on backend %q with %d G1 MSMs there, want the device's backend \"own\" doing them", res.Backend, own.msms.Load())
+	}
+	select {
+	case <-s.Freed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Freed never closed after the prove")
+	}
+	if _, err := s.Prove(context.Background(), ownDevice{own}); !errors.Is(err, ErrSynthesisSpent) {
+		t.Errorf("a second prove: %v, want ErrSynthesisSpent", err)
+	}
+	if got := synth.LoadedCircuits(); len(got) != 1 || got[0] != "mulchain/256" {
+		t.Errorf("the synthesizing Prover holds %v after a prove elsewhere, want mulchain/256", got)
 	}
 }

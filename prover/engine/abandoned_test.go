@@ -27,7 +27,7 @@ func (e abandonedErr) AbandonedDone() <-chan struct{} { return e.done }
 // setupRunner runs the job "setup" as a key setup that cannot stop: when
 // its context ends it returns an abandonedErr whose setup ends only when
 // setupDone closes. Every other job proves at once. Serial (Run) and
-// staged (Synthesize, ProveSynthesized).
+// staged (Synthesize, then the Synthesized's Prove on its Device).
 type setupRunner struct {
 	started   chan string
 	setupDone chan struct{}
@@ -37,6 +37,9 @@ type doneSyn struct{ freed chan struct{} }
 
 func (s doneSyn) Release(context.Context) error { return nil }
 func (s doneSyn) Freed() <-chan struct{}        { return s.freed }
+func (s doneSyn) Prove(ctx context.Context, dev prover.Device) (*prover.Result, error) {
+	return proveOnFake(ctx, s, dev)
+}
 
 func (r *setupRunner) Synthesize(ctx context.Context, req *prover.Request) (prover.Synthesized, error) {
 	r.started <- req.RequestID
@@ -49,7 +52,9 @@ func (r *setupRunner) Synthesize(ctx context.Context, req *prover.Request) (prov
 	return doneSyn{freed}, nil
 }
 
-func (r *setupRunner) ProveSynthesized(context.Context, prover.Synthesized) (*prover.Result, error) {
+func (r *setupRunner) Proving() prover.Proving { return prover.Proving{} }
+
+func (r *setupRunner) proveOn(context.Context, prover.Synthesized) (*prover.Result, error) {
 	return &prover.Result{Proof: []byte("proof")}, nil
 }
 
@@ -58,7 +63,7 @@ func (r *setupRunner) Run(ctx context.Context, req *prover.Request) (*prover.Res
 	if err != nil {
 		return nil, err
 	}
-	return r.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, r)
 }
 
 // A job cancelled during a key setup that cannot stop ends Cancelled at

@@ -14,7 +14,8 @@
 // (WithSynthesisWorkers) a synthesis worker takes the job, waits for the
 // memory budget (WithMemoryBudget) and synthesizes it
 // (prover.StagedRunner.Synthesize); the synthesized job waits, by priority
-// again, for a device worker, which proves it (ProveSynthesized). A
+// again, for a device worker, which proves it on its device
+// (prover.Synthesized.Prove). A
 // request with several partitions (prover.Request.Partitions) is one job
 // whose partitions go through the stages on their own; the first failing
 // partition fails the job and stops the others.

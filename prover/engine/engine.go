@@ -53,7 +53,7 @@ type WorkerStatus struct {
 	// ended.
 	Succeeded, Failed, Cancelled uint64
 	// Busy is the time it spent proving (Run in a serial engine,
-	// ProveSynthesized in a pipelined one) since New, the current proof
+	// Synthesized.Prove in a pipelined one) since New, the current proof
 	// included.
 	Busy time.Duration
 	// Healthy is false once its runner reported a device fault
@@ -179,7 +179,8 @@ func (s Status) DeviceQueueDepth() int {
 // (WithSynthesisWorkers n > 0): n synthesis workers take queued jobs by
 // priority, wait for the memory budget, and synthesize them on the CPU
 // (prover.StagedRunner.Synthesize); the synthesized jobs wait, by priority
-// again, for a device worker, which proves them (ProveSynthesized). So the
+// again, for a device worker, which proves them on its device
+// (prover.Synthesized.Prove). So the
 // next jobs are synthesized while a device proves.
 type Engine struct {
 	cfg     config

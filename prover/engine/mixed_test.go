@@ -29,6 +29,9 @@ type sizedSyn struct {
 
 func (s *sizedSyn) Release(context.Context) error { return nil }
 func (s *sizedSyn) Freed() <-chan struct{}        { return s.freed }
+func (s *sizedSyn) Prove(ctx context.Context, dev prover.Device) (*prover.Result, error) {
+	return proveOnFake(ctx, s, dev)
+}
 
 func (f *sizedFake) Synthesize(_ context.Context, r *prover.Request) (prover.Synthesized, error) {
 	time.Sleep(f.synth[r.Constraints])
@@ -37,7 +40,9 @@ func (f *sizedFake) Synthesize(_ context.Context, r *prover.Request) (prover.Syn
 	return s, nil
 }
 
-func (f *sizedFake) ProveSynthesized(_ context.Context, syn prover.Synthesized) (*prover.Result, error) {
+func (f *sizedFake) Proving() prover.Proving { return prover.Proving{} }
+
+func (f *sizedFake) proveOn(_ context.Context, syn prover.Synthesized) (*prover.Result, error) {
 	r := syn.(*sizedSyn).req
 	t0 := time.Since(f.start)
 	time.Sleep(f.device[r.Constraints])
@@ -55,7 +60,7 @@ func (f *sizedFake) ProveSynthesized(_ context.Context, syn prover.Synthesized) 
 
 func (f *sizedFake) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
 	s, _ := f.Synthesize(ctx, r)
-	return f.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, f)
 }
 
 // Issue 26 item 4 with fake stages: two sizes interleaved (the large one's

@@ -31,6 +31,9 @@ type timedSyn struct{ freed chan struct{} }
 
 func (s *timedSyn) Release(context.Context) error { return nil }
 func (s *timedSyn) Freed() <-chan struct{}        { return s.freed }
+func (s *timedSyn) Prove(ctx context.Context, dev prover.Device) (*prover.Result, error) {
+	return proveOnFake(ctx, s, dev)
+}
 
 func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.Synthesized, error) {
 	f.mu.Lock()
@@ -47,7 +50,9 @@ func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.S
 	return s, nil
 }
 
-func (f *timedFake) ProveSynthesized(context.Context, prover.Synthesized) (*prover.Result, error) {
+func (f *timedFake) Proving() prover.Proving { return prover.Proving{} }
+
+func (f *timedFake) proveOn(context.Context, prover.Synthesized) (*prover.Result, error) {
 	t0 := time.Since(f.start)
 	time.Sleep(f.device)
 	t1 := time.Since(f.start)
@@ -66,7 +71,7 @@ func (f *timedFake) Run(ctx context.Context, r *prover.Request) (*prover.Result,
 	if err != nil {
 		return nil, err
 	}
-	return f.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, f)
 }
 
 // busyShare is the device's busy time over the span from its first prove

@@ -360,7 +360,7 @@ func (e *Engine) deviceWork(i int) {
 			var syn prover.Synthesized
 			syn, err = runSafely(func() (prover.Synthesized, error) { return staged.Synthesize(synCtx, &req) })
 			if err == nil && syn != nil {
-				res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
+				res, err = runSafely(func() (*prover.Result, error) { return syn.Prove(runCtx, staged) })
 				_ = syn.Release(t.ctx)
 				e.unreserveWhenFreed(t, syn)
 			} else if err == nil {
@@ -379,7 +379,7 @@ func (e *Engine) deviceWork(i int) {
 			}
 		default:
 			syn := t.syn
-			res, err = runSafely(func() (*prover.Result, error) { return staged.ProveSynthesized(runCtx, syn) })
+			res, err = runSafely(func() (*prover.Result, error) { return syn.Prove(runCtx, staged) })
 			cancel()
 			if err == nil && e.cfg.tuner != nil {
 				e.cfg.tuner.ObserveDevice(&t.req, e.cfg.now().Sub(t.proveStart))

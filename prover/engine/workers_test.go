@@ -60,6 +60,28 @@ type fakeSyn struct {
 
 func (s *fakeSyn) Freed() <-chan struct{} { return s.freed }
 
+func (s *fakeSyn) Prove(ctx context.Context, dev prover.Device) (*prover.Result, error) {
+	return proveOnFake(ctx, s, dev)
+}
+
+// fakeDevice is the device side of this package's fake runners: their
+// Synthesized proves on the Device it is given by calling its proveOn,
+// so that the device decides (faults, gates, records) as a real one's
+// backend would.
+type fakeDevice interface {
+	prover.Device
+	proveOn(ctx context.Context, s prover.Synthesized) (*prover.Result, error)
+}
+
+// proveOnFake is the Prove of the fakes' Synthesized: dev's proveOn.
+func proveOnFake(ctx context.Context, s prover.Synthesized, dev prover.Device) (*prover.Result, error) {
+	d, ok := dev.(fakeDevice)
+	if !ok {
+		return nil, fmt.Errorf("a fake's synthesized proof proved on %T, not a fake device", dev)
+	}
+	return d.proveOn(ctx, s)
+}
+
 func (s *fakeSyn) Release(ctx context.Context) error {
 	s.free(ctx, true)
 	return nil
@@ -166,7 +188,9 @@ func (f *stagedFake) Synthesize(ctx context.Context, req *prover.Request) (prove
 	return s, nil
 }
 
-func (f *stagedFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+func (f *stagedFake) Proving() prover.Proving { return prover.Proving{} }
+
+func (f *stagedFake) proveOn(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
 	s := sz.(*fakeSyn)
 	defer s.free(ctx, false)
 	start := time.Now()
@@ -197,7 +221,7 @@ func (f *stagedFake) Run(ctx context.Context, req *prover.Request) (*prover.Resu
 	if err != nil {
 		return nil, err
 	}
-	return f.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, f)
 }
 
 func (f *stagedFake) order(stage *[]interval) []string {
@@ -801,7 +825,7 @@ type faultyFake struct {
 	hold chan struct{}   // when not nil, a prove waits for it to close
 }
 
-func (f *faultyFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
+func (f *faultyFake) proveOn(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
 	if f.hold != nil {
 		<-f.hold
 	}
@@ -812,7 +836,7 @@ func (f *faultyFake) ProveSynthesized(ctx context.Context, sz prover.Synthesized
 		sz.Release(ctx)
 		return nil, fmt.Errorf("cuda: launch msm: %w: an illegal memory access was encountered", backend.ErrDeviceFault)
 	}
-	res, err := f.stagedFake.ProveSynthesized(ctx, sz)
+	res, err := f.stagedFake.proveOn(ctx, sz)
 	if res != nil {
 		res.Backend = f.name
 	}
@@ -824,7 +848,7 @@ func (f *faultyFake) Run(ctx context.Context, req *prover.Request) (*prover.Resu
 	if err != nil {
 		return nil, err
 	}
-	return f.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, f)
 }
 
 func faultyEngine(t *testing.T, synth int, bad map[string]bool, hold chan struct{}, opts ...Option) (*Engine, *stagedFake) {

@@ -65,7 +65,7 @@ var sentinels = []struct {
 	{"prover.ErrVerifyFailed", prover.ErrVerifyFailed, codes.Internal},
 	{"prover.ErrBadCircuitFile", prover.ErrBadCircuitFile, codes.InvalidArgument},
 	{"prover.ErrUnknownBackend", prover.ErrUnknownBackend, codes.InvalidArgument},
-	{"prover.ErrForeignSynthesis", prover.ErrForeignSynthesis, codes.InvalidArgument},
+	{"prover.ErrSynthesisSpent", prover.ErrSynthesisSpent, codes.InvalidArgument},
 	{"backend.ErrUnavailable", backend.ErrUnavailable, codes.Unavailable},
 	{"backend.ErrNoDeviceMemory", backend.ErrNoDeviceMemory, codes.Unavailable},
 	{"backend.ErrDeviceFault", backend.ErrDeviceFault, codes.Internal},

@@ -38,12 +38,24 @@ func (s *synthesized) Release(context.Context) error {
 }
 func (s *synthesized) Freed() <-chan struct{} { return s.freed }
 
+// Prove proves s on dev, a stagedRunner's device side (proveOn).
+func (s *synthesized) Prove(ctx context.Context, dev prover.Device) (*prover.Result, error) {
+	d, ok := dev.(interface {
+		proveOn(context.Context, *synthesized) (*prover.Result, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("a fake's synthesized proof proved on %T, not a fake device", dev)
+	}
+	return d.proveOn(ctx, s)
+}
+
 func (r *stagedRunner) Synthesize(_ context.Context, req *prover.Request) (prover.Synthesized, error) {
 	return &synthesized{req: *req, freed: make(chan struct{})}, nil
 }
 
-func (r *stagedRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
-	s := sz.(*synthesized)
+func (r *stagedRunner) Proving() prover.Proving { return prover.Proving{} }
+
+func (r *stagedRunner) proveOn(ctx context.Context, s *synthesized) (*prover.Result, error) {
 	defer s.Release(ctx)
 	if r.gate != nil {
 		select {
@@ -61,7 +73,7 @@ func (r *stagedRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesiz
 
 func (r *stagedRunner) Run(ctx context.Context, req *prover.Request) (*prover.Result, error) {
 	s, _ := r.Synthesize(ctx, req)
-	return r.ProveSynthesized(ctx, s)
+	return s.Prove(ctx, r)
 }
 
 // startStaged starts a pipelined daemon (2 synthesis workers, one device)
@@ -206,8 +218,8 @@ func TestOverBudgetIsResourceExhaustedNamingBothNumbers(t *testing.T) {
 // faultingRunner's device always faults.
 type faultingRunner struct{ stagedRunner }
 
-func (r *faultingRunner) ProveSynthesized(ctx context.Context, sz prover.Synthesized) (*prover.Result, error) {
-	sz.Release(ctx)
+func (r *faultingRunner) proveOn(ctx context.Context, s *synthesized) (*prover.Result, error) {
+	s.Release(ctx)
 	return nil, fmt.Errorf("cuda: %w: device lost (Xid 79)", backend.ErrDeviceFault)
 }
 
