@@ -68,7 +68,8 @@ func runLoop(ctx context.Context, n, reps int) error {
 		if capt != nil {
 			capt.Close(ctx)
 			if st := capt.Stats(); v == 1 && i >= 0 {
-				say("loop %d, capture on (%s): %d kernel spans with cuda.cupti_ms, %d without", i/3, flushMode(), st.CudaspansWithCUPTI, st.CudaspansWithoutCUPTI)
+				say("loop %d, capture on (%s): %d kernel spans with cuda.cupti_ms, %d without; %d deduplicated, %d CUPTI kernel spans of its own (cudaspans' launches traced twice when > 0)",
+					i/3, flushMode(), st.CudaspansWithCUPTI, st.CudaspansWithoutCUPTI, st.Deduplicated, st.Kernels)
 			}
 		}
 		if err != nil {
