@@ -136,16 +136,8 @@ func batchAdd[A any, J any, PJ affineJac[A, J]](b *BatchAdd, ctx context.Context
 	resident *DeviceBases, set backend.BaseSet[A], idx []uint32) (res J, err error) {
 	var zero A
 	PJ(&res).FromAffine(&zero) // infinity
-	if call.Span != "" {
-		var span trace.Span
-		ctx, span = b.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(len(idx)),
-			semconv.KeyBackend.String("cuda"), semconv.KeyBaseSetID.String(set.ID)),
-			trace.WithAttributes(call.Attributes...))
-		defer func() {
-			semconv.SetError(span, err)
-			span.End()
-		}()
-	}
+	ctx, end := startCall(ctx, b.tracer, call, len(idx), semconv.KeyBaseSetID.String(set.ID))
+	defer func() { end(err) }()
 	for _, i := range idx {
 		if int(i) >= len(set.Points) {
 			return res, fmt.Errorf("msm: batch add: wire index %d of %d bases", i, len(set.Points))

@@ -7,6 +7,7 @@ import (
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -17,6 +18,23 @@ import (
 // The bases and the call of an MSM are prover/backend's BaseSet and Call,
 // the types the prove passes to its backend: the CUDA backend hands them
 // on as they are.
+
+// startCall starts call.Span, when set, as a child of the span in ctx with
+// cuzk.msm.size n, cuzk.backend cuda, extra (a base set's ID) and
+// call.Attributes; end records err on it (semconv.SetError) and ends it.
+// Without a Span it returns ctx and an end that does nothing, so the
+// copies and kernels are children of the span in ctx.
+func startCall(ctx context.Context, tracer trace.Tracer, call backend.Call, n int, extra ...attribute.KeyValue) (context.Context, func(error)) {
+	if call.Span == "" {
+		return ctx, func(error) {}
+	}
+	attrs := append([]attribute.KeyValue{semconv.KeyMSMSize.Int(n), semconv.KeyBackend.String("cuda")}, extra...)
+	ctx, span := tracer.Start(ctx, call.Span, trace.WithAttributes(attrs...), trace.WithAttributes(call.Attributes...))
+	return ctx, func(err error) {
+		semconv.SetError(span, err)
+		span.End()
+	}
+}
 
 // The MSM methods below come in G1 and G2 pairs for callers; each pair is
 // one generic path over the curve types (A the affine bases, J the
@@ -96,16 +114,8 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 	if set.ID == "" {
 		return overHost[A, J, PJ, X](m, ctx, call, s, g2, set.Points, scalars)
 	}
-	if call.Span != "" {
-		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(len(scalars)),
-			semconv.KeyBackend.String("cuda"), semconv.KeyBaseSetID.String(set.ID)),
-			trace.WithAttributes(call.Attributes...))
-		defer func() {
-			semconv.SetError(span, err)
-			span.End()
-		}()
-	}
+	ctx, end := startCall(ctx, m.tracer, call, len(scalars), semconv.KeyBaseSetID.String(set.ID))
+	defer func() { end(err) }()
 	if resident == nil {
 		return res, errors.New("msm: nil DeviceBases")
 	}

@@ -22,15 +22,8 @@ import (
 func (m *MSM) run(ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
 	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
 	n := len(scalars)
-	if call.Span != "" {
-		var span trace.Span
-		ctx, span = m.tracer.Start(ctx, call.Span, trace.WithAttributes(semconv.KeyMSMSize.Int(n),
-			semconv.KeyBackend.String("cuda")), trace.WithAttributes(call.Attributes...))
-		defer func() {
-			semconv.SetError(span, err)
-			span.End()
-		}()
-	}
+	ctx, end := startCall(ctx, m.tracer, call, n)
+	defer func() { end(err) }()
 	if n == 0 {
 		return nil
 	}
