@@ -56,7 +56,14 @@ type builderConfig struct {
 	goParent      func(id uint64) (context.Context, bool) // nil outside a Go process
 	log           func(string)                            // one line; each distinct line once
 	keepCudaspans bool                                    // keep CUPTI durations for cudaspans' hook
-	now           func() time.Time
+	// holdBatches is how many batches a record with no external
+	// correlation record yet waits for one before it is emitted as
+	// unmarked work (0 means 1); correlation records wait one more. More
+	// than 1 with WithoutForcedFlush, whose buffers come apart: else a
+	// cudaspans kernel whose correlation record came later would be traced
+	// twice.
+	holdBatches int
+	now         func() time.Time
 	// job, when set, finds the span of a job (another process's, by
 	// its published time window and device) that a record with no
 	// parent of its own ran inside: wall-clock start and end, device.
@@ -70,7 +77,8 @@ type builder struct {
 	clock clockMap
 
 	ext     map[uint32]*extIDs // CUPTI correlation id -> external ids
-	held    []any              // records waiting one batch for their external ids
+	held    []any              // records waiting for their external ids
+	heldGen []int              // the batch each of held arrived in
 	ranges  map[rangeKey]*openRange
 	closed  map[uint64]trace.SpanContext // ended push ranges, for late kernels
 	closedQ []uint64
@@ -216,17 +224,26 @@ func (b *builder) batch(events []any, final bool) {
 	if !b.clock.ready() && !final {
 		// No calibration yet: keep everything for the next batch.
 		b.held = append(b.held, recs...)
+		for range recs {
+			b.heldGen = append(b.heldGen, b.gen)
+		}
 		return
 	}
 	all := append(b.held, recs...)
-	b.held = nil
+	gens := b.heldGen
+	for range recs {
+		gens = append(gens, b.gen)
+	}
+	b.held, b.heldGen = nil, nil
+	hold := max(b.cfg.holdBatches, 1)
 	aggs := map[aggKey]*aggregate{}
 	var order []aggKey
 	for i, r := range all {
 		corr := recordCorr(r)
 		x := b.ext[corr]
-		if x == nil && !final && i >= len(all)-len(recs) {
+		if x == nil && !final && b.gen-gens[i] < hold {
 			b.held = append(b.held, r)
+			b.heldGen = append(b.heldGen, gens[i])
 			continue
 		}
 		if x != nil {
@@ -708,7 +725,7 @@ func (b *builder) prune() {
 	// Correlation records of API calls that made no activity (every
 	// driver call inside a Call region gets one) are kept two batches.
 	for corr, x := range b.ext {
-		if x.gen < b.gen-2 {
+		if x.gen < b.gen-1-max(b.cfg.holdBatches, 1) {
 			delete(b.ext, corr)
 		}
 	}

@@ -119,6 +119,7 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 		goParent:      lookupParent,
 		log:           cfg.log,
 		keepCudaspans: !c.csInC,
+		holdBatches:   holdBatches(cfg),
 		now:           cfg.now,
 		job:           cfg.job,
 	})
@@ -139,6 +140,16 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 	active = c
 	go c.loop()
 	return c, nil
+}
+
+// holdBatches is builderConfig.holdBatches: 1, or with WithoutForcedFlush
+// as many drains as its wait spans (its records come apart as its spans
+// wait for them).
+func holdBatches(cfg config) int {
+	if !cfg.noForcedFlush || !cfg.csDurations {
+		return 1
+	}
+	return max(1, int((cfg.durationWait+cfg.flushEvery-1)/cfg.flushEvery))
 }
 
 // DefaultLibraryPaths are the libraries Start tries, in order:

@@ -364,3 +364,51 @@ func TestNoForcedFlushEnvironment(t *testing.T) {
 		t.Error("the option did not win over the environment")
 	}
 }
+
+// With WithoutForcedFlush a kernel record waits as many drains as the
+// wait spans for its external correlation record, so a cudaspans launch
+// whose two records come drains apart is traced once, with its duration;
+// a kernel nothing marked still becomes a span of its own after them.
+func TestWithoutForcedFlushRecordsComingDrainsApartAreTracedOnce(t *testing.T) {
+	f := newFake()
+	c, exp, tp, _ := startFake(t, f, WithoutForcedFlush(5*time.Hour)) // 5 drains of an hour
+	drv, s, launch := launches(t, tp)
+	ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
+	launch(ctx, 0)
+	if err := s.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e, k := f.launchRecords(drv, 0)
+	f.queue(k)
+	f.queue(kernel("foreign", 9, f.gpuNow+5_000, 1_000)) // no correlation record ever
+	for i := 0; i < 3; i++ {
+		c.Flush(ctx)
+	}
+	f.queue(e)
+	c.Flush(ctx)
+	if n := c.Stats().Kernels; n != 0 {
+		t.Fatalf("%d CUPTI kernel spans after 4 drains, want none (k00 is cudaspans', the unmarked one waits 5 more)", n)
+	}
+	c.Flush(ctx)
+	if n := c.Stats().Kernels; n != 0 {
+		t.Fatalf("%d CUPTI kernel spans 4 drains after the unmarked one came, want none", n)
+	}
+	c.Flush(ctx)
+	if n := c.Stats().Kernels; n != 1 {
+		t.Fatalf("%d CUPTI kernel spans 5 drains after the unmarked one came, want it", n)
+	}
+	parent.End()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(spantest.NamedStubs(exp.GetSpans(), "k00")); n != 1 {
+		t.Fatalf("%d k00 spans, want 1 (cudaspans', not a second from CUPTI)", n)
+	}
+	if v, ok := attr(one(t, exp, "k00"), KeyCUPTIMS); !ok || v.AsFloat64() != cuptiMS(0) {
+		t.Errorf("k00: cuda.cupti_ms %v (%v), want its own %v", v.AsFloat64(), ok, cuptiMS(0))
+	}
+	one(t, exp, "foreign")
+	if st := c.Stats(); st.Deduplicated != 1 || st.Kernels != 1 || st.CudaspansWithCUPTI != 1 {
+		t.Errorf("stats %+v, want 1 deduplicated, 1 CUPTI kernel span (foreign), 1 with cuda.cupti_ms", st)
+	}
+}
