@@ -11,7 +11,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -65,7 +65,7 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev ba
 				return nil, pipes, nil, fmt.Errorf("GPU %d (%s): %w", d.Ordinal, d.Name, err)
 			}
 			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
-				Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
+				Attributes: []attribute.KeyValue{semconv.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
 			devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: p.Backend(), MemoryTotal: d.TotalMemory})
 		}
 	default:

@@ -15,6 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
@@ -63,7 +64,7 @@ type Metrics struct {
 // The spans dropped by the exporter are reported through
 // otelcuzk.RegisterMetrics. Errors are the meter's.
 func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices func() []Device) (*Metrics, error) {
-	meter := mp.Meter(otelcuzk.ScopeName)
+	meter := mp.Meter(semconv.ScopeName)
 	m := &Metrics{}
 	var err error
 	if m.completed, err = meter.Int64Counter(MetricProofsCompleted, metric.WithUnit("{proof}"),
@@ -85,7 +86,7 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				st := status()
 				for p, n := range st.Queued {
-					o.Observe(int64(n), metric.WithAttributes(otelcuzk.KeyPriority.String(p.String())))
+					o.Observe(int64(n), metric.WithAttributes(semconv.KeyPriority.String(p.String())))
 				}
 				return nil
 			})); err != nil {
@@ -114,7 +115,7 @@ func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices fu
 				if d.Ordinal < 0 {
 					continue // the host: no device memory to report
 				}
-				a := metric.WithAttributes(otelcuzk.KeyCUDADeviceOrdinal.Int(d.Ordinal))
+				a := metric.WithAttributes(semconv.KeyCUDADeviceOrdinal.Int(d.Ordinal))
 				o.ObserveInt64(used, int64(d.MemoryUsed), a)
 				o.ObserveInt64(total, int64(d.MemoryTotal), a)
 			}
@@ -180,7 +181,7 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 		o.ObserveInt64(budget, int64(st.MemoryBudget))
 		o.ObserveInt64(inFlight, int64(st.MemoryReserved+st.MemoryHeld))
 		for _, tu := range st.Tuning {
-			attrs := metric.WithAttributes(otelcuzk.KeyCircuitID.String(tu.Circuit), otelcuzk.KeyCircuitConstraints.Int(tu.Constraints))
+			attrs := metric.WithAttributes(semconv.KeyCircuitID.String(tu.Circuit), semconv.KeyCircuitConstraints.Int(tu.Constraints))
 			o.ObserveInt64(workers, int64(tu.Workers), attrs)
 			o.ObserveInt64(tasks, int64(tu.SolverTasks), attrs)
 			o.ObserveFloat64(synthTime, tu.SynthesisMs/1e3, attrs)
@@ -195,14 +196,14 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 // Safe for concurrent use.
 func (m *Metrics) JobFinished(info engine.JobInfo) {
 	ctx := context.Background()
-	circuit := otelcuzk.KeyCircuitID.String(info.Circuit)
+	circuit := semconv.KeyCircuitID.String(info.Circuit)
 	switch info.State {
 	case engine.StateSucceeded:
 		backend := ""
 		if info.Result != nil {
 			backend = info.Result.Backend
 		}
-		m.completed.Add(ctx, 1, metric.WithAttributes(circuit, otelcuzk.KeyBackend.String(backend)))
+		m.completed.Add(ctx, 1, metric.WithAttributes(circuit, semconv.KeyBackend.String(backend)))
 		if info.Result == nil {
 			return
 		}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cupti/jobs"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -211,11 +212,11 @@ func outgoing(ctx context.Context) context.Context {
 // begin starts the job span of r under ctx's span (the caller's trace).
 func (c *Client) begin(ctx context.Context, r *cuzkv1.SubmitProofRequest) *job {
 	start := time.Now()
-	ctx, span := c.tracer.Start(ctx, otelcuzk.SpanEngineJob, trace.WithTimestamp(start), trace.WithAttributes(
+	ctx, span := c.tracer.Start(ctx, semconv.SpanEngineJob, trace.WithTimestamp(start), trace.WithAttributes(
 		KeyUpstream.String(c.addr),
 		KeyProofKind.String(r.GetProofKind().String()),
-		otelcuzk.KeyRequestID.String(r.GetRequestId()),
-		otelcuzk.KeyPriority.String(priorityName(r)),
+		semconv.KeyRequestID.String(r.GetRequestId()),
+		semconv.KeyPriority.String(priorityName(r)),
 	))
 	j := &job{ctx: ctx, span: span, start: start}
 	if j.pub = c.pub.Start(ctx, jobs.AnyDevice); j.pub != nil {
@@ -423,12 +424,12 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 	if err != nil {
 		j.span.RecordError(err)
 		j.span.SetStatus(codes.Error, err.Error())
-		j.span.SetAttributes(otelcuzk.KeyErrorType.String(cuzkv1.ErrorTypeOf(status.Code(err))))
+		j.span.SetAttributes(semconv.KeyErrorType.String(cuzkv1.ErrorTypeOf(status.Code(err))))
 		j.span.End(trace.WithTimestamp(arrived))
 		return
 	}
 	if id := res.GetJobId(); id != "" {
-		j.span.SetAttributes(otelcuzk.KeyJobID.String(id))
+		j.span.SetAttributes(semconv.KeyJobID.String(id))
 	}
 	j.span.SetAttributes(KeyTotalMS.Int64(int64(res.GetTotalMs())))
 	parts := []struct {
@@ -462,14 +463,14 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 		j.span.SetStatus(codes.Ok, "")
 	case cuzkv1.AwaitProofResponse_CANCELLED:
 		j.span.SetStatus(codes.Error, "cancelled by the upstream")
-		j.span.SetAttributes(otelcuzk.KeyErrorType.String(otelcuzk.ErrorTypeCanceled))
+		j.span.SetAttributes(semconv.KeyErrorType.String(semconv.ErrorTypeCanceled))
 	default:
 		msg := res.GetErrorMessage()
 		if msg == "" {
 			msg = "upstream reported " + res.GetStatus().String()
 		}
 		j.span.SetStatus(codes.Error, msg)
-		j.span.SetAttributes(otelcuzk.KeyErrorType.String(otelcuzk.ErrorTypeOther))
+		j.span.SetAttributes(semconv.KeyErrorType.String(semconv.ErrorTypeOther))
 	}
 	j.span.End(trace.WithTimestamp(arrived))
 }
