@@ -225,9 +225,20 @@ func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
 		}
 		end = s[0].StartTime
 	}
-	un := spansNamed(f.exp, otelcuzk.SpanUntraced)
-	if len(un) != 1 || un[0].Parent.SpanID() != job.SpanContext.SpanID() {
-		t.Fatalf("untraced spans %v, want one under the job", un)
+	// Under the job: one. The caller's own span (curio.task) may have one
+	// too when a loaded machine delays the call past the untraced
+	// threshold (14 ms seen under a load of 13 on 2 cores): the test's
+	// time, not the job's.
+	var un []tracetest.SpanStub
+	for _, s := range spansNamed(f.exp, otelcuzk.SpanUntraced) {
+		if s.Parent.SpanID() == job.SpanContext.SpanID() {
+			un = append(un, s)
+		} else if s.Parent.SpanID() != caller.SpanContext().SpanID() {
+			t.Errorf("an untraced span under %v, neither the job nor the caller", s.Parent.SpanID())
+		}
+	}
+	if len(un) != 1 {
+		t.Fatalf("untraced spans under the job %v, want one", un)
 	}
 	// The job took at least the fake's 400 ms; the parts explain 180.
 	var ms float64

@@ -132,7 +132,19 @@ type Client struct {
 	active  map[string]*job // published jobs not yet ended, by request id and job id
 	nactive int             // published jobs not yet ended
 	polling bool            // the device poller runs
+	ended   []jobEnd        // published jobs ended since the last look, oldest first
 }
+
+// jobEnd is a published job's end: when its end line was written, and
+// the device last published for it (jobs.AnyDevice: never seen holding
+// one).
+type jobEnd struct {
+	at     time.Time
+	device int
+}
+
+// maxEnded bounds Client.ended while looks fail.
+const maxEnded = 256
 
 // MaxOpenJobs bounds the submitted jobs whose end a Client waits for (an
 // AwaitProof with the outcome, or a CancelProof): past it the oldest one's
@@ -295,16 +307,33 @@ func (c *Client) pollDevices() {
 		if err != nil {
 			continue
 		}
-		c.publishDevices(st, last, sent)
+		c.publishDevices(st, last, sent, time.Now())
 		last = sent
 	}
 }
 
 // publishDevices publishes, for each open published job, the GPU st says
 // it holds: taken since after the previous look (sent at prev, or the
-// job's start when later), or none any more since this look (sent at now).
-func (c *Client) publishDevices(st *cuzkv1.GetStatusResponse, prev, now time.Time) {
+// job's start when later), or none any more since this look's reply came
+// (at recv; the upstream answered somewhere between now, when it was
+// sent, and recv: dated at now, a job still finishing its last kernels
+// under a slow look lost them to the next holder, whose claim reaches
+// back to prev).
+// A job newly seen on a GPU takes it no earlier than the end line of any
+// job that ended since then and may have held that GPU (one last seen on
+// it, or never seen on any): a job that held the GPU wholly between two
+// looks was never seen, and the newcomer's claim, backdated over its
+// hold, took every kernel of it (under load, a look that took 60 ms gave
+// one job's whole GPU part to the next).
+func (c *Client) publishDevices(st *cuzkv1.GetStatusResponse, prev, now, recv time.Time) {
 	c.mu.Lock()
+	ended := c.ended
+	c.ended = nil
+	for _, e := range ended {
+		if e.at.After(now) { // the next look's prev is now
+			c.ended = append(c.ended, e)
+		}
+	}
 	holds := map[*job]int{}
 	for _, g := range st.GetGpus() {
 		if j := c.active[g.GetCurrentJobId()]; j != nil && g.GetCurrentJobId() != "" {
@@ -319,10 +348,16 @@ func (c *Client) publishDevices(st *cuzkv1.GetStatusResponse, prev, now time.Tim
 	for j := range open {
 		if g, ok := holds[j]; ok {
 			if j.pub.Device() != g {
-				j.pub.OnDevice(g, maxTime(prev, j.start))
+				since := maxTime(prev, j.start)
+				for _, e := range ended {
+					if e.device == g || e.device == jobs.AnyDevice {
+						since = maxTime(since, e.at)
+					}
+				}
+				j.pub.OnDevice(g, since)
 			}
 		} else if j.pub.Device() != jobs.AnyDevice {
-			j.pub.OnDevice(jobs.AnyDevice, now)
+			j.pub.OnDevice(jobs.AnyDevice, recv)
 		}
 	}
 }
@@ -417,6 +452,18 @@ func (c *Client) finish(j *job, res *cuzkv1.AwaitProofResponse, err error, arriv
 	if len(j.keys) > 0 {
 		c.nactive--
 		j.keys = nil
+		// Its end line, and the end a look that sees its GPU's next
+		// holder bounds that holder's claim with, before the look.
+		// Read before the line is written, so as not to pass its time
+		// (the writer may be preempted, ms under load, after the write).
+		endAt := time.Now()
+		j.pub.End()
+		if c.nactive > 0 {
+			c.ended = append(c.ended, jobEnd{endAt, j.pub.Device()})
+			if len(c.ended) > maxEnded {
+				c.ended = c.ended[len(c.ended)-maxEnded:]
+			}
+		}
 		c.kickPoll() // its GPU goes to another job now
 	}
 	c.mu.Unlock()
