@@ -168,7 +168,8 @@ func (p *Prover) KeyMemory() uint64 { return KeyMemoryOf(p) }
 
 // LoadedKey describes the keys of one loaded circuit (id as
 // LoadedCircuits lists it): KeyID, the hex SHA-256 of its compiled
-// constraint system (the id its bases have on a device), and the
+// constraint system, or for ephemeral keys an id of their setup
+// (keycache.EphemeralPrefix; the id its bases have on a device), and the
 // estimated host bytes of its proving key (KeyMemory). ok is false when
 // the circuit is not loaded (or still loading, or failed to).
 func (p *Prover) LoadedKey(id string) (keyID string, bytes uint64, ok bool) {
