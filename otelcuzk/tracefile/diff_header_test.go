@@ -141,6 +141,69 @@ func TestDiffOneTraceEachUsesTheNoiseFloor(t *testing.T) {
 	}
 }
 
+// The CPU's MSMs run side by side on its cores: with one trace a side, a
+// trade of time between them (msm.g1.a −400 ms, msm.g1.k +400 ms) while
+// groth16.prove holds still is not a move, however large each share; the
+// same change made one after another (the GPU's MSMs) is, and so is a
+// concurrent MSM whose parent moved with it. "cuzk trace diff" of a
+// --release sync/async pair on the CPU starred msm.g1.k +139.5 % and
+// msm.g1.a −66.0 % under a groth16.prove of +2.4 %.
+func TestDiffOneTraceEachDoesNotStarATradeOfTimeBetweenConcurrentSpans(t *testing.T) {
+	concurrent := func(id string, a, k, prove float64) []tracefile.Span {
+		return buildSpans(id, []spanSpec{
+			{-1, "engine.job", 0, 100 + prove, merkle},
+			{0, "groth16.prove", 100, 100 + prove, nil},
+			{1, "msm.g1.a", 100, 100 + a, nil},
+			{1, "msm.g1.k", 101, 101 + k, nil},
+		})
+	}
+	d, err := tracefile.DiffProfiles([]tracefile.Profile{profile(t, concurrent(traceA, 1000, 600, 1000))},
+		[]tracefile.Profile{profile(t, concurrent(traceB, 600, 1000, 1010))}, tracefile.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"msm.g1.a", "msm.g1.k"} {
+		n := d.Find(name)
+		if !n.Concurrent || d.Moved(n) || !d.Noisy(n) || !d.SharedTime(n) {
+			t.Errorf("%s (concurrent %v): moved %v, noisy %v, shared %v; want a ~, not a move", name, n.Concurrent, d.Moved(n), d.Noisy(n), d.SharedTime(n))
+		}
+	}
+	if len(d.Verdicts) != 0 {
+		t.Errorf("verdicts %q, want none", d.Verdicts)
+	}
+	var text bytes.Buffer
+	if err := tracefile.WriteDiff(&text, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "ran beside its siblings (they share the cores)") || strings.Contains(text.String(), "  *") {
+		t.Errorf("text:\n%s", text.String())
+	}
+
+	// The parent moved with its child: a move.
+	d, _ = tracefile.DiffProfiles([]tracefile.Profile{profile(t, concurrent(traceA, 1000, 600, 1000))},
+		[]tracefile.Profile{profile(t, concurrent(traceB, 1600, 600, 1600))}, tracefile.DiffOptions{})
+	if n := d.Find("msm.g1.a"); !d.Moved(n) {
+		t.Errorf("msm.g1.a +60 %% with groth16.prove +60 %%: not a move")
+	}
+
+	// One after another: each its own time, a move.
+	sequential := func(id string, a, k float64) []tracefile.Span {
+		return buildSpans(id, []spanSpec{
+			{-1, "engine.job", 0, 100 + a + k, merkle},
+			{0, "groth16.prove", 100, 100 + a + k, nil},
+			{1, "msm.g1.a", 100, 100 + a, nil},
+			{1, "msm.g1.k", 100 + a, 100 + a + k, nil},
+		})
+	}
+	d, _ = tracefile.DiffProfiles([]tracefile.Profile{profile(t, sequential(traceA, 1000, 600))},
+		[]tracefile.Profile{profile(t, sequential(traceB, 600, 1000))}, tracefile.DiffOptions{})
+	for _, name := range []string{"msm.g1.a", "msm.g1.k"} {
+		if n := d.Find(name); n.Concurrent || !d.Moved(n) {
+			t.Errorf("sequential %s: concurrent %v, moved %v; want a move", name, n.Concurrent, d.Moved(n))
+		}
+	}
+}
+
 // With several traces a side, the spread is measured: a change whose
 // sides' ranges overlap is within it, one whose ranges are apart moved.
 func TestDiffSetsUseTheirMeasuredSpread(t *testing.T) {

@@ -28,7 +28,7 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 		ew.printf("times per constraint (--normalize): each trace's scaled to %s\n", sizeText(normalizedSize(d)))
 	}
 	ew.printf("\n%12s %12s %12s %8s %10s %10s  %s\n", "A ms", "B ms", "Δ ms", "Δ %", "untr A", "untr B", "span (largest moves first)")
-	marked, noisy := false, false
+	marked, noisy, shared := false, false, false
 	d.walkDepth(maxDepth, func(n *DiffNode) {
 		name := strings.Repeat("  ", n.Depth) + n.Name
 		if n.CountA > 1 || n.CountB > 1 {
@@ -47,6 +47,7 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 		case d.Noisy(n):
 			name += "  ~"
 			noisy = true
+			shared = shared || d.SharedTime(n) && math.Abs(float64(n.Delta())) > d.opts.NoiseFloorPct/100*float64(n.A)
 		}
 		ew.printf("%12.3f %12.3f %12s %8s %10s %10s  %s\n", ms(n.A), ms(n.B), signedMS(n.Delta()), pctText(n), untrText(n, n.UntracedA), untrText(n, n.UntracedB), name)
 	})
@@ -55,6 +56,10 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 	}
 	if noisy {
 		ew.printf("%12s ~ changed by the thresholds, but within the run-to-run spread: not a move\n", "")
+	}
+	if shared {
+		ew.printf("%12s ~ on a span that ran beside its siblings (they share the cores): with one trace a side, a trade of\n"+
+			"%12s   time between them is not a move unless their parent moved\n", "", "")
 	}
 	if d.OneTraceEach() && d.opts.NoiseFloorPct > 0 {
 		ew.printf("%12s one trace a side: no run-to-run spread to measure, so a row moves only by more than the noise floor,\n"+
