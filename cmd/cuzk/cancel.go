@@ -38,6 +38,9 @@ func cancelAction(c *cli.Context) error {
 	}
 	defer done()
 	job, st, err := cancelRequest(ctx, cl, rid)
+	if why, ok := unreachable(err); ok {
+		return fmt.Errorf("cancel %s: no daemon answers at %s: Unavailable: %s; nothing was cancelled: is cuzk serve running there?", rid, daemonAddr(c), why)
+	}
 	if err != nil {
 		return fmt.Errorf("cancel %s at %s: %w", rid, daemonAddr(c), err)
 	}
@@ -68,6 +71,9 @@ func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, 
 		return "", "", fmt.Errorf("the job already ended: %s", strings.TrimPrefix(s.Message(), "engine: job already finished: "))
 	case codes.DeadlineExceeded:
 		return "", "", fmt.Errorf("no answer in time")
+	}
+	if _, ok := unreachable(err); ok {
+		return "", "", err // the caller says it in words
 	}
 	return "", "", rpcError(err)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/daemon"
@@ -99,6 +100,24 @@ func rpcError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %s", s.Code(), s.Message())
+}
+
+// unreachable says err is a call that reached no daemon (gRPC
+// Unavailable from the dial) and returns the dial error's last part
+// ("connection refused"): gRPC's message nests it ("connection error:
+// desc = \"transport: Error while dialing: dial tcp ...: connect:
+// connection refused\""). A daemon that answers Unavailable (shutting
+// down) is not unreachable.
+func unreachable(err error) (why string, ok bool) {
+	s, isStatus := status.FromError(err)
+	if err == nil || !isStatus || s.Code() != codes.Unavailable || !strings.Contains(s.Message(), "connection error") {
+		return "", false
+	}
+	why = s.Message()
+	if i := strings.LastIndex(why, ": "); i >= 0 {
+		why = strings.Trim(why[i+2:], `"`)
+	}
+	return why, true
 }
 
 // clientOptions are the client options of --token and --tls-ca.

@@ -178,8 +178,8 @@ func submitAction(c *cli.Context) error {
 			// desc = \"transport: ...: connect: connection refused\""): its
 			// last part says it.
 			why := st.Message()
-			if i := strings.LastIndex(why, ": "); i >= 0 {
-				why = strings.Trim(why[i+2:], `"`)
+			if w, ok := unreachable(err); ok {
+				why = w
 			}
 			return fmt.Errorf("submit %s: no daemon answers at %s: Unavailable: %s; nothing was submitted: is cuzk serve running there?",
 				req.RequestID, daemonAddr(c), why)

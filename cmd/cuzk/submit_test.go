@@ -303,8 +303,11 @@ func serveEngineOn(t *testing.T, lis net.Listener, e cuzkv1.ProvingEngineServer)
 }
 
 // A daemon that cannot be reached is named in one form by each command
-// that calls one, its gRPC code then its message ("Unavailable: ..."):
-// status printed gRPC's raw "rpc error: code = Unavailable desc = ...".
+// that calls one: no daemon answers at the address, the gRPC code and
+// the dial's own last words, what was not done, and the question whether
+// cuzk serve runs there. status and cancel printed gRPC's nested
+// "Unavailable: connection error: desc = \"transport: Error while
+// dialing: ...\"", before that its raw "rpc error: code = ...".
 func TestDaemonCommandsSayAGRPCErrorAlike(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -312,11 +315,17 @@ func TestDaemonCommandsSayAGRPCErrorAlike(t *testing.T) {
 	}
 	addr := lis.Addr().String()
 	lis.Close() // nothing listens there now: connection refused
-	for _, args := range [][]string{{"submit", "--request-id", "r"}, {"status"}, {"cancel", "--request-id", "r"}} {
-		_, _, err := runCuzk(t, append(args, "--addr", addr)...)
-		if err == nil || strings.Contains(err.Error(), "rpc error") || !strings.Contains(err.Error(), " "+addr+": Unavailable: ") &&
-			!strings.Contains(err.Error(), "submit r: Unavailable: ") {
-			t.Errorf("%s at a closed port: %v, want the address then \"Unavailable: \" and gRPC's message", args[0], err)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"submit", "--request-id", "r"}, "submit r: no daemon answers at " + addr + ": Unavailable: connection refused; nothing was submitted: is cuzk serve running there?"},
+		{[]string{"status"}, "status: no daemon answers at " + addr + ": Unavailable: connection refused: is cuzk serve running there?"},
+		{[]string{"cancel", "--request-id", "r"}, "cancel r: no daemon answers at " + addr + ": Unavailable: connection refused; nothing was cancelled: is cuzk serve running there?"},
+	} {
+		_, _, err := runCuzk(t, append(c.args, "--addr", addr)...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s at a closed port: %v, want %s", c.args[0], err, c.want)
 		}
 	}
 }
