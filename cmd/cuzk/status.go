@@ -23,7 +23,7 @@ func init() {
 			"flight, devices, workers with their busy time, the keys held, per circuit and\n" +
 			"size the synthesis workers and solver tasks chosen and why, the queued jobs in\n" +
 			"the order they start (request id, circuit, priority, age) and the jobs past\n" +
-			"the queue.",
+			"the queue (request id, stage and step, priority, time since they started).",
 		Flags:  daemonFlags(10*time.Second, "longest wait for the answer"),
 		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
 	})
@@ -40,6 +40,9 @@ func statusAction(c *cli.Context) error {
 	defer done()
 	st, err := cl.Status(ctx)
 	if err != nil {
+		if why, ok := unreachable(err); ok {
+			return fmt.Errorf("status: no daemon answers at %s: Unavailable: %s: is cuzk serve running there?", daemonAddr(c), why)
+		}
 		return fmt.Errorf("status of %s: %w", daemonAddr(c), rpcError(err))
 	}
 	printStatus(c.App.Writer, daemonAddr(c), st)
@@ -198,7 +201,14 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if j.Worker != "" {
 			where = " on " + j.Worker
 		}
-		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, jobDoing(j), where, parts, j.TraceID)
+		// Its priority and how long since it left the queue, as the
+		// queued lines say theirs: a job waiting for the device is
+		// passed by a higher one.
+		since := ""
+		if !j.Started.IsZero() && j.Started.UnixNano() > 0 {
+			since = "  started " + human.Duration(age(j.Started)) + " ago"
+		}
+		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  %s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, jobDoing(j), where, parts, j.Priority, since, j.TraceID)
 	}
 	for _, a := range s.Abandoned {
 		holds := "a synthesis slot"

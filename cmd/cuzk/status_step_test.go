@@ -70,8 +70,12 @@ func TestStatusSaysAJobIsInItsKeySetup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, errOut)
 	}
-	if want := "job       " + job.ID + "  request big  mulchain  RUNNING: keys.setup on cpu:0"; !strings.Contains(out, want) {
+	if want := "job       " + job.ID + "  request big  mulchain  RUNNING: keys.setup on cpu:0  NORMAL  started "; !strings.Contains(out, want) {
 		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+	// Its priority and time since it started, as a queued job's line says its own.
+	if !regexp.MustCompile(`(?m)^job  .*  NORMAL  started [0-9.]+ (ms|s) ago  trace [0-9a-f]{32}$`).MatchString(out) {
+		t.Errorf("the job line lacks its priority and time since it started:\n%s", out)
 	}
 	if !regexp.MustCompile(`(?m)^worker +cpu:0 +` + regexp.QuoteMeta(job.ID) + ` RUNNING: keys\.setup +busy`).MatchString(out) {
 		t.Errorf("the worker line does not say the setup:\n%s", out)
