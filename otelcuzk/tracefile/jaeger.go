@@ -368,6 +368,13 @@ func httpGet(ctx context.Context, client *http.Client, u, accept string) ([]byte
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		// net/http's *url.Error repeats the method and the URL
+		// ("Get \"http://...\": dial tcp ..."): its cause alone, still
+		// wrapped for errors.Is.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("tracefile: GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()

@@ -184,3 +184,17 @@ func TestFetchJaegerUnreachable(t *testing.T) {
 		t.Errorf("unreachable: %v, want a transport error naming %s", err, url)
 	}
 }
+
+// A Jaeger that does not answer is named once: net/http's error repeated
+// the method and the URL ("GET http://h/api/traces/x: Get
+// \"http://h/api/traces/x\": dial tcp ...").
+func TestFetchJaegerFromAClosedPortNamesTheURLOnce(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there now
+	const id = "983fe40f5e9a32d3be4cce23787974d5"
+	_, err := FetchJaeger(context.Background(), nil, base, id)
+	if err == nil || strings.Count(err.Error(), id) != 1 || strings.Contains(err.Error(), "Get \"") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("FetchJaeger at a closed port: %v, want the URL once and the dial's cause", err)
+	}
+}
