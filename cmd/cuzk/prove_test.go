@@ -171,6 +171,40 @@ func TestProveWithUnreachableOTLPEndpointFailsFast(t *testing.T) {
 	}
 }
 
+// nestedBracket returns the first line of out with a bracket inside a
+// bracket, or "".
+func nestedBracket(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		depth := 0
+		for _, r := range line {
+			switch r {
+			case '(':
+				if depth++; depth > 1 {
+					return line
+				}
+			case ')':
+				depth--
+			}
+		}
+	}
+	return ""
+}
+
+// cuzk setup printed "merkle, 2048 constraints (1 inclusion proof of
+// depth 24 (MiMC), 300 filler): keys made by ...".
+func TestSetupSaysItsCircuitWithoutABracketInABracket(t *testing.T) {
+	out, _, err := runCuzk(t, "setup", "--circuit", "merkle", "--constraints", "2048", "--backend", "cpu", "--cache-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "merkle, 2048 constraints: 1 inclusion proof") {
+		t.Errorf("setup's line does not name the circuit's shape after a colon:\n%s", out)
+	}
+	if line := nestedBracket(out); line != "" {
+		t.Errorf("a bracket inside a bracket: %q", line)
+	}
+}
+
 func TestSetupCachesTheKeyOnce(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"setup", "--circuit", "mulchain", "--constraints", "512", "--cache-dir", dir}

@@ -95,7 +95,9 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 		how = "already cached"
 	}
 	dir, _ := filepath.Abs(cache.Dir())
-	fmt.Fprintf(c.App.Writer, "%s, %d constraints (%s): keys %s\n  %s\n",
+	// The shape after a colon: it holds brackets of its own ("depth 24
+	// (MiMC)"), and a bracket inside a bracket was hard to read.
+	fmt.Fprintf(c.App.Writer, "%s, %d constraints: %s; keys %s\n  %s\n",
 		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+map[bool]string{false: ".keys", true: ".keyz"}[c.Bool("compressed-keys")]))
 	switch circuit := cache.CircuitPath(name, n); {
 	case comp.CacheHit:
