@@ -181,3 +181,21 @@ func TestREADMESampleIsTheShapeOfADefaultRun(t *testing.T) {
 		t.Errorf("the README's sample is not the shape of a default run:\n%s\nthe run printed:\n%s", strings.Join(diffs, "\n"), out)
 	}
 }
+
+// TestREADMEOpensWithTheTwoCommands: the README's first lines, under its
+// title, are the project's main job and its tests, so a newcomer runs them
+// before reading further (a rewrite had moved them below the prose).
+func TestREADMEOpensWithTheTwoCommands(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(b), "\n", 7)
+	if len(lines) < 7 || !strings.HasPrefix(lines[0], "# ") || lines[1] != "" || lines[2] != "```sh" ||
+		!strings.HasPrefix(lines[3], "go run ./cmd/cuzk prove ") || !strings.HasPrefix(lines[4], "make test ") || lines[5] != "```" {
+		t.Errorf("README does not open with its title, then a sh block of go run ./cmd/cuzk prove and make test:\n%s", strings.Join(lines[:min(len(lines), 6)], "\n"))
+	}
+	if got := readmeFirstCommand(t); got != "go run ./cmd/cuzk prove" {
+		t.Errorf("README's first command %q", got)
+	}
+}
