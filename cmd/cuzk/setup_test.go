@@ -31,13 +31,29 @@ func noKeyFiles(t *testing.T, dir string) {
 // exits 130 with prove's one line, and writes no key (it returned
 // "context canceled", exit 1).
 func TestAnInterruptedSetupExits130WithoutAKey(t *testing.T) {
-	cache := filepath.Join(t.TempDir(), "cache")
+	// Not t.TempDir: the compile a cancelled call starts goes on in the
+	// background (keycache.AbandonedError; a process that exits ends it)
+	// and may still be writing its circuit file and timing records into
+	// the folder when this test returns, so its removal is retried (TempDir's
+	// cleanup failed once under load with "directory not empty").
+	tmp, err := os.MkdirTemp("", "cuzk-interrupted-setup-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if err := os.RemoveAll(tmp); err == nil || time.Now().After(deadline) {
+				return
+			}
+		}
+	})
+	cache := filepath.Join(tmp, "cache")
 	ctx, interrupt := context.WithCancel(context.Background())
 	interrupt()
 	app := newApp()
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
-	err := app.RunContext(ctx, []string{"cuzk", "setup", "--circuit", "mulchain", "--constraints", "64", "--cache-dir", cache})
+	err = app.RunContext(ctx, []string{"cuzk", "setup", "--circuit", "mulchain", "--constraints", "64", "--cache-dir", cache})
 	var ec interface{ ExitCode() int }
 	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted || err.Error() != "interrupted by a signal; no key written" {
 		t.Errorf("interrupted setup: %v, want exit %d saying no key was written", err, exitInterrupted)
