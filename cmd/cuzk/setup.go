@@ -23,8 +23,9 @@ func init() {
 		Description: "Compiles the circuit and runs gnark's groth16.Setup once, storing the keys\n" +
 			"in the key cache (keyed by the SHA-256 of the constraint system), so that\n" +
 			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.\n" +
-			"The compiled circuit is cached beside the keys, for builds with a clean VCS\n" +
-			"revision (keyed by circuit, size, gnark version and revision). Ctrl-C or\n" +
+			"The compiled circuit is cached beside the keys (keyed by circuit, size,\n" +
+			"gnark version and the build: its clean VCS revision, else the SHA-256 of\n" +
+			"the executable, as for go run). Ctrl-C or\n" +
 			"SIGTERM stops it and exits 130; the key file is written whole or not at all.",
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
