@@ -37,7 +37,11 @@ type Config struct {
 	// CPUWorkers is --cpu-workers: CPU workers; -1: 1 without a GPU, 0
 	// beside GPUs.
 	CPUWorkers int
-	QueueSize  int // --queue-size: queued jobs before RESOURCE_EXHAUSTED, at least 1
+	// QueueSize is --queue-size: proofs (partitions) that may wait,
+	// queued, for the memory budget or synthesized for a device, before
+	// a submit is refused RESOURCE_EXHAUSTED (engine.WithQueueSize); at
+	// least 1.
+	QueueSize int
 	// SynthesisWorkers is --synthesis-workers: proofs synthesized at once
 	// on the CPU while the devices prove (the CPU workers' proves without a
 	// GPU); -1: tuned by engine.Tuner; 0: the serial engine.

@@ -112,8 +112,16 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	if s.SynthesisWorkers == 0 {
 		proving = "running"
 	}
-	fmt.Fprintf(out, "stages    %s: queue %s of %d, memory wait %d, synthesizing %d, device queue %s, %s %d%s\n",
-		engine, byPriority(st.Queued), st.QueueCapacity, s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), proving, s.Proving, abandoned)
+	// The queue size bounds the waiting stages together (queue, memory
+	// wait, device queue), not the first queue alone.
+	waiting := s.WaitingMemory
+	for _, m := range []map[client.Priority]int{st.Queued, s.WaitingDevice} {
+		for _, n := range m {
+			waiting += n
+		}
+	}
+	fmt.Fprintf(out, "stages    %s: queue %s, memory wait %d, synthesizing %d, device queue %s, %s %d%s; waiting %d of queue size %d\n",
+		engine, byPriority(st.Queued), s.WaitingMemory, s.Synthesizing, byPriority(s.WaitingDevice), proving, s.Proving, abandoned, waiting, st.QueueCapacity)
 	if m := st.Memory; m.Budget > 0 {
 		fmt.Fprintf(out, "memory    budget %s, in flight %s (proofs %s, keys %s), peak %s\n",
 			bytesStr(m.Budget), bytesStr(m.Reserved+m.Keys), bytesStr(m.Reserved), bytesStr(m.Keys), bytesStr(m.Peak))

@@ -150,7 +150,7 @@ func TestStatusShowsTheSetupACancelledJobLeftRunning(t *testing.T) {
 		out, _, err = runCuzk(t, "status", "--addr", d.addr)
 		return err == nil && line.MatchString(out)
 	})
-	if !strings.Contains(out, "worker    cpu:0  held by the abandoned ") || !strings.Contains(out, ", abandoned 1\n") {
+	if !strings.Contains(out, "worker    cpu:0  held by the abandoned ") || !strings.Contains(out, ", abandoned 1; waiting 0 of queue size ") {
 		t.Errorf("status does not show the worker held or the count:\n%s", out)
 	}
 	// Once it ends it is gone, and the worker is free again.

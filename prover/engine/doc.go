@@ -7,8 +7,9 @@
 // made for it, running or finished, for as long as the engine keeps the
 // result (WithResultTTL, WithMaxResults). Queued work is taken highest
 // priority first (CRITICAL overtakes everything queued) and first in, first
-// out within one priority. A full queue refuses new work with ErrQueueFull,
-// at once.
+// out within one priority. The queue size (WithQueueSize) bounds the work
+// waiting: queued, waiting for memory, or synthesized and waiting for a
+// device; beyond it new work is refused with ErrQueueFull, at once.
 //
 // Serial (the default) a device worker runs each job whole. Pipelined
 // (WithSynthesisWorkers) a synthesis worker takes the job, waits for the

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
@@ -70,7 +72,8 @@ type Status struct {
 	// a serial engine: for a worker), per priority; every priority has an
 	// entry.
 	Queued map[priority.Priority]int
-	// QueueCapacity is the bound set by WithQueueSize.
+	// QueueCapacity is the bound set by WithQueueSize: of the partitions
+	// Queued, WaitingMemory and WaitingDevice together.
 	QueueCapacity int
 	// WaitingMemory is the number of partitions holding a synthesis slot
 	// and waiting for the memory budget; Synthesizing those being
@@ -391,8 +394,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	if e.healthy == 0 {
 		return JobInfo{}, fmt.Errorf("%w: every device worker faulted", ErrNoWorker)
 	}
-	if e.queued > 0 && e.queued+len(parts) > e.cfg.queueSize {
-		return JobInfo{}, fmt.Errorf("%w (%d partitions queued, capacity %d)", ErrQueueFull, e.queued, e.cfg.queueSize)
+	if waiting := e.waitingCountLocked(); waiting > 0 && waiting+len(parts) > e.cfg.queueSize {
+		return JobInfo{}, fmt.Errorf("%w: %s, queue size %d", ErrQueueFull, e.waitingText(), e.cfg.queueSize)
 	}
 
 	e.seq++
@@ -460,6 +463,32 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	e.journalPut(e.record(j))
 	e.cond.Broadcast()
 	return j.info(), nil
+}
+
+// waitingCountLocked is the number of partitions waiting, the count the queue
+// size bounds: queued for a synthesis slot (a serial engine's: for a
+// worker), holding one while they wait for the memory budget, or
+// synthesized and waiting for a device worker. Those being synthesized or
+// proved are at work, not waiting. A pipelined engine's synthesis workers
+// empty the first queue at once: bounding it alone let synthesized proofs
+// pile up before the device without limit (--queue-size 1 refused none of
+// four submits). e.mu must be held.
+func (e *Engine) waitingCountLocked() int { return e.queued + e.budgetWaiting + e.devQueued }
+
+// waitingText says what waitingCountLocked counts: "2 proofs waiting (1
+// queued, 1 for a device)"; e.mu must be held.
+func (e *Engine) waitingText() string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{e.queued, "queued"}, {e.budgetWaiting, "for memory"}, {e.devQueued, "for a device"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	n := e.waitingCountLocked()
+	return fmt.Sprintf("%d proof%s waiting (%s)", n, human.Plural(n), strings.Join(parts, ", "))
 }
 
 // gib formats bytes as GiB with one decimal (MiB below 1 GiB).

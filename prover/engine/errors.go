@@ -7,8 +7,9 @@ import "github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 // code follows (cuzkv1.CodeOf); ErrClosed reaches a span only beside
 // ErrCancelled, which names it.
 var (
-	// ErrQueueFull is returned by Submit when the queue holds its maximum
-	// number of jobs (the daemon answers RESOURCE_EXHAUSTED).
+	// ErrQueueFull is returned by Submit when as many partitions wait as
+	// the queue size allows (WithQueueSize; the daemon answers
+	// RESOURCE_EXHAUSTED, the message names the count and the size).
 	ErrQueueFull = semconv.NewError(semconv.ErrorTypeQueueFull, "engine: queue full")
 	// ErrOverBudget is returned by Submit for a job whose estimated host
 	// memory, beside the proving keys held, exceeds the whole memory

@@ -64,8 +64,12 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// WithQueueSize bounds the number of queued (not yet running) jobs over all
-// priorities; Submit returns ErrQueueFull beyond it. n < 1 means 1.
+// WithQueueSize bounds the partitions waiting over all priorities: queued,
+// waiting for the memory budget, or synthesized and waiting for a device
+// worker (those being synthesized or proved are not waiting). Submit
+// returns ErrQueueFull, naming the count and n, for a job that would take
+// the waiting past n; a job of more partitions than n is taken when none
+// waits. n < 1 means 1.
 func WithQueueSize(n int) Option {
 	return optionFunc(func(c *config) { c.queueSize = max(n, 1) })
 }

@@ -559,6 +559,46 @@ func TestFullStageNeverBlocksSubmit(t *testing.T) {
 	close(f.proveGate)
 }
 
+// The queue size bounds the proofs synthesized and waiting for a device as
+// it bounds the queued ones: with the device held and one proof waiting
+// for it, a queue of 1 refuses the next submit, naming the count and the
+// size, though the synthesis worker is free to take it (--queue-size 1
+// refused none of four submits on a CPU daemon: each left the queue for
+// synthesis at once and waited before the device).
+func TestQueueSizeBoundsTheProofsWaitingForTheDevice(t *testing.T) {
+	noLeak(t)
+	f := newStagedFake()
+	f.gate()
+	e := newPipelined(t, f, 1, 1, WithQueueSize(1))
+	mustSubmit(t, e, req("proving", priority.Normal))
+	<-f.synthStarted
+	f.synthGate <- struct{}{}
+	<-f.proveStarted
+	waiting := mustSubmit(t, e, req("waiting", priority.Normal))
+	<-f.synthStarted
+	f.synthGate <- struct{}{}
+	for deadline := time.Now().Add(5 * time.Second); e.Status().DeviceQueueDepth() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second job never waited for the device: %+v", e.Status())
+		}
+	}
+	_, err := e.Submit(context.Background(), req("third", priority.Critical))
+	if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), "1 proof waiting (1 for a device), queue size 1") {
+		t.Fatalf("a third job beside one waiting for the device: %v, want ErrQueueFull naming 1 waiting for a device and queue size 1", err)
+	}
+	if st := e.Status(); st.QueueCapacity != 1 {
+		t.Errorf("QueueCapacity %d, want 1", st.QueueCapacity)
+	}
+	close(f.proveGate)
+	close(f.synthGate)
+	if _, err := await(t, e, waiting.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(context.Background(), req("third", priority.Critical)); err != nil {
+		t.Errorf("once none waits: %v", err)
+	}
+}
+
 func TestShutdownFinishesStartedStagesAndCancelsTheRest(t *testing.T) {
 	noLeak(t)
 	f := newStagedFake()
