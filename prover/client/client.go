@@ -3,7 +3,9 @@
 // otelgrpc's client stats handler, so the span in the ctx of a call (a
 // Curio task span) is the parent of the RPC span and, through W3C trace
 // context in the metadata, of the daemon's engine.job: one trace across
-// both processes.
+// both processes. Status, Metrics and Await (calls that only read) make
+// spans only under a sampled span in their ctx: a poll without one is no
+// trace of its own.
 //
 // DialAddrs makes a client of several daemons (several proving hosts):
 // gRPC's resolver and a load-balancing policy of this package send each
@@ -28,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcuzk/otelcuzk/internal/rpctrace"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
@@ -279,11 +282,14 @@ func dialOptions(cfg config) []grpc.DialOption {
 	}
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
-		grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		// A poll (Status, Metrics, Await) is traced only inside the
+		// caller's sampled span, not as a root span of its own each
+		// (internal/rpctrace).
+		grpc.WithStatsHandler(rpctrace.Handler(otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(cfg.tp), otelgrpc.WithPropagators(cfg.propagators),
 			// The health watch of each daemon is no part of any proof's
 			// trace: it would be a root span as long as the connection.
-			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
+			otelgrpc.WithFilter(filters.Not(filters.HealthCheck()))), rpctrace.CallerSampled)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)),
 	}
 	if cfg.token != "" {

@@ -5,7 +5,11 @@
 // otelgrpc's stats handler, so a W3C traceparent from the caller makes the
 // RPC's server span (and engine.job below it) part of the caller's trace; a
 // malformed traceparent is ignored and a new trace starts. The request's
-// correlation fields become attributes of engine.job.
+// correlation fields become attributes of engine.job. A call that only
+// reads (GetStatus, GetMetrics, AwaitProof) is traced only when the
+// caller's trace context is a sampled span, as a span of that trace; alone
+// it makes no span, so a client that polls makes no trace per poll (package
+// internal/rpctrace). grpc.health.v1 is never traced.
 //
 // The API is cuzk's (Curio's proving daemon) on the wire, so a client
 // generated from cuzk's proving.proto works unchanged: AwaitProof and Prove

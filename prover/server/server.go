@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/internal/rpctrace"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
@@ -58,13 +59,16 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 		s.cfg.known = func(name string) bool { _, err := circuits.Lookup(name); return err == nil }
 	}
 	gopts := []grpc.ServerOption{
-		grpc.StatsHandler(otelgrpc.NewServerHandler(
+		// A poll (GetStatus, GetMetrics, AwaitProof) is traced only in a
+		// trace its caller samples, not as a root trace of its own each
+		// (package rpctrace).
+		grpc.StatsHandler(rpctrace.Handler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(s.cfg.tp),
 			otelgrpc.WithPropagators(s.cfg.propagators),
 			// A client's grpc.health.v1 watch lasts as long as its
 			// connection (prover/client.DialAddrs holds one per daemon):
 			// as a span it would be a trace of its own, of that length.
-			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
+			otelgrpc.WithFilter(filters.Not(filters.HealthCheck()))), rpctrace.IncomingSampled(s.cfg.propagators))),
 		grpc.MaxRecvMsgSize(s.cfg.maxMsg),
 		grpc.MaxSendMsgSize(s.cfg.maxMsg),
 		grpc.MaxHeaderListSize(MaxHeaderBytes),

@@ -640,3 +640,62 @@ func TestStatusAndPreloadNameTheKeyByItsHash(t *testing.T) {
 		t.Errorf("status keys %+v", st.Keys)
 	}
 }
+
+// A poll (GetStatus, GetMetrics, AwaitProof) alone makes no span, on the
+// daemon or in a client that has no span in its context: cuzk submit's
+// stage polls were each a trace of their own (52 beside 7 proofs in one
+// daemon's file). In a trace its caller samples, a poll is a span of that
+// trace; a call that starts work (Prove) is traced without one.
+func TestPollsAreTracedOnlyInTheCallersTrace(t *testing.T) {
+	d := startDaemon(t, nil)
+	api := cuzkv1.NewProvingEngineClient(d.conn(t))
+	c := d.client(t)
+	for range 3 {
+		if _, err := api.GetStatus(ctx5(t), &cuzkv1.GetStatusRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Status(ctx5(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := api.GetMetrics(ctx5(t), &cuzkv1.GetMetricsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AwaitRequest(ctx5(t), "nosuch", time.Millisecond); status.Code(err) != codes.NotFound {
+		t.Fatalf("await of an unknown request: %v", err)
+	}
+	if _, err := api.Prove(ctx5(t), &cuzkv1.ProveRequest{Submit: &cuzkv1.SubmitProofRequest{RequestId: "work", Circuit: "mulchain", Constraints: 16}}); err != nil {
+		t.Fatal(err)
+	}
+	const prove, getStatus = "cuzk.v1.ProvingEngine/Prove", "cuzk.v1.ProvingEngine/GetStatus"
+	waitSpan := func(name string, kind trace.SpanKind) tracetest.SpanStub {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			for _, s := range d.exp.GetSpans() {
+				if s.Name == name && s.SpanKind == kind {
+					return s
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %v span %s", kind, name)
+			}
+		}
+	}
+	waitSpan(prove, trace.SpanKindServer) // ends after the reply, as a poll's would
+	for _, s := range d.exp.GetSpans() {
+		if s.Name != prove && s.SpanKind != trace.SpanKindInternal {
+			t.Errorf("a poll without a caller's span made the %v span %s (trace %s)", s.SpanKind, s.Name, s.SpanContext.TraceID())
+		}
+	}
+	ctx, task := d.tp.Tracer("curio").Start(ctx5(t), otelcuzk.SpanCurioTask)
+	_, err := c.Status(ctx)
+	task.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []trace.SpanKind{trace.SpanKindClient, trace.SpanKindServer} {
+		if s := waitSpan(getStatus, kind); s.SpanContext.TraceID() != task.SpanContext().TraceID() {
+			t.Errorf("the %v span of a poll inside a task is in trace %s, want the task's %s", kind, s.SpanContext.TraceID(), task.SpanContext().TraceID())
+		}
+	}
+}
