@@ -8,7 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func TestAFailedFreeMarksItsReleaseSpanWithTheErrorType(t *testing.T) {
@@ -18,8 +18,8 @@ func TestAFailedFreeMarksItsReleaseSpanWithTheErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"munmap", syscall.EINVAL, otelcuzk.ErrorTypeIO},
-		{"other", errors.New("free refused"), otelcuzk.ErrorTypeOther},
+		{"munmap", syscall.EINVAL, semconv.ErrorTypeIO},
+		{"other", errors.New("free refused"), semconv.ErrorTypeOther},
 	} {
 		if err := r.Release(context.Background(), tc.name, &slowBuffer{kind: KindMmap, size: 64, err: tc.err}); !errors.Is(err, tc.err) {
 			t.Errorf("%s: Release = %v, want it to wrap %v", tc.name, err, tc.err)
@@ -30,21 +30,21 @@ func TestAFailedFreeMarksItsReleaseSpanWithTheErrorType(t *testing.T) {
 		t.Fatalf("%d buffer.release spans, want 2", len(spans))
 	}
 	for i, want := range []struct{ msg, errorType string }{
-		{syscall.EINVAL.Error(), otelcuzk.ErrorTypeIO},
-		{"free refused", otelcuzk.ErrorTypeOther},
+		{syscall.EINVAL.Error(), semconv.ErrorTypeIO},
+		{"free refused", semconv.ErrorTypeOther},
 	} {
 		s := spans[i]
 		if s.Status().Code != codes.Error || s.Status().Description != want.msg {
 			t.Errorf("span %d status %+v, want Error %q", i, s.Status(), want.msg)
 		}
-		if got := relAttr(s, string(otelcuzk.KeyErrorType)); got != want.errorType {
+		if got := relAttr(s, string(semconv.KeyErrorType)); got != want.errorType {
 			t.Errorf("span %d error.type %v, want %s", i, got, want.errorType)
 		}
 		if ev := s.Events(); len(ev) != 1 || ev[0].Name != "exception" {
 			t.Errorf("span %d events %v, want one exception", i, ev)
 		}
 	}
-	if got := otelcuzk.ErrorType(ErrUnknownReleaseMode); got != otelcuzk.ErrorTypeInvalidRequest {
+	if got := semconv.ErrorType(ErrUnknownReleaseMode); got != semconv.ErrorTypeInvalidRequest {
 		t.Errorf("ErrUnknownReleaseMode's error.type %q", got)
 	}
 }

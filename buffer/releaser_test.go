@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // slowBuffer is a Buffer whose Free takes a while and may fail.
@@ -45,7 +45,7 @@ func newReleaseRecorder(t *testing.T, mode ReleaseMode, opts ...Option) (*Releas
 func releaseSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanBufferRelease {
+		if s.Name() == semconv.SpanBufferRelease {
 			out = append(out, s)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func TestMissingDriverIsErrNoDevice(t *testing.T) {
@@ -79,11 +79,11 @@ func TestErrorNamesCallResultAndMessage(t *testing.T) {
 	if !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "cuMemAlloc") {
 		t.Fatalf("Alloc = %v, want ErrOutOfMemory naming cuMemAlloc", err)
 	}
-	sp := f.ended(otelcuzk.SpanCUDAMalloc)
+	sp := f.ended(semconv.SpanCUDAMalloc)
 	if len(sp) != 1 || sp[0].Status().Code.String() != "Error" {
 		t.Fatalf("failed allocation span: %+v", sp)
 	}
-	if v := mustAttr(t, sp[0], otelcuzk.KeyErrorType).AsString(); v != otelcuzk.ErrorTypeOutOfMemory {
+	if v := mustAttr(t, sp[0], semconv.KeyErrorType).AsString(); v != semconv.ErrorTypeOutOfMemory {
 		t.Errorf("error.type = %q", v)
 	}
 	if errors.Is(err, ErrNoDevice) {
@@ -96,7 +96,7 @@ func TestErrorNamesCallResultAndMessage(t *testing.T) {
 
 func TestAllocationsAndFreesAreSpans(t *testing.T) {
 	f := newFixture(t)
-	ctx, parent := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
+	ctx, parent := f.parent(context.Background(), semconv.SpanGroth16Prove)
 	dev, err := f.c.Alloc(ctx, 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +138,8 @@ func TestAllocationsAndFreesAreSpans(t *testing.T) {
 		t.Error("pinned buffer still readable after release")
 	}
 	parent.End()
-	pid := f.ended(otelcuzk.SpanGroth16Prove)[0].SpanContext().SpanID()
-	mallocs := f.ended(otelcuzk.SpanCUDAMalloc)
+	pid := f.ended(semconv.SpanGroth16Prove)[0].SpanContext().SpanID()
+	mallocs := f.ended(semconv.SpanCUDAMalloc)
 	if len(mallocs) != 2 {
 		t.Fatalf("%d cuda.malloc spans, want 2", len(mallocs))
 	}
@@ -148,7 +148,7 @@ func TestAllocationsAndFreesAreSpans(t *testing.T) {
 		if m.Parent().SpanID() != pid {
 			t.Error("cuda.malloc not under its parent")
 		}
-		kinds[mustAttr(t, m, otelcuzk.KeyBufferKind).AsString()] = mustAttr(t, m, otelcuzk.KeyCUDABytes).AsInt64()
+		kinds[mustAttr(t, m, semconv.KeyBufferKind).AsString()] = mustAttr(t, m, semconv.KeyCUDABytes).AsInt64()
 		// The fake driver takes 50 µs (device) and 100 µs (pinned).
 		if m.EndTime().Sub(m.StartTime()) < 50*time.Microsecond {
 			t.Errorf("cuda.malloc lasts %v, shorter than the driver call", m.EndTime().Sub(m.StartTime()))
@@ -157,14 +157,14 @@ func TestAllocationsAndFreesAreSpans(t *testing.T) {
 	if kinds["device"] != 4096 || kinds["pinned"] != 8192 {
 		t.Errorf("malloc kinds and sizes: %v", kinds)
 	}
-	if n := len(f.ended(otelcuzk.SpanCUDAFree)); n != 1 {
+	if n := len(f.ended(semconv.SpanCUDAFree)); n != 1 {
 		t.Errorf("%d cuda.free spans, want 1", n)
 	}
-	if n := len(f.ended(otelcuzk.SpanCUDAHostRegister)) + len(f.ended(otelcuzk.SpanCUDAHostUnregister)); n != 2 {
+	if n := len(f.ended(semconv.SpanCUDAHostRegister)) + len(f.ended(semconv.SpanCUDAHostUnregister)); n != 2 {
 		t.Errorf("%d register/unregister spans, want 2", n)
 	}
-	r := f.ended(otelcuzk.SpanBufferRelease)
-	if len(r) != 1 || mustAttr(t, r[0], otelcuzk.KeyBufferKind).AsString() != "pinned" {
+	r := f.ended(semconv.SpanBufferRelease)
+	if len(r) != 1 || mustAttr(t, r[0], semconv.KeyBufferKind).AsString() != "pinned" {
 		t.Fatalf("buffer.release spans: %v", r)
 	}
 	if f.drv.calls["HostFree"] != 1 || f.drv.calls["HostUnregister"] != 1 {
@@ -244,7 +244,7 @@ func TestCompileErrorsCarryTheLog(t *testing.T) {
 	if ce.Module != "broken" || !strings.Contains(err.Error(), "#error directive") || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION") {
 		t.Errorf("error %q lacks module, result or log", err)
 	}
-	sp := f.ended(otelcuzk.SpanCUDACompile)
+	sp := f.ended(semconv.SpanCUDACompile)
 	if len(sp) != 1 || sp[0].Status().Code.String() != "Error" {
 		t.Fatalf("compile span: %v", sp)
 	}
@@ -344,35 +344,35 @@ func TestCompileMissHasAnNVRTCSpanWithOptionsAndKey(t *testing.T) {
 	if _, err := f.c.Compile(ctx, "knvrtc", src, opts); err != nil {
 		t.Fatal(err)
 	}
-	comp, nv := f.ended(otelcuzk.SpanCUDACompile), f.ended(otelcuzk.SpanCUDANVRTC)
+	comp, nv := f.ended(semconv.SpanCUDACompile), f.ended(semconv.SpanCUDANVRTC)
 	if len(comp) != 1 || len(nv) != 1 {
 		t.Fatalf("%d cuda.compile, %d cuda.nvrtc.compile spans, want 1 and 1", len(comp), len(nv))
 	}
 	if nv[0].Parent().SpanID() != comp[0].SpanContext().SpanID() {
 		t.Error("cuda.nvrtc.compile is not a child of cuda.compile")
 	}
-	if got := mustAttr(t, nv[0], otelcuzk.KeyCUDAModuleName).AsString(); got != "knvrtc" {
+	if got := mustAttr(t, nv[0], semconv.KeyCUDAModuleName).AsString(); got != "knvrtc" {
 		t.Errorf("module %q", got)
 	}
-	if got := strings.Join(mustAttr(t, nv[0], otelcuzk.KeyCUDANVRTCOpts).AsStringSlice(), " "); got != "-arch=sm_90 -DW=4" {
+	if got := strings.Join(mustAttr(t, nv[0], semconv.KeyCUDANVRTCOpts).AsStringSlice(), " "); got != "-arch=sm_90 -DW=4" {
 		t.Errorf("options %q", got)
 	}
 	_, options := f.c.compileOptions(opts)
-	if got, want := mustAttr(t, nv[0], otelcuzk.KeyCUDACacheKey).AsString(), cacheKey(src, nil, options, f.c.dev.DriverVersion); got != want || len(got) != 64 {
+	if got, want := mustAttr(t, nv[0], semconv.KeyCUDACacheKey).AsString(), cacheKey(src, nil, options, f.c.dev.DriverVersion); got != want || len(got) != 64 {
 		t.Errorf("cache key %q, want %q", got, want)
 	}
 	// The second compile hits the cache: no NVRTC span.
 	if _, err := f.c.Compile(ctx, "knvrtc", src, opts); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.ended(otelcuzk.SpanCUDANVRTC)); n != 1 {
+	if n := len(f.ended(semconv.SpanCUDANVRTC)); n != 1 {
 		t.Errorf("%d cuda.nvrtc.compile spans after a cache hit, want still 1", n)
 	}
 	// A failed compile marks the NVRTC span as the failure.
 	if _, err := f.c.Compile(ctx, "broken", "#error no\n", CompileOptions{}); err == nil {
 		t.Fatal("compile of #error succeeded")
 	}
-	nv = f.ended(otelcuzk.SpanCUDANVRTC)
+	nv = f.ended(semconv.SpanCUDANVRTC)
 	if len(nv) != 2 || nv[1].Status().Code.String() != "Error" {
 		t.Fatalf("failed NVRTC span: %v", nv)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func TestStickyResultsMatchErrSticky(t *testing.T) {
@@ -26,18 +26,18 @@ func TestCUDAErrorsHaveTheirErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&Error{Call: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, otelcuzk.ErrorTypeDeviceFault},
-		{&Error{Call: "cuMemAlloc", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}, otelcuzk.ErrorTypeOutOfMemory},
-		{&Error{Call: "cuInit", Code: 100, Name: "CUDA_ERROR_NO_DEVICE"}, otelcuzk.ErrorTypeNoDevice},
-		{&Error{Call: "cuInit", Code: 35, Name: "CUDA_ERROR_INSUFFICIENT_DRIVER"}, otelcuzk.ErrorTypeNoDevice},
-		{&Error{Call: "cuLaunchKernel", Code: 1, Name: "CUDA_ERROR_INVALID_VALUE"}, otelcuzk.ErrorTypeCUDA},
-		{&CompileError{Module: "msm", Call: "nvrtcCompileProgram", Result: "NVRTC_ERROR_COMPILATION"}, otelcuzk.ErrorTypeCUDA},
-		{fmt.Errorf("%w: libcuda.so.1: not found", ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
-		{fmt.Errorf("compile: %w", ErrNoCompiler), otelcuzk.ErrorTypeCUDA},
-		{fmt.Errorf("chunk: %w", ErrOutOfMemory), otelcuzk.ErrorTypeOutOfMemory},
-		{ErrSticky, otelcuzk.ErrorTypeDeviceFault},
+		{&Error{Call: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, semconv.ErrorTypeDeviceFault},
+		{&Error{Call: "cuMemAlloc", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}, semconv.ErrorTypeOutOfMemory},
+		{&Error{Call: "cuInit", Code: 100, Name: "CUDA_ERROR_NO_DEVICE"}, semconv.ErrorTypeNoDevice},
+		{&Error{Call: "cuInit", Code: 35, Name: "CUDA_ERROR_INSUFFICIENT_DRIVER"}, semconv.ErrorTypeNoDevice},
+		{&Error{Call: "cuLaunchKernel", Code: 1, Name: "CUDA_ERROR_INVALID_VALUE"}, semconv.ErrorTypeCUDA},
+		{&CompileError{Module: "msm", Call: "nvrtcCompileProgram", Result: "NVRTC_ERROR_COMPILATION"}, semconv.ErrorTypeCUDA},
+		{fmt.Errorf("%w: libcuda.so.1: not found", ErrNoDevice), semconv.ErrorTypeNoDevice},
+		{fmt.Errorf("compile: %w", ErrNoCompiler), semconv.ErrorTypeCUDA},
+		{fmt.Errorf("chunk: %w", ErrOutOfMemory), semconv.ErrorTypeOutOfMemory},
+		{ErrSticky, semconv.ErrorTypeDeviceFault},
 	} {
-		if got := otelcuzk.ErrorType(fmt.Errorf("msm: %w", tc.err)); got != tc.want {
+		if got := semconv.ErrorType(fmt.Errorf("msm: %w", tc.err)); got != tc.want {
 			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Tests named *GPU need a CUDA device and skip without one (CI).
@@ -198,13 +198,13 @@ func TestKernelRoundTripWithOddParamsGPU(t *testing.T) {
 			t.Error("launch with a missing argument succeeded")
 		}
 	}
-	for _, name := range []string{otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanMemcpyDtoD, otelcuzk.SpanCUDAMemset, "odd_params"} {
+	for _, name := range []string{semconv.SpanMemcpyHtoD, semconv.SpanMemcpyDtoH, semconv.SpanMemcpyDtoD, semconv.SpanCUDAMemset, "odd_params"} {
 		if len(g.ended(name)) != 1 {
 			t.Errorf("%d %s spans, want 1", len(g.ended(name)), name)
 		}
 	}
-	for _, sp := range append(g.ended(otelcuzk.SpanMemcpyHtoD), g.ended(otelcuzk.SpanMemcpyDtoH)...) {
-		gbps, _ := attr(sp, otelcuzk.KeyCUDAGBPerSecond)
+	for _, sp := range append(g.ended(semconv.SpanMemcpyHtoD), g.ended(semconv.SpanMemcpyDtoH)...) {
+		gbps, _ := attr(sp, semconv.KeyCUDAGBPerSecond)
 		t.Logf("%s of %d bytes: %.1f GB/s", sp.Name(), n*8, gbps.AsFloat64())
 	}
 }
@@ -255,7 +255,7 @@ func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 	// cost 3 to 6 µs of GPU time depending on the host.
 	type ref struct{ a, b EventHandle }
 	var refs []ref
-	pctx, parent := g.tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
+	pctx, parent := g.tp.Tracer("test").Start(ctx, semconv.SpanComputeH)
 	before := time.Now()
 	for i, ms := range []float64{0.05, 0.5, 2, 0.01, 1} {
 		if err := s.Launch(pctx, spin, D1(1+i), D1(32), 0, spinCycles(ms), sink.Ptr()); err != nil {
@@ -283,7 +283,7 @@ func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 	}
 	after := time.Now()
 	parent.End()
-	p := g.ended(otelcuzk.SpanComputeH)[0]
+	p := g.ended(semconv.SpanComputeH)[0]
 	var spans []sdktrace.ReadOnlySpan
 	for _, sp := range g.ended("spin") {
 		if sp.Parent().IsValid() {
@@ -318,7 +318,7 @@ func TestKernelSpansNestAndMatchEventTimesGPU(t *testing.T) {
 		if sp.StartTime().Before(before.Add(-slack)) || sp.EndTime().After(after.Add(slack)) {
 			t.Errorf("spin %d [%v, %v] outside host bracket [%v, %v]", i, sp.StartTime(), sp.EndTime(), before, after)
 		}
-		if _, ok := attr(sp, otelcuzk.KeyCUDAClamped); ok {
+		if _, ok := attr(sp, semconv.KeyCUDAClamped); ok {
 			t.Logf("spin %d clamped into its parent", i)
 		}
 		_ = drv.EventDestroy(h, refs[i].a)
@@ -335,7 +335,7 @@ func TestSessionAggregationAndGPUTotalGPU(t *testing.T) {
 	empty, _ := m.Function("empty")
 	s1, _ := g.c.NewStream()
 	s2, _ := g.c.NewStream()
-	pctx, prove := g.tp.Tracer("test").Start(ctx, otelcuzk.SpanGroth16Prove)
+	pctx, prove := g.tp.Tracer("test").Start(ctx, semconv.SpanGroth16Prove)
 	sctx, sess := g.c.BeginSession(pctx)
 	const launches = 300
 	t0 := time.Now()
@@ -367,23 +367,23 @@ func TestSessionAggregationAndGPUTotalGPU(t *testing.T) {
 	emp := g.ended("empty")
 	var agg sdktrace.ReadOnlySpan
 	for _, sp := range emp {
-		if _, ok := attr(sp, otelcuzk.KeyAggregatedCount); ok {
+		if _, ok := attr(sp, semconv.KeyAggregatedCount); ok {
 			agg = sp
 		}
 	}
 	if agg == nil || len(emp) != 17 {
 		t.Fatalf("%d empty spans (want 16 single and 1 aggregate), aggregate %v", len(emp), agg)
 	}
-	if n := mustAttr(t, agg, otelcuzk.KeyAggregatedCount).AsInt64(); n != launches-16 {
+	if n := mustAttr(t, agg, semconv.KeyAggregatedCount).AsInt64(); n != launches-16 {
 		t.Errorf("aggregate count %d, want %d", n, launches-16)
 	}
-	tot := g.ended(otelcuzk.SpanGPUTotal)
+	tot := g.ended(semconv.SpanGPUTotal)
 	if len(tot) != 1 {
 		t.Fatalf("%d gpu.total spans", len(tot))
 	}
-	gms := mustAttr(t, tot[0], otelcuzk.KeyCUDAGPUMS).AsFloat64()
-	p := g.ended(otelcuzk.SpanGroth16Prove)[0]
-	t.Logf("gpu.total %.3f ms (%d ops) inside groth16.prove %.3f ms", gms, mustAttr(t, tot[0], otelcuzk.KeyCUDAOpCount).AsInt64(),
+	gms := mustAttr(t, tot[0], semconv.KeyCUDAGPUMS).AsFloat64()
+	p := g.ended(semconv.SpanGroth16Prove)[0]
+	t.Logf("gpu.total %.3f ms (%d ops) inside groth16.prove %.3f ms", gms, mustAttr(t, tot[0], semconv.KeyCUDAOpCount).AsInt64(),
 		float64(p.EndTime().Sub(p.StartTime()))/1e6)
 	if gms < 0.5 || tot[0].StartTime().Before(p.StartTime()) || tot[0].EndTime().After(p.EndTime()) {
 		t.Errorf("gpu.total %.3f ms [%v, %v] in parent [%v, %v]", gms, tot[0].StartTime(), tot[0].EndTime(), p.StartTime(), p.EndTime())
@@ -395,7 +395,7 @@ func TestSessionAggregationAndGPUTotalGPU(t *testing.T) {
 
 func TestPinnedMemoryAndReleaseSpansGPU(t *testing.T) {
 	g := openGPU(t)
-	ctx, parent := g.tp.Tracer("test").Start(context.Background(), otelcuzk.SpanGroth16Prove)
+	ctx, parent := g.tp.Tracer("test").Start(context.Background(), semconv.SpanGroth16Prove)
 	const size = 256 << 20
 	pin, err := g.c.AllocPinned(ctx, size)
 	if err != nil {
@@ -445,32 +445,32 @@ func TestPinnedMemoryAndReleaseSpansGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End()
-	for _, sp := range g.ended(otelcuzk.SpanCUDAMalloc) {
-		t.Logf("cuda.malloc %s %d MiB: %v", mustAttr(t, sp, otelcuzk.KeyBufferKind).AsString(), size>>20, sp.EndTime().Sub(sp.StartTime()))
+	for _, sp := range g.ended(semconv.SpanCUDAMalloc) {
+		t.Logf("cuda.malloc %s %d MiB: %v", mustAttr(t, sp, semconv.KeyBufferKind).AsString(), size>>20, sp.EndTime().Sub(sp.StartTime()))
 	}
-	for _, sp := range g.ended(otelcuzk.SpanCUDAHostRegister) {
+	for _, sp := range g.ended(semconv.SpanCUDAHostRegister) {
 		t.Logf("cuda.host_register %d MiB: %v", size>>20, sp.EndTime().Sub(sp.StartTime()))
 	}
-	for _, name := range []string{otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanMemcpyDtoH} {
+	for _, name := range []string{semconv.SpanMemcpyHtoD, semconv.SpanMemcpyDtoH} {
 		for _, sp := range g.ended(name) {
-			t.Logf("%s %d MiB pinned: %.1f GB/s", name, size>>20, mustAttr(t, sp, otelcuzk.KeyCUDAGBPerSecond).AsFloat64())
+			t.Logf("%s %d MiB pinned: %.1f GB/s", name, size>>20, mustAttr(t, sp, semconv.KeyCUDAGBPerSecond).AsFloat64())
 		}
 	}
-	rs := g.ended(otelcuzk.SpanBufferRelease)
+	rs := g.ended(semconv.SpanBufferRelease)
 	if len(rs) != 3 {
 		t.Fatalf("%d buffer.release spans, want 3", len(rs))
 	}
 	kinds := map[string]int{}
 	for _, sp := range rs {
-		kinds[mustAttr(t, sp, otelcuzk.KeyBufferKind).AsString()]++
-		t.Logf("buffer.release %s %s: %v", mustAttr(t, sp, otelcuzk.KeyBufferName).AsString(),
-			mustAttr(t, sp, otelcuzk.KeyBufferKind).AsString(), sp.EndTime().Sub(sp.StartTime()))
+		kinds[mustAttr(t, sp, semconv.KeyBufferKind).AsString()]++
+		t.Logf("buffer.release %s %s: %v", mustAttr(t, sp, semconv.KeyBufferName).AsString(),
+			mustAttr(t, sp, semconv.KeyBufferKind).AsString(), sp.EndTime().Sub(sp.StartTime()))
 	}
 	if kinds["pinned"] != 2 || kinds["device"] != 1 {
 		t.Errorf("release kinds %v", kinds)
 	}
-	if len(g.ended(otelcuzk.SpanCUDAMalloc)) != 2 {
-		t.Errorf("%d cuda.malloc spans, want 2", len(g.ended(otelcuzk.SpanCUDAMalloc)))
+	if len(g.ended(semconv.SpanCUDAMalloc)) != 2 {
+		t.Errorf("%d cuda.malloc spans, want 2", len(g.ended(semconv.SpanCUDAMalloc)))
 	}
 }
 
@@ -602,7 +602,7 @@ func TestCPhaseOnAStreamGPU(t *testing.T) {
 	ctx := context.Background()
 	_, spin, sink := g.spinKernel(t)
 	s, _ := g.c.NewStream()
-	pctx, parent := g.tp.Tracer("test").Start(ctx, otelcuzk.SpanMSMG1H)
+	pctx, parent := g.tp.Tracer("test").Start(ctx, semconv.SpanMSMG1H)
 	h, release := CParent(pctx)
 	ph := cBegin(h, "c.device_phase", s.Handle())
 	if err := s.Launch(context.Background(), spin, D1(1), D1(32), 0, spinCycles(1), sink.Ptr()); err != nil {
@@ -622,8 +622,8 @@ func TestCPhaseOnAStreamGPU(t *testing.T) {
 	if sp[0].StartTime().After(k.StartTime()) || sp[0].EndTime().Before(k.EndTime()) {
 		t.Errorf("device phase [%v, %v] does not cover its kernel [%v, %v]", sp[0].StartTime(), sp[0].EndTime(), k.StartTime(), k.EndTime())
 	}
-	ms := mustAttr(t, sp[0], otelcuzk.KeyCUDAGPUMS).AsFloat64()
-	t.Logf("C device phase %.3f ms around a %.3f ms kernel", ms, mustAttr(t, k, otelcuzk.KeyCUDAGPUMS).AsFloat64())
+	ms := mustAttr(t, sp[0], semconv.KeyCUDAGPUMS).AsFloat64()
+	t.Logf("C device phase %.3f ms around a %.3f ms kernel", ms, mustAttr(t, k, semconv.KeyCUDAGPUMS).AsFloat64())
 	if math.IsNaN(ms) || ms <= 0 {
 		t.Errorf("cuda.gpu_ms = %v", ms)
 	}

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // recording is a TracerProvider recording into rec, for the fake-driver
@@ -91,7 +91,7 @@ func (f *fixture) endSession(t *testing.T, sess *Session, prove trace.Span) sdkt
 		t.Fatal(err)
 	}
 	prove.End(trace.WithTimestamp(f.clock.now()))
-	totals := f.ended(otelcuzk.SpanGPUTotal)
+	totals := f.ended(semconv.SpanGPUTotal)
 	if len(totals) != 1 {
 		t.Fatalf("%d gpu.total spans, want 1", len(totals))
 	}
@@ -131,7 +131,7 @@ func TestKernelSpansAreChildrenPlacedByTheirEvents(t *testing.T) {
 	ntt := f.kernel(t, "ntt_radix2", 3*time.Millisecond)
 	pw := f.kernel(t, "pointwise", 700*time.Microsecond)
 	s := f.stream(t)
-	ctx, parent := f.parent(context.Background(), otelcuzk.SpanComputeH)
+	ctx, parent := f.parent(context.Background(), semconv.SpanComputeH)
 	enqueued := f.clock.now()
 	for _, fn := range []*Function{ntt, pw, ntt} {
 		if err := s.Launch(ctx, fn, D1(1024), D1(256), 4096, DevicePtr(0x10), uint32(7)); err != nil {
@@ -167,7 +167,7 @@ func TestKernelSpansAreChildrenPlacedByTheirEvents(t *testing.T) {
 	if first.StartTime().Before(enqueued) || first.StartTime().Sub(enqueued) > 10*time.Microsecond {
 		t.Errorf("first kernel starts at %v, enqueued at %v", first.StartTime(), enqueued)
 	}
-	p := f.ended(otelcuzk.SpanComputeH)[0]
+	p := f.ended(semconv.SpanComputeH)[0]
 	for _, sp := range spans {
 		if sp.Parent().SpanID() != p.SpanContext().SpanID() {
 			t.Errorf("%s is not a child of %s", sp.Name(), p.Name())
@@ -175,24 +175,24 @@ func TestKernelSpansAreChildrenPlacedByTheirEvents(t *testing.T) {
 		if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
 			t.Errorf("%s [%v, %v] outside parent [%v, %v]", sp.Name(), sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
 		}
-		if _, ok := attr(sp, otelcuzk.KeyCUDAClamped); ok {
+		if _, ok := attr(sp, semconv.KeyCUDAClamped); ok {
 			t.Errorf("%s clamped without cause", sp.Name())
 		}
 	}
 	want := map[attribute.Key]attribute.Value{
-		otelcuzk.KeyCUDAKernelName:    attribute.StringValue("ntt_radix2"),
-		otelcuzk.KeyCUDAGrid:          attribute.StringValue("1024,1,1"),
-		otelcuzk.KeyCUDABlock:         attribute.StringValue("256,1,1"),
-		otelcuzk.KeyCUDASharedBytes:   attribute.IntValue(4096),
-		otelcuzk.KeyCUDAStream:        attribute.IntValue(0),
-		otelcuzk.KeyCUDADeviceOrdinal: attribute.IntValue(0),
+		semconv.KeyCUDAKernelName:    attribute.StringValue("ntt_radix2"),
+		semconv.KeyCUDAGrid:          attribute.StringValue("1024,1,1"),
+		semconv.KeyCUDABlock:         attribute.StringValue("256,1,1"),
+		semconv.KeyCUDASharedBytes:   attribute.IntValue(4096),
+		semconv.KeyCUDAStream:        attribute.IntValue(0),
+		semconv.KeyCUDADeviceOrdinal: attribute.IntValue(0),
 	}
 	for k, v := range want {
 		if got := mustAttr(t, first, k); got != v {
 			t.Errorf("%s = %v, want %v", k, got.Emit(), v.Emit())
 		}
 	}
-	if ms := mustAttr(t, first, otelcuzk.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-3) > 3e-3 {
+	if ms := mustAttr(t, first, semconv.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-3) > 3e-3 {
 		t.Errorf("cuda.gpu_ms = %v, want 3", ms)
 	}
 }
@@ -221,7 +221,7 @@ func TestDeviceSpansOutsideTheirParentAreClampedAndCounted(t *testing.T) {
 	f.drv.setSkew(-5 * time.Millisecond)
 	f.clock.advance(time.Millisecond)
 
-	ctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1A)
+	ctx, parent := f.parent(context.Background(), semconv.SpanMSMG1A)
 	for i := 0; i < 3; i++ {
 		if err := s.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func TestDeviceSpansOutsideTheirParentAreClampedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End(trace.WithTimestamp(f.clock.now()))
-	p := f.ended(otelcuzk.SpanMSMG1A)[0]
+	p := f.ended(semconv.SpanMSMG1A)[0]
 	n := 0
 	for _, sp := range f.ended("msm_bucket") {
 		if sp.Parent().SpanID() != p.SpanContext().SpanID() {
@@ -241,21 +241,21 @@ func TestDeviceSpansOutsideTheirParentAreClampedAndCounted(t *testing.T) {
 		if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
 			t.Errorf("span [%v, %v] outside parent [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
 		}
-		if v, _ := attr(sp, otelcuzk.KeyCUDAClamped); !v.AsBool() {
+		if v, _ := attr(sp, semconv.KeyCUDAClamped); !v.AsBool() {
 			t.Errorf("span that started 4 ms before its parent is not marked clamped")
 		}
 		// The measured GPU time is kept even when the span is cut.
-		if ms := mustAttr(t, sp, otelcuzk.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-1) > 3e-3 {
+		if ms := mustAttr(t, sp, semconv.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-1) > 3e-3 {
 			t.Errorf("cuda.gpu_ms = %v, want 1", ms)
 		}
 	}
 	if n != 3 {
 		t.Fatalf("%d spans under the parent, want 3", n)
 	}
-	if got := mustAttr(t, p, otelcuzk.KeyClampedSpans).AsInt64(); got != 3 {
+	if got := mustAttr(t, p, semconv.KeyClampedSpans).AsInt64(); got != 3 {
 		t.Errorf("parent cuzk.clamped_spans = %d, want 3", got)
 	}
-	if _, ok := attr(f.ended("warmup")[0], otelcuzk.KeyClampedSpans); ok {
+	if _, ok := attr(f.ended("warmup")[0], semconv.KeyClampedSpans); ok {
 		t.Errorf("warmup parent counted clamps it did not have")
 	}
 }
@@ -297,7 +297,7 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 	a := f.kernel(t, "ntt_stage", 100*time.Microsecond)
 	b := f.kernel(t, "ntt_twiddle", 300*time.Microsecond)
 	s := f.stream(t)
-	ctx, parent := f.parent(context.Background(), otelcuzk.SpanNTTCoset)
+	ctx, parent := f.parent(context.Background(), semconv.SpanNTTCoset)
 	for _, fn := range []*Function{a, a, a, b, a, b, a} {
 		if err := s.Launch(ctx, fn, D1(8), D1(32), 0); err != nil {
 			t.Fatal(err)
@@ -314,7 +314,7 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 	}
 	var agg sdktrace.ReadOnlySpan
 	for _, sp := range stage {
-		if _, ok := attr(sp, otelcuzk.KeyAggregatedCount); ok {
+		if _, ok := attr(sp, semconv.KeyAggregatedCount); ok {
 			agg = sp
 		}
 	}
@@ -323,11 +323,11 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 	}
 	check := func(sp sdktrace.ReadOnlySpan, count int64, total, mn, mx float64) {
 		t.Helper()
-		if got := mustAttr(t, sp, otelcuzk.KeyAggregatedCount).AsInt64(); got != count {
+		if got := mustAttr(t, sp, semconv.KeyAggregatedCount).AsInt64(); got != count {
 			t.Errorf("%s count = %d, want %d", sp.Name(), got, count)
 		}
 		for k, want := range map[attribute.Key]float64{
-			otelcuzk.KeyAggregatedTotalMS: total, otelcuzk.KeyAggregatedMinMS: mn, otelcuzk.KeyAggregatedMaxMS: mx,
+			semconv.KeyAggregatedTotalMS: total, semconv.KeyAggregatedMinMS: mn, semconv.KeyAggregatedMaxMS: mx,
 		} {
 			if got := mustAttr(t, sp, k).AsFloat64(); math.Abs(got-want) > 1e-3 {
 				t.Errorf("%s %s = %v, want %v", sp.Name(), k, got, want)
@@ -336,7 +336,7 @@ func TestLaunchesBeyondTheLimitAreAggregatedPerKernel(t *testing.T) {
 	}
 	check(agg, 3, 0.3, 0.1, 0.1)
 	check(tw[0], 2, 0.6, 0.3, 0.3)
-	if agg.Parent().SpanID() != f.ended(otelcuzk.SpanNTTCoset)[0].SpanContext().SpanID() {
+	if agg.Parent().SpanID() != f.ended(semconv.SpanNTTCoset)[0].SpanContext().SpanID() {
 		t.Error("aggregate is not a child of the launches' parent")
 	}
 	// The aggregate spans from the first folded launch to the last.
@@ -350,7 +350,7 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 	k := f.kernel(t, "msm_reduce", 2*time.Millisecond)
 	s1 := f.stream(t)
 	s2 := f.stream(t)
-	pctx, prove := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
+	pctx, prove := f.parent(context.Background(), semconv.SpanGroth16Prove)
 	syncs := f.drv.calls["EventSynchronize"]
 	ctx, sess := f.c.BeginSession(pctx)
 	buf, err := f.c.Alloc(ctx, 1<<20)
@@ -377,12 +377,12 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 		t.Errorf("%d anchor waits, want one fresh anchor per stream", f.drv.calls["EventSynchronize"]-syncs)
 	}
 	g := f.endSession(t, sess, prove)
-	if g.Parent().SpanID() != f.ended(otelcuzk.SpanGroth16Prove)[0].SpanContext().SpanID() {
+	if g.Parent().SpanID() != f.ended(semconv.SpanGroth16Prove)[0].SpanContext().SpanID() {
 		t.Error("gpu.total is not a child of the session's span")
 	}
 	var first, last time.Time
 	for _, sp := range f.rec.Ended() {
-		if sp.Name() != "msm_reduce" && sp.Name() != otelcuzk.SpanMemcpyHtoD {
+		if sp.Name() != "msm_reduce" && sp.Name() != semconv.SpanMemcpyHtoD {
 			continue
 		}
 		if first.IsZero() || sp.StartTime().Before(first) {
@@ -395,16 +395,16 @@ func TestSessionEmitsGPUTotalFromFirstToLastOperation(t *testing.T) {
 	if !g.StartTime().Equal(first) || !g.EndTime().Equal(last) {
 		t.Errorf("gpu.total [%v, %v], want [%v, %v]", g.StartTime(), g.EndTime(), first, last)
 	}
-	if n := mustAttr(t, g, otelcuzk.KeyCUDAOpCount).AsInt64(); n != 3 {
+	if n := mustAttr(t, g, semconv.KeyCUDAOpCount).AsInt64(); n != 3 {
 		t.Errorf("cuda.op.count = %d, want 3 (a copy and two launches)", n)
 	}
-	if ms := mustAttr(t, g, otelcuzk.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-float64(last.Sub(first))/1e6) > 1e-6 {
+	if ms := mustAttr(t, g, semconv.KeyCUDAGPUMS).AsFloat64(); math.Abs(ms-float64(last.Sub(first))/1e6) > 1e-6 {
 		t.Errorf("cuda.gpu_ms = %v, want %v", ms, float64(last.Sub(first))/1e6)
 	}
 	if sess.GPUTime() != last.Sub(first) {
 		t.Errorf("GPUTime = %v", sess.GPUTime())
 	}
-	if err := sess.End(); err != nil || len(f.ended(otelcuzk.SpanGPUTotal)) != 1 {
+	if err := sess.End(); err != nil || len(f.ended(semconv.SpanGPUTotal)) != 1 {
 		t.Error("second End emitted again or failed")
 	}
 }
@@ -437,19 +437,19 @@ func TestCopySpansCarryBytesAndBandwidth(t *testing.T) {
 	if dst[0] != 0 || dst[5] != src[5] {
 		t.Fatalf("fake device memory did not round-trip: %x %x", dst[0], dst[5])
 	}
-	for _, name := range []string{otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanMemcpyDtoH} {
+	for _, name := range []string{semconv.SpanMemcpyHtoD, semconv.SpanMemcpyDtoH} {
 		sp := f.ended(name)
 		if len(sp) != 1 {
 			t.Fatalf("%d %s spans", len(sp), name)
 		}
-		if b := mustAttr(t, sp[0], otelcuzk.KeyCUDABytes).AsInt64(); b != 1<<20 {
+		if b := mustAttr(t, sp[0], semconv.KeyCUDABytes).AsInt64(); b != 1<<20 {
 			t.Errorf("%s cuda.bytes = %d", name, b)
 		}
-		if gbps := mustAttr(t, sp[0], otelcuzk.KeyCUDAGBPerSecond).AsFloat64(); math.Abs(gbps-25)/25 > 0.03 {
+		if gbps := mustAttr(t, sp[0], semconv.KeyCUDAGBPerSecond).AsFloat64(); math.Abs(gbps-25)/25 > 0.03 {
 			t.Errorf("%s cuda.gbps = %v, want 25", name, gbps)
 		}
 	}
-	if len(f.ended(otelcuzk.SpanCUDAMemset)) != 1 {
+	if len(f.ended(semconv.SpanCUDAMemset)) != 1 {
 		t.Error("no cuda.memset span")
 	}
 }
@@ -503,7 +503,7 @@ func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
 	f := &fixture{recording: r, clock: clock, drv: td.fakeDriver, c: c}
 	k := f.kernel(t, "msm_sort", 400*time.Microsecond)
 	s := f.stream(t)
-	ctx, parent := f.parent(context.Background(), otelcuzk.SpanMSMG1K)
+	ctx, parent := f.parent(context.Background(), semconv.SpanMSMG1K)
 	if err := s.Launch(ctx, k, D1(2), D1(64), 0, uint64(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestOneCallLaunchPathEmitsTheSameSpan(t *testing.T) {
 	if d := sp[0].EndTime().Sub(sp[0].StartTime()); absDur(d-400*time.Microsecond) > 2*time.Microsecond {
 		t.Errorf("span lasts %v, want 400µs", d)
 	}
-	if sp[0].Parent().SpanID() != f.ended(otelcuzk.SpanMSMG1K)[0].SpanContext().SpanID() {
+	if sp[0].Parent().SpanID() != f.ended(semconv.SpanMSMG1K)[0].SpanContext().SpanID() {
 		t.Error("not a child of its parent")
 	}
 }
@@ -536,7 +536,7 @@ func TestSessionGPUTotalSplitsBusyAndIdleTime(t *testing.T) {
 	k := f.kernel(t, "ntt_pass", 2*time.Millisecond)
 	s1 := f.stream(t)
 	s2 := f.stream(t)
-	pctx, prove := f.parent(context.Background(), otelcuzk.SpanGroth16Prove)
+	pctx, prove := f.parent(context.Background(), semconv.SpanGroth16Prove)
 	ctx, sess := f.c.BeginSession(pctx)
 	// Two kernels at once on two streams (overlapping: 2 ms busy, not 4).
 	if err := s1.Launch(ctx, k, D1(1), D1(1), 0); err != nil {
@@ -556,9 +556,9 @@ func TestSessionGPUTotalSplitsBusyAndIdleTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := []sdktrace.ReadOnlySpan{f.endSession(t, sess, prove)}
-	total := mustAttr(t, g[0], otelcuzk.KeyCUDAGPUMS).AsFloat64()
-	busy := mustAttr(t, g[0], otelcuzk.KeyCUDABusyMS).AsFloat64()
-	idle := mustAttr(t, g[0], otelcuzk.KeyCUDAIdleMS).AsFloat64()
+	total := mustAttr(t, g[0], semconv.KeyCUDAGPUMS).AsFloat64()
+	busy := mustAttr(t, g[0], semconv.KeyCUDABusyMS).AsFloat64()
+	idle := mustAttr(t, g[0], semconv.KeyCUDAIdleMS).AsFloat64()
 	if math.Abs(busy-4) > 0.05 { // the fake launches a few µs apart
 		t.Errorf("cuda.gpu_busy_ms = %v, want 4 (two overlapping 2 ms kernels, then one more)", busy)
 	}

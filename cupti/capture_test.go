@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func one(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
@@ -72,11 +72,11 @@ func TestKernelRecordBecomesSpanUnderGoParent(t *testing.T) {
 		t.Fatalf("kernel's parent %s, want the Go span %s", k.Parent.SpanID(), parent.SpanContext().SpanID())
 	}
 	want := map[attribute.Key]any{
-		otelcuzk.KeyCUDAKernelName: "msm_bucket", otelcuzk.KeyCUDAGrid: "3,5,7", otelcuzk.KeyCUDABlock: "32,2,1",
-		otelcuzk.KeyCUDASharedBytes: int64(96), KeyStaticShared: int64(64), KeyRegisters: int64(40),
-		otelcuzk.KeyCUDAStream: int64(7), otelcuzk.KeyCUDADeviceOrdinal: int64(0), KeyCUPTIMS: 2.5,
+		semconv.KeyCUDAKernelName: "msm_bucket", semconv.KeyCUDAGrid: "3,5,7", semconv.KeyCUDABlock: "32,2,1",
+		semconv.KeyCUDASharedBytes: int64(96), KeyStaticShared: int64(64), KeyRegisters: int64(40),
+		semconv.KeyCUDAStream: int64(7), semconv.KeyCUDADeviceOrdinal: int64(0), KeyCUPTIMS: 2.5,
 		KeyCorrelationID: int64(11), KeyClockOffsetNS: f.offset(), KeyClockUncertainNS: int64(50),
-		otelcuzk.KeyCUDAClock: "cupti",
+		semconv.KeyCUDAClock: "cupti",
 	}
 	for k2, v := range want {
 		got, ok := attr(k, k2)
@@ -122,11 +122,11 @@ func TestRecordsWithoutParentGoUnderBoundedDeviceWindows(t *testing.T) {
 	if len(w) != 1 {
 		t.Fatalf("%d windows ended after the first window's time passed, want 1", len(w))
 	}
-	a, cp := one(t, exp, "a"), one(t, exp, otelcuzk.SpanMemcpyHtoD)
+	a, cp := one(t, exp, "a"), one(t, exp, semconv.SpanMemcpyHtoD)
 	if a.Parent.SpanID() != w[0].SpanContext.SpanID() || cp.Parent.SpanID() != w[0].SpanContext.SpanID() {
 		t.Fatal("records without a parent are not under the device window")
 	}
-	if v, _ := attr(cp, otelcuzk.KeyCUDAGBPerSecond); v.AsFloat64() != float64(1<<20)/1e6 {
+	if v, _ := attr(cp, semconv.KeyCUDAGBPerSecond); v.AsFloat64() != float64(1<<20)/1e6 {
 		t.Fatalf("cuda.gbps %v, want %v", v.AsFloat64(), float64(1<<20)/1e6)
 	}
 	if v, _ := attr(w[0], KeyWindowRecords); v.AsInt64() != 2 {
@@ -247,16 +247,16 @@ func TestKernelsPastTheLimitAreAggregated(t *testing.T) {
 		t.Fatalf("%d spans for 5 kernels with a limit of 2, want 2 + 1 aggregate", len(s))
 	}
 	agg := s[2]
-	if v, _ := attr(agg, otelcuzk.KeyAggregatedCount); v.AsInt64() != 3 {
+	if v, _ := attr(agg, semconv.KeyAggregatedCount); v.AsInt64() != 3 {
 		t.Fatalf("aggregate count %d, want 3", v.AsInt64())
 	}
-	if v, _ := attr(agg, otelcuzk.KeyAggregatedTotalMS); v.AsFloat64() != 12 {
+	if v, _ := attr(agg, semconv.KeyAggregatedTotalMS); v.AsFloat64() != 12 {
 		t.Fatalf("aggregate total %v ms, want 3+4+5", v.AsFloat64())
 	}
-	if v, _ := attr(agg, otelcuzk.KeyAggregatedMinMS); v.AsFloat64() != 3 {
+	if v, _ := attr(agg, semconv.KeyAggregatedMinMS); v.AsFloat64() != 3 {
 		t.Fatalf("aggregate min %v, want 3", v.AsFloat64())
 	}
-	if _, ok := attr(agg, otelcuzk.KeyCUDAGrid); ok {
+	if _, ok := attr(agg, semconv.KeyCUDAGrid); ok {
 		t.Fatal("aggregate carries one launch's grid")
 	}
 }
@@ -269,7 +269,7 @@ func TestCudaspansKernelAppearsOnce(t *testing.T) {
 	f.queue(ext(extCudaspans, 1, 32))
 	f.queue(recordFrame(nil, memcpyBytes(memcpyRecord{copyKind: 1, bytes: 64, start: f.gpuNow + 20, end: f.gpuNow + 40, corr: 32})))
 	got := c.cudaspansDurations([]uint64{0xabc, 0xdef})
-	if len(spantest.NamedStubs(exp.GetSpans(), "ours")) != 0 || len(spantest.NamedStubs(exp.GetSpans(), otelcuzk.SpanMemcpyHtoD)) != 0 {
+	if len(spantest.NamedStubs(exp.GetSpans(), "ours")) != 0 || len(spantest.NamedStubs(exp.GetSpans(), semconv.SpanMemcpyHtoD)) != 0 {
 		t.Fatal("work cudaspans traces got a second span from CUPTI")
 	}
 	if got[0xabc] != 1.234 || len(got) != 1 {
@@ -287,11 +287,11 @@ func TestMemsetAndSynchronizationSpans(t *testing.T) {
 	f.queue(recordFrame(nil, syncBytes(syncRecord{typ: 3, start: f.gpuNow + 2000, end: f.gpuNow + 9000, corr: 2, context: 1, stream: 3})))
 	c.Flush(context.Background())
 	c.Close(context.Background())
-	m := one(t, exp, otelcuzk.SpanCUDAMemset)
-	if v, _ := attr(m, otelcuzk.KeyCUDABytes); v.AsInt64() != 4096 {
+	m := one(t, exp, semconv.SpanCUDAMemset)
+	if v, _ := attr(m, semconv.KeyCUDABytes); v.AsInt64() != 4096 {
 		t.Fatal("memset bytes")
 	}
-	if v, _ := attr(m, otelcuzk.KeyCUDADeviceOrdinal); v.AsInt64() != 1 {
+	if v, _ := attr(m, semconv.KeyCUDADeviceOrdinal); v.AsInt64() != 1 {
 		t.Fatal("memset device")
 	}
 	s := one(t, exp, SpanSync)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Tests named *GPU need a CUDA device and libcupti, and skip without a
@@ -68,7 +68,7 @@ func (g *gpuCapture) byClock(name, clock string) []sdktrace.ReadOnlySpan {
 			continue
 		}
 		for _, kv := range s.Attributes() {
-			if kv.Key == otelcuzk.KeyCUDAClock && kv.Value.AsString() == clock {
+			if kv.Key == semconv.KeyCUDAClock && kv.Value.AsString() == clock {
 				out = append(out, s)
 			}
 		}
@@ -146,7 +146,7 @@ func TestRecordLayoutOnDeviceGPU(t *testing.T) {
 	if math.Abs(float64(d.Microseconds())) > 200 {
 		t.Errorf("CUPTI span starts %v from the event-timed one: clock calibration is off", d)
 	}
-	if n := len(g.byClock(otelcuzk.SpanCUDAMemset, "cupti")); n != 1 {
+	if n := len(g.byClock(semconv.SpanCUDAMemset, "cupti")); n != 1 {
 		t.Errorf("%d CUPTI memset spans, want 1 (memset layout)", n)
 	}
 }
@@ -186,7 +186,7 @@ func TestCudaspansKernelsTracedOnceGPU(t *testing.T) {
 	if c := g.byClock("cupti_probe", "cupti"); len(c) != 0 {
 		t.Fatalf("%d CUPTI spans for kernels cudaspans traced, want 0", len(c))
 	}
-	if c := g.byClock(otelcuzk.SpanMemcpyHtoD, "cupti"); len(c) != 0 {
+	if c := g.byClock(semconv.SpanMemcpyHtoD, "cupti"); len(c) != 0 {
 		t.Fatalf("%d CUPTI spans for cudaspans' copy, want 0", len(c))
 	}
 	ev := g.byClock("cupti_probe", "gpu")

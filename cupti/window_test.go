@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // A device window's gaps between GPU work are cuda.idle children, so the
@@ -48,13 +49,13 @@ func TestDeviceWindowShowsGapsAsIdleNotUntraced(t *testing.T) {
 	if total != 106*time.Millisecond {
 		t.Errorf("idle spans cover %v, want 106ms", total)
 	}
-	if v, _ := attr(w, otelcuzk.KeyCUDABusyMS); v.AsFloat64() != 14 {
+	if v, _ := attr(w, semconv.KeyCUDABusyMS); v.AsFloat64() != 14 {
 		t.Errorf("cuda.gpu_busy_ms %v, want 14", v.AsFloat64())
 	}
-	if v, _ := attr(w, otelcuzk.KeyCUDAIdleMS); v.AsFloat64() != 106 {
+	if v, _ := attr(w, semconv.KeyCUDAIdleMS); v.AsFloat64() != 106 {
 		t.Errorf("cuda.gpu_idle_ms %v, want 106", v.AsFloat64())
 	}
-	for _, s := range spantest.NamedStubs(exp.GetSpans(), otelcuzk.SpanUntraced) {
+	for _, s := range spantest.NamedStubs(exp.GetSpans(), semconv.SpanUntraced) {
 		if s.Parent.SpanID() == w.SpanContext.SpanID() {
 			t.Errorf("the window has untraced time: %v", s.Attributes)
 		}
@@ -82,7 +83,7 @@ func TestManyIdleGapsAreFolded(t *testing.T) {
 	}
 	folded := 0
 	for _, s := range idle {
-		if v, ok := attr(s, otelcuzk.KeyAggregatedCount); ok {
+		if v, ok := attr(s, semconv.KeyAggregatedCount); ok {
 			folded += int(v.AsInt64())
 		}
 	}

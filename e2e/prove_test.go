@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
@@ -22,20 +22,20 @@ const e2eConstraints = 1024
 // root of a local `cuzk prove`; under the daemon engine.job's parent is
 // the gRPC server span).
 var cpuLayerParents = map[string]string{
-	otelcuzk.SpanEngineJob:          "",
-	otelcuzk.SpanEngineQueue:        otelcuzk.SpanEngineJob,
-	otelcuzk.SpanPipelineSynthesize: otelcuzk.SpanEngineJob,
-	otelcuzk.SpanPipelineProve:      otelcuzk.SpanEngineJob,
-	otelcuzk.SpanGroth16Prove:       otelcuzk.SpanPipelineProve,
-	otelcuzk.SpanComputeH:           otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanMSMG1A:             otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanMSMG1B:             otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanMSMG1K:             otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanMSMG1H:             otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanMSMG2B:             otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanBufferRelease:      otelcuzk.SpanGroth16Prove,
-	otelcuzk.SpanPipelineSerialize:  otelcuzk.SpanEngineJob,
-	otelcuzk.SpanProofVerify:        otelcuzk.SpanEngineJob,
+	semconv.SpanEngineJob:          "",
+	semconv.SpanEngineQueue:        semconv.SpanEngineJob,
+	semconv.SpanPipelineSynthesize: semconv.SpanEngineJob,
+	semconv.SpanPipelineProve:      semconv.SpanEngineJob,
+	semconv.SpanGroth16Prove:       semconv.SpanPipelineProve,
+	semconv.SpanComputeH:           semconv.SpanGroth16Prove,
+	semconv.SpanMSMG1A:             semconv.SpanGroth16Prove,
+	semconv.SpanMSMG1B:             semconv.SpanGroth16Prove,
+	semconv.SpanMSMG1K:             semconv.SpanGroth16Prove,
+	semconv.SpanMSMG1H:             semconv.SpanGroth16Prove,
+	semconv.SpanMSMG2B:             semconv.SpanGroth16Prove,
+	semconv.SpanBufferRelease:      semconv.SpanGroth16Prove,
+	semconv.SpanPipelineSerialize:  semconv.SpanEngineJob,
+	semconv.SpanProofVerify:        semconv.SpanEngineJob,
 }
 
 func layerNames() []string {
@@ -89,7 +89,7 @@ func layerErrors(spans []tracefile.Span, rootParent string) []string {
 			}
 		}
 	}
-	if n := len(st.byName[otelcuzk.SpanBufferRelease]); n < 2 {
+	if n := len(st.byName[semconv.SpanBufferRelease]); n < 2 {
 		errs = append(errs, fmt.Sprintf("%d buffer.release spans, want one per large buffer", n))
 	}
 	return errs
@@ -129,15 +129,15 @@ func TestProveExportsEveryLayerToJaeger(t *testing.T) {
 			}
 
 			// Correlation: the request id of engine.job finds the trace.
-			job := st.one(t, otelcuzk.SpanEngineJob)
-			reqID, _ := job.Attrs[string(otelcuzk.KeyRequestID)].(string)
+			job := st.one(t, semconv.SpanEngineJob)
+			reqID, _ := job.Attrs[string(semconv.KeyRequestID)].(string)
 			if reqID == "" {
-				t.Fatalf("engine.job has no %s: %v", otelcuzk.KeyRequestID, job.Attrs)
+				t.Fatalf("engine.job has no %s: %v", semconv.KeyRequestID, job.Attrs)
 			}
-			if job.Attrs[string(otelcuzk.KeyCircuitID)] != "mulchain" {
-				t.Errorf("engine.job %s = %v", otelcuzk.KeyCircuitID, job.Attrs[string(otelcuzk.KeyCircuitID)])
+			if job.Attrs[string(semconv.KeyCircuitID)] != "mulchain" {
+				t.Errorf("engine.job %s = %v", semconv.KeyCircuitID, job.Attrs[string(semconv.KeyCircuitID)])
 			}
-			assertFoundByTag(t, j, service, string(otelcuzk.KeyRequestID), reqID, id)
+			assertFoundByTag(t, j, service, string(semconv.KeyRequestID), reqID, id)
 		})
 	}
 }

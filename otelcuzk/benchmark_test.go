@@ -7,6 +7,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // BenchmarkSpanWithUntracedProcessor measures a parent with two children
@@ -25,10 +27,10 @@ func benchSpans(b *testing.B, tp *sdktrace.TracerProvider) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		pctx, p := tr.Start(ctx, SpanGroth16Prove)
-		_, c1 := tr.Start(pctx, SpanMSMG1A)
+		pctx, p := tr.Start(ctx, semconv.SpanGroth16Prove)
+		_, c1 := tr.Start(pctx, semconv.SpanMSMG1A)
 		c1.End()
-		_, c2 := tr.Start(pctx, SpanMSMG1B)
+		_, c2 := tr.Start(pctx, semconv.SpanMSMG1B)
 		c2.End()
 		p.End()
 	}
@@ -40,8 +42,8 @@ func BenchmarkMarshalOTLPJSON(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
 	tr := tp.Tracer("bench")
 	for i := 0; i < 100; i++ {
-		_, s := tr.Start(context.Background(), SpanMSMG1A)
-		s.SetAttributes(KeyMSMSize.Int(1<<20), KeyBackend.String("cpu"))
+		_, s := tr.Start(context.Background(), semconv.SpanMSMG1A)
+		s.SetAttributes(semconv.KeyMSMSize.Int(1<<20), semconv.KeyBackend.String("cpu"))
 		s.End()
 	}
 	spans := mem.GetSpans().Snapshots()
@@ -60,7 +62,7 @@ func BenchmarkFileExporter(b *testing.B) {
 	mem := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
 	for i := 0; i < 100; i++ {
-		_, s := tp.Tracer("bench").Start(context.Background(), SpanMSMG1A)
+		_, s := tp.Tracer("bench").Start(context.Background(), semconv.SpanMSMG1A)
 		s.End()
 	}
 	spans := mem.GetSpans().Snapshots()

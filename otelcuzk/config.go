@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Protocols of the OTLP exporter, spelled as OTEL_EXPORTER_OTLP_PROTOCOL
@@ -56,7 +58,7 @@ type config struct {
 	traceFile     string
 	sampler       sdktrace.Sampler
 	resAttrs      []attribute.KeyValue
-	devices       []Device
+	devices       []semconv.GPU
 	processors    []sdktrace.SpanProcessor
 	exporter      sdktrace.SpanExporter
 	syncExport    bool
@@ -153,8 +155,8 @@ func WithResourceAttributes(attrs ...attribute.KeyValue) Option {
 
 // WithDevices describes the GPUs of this host in the resource, after the
 // OpenTelemetry hardware semantic conventions (see semconv.GPUAttributes).
-func WithDevices(devices []Device) Option {
-	d := append([]Device(nil), devices...)
+func WithDevices(devices []semconv.GPU) Option {
+	d := append([]semconv.GPU(nil), devices...)
 	return optionFunc(func(c config) config { c.devices = d; return c })
 }
 

@@ -9,7 +9,7 @@
 // exports, W3C trace context propagation through the TRACEPARENT environment
 // variable, and a helper that wraps a Curio harmonytask in a span. The span
 // names, attribute keys and error vocabulary are in the leaf package
-// otelcuzk/semconv; vocabulary.go re-exports them under their old names.
+// otelcuzk/semconv.
 //
 // The package imports the OpenTelemetry API, SDK and exporters and
 // otelcuzk/semconv only: no gnark, no cgo, so callers such as Curio can

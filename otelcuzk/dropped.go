@@ -50,9 +50,9 @@ func DroppedSpansUncertain() int64 { return uncertainTotal.Load() }
 // It returns the meter's registration error.
 func RegisterMetrics(meter metric.Meter) error {
 	if meter == nil {
-		return fmt.Errorf("otelcuzk: register %s: nil meter", MetricSpansDropped)
+		return fmt.Errorf("otelcuzk: register %s: nil meter", semconv.MetricSpansDropped)
 	}
-	_, err := meter.Int64ObservableCounter(MetricSpansDropped,
+	_, err := meter.Int64ObservableCounter(semconv.MetricSpansDropped,
 		metric.WithDescription("Spans lost because their export failed (endpoint unreachable, timeout, write error)."),
 		metric.WithUnit("{span}"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -60,7 +60,7 @@ func RegisterMetrics(meter metric.Meter) error {
 			return nil
 		}))
 	if err != nil {
-		return fmt.Errorf("otelcuzk: register %s: %w", MetricSpansDropped, err)
+		return fmt.Errorf("otelcuzk: register %s: %w", semconv.MetricSpansDropped, err)
 	}
 	return nil
 }

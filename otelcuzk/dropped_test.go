@@ -16,6 +16,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // flakyExporter fails while fail is set and counts its calls and the spans
@@ -99,7 +101,7 @@ func TestRegisterMetricsObservesDroppedSpans(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	if err := RegisterMetrics(mp.Meter(ScopeName)); err != nil {
+	if err := RegisterMetrics(mp.Meter(semconv.ScopeName)); err != nil {
 		t.Fatal(err)
 	}
 	tel := newTel(t, WithExporter(&flakyExporter{fail: true}), WithSyncExport(), WithLogWriter(nil))
@@ -112,7 +114,7 @@ func TestRegisterMetricsObservesDroppedSpans(t *testing.T) {
 	var found bool
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != MetricSpansDropped {
+			if m.Name != semconv.MetricSpansDropped {
 				continue
 			}
 			found = true
@@ -126,7 +128,7 @@ func TestRegisterMetricsObservesDroppedSpans(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("metric %s not collected", MetricSpansDropped)
+		t.Fatalf("metric %s not collected", semconv.MetricSpansDropped)
 	}
 }
 

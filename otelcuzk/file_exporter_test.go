@@ -25,6 +25,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // writeSampleTrace writes a small trace (under the current environment) through Setup's default file
@@ -41,12 +43,12 @@ func writeSampleTrace(t *testing.T, opts ...Option) ([]string, tracetest.SpanStu
 	if p, target := tel.Destination(); p != "file" || target != path {
 		t.Fatalf("Destination = %s %s, want file %s", p, target, path)
 	}
-	tr := tel.TracerProvider.Tracer(ScopeName)
-	ctx, root := tr.Start(context.Background(), SpanEngineJob, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(KeyRequestID.String("req-1"), KeyCircuitConstraints.Int(1<<20),
-			KeyUntracedMS.Float64(1.5), KeyProofVerified.Bool(true),
+	tr := tel.TracerProvider.Tracer(semconv.ScopeName)
+	ctx, root := tr.Start(context.Background(), semconv.SpanEngineJob, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(semconv.KeyRequestID.String("req-1"), semconv.KeyCircuitConstraints.Int(1<<20),
+			semconv.KeyUntracedMS.Float64(1.5), semconv.KeyProofVerified.Bool(true),
 			attribute.StringSlice("cuzk.names", []string{"a", "b"}), attribute.Int64Slice("cuzk.sizes", []int64{1, 1 << 40})))
-	_, child := tr.Start(ctx, SpanPipelineProve, trace.WithLinks(trace.Link{SpanContext: root.SpanContext()}))
+	_, child := tr.Start(ctx, semconv.SpanPipelineProve, trace.WithLinks(trace.Link{SpanContext: root.SpanContext()}))
 	child.AddEvent("step", trace.WithAttributes(attribute.Int("n", 3)))
 	child.SetStatus(codes.Error, "boom")
 	child.End()
@@ -124,7 +126,7 @@ func TestFileExporterWritesOTLPJSONLayout(t *testing.T) {
 					t.Errorf("%s %v (%T) is not a decimal string", f, s[f], s[f])
 				}
 			}
-			if s["name"] == SpanPipelineProve {
+			if s["name"] == semconv.SpanPipelineProve {
 				st := s["status"].(map[string]any)
 				if st["code"] != json.Number("2") || st["message"] != "boom" {
 					t.Errorf("status = %v, want code 2 (ERROR) and message boom", st)
@@ -134,7 +136,7 @@ func TestFileExporterWritesOTLPJSONLayout(t *testing.T) {
 					t.Errorf("link ids not hex: %v", l)
 				}
 			}
-			if s["name"] == SpanEngineJob && s["kind"] != json.Number("2") {
+			if s["name"] == semconv.SpanEngineJob && s["kind"] != json.Number("2") {
 				t.Errorf("server span kind = %v, want 2", s["kind"])
 			}
 		}
@@ -196,10 +198,10 @@ func TestFileExporterRoundTripsThroughProtobufJSON(t *testing.T) {
 				t.Errorf("attribute %d = %s, want %s", i, g.Attributes[i].Key, kv.Key)
 			}
 		}
-		if w.Name == SpanEngineJob {
+		if w.Name == semconv.SpanEngineJob {
 			for _, kv := range g.Attributes {
 				switch kv.Key {
-				case string(KeyCircuitConstraints):
+				case string(semconv.KeyCircuitConstraints):
 					if kv.Value.GetIntValue() != 1<<20 {
 						t.Errorf("constraints = %v", kv.Value)
 					}
@@ -207,14 +209,14 @@ func TestFileExporterRoundTripsThroughProtobufJSON(t *testing.T) {
 					if v := kv.Value.GetArrayValue().GetValues(); len(v) != 2 || v[1].GetIntValue() != 1<<40 {
 						t.Errorf("int slice = %v", kv.Value)
 					}
-				case string(KeyUntracedMS):
+				case string(semconv.KeyUntracedMS):
 					if kv.Value.GetDoubleValue() != 1.5 {
 						t.Errorf("double = %v", kv.Value)
 					}
 				}
 			}
 		}
-		if w.Name == SpanPipelineProve && (len(g.Events) != 1 || g.Events[0].Name != "step" || g.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR) {
+		if w.Name == semconv.SpanPipelineProve && (len(g.Events) != 1 || g.Events[0].Name != "step" || g.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR) {
 			t.Errorf("child events %v status %v", g.Events, g.Status)
 		}
 	}
@@ -328,7 +330,7 @@ func TestMarshalOTLPJSONAgreesWithProtojson(t *testing.T) {
 		},
 		SchemaUrl: "https://opentelemetry.io/schemas/1.37.0",
 		ScopeSpans: []*tracepb.ScopeSpans{{
-			Scope:     &commonpb.InstrumentationScope{Name: ScopeName, Version: "0.1.0", Attributes: []*commonpb.KeyValue{{Key: "k", Value: str("v")}}},
+			Scope:     &commonpb.InstrumentationScope{Name: semconv.ScopeName, Version: "0.1.0", Attributes: []*commonpb.KeyValue{{Key: "k", Value: str("v")}}},
 			SchemaUrl: "s",
 			Spans: []*tracepb.Span{{
 				TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{0x01}, 8), ParentSpanId: bytes.Repeat([]byte{0xfe}, 8),

@@ -9,6 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // TestNilArgumentsAreErrorsNotPanics proves that otelcuzk's exported entry
@@ -24,10 +26,10 @@ func TestNilArgumentsAreErrorsNotPanics(t *testing.T) {
 		call    func() error
 		wantErr bool
 	}{
-		{"SetError nil span", func() error { SetError(nil, errors.New("x")); return nil }, false},
-		{"SetError nil error", func() error { SetError(noop.Span{}, nil); return nil }, false},
-		{"ErrorType nil", func() error { ErrorType(nil); return nil }, false},
-		{"DeviceAttributes nil", func() error { DeviceAttributes(nil); return nil }, false},
+		{"SetError nil span", func() error { semconv.SetError(nil, errors.New("x")); return nil }, false},
+		{"SetError nil error", func() error { semconv.SetError(noop.Span{}, nil); return nil }, false},
+		{"ErrorType nil", func() error { semconv.ErrorType(nil); return nil }, false},
+		{"DeviceAttributes nil", func() error { semconv.GPUAttributes(nil); return nil }, false},
 		{"EnvWithTraceparent nil env", func() error { EnvWithTraceparent(ctx, nil); return nil }, false},
 		{"MarshalOTLPJSON nil", func() error { _, err := MarshalOTLPJSON(nil); return err }, false},
 		{"RegisterMetrics nil meter", func() error { return RegisterMetrics(nil) }, true},

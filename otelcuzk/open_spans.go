@@ -7,6 +7,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // openSpans is a span processor that keeps the spans started and not yet
@@ -56,7 +58,7 @@ func (p *openSpans) endAll(err error) int {
 	p.mu.Unlock()
 	sort.Slice(spans, func(i, j int) bool { return spans[i].seq > spans[j].seq })
 	for _, s := range spans {
-		SetError(s.span, err)
+		semconv.SetError(s.span, err)
 		s.span.End()
 	}
 	return len(spans)

@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // A run cut short leaves spans open (a compile that cannot stop, its
@@ -45,12 +47,12 @@ func TestEndOpenSpansEndsEveryOpenSpanCanceledChildrenFirst(t *testing.T) {
 		}
 		et := ""
 		for _, a := range s.Attributes {
-			if a.Key == KeyErrorType {
+			if a.Key == semconv.KeyErrorType {
 				et = a.Value.AsString()
 			}
 		}
-		if s.Status.Code != codes.Error || et != ErrorTypeCanceled {
-			t.Errorf("%s: status %v, error.type %q; want Error, %q", s.Name, s.Status, et, ErrorTypeCanceled)
+		if s.Status.Code != codes.Error || et != semconv.ErrorTypeCanceled {
+			t.Errorf("%s: status %v, error.type %q; want Error, %q", s.Name, s.Status, et, semconv.ErrorTypeCanceled)
 		}
 	}
 	want := []string{"circuit.cache.read", "circuit.frontend", "circuit.compile", "engine.job"}

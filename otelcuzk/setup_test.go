@@ -17,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // otelVars are every variable Setup or the libraries it uses read; tests
@@ -525,7 +527,7 @@ func TestSetupInstallsGlobals(t *testing.T) {
 func TestWithDevicesDescribesGPUsInResource(t *testing.T) {
 	clearEnv(t)
 	mem := tracetest.NewInMemoryExporter()
-	tel := newTel(t, WithExporter(mem), WithSyncExport(), WithDevices([]Device{
+	tel := newTel(t, WithExporter(mem), WithSyncExport(), WithDevices([]semconv.GPU{
 		{ID: "GPU-aaa", Ordinal: 0, Model: "NVIDIA H200", Vendor: "NVIDIA", DriverVersion: "570.86", MemoryBytes: 141 << 30},
 		{Ordinal: 1, Model: "NVIDIA H200", Vendor: "NVIDIA", DriverVersion: "570.86"},
 	}))
@@ -534,7 +536,7 @@ func TestWithDevicesDescribesGPUsInResource(t *testing.T) {
 	ids, _ := set.Value("hw.id")
 	types, _ := set.Value("hw.type")
 	drivers, _ := set.Value("hw.driver_version")
-	memv, _ := set.Value(attribute.Key(KeyHWGPUMemoryLimit))
+	memv, _ := set.Value(attribute.Key(semconv.KeyHWGPUMemoryLimit))
 	if got := ids.AsStringSlice(); len(got) != 2 || got[0] != "GPU-aaa" || got[1] != "gpu1" {
 		t.Errorf("hw.id = %v", got)
 	}
@@ -547,7 +549,7 @@ func TestWithDevicesDescribesGPUsInResource(t *testing.T) {
 	if got := memv.AsInt64Slice(); len(got) != 2 || got[0] != 141<<30 {
 		t.Errorf("hw.gpu.memory.limit = %v", got)
 	}
-	if DeviceAttributes(nil) != nil {
+	if semconv.GPUAttributes(nil) != nil {
 		t.Error("DeviceAttributes(nil) is not nil")
 	}
 }
@@ -568,7 +570,7 @@ func TestSetupInstallsUntracedProcessorByDefault(t *testing.T) {
 		p.End(trace.WithTimestamp(at(20)))
 		n := 0
 		for _, s := range mem.GetSpans() {
-			if s.Name == SpanUntraced {
+			if s.Name == semconv.SpanUntraced {
 				n++
 			}
 		}

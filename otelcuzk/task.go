@@ -22,12 +22,12 @@ type Task struct {
 
 // Attributes returns the span attributes of t.
 func (t Task) Attributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{KeyTaskID.Int64(t.ID), KeyTaskName.String(t.Name)}
+	attrs := []attribute.KeyValue{semconv.KeyTaskID.Int64(t.ID), semconv.KeyTaskName.String(t.Name)}
 	if t.MinerID != "" {
-		attrs = append(attrs, KeyMinerID.String(t.MinerID))
+		attrs = append(attrs, semconv.KeyMinerID.String(t.MinerID))
 	}
 	if t.SectorNumber >= 0 {
-		attrs = append(attrs, KeySectorNumber.Int64(t.SectorNumber))
+		attrs = append(attrs, semconv.KeySectorNumber.Int64(t.SectorNumber))
 	}
 	return attrs
 }
@@ -72,19 +72,19 @@ func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done boo
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
-	tracer := c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
-	ctx, span := tracer.Start(ctx, SpanCurioTask, trace.WithAttributes(t.Attributes()...))
+	tracer := c.tp.Tracer(semconv.ScopeName, trace.WithInstrumentationVersion(Version()))
+	ctx, span := tracer.Start(ctx, semconv.SpanCurioTask, trace.WithAttributes(t.Attributes()...))
 	defer span.End()
 	defer func() {
 		if r := recover(); r != nil {
-			SetError(span, semconv.NewError(ErrorTypePanic, fmt.Sprintf("panic: %v", r)))
+			semconv.SetError(span, semconv.NewError(semconv.ErrorTypePanic, fmt.Sprintf("panic: %v", r)))
 			panic(r) // the deferred span.End still runs
 		}
 	}()
 	done, err = do(ctx)
-	span.SetAttributes(KeyTaskDone.Bool(done))
+	span.SetAttributes(semconv.KeyTaskDone.Bool(done))
 	if err != nil {
-		SetError(span, err)
+		semconv.SetError(span, err)
 	}
 	return done, err
 }

@@ -58,5 +58,5 @@ func ExampleSetup() {
 			fmt.Println(err) // e.g. spans dropped because the endpoint was unreachable
 		}
 	}()
-	// ... otel.Tracer(otelcuzk.ScopeName).Start(ctx, otelcuzk.SpanEngineJob) ...
+	// ... otel.Tracer(semconv.ScopeName).Start(ctx, semconv.SpanEngineJob) ...
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
@@ -33,21 +34,21 @@ func TestRunTaskSpanCarriesTaskAndParentsWork(t *testing.T) {
 		t.Fatalf("%d spans, want 2", len(spans))
 	}
 	ts, prove := spans[1], spans[0]
-	if ts.Name != SpanCurioTask {
-		t.Fatalf("span %q, want %s", ts.Name, SpanCurioTask)
+	if ts.Name != semconv.SpanCurioTask {
+		t.Fatalf("span %q, want %s", ts.Name, semconv.SpanCurioTask)
 	}
 	if prove.Parent.SpanID() != ts.SpanContext.SpanID() || inner.TraceID() != ts.SpanContext.TraceID() {
 		t.Fatal("work inside do is not a child of the task span")
 	}
 	a := spantest.StubAttrs(ts)
-	if a[KeyTaskID].AsInt64() != 991 || a[KeyTaskName].AsString() != "WdPost" || a[KeyMinerID].AsString() != "f01234" {
+	if a[semconv.KeyTaskID].AsInt64() != 991 || a[semconv.KeyTaskName].AsString() != "WdPost" || a[semconv.KeyMinerID].AsString() != "f01234" {
 		t.Errorf("attributes = %v", a)
 	}
-	if v, ok := a[KeySectorNumber]; !ok || v.AsInt64() != 0 {
+	if v, ok := a[semconv.KeySectorNumber]; !ok || v.AsInt64() != 0 {
 		t.Errorf("sector 0 not recorded: %v", a)
 	}
-	if !a[KeyTaskDone].AsBool() || ts.Status.Code != codes.Unset {
-		t.Errorf("done = %v status = %v", a[KeyTaskDone], ts.Status)
+	if !a[semconv.KeyTaskDone].AsBool() || ts.Status.Code != codes.Unset {
+		t.Errorf("done = %v status = %v", a[semconv.KeyTaskDone], ts.Status)
 	}
 }
 
@@ -65,13 +66,13 @@ func TestRunTaskRecordsError(t *testing.T) {
 		t.Errorf("status = %+v", s.Status)
 	}
 	a := spantest.StubAttrs(s)
-	if a[KeyErrorType].AsString() != ErrorTypeIO { // the *fs.PathError inside
-		t.Errorf("error.type = %q", a[KeyErrorType].AsString())
+	if a[semconv.KeyErrorType].AsString() != semconv.ErrorTypeIO { // the *fs.PathError inside
+		t.Errorf("error.type = %q", a[semconv.KeyErrorType].AsString())
 	}
-	if _, ok := a[KeySectorNumber]; ok {
+	if _, ok := a[semconv.KeySectorNumber]; ok {
 		t.Error("negative sector recorded")
 	}
-	if _, ok := a[KeyMinerID]; ok {
+	if _, ok := a[semconv.KeyMinerID]; ok {
 		t.Error("empty miner id recorded")
 	}
 	if len(s.Events) != 1 || s.Events[0].Name != "exception" {
@@ -86,7 +87,7 @@ func TestRunTaskPanicEndsSpanAndRepanics(t *testing.T) {
 			t.Fatalf("recovered %v, want kaput", r)
 		}
 		spans := mem.GetSpans()
-		if len(spans) != 1 || spans[0].Status.Code != codes.Error || spantest.StubAttrs(spans[0])[KeyErrorType].AsString() != "panic" {
+		if len(spans) != 1 || spans[0].Status.Code != codes.Error || spantest.StubAttrs(spans[0])[semconv.KeyErrorType].AsString() != "panic" {
 			t.Fatalf("spans after panic = %v", spans)
 		}
 	}()

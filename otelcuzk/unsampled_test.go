@@ -7,6 +7,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // callerCtx carries a remote span context as an incoming traceparent does.
@@ -30,7 +32,7 @@ func job(t *testing.T, ctx context.Context, opts ...Option) (tracetest.SpanStubs
 	tel := newTel(t, append([]Option{WithoutUntraced(), WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(mem))}, opts...)...)
 	tr := tel.Provider().Tracer("test")
 	ctx, root := tr.Start(ctx, "rpc")
-	_, child := tr.Start(ctx, SpanEngineJob)
+	_, child := tr.Start(ctx, semconv.SpanEngineJob)
 	child.End()
 	root.End()
 	return mem.GetSpans(), child.SpanContext()

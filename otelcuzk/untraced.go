@@ -8,6 +8,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Interval is a closed-open time interval [Start, End).
@@ -177,12 +179,12 @@ func (p *UntracedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	ctx := context.WithValue(context.Background(), untracedMarker{}, true)
 	ctx = trace.ContextWithSpanContext(ctx, sc)
-	tracer := st.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
-	_, u := tracer.Start(ctx, SpanUntraced,
+	tracer := st.tp.Tracer(semconv.ScopeName, trace.WithInstrumentationVersion(Version()))
+	_, u := tracer.Start(ctx, semconv.SpanUntraced,
 		trace.WithTimestamp(largest.Start),
 		trace.WithAttributes(
-			KeyUntracedMS.Float64(float64(total)/float64(time.Millisecond)),
-			KeyUntracedParent.String(s.Name()),
+			semconv.KeyUntracedMS.Float64(float64(total)/float64(time.Millisecond)),
+			semconv.KeyUntracedParent.String(s.Name()),
 		))
 	u.End(trace.WithTimestamp(largest.End))
 }

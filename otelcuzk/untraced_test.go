@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -92,7 +93,7 @@ func (r *untracedRig) oneChild(name string, start, stop, end float64) {
 func (r *untracedRig) untraced() []tracetest.SpanStub {
 	var out []tracetest.SpanStub
 	for _, s := range r.exp.GetSpans() {
-		if s.Name == SpanUntraced {
+		if s.Name == semconv.SpanUntraced {
 			out = append(out, s)
 		}
 	}
@@ -133,11 +134,11 @@ func (r *untracedRig) byName(t *testing.T, name string) tracetest.SpanStub {
 func untracedMS(t *testing.T, s tracetest.SpanStub) float64 {
 	t.Helper()
 	for _, kv := range s.Attributes {
-		if kv.Key == KeyUntracedMS {
+		if kv.Key == semconv.KeyUntracedMS {
 			return kv.Value.AsFloat64()
 		}
 	}
-	t.Fatalf("span %q has no %s", s.Name, KeyUntracedMS)
+	t.Fatalf("span %q has no %s", s.Name, semconv.KeyUntracedMS)
 	return 0
 }
 
@@ -179,7 +180,7 @@ func TestUntracedNestedChildrenReportEachLevel(t *testing.T) {
 	if !um.StartTime.Equal(at(60)) || !um.EndTime.Equal(at(90)) {
 		t.Errorf("mid untraced span covers [%v, %v), want [60ms, 90ms)", um.StartTime.Sub(t0), um.EndTime.Sub(t0))
 	}
-	if p := spantest.StubAttr(um, string(KeyUntracedParent)); p != "mid" {
+	if p := spantest.StubAttr(um, string(semconv.KeyUntracedParent)); p != "mid" {
 		t.Errorf("cuzk.untraced.parent = %q, want mid", p)
 	}
 	ur, ok := got[root0.SpanContext.SpanID()]
@@ -249,20 +250,20 @@ func TestUntracedBelowThresholdNotEmitted(t *testing.T) {
 
 func TestUntracedPlantedSleepBetweenChildren(t *testing.T) {
 	r := newUntracedRig(DefaultUntracedMin, DefaultUntracedFraction)
-	ctx, prove := r.tr.Start(context.Background(), SpanPipelineProve)
-	_, a := r.tr.Start(ctx, SpanComputeH)
+	ctx, prove := r.tr.Start(context.Background(), semconv.SpanPipelineProve)
+	_, a := r.tr.Start(ctx, semconv.SpanComputeH)
 	time.Sleep(2 * time.Millisecond)
 	a.End()
 	time.Sleep(50 * time.Millisecond) // the planted gap
-	_, b := r.tr.Start(ctx, SpanMSMG1A)
+	_, b := r.tr.Start(ctx, semconv.SpanMSMG1A)
 	time.Sleep(2 * time.Millisecond)
 	b.End()
 	prove.End()
 
 	u := r.oneUntraced(t)
-	p := r.byName(t, SpanPipelineProve)
+	p := r.byName(t, semconv.SpanPipelineProve)
 	if u.Parent.SpanID() != p.SpanContext.SpanID() {
-		t.Fatalf("untraced parent = %v, want %s", u.Parent.SpanID(), SpanPipelineProve)
+		t.Fatalf("untraced parent = %v, want %s", u.Parent.SpanID(), semconv.SpanPipelineProve)
 	}
 	// time.Sleep never returns early; on a loaded 2-core CI machine it may
 	// return late, so the upper bound is loose.
@@ -273,7 +274,7 @@ func TestUntracedPlantedSleepBetweenChildren(t *testing.T) {
 	if d := u.EndTime.Sub(u.StartTime); d < 50*time.Millisecond || d > 150*time.Millisecond {
 		t.Errorf("untraced span lasts %v, want about 50 ms", d)
 	}
-	ha, mb := r.byName(t, SpanComputeH), r.byName(t, SpanMSMG1A)
+	ha, mb := r.byName(t, semconv.SpanComputeH), r.byName(t, semconv.SpanMSMG1A)
 	if u.StartTime.Before(ha.EndTime) || u.EndTime.After(mb.StartTime) {
 		t.Error("untraced span is not between the two children")
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -24,27 +24,27 @@ func TestSentinelsDeclareTheirErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{groth16.ErrUnsupported, otelcuzk.ErrorTypeUnsupported},
-		{groth16.ErrWitnessSize, otelcuzk.ErrorTypeBadWitness},
-		{groth16.ErrBadWitness, otelcuzk.ErrorTypeBadWitness},
-		{groth16.ErrUnsatisfied, otelcuzk.ErrorTypeUnsatisfied},
-		{groth16.ErrKeyMismatch, otelcuzk.ErrorTypeKeyMismatch},
-		{ErrVerifyFailed, otelcuzk.ErrorTypeVerifyFailed},
-		{ErrUnknownCircuit, otelcuzk.ErrorTypeNotFound},
-		{ErrBadCircuitFile, otelcuzk.ErrorTypeInvalidRequest},
-		{ErrUnknownBackend, otelcuzk.ErrorTypeInvalidRequest},
-		{ErrSynthesisSpent, otelcuzk.ErrorTypeInvalidRequest},
-		{backend.ErrUnavailable, otelcuzk.ErrorTypeNoDevice},
-		{backend.ErrNoDeviceMemory, otelcuzk.ErrorTypeNoDevice},
-		{backend.ErrDeviceFault, otelcuzk.ErrorTypeDeviceFault},
-		{circuits.ErrBadConstraints, otelcuzk.ErrorTypeInvalidRequest},
-		{circuits.ErrTooLargeForHost, otelcuzk.ErrorTypeOutOfMemory},
-		{circuits.ErrNotBuiltin, otelcuzk.ErrorTypeInvalidRequest},
+		{groth16.ErrUnsupported, semconv.ErrorTypeUnsupported},
+		{groth16.ErrWitnessSize, semconv.ErrorTypeBadWitness},
+		{groth16.ErrBadWitness, semconv.ErrorTypeBadWitness},
+		{groth16.ErrUnsatisfied, semconv.ErrorTypeUnsatisfied},
+		{groth16.ErrKeyMismatch, semconv.ErrorTypeKeyMismatch},
+		{ErrVerifyFailed, semconv.ErrorTypeVerifyFailed},
+		{ErrUnknownCircuit, semconv.ErrorTypeNotFound},
+		{ErrBadCircuitFile, semconv.ErrorTypeInvalidRequest},
+		{ErrUnknownBackend, semconv.ErrorTypeInvalidRequest},
+		{ErrSynthesisSpent, semconv.ErrorTypeInvalidRequest},
+		{backend.ErrUnavailable, semconv.ErrorTypeNoDevice},
+		{backend.ErrNoDeviceMemory, semconv.ErrorTypeNoDevice},
+		{backend.ErrDeviceFault, semconv.ErrorTypeDeviceFault},
+		{circuits.ErrBadConstraints, semconv.ErrorTypeInvalidRequest},
+		{circuits.ErrTooLargeForHost, semconv.ErrorTypeOutOfMemory},
+		{circuits.ErrNotBuiltin, semconv.ErrorTypeInvalidRequest},
 		// As the CUDA backend wraps them: the outer kind names the error.
-		{fmt.Errorf("%w: %w", backend.ErrUnavailable, cudaspans.ErrNoDevice), otelcuzk.ErrorTypeNoDevice},
-		{fmt.Errorf("%w on cuda:0: %w", backend.ErrDeviceFault, &cudaspans.Error{Code: 700}), otelcuzk.ErrorTypeDeviceFault},
+		{fmt.Errorf("%w: %w", backend.ErrUnavailable, cudaspans.ErrNoDevice), semconv.ErrorTypeNoDevice},
+		{fmt.Errorf("%w on cuda:0: %w", backend.ErrDeviceFault, &cudaspans.Error{Code: 700}), semconv.ErrorTypeDeviceFault},
 	} {
-		if got := otelcuzk.ErrorType(fmt.Errorf("prove: %w", tc.err)); got != tc.want {
+		if got := semconv.ErrorType(fmt.Errorf("prove: %w", tc.err)); got != tc.want {
 			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
@@ -66,13 +66,13 @@ func TestFailedSynthesisSpansCarryTheErrorType(t *testing.T) {
 		if s.Status.Code != codes.Error {
 			continue
 		}
-		et, _ := spantest.StubValue(s, string(otelcuzk.KeyErrorType))
+		et, _ := spantest.StubValue(s, string(semconv.KeyErrorType))
 		got = append(got, s.Name+" "+et)
 	}
 	want := []string{
-		otelcuzk.SpanSynthesizeSolve + " unsatisfied",
-		otelcuzk.SpanPipelineSynthesize + " unsatisfied",
-		otelcuzk.SpanPipelineSynthesize + " unsupported",
+		semconv.SpanSynthesizeSolve + " unsatisfied",
+		semconv.SpanPipelineSynthesize + " unsatisfied",
+		semconv.SpanPipelineSynthesize + " unsupported",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("failed spans %q, want %q", got, want)

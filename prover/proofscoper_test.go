@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
@@ -76,7 +76,7 @@ func (b *scopedCPU) ComputeH(ctx context.Context, keyID string, d *fft.Domain, a
 
 func (b *scopedCPU) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], sc []fr.Element) (curve.G1Jac, error) {
 	b.see(ctx)
-	if b.failMSM && call.Span == otelcuzk.SpanMSMG1K {
+	if b.failMSM && call.Span == semconv.SpanMSMG1K {
 		return curve.G1Jac{}, errors.New("device lost")
 	}
 	return b.Backend.MSMG1(ctx, call, bases, sc)
@@ -111,7 +111,7 @@ func TestProofScoperWrapsTheDeviceWorkOfOneProof(t *testing.T) {
 		t.Error("the end function ran after gnarkgroth16.prove ended")
 	}
 	tree := spantest.NewTree(exp.GetSpans())
-	proves := tree.Named(otelcuzk.SpanGroth16Prove)
+	proves := tree.Named(semconv.SpanGroth16Prove)
 	if len(proves) != 1 || proves[0].SpanContext.SpanID() != b.parentAtBegin.SpanID() {
 		t.Errorf("BeginProof's parent is not the gnarkgroth16.prove span")
 	}

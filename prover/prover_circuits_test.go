@@ -19,7 +19,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
@@ -76,8 +76,8 @@ func TestRangeCheckBuiltinProvesThroughThePipeline(t *testing.T) {
 	}
 	tree := spantest.NewTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
-		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
-		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
+		{semconv.SpanMSMG1Commitment, semconv.SpanSynthesizeSolve},
+		{semconv.SpanMSMG1CommitmentPok, semconv.SpanGroth16Prove},
 	} {
 		spans := tree.Named(c.span)
 		if len(spans) != 1 {
@@ -126,29 +126,29 @@ func TestSynthesisStepsAreSpansUnderPipelineSynthesize(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := spantest.NewTree(exp.GetSpans())
-	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
+	for _, name := range []string{semconv.SpanSynthesizeWitness, semconv.SpanSynthesizeSolve, semconv.SpanSynthesizeCopy} {
 		spans := tree.Named(name)
 		if len(spans) != 1 {
 			t.Fatalf("%d %s spans, want 1", len(spans), name)
 		}
-		if par, ok := tree.Parent(spans[0]); !ok || par.Name != otelcuzk.SpanPipelineSynthesize {
+		if par, ok := tree.Parent(spans[0]); !ok || par.Name != semconv.SpanPipelineSynthesize {
 			t.Errorf("%s under %q, want pipeline.synthesize", name, par.Name)
 		}
 	}
-	solve := tree.Named(otelcuzk.SpanSynthesizeSolve)[0]
+	solve := tree.Named(semconv.SpanSynthesizeSolve)[0]
 	attrs := map[string]int64{}
 	for _, a := range solve.Attributes {
 		attrs[string(a.Key)] = a.Value.AsInt64()
 	}
-	if attrs[string(otelcuzk.KeySolverTasks)] != int64(max(1, runtime.GOMAXPROCS(0))) || attrs[string(otelcuzk.KeySolverLevels)] < 100 {
+	if attrs[string(semconv.KeySolverTasks)] != int64(max(1, runtime.GOMAXPROCS(0))) || attrs[string(semconv.KeySolverLevels)] < 100 {
 		t.Errorf("synthesize.solve attributes %v", attrs)
 	}
 	// The steps cover the synthesis: nothing of it is untraced but the
 	// checks between them.
-	syn := tree.Named(otelcuzk.SpanPipelineSynthesize)[0]
+	syn := tree.Named(semconv.SpanPipelineSynthesize)[0]
 	total := syn.EndTime.Sub(syn.StartTime)
 	var steps int64
-	for _, name := range []string{otelcuzk.SpanSynthesizeWitness, otelcuzk.SpanSynthesizeSolve, otelcuzk.SpanSynthesizeCopy} {
+	for _, name := range []string{semconv.SpanSynthesizeWitness, semconv.SpanSynthesizeSolve, semconv.SpanSynthesizeCopy} {
 		s := tree.Named(name)[0]
 		steps += int64(s.EndTime.Sub(s.StartTime))
 	}

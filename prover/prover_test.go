@@ -18,7 +18,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -53,7 +53,7 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 	p := newTestPipeline(t, "cpu", buffer.ReleaseAsync, WithTracerProvider(tp))
 	req := &Request{Circuit: "mulchain", Constraints: 1 << 10, Verify: true}
 	for i := 0; i < 2; i++ {
-		ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
+		ctx, job := tp.Tracer("test").Start(context.Background(), semconv.SpanEngineJob)
 		res, err := p.Run(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -92,47 +92,47 @@ func TestPipelineRunProvesVerifiesAndTracesEveryStep(t *testing.T) {
 	}
 	tree := spantest.NewTree(exp.GetSpans())
 	for name, parent := range map[string]string{
-		otelcuzk.SpanKeyLoad:            otelcuzk.SpanEngineJob,
-		otelcuzk.SpanCircuitCompile:     otelcuzk.SpanEngineJob,
-		otelcuzk.SpanPipelineSynthesize: otelcuzk.SpanEngineJob,
-		otelcuzk.SpanPipelineProve:      otelcuzk.SpanEngineJob,
-		otelcuzk.SpanGroth16Prove:       otelcuzk.SpanPipelineProve,
-		otelcuzk.SpanMSMG2B:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanPipelineSerialize:  otelcuzk.SpanEngineJob,
-		otelcuzk.SpanProofVerify:        otelcuzk.SpanEngineJob,
-		otelcuzk.SpanBufferRelease:      otelcuzk.SpanEngineJob, // async: off pipeline.prove
+		semconv.SpanKeyLoad:            semconv.SpanEngineJob,
+		semconv.SpanCircuitCompile:     semconv.SpanEngineJob,
+		semconv.SpanPipelineSynthesize: semconv.SpanEngineJob,
+		semconv.SpanPipelineProve:      semconv.SpanEngineJob,
+		semconv.SpanGroth16Prove:       semconv.SpanPipelineProve,
+		semconv.SpanMSMG2B:             semconv.SpanGroth16Prove,
+		semconv.SpanPipelineSerialize:  semconv.SpanEngineJob,
+		semconv.SpanProofVerify:        semconv.SpanEngineJob,
+		semconv.SpanBufferRelease:      semconv.SpanEngineJob, // async: off pipeline.prove
 	} {
 		spans := tree.Named(name)
 		if len(spans) == 0 {
 			t.Errorf("no %s span", name)
 		}
 		for _, s := range spans {
-			if !s.Parent.IsValid() && name == otelcuzk.SpanKeyLoad {
+			if !s.Parent.IsValid() && name == semconv.SpanKeyLoad {
 				continue // the test's own VerifyingKey calls
 			}
 			if p, ok := tree.Parent(s); !ok || p.Name != parent {
 				t.Errorf("%s: parent %q, want %q", name, p.Name, parent)
-			} else if name != otelcuzk.SpanBufferRelease && (s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime)) {
+			} else if name != semconv.SpanBufferRelease && (s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime)) {
 				t.Errorf("%s not inside %s", name, p.Name)
 			}
 		}
 	}
 	var hits []string
-	for _, s := range tree.Named(otelcuzk.SpanKeyLoad) {
+	for _, s := range tree.Named(semconv.SpanKeyLoad) {
 		if !s.Parent.IsValid() {
 			continue
 		}
-		v, _ := spantest.StubValue(s, string(otelcuzk.KeyKeyCacheHit))
+		v, _ := spantest.StubValue(s, string(semconv.KeyKeyCacheHit))
 		hits = append(hits, v)
 	}
 	if strings.Join(hits, ",") != "false,true" {
 		t.Errorf("keys.load cache hits %v, want first false then true", hits)
 	}
-	if n := len(tree.Named(otelcuzk.SpanCircuitCompile)); n != 1 {
+	if n := len(tree.Named(semconv.SpanCircuitCompile)); n != 1 {
 		t.Errorf("%d compiles for two runs of one circuit, want 1", n)
 	}
 	// Steps in order within a job.
-	order := []string{otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanPipelineProve, otelcuzk.SpanPipelineSerialize, otelcuzk.SpanProofVerify}
+	order := []string{semconv.SpanPipelineSynthesize, semconv.SpanPipelineProve, semconv.SpanPipelineSerialize, semconv.SpanProofVerify}
 	for i := 1; i < len(order); i++ {
 		a, b := tree.Named(order[i-1])[0], tree.Named(order[i])[0]
 		if a.EndTime.After(b.StartTime) {
@@ -363,7 +363,7 @@ func TestConcurrentRunsShareOneLoadAndAllVerify(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c := len(spantest.NewTree(exp.GetSpans()).Named(otelcuzk.SpanCircuitCompile)); c != 1 {
+	if c := len(spantest.NewTree(exp.GetSpans()).Named(semconv.SpanCircuitCompile)); c != 1 {
 		t.Errorf("%d compiles for %d concurrent runs of one circuit, want 1", c, n)
 	}
 }
@@ -449,7 +449,7 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 		for _, s := range exp.GetSpans() {
 			names[s.Name] = true
 			for _, a := range s.Attributes {
-				if a.Key == otelcuzk.KeyCircuitCache || a.Key == otelcuzk.KeyKeyHashSource {
+				if a.Key == semconv.KeyCircuitCache || a.Key == semconv.KeyKeyHashSource {
 					cache += a.Value.AsString() + " "
 				}
 			}
@@ -463,7 +463,7 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 	if got != "hit circuit_cache" {
 		t.Errorf("second pipeline: %q, want a hit with the stored hash", got)
 	}
-	if names[otelcuzk.SpanCircuitFrontend] || names[otelcuzk.SpanKeysHash] {
+	if names[semconv.SpanCircuitFrontend] || names[semconv.SpanKeysHash] {
 		t.Errorf("second pipeline compiled or hashed again: %v", names)
 	}
 }

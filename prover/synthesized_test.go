@@ -13,7 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
@@ -114,7 +114,7 @@ func TestStagesProveWhatRunProves(t *testing.T) {
 	for _, sp := range exp.GetSpans() {
 		names[sp.Name]++
 	}
-	for _, n := range []string{otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanPipelineProve, otelcuzk.SpanProofVerify, otelcuzk.SpanBufferRelease} {
+	for _, n := range []string{semconv.SpanPipelineSynthesize, semconv.SpanPipelineProve, semconv.SpanProofVerify, semconv.SpanBufferRelease} {
 		if names[n] == 0 {
 			t.Errorf("no %s span", n)
 		}
@@ -138,7 +138,7 @@ func TestReleasedSynthesisFreesWithSpans(t *testing.T) {
 	}
 	n := 0
 	for _, sp := range exp.GetSpans() {
-		if sp.Name == otelcuzk.SpanBufferRelease {
+		if sp.Name == semconv.SpanBufferRelease {
 			n++
 		}
 	}

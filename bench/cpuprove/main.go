@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 
@@ -108,7 +109,7 @@ func run(circuit string, sizes []int, reps int) error {
 			}},
 			{name: "ours, tracing on", prove: func() error {
 				// A job span as the root, as the pipeline has one.
-				jctx, job := traced.Start(ctx, otelcuzk.SpanEngineJob)
+				jctx, job := traced.Start(ctx, semconv.SpanEngineJob)
 				defer job.End()
 				return check(groth16.Prove(jctx, ccs, k.PK, w, prover.WithTracerProvider(tel.TracerProvider)))
 			}},
@@ -168,11 +169,11 @@ func spanCostPerProof(ctx context.Context, ccs constraint.ConstraintSystem, k *k
 	const rounds = 200
 	start := time.Now()
 	for range rounds {
-		jctx, job := tr.Start(ctx, otelcuzk.SpanEngineJob)
+		jctx, job := tr.Start(ctx, semconv.SpanEngineJob)
 		for range n - 1 {
-			_, s := tr.Start(jctx, otelcuzk.SpanMSMG1A)
-			s.SetAttributes(otelcuzk.KeyMSMSize.Int(1<<16), otelcuzk.KeyBackend.String("cpu"),
-				otelcuzk.KeyBufferName.String("a"), otelcuzk.KeyNTTSize.Int(1<<16))
+			_, s := tr.Start(jctx, semconv.SpanMSMG1A)
+			s.SetAttributes(semconv.KeyMSMSize.Int(1<<16), semconv.KeyBackend.String("cpu"),
+				semconv.KeyBufferName.String("a"), semconv.KeyNTTSize.Int(1<<16))
 			s.End()
 		}
 		job.End()

@@ -41,7 +41,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
-	"github.com/otelcuzk/otelcuzk/prover/gpu"
+	_ "github.com/otelcuzk/otelcuzk/prover/gpu" // registers the cuda backend
 	"github.com/otelcuzk/otelcuzk/prover/gpu/fixedbase"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/setup"
@@ -59,8 +59,8 @@ type options struct {
 	sizes      []int
 	reps       int
 	backends   []string
-	hostCopies []gpu.HostCopy
-	msmG2      []string
+	hostCopies []backend.HostCopy
+	msmG2      []backend.G2Placement
 	storyLog2  int
 	storyReps  int
 	cacheDir   string
@@ -119,23 +119,24 @@ func main() {
 			}
 		}
 		for _, s := range splitList(hostCopies) {
-			m, err := gpu.ParseHostCopy(s)
+			m, err := backend.ParseHostCopy(s)
 			if err != nil {
 				return err
 			}
 			o.hostCopies = append(o.hostCopies, m)
 		}
 		if len(o.hostCopies) == 0 {
-			o.hostCopies = []gpu.HostCopy{gpu.HostCopyStaged}
+			o.hostCopies = []backend.HostCopy{backend.HostCopyStaged}
 		}
 		for _, s := range splitList(msmG2) {
-			if s != gpu.MSMG2GPU && s != gpu.MSMG2CPU {
+			g2, err := backend.ParseG2Placement(s)
+			if err != nil {
 				return fmt.Errorf("-msm-g2: %q is neither gpu nor cpu", s)
 			}
-			o.msmG2 = append(o.msmG2, s)
+			o.msmG2 = append(o.msmG2, g2)
 		}
 		if len(o.msmG2) == 0 {
-			o.msmG2 = []string{gpu.MSMG2GPU}
+			o.msmG2 = []backend.G2Placement{backend.G2OnGPU}
 		}
 		if o.storyLog2 < 0 {
 			o.storyLog2 = slices.Max(o.sizes)
@@ -256,8 +257,8 @@ func run(ctx context.Context, o *options) error {
 
 type variant struct {
 	name, backend string
-	hostCopy      gpu.HostCopy
-	msmG2         string
+	hostCopy      backend.HostCopy
+	msmG2         backend.G2Placement
 	bitSplit      groth16.BitSplit
 	prove, total  []time.Duration
 	spans         map[string][]time.Duration // per proof, summed by span name
@@ -304,7 +305,7 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit
 			for _, g2 := range o.msmG2 {
 				for _, m := range o.hostCopies {
 					for _, bs := range o.bitSplits {
-						vs = append(vs, &variant{name: "cuda, " + string(m) + ", G2 " + g2 + ", bits " + bs.String(),
+						vs = append(vs, &variant{name: "cuda, " + string(m) + ", G2 " + string(g2) + ", bits " + bs.String(),
 							backend: b, hostCopy: m, msmG2: g2, bitSplit: bs})
 					}
 				}
@@ -341,15 +342,15 @@ func compareSize(ctx context.Context, o *options, cache *keycache.Cache, circuit
 }
 
 // breakdown are the span names whose per-proof time is reported.
-var breakdown = []string{otelcuzk.SpanGroth16Prove, otelcuzk.SpanGPULock, otelcuzk.SpanComputeH,
-	otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B,
-	otelcuzk.SpanMSMG1A + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1A + semconv.SpanSuffixTail,
-	otelcuzk.SpanMSMG1B + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1B + semconv.SpanSuffixTail,
-	otelcuzk.SpanMSMG1K + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG1K + semconv.SpanSuffixTail,
-	otelcuzk.SpanMSMG2B + semconv.SpanSuffixBatchAdd, otelcuzk.SpanMSMG2B + semconv.SpanSuffixTail,
-	otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanMSMG1CommitmentPok,
-	otelcuzk.SpanGroth16Assemble, otelcuzk.SpanGPUTotal, otelcuzk.SpanHostStage, otelcuzk.SpanMemcpyHtoD,
-	otelcuzk.SpanMemcpyDtoH, otelcuzk.SpanCUDAHostRegister, otelcuzk.SpanBufferRelease}
+var breakdown = []string{semconv.SpanGroth16Prove, semconv.SpanGPULock, semconv.SpanComputeH,
+	semconv.SpanMSMG1A, semconv.SpanMSMG1B, semconv.SpanMSMG1K, semconv.SpanMSMG1H, semconv.SpanMSMG2B,
+	semconv.SpanMSMG1A + semconv.SpanSuffixBatchAdd, semconv.SpanMSMG1A + semconv.SpanSuffixTail,
+	semconv.SpanMSMG1B + semconv.SpanSuffixBatchAdd, semconv.SpanMSMG1B + semconv.SpanSuffixTail,
+	semconv.SpanMSMG1K + semconv.SpanSuffixBatchAdd, semconv.SpanMSMG1K + semconv.SpanSuffixTail,
+	semconv.SpanMSMG2B + semconv.SpanSuffixBatchAdd, semconv.SpanMSMG2B + semconv.SpanSuffixTail,
+	semconv.SpanMSMG1Commitment, semconv.SpanMSMG1CommitmentPok,
+	semconv.SpanGroth16Assemble, semconv.SpanGPUTotal, semconv.SpanHostStage, semconv.SpanMemcpyHtoD,
+	semconv.SpanMemcpyDtoH, semconv.SpanCUDAHostRegister, semconv.SpanBufferRelease}
 
 func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keycache.Keys, w, pub witness.Witness) error {
 	rec, tp, rel, closeTracing, err := benchutil.SyncTracing()
@@ -360,7 +361,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	f, _ := backend.Lookup(v.backend)
 	t0 := time.Now()
 	b, err := f(ctx, backend.Options{TracerProvider: tp, Releaser: rel,
-		Device: backend.DeviceSettings{HostCopy: v.hostCopy, MSMG2: backend.G2Placement(v.msmG2)}})
+		Device: backend.DeviceSettings{HostCopy: v.hostCopy, MSMG2: v.msmG2}})
 	if err != nil {
 		return err
 	}
@@ -411,7 +412,7 @@ func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.Con
 	}
 	v.spans = map[string][]time.Duration{}
 	for _, m := range byTrace {
-		if _, ok := m[otelcuzk.SpanGroth16Prove]; !ok {
+		if _, ok := m[semconv.SpanGroth16Prove]; !ok {
 			continue
 		}
 		for _, name := range breakdown {
@@ -473,7 +474,7 @@ func story(ctx context.Context, o *options, n int) error {
 		}
 		for rep := -1; rep < o.storyReps; rep++ {
 			runtime.GC()
-			jctx, job := tracer.Start(ctx, otelcuzk.SpanEngineJob)
+			jctx, job := tracer.Start(ctx, semconv.SpanEngineJob)
 			t1 := time.Now()
 			res, err := pipe.Run(jctx, &prover.Request{RequestID: fmt.Sprintf("story-%s-%d", mode, rep),
 				Circuit: o.circuit, Constraints: n, Verify: true})
@@ -555,18 +556,18 @@ func storyOf(t tracefile.Trace) storyRow {
 	t.Walk(func(n *tracefile.Node) bool {
 		d := n.End.Sub(n.Start)
 		switch n.Name {
-		case otelcuzk.SpanEngineJob:
+		case semconv.SpanEngineJob:
 			r.job = d
-		case otelcuzk.SpanPipelineProve:
+		case semconv.SpanPipelineProve:
 			r.pipelineProve, r.untracedPipeline = d, n.Untraced
-		case otelcuzk.SpanGroth16Prove:
+		case semconv.SpanGroth16Prove:
 			r.groth16Prove, r.untracedGroth16 = d, n.Untraced
-		case otelcuzk.SpanGPUTotal:
+		case semconv.SpanGPUTotal:
 			r.gpuTotal = d
-		case otelcuzk.SpanBufferRelease:
+		case semconv.SpanBufferRelease:
 			r.release += d
 			r.releases++
-			if b, ok := n.Attrs[string(otelcuzk.KeyBufferBytes)]; ok {
+			if b, ok := n.Attrs[string(semconv.KeyBufferBytes)]; ok {
 				r.releaseBytes += toInt64(b)
 			}
 		}
@@ -574,13 +575,13 @@ func storyOf(t tracefile.Trace) storyRow {
 	})
 	// Releases on the critical path: under pipeline.prove.
 	t.Walk(func(n *tracefile.Node) bool {
-		if n.Name != otelcuzk.SpanPipelineProve {
+		if n.Name != semconv.SpanPipelineProve {
 			return true
 		}
 		var sum func(n *tracefile.Node)
 		sum = func(n *tracefile.Node) {
 			for _, c := range n.Children {
-				if c.Name == otelcuzk.SpanBufferRelease {
+				if c.Name == semconv.SpanBufferRelease {
 					r.releaseCritical += c.End.Sub(c.Start)
 				}
 				sum(c)

@@ -30,6 +30,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -120,7 +121,7 @@ func run(circuit string, sizes []int, reps int, cacheDir string) error {
 			beforeTotal.Add(h + r)
 			after.Add(d)
 			for _, s := range rec.Ended() {
-				if s.Name() == otelcuzk.SpanKeysRead || s.Name() == otelcuzk.SpanKeysDecode {
+				if s.Name() == semconv.SpanKeysRead || s.Name() == semconv.SpanKeysDecode {
 					if spans[s.Name()] == nil {
 						spans[s.Name()] = &benchutil.Series{Name: "  " + s.Name()}
 					}
@@ -128,7 +129,7 @@ func run(circuit string, sizes []int, reps int, cacheDir string) error {
 				}
 			}
 		}
-		for _, s := range []*benchutil.Series{beforeHash, beforeRead, beforeTotal, after, spans[otelcuzk.SpanKeysRead], spans[otelcuzk.SpanKeysDecode]} {
+		for _, s := range []*benchutil.Series{beforeHash, beforeRead, beforeTotal, after, spans[semconv.SpanKeysRead], spans[semconv.SpanKeysDecode]} {
 			if s != nil {
 				fmt.Println("  " + s.Line(40))
 			}

@@ -37,6 +37,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
@@ -182,11 +183,11 @@ func run(name string, n int, cacheDir string, proofs int) error {
 	r.ProofPeak = peak()
 	r.ProofAbove = r.ProofPeak - min(base, r.ProofPeak)
 	for _, s := range rec.Ended() {
-		if s.Name() != otelcuzk.SpanBufferRelease {
+		if s.Name() != semconv.SpanBufferRelease {
 			continue
 		}
 		for _, a := range s.Attributes() {
-			if a.Key == otelcuzk.KeyBufferBytes {
+			if a.Key == semconv.KeyBufferBytes {
 				r.Released += uint64(a.Value.AsInt64())
 			}
 		}

@@ -51,6 +51,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/bench/internal/host"
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
@@ -374,19 +375,19 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 			for _, s := range rec.Ended() {
 				d := s.EndTime().Sub(s.StartTime())
 				switch s.Name() {
-				case otelcuzk.SpanSynthesizeSolve:
+				case semconv.SpanSynthesizeSolve:
 					afterSolve.Add(d)
 					for _, a := range s.Attributes() {
 						switch a.Key {
-						case otelcuzk.KeySolverHintCalls:
+						case semconv.KeySolverHintCalls:
 							hintCalls = a.Value.AsInt64()
-						case otelcuzk.KeySolverHintCPU:
+						case semconv.KeySolverHintCPU:
 							hintMs = append(hintMs, a.Value.AsFloat64())
 						}
 					}
-				case otelcuzk.SpanSynthesizeCopy:
+				case semconv.SpanSynthesizeCopy:
 					afterCopy.Add(d)
-				case otelcuzk.SpanMSMG1Commitment:
+				case semconv.SpanMSMG1Commitment:
 					afterCommit.Add(d)
 				}
 			}

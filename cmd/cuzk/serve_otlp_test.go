@@ -23,6 +23,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
@@ -163,7 +164,7 @@ func serveWithTheEndpointDownThenUp(t *testing.T, protocol string, newReceiver f
 	// it was lost.
 	waitFor(t, fmt.Sprintf("the second proof's trace %s did not arrive (%d spans received):\n%s", res.TraceID, len(recv.Spans()), d.log.String()), 30*time.Second, func() bool {
 		for _, s := range recv.Trace(res.TraceID) {
-			if s.Name == otelcuzk.SpanEngineJob {
+			if s.Name == semconv.SpanEngineJob {
 				return true
 			}
 		}
@@ -376,7 +377,7 @@ func TestServeRecordsAnUnsampledCallersJobAsALinkedRoot(t *testing.T) {
 	spans := recv.Trace(res.TraceID)
 	var job, linked bool
 	for _, s := range spans {
-		job = job || s.Name == otelcuzk.SpanEngineJob
+		job = job || s.Name == semconv.SpanEngineJob
 		for _, l := range s.Links {
 			linked = linked || (s.ParentID == "" && l.TraceID == caller.TraceID().String() && l.SpanID == caller.SpanID().String())
 		}
@@ -420,7 +421,7 @@ func TestServeHonoursAnExplicitSamplerForUnsampledCallers(t *testing.T) {
 			}
 			job := false
 			for _, s := range spans {
-				job = job || s.Name == otelcuzk.SpanEngineJob
+				job = job || s.Name == semconv.SpanEngineJob
 				if s.TraceID != caller.TraceID().String() || len(s.Links) != 0 {
 					t.Errorf("span %s in trace %s with %d links, want the caller's trace and no link", s.Name, s.TraceID, len(s.Links))
 				}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/server"
@@ -148,7 +149,7 @@ func TestParseConfigRefusesStrayArgumentsAndZeroConstraints(t *testing.T) {
 type quickRunner struct{ tp trace.TracerProvider }
 
 func (q quickRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
-	_, s := q.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineProve)
+	_, s := q.tp.Tracer("test").Start(ctx, semconv.SpanPipelineProve)
 	s.End()
 	return &prover.Result{Proof: []byte{1}, Verified: r.Verify, Backend: "fake"}, nil
 }
@@ -179,7 +180,7 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 	var task received
 	for _, s := range spans() {
 		byID[s.spanID] = s
-		if s.name == otelcuzk.SpanCurioTask {
+		if s.name == semconv.SpanCurioTask {
 			task = s
 		}
 	}
@@ -202,7 +203,7 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 	}
 	var job received
 	for _, s := range exp.GetSpans() {
-		if s.Name == otelcuzk.SpanEngineJob {
+		if s.Name == semconv.SpanEngineJob {
 			job = byID[s.SpanContext.SpanID().String()]
 		}
 	}

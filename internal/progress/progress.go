@@ -208,14 +208,3 @@ func Record(path string, size int64, d time.Duration) {
 	_ = os.MkdirAll(filepath.Dir(path), 0o755)
 	_ = atomicfile.WriteBytes(path, 0o644, []byte(fmt.Sprintf("%d %d\n", size, d.Nanoseconds())))
 }
-
-// Round rounds d to the second above 10 s, else to 0.1 s.
-//
-// Deprecated: print an estimate with human.Duration, as every duration
-// a user reads.
-func Round(d time.Duration) time.Duration {
-	if d >= 10*time.Second {
-		return d.Round(time.Second)
-	}
-	return d.Round(100 * time.Millisecond)
-}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Defaults of CollectOptions.
@@ -192,7 +192,7 @@ func (c *Collector) Add(s Span) {
 		}
 	}
 	t.sum.Spans++
-	if s.Name == otelcuzk.SpanEngineJob {
+	if s.Name == semconv.SpanEngineJob {
 		t.sum.Jobs++
 	}
 	if s.Start.Before(t.sum.Start) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -109,7 +108,7 @@ func ProfileOf(t Trace) Profile {
 		p.Root = roots[0].Name
 		p.Run.Host, p.Run.Build = roots[0].Host, roots[0].Version
 	}
-	if len(roots) > 0 && roots[0].Name == otelcuzk.SpanEngineJob {
+	if len(roots) > 0 && roots[0].Name == semconv.SpanEngineJob {
 		p.Jobs = len(roots)
 		p.Total = 0
 		for _, r := range roots {
@@ -119,14 +118,14 @@ func ProfileOf(t Trace) Profile {
 	for _, r := range roots {
 		if r.Status.Code == StatusError && p.Run.Outcome == "" {
 			p.Run.Outcome, p.Run.Message = "error", r.Status.Message
-			if et, ok := r.Attrs[string(otelcuzk.KeyErrorType)].(string); ok && et != "" {
+			if et, ok := r.Attrs[string(semconv.KeyErrorType)].(string); ok && et != "" {
 				p.Run.Outcome = et
 			}
 		}
 	}
 	var walk func(n *Node, prefix string, concurrent bool)
 	walk = func(n *Node, prefix string, concurrent bool) {
-		if n.Name == otelcuzk.SpanUntraced {
+		if n.Name == semconv.SpanUntraced {
 			return
 		}
 		path := n.Name
@@ -155,8 +154,8 @@ func ProfileOf(t Trace) Profile {
 		st.Concurrent = st.Concurrent || concurrent
 		p.Run.note(n)
 		if p.Circuit == "" {
-			if id, ok := n.Attrs[string(otelcuzk.KeyCircuitID)].(string); ok {
-				p.Circuit = strings.TrimSpace(fmt.Sprintf("%s %v", id, n.Attrs[string(otelcuzk.KeyCircuitConstraints)]))
+			if id, ok := n.Attrs[string(semconv.KeyCircuitID)].(string); ok {
+				p.Circuit = strings.TrimSpace(fmt.Sprintf("%s %v", id, n.Attrs[string(semconv.KeyCircuitConstraints)]))
 				p.Circuit = strings.TrimSuffix(p.Circuit, " <nil>")
 			}
 		}
@@ -181,12 +180,12 @@ func ProfileOf(t Trace) Profile {
 func concurrentChildren(children []*Node) []bool {
 	out := make([]bool, len(children))
 	for i, a := range children {
-		if a.Name == otelcuzk.SpanUntraced {
+		if a.Name == semconv.SpanUntraced {
 			continue
 		}
 		for j := i + 1; j < len(children) && j <= i+64 && children[j].Start.Before(a.End); j++ {
 			b := children[j]
-			if b.Name == a.Name || b.Name == otelcuzk.SpanUntraced {
+			if b.Name == a.Name || b.Name == semconv.SpanUntraced {
 				continue
 			}
 			end := a.End
@@ -203,16 +202,16 @@ func concurrentChildren(children []*Node) []bool {
 
 // note takes what n says of the run where nothing has yet.
 func (r *Run) note(n *Node) {
-	if v, ok := n.Attrs[string(otelcuzk.KeyCircuitID)].(string); ok && r.CircuitID == "" {
+	if v, ok := n.Attrs[string(semconv.KeyCircuitID)].(string); ok && r.CircuitID == "" {
 		r.CircuitID = v
 	}
-	if v, ok := n.Attrs[string(otelcuzk.KeyCircuitConstraints)].(int64); ok && r.Constraints == 0 {
+	if v, ok := n.Attrs[string(semconv.KeyCircuitConstraints)].(int64); ok && r.Constraints == 0 {
 		r.Constraints = v
 	}
-	if v, ok := n.Attrs[string(otelcuzk.KeyBackend)].(string); ok && r.Backend == "" {
+	if v, ok := n.Attrs[string(semconv.KeyBackend)].(string); ok && r.Backend == "" {
 		r.Backend = v
 	}
-	if v, ok := n.Attrs[string(otelcuzk.KeyReleaseMode)].(string); ok && v != "" && !slices.Contains(r.Releases, v) {
+	if v, ok := n.Attrs[string(semconv.KeyReleaseMode)].(string); ok && v != "" && !slices.Contains(r.Releases, v) {
 		r.Releases = append(r.Releases, v)
 	}
 	if r.Host == "" {
@@ -236,7 +235,7 @@ func jobRoots(t Trace) []*Node {
 func jobSpans(t Trace) []*Node {
 	var jobs []*Node
 	t.Walk(func(n *Node) bool {
-		if n.Name == otelcuzk.SpanEngineJob {
+		if n.Name == semconv.SpanEngineJob {
 			jobs = append(jobs, n)
 			return false
 		}

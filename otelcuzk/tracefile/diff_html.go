@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // diffHTML is the page of WriteDiffHTML: two waterfalls and the script
@@ -99,7 +99,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 			}
 			row := diffHTMLSpan{
 				Path: display, Name: n.Name, Depth: n.Depth,
-				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == otelcuzk.SpanUntraced,
+				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == semconv.SpanUntraced,
 			}
 			if dn := d.byKey[key]; dn != nil && inJob && !row.UntracedSpan {
 				row.Moved, row.Noisy, row.DeltaMS = d.Moved(dn), d.Noisy(dn), ms(dn.Delta())

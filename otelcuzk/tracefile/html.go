@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // waterfallHTML is the page: styles, an empty table and the script that
@@ -109,7 +109,7 @@ func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 			StartMS:      durMS(n.Start.Sub(t.Start)),
 			DurationMS:   durMS(n.Duration()),
 			UntracedMS:   durMS(n.Untraced),
-			UntracedSpan: n.Name == otelcuzk.SpanUntraced,
+			UntracedSpan: n.Name == semconv.SpanUntraced,
 			Error:        n.Status.Code == StatusError,
 			Attributes:   htmlAttrs(n.Attrs),
 		})

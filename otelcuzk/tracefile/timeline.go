@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // TimelineJob is one job on the timeline: an engine.job span (or, in a
@@ -29,7 +30,7 @@ type TimelineJob struct {
 }
 
 // Cancelled says the job was cancelled (error.type canceled), not failed.
-func (j TimelineJob) Cancelled() bool { return j.Outcome == otelcuzk.ErrorTypeCanceled }
+func (j TimelineJob) Cancelled() bool { return j.Outcome == semconv.ErrorTypeCanceled }
 
 // status is the job's mark on its row: "", "CANCELLED", or "FAILED (type)".
 func (j TimelineJob) status() string {
@@ -67,7 +68,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 	anyJob := false
 	for _, t := range traces {
 		t.Walk(func(n *Node) bool {
-			anyJob = anyJob || n.Name == otelcuzk.SpanEngineJob
+			anyJob = anyJob || n.Name == semconv.SpanEngineJob
 			return !anyJob
 		})
 	}
@@ -81,7 +82,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 			j := TimelineJob{TraceID: t.ID, Name: n.Name, Start: n.Start, End: n.End, Error: n.Status.Code == StatusError, Label: jobLabel(t.ID, n)}
 			if j.Error {
 				j.Outcome = "error"
-				if et, ok := n.Attrs[string(otelcuzk.KeyErrorType)].(string); ok && et != "" {
+				if et, ok := n.Attrs[string(semconv.KeyErrorType)].(string); ok && et != "" {
 					j.Outcome = et
 				}
 			}
@@ -91,7 +92,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 				for i, p := range parts {
 					pj := j
 					idx := fmt.Sprint(i)
-					if v, ok := p.Attrs[string(otelcuzk.KeyPartitionIndex)]; ok {
+					if v, ok := p.Attrs[string(semconv.KeyPartitionIndex)]; ok {
 						idx = fmt.Sprint(v)
 					}
 					pj.Label, pj.Start, pj.End, pj.Stages = j.Label+"/p"+idx, p.Start, p.End, stagesOf(p)
@@ -111,7 +112,7 @@ func TimelineJobs(traces []Trace) []TimelineJob {
 func stagesOf(n *Node) []TimelineStage {
 	var st []TimelineStage
 	for _, c := range n.Children {
-		if c.Name != otelcuzk.SpanUntraced {
+		if c.Name != semconv.SpanUntraced {
 			st = append(st, TimelineStage{Name: c.Name, Start: c.Start, End: c.End})
 		}
 	}
@@ -122,7 +123,7 @@ func stagesOf(n *Node) []TimelineStage {
 func partitionSpans(n *Node) []*Node {
 	var parts []*Node
 	for _, c := range n.Children {
-		if c.Name == otelcuzk.SpanEnginePartition {
+		if c.Name == semconv.SpanEnginePartition {
 			parts = append(parts, c)
 		}
 	}
@@ -131,7 +132,7 @@ func partitionSpans(n *Node) []*Node {
 }
 
 func jobLabel(traceID string, n *Node) string {
-	for _, k := range []string{string(otelcuzk.KeyRequestID), string(otelcuzk.KeyJobID)} {
+	for _, k := range []string{string(semconv.KeyRequestID), string(semconv.KeyJobID)} {
 		if v, ok := n.Attrs[k].(string); ok && v != "" {
 			return v
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Node is a span in its trace's tree.
@@ -165,7 +166,7 @@ func buildTrace(id string, spans []Span) Trace {
 func untraced(n *Node) time.Duration {
 	var children []otelcuzk.Interval
 	for _, c := range n.Children {
-		if c.Name != otelcuzk.SpanUntraced {
+		if c.Name != semconv.SpanUntraced {
 			children = append(children, otelcuzk.Interval{Start: c.Start, End: c.End})
 		}
 	}

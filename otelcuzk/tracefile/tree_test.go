@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
@@ -47,8 +47,8 @@ func TestBuildTracesUntracedClipsLateChildrenAndSkipsUntracedSpans(t *testing.T)
 	spans := []tracefile.Span{
 		mk("t", "p", "", "pipeline.prove", 0, 100),
 		mk("t", "w", "p", "groth16.prove", 0, 40),
-		mk("t", "r", "p", otelcuzk.SpanBufferRelease, 70, 300), // async, ends after its parent
-		mk("t", "u", "p", otelcuzk.SpanUntraced, 40, 70),       // the processor's span is not coverage
+		mk("t", "r", "p", semconv.SpanBufferRelease, 70, 300), // async, ends after its parent
+		mk("t", "u", "p", semconv.SpanUntraced, 40, 70),       // the processor's span is not coverage
 	}
 	tr := tracefile.BuildTraces(spans)[0]
 	if got := find(tr, "pipeline.prove").Untraced; got != 30*time.Millisecond {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // LayerParents are the spans whose direct children Layers breaks the time
 // down by: the stages of a job (queue, synthesize, prove, serialize, verify)
 // and the steps of the prover (compute_h, the MSMs, GPU work, buffer
 // release).
-var LayerParents = []string{otelcuzk.SpanEngineJob, otelcuzk.SpanGroth16Prove}
+var LayerParents = []string{semconv.SpanEngineJob, semconv.SpanGroth16Prove}
 
 // LayerUntraced is the Layer.Name of a parent's own uncovered time.
 const LayerUntraced = "untraced"
@@ -70,7 +70,7 @@ func Layers(t Trace) []Layer {
 		var rows []Layer
 		for _, p := range ps {
 			for _, c := range p.Children {
-				if c.Name == otelcuzk.SpanUntraced {
+				if c.Name == semconv.SpanUntraced {
 					continue
 				}
 				i, ok := idx[c.Name]

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -54,27 +55,27 @@ func proofTrace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tel.TracerProvider.Tracer(otelcuzk.ScopeName)
+	tr := tel.TracerProvider.Tracer(semconv.ScopeName)
 	type sp struct {
 		name       string
 		parent     int // index, -1 for root
 		start, end float64
 	}
 	tree := []sp{
-		{otelcuzk.SpanEngineJob, -1, 0, 1000},
-		{otelcuzk.SpanEngineQueue, 0, 0, 10},
-		{otelcuzk.SpanPipelineSynthesize, 0, 10, 200},
-		{otelcuzk.SpanPipelineProve, 0, 200, 900},
-		{otelcuzk.SpanGroth16Prove, 3, 200, 800},
-		{otelcuzk.SpanComputeH, 4, 200, 400},
-		{otelcuzk.SpanNTTInverse, 5, 200, 300},
-		{otelcuzk.SpanNTTCoset, 5, 300, 400},
-		{otelcuzk.SpanMSMG1A, 4, 400, 500},
-		{otelcuzk.SpanMSMG1B, 4, 530, 650},
-		{otelcuzk.SpanMSMG2B, 4, 400, 700},
-		{otelcuzk.SpanBufferRelease, 4, 700, 800},
-		{otelcuzk.SpanPipelineSerialize, 0, 900, 950},
-		{otelcuzk.SpanProofVerify, 0, 950, 990},
+		{semconv.SpanEngineJob, -1, 0, 1000},
+		{semconv.SpanEngineQueue, 0, 0, 10},
+		{semconv.SpanPipelineSynthesize, 0, 10, 200},
+		{semconv.SpanPipelineProve, 0, 200, 900},
+		{semconv.SpanGroth16Prove, 3, 200, 800},
+		{semconv.SpanComputeH, 4, 200, 400},
+		{semconv.SpanNTTInverse, 5, 200, 300},
+		{semconv.SpanNTTCoset, 5, 300, 400},
+		{semconv.SpanMSMG1A, 4, 400, 500},
+		{semconv.SpanMSMG1B, 4, 530, 650},
+		{semconv.SpanMSMG2B, 4, 400, 700},
+		{semconv.SpanBufferRelease, 4, 700, 800},
+		{semconv.SpanPipelineSerialize, 0, 900, 950},
+		{semconv.SpanProofVerify, 0, 950, 990},
 	}
 	ctxs := make([]context.Context, len(tree))
 	spans := make([]trace.Span, len(tree))
@@ -85,7 +86,7 @@ func proofTrace(t *testing.T) string {
 		}
 		ctxs[i], spans[i] = tr.Start(parent, s.name, trace.WithTimestamp(at(s.start)))
 	}
-	spans[0].SetAttributes(otelcuzk.KeyRequestID.String("req-9"), otelcuzk.KeyCircuitConstraints.Int(1<<16))
+	spans[0].SetAttributes(semconv.KeyRequestID.String("req-9"), semconv.KeyCircuitConstraints.Int(1<<16))
 	spans[11].SetStatus(codes.Error, "munmap: EINVAL")
 	for i := len(tree) - 1; i >= 0; i-- { // children end before parents
 		spans[i].End(trace.WithTimestamp(at(tree[i].end)))
@@ -141,18 +142,18 @@ func TestReadBackSetupFileGivesTreeAndUntraced(t *testing.T) {
 		t.Fatalf("%d traces, want 1", len(traces))
 	}
 	tr := traces[0]
-	if len(tr.Roots) != 1 || tr.Roots[0].Name != otelcuzk.SpanEngineJob {
+	if len(tr.Roots) != 1 || tr.Roots[0].Name != semconv.SpanEngineJob {
 		t.Fatalf("roots = %v, want engine.job", names(tr.Roots))
 	}
 	if !tr.Start.Equal(at(0)) || tr.Duration() != time.Second {
 		t.Errorf("trace spans %v from %v, want 1 s from t0", tr.Duration(), tr.Start)
 	}
 	job := tr.Roots[0]
-	if got, want := names(job.Children), []string{otelcuzk.SpanEngineQueue, otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanPipelineProve,
-		otelcuzk.SpanPipelineSerialize, otelcuzk.SpanProofVerify}; !reflect.DeepEqual(got, want) {
+	if got, want := names(job.Children), []string{semconv.SpanEngineQueue, semconv.SpanPipelineSynthesize, semconv.SpanPipelineProve,
+		semconv.SpanPipelineSerialize, semconv.SpanProofVerify}; !reflect.DeepEqual(got, want) {
 		t.Errorf("engine.job children = %v, want %v", got, want)
 	}
-	if job.Attrs[string(otelcuzk.KeyRequestID)] != "req-9" || job.Attrs[string(otelcuzk.KeyCircuitConstraints)] != int64(1<<16) {
+	if job.Attrs[string(semconv.KeyRequestID)] != "req-9" || job.Attrs[string(semconv.KeyCircuitConstraints)] != int64(1<<16) {
 		t.Errorf("engine.job attrs = %v", job.Attrs)
 	}
 	if job.Service != "cuzk-test" {
@@ -160,11 +161,11 @@ func TestReadBackSetupFileGivesTreeAndUntraced(t *testing.T) {
 	}
 	// Uncovered time per span, from the children.
 	for name, want := range map[string]time.Duration{
-		otelcuzk.SpanEngineJob:     10 * time.Millisecond,  // 990..1000
-		otelcuzk.SpanPipelineProve: 100 * time.Millisecond, // 800..900
-		otelcuzk.SpanGroth16Prove:  0,                      // msm.g2.b covers the 500..530 gap
-		otelcuzk.SpanComputeH:      0,
-		otelcuzk.SpanMSMG1A:        0, // leaf
+		semconv.SpanEngineJob:     10 * time.Millisecond,  // 990..1000
+		semconv.SpanPipelineProve: 100 * time.Millisecond, // 800..900
+		semconv.SpanGroth16Prove:  0,                      // msm.g2.b covers the 500..530 gap
+		semconv.SpanComputeH:      0,
+		semconv.SpanMSMG1A:        0, // leaf
 	} {
 		if n := find(tr, name); n == nil || n.Untraced != want {
 			t.Errorf("%s untraced = %v, want %v", name, n.Untraced, want)
@@ -172,26 +173,26 @@ func TestReadBackSetupFileGivesTreeAndUntraced(t *testing.T) {
 	}
 	// The processor saw the same gaps: its `untraced` spans sit under the
 	// same parents with the same totals.
-	prove := find(tr, otelcuzk.SpanPipelineProve)
+	prove := find(tr, semconv.SpanPipelineProve)
 	var u *tracefile.Node
 	for _, c := range prove.Children {
-		if c.Name == otelcuzk.SpanUntraced {
+		if c.Name == semconv.SpanUntraced {
 			u = c
 		}
 	}
 	if u == nil {
 		t.Fatalf("no untraced span under pipeline.prove; children %v", names(prove.Children))
 	}
-	if got := u.Attrs[string(otelcuzk.KeyUntracedMS)]; got != 100.0 {
+	if got := u.Attrs[string(semconv.KeyUntracedMS)]; got != 100.0 {
 		t.Errorf("processor cuzk.untraced.ms = %v, want 100", got)
 	}
 	if !u.Start.Equal(at(800)) || !u.End.Equal(at(900)) {
 		t.Errorf("untraced span [%v, %v], want [800, 900] ms", u.Start.Sub(t0), u.End.Sub(t0))
 	}
-	if find(tr, otelcuzk.SpanBufferRelease).Status != (tracefile.Status{Code: tracefile.StatusError, Message: "munmap: EINVAL"}) {
-		t.Errorf("buffer.release status = %+v", find(tr, otelcuzk.SpanBufferRelease).Status)
+	if find(tr, semconv.SpanBufferRelease).Status != (tracefile.Status{Code: tracefile.StatusError, Message: "munmap: EINVAL"}) {
+		t.Errorf("buffer.release status = %+v", find(tr, semconv.SpanBufferRelease).Status)
 	}
-	if d := find(tr, otelcuzk.SpanNTTCoset).Depth; d != 4 {
+	if d := find(tr, semconv.SpanNTTCoset).Depth; d != 4 {
 		t.Errorf("ntt.coset depth = %d, want 4", d)
 	}
 }
@@ -266,23 +267,23 @@ func TestWaterfallPrintsTreeColumnsAndSummary(t *testing.T) {
 		return nil
 	}
 	// start, duration, untraced (only for spans with children).
-	if f := row(otelcuzk.SpanPipelineProve); f[0] != "200.000" || f[1] != "700.000" || f[2] != "100.000" {
+	if f := row(semconv.SpanPipelineProve); f[0] != "200.000" || f[1] != "700.000" || f[2] != "100.000" {
 		t.Errorf("pipeline.prove row = %v", f)
 	}
-	if f := row(otelcuzk.SpanMSMG1B); f[0] != "530.000" || f[1] != "120.000" || strings.Contains(f[2], ".") {
+	if f := row(semconv.SpanMSMG1B); f[0] != "530.000" || f[1] != "120.000" || strings.Contains(f[2], ".") {
 		t.Errorf("msm.g1.b row = %v (a leaf has no untraced column)", f)
 	}
 	// Tree order and indentation.
 	last := -1
-	for _, name := range []string{otelcuzk.SpanEngineJob, otelcuzk.SpanEngineQueue, otelcuzk.SpanPipelineProve,
-		otelcuzk.SpanGroth16Prove, otelcuzk.SpanComputeH, otelcuzk.SpanNTTCoset, otelcuzk.SpanMSMG2B, otelcuzk.SpanPipelineSerialize} {
+	for _, name := range []string{semconv.SpanEngineJob, semconv.SpanEngineQueue, semconv.SpanPipelineProve,
+		semconv.SpanGroth16Prove, semconv.SpanComputeH, semconv.SpanNTTCoset, semconv.SpanMSMG2B, semconv.SpanPipelineSerialize} {
 		i := strings.Index(text, "  "+name)
 		if i <= last {
 			t.Fatalf("%s out of tree order", name)
 		}
 		last = i
 	}
-	if !strings.Contains(text, "|  "+strings.Repeat("  ", 4)+otelcuzk.SpanNTTCoset+"\n") {
+	if !strings.Contains(text, "|  "+strings.Repeat("  ", 4)+semconv.SpanNTTCoset+"\n") {
 		t.Errorf("ntt.coset not indented by its depth 4:\n%s", text)
 	}
 	// Bars: 20 cells between delimiters; engine.job spans all of them.
@@ -306,7 +307,7 @@ func TestWaterfallOptions(t *testing.T) {
 	if err := tracefile.Waterfall(&out, spans, tracefile.WaterfallOptions{MaxDepth: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), " "+otelcuzk.SpanGroth16Prove+"\n") || !strings.Contains(out.String(), otelcuzk.SpanPipelineProve) {
+	if strings.Contains(out.String(), " "+semconv.SpanGroth16Prove+"\n") || !strings.Contains(out.String(), semconv.SpanPipelineProve) {
 		t.Errorf("MaxDepth 1 printed depth 2 or lost depth 1:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "groth16.prove") { // still in the summary

@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
@@ -434,8 +434,8 @@ func TestWorkersSpreadJobs(t *testing.T) {
 	mk := func() *spreadRunner { return &spreadRunner{arrive: barrier.Done, both: both} }
 	g0, g1 := mk(), mk()
 	e, err := New([]Worker{
-		{Name: "cuda:0", Runner: g0, Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(0)}},
-		{Name: "cuda:1", Runner: g1, Attributes: []attribute.KeyValue{otelcuzk.KeyCUDADeviceOrdinal.Int(1)}},
+		{Name: "cuda:0", Runner: g0, Attributes: []attribute.KeyValue{semconv.KeyCUDADeviceOrdinal.Int(0)}},
+		{Name: "cuda:1", Runner: g1, Attributes: []attribute.KeyValue{semconv.KeyCUDADeviceOrdinal.Int(1)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -600,7 +600,7 @@ func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 	// its runner returns: a process exiting now still exports it.
 	var job *tracetest.SpanStub
 	for _, s := range exp.GetSpans() {
-		if s.Name == otelcuzk.SpanEngineJob {
+		if s.Name == semconv.SpanEngineJob {
 			job = &s
 		}
 	}
@@ -617,7 +617,7 @@ func TestShutdownGivesUpOnRunnerIgnoringContext(t *testing.T) {
 func TestSpanTree(t *testing.T) {
 	noLeak(t)
 	exp, tp := recorder(t)
-	r := &fakeRunner{span: otelcuzk.SpanPipelineProve, tp: tp}
+	r := &fakeRunner{span: semconv.SpanPipelineProve, tp: tp}
 	e := newEngine(t, []prover.Runner{r}, WithTracerProvider(tp))
 
 	ctx, rpc := tp.Tracer("test").Start(context.Background(), "cuzk.v1.ProvingEngine/Prove")
@@ -634,7 +634,7 @@ func TestSpanTree(t *testing.T) {
 	for _, s := range exp.GetSpans() {
 		byName[s.Name] = s
 	}
-	job, queue, prove := byName[otelcuzk.SpanEngineJob], byName[otelcuzk.SpanEngineQueue], byName[otelcuzk.SpanPipelineProve]
+	job, queue, prove := byName[semconv.SpanEngineJob], byName[semconv.SpanEngineQueue], byName[semconv.SpanPipelineProve]
 	root := byName["cuzk.v1.ProvingEngine/Prove"]
 	if job.Parent.SpanID() != root.SpanContext.SpanID() {
 		t.Errorf("engine.job parent %v, want the rpc span", job.Parent.SpanID())
@@ -650,18 +650,18 @@ func TestSpanTree(t *testing.T) {
 		t.Errorf("trace id %s, want the caller's %s", info.TraceID, root.SpanContext.TraceID())
 	}
 	want := map[attribute.Key]attribute.Value{
-		otelcuzk.KeyRequestID:          attribute.StringValue("span-req"),
-		otelcuzk.KeyJobID:              attribute.StringValue(info.ID),
-		otelcuzk.KeyCircuitID:          attribute.StringValue("mulchain"),
-		otelcuzk.KeyCircuitConstraints: attribute.IntValue(256),
-		otelcuzk.KeyPriority:           attribute.StringValue("HIGH"),
-		otelcuzk.KeyQueueDepth:         attribute.IntValue(0),
-		otelcuzk.KeyMinerID:            attribute.StringValue("f01234"),
-		otelcuzk.KeySectorNumber:       attribute.Int64Value(7),
-		otelcuzk.KeyTaskID:             attribute.Int64Value(42),
-		otelcuzk.KeyTaskName:           attribute.StringValue("WdPost"),
-		otelcuzk.KeyBackend:            attribute.StringValue("fake"),
-		otelcuzk.KeyProofVerified:      attribute.BoolValue(true),
+		semconv.KeyRequestID:          attribute.StringValue("span-req"),
+		semconv.KeyJobID:              attribute.StringValue(info.ID),
+		semconv.KeyCircuitID:          attribute.StringValue("mulchain"),
+		semconv.KeyCircuitConstraints: attribute.IntValue(256),
+		semconv.KeyPriority:           attribute.StringValue("HIGH"),
+		semconv.KeyQueueDepth:         attribute.IntValue(0),
+		semconv.KeyMinerID:            attribute.StringValue("f01234"),
+		semconv.KeySectorNumber:       attribute.Int64Value(7),
+		semconv.KeyTaskID:             attribute.Int64Value(42),
+		semconv.KeyTaskName:           attribute.StringValue("WdPost"),
+		semconv.KeyBackend:            attribute.StringValue("fake"),
+		semconv.KeyProofVerified:      attribute.BoolValue(true),
 	}
 	got := map[attribute.Key]attribute.Value{}
 	for _, kv := range job.Attributes {
@@ -687,7 +687,7 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 	}
 	// A job without a caller span is a root (a new trace).
 	for _, s := range exp.GetSpans() {
-		if s.Name != otelcuzk.SpanEngineJob {
+		if s.Name != semconv.SpanEngineJob {
 			continue
 		}
 		if s.Parent.IsValid() {
@@ -698,11 +698,11 @@ func TestFailedJobSpanRecordsError(t *testing.T) {
 		}
 		var et string
 		for _, kv := range s.Attributes {
-			if kv.Key == otelcuzk.KeyErrorType {
+			if kv.Key == semconv.KeyErrorType {
 				et = kv.Value.AsString()
 			}
 		}
-		if et != otelcuzk.ErrorTypeIO {
+		if et != semconv.ErrorTypeIO {
 			t.Errorf("error.type %q", et)
 		}
 		if len(s.Events) == 0 || s.Events[0].Name != "exception" {
@@ -792,23 +792,23 @@ func TestEngineErrorsDeclareTheirErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("a: %w", ErrQueueFull), otelcuzk.ErrorTypeQueueFull},
-		{fmt.Errorf("a: %w", ErrOverBudget), otelcuzk.ErrorTypeOverBudget},
-		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoWorker), otelcuzk.ErrorTypeNoDevice},
-		{ErrEmptyRequestID, otelcuzk.ErrorTypeInvalidRequest},
-		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, groth16.ErrBadWitness), otelcuzk.ErrorTypeInvalidRequest},
-		{ErrRequestConflict, otelcuzk.ErrorTypeConflict},
-		{fmt.Errorf("job 3: %w", ErrInterrupted), otelcuzk.ErrorTypeInterrupted},
-		{ErrUnknownJob, otelcuzk.ErrorTypeNotFound},
-		{ErrJobFinished, otelcuzk.ErrorTypeFinished},
-		{ErrClosed, otelcuzk.ErrorTypeUnavailable},
-		{fmt.Errorf("load: %w", context.Canceled), otelcuzk.ErrorTypeCanceled},
+		{fmt.Errorf("a: %w", ErrQueueFull), semconv.ErrorTypeQueueFull},
+		{fmt.Errorf("a: %w", ErrOverBudget), semconv.ErrorTypeOverBudget},
+		{fmt.Errorf("%w: the last one, gpu0, faulted: x", ErrNoWorker), semconv.ErrorTypeNoDevice},
+		{ErrEmptyRequestID, semconv.ErrorTypeInvalidRequest},
+		{fmt.Errorf("%w: partition 1: %w", ErrInvalidRequest, groth16.ErrBadWitness), semconv.ErrorTypeInvalidRequest},
+		{ErrRequestConflict, semconv.ErrorTypeConflict},
+		{fmt.Errorf("job 3: %w", ErrInterrupted), semconv.ErrorTypeInterrupted},
+		{ErrUnknownJob, semconv.ErrorTypeNotFound},
+		{ErrJobFinished, semconv.ErrorTypeFinished},
+		{ErrClosed, semconv.ErrorTypeUnavailable},
+		{fmt.Errorf("load: %w", context.Canceled), semconv.ErrorTypeCanceled},
 		// Shutdown's error for queued jobs wraps both; ErrCancelled names it.
-		{fmt.Errorf("%w: %w", ErrCancelled, ErrClosed), otelcuzk.ErrorTypeCanceled},
-		{fmt.Errorf("run: %w", backend.ErrDeviceFault), otelcuzk.ErrorTypeDeviceFault},
-		{errors.New("runner returned no result"), otelcuzk.ErrorTypeOther},
+		{fmt.Errorf("%w: %w", ErrCancelled, ErrClosed), semconv.ErrorTypeCanceled},
+		{fmt.Errorf("run: %w", backend.ErrDeviceFault), semconv.ErrorTypeDeviceFault},
+		{errors.New("runner returned no result"), semconv.ErrorTypeOther},
 	} {
-		if got := otelcuzk.ErrorType(tc.err); got != tc.want {
+		if got := semconv.ErrorType(tc.err); got != tc.want {
 			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
@@ -93,7 +93,7 @@ func (s *fakeSyn) free(ctx context.Context, unproved bool) {
 	s.once.Do(func() {
 		f := s.f
 		if f.tp != nil {
-			_, span := f.tp.Tracer("test").Start(ctx, otelcuzk.SpanBufferRelease)
+			_, span := f.tp.Tracer("test").Start(ctx, semconv.SpanBufferRelease)
 			span.End()
 		}
 		f.mu.Lock()
@@ -170,7 +170,7 @@ func (f *stagedFake) Synthesize(ctx context.Context, req *prover.Request) (prove
 	}
 	if f.tp != nil {
 		var span trace.Span
-		_, span = f.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineSynthesize)
+		_, span = f.tp.Tracer("test").Start(ctx, semconv.SpanPipelineSynthesize)
 		defer span.End()
 	}
 	s := &fakeSyn{f: f, id: req.RequestID, witness: string(req.Witness), freed: make(chan struct{})}
@@ -500,13 +500,13 @@ func TestCancelInEveryStage(t *testing.T) {
 	// The released buffers' spans are under the waiting job's engine.job.
 	var jobSpan trace.SpanID
 	for _, s := range exp.GetSpans() {
-		if s.Name == otelcuzk.SpanEngineJob && hasAttr(s, otelcuzk.KeyRequestID, "waiting") {
+		if s.Name == semconv.SpanEngineJob && hasAttr(s, semconv.KeyRequestID, "waiting") {
 			jobSpan = s.SpanContext.SpanID()
 		}
 	}
 	found := false
 	for _, s := range exp.GetSpans() {
-		found = found || s.Name == otelcuzk.SpanBufferRelease && s.Parent.SpanID() == jobSpan
+		found = found || s.Name == semconv.SpanBufferRelease && s.Parent.SpanID() == jobSpan
 	}
 	if !found {
 		t.Error("no buffer.release span under the cancelled waiting job's engine.job")
@@ -675,7 +675,7 @@ func TestWarmupHoldsTheDeviceNotSynthesis(t *testing.T) {
 	var warm *tracetest.SpanStub
 	for deadline := time.Now().Add(2 * time.Second); warm == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		for _, s := range exp.GetSpans() {
-			if s.Name == otelcuzk.SpanEngineWarmup {
+			if s.Name == semconv.SpanEngineWarmup {
 				warm = &s
 			}
 		}
@@ -711,15 +711,15 @@ func TestPipelineSpanTree(t *testing.T) {
 	}
 	spans := exp.GetSpans()
 	jobs := map[trace.SpanID]string{}
-	for _, s := range spanByName(spans, otelcuzk.SpanEngineJob) {
+	for _, s := range spanByName(spans, semconv.SpanEngineJob) {
 		for _, kv := range s.Attributes {
-			if kv.Key == otelcuzk.KeyRequestID {
+			if kv.Key == semconv.KeyRequestID {
 				jobs[s.SpanContext.SpanID()] = kv.Value.AsString()
 			}
 		}
 	}
 	count := map[string]int{}
-	for _, name := range []string{otelcuzk.SpanEngineQueue, otelcuzk.SpanEngineBudget, otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanGPUQueue} {
+	for _, name := range []string{semconv.SpanEngineQueue, semconv.SpanEngineBudget, semconv.SpanPipelineSynthesize, semconv.SpanGPUQueue} {
 		for _, s := range spanByName(spans, name) {
 			if _, ok := jobs[s.Parent.SpanID()]; !ok {
 				t.Errorf("%s is not a child of an engine.job", name)
@@ -729,12 +729,12 @@ func TestPipelineSpanTree(t *testing.T) {
 	}
 	// One waits for the other's memory (which, the synthesis workers
 	// decide): one engine.budget span, of that job.
-	if count[otelcuzk.SpanEngineQueue] != 2 || count[otelcuzk.SpanGPUQueue] != 2 || count[otelcuzk.SpanEngineBudget] != 1 {
+	if count[semconv.SpanEngineQueue] != 2 || count[semconv.SpanGPUQueue] != 2 || count[semconv.SpanEngineBudget] != 1 {
 		t.Errorf("span counts %v, want engine.queue and gpu.queue per job and one engine.budget", count)
 	}
-	for _, s := range spanByName(spans, otelcuzk.SpanEngineBudget) {
+	for _, s := range spanByName(spans, semconv.SpanEngineBudget) {
 		waiter := jobs[s.Parent.SpanID()]
-		if !hasAttr(s, otelcuzk.KeyMemoryBudget, "10") {
+		if !hasAttr(s, semconv.KeyMemoryBudget, "10") {
 			t.Errorf("engine.budget of %q with %v, want the budget on it", waiter, s.Attributes)
 		}
 		info, _ := e.JobByRequest(waiter)
@@ -785,18 +785,18 @@ func TestMultiPartitionRequestFlowsThroughTheStages(t *testing.T) {
 		t.Error("no partition was synthesized while another proved")
 	}
 	spans := exp.GetSpans()
-	jobSpans := spanByName(spans, otelcuzk.SpanEngineJob)
+	jobSpans := spanByName(spans, semconv.SpanEngineJob)
 	if len(jobSpans) != 1 {
 		t.Fatalf("%d engine.job spans, want 1 for the request", len(jobSpans))
 	}
-	parts := spanByName(spans, otelcuzk.SpanEnginePartition)
+	parts := spanByName(spans, semconv.SpanEnginePartition)
 	seen := map[int64]bool{}
 	for _, p := range parts {
 		if p.Parent.SpanID() != jobSpans[0].SpanContext.SpanID() {
 			t.Error("engine.partition not under the request's engine.job")
 		}
 		for _, kv := range p.Attributes {
-			if kv.Key == otelcuzk.KeyPartitionIndex {
+			if kv.Key == semconv.KeyPartitionIndex {
 				seen[kv.Value.AsInt64()] = true
 			}
 		}
@@ -808,7 +808,7 @@ func TestMultiPartitionRequestFlowsThroughTheStages(t *testing.T) {
 	for _, p := range parts {
 		partIDs[p.SpanContext.SpanID()] = true
 	}
-	for _, name := range []string{otelcuzk.SpanEngineQueue, otelcuzk.SpanPipelineSynthesize, otelcuzk.SpanGPUQueue} {
+	for _, name := range []string{semconv.SpanEngineQueue, semconv.SpanPipelineSynthesize, semconv.SpanGPUQueue} {
 		for _, s := range spanByName(spans, name) {
 			if !partIDs[s.Parent.SpanID()] {
 				t.Errorf("%s not under an engine.partition", name)

@@ -30,7 +30,7 @@ func init() {
 // Backend is the backend.Backend on one CUDA device: ComputeH with the NTT
 // kernels of prover/gpu/ntt, MSMG1 and MSMG2 with the Pippenger MSM
 // kernels of prover/gpu/msm over bases kept resident on the device; MSMG2 can run on the
-// CPU with gnark-crypto instead (BackendOptions.Device.MSMG2, SetMSMG2), concurrently
+// CPU with gnark-crypto instead (backend.Options.Device.MSMG2, SetMSMG2), concurrently
 // with the GPU work. Device work is serialised on one stream; waiting for
 // it is a gpu.lock span. Safe for concurrent use.
 type Backend struct {
@@ -57,7 +57,7 @@ type Backend struct {
 	mu      sync.Mutex // the device: one operation at a time on s
 	proofMu sync.Mutex // the device for one whole proof (BeginProof)
 
-	hostCopy HostCopy
+	hostCopy backend.HostCopy
 	g2OnCPU  bool
 	stage    [2]*cudaspans.PinnedBuffer // ComputeH's double buffer (staged mode), under mu
 	// scratch holds the MSM scalars (staged mode) per proving key
@@ -111,7 +111,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Back
 	}
 	hc, g2OnCPU := o.Device.HostCopy, o.Device.MSMG2 == backend.G2OnCPU
 	if hc == "" {
-		hc = HostCopyStaged
+		hc = backend.HostCopyStaged
 	}
 	tp := o.TracerProvider
 	if tp == nil {

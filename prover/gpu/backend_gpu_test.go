@@ -12,7 +12,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
@@ -28,7 +28,7 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 	for _, logn := range []int{0, 3, 12, 20} {
 		d, a, bv, c, want := gputest.ComputeHCase(t, 1<<logn)
 		b0, c0 := append([]fr.Element(nil), bv...), append([]fr.Element(nil), c...)
-		hctx, span := tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
+		hctx, span := tp.Tracer("test").Start(ctx, semconv.SpanComputeH)
 		start := time.Now()
 		if err := b.ComputeH(hctx, "", d, a, bv, c); err != nil {
 			t.Fatal(err)
@@ -44,8 +44,8 @@ func TestBackendGPUComputeHMatchesCPUBackend(t *testing.T) {
 	for _, sp := range rec.Ended() {
 		names[sp.Name()]++
 	}
-	for _, want := range []string{otelcuzk.SpanGPULock, otelcuzk.SpanBufferRelease, otelcuzk.SpanNTTInverse,
-		otelcuzk.SpanNTTCoset, otelcuzk.SpanPointwise, otelcuzk.SpanNTTInverseCoset, "ntt_pass", "cuda.memcpy.htod"} {
+	for _, want := range []string{semconv.SpanGPULock, semconv.SpanBufferRelease, semconv.SpanNTTInverse,
+		semconv.SpanNTTCoset, semconv.SpanPointwise, semconv.SpanNTTInverseCoset, "ntt_pass", "cuda.memcpy.htod"} {
 		if names[want] == 0 {
 			t.Errorf("no %s span (spans: %v)", want, names)
 		}
@@ -83,19 +83,19 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 	s1 := backend.BaseSet[curve.G1Affine]{ID: "test:g1", Points: p1}
 	s2 := backend.BaseSet[curve.G2Affine]{ID: "test:g2", Points: p2}
 	for round := 0; round < 3; round++ {
-		placement := MSMG2GPU
+		placement := backend.G2OnGPU
 		if round == 2 {
-			placement = MSMG2CPU
+			placement = backend.G2OnCPU
 		}
 		if err := b.SetMSMG2(placement); err != nil {
 			t.Fatal(err)
 		}
 		sc := gputest.RandomVector(n)
-		got, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s1, sc)
+		got, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, s1, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := cpu.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s1, sc)
+		want, err := cpu.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, s1, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestBackendGPUMSMsMatchCPUBackend(t *testing.T) {
 			t.Fatalf("round %d: MSMG2 (%s) differs from the CPU backend", round, placement)
 		}
 	}
-	if err := b.SetMSMG2(MSMG2GPU); err != nil {
+	if err := b.SetMSMG2(backend.G2OnGPU); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetMSMG2("fpga"); err == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
@@ -44,7 +43,7 @@ func TestBitSplitProveGPUEqualsCPUOnPoRep(t *testing.T) {
 			t.Logf("porep 2^17, bits %v, round %d: verifies, equal to CPU (%v)", bs, round, time.Since(start).Round(time.Microsecond))
 		}
 	}
-	for _, name := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG2B} {
+	for _, name := range []string{semconv.SpanMSMG1A, semconv.SpanMSMG1B, semconv.SpanMSMG1K, semconv.SpanMSMG2B} {
 		// On (2 proofs) and auto (2 proofs: porep has far more than
 		// BitSplitMinOnes ones in each MSM).
 		if n := len(spantest.Named(rec, name+semconv.SpanSuffixBatchAdd)); n != 4 {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -113,11 +113,11 @@ func TestCommitmentProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 	}
 	var onDevice int
 	for _, sp := range rec.Ended() {
-		if sp.Name() != otelcuzk.SpanMSMG1CommitmentPok {
+		if sp.Name() != semconv.SpanMSMG1CommitmentPok {
 			continue
 		}
 		for _, a := range sp.Attributes() {
-			if a.Key == otelcuzk.KeyBackend && a.Value.AsString() == "cuda" {
+			if a.Key == semconv.KeyBackend && a.Value.AsString() == "cuda" {
 				onDevice++
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/ntt"
 )
 
@@ -57,9 +58,9 @@ func (b *Backend) ComputeH(ctx context.Context, keyID string, domain *fft.Domain
 	}
 	mode := b.hostCopy
 	if n*frBytes < b.minStaged() {
-		mode = HostCopyPageable
+		mode = backend.HostCopyPageable
 	}
-	if mode == HostCopyRegister {
+	if mode == backend.HostCopyRegister {
 		// Pinned for the upload, the kernels and the download of a; on an
 		// error return, no copy may still be reading them when unpinned.
 		var unpins []func()

@@ -2,10 +2,22 @@
 // backend.Register as "cuda": Backend (backend.Backend, ProofScoper,
 // Warmer) on one device, built from the engines of its sub-packages.
 //
-//   - backend.go: Open, Warmup (every kernel module compiled or loaded at
-//     once), the proof's device scope (BeginProof: gpu.warmup, gpu.lock,
-//     gpu.total), ComputeH and the MSMs, and the host-copy staging of host
-//     vectors through pinned memory (HostCopy, cuda.host_stage spans);
+//   - backend.go: Backend, Open, Close, EvictBases;
+//   - warmup.go: Warmup (every kernel module compiled or loaded at once);
+//   - proof.go: the proof's device scope (BeginProof: gpu.warmup,
+//     gpu.lock, gpu.total);
+//   - computeh.go, msmcall.go, batchadd.go, preparekey.go: ComputeH, the
+//     MSMs, the commitment's batch additions and the key's bases made
+//     resident;
+//   - hostcopy.go: host vectors to and from the device as
+//     backend.HostCopy says: staged through two pinned buffers of
+//     StageChunk bytes (allocated on first use, kept between proofs,
+//     released at Close; the CPU copy of one chunk overlapping the DMA of
+//     the previous one, cuda.host_stage spans), registered with the driver
+//     for one call (cuda.host_register, then a buffer.release span of kind
+//     pinned), or copied from pageable memory as it is;
+//   - settings.go: SetHostCopy, SetMSMG2 (backend.DeviceSettings changed
+//     after Open); fault.go: a sticky device fault;
 //   - rate.go: the multiply-rate probes of the bench (MeasureRates).
 //
 // The sub-packages, one concept each:

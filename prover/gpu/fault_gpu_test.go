@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -57,12 +57,12 @@ func TestFaultingKernelFencesTheDeviceOffGPU(t *testing.T) {
 	for i := range scalars {
 		scalars[i].SetUint64(uint64(i + 3))
 	}
-	_, err = b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", len(scalars)), scalars)
+	_, err = b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", len(scalars)), scalars)
 	if !errors.Is(err, backend.ErrDeviceFault) {
 		t.Fatalf("MSM after the fault: %v, want backend.ErrDeviceFault", err)
 	}
 	t.Logf("the next MSM: %v", err)
-	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1B}, gputest.BaseSet("", len(scalars)), scalars); !errors.Is(err, backend.ErrDeviceFault) || b.Fault() == nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1B}, gputest.BaseSet("", len(scalars)), scalars); !errors.Is(err, backend.ErrDeviceFault) || b.Fault() == nil {
 		t.Fatalf("fenced device: %v (Fault %v)", err, b.Fault())
 	}
 }

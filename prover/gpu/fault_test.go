@@ -10,7 +10,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -31,7 +31,7 @@ func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
 	for i := range scalars {
 		scalars[i].SetUint64(uint64(i + 2))
 	}
-	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 64), scalars); err != nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", 64), scalars); err != nil {
 		t.Fatalf("healthy device: %v", err)
 	}
 	if b.Fault() != nil {
@@ -39,13 +39,13 @@ func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
 	}
 
 	drv.Fault(&cudaspans.Error{Call: "cuLaunchKernel", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Message: "out of memory"})
-	_, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
+	_, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
 	if err == nil || errors.Is(err, backend.ErrDeviceFault) || b.Fault() != nil {
 		t.Fatalf("out of memory: err %v, Fault %v; want an error that is no device fault", err, b.Fault())
 	}
 
 	drv.Fault(illegalAddress)
-	_, err = b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
+	_, err = b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", 64), scalars)
 	if !errors.Is(err, backend.ErrDeviceFault) || !errors.Is(err, cudaspans.ErrSticky) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
 		t.Fatalf("sticky error: %v, want a backend.ErrDeviceFault naming CUDA_ERROR_ILLEGAL_ADDRESS", err)
 	}
@@ -57,11 +57,11 @@ func TestStickyErrorFencesTheDeviceOff(t *testing.T) {
 	launches := len(drv.Launches())
 	for _, call := range []func() error{
 		func() error {
-			_, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1B}, gputest.BaseSet("", 64), scalars)
+			_, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1B}, gputest.BaseSet("", 64), scalars)
 			return err
 		},
 		func() error {
-			_, err := b.MSMG2(ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, backend.BaseSet[curve.G2Affine]{}, nil)
+			_, err := b.MSMG2(ctx, backend.Call{Span: semconv.SpanMSMG2B}, backend.BaseSet[curve.G2Affine]{}, nil)
 			return err
 		},
 		func() error { _, end := b.BeginProof(ctx); return end() },

@@ -21,7 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
@@ -112,19 +112,19 @@ func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 		if err := gnarkgroth16.Verify(want, f.vk, f.pub); err != nil {
 			t.Fatalf("%s: CPU backend proof does not verify: %v", name, err)
 		}
-		for i, mode := range []HostCopy{HostCopyStaged, HostCopyRegister, HostCopyPageable, HostCopyStaged} {
+		for i, mode := range []backend.HostCopy{backend.HostCopyStaged, backend.HostCopyRegister, backend.HostCopyPageable, backend.HostCopyStaged} {
 			if err := b.SetHostCopy(mode); err != nil {
 				t.Fatal(err)
 			}
 			// The last pass puts the G2 MSM on the CPU.
-			g2 := MSMG2GPU
+			g2 := backend.G2OnGPU
 			if i == 3 {
-				g2 = MSMG2CPU
+				g2 = backend.G2OnCPU
 			}
 			if err := b.SetMSMG2(g2); err != nil {
 				t.Fatal(err)
 			}
-			mode := HostCopy(string(mode) + ", G2 on " + g2)
+			mode := backend.HostCopy(string(mode) + ", G2 on " + string(g2))
 			for round := 0; round < 2; round++ {
 				start := time.Now()
 				got, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), prover.WithRandomness(r, s),
@@ -188,7 +188,7 @@ func TestComputeHGPUStagedEqualsPageable(t *testing.T) {
 	d := fft.NewDomain(uint64(n))
 	a, bv, c := fastRandomVector(n, 1), fastRandomVector(n, 2), fastRandomVector(n, 3)
 	var want []fr.Element
-	for _, mode := range []HostCopy{HostCopyPageable, HostCopyStaged, HostCopyRegister} {
+	for _, mode := range []backend.HostCopy{backend.HostCopyPageable, backend.HostCopyStaged, backend.HostCopyRegister} {
 		if err := b.SetHostCopy(mode); err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 	for _, mode := range []buffer.ReleaseMode{buffer.ReleaseSync, buffer.ReleaseAsync, buffer.ReleasePool} {
 		t.Run(string(mode), func(t *testing.T) {
 			b, rel, rec, tp := openBackend(t, mode)
-			if err := b.SetHostCopy(HostCopyRegister); err != nil {
+			if err := b.SetHostCopy(backend.HostCopyRegister); err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
@@ -307,32 +307,32 @@ func TestFullProveGPUSpans(t *testing.T) {
 				t.Fatal(err)
 			}
 			x := indexSpans(rec.Ended())
-			proves := x.named(otelcuzk.SpanGroth16Prove)
+			proves := x.named(semconv.SpanGroth16Prove)
 			if len(proves) != 2 {
 				t.Fatalf("%d gnarkgroth16.prove spans, want 2", len(proves))
 			}
-			for _, name := range []string{otelcuzk.SpanGPULock, otelcuzk.SpanGPUTotal} {
+			for _, name := range []string{semconv.SpanGPULock, semconv.SpanGPUTotal} {
 				got := x.named(name)
 				if len(got) != 2 {
 					t.Fatalf("%d %s spans for 2 proofs, want 2", len(got), name)
 				}
 				for _, sp := range got {
-					if x.parentName(sp) != otelcuzk.SpanGroth16Prove {
+					if x.parentName(sp) != semconv.SpanGroth16Prove {
 						t.Errorf("%s is a child of %q, want gnarkgroth16.prove", name, x.parentName(sp))
 					}
 				}
 			}
-			for _, sp := range x.named(otelcuzk.SpanGPUTotal) {
+			for _, sp := range x.named(semconv.SpanGPUTotal) {
 				p := x.byID[sp.Parent().SpanID()]
 				if sp.StartTime().Before(p.StartTime()) || sp.EndTime().After(p.EndTime()) {
 					t.Errorf("gpu.total [%v, %v] outside gnarkgroth16.prove [%v, %v]", sp.StartTime(), sp.EndTime(), p.StartTime(), p.EndTime())
 				}
-				if ops, _ := spantest.Attr(sp, otelcuzk.KeyCUDAOpCount); ops == nil || ops.(int64) < 10 {
+				if ops, _ := spantest.Attr(sp, semconv.KeyCUDAOpCount); ops == nil || ops.(int64) < 10 {
 					t.Errorf("gpu.total covers %v device operations, want the proof's (>= 10)", ops)
 				}
 				t.Logf("gpu.total %v of gnarkgroth16.prove %v", sp.EndTime().Sub(sp.StartTime()), p.EndTime().Sub(p.StartTime()))
 			}
-			for _, msm := range []string{otelcuzk.SpanMSMG1A, otelcuzk.SpanMSMG1B, otelcuzk.SpanMSMG1K, otelcuzk.SpanMSMG1H, otelcuzk.SpanMSMG2B} {
+			for _, msm := range []string{semconv.SpanMSMG1A, semconv.SpanMSMG1B, semconv.SpanMSMG1K, semconv.SpanMSMG1H, semconv.SpanMSMG2B} {
 				spans := x.named(msm)
 				if len(spans) != 2 {
 					t.Fatalf("%d %s spans, want 2", len(spans), msm)
@@ -340,7 +340,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				for _, m := range spans {
 					kernels := 0
 					for _, sp := range x.spans {
-						if _, ok := spantest.Attr(sp, otelcuzk.KeyCUDAKernelName); ok && x.byID[sp.Parent().SpanID()] != nil &&
+						if _, ok := spantest.Attr(sp, semconv.KeyCUDAKernelName); ok && x.byID[sp.Parent().SpanID()] != nil &&
 							sp.Parent().SpanID() == m.SpanContext().SpanID() {
 							kernels++
 						}
@@ -350,10 +350,10 @@ func TestFullProveGPUSpans(t *testing.T) {
 					}
 					// The scalar counts of A, B, K (prover.MSMScalarAttributes):
 					// mulchain's wires are full-width but for the constant 1.
-					zero, okZ := spantest.Attr(m, otelcuzk.KeyMSMScalarsZero)
-					one, okO := spantest.Attr(m, otelcuzk.KeyMSMScalarsOne)
-					size, _ := spantest.Attr(m, otelcuzk.KeyMSMSize)
-					if wantCounts := msm != otelcuzk.SpanMSMG1H; okZ != wantCounts || okO != wantCounts {
+					zero, okZ := spantest.Attr(m, semconv.KeyMSMScalarsZero)
+					one, okO := spantest.Attr(m, semconv.KeyMSMScalarsOne)
+					size, _ := spantest.Attr(m, semconv.KeyMSMSize)
+					if wantCounts := msm != semconv.SpanMSMG1H; okZ != wantCounts || okO != wantCounts {
 						t.Errorf("%s: scalar counts present %v/%v, want %v", msm, okZ, okO, wantCounts)
 					} else if wantCounts && (zero.(int64)+one.(int64) > size.(int64) || one.(int64) < 0) {
 						t.Errorf("%s: %v zero and %v one scalars of %v", msm, zero, one, size)
@@ -361,12 +361,12 @@ func TestFullProveGPUSpans(t *testing.T) {
 				}
 			}
 			copies := 0
-			for _, sp := range x.named(otelcuzk.SpanMemcpyHtoD) {
-				if !x.under(sp, otelcuzk.SpanGroth16Prove) {
+			for _, sp := range x.named(semconv.SpanMemcpyHtoD) {
+				if !x.under(sp, semconv.SpanGroth16Prove) {
 					continue
 				}
-				bytes, okB := spantest.Attr(sp, otelcuzk.KeyCUDABytes)
-				gbps, okG := spantest.Attr(sp, otelcuzk.KeyCUDAGBPerSecond)
+				bytes, okB := spantest.Attr(sp, semconv.KeyCUDABytes)
+				gbps, okG := spantest.Attr(sp, semconv.KeyCUDAGBPerSecond)
 				if !okB || !okG || bytes.(int64) <= 0 || gbps.(float64) <= 0 {
 					t.Errorf("copy span without cuda.bytes and cuda.gbps: %v", sp.Attributes())
 				}
@@ -377,9 +377,9 @@ func TestFullProveGPUSpans(t *testing.T) {
 			}
 			kinds := map[string]int{}
 			evicted := 0
-			for _, sp := range x.named(otelcuzk.SpanBufferRelease) {
-				k, _ := spantest.Attr(sp, otelcuzk.KeyBufferKind)
-				m, _ := spantest.Attr(sp, otelcuzk.KeyReleaseMode)
+			for _, sp := range x.named(semconv.SpanBufferRelease) {
+				k, _ := spantest.Attr(sp, semconv.KeyBufferKind)
+				m, _ := spantest.Attr(sp, semconv.KeyReleaseMode)
 				// Device memory is freed at once in every mode, and pool
 				// mode keeps only mmap buffers (buffer.Releaser).
 				want := string(mode)
@@ -391,7 +391,7 @@ func TestFullProveGPUSpans(t *testing.T) {
 				}
 				kinds[fmt.Sprint(k)]++
 				if k == "device" {
-					if x.under(sp, otelcuzk.SpanGroth16Prove) {
+					if x.under(sp, semconv.SpanGroth16Prove) {
 						t.Errorf("device memory released under gnarkgroth16.prove: the key's proof buffers are kept")
 					}
 					if x.under(sp, "test.evict") {

@@ -14,6 +14,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/parallel"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // StageChunk is the size of each of the two pinned staging buffers of
@@ -87,8 +88,8 @@ const (
 // (HostCopyStaged) it runs through the two pinned staging buffers
 // (stagedUpload, stagedDownload) as one cuda.host_stage span with the
 // chunks' copies as children.
-func (b *Backend) copyVector(ctx context.Context, mode HostCopy, name, dir string, dev cudaspans.DevicePtr, v []fr.Element) (err error) {
-	if mode != HostCopyStaged {
+func (b *Backend) copyVector(ctx context.Context, mode backend.HostCopy, name, dir string, dev cudaspans.DevicePtr, v []fr.Element) (err error) {
+	if mode != backend.HostCopyStaged {
 		if dir == dirHtoD {
 			return cudaspans.HtoD(ctx, b.s, dev, v)
 		}
@@ -160,7 +161,7 @@ func (b *Backend) stagedDownload(ctx context.Context, st [2]*cudaspans.PinnedBuf
 func (b *Backend) stageSpan(ctx context.Context, name, dir string, bytes int) (context.Context, trace.Span) {
 	return b.tracer.Start(ctx, semconv.SpanHostStage, trace.WithAttributes(
 		semconv.KeyBufferName.String(name), semconv.KeyCUDABytes.Int(bytes),
-		semconv.KeyHostCopyMode.String(string(HostCopyStaged)), attribute.String("cuda.direction", dir)))
+		semconv.KeyHostCopyMode.String(string(backend.HostCopyStaged)), attribute.String("cuda.direction", dir)))
 }
 
 // endSpan ends a staging span; after an error it first waits for the

@@ -31,14 +31,14 @@ func TestParallelCopyCopiesEveryByte(t *testing.T) {
 }
 
 func TestParseHostCopy(t *testing.T) {
-	for in, want := range map[string]HostCopy{"": HostCopyStaged, "staged": HostCopyStaged,
-		"register": HostCopyRegister, "pageable": HostCopyPageable} {
-		got, err := ParseHostCopy(in)
+	for in, want := range map[string]backend.HostCopy{"": backend.HostCopyStaged, "staged": backend.HostCopyStaged,
+		"register": backend.HostCopyRegister, "pageable": backend.HostCopyPageable} {
+		got, err := backend.ParseHostCopy(in)
 		if err != nil || got != want {
 			t.Errorf("ParseHostCopy(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := ParseHostCopy("pinned"); err == nil {
+	if _, err := backend.ParseHostCopy("pinned"); err == nil {
 		t.Error(`ParseHostCopy("pinned") gave no error`)
 	}
 }
@@ -67,10 +67,10 @@ func TestOpenRefusesMalformedDeviceSettingsBeforeTheDevice(t *testing.T) {
 func TestOpenAppliesTheDeviceSettings(t *testing.T) {
 	for _, tc := range []struct {
 		in      backend.DeviceSettings
-		copy    HostCopy
+		copy    backend.HostCopy
 		g2OnCPU bool
-	}{{backend.DeviceSettings{}, HostCopyStaged, false}, {backend.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, HostCopyPageable, true},
-		{backend.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, HostCopyRegister, false}} {
+	}{{backend.DeviceSettings{}, backend.HostCopyStaged, false}, {backend.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, backend.HostCopyPageable, true},
+		{backend.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, backend.HostCopyRegister, false}} {
 		c, err := cudaspans.Open(0, cudaspans.WithDriver(fakedevice.New(1<<20)))
 		if err != nil {
 			t.Fatal(err)

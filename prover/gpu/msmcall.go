@@ -70,12 +70,12 @@ func (b *Backend) withScalars(ctx context.Context, call backend.Call, scalars []
 	sc := scalars
 	if len(scalars)*frBytes >= b.minStaged() {
 		switch b.hostCopy {
-		case HostCopyStaged:
+		case backend.HostCopyStaged:
 			var err error
 			if sc, err = b.stagedScalars(ctx, call.KeyID, scalars); err != nil {
 				return fmt.Errorf("cuda %s: %w", span, err)
 			}
-		case HostCopyRegister:
+		case backend.HostCopyRegister:
 			unpin := b.pin(ctx, "msm.scalars", scalars)
 			defer func() {
 				// As in ComputeH: on an error return a copy may still be

@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
 
@@ -55,7 +56,7 @@ func TestProveWithoutKeyIDGNARKCircuitsGPU(t *testing.T) {
 			t.Fatalf("%s: witness: %v", c.name, err)
 		}
 		pub, _ := w.Public()
-		for _, g2 := range []string{MSMG2GPU, MSMG2CPU} {
+		for _, g2 := range []backend.G2Placement{backend.G2OnGPU, backend.G2OnCPU} {
 			if err := b.SetMSMG2(g2); err != nil {
 				t.Fatal(err)
 			}

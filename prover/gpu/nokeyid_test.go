@@ -14,7 +14,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
@@ -58,7 +58,7 @@ func fakeKernelBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakedev
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tp: tp, tracer: tp.Tracer(otelcuzk.ScopeName), hostCopy: HostCopyStaged,
+	b := &Backend{c: c, s: s, bases: bases, releaser: rel, tp: tp, tracer: tp.Tracer(semconv.ScopeName), hostCopy: backend.HostCopyStaged,
 		cpu: cpu.New(tp), msm: m}
 	b.warm = func(context.Context) error { return nil } // the modules above are loaded
 	b.ready.Store(true)
@@ -96,10 +96,10 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	for i := range scalars {
 		scalars[i].SetUint64(uint64(i + 1))
 	}
-	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, g1, scalars); err != nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, g1, scalars); err != nil {
 		t.Fatalf("MSMG1 over a set without an ID: %v", err)
 	}
-	if _, err := b.MSMG2(ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, g2, scalars[:50]); err != nil {
+	if _, err := b.MSMG2(ctx, backend.Call{Span: semconv.SpanMSMG2B}, g2, scalars[:50]); err != nil {
 		t.Fatalf("MSMG2 over a set without an ID: %v", err)
 	}
 	if ids := b.Bases().IDs(); len(ids) != 0 || b.Bases().Bytes() != 0 {
@@ -108,8 +108,8 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	if used, _, _ := drv.Stats(); used != used0 {
 		t.Errorf("device memory in use %d after the MSMs, %d before: the bases stayed", used, used0)
 	}
-	if names := spanNames(rec); strings.Contains(names, otelcuzk.SpanKeysPreload) ||
-		!strings.Contains(names, otelcuzk.SpanMSMG1A) || !strings.Contains(names, otelcuzk.SpanMSMG2B) {
+	if names := spanNames(rec); strings.Contains(names, semconv.SpanKeysPreload) ||
+		!strings.Contains(names, semconv.SpanMSMG1A) || !strings.Contains(names, semconv.SpanMSMG2B) {
 		t.Errorf("spans %q: want msm.g1.a and msm.g2.b, no keys.preload", names)
 	}
 	// The points themselves were copied (with each MSM), byte for byte.
@@ -126,7 +126,7 @@ func TestMSMOverABaseSetWithoutIDUploadsItForThatMSMOnly(t *testing.T) {
 	}
 	// The same sets with an ID are kept (the contrast the test rests on).
 	g1.ID = "k:g1.a"
-	if _, err := b.MSMG1(ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, g1, scalars); err != nil {
+	if _, err := b.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1A}, g1, scalars); err != nil {
 		t.Fatal(err)
 	}
 	if ids := b.Bases().IDs(); len(ids) != 1 || ids[0] != "k:g1.a" {

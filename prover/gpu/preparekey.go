@@ -111,7 +111,7 @@ func (b *Backend) PrepareKey(ctx context.Context, keyID string, pk groth16.Provi
 	}
 
 	// Pinned host memory of the staged copies (withScalars, ComputeH).
-	if b.hostCopy == HostCopyStaged {
+	if b.hostCopy == backend.HostCopyStaged {
 		if n*frBytes >= b.minStaged() {
 			if _, err := b.stageBuffers(ctx); err != nil {
 				return wrap("staging", err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -15,7 +16,7 @@ import (
 // buffers) as in the pageable one; its base sets, proof buffers and
 // pinned scalars are the key's, under the IDs the proof uses.
 func TestPrepareKeyLeavesTheFirstProofNothingToAllocate(t *testing.T) {
-	for _, mode := range []HostCopy{HostCopyStaged, HostCopyPageable} {
+	for _, mode := range []backend.HostCopy{backend.HostCopyStaged, backend.HostCopyPageable} {
 		t.Run(string(mode), func(t *testing.T) {
 			b, _, rec := fakeProvingBackend(t, nil)
 			if err := b.SetHostCopy(mode); err != nil {
@@ -33,7 +34,7 @@ func TestPrepareKeyLeavesTheFirstProofNothingToAllocate(t *testing.T) {
 					t.Errorf("after PrepareKey: %s missing from %s", want, ids)
 				}
 			}
-			if mode == HostCopyStaged && b.scratch["k"] == nil {
+			if mode == backend.HostCopyStaged && b.scratch["k"] == nil {
 				t.Error("staged mode: no pinned scalar buffer for the key")
 			}
 			if first := proveOnFake(t, b, rec, f, "k"); len(first) != 0 {

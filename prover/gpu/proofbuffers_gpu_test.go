@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/groth16"
 )
@@ -19,7 +19,7 @@ import (
 // and the number of cuda.malloc spans inside its gnarkgroth16.prove.
 func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp *sdktrace.TracerProvider, f *proveFixture, key string) (gnarkgroth16.Proof, int) {
 	t.Helper()
-	ctx, job := tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
+	ctx, job := tp.Tracer("test").Start(context.Background(), semconv.SpanEngineJob)
 	proof, err := groth16.Prove(ctx, f.ccs, f.pk, f.w, groth16.WithBackend(b), groth16.WithKeyID(key), prover.WithTracerProvider(tp))
 	job.End()
 	if err != nil {
@@ -33,11 +33,11 @@ func mallocsUnderProve(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, tp
 	}
 	n := 0
 	for _, s := range byID {
-		if s.Name() != otelcuzk.SpanCUDAMalloc {
+		if s.Name() != semconv.SpanCUDAMalloc {
 			continue
 		}
 		for p := byID[s.Parent().SpanID()]; p != nil; p = byID[p.Parent().SpanID()] {
-			if p.Name() == otelcuzk.SpanGroth16Prove {
+			if p.Name() == semconv.SpanGroth16Prove {
 				n++
 				break
 			}

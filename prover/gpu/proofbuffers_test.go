@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
@@ -40,7 +40,7 @@ func fakeProvingBackend(t *testing.T, drv *fakedevice.Driver) (*Backend, *fakede
 // cuda.malloc spans under its groth16.prove.
 func proveOnFake(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, f *circuitstest.Fixture, key string) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	ctx, job := b.tp.Tracer("test").Start(context.Background(), otelcuzk.SpanEngineJob)
+	ctx, job := b.tp.Tracer("test").Start(context.Background(), semconv.SpanEngineJob)
 	_, err := groth16.Prove(ctx, f.CCS, f.PK, f.Witness, groth16.WithBackend(b), groth16.WithKeyID(key), prover.WithTracerProvider(b.tp))
 	job.End()
 	if err != nil {
@@ -54,7 +54,7 @@ func proveOnFake(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, f *circu
 			continue
 		}
 		byID[s.SpanContext().SpanID()] = s
-		if s.Name() == otelcuzk.SpanGroth16Prove {
+		if s.Name() == semconv.SpanGroth16Prove {
 			prove = s
 		}
 	}
@@ -63,7 +63,7 @@ func proveOnFake(t *testing.T, b *Backend, rec *tracetest.SpanRecorder, f *circu
 	}
 	var mallocs []sdktrace.ReadOnlySpan
 	for _, s := range byID {
-		if s.Name() != otelcuzk.SpanCUDAMalloc {
+		if s.Name() != semconv.SpanCUDAMalloc {
 			continue
 		}
 		for p := byID[s.Parent().SpanID()]; p != nil; p = byID[p.Parent().SpanID()] {
@@ -188,7 +188,7 @@ func TestAWarmStagedProofAllocatesNoPinnedMemory(t *testing.T) {
 	pinnedMallocs := 0
 	for _, s := range first {
 		for _, kv := range s.Attributes() {
-			if kv.Key == otelcuzk.KeyBufferKind && kv.Value.AsString() == "pinned" {
+			if kv.Key == semconv.KeyBufferKind && kv.Value.AsString() == "pinned" {
 				pinnedMallocs++
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/msm"
 )
@@ -40,19 +40,19 @@ func TestWarmupGPUCompilesEveryModuleInParallelThenHitsTheCache(t *testing.T) {
 	}
 	var warmup string
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanGPUWarmup {
+		if s.Name() == semconv.SpanGPUWarmup {
 			warmup = s.SpanContext().SpanID().String()
 		}
 	}
 	var firstEnd, lastStart time.Time
 	var lines []string
 	for _, s := range rec.Ended() {
-		if s.Name() != otelcuzk.SpanCUDACompile {
+		if s.Name() != semconv.SpanCUDACompile {
 			continue
 		}
 		var name string
 		for _, kv := range s.Attributes() {
-			if kv.Key == otelcuzk.KeyCUDAModuleName {
+			if kv.Key == semconv.KeyCUDAModuleName {
 				name = kv.Value.AsString()
 			}
 		}

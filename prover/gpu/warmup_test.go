@@ -11,7 +11,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
@@ -63,11 +63,11 @@ func TestWarmupCompilesOnceForConcurrentCallersAndRetriesAfterAnError(t *testing
 	// (one failed), the others waited for the second and say so.
 	var compiled, failed, shared int
 	for _, s := range rec.Ended() {
-		if s.Name() != otelcuzk.SpanGPUWarmup {
+		if s.Name() != semconv.SpanGPUWarmup {
 			continue
 		}
 		for _, kv := range s.Attributes() {
-			if kv.Key == otelcuzk.KeyWarmupShared {
+			if kv.Key == semconv.KeyWarmupShared {
 				if kv.Value.AsBool() {
 					shared++
 				} else {
@@ -96,9 +96,9 @@ func TestWarmupCompilesOnceForConcurrentCallersAndRetriesAfterAnError(t *testing
 func TestBeginProofWarmsUpBeforeTheLockAndTheDeviceSession(t *testing.T) {
 	b, _, rec := fakeKernelBackend(t, nil)
 	slowWarm(b, 30*time.Millisecond, 0)
-	ctx, root := b.tracer.Start(context.Background(), otelcuzk.SpanGroth16Prove)
+	ctx, root := b.tracer.Start(context.Background(), semconv.SpanGroth16Prove)
 	pctx, end := b.BeginProof(ctx)
-	if _, err := b.MSMG1(pctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 10), make([]fr.Element, 10)); err != nil {
+	if _, err := b.MSMG1(pctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", 10), make([]fr.Element, 10)); err != nil {
 		t.Fatal(err)
 	}
 	if err := end(); err != nil {
@@ -109,7 +109,7 @@ func TestBeginProofWarmsUpBeforeTheLockAndTheDeviceSession(t *testing.T) {
 	for _, s := range rec.Ended() {
 		byName[s.Name()] = [2]time.Time{s.StartTime(), s.EndTime()}
 	}
-	w, lock, total := byName[otelcuzk.SpanGPUWarmup], byName[otelcuzk.SpanGPULock], byName[otelcuzk.SpanGPUTotal]
+	w, lock, total := byName[semconv.SpanGPUWarmup], byName[semconv.SpanGPULock], byName[semconv.SpanGPUTotal]
 	if w[0].IsZero() || lock[0].IsZero() || total[0].IsZero() {
 		t.Fatalf("spans gpu.warmup %v, gpu.lock %v, gpu.total %v: want all three", w, lock, total)
 	}
@@ -133,7 +133,7 @@ func TestAFailedWarmupFailsTheProofOnceWithItsError(t *testing.T) {
 	if err := b.ComputeH(pctx, "", d, v(), v(), v()); !errors.Is(err, errWarm) {
 		t.Errorf("ComputeH after a failed warm-up = %v, want the compile error", err)
 	}
-	if _, err := b.MSMG1(pctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, gputest.BaseSet("", 4), v()); !errors.Is(err, errWarm) {
+	if _, err := b.MSMG1(pctx, backend.Call{Span: semconv.SpanMSMG1A}, gputest.BaseSet("", 4), v()); !errors.Is(err, errWarm) {
 		t.Errorf("MSMG1 after a failed warm-up = %v, want the compile error", err)
 	}
 	if n := calls.Load(); n != 1 {

@@ -22,7 +22,7 @@ import (
 	"github.com/consensys/gnark/frontend/cs/scs"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/commitmenttest"
 )
@@ -218,8 +218,8 @@ func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {
 	root.End()
 	tree := spantest.NewTree(exp.GetSpans())
 	for _, c := range []struct{ span, parent string }{
-		{otelcuzk.SpanMSMG1Commitment, otelcuzk.SpanSynthesizeSolve},
-		{otelcuzk.SpanMSMG1CommitmentPok, otelcuzk.SpanGroth16Prove},
+		{semconv.SpanMSMG1Commitment, semconv.SpanSynthesizeSolve},
+		{semconv.SpanMSMG1CommitmentPok, semconv.SpanGroth16Prove},
 	} {
 		spans := tree.Named(c.span)
 		if len(spans) != f.Commitments {
@@ -229,24 +229,24 @@ func TestCommitmentMSMsHaveTheirSpans(t *testing.T) {
 			if par, ok := tree.Parent(s); !ok || par.Name != c.parent {
 				t.Errorf("%s is under %q, want %s", c.span, par.Name, c.parent)
 			}
-			if n, ok := spantest.StubValue(s, string(otelcuzk.KeyMSMSize)); !ok || n == "0" {
-				t.Errorf("%s: %s = %q", c.span, otelcuzk.KeyMSMSize, n)
+			if n, ok := spantest.StubValue(s, string(semconv.KeyMSMSize)); !ok || n == "0" {
+				t.Errorf("%s: %s = %q", c.span, semconv.KeyMSMSize, n)
 			}
 		}
 	}
 	seen := map[string]bool{}
-	for _, s := range tree.Named(otelcuzk.SpanMSMG1Commitment) {
-		i, _ := spantest.StubValue(s, string(otelcuzk.KeyCommitmentIndex))
+	for _, s := range tree.Named(semconv.SpanMSMG1Commitment) {
+		i, _ := spantest.StubValue(s, string(semconv.KeyCommitmentIndex))
 		seen[i] = true
 	}
 	for i := 0; i < f.Commitments; i++ {
 		if !seen[strconv.Itoa(i)] {
-			t.Errorf("no %s span with %s = %d", otelcuzk.SpanMSMG1Commitment, otelcuzk.KeyCommitmentIndex, i)
+			t.Errorf("no %s span with %s = %d", semconv.SpanMSMG1Commitment, semconv.KeyCommitmentIndex, i)
 		}
 	}
-	g := tree.Named(otelcuzk.SpanGroth16Prove)
-	if n, _ := spantest.StubValue(g[0], string(otelcuzk.KeyCommitmentCount)); n != strconv.Itoa(f.Commitments) {
-		t.Errorf("groth16.prove %s = %q, want %d", otelcuzk.KeyCommitmentCount, n, f.Commitments)
+	g := tree.Named(semconv.SpanGroth16Prove)
+	if n, _ := spantest.StubValue(g[0], string(semconv.KeyCommitmentCount)); n != strconv.Itoa(f.Commitments) {
+		t.Errorf("groth16.prove %s = %q, want %d", semconv.KeyCommitmentCount, n, f.Commitments)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -234,23 +234,23 @@ func TestProveFailsInFilterWiresAndReleasesItsBuffers(t *testing.T) {
 		t.Errorf("err = %q does not name the step", err)
 	}
 	tree := spantest.NewTree(exp.GetSpans())
-	spans := tree.Named(otelcuzk.SpanFilterWires)
+	spans := tree.Named(semconv.SpanFilterWires)
 	if len(spans) != 1 {
-		t.Fatalf("%d %s spans, want 1", len(spans), otelcuzk.SpanFilterWires)
+		t.Fatalf("%d %s spans, want 1", len(spans), semconv.SpanFilterWires)
 	}
 	fs := spans[0]
-	if p, _ := tree.Parent(fs); p.Name != otelcuzk.SpanGroth16Prove {
-		t.Errorf("%s: parent %q, want %s", fs.Name, p.Name, otelcuzk.SpanGroth16Prove)
+	if p, _ := tree.Parent(fs); p.Name != semconv.SpanGroth16Prove {
+		t.Errorf("%s: parent %q, want %s", fs.Name, p.Name, semconv.SpanGroth16Prove)
 	}
 	if fs.Status.Code != codes.Error {
 		t.Errorf("%s status %v, want Error", fs.Name, fs.Status.Code)
 	}
-	if v, _ := spantest.StubValue(fs, string(otelcuzk.KeyErrorType)); v != otelcuzk.ErrorTypeKeyMismatch {
-		t.Errorf("%s error.type %q, want %q", fs.Name, v, otelcuzk.ErrorTypeKeyMismatch)
+	if v, _ := spantest.StubValue(fs, string(semconv.KeyErrorType)); v != semconv.ErrorTypeKeyMismatch {
+		t.Errorf("%s error.type %q, want %q", fs.Name, v, semconv.ErrorTypeKeyMismatch)
 	}
 	released := map[string]bool{}
-	for _, s := range tree.Named(otelcuzk.SpanBufferRelease) {
-		v, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferName))
+	for _, s := range tree.Named(semconv.SpanBufferRelease) {
+		v, _ := spantest.StubValue(s, string(semconv.KeyBufferName))
 		released[v] = true
 	}
 	for _, name := range []string{"wires.a", "wires", "h", "b", "c"} {
@@ -274,23 +274,23 @@ func TestFilterWiresSpanCarriesTheCounts(t *testing.T) {
 	}
 	pk := f.PK.(*groth16_bls12381.ProvingKey)
 	tree := spantest.NewTree(exp.GetSpans())
-	spans := tree.Named(otelcuzk.SpanFilterWires)
+	spans := tree.Named(semconv.SpanFilterWires)
 	if len(spans) != 1 {
-		t.Fatalf("%d %s spans, want 1", len(spans), otelcuzk.SpanFilterWires)
+		t.Fatalf("%d %s spans, want 1", len(spans), semconv.SpanFilterWires)
 	}
 	fs := spans[0]
 	p, _ := tree.Parent(fs)
-	if p.Name != otelcuzk.SpanGroth16Prove {
-		t.Fatalf("%s: parent %q, want %s", fs.Name, p.Name, otelcuzk.SpanGroth16Prove)
+	if p.Name != semconv.SpanGroth16Prove {
+		t.Fatalf("%s: parent %q, want %s", fs.Name, p.Name, semconv.SpanGroth16Prove)
 	}
 	if fs.StartTime.Before(p.StartTime) || fs.EndTime.After(p.EndTime) {
 		t.Errorf("%s not inside %s", fs.Name, p.Name)
 	}
 	nbWires := len(pk.InfinityA)
 	for key, want := range map[string]int{
-		string(otelcuzk.KeyWiresA): nbWires - int(pk.NbInfinityA),
-		string(otelcuzk.KeyWiresB): nbWires - int(pk.NbInfinityB),
-		string(otelcuzk.KeyWiresK): len(pk.G1.K),
+		string(semconv.KeyWiresA): nbWires - int(pk.NbInfinityA),
+		string(semconv.KeyWiresB): nbWires - int(pk.NbInfinityB),
+		string(semconv.KeyWiresK): len(pk.G1.K),
 	} {
 		if v, _ := spantest.StubValue(fs, key); v != fmt.Sprint(want) {
 			t.Errorf("%s %s = %q, want %d", fs.Name, key, v, want)

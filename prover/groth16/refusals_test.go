@@ -16,7 +16,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -77,7 +77,7 @@ func TestAContextCancelledBeforeProveReturnsItsErrorWithoutProving(t *testing.T)
 		})
 	}
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanPipelineSynthesize || s.Name() == otelcuzk.SpanGroth16Prove {
+		if s.Name() == semconv.SpanPipelineSynthesize || s.Name() == semconv.SpanGroth16Prove {
 			t.Errorf("span %s recorded: the cancelled call did work", s.Name())
 		}
 	}

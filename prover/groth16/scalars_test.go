@@ -13,7 +13,7 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -107,10 +107,10 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 			}
 			nbPublic := f.CCS.GetNbPublicVariables()
 			want := map[string]ScalarCounts{
-				otelcuzk.SpanMSMG1A: naiveCounts(finite(pk.InfinityA)),
-				otelcuzk.SpanMSMG1B: naiveCounts(finite(pk.InfinityB)),
-				otelcuzk.SpanMSMG1K: naiveCounts(wires[nbPublic:]),
-				otelcuzk.SpanMSMG2B: naiveCounts(finite(pk.InfinityB)),
+				semconv.SpanMSMG1A: naiveCounts(finite(pk.InfinityA)),
+				semconv.SpanMSMG1B: naiveCounts(finite(pk.InfinityB)),
+				semconv.SpanMSMG1K: naiveCounts(wires[nbPublic:]),
+				semconv.SpanMSMG2B: naiveCounts(finite(pk.InfinityB)),
 			}
 			tree := spantest.NewTree(exp.GetSpans())
 			for name, w := range want {
@@ -119,10 +119,10 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 					t.Fatalf("%d %s spans", len(spans), name)
 				}
 				for key, v := range map[string]int{
-					string(otelcuzk.KeyMSMSize):         w.Total,
-					string(otelcuzk.KeyMSMScalarsZero):  w.Zero,
-					string(otelcuzk.KeyMSMScalarsOne):   w.One,
-					string(otelcuzk.KeyMSMScalarsSmall): w.Small,
+					string(semconv.KeyMSMSize):         w.Total,
+					string(semconv.KeyMSMScalarsZero):  w.Zero,
+					string(semconv.KeyMSMScalarsOne):   w.One,
+					string(semconv.KeyMSMScalarsSmall): w.Small,
 				} {
 					if got, ok := spantest.StubValue(spans[0], key); !ok || got != strconv.Itoa(v) {
 						t.Errorf("%s: %s = %q (present %v), want %d", name, key, got, ok, v)
@@ -130,10 +130,10 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 				}
 			}
 			// msm.g1.h's scalars are H's coefficients: no counts there.
-			if _, ok := spantest.StubValue(tree.Named(otelcuzk.SpanMSMG1H)[0], string(otelcuzk.KeyMSMScalarsZero)); ok {
+			if _, ok := spantest.StubValue(tree.Named(semconv.SpanMSMG1H)[0], string(semconv.KeyMSMScalarsZero)); ok {
 				t.Error("msm.g1.h carries scalar counts")
 			}
-			k := want[otelcuzk.SpanMSMG1K]
+			k := want[semconv.SpanMSMG1K]
 			share := float64(k.Zero+k.One) / float64(k.Total)
 			t.Logf("%s: msm.g1.k %+v, %.1f%% 0 or 1", c.name, k, 100*share)
 			if c.name == "porep" && share < 0.8 {

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -105,18 +105,18 @@ func TestSolveSpanCountsTheCircuitsHintCalls(t *testing.T) {
 		x[i] = i * 7 % 256
 	}
 	attrs := solveAttrs(&bitsCircuit{X: make([]frontend.Variable, n)}, &bitsCircuit{X: x})
-	if got := attrs[otelcuzk.KeySolverHintCalls].AsInt64(); got != n {
-		t.Errorf("%d values decomposed: %s = %d, want %d", n, otelcuzk.KeySolverHintCalls, got, n)
+	if got := attrs[semconv.KeySolverHintCalls].AsInt64(); got != n {
+		t.Errorf("%d values decomposed: %s = %d, want %d", n, semconv.KeySolverHintCalls, got, n)
 	}
-	if got := attrs[otelcuzk.KeySolverHintCPU].AsFloat64(); got <= 0 {
-		t.Errorf("%s = %v, want > 0", otelcuzk.KeySolverHintCPU, got)
+	if got := attrs[semconv.KeySolverHintCPU].AsFloat64(); got <= 0 {
+		t.Errorf("%s = %v, want > 0", semconv.KeySolverHintCPU, got)
 	}
 	sq := make([]frontend.Variable, 4)
 	for i := range sq {
 		sq[i] = 2
 	}
 	attrs = solveAttrs(&wideCircuit{X: make([]frontend.Variable, 4)}, &wideCircuit{X: sq})
-	if v, ok := attrs[otelcuzk.KeySolverHintCalls]; !ok || v.AsInt64() != 0 {
-		t.Errorf("a circuit without hints: %s = %v (present %v), want 0", otelcuzk.KeySolverHintCalls, v.AsInt64(), ok)
+	if v, ok := attrs[semconv.KeySolverHintCalls]; !ok || v.AsInt64() != 0 {
+		t.Errorf("a circuit without hints: %s = %v (present %v), want 0", semconv.KeySolverHintCalls, v.AsInt64(), ok)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
@@ -29,20 +29,20 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 	}
 	tree := spantest.NewTree(exp.GetSpans())
 	wantParent := map[string]string{
-		otelcuzk.SpanPipelineSynthesize: "caller",
-		otelcuzk.SpanGroth16Prove:       "caller",
-		otelcuzk.SpanComputeH:           otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanNTTInverse:         otelcuzk.SpanComputeH,
-		otelcuzk.SpanNTTCoset:           otelcuzk.SpanComputeH,
-		otelcuzk.SpanPointwise:          otelcuzk.SpanComputeH,
-		otelcuzk.SpanNTTInverseCoset:    otelcuzk.SpanComputeH,
-		otelcuzk.SpanMSMG1A:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanMSMG1B:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanMSMG1K:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanMSMG1H:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanMSMG2B:             otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanGroth16Assemble:    otelcuzk.SpanGroth16Prove,
-		otelcuzk.SpanBufferRelease:      otelcuzk.SpanGroth16Prove, // sync by default
+		semconv.SpanPipelineSynthesize: "caller",
+		semconv.SpanGroth16Prove:       "caller",
+		semconv.SpanComputeH:           semconv.SpanGroth16Prove,
+		semconv.SpanNTTInverse:         semconv.SpanComputeH,
+		semconv.SpanNTTCoset:           semconv.SpanComputeH,
+		semconv.SpanPointwise:          semconv.SpanComputeH,
+		semconv.SpanNTTInverseCoset:    semconv.SpanComputeH,
+		semconv.SpanMSMG1A:             semconv.SpanGroth16Prove,
+		semconv.SpanMSMG1B:             semconv.SpanGroth16Prove,
+		semconv.SpanMSMG1K:             semconv.SpanGroth16Prove,
+		semconv.SpanMSMG1H:             semconv.SpanGroth16Prove,
+		semconv.SpanMSMG2B:             semconv.SpanGroth16Prove,
+		semconv.SpanGroth16Assemble:    semconv.SpanGroth16Prove,
+		semconv.SpanBufferRelease:      semconv.SpanGroth16Prove, // sync by default
 	}
 	for name, parent := range wantParent {
 		spans := tree.Named(name)
@@ -61,15 +61,15 @@ func TestProveRecordsEveryLayerNestedUnderItsParent(t *testing.T) {
 			}
 		}
 	}
-	if n := len(tree.Named(otelcuzk.SpanNTTInverse)); n != 3 {
+	if n := len(tree.Named(semconv.SpanNTTInverse)); n != 3 {
 		t.Errorf("%d ntt.inverse spans, want 3 (a, b, c)", n)
 	}
 	// Synthesis comes before the prove.
-	syn, pr := tree.Named(otelcuzk.SpanPipelineSynthesize)[0], tree.Named(otelcuzk.SpanGroth16Prove)[0]
+	syn, pr := tree.Named(semconv.SpanPipelineSynthesize)[0], tree.Named(semconv.SpanGroth16Prove)[0]
 	if syn.EndTime.After(pr.StartTime) {
 		t.Error("groth16.prove started before pipeline.synthesize ended")
 	}
-	if v, _ := spantest.StubValue(tree.Named(otelcuzk.SpanMSMG1K)[0], string(otelcuzk.KeyMSMSize)); v == "" || v == "0" {
+	if v, _ := spantest.StubValue(tree.Named(semconv.SpanMSMG1K)[0], string(semconv.KeyMSMSize)); v == "" || v == "0" {
 		t.Errorf("msm.g1.k has no size: %q", v)
 	}
 }
@@ -85,8 +85,8 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := tp.Tracer("test")
-			jobCtx, job := tr.Start(context.Background(), otelcuzk.SpanEngineJob)
-			proveCtx, pp := tr.Start(jobCtx, otelcuzk.SpanPipelineProve)
+			jobCtx, job := tr.Start(context.Background(), semconv.SpanEngineJob)
+			proveCtx, pp := tr.Start(jobCtx, semconv.SpanPipelineProve)
 			backend := releasingBackend{cpu.New(tp), rel}
 			proof, err := Prove(buffer.WithReleaseParent(proveCtx, jobCtx), f.CCS, f.PK, f.Witness, WithTracerProvider(tp), WithReleaser(rel), WithBackend(backend))
 			pp.End()
@@ -102,28 +102,28 @@ func TestEachReleaseModeEmitsBufferReleaseWithBytesAndMode(t *testing.T) {
 			}
 			tree := spantest.NewTree(exp.GetSpans())
 			got := map[string]bool{}
-			for _, s := range tree.Named(otelcuzk.SpanBufferRelease) {
-				name, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferName))
+			for _, s := range tree.Named(semconv.SpanBufferRelease) {
+				name, _ := spantest.StubValue(s, string(semconv.KeyBufferName))
 				got[name] = true
-				if m, _ := spantest.StubValue(s, string(otelcuzk.KeyReleaseMode)); m != string(mode) {
+				if m, _ := spantest.StubValue(s, string(semconv.KeyReleaseMode)); m != string(mode) {
 					t.Errorf("%s: mode %q", name, m)
 				}
-				if b, _ := spantest.StubValue(s, string(otelcuzk.KeyBufferBytes)); b == "" || b == "0" {
+				if b, _ := spantest.StubValue(s, string(semconv.KeyBufferBytes)); b == "" || b == "0" {
 					t.Errorf("%s: bytes %q", name, b)
 				}
-				inProve := tree.Under(s, otelcuzk.SpanPipelineProve)
+				inProve := tree.Under(s, semconv.SpanPipelineProve)
 				switch mode {
 				case buffer.ReleaseAsync:
 					if inProve {
 						t.Errorf("async release of %s is inside pipeline.prove", name)
 					}
-					if p, _ := tree.Parent(s); p.Name != otelcuzk.SpanEngineJob {
+					if p, _ := tree.Parent(s); p.Name != semconv.SpanEngineJob {
 						t.Errorf("async release of %s: parent %q, want engine.job", name, p.Name)
 					}
 				default:
-					want := otelcuzk.SpanGroth16Prove
+					want := semconv.SpanGroth16Prove
 					if name == "backend.scratch" {
-						want = otelcuzk.SpanComputeH // released inside the step that used it
+						want = semconv.SpanComputeH // released inside the step that used it
 					}
 					if p, _ := tree.Parent(s); p.Name != want {
 						t.Errorf("%s release of %s: parent %q, want %s", mode, name, p.Name, want)

@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // goRunCopy copies the test binary (a Go ELF with a build ID, as go run
@@ -112,16 +112,16 @@ func TestGoRunBinaryAtANewPathHitsWithoutHashingAndAnyChangeMisses(t *testing.T)
 	var keySpan, compile sdktrace.ReadOnlySpan
 	for _, s := range exp.GetSpans().Snapshots() {
 		switch s.Name() {
-		case otelcuzk.SpanCircuitCacheKey:
+		case semconv.SpanCircuitCacheKey:
 			keySpan = s
-		case otelcuzk.SpanCircuitCompile:
+		case semconv.SpanCircuitCompile:
 			compile = s
 		}
 	}
 	if keySpan == nil || compile == nil || keySpan.Parent().SpanID() != compile.SpanContext().SpanID() {
 		t.Fatalf("want a circuit.cache.key span under circuit.compile; got key %v, compile %v", keySpan, compile)
 	}
-	if got := attrString(keySpan, otelcuzk.KeyCircuitCacheKeySource); got != KeySourceIdentity {
+	if got := attrString(keySpan, semconv.KeyCircuitCacheKeySource); got != KeySourceIdentity {
 		t.Errorf("key_source %q, want %q", got, KeySourceIdentity)
 	}
 

@@ -20,7 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
@@ -103,14 +103,14 @@ func TestSecondLoadReusesTheCachedKeys(t *testing.T) {
 
 	var hits []string
 	for _, s := range exp.GetSpans() {
-		if s.Name != otelcuzk.SpanKeyLoad {
+		if s.Name != semconv.SpanKeyLoad {
 			if !strings.HasPrefix(s.Name, "keys.") {
 				t.Errorf("unexpected span %s", s.Name)
 			}
 			continue
 		}
 		for _, a := range s.Attributes {
-			if a.Key == otelcuzk.KeyKeyCacheHit {
+			if a.Key == semconv.KeyKeyCacheHit {
 				hits = append(hits, a.Value.Emit())
 			}
 		}
@@ -177,8 +177,8 @@ func requireRefused(t *testing.T, dir string, ccs constraint.ConstraintSystem, p
 	if err == nil {
 		t.Fatalf("a %s key file was loaded (hit %v)", how, k2.CacheHit)
 	}
-	if !errors.Is(err, ErrCorruptKey) || otelcuzk.ErrorType(err) != otelcuzk.ErrorTypeCorrupt {
-		t.Errorf("a %s key file: %v (error.type %s), want ErrCorruptKey, corrupt", how, err, otelcuzk.ErrorType(err))
+	if !errors.Is(err, ErrCorruptKey) || semconv.ErrorType(err) != semconv.ErrorTypeCorrupt {
+		t.Errorf("a %s key file: %v (error.type %s), want ErrCorruptKey, corrupt", how, err, semconv.ErrorType(err))
 	}
 	msg := err.Error()
 	for _, w := range []string{"corrupt key file " + path + " (", "refused, not replaced", "new verifying key", "delete it to make a new key", want} {
@@ -345,9 +345,9 @@ func TestAStoreThatFailsStillReturnsTheKeys(t *testing.T) {
 	var stored, loaded bool
 	for _, s := range exp.GetSpans() {
 		switch s.Name {
-		case otelcuzk.SpanKeysStore:
+		case semconv.SpanKeysStore:
 			stored = s.Status.Code == codes.Error
-		case otelcuzk.SpanKeyLoad:
+		case semconv.SpanKeyLoad:
 			loaded = s.Status.Code != codes.Error
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // cancelOnStart cancels when a span of its name starts: a step cancelled
@@ -39,7 +39,7 @@ func TestALoadCancelledDuringSetupEndsItsSpansAndKeepsTheKeys(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cancelOnStart{otelcuzk.SpanKeysSetup, cancel}), sdktrace.WithSpanProcessor(rec))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cancelOnStart{semconv.SpanKeysSetup, cancel}), sdktrace.WithSpanProcessor(rec))
 	c, err := New(dir, WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +62,8 @@ func TestALoadCancelledDuringSetupEndsItsSpansAndKeepsTheKeys(t *testing.T) {
 		return "(not exported)"
 	}
 	want := map[string]string{
-		otelcuzk.SpanKeyLoad: "engine.job", otelcuzk.SpanKeysHash: otelcuzk.SpanKeyLoad,
-		otelcuzk.SpanKeysRead: otelcuzk.SpanKeyLoad, otelcuzk.SpanKeysSetup: otelcuzk.SpanKeyLoad,
+		semconv.SpanKeyLoad: "engine.job", semconv.SpanKeysHash: semconv.SpanKeyLoad,
+		semconv.SpanKeysRead: semconv.SpanKeyLoad, semconv.SpanKeysSetup: semconv.SpanKeyLoad,
 	}
 	seen := map[string]bool{}
 	for _, s := range rec.Ended() {
@@ -73,7 +73,7 @@ func TestALoadCancelledDuringSetupEndsItsSpansAndKeepsTheKeys(t *testing.T) {
 				t.Errorf("%s is under %s, want %s", s.Name(), got, w)
 			}
 		}
-		if s.Name() == otelcuzk.SpanKeysSetup && s.Status().Code.String() != "Error" {
+		if s.Name() == semconv.SpanKeysSetup && s.Status().Code.String() != "Error" {
 			t.Errorf("keys.setup status %v, want an error (cancelled)", s.Status())
 		}
 	}
@@ -140,15 +140,15 @@ func TestACancelledCompileReturnsAtOnceAndASecondJoinsTheOneLeftRunning(t *testi
 	var ab *AbandonedError
 	select {
 	case err := <-errc:
-		if !errors.As(err, &ab) || !errors.Is(err, context.Canceled) || ab.AbandonedStep() != otelcuzk.SpanCircuitCompile {
+		if !errors.As(err, &ab) || !errors.Is(err, context.Canceled) || ab.AbandonedStep() != semconv.SpanCircuitCompile {
 			t.Fatalf("cancelled Compile: %v, want an *AbandonedError of circuit.compile wrapping context.Canceled", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a cancelled Compile waited for the compile it cannot stop")
 	}
-	for _, name := range []string{otelcuzk.SpanCircuitFrontend, otelcuzk.SpanCircuitCompile} {
+	for _, name := range []string{semconv.SpanCircuitFrontend, semconv.SpanCircuitCompile} {
 		s := endedSpan(t, rec, name)
-		if et := errorTypeOf(s); et != otelcuzk.ErrorTypeCanceled {
+		if et := errorTypeOf(s); et != semconv.ErrorTypeCanceled {
 			t.Errorf("%s ended with error.type %q, want canceled", name, et)
 		}
 	}
@@ -196,11 +196,11 @@ func TestLoadsOfOneKeyCancelledDuringSetupShareOneSetup(t *testing.T) {
 	}
 	for i := range 2 {
 		ctx, cancel := context.WithCancel(context.Background())
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cancelOnStart{otelcuzk.SpanKeysSetup, cancel}))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cancelOnStart{semconv.SpanKeysSetup, cancel}))
 		c.tracer = tp.Tracer("test")
 		_, err := c.Load(ctx, ccs)
 		var ab *AbandonedError
-		if !errors.As(err, &ab) || ab.AbandonedStep() != otelcuzk.SpanKeysSetup {
+		if !errors.As(err, &ab) || ab.AbandonedStep() != semconv.SpanKeysSetup {
 			t.Fatalf("load %d cancelled during setup: %v, want an *AbandonedError of keys.setup", i, err)
 		}
 		abs = append(abs, ab)
@@ -234,7 +234,7 @@ func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.
 
 func errorTypeOf(s sdktrace.ReadOnlySpan) string {
 	for _, a := range s.Attributes() {
-		if a.Key == otelcuzk.KeyErrorType {
+		if a.Key == semconv.KeyErrorType {
 			return a.Value.AsString()
 		}
 	}

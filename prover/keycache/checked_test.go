@@ -21,7 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
@@ -245,8 +245,8 @@ func TestKeysLoadSpansNameTheHashReadAndDecode(t *testing.T) {
 		return m
 	}
 	got := names()
-	for _, n := range []string{otelcuzk.SpanKeysHash, otelcuzk.SpanKeysSetup, otelcuzk.SpanKeysStore} {
-		if s, ok := got[n]; !ok || s.Parent().SpanID() != got[otelcuzk.SpanKeyLoad].SpanContext().SpanID() {
+	for _, n := range []string{semconv.SpanKeysHash, semconv.SpanKeysSetup, semconv.SpanKeysStore} {
+		if s, ok := got[n]; !ok || s.Parent().SpanID() != got[semconv.SpanKeyLoad].SpanContext().SpanID() {
 			t.Errorf("setup: no %s under keys.load", n)
 		}
 	}
@@ -255,11 +255,11 @@ func TestKeysLoadSpansNameTheHashReadAndDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = names()
-	if _, ok := got[otelcuzk.SpanKeysHash]; ok {
+	if _, ok := got[semconv.SpanKeysHash]; ok {
 		t.Error("keys.hash recorded though the hash was given")
 	}
-	load := got[otelcuzk.SpanKeyLoad]
-	for _, n := range []string{otelcuzk.SpanKeysRead, otelcuzk.SpanKeysDecode} {
+	load := got[semconv.SpanKeyLoad]
+	for _, n := range []string{semconv.SpanKeysRead, semconv.SpanKeysDecode} {
 		if s, ok := got[n]; !ok || s.Parent().SpanID() != load.SpanContext().SpanID() {
 			t.Errorf("cache hit: no %s under keys.load", n)
 		}
@@ -268,11 +268,11 @@ func TestKeysLoadSpansNameTheHashReadAndDecode(t *testing.T) {
 	for _, a := range load.Attributes() {
 		attrs[string(a.Key)] = a.Value.Emit()
 	}
-	for _, a := range got[otelcuzk.SpanKeysRead].Attributes() {
+	for _, a := range got[semconv.SpanKeysRead].Attributes() {
 		attrs[string(a.Key)] = a.Value.Emit()
 	}
-	if attrs[string(otelcuzk.KeyKeyHashSource)] != "circuit_cache" || attrs[string(otelcuzk.KeyKeyCacheHit)] != "true" ||
-		attrs[string(otelcuzk.KeyKeyChecked)] != "true" {
+	if attrs[string(semconv.KeyKeyHashSource)] != "circuit_cache" || attrs[string(semconv.KeyKeyCacheHit)] != "true" ||
+		attrs[string(semconv.KeyKeyChecked)] != "true" {
 		t.Errorf("attributes %v", attrs)
 	}
 }

@@ -20,7 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
@@ -73,7 +73,7 @@ func compileOutcome(t *testing.T, rec *tracetest.SpanRecorder) (outcome string, 
 	t.Helper()
 	var compile sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanCircuitCompile {
+		if s.Name() == semconv.SpanCircuitCompile {
 			compile = s
 		}
 	}
@@ -81,7 +81,7 @@ func compileOutcome(t *testing.T, rec *tracetest.SpanRecorder) (outcome string, 
 		t.Fatal("no circuit.compile span")
 	}
 	for _, a := range compile.Attributes() {
-		if a.Key == otelcuzk.KeyCircuitCache {
+		if a.Key == semconv.KeyCircuitCache {
 			outcome = a.Value.AsString()
 		}
 	}
@@ -455,7 +455,7 @@ func TestStoredHashIsHeardBeforeTheDecodeAndNamesTheKeys(t *testing.T) {
 		t.Fatalf("heard %+v, want the hash %s and %d constraints once", got, second.Hash, second.CCS.GetNbConstraints())
 	}
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanCircuitCacheDecode && s.StartTime().Before(got[0].at) {
+		if s.Name() == semconv.SpanCircuitCacheDecode && s.StartTime().Before(got[0].at) {
 			t.Errorf("circuit.cache.decode began %v before the hash was heard", got[0].at.Sub(s.StartTime()))
 		}
 	}

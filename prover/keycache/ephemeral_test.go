@@ -17,7 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // WithEphemeralKeys: every load runs the setup (WithSetup's), nothing is
@@ -133,11 +133,11 @@ func TestEphemeralKeysCompileWithoutStoringButReadACachedCircuit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanKeysHash {
+		if s.Name() == semconv.SpanKeysHash {
 			t.Error("an ephemeral load hashed the constraint system")
 		}
-		if s.Name() == otelcuzk.SpanKeyLoad && attrString(s, otelcuzk.KeyKeyHashSource) != "ephemeral" {
-			t.Errorf("keys.load hash_source %q, want ephemeral", attrString(s, otelcuzk.KeyKeyHashSource))
+		if s.Name() == semconv.SpanKeyLoad && attrString(s, semconv.KeyKeyHashSource) != "ephemeral" {
+			t.Errorf("keys.load hash_source %q, want ephemeral", attrString(s, semconv.KeyKeyHashSource))
 		}
 	}
 	k2, err := eph.LoadHashed(ctx, got.CCS, "")
@@ -154,7 +154,7 @@ func TestEphemeralKeysCompileWithoutStoringButReadACachedCircuit(t *testing.T) {
 	if _, err := mustNew(t, dir, WithRevision("rev1"), WithTracerProvider(tp)).Compile(ctx, "mulchain", 1<<10, comp.compile); err != nil {
 		t.Fatal(err)
 	}
-	if _, children := compileOutcome(t, rec); !strings.Contains(strings.Join(children, ","), otelcuzk.SpanCircuitCacheStore) {
+	if _, children := compileOutcome(t, rec); !strings.Contains(strings.Join(children, ","), semconv.SpanCircuitCacheStore) {
 		t.Fatalf("a compile without ephemeral keys did not store: %v", children)
 	}
 	before := fileState(t, path)

@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // failedSpans lists the spans with an error status as "name error.type".
@@ -25,7 +25,7 @@ func failedSpans(exp *tracetest.InMemoryExporter) []string {
 		}
 		et := ""
 		for _, kv := range s.Attributes {
-			if kv.Key == otelcuzk.KeyErrorType {
+			if kv.Key == semconv.KeyErrorType {
 				et = kv.Value.AsString()
 			}
 		}
@@ -64,13 +64,13 @@ func TestDamagedCacheFilesFailTheirReadSpanAsCorrupt(t *testing.T) {
 			_, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
 			return err
 		},
-			otelcuzk.SpanCircuitCacheRead + " corrupt"},
+			semconv.SpanCircuitCacheRead + " corrupt"},
 		{"not a circuit file", func() { os.WriteFile(circuitPath, []byte("not a circuit file"), 0o644) },
 			func(c *Cache) error {
 				_, err := c.Compile(context.Background(), "mulchain", 1<<10, comp.compile)
 				return err
 			},
-			otelcuzk.SpanCircuitCacheRead + " corrupt"},
+			semconv.SpanCircuitCacheRead + " corrupt"},
 		{"key file with a flipped byte", func() {
 			b := bytes.Clone(keyData)
 			b[len(b)/2] ^= 0x01
@@ -82,7 +82,7 @@ func TestDamagedCacheFilesFailTheirReadSpanAsCorrupt(t *testing.T) {
 			}
 			return nil
 		},
-			otelcuzk.SpanKeysRead + " corrupt, " + otelcuzk.SpanKeyLoad + " corrupt"},
+			semconv.SpanKeysRead + " corrupt, " + semconv.SpanKeyLoad + " corrupt"},
 	} {
 		tc.damage()
 		exp := tracetest.NewInMemoryExporter()
@@ -101,12 +101,12 @@ func TestCacheErrorsHaveTheirErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("%w (field of 254 bits)", ErrUnsupported), otelcuzk.ErrorTypeUnsupported},
-		{fmt.Errorf("%w: bytes 0 to 16", errChecksum), otelcuzk.ErrorTypeCorrupt},
-		{errNoTrailer, otelcuzk.ErrorTypeCorrupt},
-		{fmt.Errorf("read k: %w", corrupt(errors.New("short point"))), otelcuzk.ErrorTypeCorrupt},
+		{fmt.Errorf("%w (field of 254 bits)", ErrUnsupported), semconv.ErrorTypeUnsupported},
+		{fmt.Errorf("%w: bytes 0 to 16", errChecksum), semconv.ErrorTypeCorrupt},
+		{errNoTrailer, semconv.ErrorTypeCorrupt},
+		{fmt.Errorf("read k: %w", corrupt(errors.New("short point"))), semconv.ErrorTypeCorrupt},
 	} {
-		if got := otelcuzk.ErrorType(tc.err); got != tc.want {
+		if got := semconv.ErrorType(tc.err); got != tc.want {
 			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
 
@@ -33,15 +33,15 @@ func TestWirePrioritiesReachTheEngine(t *testing.T) {
 		got := ""
 		for deadline := time.Now().Add(5 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			for _, s := range d.exp.GetSpans() {
-				if s.Name != otelcuzk.SpanEngineJob {
+				if s.Name != semconv.SpanEngineJob {
 					continue
 				}
 				attrs := map[string]string{}
 				for _, kv := range s.Attributes {
 					attrs[string(kv.Key)] = kv.Value.Emit()
 				}
-				if attrs[string(otelcuzk.KeyRequestID)] == id {
-					got = attrs[string(otelcuzk.KeyPriority)]
+				if attrs[string(semconv.KeyRequestID)] == id {
+					got = attrs[string(semconv.KeyPriority)]
 				}
 			}
 		}

@@ -29,7 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/internal/testcert"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/client"
@@ -50,7 +50,7 @@ type fakeRunner struct {
 
 func (f *fakeRunner) Run(ctx context.Context, r *prover.Request) (*prover.Result, error) {
 	f.runs.Add(1)
-	_, span := f.tp.Tracer("test").Start(ctx, otelcuzk.SpanPipelineProve)
+	_, span := f.tp.Tracer("test").Start(ctx, semconv.SpanPipelineProve)
 	defer span.End()
 	if f.gate != nil {
 		select {
@@ -149,7 +149,7 @@ func ctx5(t *testing.T) context.Context {
 func TestProveJoinsTheCallersTrace(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	ctx, task := d.tp.Tracer("curio").Start(ctx5(t), otelcuzk.SpanCurioTask)
+	ctx, task := d.tp.Tracer("curio").Start(ctx5(t), semconv.SpanCurioTask)
 	res, err := c.Prove(ctx, client.Request{RequestID: "r1", Circuit: "mulchain", Constraints: 256,
 		Priority: client.High, MinerID: "f01234", SectorNumber: 9, TaskID: 77, TaskName: "WdPost", Verify: true})
 	task.End()
@@ -190,11 +190,11 @@ func TestProveJoinsTheCallersTrace(t *testing.T) {
 		}
 	}
 	chain := []struct{ child, parent tracetest.SpanStub }{
-		{clientSpan, spans[otelcuzk.SpanCurioTask]},
+		{clientSpan, spans[semconv.SpanCurioTask]},
 		{serverSpan, clientSpan},
-		{spans[otelcuzk.SpanEngineJob], serverSpan},
-		{spans[otelcuzk.SpanEngineQueue], spans[otelcuzk.SpanEngineJob]},
-		{spans[otelcuzk.SpanPipelineProve], spans[otelcuzk.SpanEngineJob]},
+		{spans[semconv.SpanEngineJob], serverSpan},
+		{spans[semconv.SpanEngineQueue], spans[semconv.SpanEngineJob]},
+		{spans[semconv.SpanPipelineProve], spans[semconv.SpanEngineJob]},
 	}
 	for _, l := range chain {
 		if !l.child.SpanContext.IsValid() || l.child.Parent.SpanID() != l.parent.SpanContext.SpanID() {
@@ -202,14 +202,14 @@ func TestProveJoinsTheCallersTrace(t *testing.T) {
 		}
 	}
 	got := map[attribute.Key]attribute.Value{}
-	for _, kv := range spans[otelcuzk.SpanEngineJob].Attributes {
+	for _, kv := range spans[semconv.SpanEngineJob].Attributes {
 		got[kv.Key] = kv.Value
 	}
 	for k, v := range map[attribute.Key]attribute.Value{
-		otelcuzk.KeyRequestID: attribute.StringValue("r1"), otelcuzk.KeyMinerID: attribute.StringValue("f01234"),
-		otelcuzk.KeySectorNumber: attribute.Int64Value(9), otelcuzk.KeyTaskID: attribute.Int64Value(77),
-		otelcuzk.KeyTaskName: attribute.StringValue("WdPost"), otelcuzk.KeyPriority: attribute.StringValue("HIGH"),
-		otelcuzk.KeyCircuitConstraints: attribute.IntValue(256),
+		semconv.KeyRequestID: attribute.StringValue("r1"), semconv.KeyMinerID: attribute.StringValue("f01234"),
+		semconv.KeySectorNumber: attribute.Int64Value(9), semconv.KeyTaskID: attribute.Int64Value(77),
+		semconv.KeyTaskName: attribute.StringValue("WdPost"), semconv.KeyPriority: attribute.StringValue("HIGH"),
+		semconv.KeyCircuitConstraints: attribute.IntValue(256),
 	} {
 		if got[k] != v {
 			t.Errorf("engine.job %s = %s, want %s", k, got[k].Emit(), v.Emit())

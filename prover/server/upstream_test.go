@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/upstream"
@@ -96,7 +97,7 @@ func filecoin(id string, k cuzkv1.ProofKind, p cuzkv1.Priority) *cuzkv1.SubmitPr
 // callerCtx is a context carrying the caller's (Curio's) span, sent as
 // traceparent by a call made with it.
 func callerCtx(t *testing.T, tp trace.TracerProvider) (context.Context, trace.Span) {
-	ctx, span := tp.Tracer("curio").Start(ctx5(t), otelcuzk.SpanCurioTask)
+	ctx, span := tp.Tracer("curio").Start(ctx5(t), semconv.SpanCurioTask)
 	md := metadata.MD{}
 	otelcuzk.TextMapPropagator().Inject(ctx, metadataCarrier(md))
 	return metadata.NewOutgoingContext(ctx, md), span
@@ -167,7 +168,7 @@ func TestUpstreamForwardsEveryFilecoinKind(t *testing.T) {
 			t.Errorf("%s: upstream's traceparent %v is not in the caller's trace %s", k, tp, caller.SpanContext().TraceID())
 		}
 	}
-	jobs := spansNamed(f.exp, otelcuzk.SpanEngineJob)
+	jobs := spansNamed(f.exp, semconv.SpanEngineJob)
 	if len(jobs) != len(kinds) {
 		t.Fatalf("%d engine.job spans, want %d", len(jobs), len(kinds))
 	}
@@ -194,7 +195,7 @@ func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller.End()
-	jobs := spansNamed(f.exp, otelcuzk.SpanEngineJob)
+	jobs := spansNamed(f.exp, semconv.SpanEngineJob)
 	if len(jobs) != 1 {
 		t.Fatalf("%d jobs", len(jobs))
 	}
@@ -230,7 +231,7 @@ func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
 	// threshold (14 ms seen under a load of 13 on 2 cores): the test's
 	// time, not the job's.
 	var un []tracetest.SpanStub
-	for _, s := range spansNamed(f.exp, otelcuzk.SpanUntraced) {
+	for _, s := range spansNamed(f.exp, semconv.SpanUntraced) {
 		if s.Parent.SpanID() == job.SpanContext.SpanID() {
 			un = append(un, s)
 		} else if s.Parent.SpanID() != caller.SpanContext().SpanID() {
@@ -243,7 +244,7 @@ func TestUpstreamTimesAreSpansAndTheRestUntraced(t *testing.T) {
 	// The job took at least the fake's 400 ms; the parts explain 180.
 	var ms float64
 	for _, a := range un[0].Attributes {
-		if a.Key == otelcuzk.KeyUntracedMS {
+		if a.Key == semconv.KeyUntracedMS {
 			ms = a.Value.AsFloat64()
 		}
 	}
@@ -270,7 +271,7 @@ func TestUpstreamSubmitAwaitCancel(t *testing.T) {
 	if err != nil || aw.GetStatus() != cuzkv1.AwaitProofResponse_TIMEOUT {
 		t.Fatalf("await: %v %v", aw, err)
 	}
-	if len(spansNamed(f.exp, otelcuzk.SpanEngineJob)) != 0 {
+	if len(spansNamed(f.exp, semconv.SpanEngineJob)) != 0 {
 		t.Errorf("a job still running has ended its span")
 	}
 	cr, err := f.rpc.CancelProof(ctx5(t), &cuzkv1.CancelProofRequest{RequestId: "c1"})
@@ -284,8 +285,8 @@ func TestUpstreamSubmitAwaitCancel(t *testing.T) {
 	if err != nil || aw.GetStatus() != cuzkv1.AwaitProofResponse_CANCELLED {
 		t.Fatalf("await after cancel: %v %v", aw, err)
 	}
-	jobs := spansNamed(f.exp, otelcuzk.SpanEngineJob)
-	if len(jobs) != 1 || attr(jobs[0], "error.type") != otelcuzk.ErrorTypeCanceled {
+	jobs := spansNamed(f.exp, semconv.SpanEngineJob)
+	if len(jobs) != 1 || attr(jobs[0], "error.type") != semconv.ErrorTypeCanceled {
 		t.Fatalf("jobs %v, want one cancelled", jobs)
 	}
 	// A caller of Prove that goes away cancels the upstream's job.
@@ -336,7 +337,7 @@ func TestUpstreamDownIsUnavailableAndLocalProofsGoOn(t *testing.T) {
 	if m, err := f.rpc.GetMetrics(ctx5(t), &cuzkv1.GetMetricsRequest{}); err != nil || !strings.Contains(m.GetPrometheusText(), "# upstream "+addr) {
 		t.Errorf("metrics with the upstream down: %v", err)
 	}
-	jobs := spansNamed(f.exp, otelcuzk.SpanEngineJob)
+	jobs := spansNamed(f.exp, semconv.SpanEngineJob)
 	failed := 0
 	for _, j := range jobs {
 		if attr(j, "cuzk.upstream") != "" && j.Status.Description != "" {
@@ -451,7 +452,7 @@ func TestUpstreamJobOfAnUnsampledCallerIsANewLinkedRoot(t *testing.T) {
 			t.Fatalf("%s: %v", id, err)
 		}
 		var job tracetest.SpanStub
-		for _, s := range spansNamed(exp, otelcuzk.SpanEngineJob) {
+		for _, s := range spansNamed(exp, semconv.SpanEngineJob) {
 			if attr(s, "cuzk.request.id") == id {
 				job = s
 			}
@@ -521,7 +522,7 @@ func TestUpstreamFailingSomeProofsFailsThoseAlone(t *testing.T) {
 	if strings.Join(completed, ",") != "p1,p3" || strings.Join(failed, ",") != "p2,p4" {
 		t.Fatalf("completed %v failed %v, want p1,p3 and p2,p4", completed, failed)
 	}
-	for _, j := range spansNamed(f.exp, otelcuzk.SpanEngineJob) {
+	for _, j := range spansNamed(f.exp, semconv.SpanEngineJob) {
 		id := attr(j, "cuzk.request.id")
 		bad := id == "p2" || id == "p4"
 		if bad != (j.Status.Description == "synthesis: out of memory") || bad != (attr(j, "error.type") != "") {
@@ -596,7 +597,7 @@ func TestUpstreamGoingAwayMidProofFailsItsJobs(t *testing.T) {
 			t.Fatalf("%s did not return after the upstream went away", name)
 		}
 	}
-	for _, j := range spansNamed(f.exp, otelcuzk.SpanEngineJob) {
+	for _, j := range spansNamed(f.exp, semconv.SpanEngineJob) {
 		if attr(j, "cuzk.request.id") == "g2" && j.Status.Description == "" {
 			t.Errorf("the Prove's job span ended without an error: %+v", j.Status)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -37,7 +38,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	tr := otel.Tracer(otelcuzk.ScopeName)
+	tr := otel.Tracer(semconv.ScopeName)
 	ctx, root := tr.Start(ctx, "e2e.gap")
 	child := func(name string) {
 		_, s := tr.Start(ctx, name)

@@ -9,7 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
@@ -24,7 +24,7 @@ type evictOnPreloadEnd struct {
 
 func (p *evictOnPreloadEnd) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (p *evictOnPreloadEnd) OnEnd(s sdktrace.ReadOnlySpan) {
-	if p.on && s.Name() == otelcuzk.SpanKeysPreload {
+	if p.on && s.Name() == semconv.SpanKeysPreload {
 		p.on = false
 		_, _ = p.bases.Evict(context.Background(), p.id)
 	}

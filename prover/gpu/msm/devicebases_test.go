@@ -15,7 +15,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/fakedevice"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
@@ -66,11 +66,11 @@ func (f *basesFixture) preload(t *testing.T, set backend.BaseSet[curve.G1Affine]
 func (f *basesFixture) releasedSets() []string {
 	var names []string
 	for _, sp := range f.rec.Ended() {
-		if sp.Name() != otelcuzk.SpanBufferRelease {
+		if sp.Name() != semconv.SpanBufferRelease {
 			continue
 		}
 		for _, a := range sp.Attributes() {
-			if a.Key == otelcuzk.KeyBufferName {
+			if a.Key == semconv.KeyBufferName {
 				names = append(names, a.Value.AsString())
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 func TestMSMErrorsHaveTheirErrorType(t *testing.T) {
@@ -15,15 +15,15 @@ func TestMSMErrorsHaveTheirErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("msm.g1.a: %w: %w", ErrTooLarge, cudaspans.ErrOutOfMemory), otelcuzk.ErrorTypeOutOfMemory},
-		{fmt.Errorf("preload: %w", ErrBaseBudget), otelcuzk.ErrorTypeOverBudget},
-		{fmt.Errorf("msm: %w", ErrBaseSetEvicted), otelcuzk.ErrorTypeEvicted},
-		{fmt.Errorf("msm: %w", &cudaspans.Error{Call: "cuLaunchKernel", Code: 1}), otelcuzk.ErrorTypeCUDA},
-		{fmt.Errorf("msm: %w", &cudaspans.Error{Call: "cuStreamSynchronize", Code: 700}), otelcuzk.ErrorTypeDeviceFault},
-		{fmt.Errorf("msm: %w", context.Canceled), otelcuzk.ErrorTypeCanceled},
-		{errors.New("msm: nil stream"), otelcuzk.ErrorTypeOther},
+		{fmt.Errorf("msm.g1.a: %w: %w", ErrTooLarge, cudaspans.ErrOutOfMemory), semconv.ErrorTypeOutOfMemory},
+		{fmt.Errorf("preload: %w", ErrBaseBudget), semconv.ErrorTypeOverBudget},
+		{fmt.Errorf("msm: %w", ErrBaseSetEvicted), semconv.ErrorTypeEvicted},
+		{fmt.Errorf("msm: %w", &cudaspans.Error{Call: "cuLaunchKernel", Code: 1}), semconv.ErrorTypeCUDA},
+		{fmt.Errorf("msm: %w", &cudaspans.Error{Call: "cuStreamSynchronize", Code: 700}), semconv.ErrorTypeDeviceFault},
+		{fmt.Errorf("msm: %w", context.Canceled), semconv.ErrorTypeCanceled},
+		{errors.New("msm: nil stream"), semconv.ErrorTypeOther},
 	} {
-		if got := otelcuzk.ErrorType(tc.err); got != tc.want {
+		if got := semconv.ErrorType(tc.err); got != tc.want {
 			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
@@ -69,7 +69,7 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 	set := backend.BaseSet[curve.G2Affine]{ID: "g2test:g2.b", Points: msmTestBasesG2(t, n)}
 	for round := range 2 {
 		scalars := msmRandScalars(n)
-		got, err := m.G2Resident(f.ctx, backend.Call{Span: otelcuzk.SpanMSMG2B}, stream, resident, set, scalars)
+		got, err := m.G2Resident(f.ctx, backend.Call{Span: semconv.SpanMSMG2B}, stream, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,13 +81,13 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 	parents := map[trace.SpanID]bool{}
 	for _, s := range rec.Ended() {
 		switch s.Name() {
-		case otelcuzk.SpanMSMG2B:
+		case semconv.SpanMSMG2B:
 			msmSpans++
 			parents[s.SpanContext().SpanID()] = true
-		case otelcuzk.SpanKeysPreload:
+		case semconv.SpanKeysPreload:
 			preloads++
 			for _, a := range s.Attributes() {
-				if a.Key == otelcuzk.KeyKeyCacheHit && a.Value.AsBool() {
+				if a.Key == semconv.KeyKeyCacheHit && a.Value.AsBool() {
 					hits++
 				}
 			}
@@ -110,7 +110,7 @@ func TestMSMG2GPUResidentRecordsSpans(t *testing.T) {
 		sums = "msm_affine_finish_g2"
 	}
 	for _, k := range []string{"msm_digits_count", "msm_scatter", sums, "msm_bucket_reduce_g2",
-		"msm_window_sum_g2", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanKeysPreload} {
+		"msm_window_sum_g2", semconv.SpanMemcpyHtoD, semconv.SpanKeysPreload} {
 		if kernels[k] == 0 {
 			t.Errorf("msm.g2.b has no %s child (children: %v)", k, kernels)
 		}

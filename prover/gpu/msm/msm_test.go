@@ -21,7 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
@@ -605,7 +605,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	set := backend.BaseSet[curve.G1Affine]{ID: "spans", Points: bases}
 	want := msmG1.gnark(t, bases, scalars)
 	for range 2 { // the first call uploads the set, the second reuses it
-		got, err := m.G1Resident(f.ctx, backend.Call{Span: otelcuzk.SpanMSMG1A}, s, resident, set, scalars)
+		got, err := m.G1Resident(f.ctx, backend.Call{Span: semconv.SpanMSMG1A}, s, resident, set, scalars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -622,7 +622,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	spans := rec.Ended()
 	var msm sdktrace.ReadOnlySpan
 	for _, sp := range spans {
-		if sp.Name() == otelcuzk.SpanMSMG1A && msm == nil {
+		if sp.Name() == semconv.SpanMSMG1A && msm == nil {
 			msm = sp // the first call's
 		}
 	}
@@ -639,7 +639,7 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"msm_digits_count", "msm_scatter", "msm_bucket_accumulate", "msm_segment_merge", "msm_bucket_reduce",
-		"msm_window_sum", otelcuzk.SpanMemcpyHtoD, otelcuzk.SpanBufferRelease, otelcuzk.SpanKeysPreload} {
+		"msm_window_sum", semconv.SpanMemcpyHtoD, semconv.SpanBufferRelease, semconv.SpanKeysPreload} {
 		if children[k] == 0 {
 			t.Errorf("msm.g1.a has no %s child (children: %v)", k, children)
 		}
@@ -648,13 +648,13 @@ func TestMSMG1GPURecordsSpanWithKernelChildren(t *testing.T) {
 	var releases int
 	for _, sp := range spans {
 		switch sp.Name() {
-		case otelcuzk.SpanKeysPreload:
+		case semconv.SpanKeysPreload:
 			for _, a := range sp.Attributes() {
-				if a.Key == otelcuzk.KeyKeyCacheHit {
+				if a.Key == semconv.KeyKeyCacheHit {
 					hits = append(hits, a.Value.AsBool())
 				}
 			}
-		case otelcuzk.SpanBufferRelease:
+		case semconv.SpanBufferRelease:
 			releases++
 		}
 	}

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // mallocs counts the cuda.malloc spans recorded so far.
 func (f *basesFixture) mallocs() int {
 	n := 0
 	for _, s := range f.rec.Ended() {
-		if s.Name() == otelcuzk.SpanCUDAMalloc {
+		if s.Name() == semconv.SpanCUDAMalloc {
 			n++
 		}
 	}
@@ -91,7 +91,7 @@ func TestEvictKeySetsFreesTheKeysProofBuffers(t *testing.T) {
 	}
 	released := 0
 	for _, s := range f.rec.Ended() {
-		if s.Name() == otelcuzk.SpanBufferRelease {
+		if s.Name() == semconv.SpanBufferRelease {
 			released++
 		}
 	}

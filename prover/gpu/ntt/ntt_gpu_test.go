@@ -15,7 +15,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/gpu/internal/gputest"
 )
 
@@ -177,7 +177,7 @@ func TestComputeHGPUMatchesCPUBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		hctx, span := tp.Tracer("test").Start(ctx, otelcuzk.SpanComputeH)
+		hctx, span := tp.Tracer("test").Start(ctx, semconv.SpanComputeH)
 		start := time.Now()
 		if err := e.ComputeH(hctx, s, d, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
 			t.Fatal(err)
