@@ -687,7 +687,7 @@ func TestPollsAreTracedOnlyInTheCallersTrace(t *testing.T) {
 			t.Errorf("a poll without a caller's span made the %v span %s (trace %s)", s.SpanKind, s.Name, s.SpanContext.TraceID())
 		}
 	}
-	ctx, task := d.tp.Tracer("curio").Start(ctx5(t), otelcuzk.SpanCurioTask)
+	ctx, task := d.tp.Tracer("curio").Start(ctx5(t), semconv.SpanCurioTask)
 	_, err := c.Status(ctx)
 	task.End()
 	if err != nil {
