@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/otelcuzk/otelcuzk/bench/internal/spanfile"
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 )
@@ -102,8 +103,6 @@ func send(args []string) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 
 // overlap is the part of [s, e) inside [a, b).
 func overlap(s, e, a, b time.Time) time.Duration {
@@ -204,10 +203,10 @@ func check(args []string) error {
 		kernTime += kt
 		insideTime += in
 		fmt.Printf("job %s: engine.job %.1f ms, upstream.gpu_compute %.1f ms, %d kernels under it (GPU time %.1f ms, %.1f%% inside its gpu_compute), %d inside another job's\n",
-			rid, ms(j.job.Duration()), ms(j.gpu.Duration()), len(j.kernels), ms(kt), 100*float64(in)/float64(max(kt, 1)), jmis)
+			rid, human.Milliseconds(j.job.Duration()), human.Milliseconds(j.gpu.Duration()), len(j.kernels), human.Milliseconds(kt), 100*float64(in)/float64(max(kt, 1)), jmis)
 	}
 	fmt.Printf("summary: %d jobs, %d %s kernels (%d under a job, %d under none), GPU time under jobs %.1f ms, %.1f%% of it inside its own job's gpu_compute; %d misattributed\n",
-		len(ids), total, *kernel, total-orphans, orphans, ms(kernTime), 100*float64(insideTime)/float64(max(kernTime, 1)), mis)
+		len(ids), total, *kernel, total-orphans, orphans, human.Milliseconds(kernTime), 100*float64(insideTime)/float64(max(kernTime, 1)), mis)
 	if len(ids) == 0 {
 		bad = append(bad, "no forwarded engine.job in "+*daemonFile)
 	}

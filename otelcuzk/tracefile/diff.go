@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -390,7 +391,7 @@ func (d *Diff) Moved(n *DiffNode) bool {
 }
 
 func (d *Diff) beyondThresholds(n *DiffNode) bool {
-	delta := math.Abs(ms(n.Delta()))
+	delta := math.Abs(human.Milliseconds(n.Delta()))
 	if delta == 0 || delta < d.opts.ThresholdMS {
 		return false
 	}
@@ -771,7 +772,7 @@ func FormatDelta(d time.Duration) string {
 	if d >= time.Second {
 		return fmt.Sprintf("%s%.1f s", sign, d.Seconds())
 	}
-	return fmt.Sprintf("%s%.1f ms", sign, ms(d))
+	return fmt.Sprintf("%s%.1f ms", sign, human.Milliseconds(d))
 }
 
 func absDur(d time.Duration) time.Duration {

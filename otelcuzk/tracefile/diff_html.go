@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -73,7 +74,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 		}
 		traces := BuildTraces(spans)
 		t := traces[len(traces)-1]
-		side := diffHTMLSide{TraceID: t.ID, DurationMS: ms(t.Duration())}
+		side := diffHTMLSide{TraceID: t.ID, DurationMS: human.Milliseconds(t.Duration())}
 		// Keys as ProfileOf makes them, from the job spans; the spans
 		// above a job (a server span) are drawn but match no path.
 		isJobRoot := map[*Node]bool{}
@@ -99,10 +100,10 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 			}
 			row := diffHTMLSpan{
 				Path: display, Name: n.Name, Depth: n.Depth,
-				StartMS: ms(n.Start.Sub(t.Start)), DurationMS: ms(n.Duration()), UntracedSpan: n.Name == semconv.SpanUntraced,
+				StartMS: human.Milliseconds(n.Start.Sub(t.Start)), DurationMS: human.Milliseconds(n.Duration()), UntracedSpan: n.Name == semconv.SpanUntraced,
 			}
 			if dn := d.byKey[key]; dn != nil && inJob && !row.UntracedSpan {
-				row.Moved, row.Noisy, row.DeltaMS = d.Moved(dn), d.Noisy(dn), ms(dn.Delta())
+				row.Moved, row.Noisy, row.DeltaMS = d.Moved(dn), d.Noisy(dn), human.Milliseconds(dn.Delta())
 				row.Only = dn.OnlyA() || dn.OnlyB()
 			}
 			side.Spans = append(side.Spans, row)

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"strings"
 	"time"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
 )
 
 // WriteDiff prints d for a terminal: per side what ran (RunText) and its
@@ -22,8 +24,8 @@ import (
 // below the roots. It returns the first write error.
 func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 	ew := &errWriter{w: w}
-	ew.printf("A: %s\n   %d trace%s, median %.3f ms, untraced %.3f ms\n", RunText(d.RunsA), d.TracesA, plural(d.TracesA), ms(d.TotalA), ms(d.UntracedA))
-	ew.printf("B: %s\n   %d trace%s, median %.3f ms, untraced %.3f ms\n", RunText(d.RunsB), d.TracesB, plural(d.TracesB), ms(d.TotalB), ms(d.UntracedB))
+	ew.printf("A: %s\n   %d trace%s, median %.3f ms, untraced %.3f ms\n", RunText(d.RunsA), d.TracesA, human.Plural(d.TracesA), human.Milliseconds(d.TotalA), human.Milliseconds(d.UntracedA))
+	ew.printf("B: %s\n   %d trace%s, median %.3f ms, untraced %.3f ms\n", RunText(d.RunsB), d.TracesB, human.Plural(d.TracesB), human.Milliseconds(d.TotalB), human.Milliseconds(d.UntracedB))
 	if d.opts.Normalize {
 		ew.printf("times per constraint (--normalize): each trace's scaled to %s\n", sizeText(normalizedSize(d)))
 	}
@@ -49,7 +51,7 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 			noisy = true
 			shared = shared || d.SharedTime(n) && math.Abs(float64(n.Delta())) > d.opts.NoiseFloorPct/100*float64(n.A)
 		}
-		ew.printf("%12.3f %12.3f %12s %8s %10s %10s  %s\n", ms(n.A), ms(n.B), signedMS(n.Delta()), pctText(n), untrText(n, n.UntracedA), untrText(n, n.UntracedB), name)
+		ew.printf("%12.3f %12.3f %12s %8s %10s %10s  %s\n", human.Milliseconds(n.A), human.Milliseconds(n.B), signedMS(n.Delta()), pctText(n), untrText(n, n.UntracedA), untrText(n, n.UntracedB), name)
 	})
 	if marked {
 		ew.printf("%12s * moved by %g ms and %g %% of A or more (a path on one side only: by %g ms), beyond the run-to-run spread\n", "", d.opts.ThresholdMS, d.opts.ThresholdPct, d.opts.ThresholdMS)
@@ -104,7 +106,7 @@ func countText(c float64) string {
 	return fmt.Sprintf("%.1f", c)
 }
 
-func signedMS(d time.Duration) string { return fmt.Sprintf("%+.3f", ms(d)) }
+func signedMS(d time.Duration) string { return fmt.Sprintf("%+.3f", human.Milliseconds(d)) }
 
 func pctText(n *DiffNode) string {
 	p := n.Pct()
@@ -148,7 +150,7 @@ func RunText(r SideRuns) string {
 		}
 	}
 	if r.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d job%s did not succeed (%s)", r.Failed, plural(r.Failed), strings.Join(r.Outcomes, ", ")))
+		parts = append(parts, fmt.Sprintf("%d job%s did not succeed (%s)", r.Failed, human.Plural(r.Failed), strings.Join(r.Outcomes, ", ")))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -175,7 +177,7 @@ func untrText(n *DiffNode, d time.Duration) string {
 	if d == 0 && (n.UntracedA == 0 && n.UntracedB == 0) {
 		return ""
 	}
-	return fmt.Sprintf("%.3f", ms(d))
+	return fmt.Sprintf("%.3f", human.Milliseconds(d))
 }
 
 // diffJSON is WriteDiffJSON's document.
@@ -261,10 +263,10 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 		var out []diffNodeJSON
 		for _, n := range ns {
 			j := diffNodeJSON{
-				Path: n.Path, Name: n.Name, Depth: n.Depth, AMS: ms(n.A), BMS: ms(n.B), DeltaMS: ms(n.Delta()),
-				UntracedAMS: ms(n.UntracedA), UntracedBMS: ms(n.UntracedB), CountA: n.CountA, CountB: n.CountB,
+				Path: n.Path, Name: n.Name, Depth: n.Depth, AMS: human.Milliseconds(n.A), BMS: human.Milliseconds(n.B), DeltaMS: human.Milliseconds(n.Delta()),
+				UntracedAMS: human.Milliseconds(n.UntracedA), UntracedBMS: human.Milliseconds(n.UntracedB), CountA: n.CountA, CountB: n.CountB,
 				TracesA: n.TracesA, TracesB: n.TracesB, Moved: d.Moved(n), Noisy: d.Noisy(n), Children: conv(n.Children),
-				MinAMS: ms(n.MinA), MaxAMS: ms(n.MaxA), MinBMS: ms(n.MinB), MaxBMS: ms(n.MaxB),
+				MinAMS: human.Milliseconds(n.MinA), MaxAMS: human.Milliseconds(n.MaxA), MinBMS: human.Milliseconds(n.MinB), MaxBMS: human.Milliseconds(n.MaxB),
 			}
 			if p := n.Pct(); !math.IsInf(p, 0) && n.PctShown() {
 				j.Pct = &p
@@ -280,8 +282,8 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 		return out
 	}
 	doc := diffJSON{
-		TracesA: d.TracesA, TracesB: d.TracesB, TotalAMS: ms(d.TotalA), TotalBMS: ms(d.TotalB),
-		UntracedAMS: ms(d.UntracedA), UntracedBMS: ms(d.UntracedB),
+		TracesA: d.TracesA, TracesB: d.TracesB, TotalAMS: human.Milliseconds(d.TotalA), TotalBMS: human.Milliseconds(d.TotalB),
+		UntracedAMS: human.Milliseconds(d.UntracedA), UntracedBMS: human.Milliseconds(d.UntracedB),
 		ThresholdMS: d.opts.ThresholdMS, ThresholdPct: d.opts.ThresholdPct,
 		OneTraceEach: d.OneTraceEach(), NoiseFloorPct: d.opts.NoiseFloorPct, RunA: runOf(d.RunsA), RunB: runOf(d.RunsB),
 		Nodes: conv(d.Roots), Verdicts: append([]string{}, d.Verdicts...), Failures: append([]string{}, d.Failures...),

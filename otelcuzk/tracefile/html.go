@@ -9,8 +9,8 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -98,7 +98,7 @@ func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 	if t == nil {
 		return nil, fmt.Errorf("tracefile: HTML: trace %s: %w", spans[0].TraceID, ErrTraceNotFound)
 	}
-	page := &htmlTrace{TraceID: t.ID, DurationMS: durMS(t.Duration()), Services: t.Services()}
+	page := &htmlTrace{TraceID: t.ID, DurationMS: human.Milliseconds(t.Duration()), Services: t.Services()}
 	t.Walk(func(n *Node) bool {
 		page.Spans = append(page.Spans, htmlSpan{
 			SpanID:       n.SpanID,
@@ -106,9 +106,9 @@ func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 			Name:         n.Name,
 			Service:      n.Service,
 			Depth:        n.Depth,
-			StartMS:      durMS(n.Start.Sub(t.Start)),
-			DurationMS:   durMS(n.Duration()),
-			UntracedMS:   durMS(n.Untraced),
+			StartMS:      human.Milliseconds(n.Start.Sub(t.Start)),
+			DurationMS:   human.Milliseconds(n.Duration()),
+			UntracedMS:   human.Milliseconds(n.Untraced),
 			UntracedSpan: n.Name == semconv.SpanUntraced,
 			Error:        n.Status.Code == StatusError,
 			Attributes:   htmlAttrs(n.Attrs),
@@ -117,13 +117,11 @@ func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 	})
 	for _, l := range Layers(*t) {
 		page.Layers = append(page.Layers, htmlLayer{
-			Parent: l.Parent, Name: l.Name, Spans: l.Count, TotalMS: durMS(l.Duration), Share: l.Share,
+			Parent: l.Parent, Name: l.Name, Spans: l.Count, TotalMS: human.Milliseconds(l.Duration), Share: l.Share,
 		})
 	}
 	return page, nil
 }
-
-func durMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // htmlAttrs makes attribute values JSON-friendly: bytes as hex.
 func htmlAttrs(attrs map[string]any) map[string]any {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
@@ -278,7 +279,7 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 	stats := TimelineStats(jobs)
 	letters := stageLetters(stats)
 	ew := &errWriter{w: w}
-	ew.printf("timeline  %d job%s  %.3f ms  (%d cells of %.3f ms)\n", len(jobs), plural(len(jobs)), ms(span), opts.Width, ms(span)/float64(opts.Width))
+	ew.printf("timeline  %d job%s  %.3f ms  (%d cells of %.3f ms)\n", len(jobs), human.Plural(len(jobs)), human.Milliseconds(span), opts.Width, human.Milliseconds(span)/float64(opts.Width))
 	var legend []string
 	for _, s := range stats {
 		legend = append(legend, fmt.Sprintf("%c %s", letters[s.Name], s.Name))
@@ -334,7 +335,7 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		if st := j.status(); st != "" {
 			suffix = "  " + st
 		}
-		ew.printf("%-*s %10.3f %10.3f  |%s|%s\n", labelW, label, ms(j.Start.Sub(t0)), ms(j.End.Sub(j.Start)), strings.Join(cells, ""), suffix)
+		ew.printf("%-*s %10.3f %10.3f  |%s|%s\n", labelW, label, human.Milliseconds(j.Start.Sub(t0)), human.Milliseconds(j.End.Sub(j.Start)), strings.Join(cells, ""), suffix)
 	}
 	ew.printf("%-24s %6s %12s %12s %7s %s\n", "stage", "spans", "total ms", "busy ms", "busy %", "max at once")
 	for _, s := range stats {
@@ -342,7 +343,7 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		if span > 0 {
 			share = 100 * float64(s.Busy) / float64(span)
 		}
-		ew.printf("%-24s %6d %12.3f %12.3f %6.1f%% %d\n", fmt.Sprintf("%c %s", letters[s.Name], s.Name), s.Spans, ms(s.Total), ms(s.Busy), share, s.MaxConcurrent)
+		ew.printf("%-24s %6d %12.3f %12.3f %6.1f%% %d\n", fmt.Sprintf("%c %s", letters[s.Name], s.Name), s.Spans, human.Milliseconds(s.Total), human.Milliseconds(s.Busy), share, s.MaxConcurrent)
 	}
 	if ew.err != nil {
 		return fmt.Errorf("tracefile: write timeline: %w", ew.err)
@@ -469,16 +470,16 @@ func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
 			t1 = later(t1, s.End)
 		}
 	}
-	doc := timelineDoc{DurationMS: ms(t1.Sub(t0))}
+	doc := timelineDoc{DurationMS: human.Milliseconds(t1.Sub(t0))}
 	for _, j := range jobs {
-		jj := timelineJobJSON{TraceID: j.TraceID, Label: j.Label, Name: j.Name, StartMS: ms(j.Start.Sub(t0)), DurationMS: ms(j.End.Sub(j.Start)), Error: j.Error, Cancelled: j.Cancelled(), Outcome: j.Outcome, Stages: []timelineStageJSON{}}
+		jj := timelineJobJSON{TraceID: j.TraceID, Label: j.Label, Name: j.Name, StartMS: human.Milliseconds(j.Start.Sub(t0)), DurationMS: human.Milliseconds(j.End.Sub(j.Start)), Error: j.Error, Cancelled: j.Cancelled(), Outcome: j.Outcome, Stages: []timelineStageJSON{}}
 		for _, s := range j.Stages {
-			jj.Stages = append(jj.Stages, timelineStageJSON{Name: s.Name, StartMS: ms(s.Start.Sub(t0)), DurationMS: ms(s.End.Sub(s.Start))})
+			jj.Stages = append(jj.Stages, timelineStageJSON{Name: s.Name, StartMS: human.Milliseconds(s.Start.Sub(t0)), DurationMS: human.Milliseconds(s.End.Sub(s.Start))})
 		}
 		doc.Jobs = append(doc.Jobs, jj)
 	}
 	for _, s := range TimelineStats(jobs) {
-		doc.Stages = append(doc.Stages, timelineStatJSON{Name: s.Name, Spans: s.Spans, TotalMS: ms(s.Total), BusyMS: ms(s.Busy), MaxConcurrent: s.MaxConcurrent})
+		doc.Stages = append(doc.Stages, timelineStatJSON{Name: s.Name, Spans: s.Spans, TotalMS: human.Milliseconds(s.Total), BusyMS: human.Milliseconds(s.Busy), MaxConcurrent: s.MaxConcurrent})
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
@@ -142,7 +143,7 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 		rootName = t.Roots[0].Name
 	}
 	services := t.Services()
-	ew.printf("trace %s  %s  %.3f ms  %d spans", t.ID, rootName, ms(t.Duration()), t.Spans)
+	ew.printf("trace %s  %s  %.3f ms  %d spans", t.ID, rootName, human.Milliseconds(t.Duration()), t.Spans)
 	if len(services) > 0 {
 		ew.printf("  service %s", strings.Join(services, ", "))
 	}
@@ -150,7 +151,7 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 	row := func(n *Node) {
 		unt := ""
 		if len(n.Children) > 0 {
-			unt = fmt.Sprintf("%.3f", ms(n.Untraced))
+			unt = fmt.Sprintf("%.3f", human.Milliseconds(n.Untraced))
 		}
 		name := indent(n.Depth) + n.Name
 		if len(services) > 1 && n.Service != "" {
@@ -162,7 +163,7 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 				name += ": " + n.Status.Message
 			}
 		}
-		ew.printf("%10.3f %10.3f %10s  %s  %s\n", ms(n.Start.Sub(t.Start)), ms(n.Duration()), unt, bar(t, n.Span, opts), name)
+		ew.printf("%10.3f %10.3f %10s  %s  %s\n", human.Milliseconds(n.Start.Sub(t.Start)), human.Milliseconds(n.Duration()), unt, bar(t, n.Span, opts), name)
 	}
 	shown := func(n *Node) bool { return opts.MaxDepth <= 0 || n.Depth <= opts.MaxDepth }
 	// An explicit stack, not recursion: a chain of 100,000 spans is as
@@ -199,21 +200,21 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 	ew.printf("where the time went\n")
 	for _, l := range Layers(t) {
 		if l.Name == l.Parent {
-			ew.printf("  %-34s %12.3f ms  (%d span%s)\n", l.Name, ms(l.Duration), l.Count, plural(l.Count))
+			ew.printf("  %-34s %12.3f ms  (%d span%s)\n", l.Name, human.Milliseconds(l.Duration), l.Count, human.Plural(l.Count))
 			continue
 		}
 		label := l.Name
 		if l.Count > 1 {
 			label = fmt.Sprintf("%s ×%d", l.Name, l.Count)
 		}
-		ew.printf("    %-32s %12.3f ms  %5.1f%%\n", label, ms(l.Duration), 100*l.Share)
+		ew.printf("    %-32s %12.3f ms  %5.1f%%\n", label, human.Milliseconds(l.Duration), 100*l.Share)
 	}
 	total := t.UntracedTotal()
 	share := 0.0
 	if d := t.Duration(); d > 0 {
 		share = 100 * float64(total) / float64(d)
 	}
-	ew.printf("  %-34s %12.3f ms  %5.1f%% of the trace\n", "untraced, all spans", ms(total), share)
+	ew.printf("  %-34s %12.3f ms  %5.1f%% of the trace\n", "untraced, all spans", human.Milliseconds(total), share)
 }
 
 // MaxIndentDepth is the deepest tree level Waterfall indents (two spaces a
@@ -257,15 +258,6 @@ func bar(t Trace, s Span, opts WaterfallOptions) string {
 		cells[0] = thin
 	}
 	return edge + strings.Join(cells, "") + edge
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // errWriter keeps the first write error so the printing code stays linear.

@@ -10,6 +10,8 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	nativemimc "github.com/consensys/gnark-crypto/ecc/bls12-381/fr/mimc"
 	"github.com/consensys/gnark/frontend"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
 )
 
 // MaxMerkleDepth is the depth of the binary Merkle tree over a 32 GiB
@@ -165,7 +167,7 @@ func buildMerkle(n int) (*Instance, error) {
 	return &Instance{
 		Name:        "merkle",
 		Constraints: n,
-		Shape:       fmt.Sprintf("%d inclusion %s of depth %d (MiMC), %d filler", k, plural(k, "proof", "proofs"), depth, filler),
+		Shape:       fmt.Sprintf("%d inclusion proof%s of depth %d (MiMC), %d filler", k, human.Plural(k), depth, filler),
 		Circuit:     newMerkleCircuit(k, depth, filler),
 		Assignment: func(seed int64) (frontend.Circuit, error) {
 			return assignMerkle(seed, k, depth, filler)
@@ -268,11 +270,4 @@ func init() {
 		CheckSize:   func(n int) error { _, _, _, err := MerkleShape(n); return err },
 		MemoryBytes: merkleShape.peakBytes,
 	})
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/std/hash/mimc"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
 )
 
 // PoRep is shaped like a Filecoin proof of replication partition, whose
@@ -381,8 +383,8 @@ func buildPoRep(n int) (*Instance, error) {
 	return &Instance{
 		Name:        "porep",
 		Constraints: n,
-		Shape: fmt.Sprintf("%d %s (SHA-256 of 192 bytes, MiMC path of depth %d), %d filler",
-			k, plural(k, "challenge", "challenges"), depth, filler),
+		Shape: fmt.Sprintf("%d challenge%s (SHA-256 of 192 bytes, MiMC path of depth %d), %d filler",
+			k, human.Plural(k), depth, filler),
 		Circuit:        newPoRepCircuit(k, depth, filler),
 		CompileOptions: poRepCompileOptions,
 		compile: func() (constraint.ConstraintSystem, error) {
