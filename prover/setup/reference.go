@@ -101,30 +101,10 @@ func Reference(ccs constraint.ConstraintSystem, tw ToxicWaste) (*groth16_bls1238
 		zdt.Mul(&zdt, &tw.T)
 	}
 
-	pk.InfinityA = make([]bool, len(A))
-	pk.InfinityB = make([]bool, len(B))
-	n := 0
-	for i, e := range A {
-		if e.IsZero() {
-			pk.InfinityA[i] = true
-			continue
-		}
-		A[n] = A[i]
-		n++
-	}
-	A = A[:n]
-	pk.NbInfinityA = uint64(nbWires - n)
-	n = 0
-	for i, e := range B {
-		if e.IsZero() {
-			pk.InfinityB[i] = true
-			continue
-		}
-		B[n] = B[i]
-		n++
-	}
-	B = B[:n]
-	pk.NbInfinityB = uint64(nbWires - n)
+	A, pk.InfinityA = filterZero(A)
+	pk.NbInfinityA = uint64(nbWires - len(A))
+	B, pk.InfinityB = filterZero(B)
+	pk.NbInfinityB = uint64(nbWires - len(B))
 
 	g1Scalars := make([]fr.Element, 0, (nbWires*3)+int(domain.Cardinality)+3)
 	g1Scalars = append(g1Scalars, tw.Alpha, tw.Beta, tw.Delta)
