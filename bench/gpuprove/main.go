@@ -99,15 +99,8 @@ func main() {
 			return errors.New("-circuit: no circuit")
 		}
 		o.circuit = o.circuits[len(o.circuits)-1] // the release story's
-		for _, s := range splitList(bitSplits) {
-			b, err := groth16.ParseBitSplit(s)
-			if err != nil {
-				return fmt.Errorf("-bit-split: %w", err)
-			}
-			o.bitSplits = append(o.bitSplits, b)
-		}
-		if len(o.bitSplits) == 0 {
-			o.bitSplits = []groth16.BitSplit{groth16.BitSplitAuto}
+		if o.bitSplits, err = parseEach("bit-split", bitSplits, groth16.ParseBitSplit, groth16.BitSplitAuto); err != nil {
+			return err
 		}
 		if o.reps < 1 || o.storyReps < 1 {
 			return errors.New("-reps and -story-reps must be at least 1")
@@ -118,25 +111,11 @@ func main() {
 				return fmt.Errorf("unknown backend %q", b)
 			}
 		}
-		for _, s := range splitList(hostCopies) {
-			m, err := backend.ParseHostCopy(s)
-			if err != nil {
-				return err
-			}
-			o.hostCopies = append(o.hostCopies, m)
+		if o.hostCopies, err = parseEach("host-copy", hostCopies, backend.ParseHostCopy, backend.HostCopyStaged); err != nil {
+			return err
 		}
-		if len(o.hostCopies) == 0 {
-			o.hostCopies = []backend.HostCopy{backend.HostCopyStaged}
-		}
-		for _, s := range splitList(msmG2) {
-			g2, err := backend.ParseG2Placement(s)
-			if err != nil {
-				return fmt.Errorf("-msm-g2: %q is neither gpu nor cpu", s)
-			}
-			o.msmG2 = append(o.msmG2, g2)
-		}
-		if len(o.msmG2) == 0 {
-			o.msmG2 = []backend.G2Placement{backend.G2OnGPU}
+		if o.msmG2, err = parseEach("msm-g2", msmG2, backend.ParseG2Placement, backend.G2OnGPU); err != nil {
+			return err
 		}
 		if o.storyLog2 < 0 {
 			o.storyLog2 = slices.Max(o.sizes)
@@ -187,6 +166,23 @@ func splitList(s string) []string {
 		}
 	}
 	return r
+}
+
+// parseEach parses each word of the comma-separated value of flag -name
+// with parse; no word is def alone. The error is parse's, after the flag.
+func parseEach[T any](name, list string, parse func(string) (T, error), def T) ([]T, error) {
+	var out []T
+	for _, s := range splitList(list) {
+		v, err := parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %w", name, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		out = []T{def}
+	}
+	return out, nil
 }
 
 func say(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }

@@ -45,43 +45,20 @@ func main() {
 	benchutil.Exit("msmbench", run(*variants, *lg1, *lg2, *reps, *breakdown, *key))
 }
 
-func parseVariant(v string) (map[string]string, error) {
-	d := map[string]string{}
-	v = strings.TrimSpace(v)
-	if v == "" || v == "default" {
-		return d, nil
-	}
-	for _, kv := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("variant %q: want K=V pairs", v)
-		}
-		d[k] = val
-	}
-	return d, nil
-}
-
 func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 	ctx := context.Background()
-	var c *cudaspans.Context
-	var s *cudaspans.Stream
-	var err error
 	var rec *otelcuzk.Recorder
 	var tracer trace.Tracer
+	var open []cudaspans.Option
 	if breakdown {
 		// The spans of the device's copies and kernels (GPU-timed),
 		// recorded in memory.
 		rec = otelcuzk.NewRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		tracer = tp.Tracer("msmbench")
-		if c, err = cudaspans.Open(0, cudaspans.WithTracerProvider(tp)); err == nil {
-			if s, err = c.NewStream(); err != nil {
-				c.Close()
-			}
-		}
-	} else {
-		c, s, err = device.Open()
+		open = append(open, cudaspans.WithTracerProvider(tp))
 	}
+	c, s, err := device.Open(open...)
 	if err != nil {
 		return err
 	}
@@ -137,7 +114,7 @@ func run(list string, lg1, lg2, reps int, breakdown, key bool) error {
 	fmt.Println(" equal to gnark |")
 	fmt.Println("|---|---|---|---|" + strings.Repeat("---|", btoi(lg2 > 0)) + "---|")
 	for _, v := range strings.Split(list, ";") {
-		defs, err := parseVariant(v)
+		defs, err := device.Defines(v)
 		if err != nil {
 			return err
 		}

@@ -326,13 +326,9 @@ func runVariants(list string) error {
 	fmt.Println("| kernel macros | equal (8 transforms at 2^11 and 2^20, compute_h 2^16) | forward NTT 2^24 (ms) | compute_h 2^24, resident (ms) | Fr mul (G/s) | Fp mul (G/s) | multiply floor 2^24 (ms) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, vs := range strings.Split(list, ";") {
-		defs := map[string]string{}
-		for _, kv := range strings.Split(vs, ",") {
-			if kv = strings.TrimSpace(kv); kv == "" || kv == "default" {
-				continue
-			}
-			k, v, _ := strings.Cut(kv, "=")
-			defs[k] = v
+		defs, err := device.Defines(vs)
+		if err != nil {
+			return err
 		}
 		e, err := ntt.New(ctx, c, ntt.WithDefines(defs))
 		if err != nil {
