@@ -118,18 +118,29 @@ func mimcHash2(api frontend.API, one, a, b frontend.Variable) frontend.Variable 
 // one inclusion proof, measured once by compiling proofs of depth 2 and 3,
 // so the sizing follows whatever gnark's MiMC gadget costs.
 var merkleCosts = sync.OnceValues(func() (level, proof int) {
+	level, rest := pathCosts(func(depth int) *Instance {
+		return &Instance{Name: "merkle", Circuit: newMerkleCircuit(1, depth, 0)}
+	})
+	return level, rest - merkleFixed
+})
+
+// pathCosts compiles probe's one-path circuit at depths 2 and 3 and
+// returns the constraints of one tree level and those of the rest of the
+// circuit (all but its levels). Depths 2 and 3: ToBinary of a single bit
+// is cheaper than per bit. A probe that does not compile is a panic
+// naming it (the built-in circuits compile).
+func pathCosts(probe func(depth int) *Instance) (level, rest int) {
 	count := func(depth int) int {
-		in := &Instance{Name: "merkle", Circuit: newMerkleCircuit(1, depth, 0)}
+		in := probe(depth)
 		ccs, err := in.Compile()
 		if err != nil {
-			panic(fmt.Sprintf("circuits: compile merkle probe: %v", err))
+			panic(fmt.Sprintf("circuits: compile %s probe: %v", in.Name, err))
 		}
 		return ccs.GetNbConstraints()
 	}
-	// Depths 2 and 3: ToBinary of a single bit is cheaper than per bit.
 	c2, c3 := count(2), count(3)
-	return c3 - c2, c2 - 2*(c3-c2) - merkleFixed
-})
+	return c3 - c2, c2 - 2*(c3-c2)
+}
 
 // merkleFixed is the circuit's cost outside its proofs and filler: the two
 // products of Define's one.

@@ -336,17 +336,9 @@ func newPoRepCircuit(k, depth, filler int) *PoRep {
 // overhead), measured once by compiling one challenge at depths 2 and 3,
 // so the sizing follows the gadgets' real cost.
 var poRepCosts = sync.OnceValues(func() (level, challenge int) {
-	count := func(depth int) int {
-		in := &Instance{Name: "porep", Circuit: newPoRepCircuit(1, depth, 0), CompileOptions: poRepCompileOptions}
-		ccs, err := in.Compile()
-		if err != nil {
-			panic(fmt.Sprintf("circuits: compile porep probe: %v", err))
-		}
-		return ccs.GetNbConstraints()
-	}
-	// Depths 2 and 3: ToBinary of a single bit is cheaper than per bit.
-	c2, c3 := count(2), count(3)
-	return c3 - c2, c2 - 2*(c3-c2)
+	return pathCosts(func(depth int) *Instance {
+		return &Instance{Name: "porep", Circuit: newPoRepCircuit(1, depth, 0), CompileOptions: poRepCompileOptions}
+	})
 })
 
 // PoRepShape returns the number of challenges K, the Merkle depth D and

@@ -572,15 +572,32 @@ func (c *Client) failed(ctx context.Context, err error, ids ...string) {
 	}
 }
 
+// jobRequest is a request about a job the upstream has: AwaitProof's and
+// CancelProof's.
+type jobRequest interface {
+	GetJobId() string
+	GetRequestId() string
+}
+
+// callAbout forwards r to rpc, one of the upstream's calls about a job;
+// its error (as Err says it) ends the job r names (failed).
+func callAbout[R jobRequest, T any](c *Client, ctx context.Context, r R, rpc func(context.Context, R, ...grpc.CallOption) (*T, error)) (*T, error) {
+	res, err := rpc(outgoing(ctx), r)
+	if err != nil {
+		err = c.Err(err)
+		c.failed(ctx, err, r.GetJobId(), r.GetRequestId())
+		return nil, err
+	}
+	return res, nil
+}
+
 // Await forwards r to the upstream's AwaitProof; a final reply
 // (COMPLETED, FAILED, CANCELLED, not TIMEOUT) ends the job Submit started,
 // and so does an error of the upstream's (NOT_FOUND, UNAVAILABLE, a reply
 // that does not parse), with that error.
 func (c *Client) Await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
-	res, err := c.rpc.AwaitProof(outgoing(ctx), r)
+	res, err := callAbout(c, ctx, r, c.rpc.AwaitProof)
 	if err != nil {
-		err = c.Err(err)
-		c.failed(ctx, err, r.GetJobId(), r.GetRequestId())
 		return nil, err
 	}
 	if res.GetStatus() != cuzkv1.AwaitProofResponse_TIMEOUT {
@@ -595,10 +612,8 @@ func (c *Client) Await(ctx context.Context, r *cuzkv1.AwaitProofRequest) (*cuzkv
 // accepts it, the job's span ends as cancelled; an error of the
 // upstream's ends it with that error.
 func (c *Client) Cancel(ctx context.Context, r *cuzkv1.CancelProofRequest) (*cuzkv1.CancelProofResponse, error) {
-	res, err := c.rpc.CancelProof(outgoing(ctx), r)
+	res, err := callAbout(c, ctx, r, c.rpc.CancelProof)
 	if err != nil {
-		err = c.Err(err)
-		c.failed(ctx, err, r.GetJobId(), r.GetRequestId())
 		return nil, err
 	}
 	if j := c.lookup(r.GetJobId(), r.GetRequestId(), res.GetJobId()); j != nil {
