@@ -1,6 +1,6 @@
 // Package daemon is the proving daemon as a library, in the shape of
 // etcd's embed: a Config (the options of `cuzk serve`, one field each),
-// New (checks it, sets up telemetry, opens a Pipeline per GPU and one for
+// New (checks it, sets up telemetry, opens a Prover per GPU and one for
 // the CPU workers, builds the engine and the gRPC server, binds the
 // listeners), Run (serves until its context is done, then shuts down) and
 // Shutdown (stop accepting, let running proofs finish until its context

@@ -49,7 +49,7 @@ type loadedCircuit struct {
 	err   error
 	// circuit is closed once ccs and instance are set and the keys are
 	// being read from the cache (so a synthesis may start beside that
-	// read, Pipeline.loadCircuitFirst), or when loading finished, whichever
+	// read, Prover.loadCircuitFirst), or when loading finished, whichever
 	// comes first.
 	circuit     chan struct{}
 	circuitOnce sync.Once

@@ -1,7 +1,7 @@
 // Command gpuprove compares full Groth16 proofs on the CUDA backend with
 // the CPU backend on the same host, circuit, keys and witness, in one run;
 // then reproduces the story of DESIGN.md (issue 4, item 6): the same large
-// circuit proved through the Pipeline with --release sync and with
+// circuit proved through the Prover with --release sync and with
 // --release async, every layer traced to an OTLP JSON lines file, read back
 // with otelcuzk/tracefile, and a table of pipeline.prove, gnarkgroth16.prove,
 // gpu.total, buffer.release and the untraced time for both modes.
@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
 	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time")
 	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
-	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Pipeline); 0 skips it; default the largest size")
+	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Prover); 0 skips it; default the largest size")
 	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
 	flag.StringVar(&o.setup, "setup", "cpu", "how missing keys are made: cpu (gnark's gnarkgroth16.Setup) or cuda (prover/setup with the GPU's fixed-base multiplications)")
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
@@ -435,7 +435,7 @@ type storyRow struct {
 	releaseBytes                                   int64
 }
 
-// story proves the circuit at n constraints through the Pipeline in sync
+// story proves the circuit at n constraints through the Prover in sync
 // and then async release mode, with a job span as the root, spans to a
 // trace file; then reads the file back and prints the table.
 func story(ctx context.Context, o *options, n int) error {

@@ -257,7 +257,7 @@ var (
 )
 
 // TestServeSpreadsProofsOverGPUs serves with two (fake) GPUs: each gets a
-// Pipeline opened on its own ordinal and a worker, and concurrent proofs
+// Prover opened on its own ordinal and a worker, and concurrent proofs
 // run on both.
 func TestServeSpreadsProofsOverGPUs(t *testing.T) {
 	clearOTLPEnv(t)

@@ -91,7 +91,7 @@ type Backend interface {
 // The CUDA backend uploads the key's base sets and allocates its proof
 // buffers, the NTT tables of its domain and its pinned scalar buffer
 // there. An error leaves the key usable: its first proof makes what is
-// missing, as it would without PrepareKey (Pipeline records the error as
+// missing, as it would without PrepareKey (the Prover records the error as
 // an event on the span in its ctx and loads the circuit all the same).
 // Its spans (keys.preload, cuda.malloc, ...) are children of ctx's.
 type KeyPreparer interface {
@@ -130,7 +130,7 @@ type BatchAdder interface {
 }
 
 // BaseEvicter is implemented by backends that keep proving-key bases resident
-// (the CUDA backend's hot tier): Pipeline.EvictCircuit calls EvictBases with the
+// (the CUDA backend's hot tier): Prover.EvictCircuit calls EvictBases with the
 // key's ID, the hash of its constraint system, so that the base sets whose
 // BaseSet.ID starts with keyID + ":" leave the device.
 type BaseEvicter interface {

@@ -9,7 +9,7 @@ var (
 	// this host (for the CUDA backend it wraps cudaspans.ErrNoDevice).
 	// error.type no_device.
 	ErrUnavailable = semconv.NewError(semconv.ErrorTypeNoDevice, "backend unavailable")
-	// ErrNoDeviceMemory is returned by Pipeline.MemInfo for a backend
+	// ErrNoDeviceMemory is returned by Prover.MemInfo for a backend
 	// without device memory (the CPU). error.type no_device.
 	ErrNoDeviceMemory = semconv.NewError(semconv.ErrorTypeNoDevice, "no device memory")
 	// ErrDeviceFault is wrapped by a backend's error when its device can no

@@ -3,7 +3,7 @@
 // of circuit names: a built-in maps to a builder sized by its R1CS
 // constraint count, a circuit registered from files (RegisterFiles, `cuzk
 // serve --circuit-file`) to the paths of its compiled R1CS and keys. Every
-// Pipeline and the gRPC server look names up here.
+// Prover and the gRPC server look names up here.
 //
 // Built in: "mulchain" (a chain of N multiplications) and "merkle" (K Merkle
 // inclusion proofs of depth D with MiMC, the shape of a Filecoin PoSt),
@@ -156,7 +156,7 @@ func Register(s Spec) {
 	specs[s.Name] = s
 }
 
-// RegisterFiles makes a user's circuit known by name to every Pipeline
+// RegisterFiles makes a user's circuit known by name to every Prover
 // and server of the process. The files are read at the circuit's first
 // use; here they are only checked to exist. Requests for it must carry a
 // witness (their constraint count is ignored). Errors name the circuit

@@ -31,7 +31,7 @@ func fakePipeline(t *testing.T, b *Backend) *prover.Prover {
 }
 
 // The whole path with the fake driver (issue 11 item 11): two workers,
-// each a Pipeline over its own fake device; gpu0's driver starts failing
+// each a Prover over its own fake device; gpu0's driver starts failing
 // with a sticky error. The job gpu0 takes fails there with
 // backend.ErrDeviceFault, the engine takes gpu0 out of service (Healthy
 // false, the fault named) and requeues the job: every job is proved on

@@ -10,7 +10,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
-// issue 25 item 4: after PrepareKey (what a Pipeline calls when it loads
+// issue 25 item 4: after PrepareKey (what a Prover calls when it loads
 // a circuit's keys) the key's first proof makes no cuda.malloc inside
 // groth16.prove, in the staged copy mode (pinned staging and scalar
 // buffers) as in the pageable one; its base sets, proof buffers and

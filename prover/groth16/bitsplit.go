@@ -70,7 +70,7 @@ func ParseBitSplit(s string) (BitSplit, error) {
 
 // WithBitSplit sets when the wire MSMs are split by bit value (BitSplit;
 // default BitSplitOff). Read by Prove and ProveAssignment
-// (prover.WithBitSplit passes it from a Pipeline).
+// (prover.WithBitSplit passes it from a Prover).
 func WithBitSplit(b BitSplit) ProveOption {
 	return proveOption(func(c *config) { c.bitSplit = b })
 }

@@ -12,7 +12,7 @@ import (
 // NTT domain. The error wraps ErrKeyMismatch and names each quantity that
 // differs with the key's and the assignment's value, so the two numbers
 // printed always differ. Circuits of identical shape cannot be told apart
-// here; Pipeline keys them by the hash of their constraint system.
+// here; the Prover keys them by the hash of their constraint system.
 //
 // nbCommitted is the number of wires the K MSM leaves out for the
 // commitments (kExcluded): the key has no [K]₁ base for them.

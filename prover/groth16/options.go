@@ -104,7 +104,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // WithKeyID names the proving key for backends that keep bases resident
 // (BaseSet.ID is keyID + ":g1.a", ...) and per-key state (backend.Call's
 // KeyID, ComputeH's keyID). It must change when the key changes; the
-// Pipeline uses the hash of the constraint system. Default "": the bases
+// the Prover uses the hash of the constraint system. Default "": the bases
 // are not kept resident.
 func WithKeyID(id string) ProveOption {
 	return proveOption(func(c *config) { c.keyID = id })

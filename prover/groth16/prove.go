@@ -86,7 +86,7 @@ func Prove(ctx context.Context, ccs constraint.ConstraintSystem, pk gnarkgroth16
 // wires.a, wires.b, wires.k after the MSMs) goes through the Releaser as a
 // buffer.release span, whatever the outcome. Sync and pool releases are
 // children of groth16.prove, on the critical path; async ones are children
-// of the span set by buffer.WithReleaseParent on ctx (the Pipeline sets the
+// of the span set by buffer.WithReleaseParent on ctx (the Prover sets the
 // job's), else of the span in ctx, outside groth16.prove.
 //
 // Options read: WithBackend, WithReleaser, WithRandomness,

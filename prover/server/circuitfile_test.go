@@ -23,7 +23,7 @@ var _ KeyDescriber = (*prover.Prover)(nil)
 // TestDefaultServerProvesACircuitRegisteredFromFiles: a server built with
 // New's defaults (no WithKnownCircuit) knows a circuit registered from files
 // through the one registry, as soon as it is registered, and a real CPU
-// Pipeline behind it proves and verifies with the caller's witness.
+// Prover behind it proves and verifies with the caller's witness.
 func TestDefaultServerProvesACircuitRegisteredFromFiles(t *testing.T) {
 	ccs, pk, vk := circuitstest.SetupCircuit(t, &circuitstest.Square{})
 	files := circuitstest.WriteFiles(t, t.TempDir(), "square", ccs, pk, vk)
