@@ -15,7 +15,7 @@ import (
 // says a job is in keys.setup rather than only that a worker holds it.
 var JobSteps = []string{
 	semconv.SpanEngineWarmup, semconv.SpanEngineBudget, semconv.SpanCircuitBuild, semconv.SpanCircuitCompile,
-	semconv.SpanKeyLoad, semconv.SpanKeysSetup, semconv.SpanKeysStore, semconv.SpanKeysPreload,
+	semconv.SpanCircuitCacheLock, semconv.SpanKeyLoad, semconv.SpanKeysLock, semconv.SpanKeysSetup, semconv.SpanKeysStore, semconv.SpanKeysPreload,
 	semconv.SpanPipelineSynthesize, semconv.SpanGPUQueue, semconv.SpanPipelineProve, semconv.SpanGPULock,
 	semconv.SpanPipelineSerialize, semconv.SpanProofVerify,
 }

@@ -259,6 +259,15 @@ const (
 	SpanKeysDecode         = "keys.decode"          // verifying and proving key decoded from the file
 	SpanKeysStore          = "keys.store"           // keys written to the cache after a setup
 	SpanKeysSetup          = "keys.setup"           // gnark groth16.Setup (a key cache miss)
+	// SpanKeysLock is a wait for the lock of a key another process (or
+	// another cache of this one) holds while it makes and stores that key;
+	// its key is then read. Only when the lock was held: an uncontended
+	// lock has no span.
+	SpanKeysLock = "keys.lock"
+	// SpanCircuitCacheLock is circuit.compile's wait for the lock of its
+	// circuit and size held by another compile and store of it; only when
+	// it was held.
+	SpanCircuitCacheLock = "circuit.cache.lock"
 
 	KeyCircuitCache = attribute.Key("cuzk.circuit.cache") // string: hit, miss, stale, corrupt, off, no_store (ephemeral keys: compiled, not stored)
 	// KeyCircuitCacheKeySource is how circuit.cache.key found the key:

@@ -89,6 +89,10 @@ type Keys struct {
 	// CacheHit is true when the keys were read from disk, false when
 	// groth16.Setup made them.
 	CacheHit bool
+	// Path is the key file they were read from or stored in; "" when they
+	// are in memory only (WithEphemeralKeys, or a store that failed: an
+	// unwritable cache directory).
+	Path string
 }
 
 // Cache is a directory of keys. Safe for concurrent use.
@@ -115,6 +119,10 @@ type Cache struct {
 	ephemeral bool
 	// compressed (WithCompressedKeys): <hash>.keyz files, points compressed.
 	compressed bool
+
+	storeMu        sync.Mutex
+	unwritable     error // why nothing can be stored in dir (New, or a store that failed); nil while it can
+	saidUnwritable bool  // the line saying so was said
 }
 
 // WithCompressedKeys stores and reads keys with compressed points
@@ -177,7 +185,11 @@ func WithProgress(w io.Writer, force bool) Option {
 	return optionFunc(func(c *Cache) { c.progress, c.forceProgress = w, force })
 }
 
-// New opens the cache in dir ("" means DefaultDir), creating it.
+// New opens the cache in dir ("" means DefaultDir), creating it. A
+// directory that cannot be created is no error: such a cache stores
+// nothing (Writable says why; the first store says so in one line on the
+// progress writer) and reads nothing, and its loads make the circuit and
+// keys in memory. Errors: DefaultDir's.
 func New(dir string, opts ...Option) (*Cache, error) {
 	if dir == "" {
 		var err error
@@ -185,10 +197,9 @@ func New(dir string, opts ...Option) (*Cache, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("key cache: %w", err)
-	}
+	mkErr := os.MkdirAll(dir, 0o755)
 	c := &Cache{
+		unwritable:    mkErr,
 		dir:           dir,
 		tracer:        otel.GetTracerProvider().Tracer(semconv.ScopeName),
 		progress:      os.Stderr,
@@ -275,7 +286,22 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 		}
 	}
 	span.SetAttributes(semconv.KeyKeyHashSource.String(source))
-	path := c.path(hash)
+	if k, err = c.readCached(ctx, hash); !errors.Is(err, errNotCached) {
+		return k, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.setupAndStore(ctx, ccs, hash)
+}
+
+// errNotCached: no key file of the hash (or something else in its place).
+var errNotCached = errors.New("no cached key")
+
+// readCached reads the keys filed under hash (keys.read, keys.decode):
+// errNotCached when there is no key file, the refusal of LoadHashed for
+// one that cannot be read.
+func (c *Cache) readCached(ctx context.Context, hash string) (*Keys, error) {
 	readPath := c.existingPath(hash)
 	pk, vk, checked, rerr := c.readKeys(ctx, readPath)
 	if rerr == nil {
@@ -285,7 +311,7 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 				fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", readPath, err)
 			}
 		}
-		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
+		return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true, Path: readPath}, nil
 	}
 	if fi, err := os.Stat(readPath); !errors.Is(rerr, fs.ErrNotExist) && err == nil && fi.Mode().IsRegular() {
 		// Refused, not replaced: a new setup's verifying key would differ
@@ -301,32 +327,73 @@ func (c *Cache) LoadHashed(ctx context.Context, ccs constraint.ConstraintSystem,
 	}
 	if !errors.Is(rerr, fs.ErrNotExist) {
 		// Not a file (a directory in its place): no key to keep.
-		span.AddEvent("key path is not a file, running setup", trace.WithAttributes(attribute.String("error", rerr.Error())))
+		trace.SpanFromContext(ctx).AddEvent("key path is not a file, running setup", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
 			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%v); running setup\n", readPath, rerr)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	return nil, errNotCached
+}
+
+// keyPair is what a setup made.
+type keyPair struct {
+	pk groth16.ProvingKey
+	vk groth16.VerifyingKey
+}
+
+// setupAndStore makes the keys of ccs (hash) and stores them, or joins
+// the setup of that key under way in this cache: under the key's lock
+// (lock.go), so that a setup of the same key by another process is waited
+// for (keys.lock) and its stored key read, not made a second time. The
+// setup (keys.setup) and the store (keys.store) run on their own: a call
+// whose ctx ends meanwhile returns an *AbandonedError at once, since
+// groth16.Setup cannot be stopped, and a caller that waited for it would
+// hold its spans (keys.setup, keys.load) open past its own, so an
+// interrupted run would export keys.read and keys.hash without their
+// parent. The setup left running still stores its keys (untraced: its
+// job has ended), and a load of the same key meanwhile joins it instead
+// of starting a second one. A failed store is no error (storeFailed).
+func (c *Cache) setupAndStore(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (*Keys, error) {
+	path := c.path(hash)
+	lock := ""
+	if c.storable() {
+		lock = c.keyLockPath(hash)
 	}
-	_, sspan := c.tracer.Start(ctx, semconv.SpanKeysSetup)
-	pk, vk, err = c.setupUnlessDone(ctx, ccs, path)
-	endSpan(sspan, err)
-	if err != nil {
+	w := c.join(ctx, workSpec{
+		key: "setup:" + hash, step: semconv.SpanKeysSetup, lockPath: lock,
+		waitLine: fmt.Sprintf("keycache: waiting for another setup of this key (%d constraints; its lock %s is held): its key is read once stored, not made a second time",
+			ccs.GetNbConstraints(), lock),
+		cached: func() bool { return c.HasKeys(hash) },
+		make: func() (any, error) {
+			pk, vk, err := c.setup(ctx, ccs)
+			return keyPair{pk, vk}, err
+		},
+		store: func(v any) error {
+			kp := v.(keyPair)
+			return c.store("keys", path, func(w io.Writer) error { return c.encodeKeys(w, kp.pk, kp.vk) })
+		},
+	})
+	found, v, storeErr, err := c.await(ctx, w, workSpans{lock: semconv.SpanKeysLock, make: semconv.SpanKeysSetup, store: semconv.SpanKeysStore})
+	switch {
+	case err != nil && err == ctx.Err():
+		return nil, err // left while it waited for the lock
+	case err != nil:
 		return nil, fmt.Errorf("groth16 setup: %w", err)
+	case found:
+		k, err := c.readCached(ctx, hash)
+		if errors.Is(err, errNotCached) {
+			return nil, fmt.Errorf("keycache: the key %s stored by another setup is gone from %s", hash, c.dir)
+		}
+		return k, err
 	}
-	_, wspan := c.tracer.Start(ctx, semconv.SpanKeysStore)
-	werr := writeChecked(path, func(w io.Writer) error { return c.encodeKeys(w, pk, vk) })
-	endSpan(wspan, werr)
-	if werr != nil {
+	if storeErr != nil {
 		// The keys are good and in memory: a cache that cannot take them
 		// costs the next process a setup, not this proof.
-		span.AddEvent("keys not stored", trace.WithAttributes(attribute.String("error", werr.Error())))
-		if c.progress != nil {
-			fmt.Fprintf(c.progress, "keycache: could not store the keys in %s (%v); using them without the cache\n", path, werr)
-		}
+		trace.SpanFromContext(ctx).AddEvent("keys not stored", trace.WithAttributes(attribute.String("error", storeErr.Error())))
+		path = ""
 	}
-	return &Keys{Hash: hash, PK: pk, VK: vk}, nil
+	kp := v.(keyPair)
+	return &Keys{Hash: hash, PK: kp.pk, VK: kp.vk, Path: path}, nil
 }
 
 // setupEphemeral is LoadHashed's setup with nothing read or stored. The
@@ -410,7 +477,7 @@ func (c *Cache) readKeys(ctx context.Context, path string) (pk groth16.ProvingKe
 	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
 		Line: fmt.Sprintf("keys: reading the %s proving key of %s", human.Bytes(uint64(len(payload))), path),
 		Bar:  "keys.decode", Total: int64(len(payload)), Done: r.bytesRead}, nil)
-	pk, vk, err = c.decode(r, strings.HasSuffix(path, compressedExt))
+	pk, vk, err = c.decode(r, strings.HasSuffix(path, compressedExt), checked)
 	stop()
 	err = corrupt(err)
 	endSpan(dspan, err)
@@ -476,7 +543,7 @@ func (c *Cache) LoadCached(ctx context.Context, hash string, constraints int) (k
 			fmt.Fprintf(c.progress, "keycache: could not add checksums to %s (%v); it stays readable\n", path, err)
 		}
 	}
-	return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true}, nil
+	return &Keys{Hash: hash, PK: pk, VK: vk, CacheHit: true, Path: path}, nil
 }
 
 // Key file names: <hash>.keys (raw points) and <hash>.keyz (compressed).
@@ -493,20 +560,22 @@ func (c *Cache) path(hash string) string {
 }
 
 // existingPath is the key file a load of hash reads: the cache's own kind
-// (path), or for a compressed cache without <hash>.keyz an existing raw
-// <hash>.keys of the same circuit (the same keys, faster to read than a
-// decompression, and no setup to make them again).
+// (path), or when it is missing the other kind's file of the same circuit
+// (a compressed cache reads a raw <hash>.keys, faster than a
+// decompression; a raw cache reads a <hash>.keyz that cuzk setup
+// --compressed-keys made): the same keys, and no setup that would make a
+// second, different key of one circuit.
 func (c *Cache) existingPath(hash string) string {
 	p := c.path(hash)
-	if !c.compressed {
-		return p
-	}
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	raw := filepath.Join(c.dir, hash+rawExt)
-	if _, err := os.Stat(raw); err == nil {
-		return raw
+	other := filepath.Join(c.dir, hash+compressedExt)
+	if c.compressed {
+		other = filepath.Join(c.dir, hash+rawExt)
+	}
+	if _, err := os.Stat(other); err == nil {
+		return other
 	}
 	return p
 }
@@ -527,9 +596,16 @@ func (c *Cache) encodeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.Verify
 }
 
 // decode reads the keys of a raw file (decodeKeys) or a compressed one
-// (both keys' ReadFrom, which decompress and check every point), r then
-// at its end.
-func (c *Cache) decode(r *parallelReader, compressed bool) (groth16.ProvingKey, groth16.VerifyingKey, error) {
+// (both keys' ReadFrom, which decompress every point on all cores:
+// gnark-crypto's Decoder solves the curve equation of a slice's points in
+// parallel), r then at its end. The proving key of a checked file (its
+// checksums verified: the bytes written) is read without the subgroup
+// check of each point (UnsafeReadFrom; a point off the curve still fails,
+// having no square root): the check was 60 to 70 % of the decode (bench/caches.md), and
+// it guards against keys from elsewhere, not a cache file whose bytes are
+// the ones written, of which the raw format checks nothing at all. A
+// file without checksums gets every check.
+func (c *Cache) decode(r *parallelReader, compressed, checked bool) (groth16.ProvingKey, groth16.VerifyingKey, error) {
 	if !compressed {
 		return decodeKeys(r)
 	}
@@ -537,42 +613,18 @@ func (c *Cache) decode(r *parallelReader, compressed bool) (groth16.ProvingKey, 
 	if _, err := vk.ReadFrom(r); err != nil {
 		return nil, nil, fmt.Errorf("read verifying key: %w", err)
 	}
-	pk := groth16.NewProvingKey(ecc.BLS12_381)
-	if _, err := pk.ReadFrom(r); err != nil {
+	pk := new(groth16_bls12381.ProvingKey)
+	read := pk.ReadFrom
+	if checked {
+		read = pk.UnsafeReadFrom
+	}
+	if _, err := read(r); err != nil {
 		return nil, nil, fmt.Errorf("read proving key: %w", err)
 	}
 	if n := r.remaining(); n != 0 {
 		return nil, nil, fmt.Errorf("%d trailing bytes", n)
 	}
 	return pk, vk, nil
-}
-
-// setupUnlessDone runs setup for the key at path, or joins the setup of
-// that key under way (one a cancelled load left running), and returns
-// ctx's error as an *AbandonedError as soon as ctx ends: groth16.Setup
-// cannot be stopped, and a caller that waited for it would hold its spans
-// (keys.setup, keys.load) open past its own, so an interrupted run would
-// export keys.read and keys.hash without their parent. The setup left
-// running still stores its keys at path when it finishes (untraced: its
-// job has ended), so the work is not lost, and a load of the same key
-// meanwhile waits for it instead of starting a second one.
-func (c *Cache) setupUnlessDone(ctx context.Context, ccs constraint.ConstraintSystem, path string) (groth16.ProvingKey, groth16.VerifyingKey, error) {
-	type keys struct {
-		pk groth16.ProvingKey
-		vk groth16.VerifyingKey
-	}
-	v, err := c.shared(ctx, "setup:"+path, semconv.SpanKeysSetup, func() (any, error) {
-		pk, vk, err := c.setup(ctx, ccs)
-		return keys{pk, vk}, err
-	}, func(v any) {
-		k := v.(keys)
-		_ = writeChecked(path, func(w io.Writer) error { return c.encodeKeys(w, k.pk, k.vk) })
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	k := v.(keys)
-	return k.pk, k.vk, nil
 }
 
 // Wait waits until every compile and setup under way, those a cancelled

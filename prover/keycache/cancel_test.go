@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,14 +129,20 @@ func TestACancelledCompileReturnsAtOnceAndASecondJoinsTheOneLeftRunning(t *testi
 	}
 	release := make(chan struct{})
 	comp := &compiler{n: 1 << 10}
-	slow := func() (constraint.ConstraintSystem, error) { <-release; return comp.compile() }
+	// started: the compile runs (a call that ends before, while its work
+	// takes the lock, leaves nothing running and returns ctx's error).
+	started := make(chan struct{})
+	var once sync.Once
+	slow := func() (constraint.ConstraintSystem, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return comp.compile()
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := c.Compile(ctx, "mulchain", 1<<10, slow); errc <- err }()
-	for c.Running() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-started
 	cancel()
 	var ab *AbandonedError
 	select {

@@ -2,9 +2,11 @@ package keycache
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -118,8 +120,14 @@ type mappedFile struct {
 	data []byte
 }
 
+// mapFile maps the file at path. A path below a regular file (a cache
+// directory that could not be made) is a missing file: errors.Is(err,
+// fs.ErrNotExist) holds.
 func mapFile(path string) (*mappedFile, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, unix.ENOTDIR) {
+		return nil, &notDirError{err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +148,14 @@ func mapFile(path string) (*mappedFile, error) {
 	}
 	return &mappedFile{data: data}, nil
 }
+
+// notDirError is an open refused since a directory of the path is a
+// file: no file there, as fs.ErrNotExist says.
+type notDirError struct{ err error }
+
+func (e *notDirError) Error() string        { return e.err.Error() }
+func (e *notDirError) Unwrap() error        { return e.err }
+func (e *notDirError) Is(target error) bool { return target == fs.ErrNotExist }
 
 // closeInBackground unmaps m on another goroutine; m must not be used,
 // nor any slice of it referenced, after the call.

@@ -3,14 +3,18 @@ package keycache
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +44,10 @@ type Compiled struct {
 	Hash string
 	// CacheHit is true when CCS was read from the circuit cache.
 	CacheHit bool
+	// Path is the circuit cache file it was read from or stored in; ""
+	// when it is not in the cache (the cache off, ephemeral keys, or a
+	// store that failed).
+	Path string
 }
 
 // circuitMeta is what a cached circuit was compiled from, stored after its
@@ -176,22 +184,96 @@ func gnarkCryptoVersion() string {
 	return ""
 }
 
-// CircuitPath returns the file Compile caches circuit at constraints in.
+// CircuitPath returns the file Compile caches circuit at constraints in
+// for this build (its key: Key), "" when the circuit cache is off.
 func (c *Cache) CircuitPath(circuit string, constraints int) string {
+	if key, _ := c.key(context.Background()); key == "" {
+		return ""
+	}
 	return c.circuitPath(circuit, constraints)
 }
 
-// circuitPath is the cache file of circuit at constraints: one file per
-// circuit and size, replaced when the build changes, so old builds leave
-// no files behind.
-func (c *Cache) circuitPath(circuit string, constraints int) string {
+// circuitEntriesMax is how many builds' entries of one circuit and size
+// the circuit cache keeps: a go run build, an installed cuzk and one more
+// (a test binary, a second checkout) each hit their own entry when they
+// alternate. Storing one more evicts the least recently used (by the
+// file's modification time, which a hit renews).
+const circuitEntriesMax = 3
+
+// circuitStem is the start of the cache files of circuit at constraints:
+// "circuit-<name>-<constraints>", the name's characters outside
+// [A-Za-z0-9_-] written as "_", so no '.' comes before the build's tag.
+func circuitStem(circuit string, constraints int) string {
 	safe := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
 		}
 		return '_'
 	}, circuit)
-	return filepath.Join(c.dir, "circuit-"+safe+"-"+strconv.Itoa(constraints)+".ccs")
+	return "circuit-" + safe + "-" + strconv.Itoa(constraints)
+}
+
+// circuitPath is the cache file of circuit at constraints compiled by this
+// build: circuitStem, ".", the build's tag (buildTag), ".ccs". One file per
+// build, so builds that alternate (go run and an installed cuzk) each keep
+// theirs, circuitEntriesMax at most.
+func (c *Cache) circuitPath(circuit string, constraints int) string {
+	return filepath.Join(c.dir, circuitStem(circuit, constraints)+"."+buildTag(c.revision)+".ccs")
+}
+
+// buildTag names a build key in a file name: "rev-" and 12 characters of a
+// VCS revision, "exe-" and 12 hex digits of an executable's SHA-256, else
+// "key-" and 12 hex digits of the key's SHA-256 (a WithRevision value). A
+// tag two builds share is told apart by the file's metadata (stale).
+func buildTag(key string) string {
+	short := func(prefix, s string) (string, bool) {
+		if len(s) < 12 || strings.IndexFunc(s[:12], func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) >= 0 {
+			return "", false
+		}
+		return prefix + s[:12], true
+	}
+	if rev, ok := strings.CutPrefix(key, keyRevisionPrefix); ok {
+		if t, ok := short("rev-", rev); ok {
+			return t
+		}
+	}
+	if sum, ok := strings.CutPrefix(key, keyExecPrefix); ok {
+		if t, ok := short("exe-", sum); ok {
+			return t
+		}
+	}
+	h := sha256.Sum256([]byte(key))
+	return "key-" + hex.EncodeToString(h[:6])
+}
+
+// evictCircuits removes the entries of circuit at constraints beyond the
+// circuitEntriesMax most recently used, keep (just stored) never among
+// them, and a file of the layout before build tags
+// ("circuit-<name>-<constraints>.ccs", whichever build wrote it last). Run
+// under the circuit's lock; a removal that fails leaves the file.
+func (c *Cache) evictCircuits(circuit string, constraints int, keep string) {
+	stem := circuitStem(circuit, constraints)
+	os.Remove(filepath.Join(c.dir, stem+".ccs"))
+	paths, _ := filepath.Glob(filepath.Join(c.dir, stem+".*.ccs"))
+	type entry struct {
+		path string
+		used time.Time
+	}
+	var others []entry
+	for _, p := range paths {
+		if p == keep {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			others = append(others, entry{p, fi.ModTime()})
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].used.After(others[j].used) })
+	for i := circuitEntriesMax - 1; i < len(others); i++ {
+		os.Remove(others[i].path)
+	}
 }
 
 // Compile returns the constraint system of the built-in circuit named
@@ -239,9 +321,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	})
 	if c.revision == "" {
 		outcome = CircuitCacheOff
-		done := c.compileProgress(circuit, constraints)
-		ccs, err := c.frontendCompile(ctx, fmt.Sprintf("compile:%s/%d", circuit, constraints), compile, nil)
-		done(err)
+		ccs, err := c.compileUnstored(ctx, fmt.Sprintf("compile:%s/%d", circuit, constraints), circuit, constraints, compile)
 		if err != nil {
 			return nil, err
 		}
@@ -271,29 +351,115 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 		// Nothing big written (the circuit file of a large size) and no
 		// time spent hashing for a key file that will not exist.
 		outcome = CircuitCacheNoStore
-		done := c.compileProgress(circuit, constraints)
-		ccs, err := c.frontendCompile(ctx, "compile:"+path, compile, nil)
-		done(err)
+		ccs, err := c.compileUnstored(ctx, "compile:"+path, circuit, constraints, compile)
 		if err != nil {
 			return nil, err
 		}
 		return &Compiled{CCS: ccs}, nil
 	}
-	done := c.compileProgress(circuit, constraints)
-	ccs, err := c.frontendCompile(ctx, "compile:"+path, compile, func(ccs constraint.ConstraintSystem) {
-		_, _ = storeCircuit(path, ccs, want)
-	})
-	done(err)
+	// The file found unreadable or stale is no answer to the wait for the
+	// lock: only one stored since is (compileAndStore).
+	before, _ := os.Stat(path)
+	comp, found, err := c.compileAndStore(ctx, path, circuit, constraints, want, before, compile)
+	if found {
+		outcome = CircuitCacheHit
+	}
+	return comp, err
+}
+
+// compiledCircuit is what a compile made, and the hash its store found.
+type compiledCircuit struct {
+	ccs  constraint.ConstraintSystem
+	hash string
+}
+
+// compileMake is a work's make: compile, its progress said (compileProgress)
+// until it ends or ctx does.
+func (c *Cache) compileMake(ctx context.Context, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) func() (any, error) {
+	return func() (any, error) {
+		done := c.compileProgress(ctx, circuit, constraints)
+		ccs, err := compile()
+		done(err)
+		return &compiledCircuit{ccs: ccs}, err
+	}
+}
+
+// compileUnstored runs compile (or joins the compile of key under way) in
+// a circuit.frontend span, storing nothing, and returns ctx's error as an
+// *AbandonedError as soon as ctx ends: gnark's frontend.Compile cannot be
+// stopped, and the spans of a run interrupted during it must end
+// (circuit.compile left open made an interrupted cuzk prove's trace 100 %
+// untraced).
+func (c *Cache) compileUnstored(ctx context.Context, key, circuit string, constraints int, compile func() (constraint.ConstraintSystem, error)) (constraint.ConstraintSystem, error) {
+	w := c.join(ctx, workSpec{key: key, step: semconv.SpanCircuitCompile, make: c.compileMake(ctx, circuit, constraints, compile)})
+	_, v, _, err := c.await(ctx, w, workSpans{make: semconv.SpanCircuitFrontend})
 	if err != nil {
 		return nil, err
 	}
-	_, sspan := c.tracer.Start(ctx, semconv.SpanCircuitCacheStore)
-	want.Hash, err = storeCircuit(path, ccs, want)
-	endSpan(sspan, err)
-	if err != nil {
-		return nil, fmt.Errorf("store compiled circuit: %w", err)
+	return v.(*compiledCircuit).ccs, nil
+}
+
+// compileAndStore compiles the circuit (circuit.frontend) and stores it at
+// path (circuit.cache.store) with its hash, evicting the entries of other
+// builds beyond circuitEntriesMax, under the lock of the circuit and size
+// (lock.go): a compile of it by another process is waited for
+// (circuit.cache.lock), and its entry read (found) when it is this
+// build's. A call whose ctx ends during the compile or the store returns
+// an *AbandonedError; the work goes on and stores. A failed store is no
+// error: the circuit is returned without its Path (store).
+func (c *Cache) compileAndStore(ctx context.Context, path, circuit string, constraints int, want circuitMeta, before fs.FileInfo, compile func() (constraint.ConstraintSystem, error)) (comp *Compiled, found bool, err error) {
+	lock := ""
+	if c.storable() {
+		lock = c.circuitLockPath(circuit, constraints)
 	}
-	return &Compiled{CCS: ccs, Hash: want.Hash}, nil
+	w := c.join(ctx, workSpec{
+		key: "compile:" + path, step: semconv.SpanCircuitCompile, lockPath: lock,
+		waitLine: fmt.Sprintf("circuit cache: waiting for another compile of %s, %d constraints, in this cache (its lock %s is held): it is read once stored, not compiled twice",
+			circuit, constraints, lock),
+		cached: func() bool { return hasCircuitFile(path, want, before) },
+		make:   c.compileMake(ctx, circuit, constraints, compile),
+		store: func(v any) error {
+			r := v.(*compiledCircuit)
+			hash, err := Hash(r.ccs)
+			if err != nil {
+				return err
+			}
+			r.hash = hash
+			if err := c.store("compiled circuit", path, func(w io.Writer) error { return writeCircuit(w, r.ccs, want, hash) }); err != nil {
+				return err
+			}
+			c.evictCircuits(circuit, constraints, path)
+			return nil
+		},
+	})
+	found, v, storeErr, err := c.await(ctx, w, workSpans{lock: semconv.SpanCircuitCacheLock, make: semconv.SpanCircuitFrontend, store: semconv.SpanCircuitCacheStore})
+	switch {
+	case err != nil:
+		return nil, false, err
+	case found:
+		comp, err := c.readCircuit(ctx, path, want)
+		if err != nil {
+			return nil, false, fmt.Errorf("circuit cache: the circuit another compile stored in %s: %w", path, err)
+		}
+		return comp, true, nil
+	}
+	r := v.(*compiledCircuit)
+	if storeErr != nil {
+		return &Compiled{CCS: r.ccs, Hash: r.hash}, false, nil
+	}
+	return &Compiled{CCS: r.ccs, Hash: r.hash, Path: path}, false, nil
+}
+
+// hasCircuitFile reports whether path holds a circuit of want (its
+// metadata; the checksums are verified by the read) other than the file
+// before (nil: none), which was found unreadable or stale.
+func hasCircuitFile(path string, want circuitMeta, before fs.FileInfo) bool {
+	if fi, err := os.Stat(path); err != nil || before != nil && os.SameFile(before, fi) {
+		return false
+	}
+	meta, ok := circuitMetaOf(path)
+	meta.Hash, meta.NbConstraints = "", 0
+	return ok && meta == want
 }
 
 type storedHashKey struct{}
@@ -310,26 +476,6 @@ func OnStoredHash(ctx context.Context, f func(hash string, constraints int)) con
 // errStale marks a cached circuit compiled by another build or gnark.
 var errStale = errors.New("compiled by another build")
 
-// frontendCompile runs compile (or joins the compile of key under way) in
-// a circuit.frontend span, and returns ctx's error as an *AbandonedError as
-// soon as ctx ends: gnark's frontend.Compile cannot be stopped, and the
-// spans of a run interrupted during it must end (circuit.compile left open
-// made an interrupted cuzk prove's trace 100 % untraced). The compile left
-// running goes on and is given to store (when not nil) at its end.
-func (c *Cache) frontendCompile(ctx context.Context, key string, compile func() (constraint.ConstraintSystem, error), store func(constraint.ConstraintSystem)) (constraint.ConstraintSystem, error) {
-	_, span := c.tracer.Start(ctx, semconv.SpanCircuitFrontend)
-	var stored func(any)
-	if store != nil {
-		stored = func(v any) { store(v.(constraint.ConstraintSystem)) }
-	}
-	v, err := c.shared(ctx, key, semconv.SpanCircuitCompile, func() (any, error) { return compile() }, stored)
-	endSpan(span, err)
-	if err != nil {
-		return nil, err
-	}
-	return v.(constraint.ConstraintSystem), nil
-}
-
 // circuitFormat is the layout of a cached circuit's payload, stored in its
 // metadata: 2 is gnark's WriteTo of the system without its calldata, then
 // the calldata raw (uint64 count, little-endian uint32s), then the
@@ -337,45 +483,49 @@ func (c *Cache) frontendCompile(ctx context.Context, key string, compile func() 
 // by one was three quarters of a cache hit (CPU profile at 2^18).
 const circuitFormat = 2
 
-// storeCircuit writes ccs and meta to path as a checked file and returns
-// the hash of ccs (Hash: its whole WriteTo). ccs's calldata is set aside
-// while its system is written, then restored.
+// storeCircuit writes ccs and meta to path as a checked file
+// (writeCircuit) and returns the hash of ccs (Hash: its whole WriteTo).
 func storeCircuit(path string, ccs constraint.ConstraintSystem, meta circuitMeta) (string, error) {
-	r1cs, ok := ccs.(*cs_bls12381.R1CS)
-	if !ok {
-		return "", fmt.Errorf("keycache: %w: constraint system %T", ErrUnsupported, ccs)
-	}
 	hash, err := Hash(ccs)
 	if err != nil {
 		return "", err
 	}
-	err = writeChecked(path, func(w io.Writer) error {
-		calldata := r1cs.CallData
-		r1cs.CallData = nil
-		_, err := ccs.WriteTo(w)
-		r1cs.CallData = calldata
-		if err != nil {
-			return fmt.Errorf("write constraint system: %w", err)
-		}
-		if err := binary.Write(w, binary.LittleEndian, uint64(len(calldata))); err != nil {
+	return hash, writeChecked(path, func(w io.Writer) error { return writeCircuit(w, ccs, meta, hash) })
+}
+
+// writeCircuit writes the payload of a cached circuit (circuitFormat) to
+// w: ccs without its calldata, the calldata raw, then meta (with hash and
+// the constraint count) and its length. ccs's calldata is set aside while
+// its system is written, then restored.
+func writeCircuit(w io.Writer, ccs constraint.ConstraintSystem, meta circuitMeta, hash string) error {
+	r1cs, ok := ccs.(*cs_bls12381.R1CS)
+	if !ok {
+		return fmt.Errorf("keycache: %w: constraint system %T", ErrUnsupported, ccs)
+	}
+	calldata := r1cs.CallData
+	r1cs.CallData = nil
+	_, err := ccs.WriteTo(w)
+	r1cs.CallData = calldata
+	if err != nil {
+		return fmt.Errorf("write constraint system: %w", err)
+	}
+	if err := binary.Write(w, binary.LittleEndian, uint64(len(calldata))); err != nil {
+		return err
+	}
+	if len(calldata) > 0 {
+		if _, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&calldata[0])), 4*len(calldata))); err != nil {
 			return err
 		}
-		if len(calldata) > 0 {
-			if _, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&calldata[0])), 4*len(calldata))); err != nil {
-				return err
-			}
-		}
-		meta.Hash, meta.NbConstraints = hash, ccs.GetNbConstraints()
-		m, err := json.Marshal(meta)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(m); err != nil {
-			return err
-		}
-		return binary.Write(w, binary.LittleEndian, uint32(len(m)))
-	})
-	return hash, err
+	}
+	meta.Hash, meta.NbConstraints = hash, ccs.GetNbConstraints()
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(m); err != nil {
+		return err
+	}
+	return binary.Write(w, binary.LittleEndian, uint32(len(m)))
 }
 
 // decodeCircuit reads a payload of circuitFormat (without its metadata).
@@ -435,7 +585,13 @@ func (c *Cache) readCircuit(ctx context.Context, path string, want circuitMeta) 
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{CCS: ccs, Hash: meta.Hash, CacheHit: true}, nil
+	if !c.ephemeral {
+		// The entry was used: the last to be evicted (evictCircuits). A
+		// cache of ephemeral keys writes nothing, not even a time.
+		now := time.Now()
+		_ = os.Chtimes(path, now, now)
+	}
+	return &Compiled{CCS: ccs, Hash: meta.Hash, CacheHit: true, Path: path}, nil
 }
 
 // readCircuitFile maps path, verifies its checksums and splits the payload
@@ -488,10 +644,10 @@ func compileRateFile(circuit string) string { return "compile-rate-" + circuit }
 // compileProgress watches a compile of circuit at n constraints: once it
 // has run progressAfter, one line saying so, with the time it should take
 // from the last compile of that circuit measured here, and on a terminal
-// (or with force) a bar of the time left (a spinner without an estimate).
-// The returned done ends it; a compile that succeeded is recorded for the
-// next estimate.
-func (c *Cache) compileProgress(circuit string, n int) (done func(error)) {
+// (or with force) a bar of the time left (a spinner without an estimate),
+// until ctx ends. The returned done ends it; a compile that succeeded is
+// recorded for the next estimate.
+func (c *Cache) compileProgress(ctx context.Context, circuit string, n int) (done func(error)) {
 	rate := filepath.Join(c.dir, compileRateFile(circuit))
 	est, known := progress.Estimate(rate, int64(n))
 	line := fmt.Sprintf("circuit compile: %s, %d constraints; the first compile of it here has no estimate", circuit, n)
@@ -500,7 +656,7 @@ func (c *Cache) compileProgress(circuit string, n int) (done func(error)) {
 	}
 	start := time.Now()
 	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter, Line: line,
-		Bar: fmt.Sprintf("circuit compile, %s/%d", circuit, n), Estimate: est}, nil)
+		Bar: fmt.Sprintf("circuit compile, %s/%d", circuit, n), Estimate: est}, ctx.Done())
 	return func(err error) {
 		stop()
 		if err == nil {

@@ -160,15 +160,15 @@ func TestCircuitCacheIsInvalidatedByBuildSizeAndGnarkVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Reset()
-	// Another build: compiled again, and the file replaced.
+	// Another build: compiled again, into a file of its own.
 	if got, err := open("rev2").Compile(context.Background(), "mulchain", 1<<10, comp.compile); err != nil || got.CacheHit {
 		t.Fatalf("another revision: hit %v, %v", got.CacheHit, err)
 	}
-	if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
-		t.Errorf("another revision: %s, want stale", outcome)
+	if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheMiss {
+		t.Errorf("another revision: %s, want miss", outcome)
 	}
 	if got, _ := open("rev2").Compile(context.Background(), "mulchain", 1<<10, comp.compile); !got.CacheHit {
-		t.Error("replaced file not used by its build")
+		t.Error("stored file not used by its build")
 	}
 	// Another size is another file.
 	other := &compiler{n: 1 << 9}
@@ -196,6 +196,67 @@ func TestCircuitCacheIsInvalidatedByBuildSizeAndGnarkVersion(t *testing.T) {
 		if outcome, _ := compileOutcome(t, rec); outcome != CircuitCacheStale {
 			t.Errorf("gnark %s, format %d: %s, want stale", old.Gnark, old.Format, outcome)
 		}
+	}
+}
+
+// Builds that alternate on one cache (go run and an installed cuzk) each
+// keep their entry of a circuit and size and both hit; a fourth build's
+// entry evicts the least recently used (a hit renews an entry), and a file
+// of the layout before build tags goes with the first store.
+func TestAlternatingBuildsBothHitAndTheLeastRecentlyUsedEntryIsEvicted(t *testing.T) {
+	dir := t.TempDir()
+	comp := &compiler{n: 1 << 9}
+	compile := func(rev string) *Compiled {
+		t.Helper()
+		c, _ := New(dir, WithRevision(rev), WithProgress(io.Discard, false))
+		got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	path := func(rev string) string {
+		c, _ := New(dir, WithRevision(rev))
+		return c.CircuitPath("mulchain", 1<<9)
+	}
+	legacy := filepath.Join(dir, "circuit-mulchain-512.ccs")
+	if err := os.WriteFile(legacy, []byte("a file of the layout before build tags"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compile("rev1")
+	if _, err := os.Stat(legacy); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the file of the older layout is still there after a store: %v", err)
+	}
+	compile("rev2")
+	for i := 0; i < 2; i++ {
+		for _, rev := range []string{"rev1", "rev2"} {
+			if got := compile(rev); !got.CacheHit || got.Path != path(rev) {
+				t.Fatalf("round %d, %s: hit %v at %q; want its own entry %s", i, rev, got.CacheHit, got.Path, path(rev))
+			}
+		}
+	}
+	if n := comp.calls.Load(); n != 2 {
+		t.Fatalf("%d compiles for two builds alternating, want 2", n)
+	}
+	// rev1 stored earliest, rev2 later, then rev1 used last: rev2 is the
+	// least recently used when rev3 and rev4 are stored (times set, so
+	// that a coarse file-system clock cannot tie them).
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(path("rev1"), old, old)
+	os.Chtimes(path("rev2"), old.Add(time.Minute), old.Add(time.Minute))
+	compile("rev1")
+	compile("rev3")
+	compile("rev4")
+	for rev, kept := range map[string]bool{"rev1": true, "rev2": false, "rev3": true, "rev4": true} {
+		if _, err := os.Stat(path(rev)); (err == nil) != kept {
+			t.Errorf("%s's entry: %v, want kept %v", rev, err, kept)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "circuit-mulchain-512.*")); len(files) != circuitEntriesMax {
+		t.Errorf("entries %v, want %d", files, circuitEntriesMax)
+	}
+	if compile("rev2").CacheHit {
+		t.Error("the evicted entry hit")
 	}
 }
 

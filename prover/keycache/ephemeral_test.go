@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,13 +210,19 @@ func TestAnAbandonedEphemeralCompileStoresNothingWhenItEnds(t *testing.T) {
 	c := mustNew(t, dir, WithRevision("rev1"), WithEphemeralKeys())
 	release := make(chan struct{})
 	comp := &compiler{n: 1 << 10}
-	slow := func() (constraint.ConstraintSystem, error) { <-release; return comp.compile() }
+	// started: the compile runs (a call that ends before, while its work
+	// takes the lock, leaves nothing running and returns ctx's error).
+	started := make(chan struct{})
+	var once sync.Once
+	slow := func() (constraint.ConstraintSystem, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return comp.compile()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := c.Compile(ctx, "mulchain", 1<<10, slow); errc <- err }()
-	for c.Running() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-started
 	cancel()
 	var ab *AbandonedError
 	if err := <-errc; !errors.As(err, &ab) {

@@ -1,0 +1,99 @@
+package keycache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// A cache directory that cannot take a file (not writable by this user, a
+// read-only file system, a path that cannot be made a directory) costs the
+// next run a compile and a setup, never this run's proof: what was made
+// is used from memory, and one line on the progress writer says where and
+// why nothing is stored. An error comes only where the keys cannot be made
+// at all.
+
+// store writes path as a checked file (writeChecked) and returns its
+// error; what names the content ("keys", "compiled circuit") in the line
+// said when it fails. Once the directory is found unwritable, later
+// stores fail at once with the same reason.
+func (c *Cache) store(what, path string, write func(io.Writer) error) error {
+	if err := c.unwritableErr(); err != nil {
+		c.sayUnwritable(err)
+		return err
+	}
+	err := writeChecked(path, write)
+	if err == nil {
+		return nil
+	}
+	if derr := Writable(c.dir); derr != nil {
+		c.storeMu.Lock()
+		c.unwritable = derr
+		c.storeMu.Unlock()
+		c.sayUnwritable(derr)
+		return derr
+	}
+	// The directory takes files, this one did not (a directory in its
+	// place, a full disk): said for each file.
+	if c.progress != nil {
+		fmt.Fprintf(c.progress, "keycache: could not store the %s in %s (%v); using them without the cache\n", what, path, err)
+	}
+	return err
+}
+
+// storable reports whether files may be stored: false once the directory
+// was found unwritable (New, or a store), when no lock is worth taking.
+func (c *Cache) storable() bool { return c.unwritableErr() == nil }
+
+func (c *Cache) unwritableErr() error {
+	c.storeMu.Lock()
+	defer c.storeMu.Unlock()
+	return c.unwritable
+}
+
+// sayUnwritable says once per Cache where and why nothing is stored.
+func (c *Cache) sayUnwritable(err error) {
+	c.storeMu.Lock()
+	said := c.saidUnwritable
+	c.saidUnwritable = true
+	c.storeMu.Unlock()
+	if said || c.progress == nil {
+		return
+	}
+	fmt.Fprintf(c.progress, "keycache: nothing can be stored in the cache directory %s (%s): proving without the cache, with the compiled circuit and keys in memory for this run only (set --cache-dir or %s to a writable directory)\n",
+		c.dir, reason(err), EnvCacheDir)
+}
+
+// reason is err without the path its *fs.PathError names (the line says
+// the directory): "permission denied", "read-only file system".
+func reason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// Writable returns nil when a file can be created in dir (one is, then
+// removed), else why not: the directory is missing or not one, or this
+// user may not write it (an *fs.PathError).
+func Writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// Writable returns nil when the cache can store files in its directory,
+// else why not (see the package function).
+func (c *Cache) Writable() error {
+	if err := c.unwritableErr(); err != nil {
+		return err
+	}
+	return Writable(c.dir)
+}

@@ -1,0 +1,135 @@
+package keycache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+)
+
+// unwritableDirs returns cache directories nothing can be stored in: a
+// path below a regular file (it cannot be made a directory: any user),
+// and, for a user other than root (whom permissions do not stop), an
+// existing directory of mode 0555.
+func unwritableDirs(t *testing.T) map[string]string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{"below a file": filepath.Join(file, "keys")}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(t.TempDir(), "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(ro, 0o755) })
+		dirs["mode 0555"] = ro
+	}
+	return dirs
+}
+
+// TestAnUnwritableCacheDirectoryAsAnotherUser runs the test below as the
+// user nobody when the tests run as root (whom a directory's mode does not
+// stop), so that its existing read-only directory is tried everywhere.
+func TestAnUnwritableCacheDirectoryAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine tries mode 0555 itself")
+	}
+	// The test binary, where nobody may run it.
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "keycache.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; d != filepath.Dir(d) && d != os.TempDir(); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(exe, "-test.run=^TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
+		t.Skipf("cannot run as nobody: %v", err)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine/mode_0555") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// A cache directory nothing can be stored in costs a compile and a setup,
+// not the proof: Compile and Load return the circuit and keys made in
+// memory (no Path), one line says where and why nothing is stored, the
+// store spans fail, the keys prove and verify, and Writable says why.
+func TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine(t *testing.T) {
+	for how, dir := range unwritableDirs(t) {
+		t.Run(how, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			var notice bytes.Buffer
+			c, err := New(dir, WithRevision("rev1"), WithProgress(&notice, false),
+				WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+			if err != nil {
+				t.Fatalf("New on a directory that cannot be written: %v, want a cache that stores nothing", err)
+			}
+			c.progressAfter = time.Hour
+			if c.Writable() == nil {
+				t.Fatal("Writable: nil")
+			}
+			comp := &compiler{n: 1 << 9}
+			got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+			if err != nil {
+				t.Fatalf("Compile with an unwritable cache: %v, want the circuit compiled in memory", err)
+			}
+			if got.Path != "" || got.CacheHit {
+				t.Errorf("compiled circuit: path %q, hit %v; want in memory only", got.Path, got.CacheHit)
+			}
+			k, err := c.LoadHashed(context.Background(), got.CCS, got.Hash)
+			if err != nil {
+				t.Fatalf("LoadHashed with an unwritable cache: %v, want the keys made in memory", err)
+			}
+			if k.Path != "" || k.CacheHit {
+				t.Errorf("keys: path %q, hit %v; want in memory only", k.Path, k.CacheHit)
+			}
+			requireProveAndVerify(t, got.CCS, k, 1<<9)
+			lines := strings.Split(strings.TrimSpace(notice.String()), "\n")
+			var store []string
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "circuit cache: keyed") {
+					store = append(store, l)
+				}
+			}
+			if len(store) != 1 || !strings.Contains(store[0], "nothing can be stored in the cache directory "+dir+" (") ||
+				!strings.Contains(store[0], "proving without the cache") {
+				t.Errorf("notice %q, want one line naming the directory and why", notice.String())
+			}
+			failed := map[string]bool{}
+			for _, s := range rec.Ended() {
+				if s.Status().Code == codes.Error {
+					failed[s.Name()] = true
+				}
+			}
+			if !failed[otelcuzk.SpanCircuitCacheStore] || !failed[otelcuzk.SpanKeysStore] || failed[otelcuzk.SpanCircuitCompile] || failed[otelcuzk.SpanKeyLoad] {
+				t.Errorf("failed spans %v, want the two stores only", failed)
+			}
+		})
+	}
+}
