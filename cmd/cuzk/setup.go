@@ -25,8 +25,10 @@ func init() {
 			"`cuzk prove` and `cuzk serve` start proving at once. A cached key is reused.\n" +
 			"The compiled circuit is cached beside the keys (keyed by circuit, size,\n" +
 			"gnark version and the build: its clean VCS revision, else the SHA-256 of\n" +
-			"the executable, as for go run). Ctrl-C or\n" +
-			"SIGTERM stops it and exits 130; the key file is written whole or not at all.",
+			"the executable, as for go run; an entry per build, the 3 most recently used\n" +
+			"kept). Processes sharing the cache make a key once: a second one waits for\n" +
+			"the first's setup (saying so) and reads its key. Ctrl-C or SIGTERM stops it\n" +
+			"and exits 130; the key file is written whole or not at all.",
 		Flags: append(builtinCircuitFlags(),
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
@@ -77,6 +79,12 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Setup makes a key to keep: refused before a compile and a setup
+	// (minutes at scale) whose key nothing would keep. cuzk prove, which
+	// needs its key for one proof, proves uncached instead.
+	if err := cache.Writable(); err != nil {
+		return fmt.Errorf("%w: the key would be made and lost; set --cache-dir or %s to a writable directory", err, keycache.EnvCacheDir)
+	}
 	start := time.Now()
 	comp, err := cache.Compile(ctx, name, n, in.Compile)
 	if err != nil {
@@ -95,15 +103,19 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	if k.CacheHit {
 		how = "already cached"
 	}
-	dir, _ := filepath.Abs(cache.Dir())
+	if k.Path == "" {
+		// The store failed after all (a full disk): its line said why.
+		return fmt.Errorf("the keys of %s were made but not stored in %s", name, cache.Dir())
+	}
+	keyFile, _ := filepath.Abs(k.Path)
 	// The shape after a colon: it holds brackets of its own ("depth 24
 	// (MiMC)"), and a bracket inside a bracket was hard to read.
 	fmt.Fprintf(c.App.Writer, "%s, %d constraints: %s; keys %s\n  %s\n",
-		name, ccs.GetNbConstraints(), in.Shape, how, filepath.Join(dir, k.Hash+map[bool]string{false: ".keys", true: ".keyz"}[c.Bool("compressed-keys")]))
-	switch circuit := cache.CircuitPath(name, n); {
+		name, ccs.GetNbConstraints(), in.Shape, how, keyFile)
+	switch circuit, _ := filepath.Abs(comp.Path); {
 	case comp.CacheHit:
 		fmt.Fprintf(c.App.Writer, "  compiled circuit from the cache in %s: %s\n", human.Duration(compiled), circuit)
-	case comp.Hash != "":
+	case comp.Path != "":
 		fmt.Fprintf(c.App.Writer, "  circuit compiled in %s and cached: %s\n", human.Duration(compiled), circuit)
 	default:
 		fmt.Fprintf(c.App.Writer, "  circuit compiled in %s, not cached (circuit cache off)\n", human.Duration(compiled))

@@ -11,8 +11,11 @@
 // (gnark's WriteDump, raw points: fast to read, specific to this machine's
 // byte order, hence a cache and not an exchange format). Every file is
 // written to a temporary name and renamed, so a setup killed half-way
-// leaves no partial key behind, and two processes setting up the same key
-// each write a whole file.
+// leaves no partial key behind; and a setup or compile with its store
+// holds a lock (flock) of its own in <dir>/locks, so processes sharing the
+// directory make each key once, the later ones reading it (lock.go). A
+// directory that cannot take a file costs the next run a setup, not this
+// one's keys (store.go).
 package keycache
 
 import (
@@ -352,7 +355,8 @@ type keyPair struct {
 // interrupted run would export keys.read and keys.hash without their
 // parent. The setup left running still stores its keys (untraced: its
 // job has ended), and a load of the same key meanwhile joins it instead
-// of starting a second one. A failed store is no error (storeFailed).
+// of starting a second one. A failed store is no error: the keys are
+// returned without a Path (Cache.store says why in one line).
 func (c *Cache) setupAndStore(ctx context.Context, ccs constraint.ConstraintSystem, hash string) (*Keys, error) {
 	path := c.path(hash)
 	lock := ""
@@ -601,7 +605,8 @@ func (c *Cache) encodeKeys(w io.Writer, pk groth16.ProvingKey, vk groth16.Verify
 // parallel), r then at its end. The proving key of a checked file (its
 // checksums verified: the bytes written) is read without the subgroup
 // check of each point (UnsafeReadFrom; a point off the curve still fails,
-// having no square root): the check was 60 to 70 % of the decode (bench/caches.md), and
+// having no square root): the check was half to two thirds of the
+// decode (bench/caches.md), and
 // it guards against keys from elsewhere, not a cache file whose bytes are
 // the ones written, of which the raw format checks nothing at all. A
 // file without checksums gets every check.

@@ -61,14 +61,7 @@ func compile(t *testing.T, n int) constraint.ConstraintSystem {
 // unless gnark's verifier accepts the proof with k's verifying key.
 func requireProveAndVerify(t *testing.T, ccs constraint.ConstraintSystem, k *Keys, n int) {
 	t.Helper()
-	in, err := circuits.Build("mulchain", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := circuitstest.SampleWitness(t, "mulchain", n, 1)
 	proof, err := groth16.Prove(ccs, k.PK, w)
 	if err != nil {
 		t.Fatal(err)

@@ -67,18 +67,19 @@ func (c *Cache) sayUnwritable(err error) {
 }
 
 // reason is err without the path its *fs.PathError names (the line says
-// the directory): "permission denied", "read-only file system".
+// the directory): "permission denied", "read-only file system", "not a
+// directory".
 func reason(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Op + ": " + pe.Err.Error()
+		return pe.Err.Error()
 	}
 	return err.Error()
 }
 
 // Writable returns nil when a file can be created in dir (one is, then
 // removed), else why not: the directory is missing or not one, or this
-// user may not write it (an *fs.PathError).
+// user may not write it (an *fs.PathError naming a file in dir).
 func Writable(dir string) error {
 	f, err := os.CreateTemp(dir, ".write-probe-*")
 	if err != nil {
@@ -90,10 +91,26 @@ func Writable(dir string) error {
 }
 
 // Writable returns nil when the cache can store files in its directory,
-// else why not (see the package function).
+// else an error saying so on one line: "the cache directory DIR cannot
+// store files (REASON)", wrapping the file system's error (Writable's, or
+// New's when it could not make the directory).
 func (c *Cache) Writable() error {
-	if err := c.unwritableErr(); err != nil {
-		return err
+	err := c.unwritableErr()
+	if err == nil {
+		err = Writable(c.dir)
 	}
-	return Writable(c.dir)
+	if err == nil {
+		return nil
+	}
+	return &unwritableError{dir: c.dir, err: err}
 }
+
+type unwritableError struct {
+	dir string
+	err error
+}
+
+func (e *unwritableError) Error() string {
+	return fmt.Sprintf("the cache directory %s cannot store files (%s)", e.dir, reason(e.err))
+}
+func (e *unwritableError) Unwrap() error { return e.err }

@@ -17,29 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/prover/keycache/keycachetest"
 )
-
-// unwritableDirs returns cache directories nothing can be stored in: a
-// path below a regular file (it cannot be made a directory: any user),
-// and, for a user other than root (whom permissions do not stop), an
-// existing directory of mode 0555.
-func unwritableDirs(t *testing.T) map[string]string {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dirs := map[string]string{"below a file": filepath.Join(file, "keys")}
-	if os.Geteuid() != 0 {
-		ro := filepath.Join(t.TempDir(), "ro")
-		if err := os.Mkdir(ro, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(ro, 0o755) })
-		dirs["mode 0555"] = ro
-	}
-	return dirs
-}
 
 // TestAnUnwritableCacheDirectoryAsAnotherUser runs the test below as the
 // user nobody when the tests run as root (whom a directory's mode does not
@@ -81,7 +60,7 @@ func TestAnUnwritableCacheDirectoryAsAnotherUser(t *testing.T) {
 // memory (no Path), one line says where and why nothing is stored, the
 // store spans fail, the keys prove and verify, and Writable says why.
 func TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine(t *testing.T) {
-	for how, dir := range unwritableDirs(t) {
+	for how, dir := range keycachetest.UnwritableDirs(t) {
 		t.Run(how, func(t *testing.T) {
 			rec := tracetest.NewSpanRecorder()
 			var notice bytes.Buffer

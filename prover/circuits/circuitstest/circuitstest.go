@@ -151,6 +151,14 @@ func WriteFiles(t testing.TB, dir, name string, ccs constraint.ConstraintSystem,
 // without compiling or setting up the circuit; it fails t on any error.
 func WitnessBytes(t testing.TB, name string, n int, seed int64) []byte {
 	t.Helper()
+	return Marshal(t, SampleWitness(t, name, n, seed))
+}
+
+// SampleWitness returns the sample full witness of seed of built-in
+// circuit name at n constraints (its Public is what a verifier takes),
+// without compiling or setting up the circuit; it fails t on any error.
+func SampleWitness(t testing.TB, name string, n int, seed int64) witness.Witness {
+	t.Helper()
 	in, err := circuits.Build(name, n)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +167,7 @@ func WitnessBytes(t testing.TB, name string, n int, seed int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Marshal(t, w)
+	return w
 }
 
 // Marshal returns w in gnark's binary format (what a client sends); it

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
+	"github.com/otelcuzk/otelcuzk/prover/keycache/keycachetest"
+)
+
+// verifyWithKeyFile fails t unless the proof file at proofPath, of mulchain
+// at n constraints with the sample witness of seed 1, verifies against the
+// verifying key at the start of the key file keyPath.
+func verifyWithKeyFile(t *testing.T, proofPath, keyPath string, n int) {
+	t.Helper()
+	kf, err := os.Open(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381)
+	if _, err := vk.ReadFrom(kf); err != nil {
+		t.Fatalf("verifying key of %s: %v", keyPath, err)
+	}
+	pf, err := os.ReadFile(proofPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := groth16.NewProof(ecc.BLS12_381)
+	if _, err := proof.ReadFrom(bytes.NewReader(pf)); err != nil {
+		t.Fatalf("proof %s: %v", proofPath, err)
+	}
+	pub, err := circuitstest.SampleWitness(t, "mulchain", n, 1).Public()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groth16.Verify(proof, vk, pub); err != nil {
+		t.Errorf("%s does not verify against the key on disk %s: %v", proofPath, keyPath, err)
+	}
+}
+
+// Two cuzk prove processes started at once on one fresh cache directory
+// run one key setup between them (the second waits for the first's, then
+// reads its key) and both proofs verify against the key file left on disk:
+// without a lock across processes both set up, and the second key file
+// replaced the first, whose proof then verified against nothing on disk.
+func TestTwoProvesSharingAFreshCacheBothVerifyAgainstTheKeyOnDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two processes and a key setup of 2^13 constraints")
+	}
+	const n = 1 << 13
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	type run struct {
+		cmd            *exec.Cmd
+		stdout, stderr bytes.Buffer
+		proof, trace   string
+	}
+	runs := make([]*run, 2)
+	for i := range runs {
+		r := &run{proof: filepath.Join(dir, "p"+string(rune('0'+i))+".bin"), trace: filepath.Join(dir, "t"+string(rune('0'+i))+".jsonl")}
+		r.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+			"prove", "--circuit", "mulchain", "--constraints", strconv.Itoa(n), "--backend", "cpu",
+			"--cache-dir", cache, "--proof", r.proof, "--trace-file", r.trace)
+		r.cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+		r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+		runs[i] = r
+	}
+	for _, r := range runs {
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setups := 0
+	for i, r := range runs {
+		if err := r.cmd.Wait(); err != nil {
+			t.Fatalf("prove %d: %v\nstderr:\n%s", i, err, r.stderr.String())
+		}
+		f, err := os.Open(r.trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans, err := tracefile.ReadOTLPJSONLines(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range spans {
+			if s.Name == "keys.setup" {
+				setups++
+			}
+		}
+	}
+	keys, _ := filepath.Glob(filepath.Join(cache, "*.keys"))
+	if len(keys) != 1 {
+		t.Fatalf("key files %v, want one", keys)
+	}
+	for _, r := range runs {
+		verifyWithKeyFile(t, r.proof, keys[0], n)
+	}
+	if setups != 1 {
+		t.Errorf("%d keys.setup spans in the two traces, want 1 (the other process read the key)", setups)
+	}
+}
+
+// cuzk prove with a cache directory nothing can be stored in proves
+// uncached (the proof verifies) with one line saying where and why nothing
+// was stored; it failed the proof after the compile. cuzk setup, whose key
+// would be lost, refuses it at once on one line.
+func TestProveWithAnUnwritableCacheProvesUncachedAndSetupRefusesIt(t *testing.T) {
+	for how, cache := range keycachetest.UnwritableDirs(t) {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			proof := filepath.Join(dir, "p.bin")
+			out, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
+				"--cache-dir", cache, "--proof", proof, "--trace-file", filepath.Join(dir, "t.jsonl"))
+			if err != nil {
+				t.Fatalf("prove with an unwritable cache: %v\n%s", err, errOut)
+			}
+			if !strings.Contains(out, "ACCEPTED") {
+				t.Errorf("output lacks the verifier's verdict:\n%s", out)
+			}
+			var lines []string
+			for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+				if strings.Contains(l, "cache") && !strings.HasPrefix(l, "circuit cache: keyed") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], "nothing can be stored in the cache directory "+cache+" (") {
+				t.Errorf("stderr %q, want one line naming the directory and why", errOut)
+			}
+			_, _, err = runCuzk(t, "setup", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu", "--cache-dir", cache)
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "the cache directory "+cache+" cannot store files (") {
+				t.Errorf("setup with an unwritable cache: %v, want one line refusing it", err)
+			}
+		})
+	}
+}
