@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
@@ -119,11 +118,11 @@ func TestALoadWaitsForAnotherProcessSetupAndReadsItsKey(t *testing.T) {
 		t.Errorf("notice %q, want one line naming the lock", notice.String())
 	}
 	lock := endedSpan(t, rec, semconv.SpanKeysLock)
-	if load := endedSpan(t, rec, otelcuzk.SpanKeyLoad); lock.Parent().SpanID() != load.SpanContext().SpanID() {
+	if load := endedSpan(t, rec, semconv.SpanKeyLoad); lock.Parent().SpanID() != load.SpanContext().SpanID() {
 		t.Error("keys.lock is not a child of keys.load")
 	}
 	for _, s := range rec.Ended() {
-		if s.Name() == otelcuzk.SpanKeysSetup || s.Name() == otelcuzk.SpanKeysStore {
+		if s.Name() == semconv.SpanKeysSetup || s.Name() == semconv.SpanKeysStore {
 			t.Errorf("a %s span although the other process made the key", s.Name())
 		}
 	}
@@ -276,7 +275,7 @@ func TestALoadCancelledWhileWaitingForTheLockLeavesNothingRunning(t *testing.T) 
 	if setups.Load() != 0 {
 		t.Errorf("%d setups after the only call left", setups.Load())
 	}
-	if et := errorTypeOf(endedSpan(t, rec, semconv.SpanKeysLock)); et != otelcuzk.ErrorTypeCanceled {
+	if et := errorTypeOf(endedSpan(t, rec, semconv.SpanKeysLock)); et != semconv.ErrorTypeCanceled {
 		t.Errorf("keys.lock ended with error.type %q, want canceled", et)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/keycache/keycachetest"
 )
 
@@ -106,7 +106,7 @@ func TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine(t *testing.T) {
 					failed[s.Name()] = true
 				}
 			}
-			if !failed[otelcuzk.SpanCircuitCacheStore] || !failed[otelcuzk.SpanKeysStore] || failed[otelcuzk.SpanCircuitCompile] || failed[otelcuzk.SpanKeyLoad] {
+			if !failed[semconv.SpanCircuitCacheStore] || !failed[semconv.SpanKeysStore] || failed[semconv.SpanCircuitCompile] || failed[semconv.SpanKeyLoad] {
 				t.Errorf("failed spans %v, want the two stores only", failed)
 			}
 		})
