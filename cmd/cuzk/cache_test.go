@@ -149,3 +149,39 @@ func TestProveWithAnUnwritableCacheProvesUncachedAndSetupRefusesIt(t *testing.T)
 		})
 	}
 }
+
+// A damaged key file is refused on one line naming it, and left as it is:
+// a new setup would make a new verifying key, and every proof checked
+// against the old one would fail without a word.
+func TestProveRefusesADamagedKeyFileNamingItAndKeepsIt(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	if _, errOut, err := runCuzk(t, "setup", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu", "--cache-dir", cache); err != nil {
+		t.Fatalf("setup: %v\n%s", err, errOut)
+	}
+	keys, _ := filepath.Glob(filepath.Join(cache, "*.keys"))
+	if len(keys) != 1 {
+		t.Fatalf("key files %v, want one", keys)
+	}
+	data, err := os.ReadFile(keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/3] ^= 0xff
+	if err := os.WriteFile(keys[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proof := filepath.Join(dir, "p.bin")
+	_, _, err = runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "512", "--backend", "cpu",
+		"--cache-dir", cache, "--proof", proof, "--trace-file", filepath.Join(dir, "t.jsonl"))
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "corrupt key file "+keys[0]) ||
+		!strings.Contains(err.Error(), "refused, not replaced") {
+		t.Fatalf("prove with a damaged key: %v, want one line naming the file", err)
+	}
+	if after, _ := os.ReadFile(keys[0]); !bytes.Equal(after, data) {
+		t.Error("the damaged key file was replaced")
+	}
+	if _, err := os.Stat(proof); !os.IsNotExist(err) {
+		t.Errorf("a proof was written with a damaged key: %v", err)
+	}
+}
