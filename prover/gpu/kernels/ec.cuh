@@ -143,19 +143,28 @@ EC_HD xyzz_t<F> xyzz_neg(const xyzz_t<F> &p) {
   return r;
 }
 
+// X and Y of 2·(x, y) in XYZZ (dbl-2008-s-1 and mdbl-2008-s-1 share
+// them), with V = (2y)^2 and W = (2y)^3, the factors of ZZ and ZZZ.
+template <class F>
+EC_HD xyzz_t<F> xyzz_dbl_xy(const F &x, const F &y, F &V, F &W) {
+  F U = F::dbl(y);
+  V = F::sqr(U);
+  W = F::mul(U, V);
+  F S = F::mul(x, V);
+  F XX = F::sqr(x);
+  F M = F::add(F::dbl(XX), XX);
+  xyzz_t<F> r;
+  r.X = F::sub(F::sqr(M), F::dbl(S));
+  r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, y));
+  return r;
+}
+
 // 2·p, dbl-2008-s-1. Infinity doubles to infinity (ZZ stays 0); so would a
 // point with y = 0, which neither group has (no 2-torsion).
 template <class F>
 EC_HD_CALL xyzz_t<F> xyzz_dbl(const xyzz_t<F> &p) {
-  F U = F::dbl(p.Y);
-  F V = F::sqr(U);
-  F W = F::mul(U, V);
-  F S = F::mul(p.X, V);
-  F XX = F::sqr(p.X);
-  F M = F::add(F::dbl(XX), XX);
-  xyzz_t<F> r;
-  r.X = F::sub(F::sqr(M), F::dbl(S));
-  r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, p.Y));
+  F V, W;
+  xyzz_t<F> r = xyzz_dbl_xy(p.X, p.Y, V, W);
   r.ZZ = F::mul(V, p.ZZ);
   r.ZZZ = F::mul(W, p.ZZZ);
   return r;
@@ -164,15 +173,8 @@ EC_HD_CALL xyzz_t<F> xyzz_dbl(const xyzz_t<F> &p) {
 // 2·a for affine a (not at infinity), mdbl-2008-s-1.
 template <class F>
 EC_HD_CALL xyzz_t<F> xyzz_dbl_affine(const affine_t<F> &a) {
-  F U = F::dbl(a.y);
-  F V = F::sqr(U);
-  F W = F::mul(U, V);
-  F S = F::mul(a.x, V);
-  F XX = F::sqr(a.x);
-  F M = F::add(F::dbl(XX), XX);
-  xyzz_t<F> r;
-  r.X = F::sub(F::sqr(M), F::dbl(S));
-  r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, a.y));
+  F V, W;
+  xyzz_t<F> r = xyzz_dbl_xy(a.x, a.y, V, W);
   r.ZZ = V;
   r.ZZZ = W;
   return r;

@@ -147,6 +147,35 @@ struct msm_scatter_digit {
 };
 
 #if MSM_HAS(MSM_PART_SCALAR)
+// Window blockIdx.x's nb counts in a (window-major), and the buckets
+// [b0, b1) of them that thread threadIdx.x of a scan block
+// (MSM_SCAN_THREADS) sums: consecutive runs of equal length.
+__device__ __forceinline__ const msm_u32 *msm_scan_run(const msm_u32 *a, msm_u32 nb, msm_u32 &b0, msm_u32 &b1) {
+  msm_u32 per = (nb + MSM_SCAN_THREADS - 1) / MSM_SCAN_THREADS;
+  b0 = threadIdx.x * per;
+  b1 = min(b0 + per, nb);
+  return a + (msm_u64)blockIdx.x * nb;
+}
+
+// Hillis-Steele inclusive scan over the block: thread t's x (and y, when
+// sy is not null) into sx[t] (sy[t]), each the sum over threads 0..t.
+// Every thread of the block (MSM_SCAN_THREADS) calls it; the two arrays
+// share the barriers.
+__device__ __forceinline__ void msm_block_scan(msm_u32 *sx, msm_u32 *sy, msm_u32 x, msm_u32 y) {
+  msm_u32 t = threadIdx.x;
+  sx[t] = x;
+  if (sy) sy[t] = y;
+  __syncthreads();
+  for (msm_u32 off = 1; off < MSM_SCAN_THREADS; off <<= 1) {
+    msm_u32 a = t >= off ? sx[t - off] : 0;
+    msm_u32 b = sy && t >= off ? sy[t - off] : 0;
+    __syncthreads();
+    sx[t] += a;
+    if (sy) sy[t] += b;
+    __syncthreads();
+  }
+}
+
 extern "C" __global__ void msm_fill_u32(msm_u32 *p, msm_u32 v, msm_u32 n) {
   msm_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) p[i] = v;
@@ -169,28 +198,15 @@ extern "C" __global__ void msm_digits_count(ff::fr_t *scalars, msm_u32 n, msm_u3
 extern "C" __global__ void msm_bucket_scan(const msm_u32 *counts, msm_u32 nb, msm_u32 *bucket_off,
                                            msm_u32 *cursor, msm_u32 *seg_off) {
   __shared__ msm_u32 sc[MSM_SCAN_THREADS], ss[MSM_SCAN_THREADS];
-  msm_u32 w = blockIdx.x, t = threadIdx.x;
-  msm_u32 per = (nb + MSM_SCAN_THREADS - 1) / MSM_SCAN_THREADS;
-  msm_u32 b0 = t * per, b1 = min(b0 + per, nb);
-  const msm_u32 *cnt = counts + (msm_u64)w * nb;
+  msm_u32 w = blockIdx.x, t = threadIdx.x, b0, b1;
+  const msm_u32 *cnt = msm_scan_run(counts, nb, b0, b1);
   msm_u32 csum = 0, ssum = 0;
   for (msm_u32 b = b0; b < b1; b++) {
     msm_u32 k = cnt[b];
     csum += k;
     ssum += (k + MSM_SEGMENT - 1) / MSM_SEGMENT;
   }
-  sc[t] = csum;
-  ss[t] = ssum;
-  __syncthreads();
-  // Hillis-Steele inclusive scan over the per-thread sums.
-  for (msm_u32 off = 1; off < MSM_SCAN_THREADS; off <<= 1) {
-    msm_u32 a = t >= off ? sc[t - off] : 0;
-    msm_u32 b = t >= off ? ss[t - off] : 0;
-    __syncthreads();
-    sc[t] += a;
-    ss[t] += b;
-    __syncthreads();
-  }
+  msm_block_scan(sc, ss, csum, ssum);
   msm_u32 crun = sc[t] - csum, srun = ss[t] - ssum;
   msm_u32 *bo = bucket_off + (msm_u64)w * nb, *cu = cursor + (msm_u64)w * nb;
   msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
@@ -225,10 +241,8 @@ extern "C" __global__ void msm_scatter(const ff::fr_t *scalars, msm_u32 n, msm_u
 extern "C" __global__ void msm_affine_scan(const msm_u32 *icnt, msm_u32 nb, msm_u32 *ocnt, msm_u32 *ooff,
                                            msm_u32 *otot, msm_u32 *maxcnt) {
   __shared__ msm_u32 sc[MSM_SCAN_THREADS];
-  msm_u32 w = blockIdx.x, t = threadIdx.x;
-  msm_u32 per = (nb + MSM_SCAN_THREADS - 1) / MSM_SCAN_THREADS;
-  msm_u32 b0 = t * per, b1 = min(b0 + per, nb);
-  const msm_u32 *ic = icnt + (msm_u64)w * nb;
+  msm_u32 w = blockIdx.x, t = threadIdx.x, b0, b1;
+  const msm_u32 *ic = msm_scan_run(icnt, nb, b0, b1);
   msm_u32 sum = 0, top = 0;
   for (msm_u32 b = b0; b < b1; b++) {
     msm_u32 k = ic[b];
@@ -240,14 +254,7 @@ extern "C" __global__ void msm_affine_scan(const msm_u32 *icnt, msm_u32 nb, msm_
     for (int off = 16; off > 0; off >>= 1) top = max(top, __shfl_down_sync(0xffffffffu, top, off));
     if ((t & 31) == 0 && top) atomicMax(maxcnt, top);
   }
-  sc[t] = sum;
-  __syncthreads();
-  for (msm_u32 off = 1; off < MSM_SCAN_THREADS; off <<= 1) {
-    msm_u32 a = t >= off ? sc[t - off] : 0;
-    __syncthreads();
-    sc[t] += a;
-    __syncthreads();
-  }
+  msm_block_scan(sc, (msm_u32 *)0, sum, 0);
   msm_u32 run = sc[t] - sum;
   msm_u32 *oc = ocnt + (msm_u64)w * nb, *oo = ooff + (msm_u64)w * nb;
   for (msm_u32 b = b0; b < b1; b++) {
@@ -288,16 +295,8 @@ extern "C" __global__ void MSM_ACCUM_BOUNDS MSM_POINT_KERNEL(msm_bucket_accumula
   msm_u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
   const msm_u32 *so = seg_off + (msm_u64)w * (nb + 1);
   if (idx >= so[nb]) return;
-  // The bucket whose segments contain idx: the last b with so[b] <= idx.
-  msm_u32 lo = 0, hi = nb;  // so[lo] <= idx < so[hi]
-  while (hi - lo > 1) {
-    msm_u32 mid = (lo + hi) >> 1;
-    if (so[mid] <= idx)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  msm_u32 b = lo;
+  // The bucket whose segments contain idx.
+  msm_u32 b = msmaff::last_at_or_below(so, nb, idx);
   msm_u32 s = idx - so[b];
   msm_u32 base = bucket_off[(msm_u64)w * nb + b];
   msm_u32 end = base + counts[(msm_u64)w * nb + b];

@@ -37,6 +37,20 @@ namespace msmaff {
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// The last b < n with off[b] <= x, for off non-decreasing and off[0] <= x:
+// the bucket whose run of a prefix-summed layout holds position x.
+EC_HD u32 last_at_or_below(const u32 *off, u32 n, u32 x) {
+  u32 lo = 0, hi = n;  // off[lo] <= x < off[hi] (off[n] taken as past x)
+  while (hi - lo > 1) {
+    u32 mid = (lo + hi) >> 1;
+    if (off[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // Where a level's input points come from: level 0 gathers the bases
 // through the window's sorted entries; later levels read in.
 template <class F>
@@ -86,16 +100,9 @@ template <class F>
 EC_HD void level_thread(const source<F> &src, const u32 *icnt, const u32 *ioff, const u32 *ooff, u32 nb, u32 tot,
                         u32 j0, u32 j1, ec::affine_t<F> *out) {
   if (j0 >= j1) return;
-  // The bucket of j0: the last b with ooff[b] <= j0 (it is not empty:
-  // an empty bucket has the offset of the next).
-  u32 lo = 0, hi = nb;
-  while (hi - lo > 1) {
-    u32 mid = (lo + hi) >> 1;
-    if (ooff[mid] <= j0)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  // The bucket of j0 (it is not empty: an empty bucket has the offset of
+  // the next).
+  u32 lo = last_at_or_below(ooff, nb, j0);
   ec::affine_t<F> inf;
   inf.x = F::zero();
   inf.y = F::zero();

@@ -6,40 +6,41 @@
 
 #define RATE_CHAINS 4
 
-// iters rounds of RATE_CHAINS Montgomery multiplications in the scalar
-// field (ff.cuh's device mul, the NTT's); v[i] keeps the results alive.
-extern "C" __global__ void __launch_bounds__(256) rate_fr_mul(ff::fr_t *v, unsigned iters) {
+// iters rounds of RATE_CHAINS Montgomery multiplications in the field F
+// (ff.cuh's device mul) by thread; v[i] keeps the results alive.
+template <class F>
+__device__ __forceinline__ void rate_mul(F *v, unsigned iters) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  ff::fr_t a = v[i], b = v[i ^ 1];
-  ff::fr_t x[RATE_CHAINS];
+  F a = v[i], b = v[i ^ 1];
+  F x[RATE_CHAINS];
 #pragma unroll
   for (int k = 0; k < RATE_CHAINS; k++) x[k] = k & 1 ? b : a;
   for (unsigned r = 0; r < iters; r++) {
 #pragma unroll
-    for (int k = 0; k < RATE_CHAINS; k++) x[k] = ff::fr_t::mul(x[k], k & 1 ? a : b);
+    for (int k = 0; k < RATE_CHAINS; k++) x[k] = F::mul(x[k], k & 1 ? a : b);
   }
-  ff::fr_t s = x[0];
+  F s = x[0];
 #pragma unroll
-  for (int k = 1; k < RATE_CHAINS; k++) s = ff::fr_t::add(s, x[k]);
+  for (int k = 1; k < RATE_CHAINS; k++) s = F::add(s, x[k]);
   v[i] = s;
 }
 
-// The same over the base field (the MSM's point arithmetic).
-extern "C" __global__ void __launch_bounds__(256) rate_fp_mul(ff::fp_t *v, unsigned iters) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  ff::fp_t a = v[i], b = v[i ^ 1];
-  ff::fp_t x[RATE_CHAINS];
-#pragma unroll
-  for (int k = 0; k < RATE_CHAINS; k++) x[k] = k & 1 ? b : a;
-  for (unsigned r = 0; r < iters; r++) {
-#pragma unroll
-    for (int k = 0; k < RATE_CHAINS; k++) x[k] = ff::fp_t::mul(x[k], k & 1 ? a : b);
-  }
-  ff::fp_t s = x[0];
-#pragma unroll
-  for (int k = 1; k < RATE_CHAINS; k++) s = ff::fp_t::add(s, x[k]);
-  v[i] = s;
-}
+// The scalar field (the NTT's multiplications).
+extern "C" __global__ void __launch_bounds__(256) rate_fr_mul(ff::fr_t *v, unsigned iters) { rate_mul(v, iters); }
+
+// The base field (the MSM's point arithmetic).
+extern "C" __global__ void __launch_bounds__(256) rate_fp_mul(ff::fp_t *v, unsigned iters) { rate_mul(v, iters); }
+
+// iters rounds of op (a PTX multiply-add, "mad.lo.u32" or "mad.hi.u32")
+// on each of x0..x7, x_k = op(x_k, a) + b: one asm block a round, so the
+// compiler can neither fold nor reorder the chains.
+#define RATE_IMAD_ROUNDS(op)                                                              \
+  for (unsigned r = 0; r < iters; r++)                                                    \
+  asm volatile(op " %0, %0, %8, %9;\n\t" op " %1, %1, %8, %9;\n\t" op " %2, %2, %8, %9;\n\t" \
+               op " %3, %3, %8, %9;\n\t" op " %4, %4, %8, %9;\n\t" op " %5, %5, %8, %9;\n\t" \
+               op " %6, %6, %8, %9;\n\t" op " %7, %7, %8, %9;"                            \
+               : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x5), "+r"(x6), "+r"(x7) \
+               : "r"(a), "r"(b))
 
 // iters rounds of 8 independent 32-bit multiply-adds per thread: the
 // integer multiply rate the field multiplications are built from. hi
@@ -48,26 +49,9 @@ extern "C" __global__ void __launch_bounds__(256) rate_imad(unsigned *v, unsigne
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned a = v[i] | 1, b = v[i ^ 1];
   unsigned x0 = a, x1 = b, x2 = a ^ 3, x3 = b ^ 5, x4 = a ^ 7, x5 = b ^ 9, x6 = a ^ 11, x7 = b ^ 13;
-  if (hi) {
-    for (unsigned r = 0; r < iters; r++) {
-      asm volatile(
-          "mad.hi.u32 %0, %0, %8, %9;\n\tmad.hi.u32 %1, %1, %8, %9;\n\t"
-          "mad.hi.u32 %2, %2, %8, %9;\n\tmad.hi.u32 %3, %3, %8, %9;\n\t"
-          "mad.hi.u32 %4, %4, %8, %9;\n\tmad.hi.u32 %5, %5, %8, %9;\n\t"
-          "mad.hi.u32 %6, %6, %8, %9;\n\tmad.hi.u32 %7, %7, %8, %9;"
-          : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x5), "+r"(x6), "+r"(x7)
-          : "r"(a), "r"(b));
-    }
-  } else {
-    for (unsigned r = 0; r < iters; r++) {
-      asm volatile(
-          "mad.lo.u32 %0, %0, %8, %9;\n\tmad.lo.u32 %1, %1, %8, %9;\n\t"
-          "mad.lo.u32 %2, %2, %8, %9;\n\tmad.lo.u32 %3, %3, %8, %9;\n\t"
-          "mad.lo.u32 %4, %4, %8, %9;\n\tmad.lo.u32 %5, %5, %8, %9;\n\t"
-          "mad.lo.u32 %6, %6, %8, %9;\n\tmad.lo.u32 %7, %7, %8, %9;"
-          : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x5), "+r"(x6), "+r"(x7)
-          : "r"(a), "r"(b));
-    }
-  }
+  if (hi)
+    RATE_IMAD_ROUNDS("mad.hi.u32");
+  else
+    RATE_IMAD_ROUNDS("mad.lo.u32");
   v[i] = x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7;
 }
