@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/otelcuzk/otelcuzk/bench/internal/benchutil"
 	"github.com/otelcuzk/otelcuzk/bench/internal/spanfile"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
@@ -51,10 +52,7 @@ func main() {
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "upstreamgpu:", err)
-		os.Exit(1)
-	}
+	benchutil.Exit("upstreamgpu", err)
 }
 
 func send(args []string) error {
