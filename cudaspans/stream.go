@@ -322,6 +322,16 @@ func (s *Stream) Memset(ctx context.Context, dst DevicePtr, value byte, bytes in
 	return s.do(ctx, op, func() error { return s.c.drv.MemsetD8(s.c.h, dst, value, bytes, s.h) })
 }
 
+// AsBytes views the memory of v (plain data: no Go pointers inside) as
+// len(v)*sizeof(T) bytes, without a copy: for a host buffer handed to a
+// copy or a file as bytes. nil for an empty v.
+func AsBytes[T any](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
+}
+
 // HtoD copies the elements of src (plain data: no Go pointers inside) to
 // dst, len(src)*sizeof(T) bytes. See CopyHtoD.
 func HtoD[T any](ctx context.Context, s *Stream, dst DevicePtr, src []T) error {

@@ -112,13 +112,6 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-func bytesOf[T any](v []T) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
-}
-
 func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 	g1s, err := parseSizes(sizeList)
 	if err != nil {
@@ -157,23 +150,23 @@ func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 	check1, checkS := benchutil.EdgeCheckSet(r1)
 	path := func(name string) string { return filepath.Join(dir, name) }
 	write := func(name string, b []byte) error { return os.WriteFile(path(name), b, 0o644) }
-	if err := write("g1.pts", bytesOf(r1)); err != nil {
+	if err := write("g1.pts", cudaspans.AsBytes(r1)); err != nil {
 		return err
 	}
-	if err := write("check.pts", bytesOf(check1)); err != nil {
+	if err := write("check.pts", cudaspans.AsBytes(check1)); err != nil {
 		return err
 	}
-	if err := write("check.sc", bytesOf(checkS)); err != nil {
+	if err := write("check.sc", cudaspans.AsBytes(checkS)); err != nil {
 		return err
 	}
 	if len(r2) > 0 {
-		if err := write("g2.pts", bytesOf(r2)); err != nil {
+		if err := write("g2.pts", cudaspans.AsBytes(r2)); err != nil {
 			return err
 		}
 	}
 	maxLog := slices.Max(append(append([]int{16}, g1s...), g2s...))
 	scalars := benchutil.RandomScalars(1 << maxLog)
-	if err := write("scalars", bytesOf(scalars)); err != nil {
+	if err := write("scalars", cudaspans.AsBytes(scalars)); err != nil {
 		return err
 	}
 
@@ -189,7 +182,7 @@ func run(sppark, dir, sizeList, g2List, nttList string, reps int) error {
 	}
 	for _, lg := range ntts {
 		name := fmt.Sprintf("ntt-%d", lg)
-		if err := write(name+".in", bytesOf(scalars[:1<<lg])); err != nil {
+		if err := write(name+".in", cudaspans.AsBytes(scalars[:1<<lg])); err != nil {
 			return err
 		}
 		jobs = append(jobs, &job{kind: "ntt", name: name, log2: lg, n: 1 << lg, reps: 2 * reps, ptsFile: path(name + ".in")})
@@ -472,10 +465,10 @@ func checkPeer(jobs []*job, check1 []curve.G1Affine, checkS []fr.Element, r1 []c
 			j.peerEqual = got.Equal(&want)
 		case "ntt":
 			got := make([]fr.Element, j.n)
-			if len(b) != len(bytesOf(got)) {
-				return fmt.Errorf("sppark %s: %d result bytes, want %d", j.name, len(b), len(bytesOf(got)))
+			if len(b) != len(cudaspans.AsBytes(got)) {
+				return fmt.Errorf("sppark %s: %d result bytes, want %d", j.name, len(b), len(cudaspans.AsBytes(got)))
 			}
-			copy(bytesOf(got), b)
+			copy(cudaspans.AsBytes(got), b)
 			j.peerEqual = slices.Equal(got, wantNTT(j, scalars))
 		}
 	}

@@ -36,7 +36,7 @@ func (b *Backend) pin(ctx context.Context, name string, v []fr.Element) func() {
 	if len(v)*frBytes < minPinnedCopy {
 		return func() {}
 	}
-	r, err := b.c.Register(ctx, frBytesOf(v))
+	r, err := b.c.Register(ctx, cudaspans.AsBytes(v))
 	if err != nil {
 		return func() {}
 	}
@@ -50,15 +50,6 @@ func (b *Backend) pin(ctx context.Context, name string, v []fr.Element) func() {
 		}
 		_ = b.c.Free(ctx, r)
 	}
-}
-
-// frBytesOf is the memory of v as bytes (fr.Element is 4 uint64, no
-// pointers).
-func frBytesOf(v []fr.Element) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*frBytes)
 }
 
 // stageBuffers returns the two pinned staging buffers, allocating them on
@@ -99,7 +90,7 @@ func (b *Backend) copyVector(ctx context.Context, mode backend.HostCopy, name, d
 	if err != nil {
 		return err
 	}
-	host := frBytesOf(v)
+	host := cudaspans.AsBytes(v)
 	ctx, span := b.stageSpan(ctx, name, dir, len(host))
 	defer func() { b.endSpan(ctx, span, err) }()
 	if dir == dirHtoD {
@@ -211,7 +202,7 @@ func (b *Backend) stagedScalars(ctx context.Context, keyID string, scalars []fr.
 		return nil, err
 	}
 	_, span := b.stageSpan(ctx, "msm.scalars", "host", size)
-	parallelCopy(sc.Bytes()[:size], frBytesOf(scalars))
+	parallelCopy(sc.Bytes()[:size], cudaspans.AsBytes(scalars))
 	span.End()
 	return unsafe.Slice((*fr.Element)(sc.Ptr()), len(scalars)), nil
 }

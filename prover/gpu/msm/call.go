@@ -152,7 +152,7 @@ func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 	if len(scalars) > len(bases) {
 		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
 	}
-	return sum[J, PJ, X](m, ctx, call, s, g2, nil, 0, msmBytesOf(bases[:len(scalars)]), scalars)
+	return sum[J, PJ, X](m, ctx, call, s, g2, nil, 0, cudaspans.AsBytes(bases[:len(scalars)]), scalars)
 }
 
 // sum runs the MSM (run) and adds its chunks' combined window sums.

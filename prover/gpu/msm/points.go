@@ -59,14 +59,6 @@ func msmBytesAs[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(zero)))
 }
 
-// msmBytesOf views v as bytes, for a copy to the device.
-func msmBytesOf[T any](v []T) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
-}
-
 // jacobian is gnark-crypto's G1Jac or G2Jac (through a pointer): the
 // result of an MSM, added and doubled on the host.
 type jacobian[J any] interface {
