@@ -64,14 +64,7 @@ static void cupti_check(CUptiResult r, const char *what) {
 }
 #define CU(call) cupti_check((call), #call)
 
-__global__ void short_kernel(float *x, unsigned n, int iters) {
-	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) {
-		float v = x[i];
-		for (int k = 0; k < iters; k++) v = v * 0.999f + 0.001f;
-		x[i] = v;
-	}
-}
+#include "../../examples/multistream-cpp/shortloop.cuh"
 
 static size_t host_buf = 2u << 20;
 static std::mutex mu;
@@ -209,11 +202,7 @@ int main(int argc, char **argv) {
 	const unsigned elems = 1 << 16;
 	float *x;
 	cudaStream_t s;
-	CHECK(cudaStreamCreate(&s));
-	CHECK(cudaMalloc(&x, elems * sizeof(float)));
-	CHECK(cudaMemset(x, 0, elems * sizeof(float)));
-	for (int i = 0; i < 2000; i++) short_kernel<<<elems / 256, 256, 0, s>>>(x, elems, iters); // warm-up, clocks up
-	CHECK(cudaStreamSynchronize(s));
+	short_loop_start(elems, iters, &x, &s);
 	if (has("push")) CU(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 7));
 	using clk = std::chrono::steady_clock;
 	clk::duration in_launch{};

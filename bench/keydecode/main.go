@@ -35,12 +35,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
-func main() {
-	cf := benchutil.NewCircuitFlags("12,16", 3, "repetitions of each variant (after one warm-up)")
-	cacheDir := benchutil.CacheDirFlag()
-	sizes := cf.Parse("keydecode")
-	benchutil.Exit("keydecode", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir))
-}
+func main() { benchutil.CircuitMain("keydecode", "12,16", 3, run) }
 
 func run(circuit string, sizes []int, reps int, cacheDir string) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d\n", host.String(), runtime.GOMAXPROCS(0))

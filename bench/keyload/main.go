@@ -34,12 +34,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
-func main() {
-	cf := benchutil.NewCircuitFlags("16,18", 5, "repetitions of each variant (after one warm-up)")
-	cacheDir := benchutil.CacheDirFlag()
-	sizes := cf.Parse("keyload")
-	benchutil.Exit("keyload", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir))
-}
+func main() { benchutil.CircuitMain("keyload", "16,18", 5, run) }
 
 // loadBefore is keys.load as it was: hash, then a sequential decode.
 func loadBefore(ccsHash func() (string, error), dir string) (time.Duration, time.Duration, error) {

@@ -52,14 +52,7 @@ __global__ void axpy(float *y, const float *x, size_t n, float a) {
 	if (i < n) y[i] += a * x[i];
 }
 
-__global__ void short_kernel(float *x, unsigned n, int iters) {
-	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) {
-		float v = x[i];
-		for (int k = 0; k < iters; k++) v = v * 0.999f + 0.001f;
-		x[i] = v;
-	}
-}
+#include "shortloop.cuh"
 
 struct Options {
 	int threads = 4, streams = 2, jobs = 3;
@@ -123,11 +116,7 @@ static int loop(long n, int iters, bool range) {
 	const unsigned elems = 1 << 16;
 	float *x;
 	cudaStream_t s;
-	CHECK(cudaStreamCreate(&s));
-	CHECK(cudaMalloc(&x, elems * sizeof(float)));
-	CHECK(cudaMemset(x, 0, elems * sizeof(float)));
-	for (int i = 0; i < 2000; i++) short_kernel<<<elems / 256, 256, 0, s>>>(x, elems, iters); // warm-up, clocks up
-	CHECK(cudaStreamSynchronize(s));
+	short_loop_start(elems, iters, &x, &s);
 	if (range) nvtxRangePushA("multistream.loop");
 	// The host's time inside the launch calls says what bounds the loop:
 	// when it is below the wall time a kernel, the GPU is (the host waits

@@ -155,6 +155,17 @@ func CacheDirFlag() *string {
 	return flag.String("cache-dir", "", "key and circuit cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)")
 }
 
+// CircuitMain is the whole main of a benchmark over built-in circuit
+// sizes whose only flags are -circuit, -log2 (default log2), -reps
+// (default reps) and -cache-dir: it parses them, calls run and exits
+// through Exit with name.
+func CircuitMain(name, log2 string, reps int, run func(circuit string, sizes []int, reps int, cacheDir string) error) {
+	cf := NewCircuitFlags(log2, reps, "repetitions of each variant (after one warm-up)")
+	cacheDir := CacheDirFlag()
+	sizes := cf.Parse(name)
+	Exit(name, run(*cf.Circuit, sizes, *cf.Reps, *cacheDir))
+}
+
 // Exit ends a benchmark that failed: "name: err" on stderr and status 1.
 // It returns when err is nil.
 func Exit(name string, err error) {
