@@ -444,17 +444,22 @@ func TestSecondPipelineReadsTheCompiledCircuitAndItsHashFromTheCache(t *testing.
 		if _, err := p.Run(context.Background(), &Request{Circuit: "merkle", Constraints: 1 << 12, Verify: true}); err != nil {
 			t.Fatal(err)
 		}
-		var cache string
+		// The circuit's cache outcome and the key hash's source, by key:
+		// the spans that carry them end in either order.
+		var circuit, hash []string
 		names := map[string]bool{}
 		for _, s := range exp.GetSpans() {
 			names[s.Name] = true
 			for _, a := range s.Attributes {
-				if a.Key == semconv.KeyCircuitCache || a.Key == semconv.KeyKeyHashSource {
-					cache += a.Value.AsString() + " "
+				switch a.Key {
+				case semconv.KeyCircuitCache:
+					circuit = append(circuit, a.Value.AsString())
+				case semconv.KeyKeyHashSource:
+					hash = append(hash, a.Value.AsString())
 				}
 			}
 		}
-		return strings.TrimSpace(cache), names
+		return strings.Join(circuit, ",") + " " + strings.Join(hash, ","), names
 	}
 	if got, _ := outcome(); got != "miss circuit_cache" {
 		t.Errorf("first pipeline: %q, want a miss whose hash is stored", got)
