@@ -78,12 +78,21 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		// A caller that does not sample still gets its proof recorded, as
 		// a new trace linked to the caller's span (unless a sampler is set).
 		otelcuzk.WithUnsampledCallerAsLink())
-	shutdownTel, err := otelcuzk.Setup(ctx, append(topts, cfg.Telemetry...)...)
+	tel, err := otelcuzk.New(ctx, append(topts, cfg.Telemetry...)...)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
+	// An endpoint that is no OTLP receiver of the protocol set (a UI's
+	// port, the other transport's) loses every span without an error:
+	// said once, without delaying the start. One that does not answer yet
+	// is no warning (it may come up after the daemon).
+	go func() {
+		if perr := tel.ProbeProtocol(ctx, 2*time.Second); perr != nil {
+			fmt.Fprintf(cfg.Log, "cuzk serve: warning: %v; spans sent there are lost\n", perr)
+		}
+	}()
 	d.onRelease(func() {
-		if terr := shutdownTel(context.Background()); terr != nil {
+		if terr := tel.Shutdown(context.Background()); terr != nil {
 			fmt.Fprintf(cfg.Log, "cuzk serve: flushing spans: %v\n", human.OneLine(terr))
 		}
 	})

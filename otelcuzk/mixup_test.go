@@ -2,8 +2,13 @@ package otelcuzk
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,6 +129,77 @@ func TestProbeProtocolNamesTheOtherTransportAtOnce(t *testing.T) {
 				t.Errorf("ProbeProtocol: %v, want nil", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.url) || strings.Contains(err.Error(), "\n")):
 				t.Errorf("ProbeProtocol: %v, want one line naming %s and %q", err, c.url, c.want)
+			}
+		})
+	}
+}
+
+// webUI serves what Jaeger's UI (16686) serves on any path and method: 200
+// and an HTML page. It records the method and path of each request.
+func webUI(t *testing.T) (url string, requests func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><html><head><title>Jaeger UI</title></head><body></body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+}
+
+// An OTLP/HTTP endpoint set to a UI's port (Jaeger's 16686 answers the
+// export with 200 and an HTML page, which the exporter takes for success)
+// is named in one line before any export: a UI's port, not OTLP, and the
+// OTLP port. The probe posts where the exporter would (/v1/traces after
+// OTEL_EXPORTER_OTLP_ENDPOINT's path, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's
+// path as it is); a real receiver, protobuf or JSON, is no error.
+func TestProbeProtocolNamesAWebUIPort(t *testing.T) {
+	ui, requests := webUI(t)
+	jsonRecv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, "{}")
+	}))
+	defer jsonRecv.Close()
+	protoRecv := otlptest.NewReceiver("127.0.0.1:0")
+	if err := protoRecv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer protoRecv.Stop()
+	const want = "a UI's port, not OTLP; use the OTLP/HTTP port (4318 "
+	for _, c := range []struct {
+		name, env, value, opt, path, want string
+	}{
+		{"option", "", "", ui, "POST /v1/traces", want},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", ui + "/otlp/", "", "POST /otlp/v1/traces", want},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ui + "/spans", "", "POST /spans", want},
+		{"JSON receiver", "", "", jsonRecv.URL, "", ""},
+		{"protobuf receiver", "OTEL_EXPORTER_OTLP_ENDPOINT", protoRecv.URL(), "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			var opts []Option
+			if c.env != "" {
+				t.Setenv(c.env, c.value)
+			} else {
+				opts = append(opts, WithEndpoint(c.opt))
+			}
+			before := len(requests())
+			tel := newTel(t, append(opts, WithProtocol(ProtocolHTTPProtobuf), WithInsecure(), WithLogWriter(nil))...)
+			err := tel.ProbeProtocol(context.Background(), 2*time.Second)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("ProbeProtocol: %v, want nil", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "200 OK, text/html") ||
+				strings.HasPrefix(err.Error(), "otelcuzk:") || strings.Contains(err.Error(), "\n")):
+				t.Errorf("ProbeProtocol: %v, want one line naming the UI's answer and %q", err, c.want)
+			}
+			if c.path != "" {
+				if got := requests()[before:]; len(got) != 1 || got[0] != c.path {
+					t.Errorf("the probe sent %q, want %q", got, c.path)
+				}
 			}
 		})
 	}

@@ -40,7 +40,11 @@ type Telemetry struct {
 	opens    *openSpans
 	protocol string // "file", ProtocolGRPC, ProtocolHTTPProtobuf or "custom"
 	target   string // file path or endpoint as configured ("" when read by the exporter from the environment)
-	timeout  time.Duration
+	// tracesPath is the URL path an OTLP/HTTP export is sent to
+	// ("/v1/traces" unless a traces endpoint names its own); "" for the
+	// other exporters.
+	tracesPath string
+	timeout    time.Duration
 
 	once        sync.Once
 	shutdownErr error
@@ -235,6 +239,7 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 		}
 		return exp, nil
 	case ProtocolHTTPProtobuf:
+		t.tracesPath = httpTracesPath(c.endpoint)
 		var o []otlptracehttp.Option
 		if c.endpoint != "" {
 			if strings.Contains(c.endpoint, "://") {
@@ -259,6 +264,36 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 	default:
 		return nil, fmt.Errorf("otelcuzk: OTLP protocol %q is not supported (want %q or %q)", protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
 	}
+}
+
+// httpTracesPath is the URL path the OTLP/HTTP exporter posts spans to,
+// as it reads its endpoint: the option's URL path with /v1/traces added
+// (newExporter adds it), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's path as it
+// is, OTEL_EXPORTER_OTLP_ENDPOINT's with /v1/traces added; "/v1/traces"
+// for a host:port.
+func httpTracesPath(option string) string {
+	const signal = "/v1/traces"
+	base, add := option, true
+	if option == "" {
+		if base = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); base != "" {
+			add = false
+		} else {
+			base = firstEnv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+	}
+	u, err := url.Parse(base)
+	if !strings.Contains(base, "://") || err != nil {
+		return signal
+	}
+	switch {
+	case !add && u.Path != "":
+		return u.Path
+	case !add:
+		return "/"
+	case strings.HasSuffix(u.Path, signal):
+		return u.Path
+	}
+	return strings.TrimRight(u.Path, "/") + signal
 }
 
 // exportTimeout is the effective OTLP export timeout: option, then the

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -474,4 +477,60 @@ func TestAGRPCHostPortEndpointPrintsNoSDKParseLine(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "unreachable") || strings.Contains(stderr.String(), "parse url") {
 		t.Errorf("stderr %q, want the one line saying the endpoint is unreachable", stderr.String())
 	}
+}
+
+// jaegerUIEnv points OTEL_EXPORTER_OTLP_ENDPOINT at a server that answers
+// as Jaeger's UI (16686) does, on any path and method: 200 and an HTML
+// page, which the OTLP/HTTP exporter takes for a successful export. It
+// returns the number of requests that reached it.
+func jaegerUIEnv(t *testing.T) func() int {
+	t.Helper()
+	clearOTLPEnv(t)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><html><head><title>Jaeger UI</title></head></html>")
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	return func() int { return int(n.Load()) }
+}
+
+// The OTLP endpoint set to Jaeger's UI port: cuzk prove said "trace sent"
+// and exited 0 while the UI swallowed the trace. prove and submit now
+// refuse it in one line before any work (a UI's port, not OTLP, and the
+// OTLP port to use); serve starts and warns once.
+func TestAUIPortAsTheOTLPEndpointIsNamedInOneLine(t *testing.T) {
+	const want = "answered an OTLP export with a web page (200 OK, text/html): a UI's port, not OTLP; use the OTLP/HTTP port (4318"
+	jaegerUIEnv(t)
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof := filepath.Join(dir, "p.bin")
+	_, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu", "--proof", proof)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "otelcuzk:") {
+		t.Errorf("prove: %v, want one line containing %q", err, want)
+	}
+	if _, serr := os.Stat(proof); serr == nil {
+		t.Error("prove wrote a proof")
+	}
+
+	clearOTLPEnv(t)
+	d := startDaemon(t, daemon.Config{})
+	uiRequests := jaegerUIEnv(t)
+	_, _, err = runCuzk(t, "submit", "--addr", d.addr, "--circuit", "mulchain", "--constraints", "16", "--request-id", "ui")
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("submit: %v, want one line containing %q", err, want)
+	}
+	if st, serr := d.client(t).Status(context.Background()); serr != nil || st.Succeeded+uint64(len(st.Running)+len(st.Waiting)) != 0 {
+		t.Errorf("submit reached the daemon: %+v %v", st, serr)
+	}
+	if uiRequests() != 1 {
+		t.Errorf("the UI got %d requests, want the one probe", uiRequests())
+	}
+
+	ui := startDaemon(t, daemon.Config{})
+	waitFor(t, "serve's warning", 10*time.Second, func() bool {
+		return strings.Contains(ui.log.String(), "cuzk serve: warning: endpoint ") && strings.Contains(ui.log.String(), want)
+	})
 }

@@ -137,11 +137,16 @@ func submitAction(c *cli.Context) error {
 		if os.Getenv("OTEL_SERVICE_NAME") == "" {
 			topts = append(topts, otelcuzk.WithServiceName("cuzk-submit"))
 		}
-		shutdown, err := otelcuzk.Setup(ctx, topts...)
+		tel, err := otelcuzk.New(ctx, topts...)
 		if err != nil {
 			return fmt.Errorf("trace: %w", err)
 		}
-		defer shutdown(context.Background())
+		defer tel.Shutdown(context.Background())
+		// A UI's port or the other transport's would lose the call's
+		// spans without an error: said before anything is submitted.
+		if err := tel.ProbeProtocol(ctx, time.Second); err != nil {
+			return err
+		}
 	}
 	// A caller that runs submit from a traced script passes its span in
 	// TRACEPARENT; the proof then joins the caller's trace.
