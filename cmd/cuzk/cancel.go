@@ -38,8 +38,8 @@ func cancelAction(c *cli.Context) error {
 	}
 	defer done()
 	job, st, err := cancelRequest(ctx, cl, rid)
-	if why, ok := unreachable(err); ok {
-		return fmt.Errorf("cancel %s: no daemon answers at %s: Unavailable: %s; nothing was cancelled: is cuzk serve running there?", rid, daemonAddr(c), why)
+	if what, ask, ok := unreachable(err, daemonAddr(c)); ok {
+		return fmt.Errorf("cancel %s: %s; nothing was cancelled%s", rid, what, askServe(ask))
 	}
 	if err != nil {
 		return fmt.Errorf("cancel %s at %s: %w", rid, daemonAddr(c), err)
@@ -72,7 +72,7 @@ func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, 
 	case codes.DeadlineExceeded:
 		return "", "", fmt.Errorf("no answer in time")
 	}
-	if _, ok := unreachable(err); ok {
+	if _, _, ok := unreachable(err, ""); ok {
 		return "", "", err // the caller says it in words
 	}
 	return "", "", rpcError(err)

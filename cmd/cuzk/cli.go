@@ -8,12 +8,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,22 +104,75 @@ func rpcError(err error) error {
 	return fmt.Errorf("%s: %s", s.Code(), s.Message())
 }
 
-// unreachable says err is a call that reached no daemon (gRPC
-// Unavailable from the dial) and returns the dial error's last part
-// ("connection refused"): gRPC's message nests it ("connection error:
-// desc = \"transport: Error while dialing: dial tcp ...: connect:
-// connection refused\""). A daemon that answers Unavailable (shutting
-// down) is not unreachable.
-func unreachable(err error) (why string, ok bool) {
+// unreachable says, in one line's words, how err, a call that reached no
+// daemon at addr (gRPC Unavailable from the dial or the name resolver),
+// failed: "no daemon answers at ADDR: Unavailable: connection refused"
+// with the dial error's last part (gRPC's message nests it: "connection
+// error: desc = \"transport: Error while dialing: dial tcp ...: connect:
+// connection refused\""), or "cannot reach ADDR: ..." for a host name that
+// does not resolve or another dial error (a timeout, TLS). ask is true only
+// when nothing listens there (connection refused, no such unix socket): then
+// the caller may ask whether cuzk serve runs there. ok is false for any
+// other error, a daemon that answers Unavailable (shutting down) included.
+func unreachable(err error, addr string) (what string, ask, ok bool) {
 	s, isStatus := status.FromError(err)
-	if err == nil || !isStatus || s.Code() != codes.Unavailable || !strings.Contains(s.Message(), "connection error") {
-		return "", false
+	if err == nil || !isStatus || s.Code() != codes.Unavailable {
+		return "", false, false
 	}
-	why = s.Message()
+	msg := s.Message()
+	switch {
+	case strings.Contains(msg, "name resolver error"):
+		return fmt.Sprintf("cannot reach %s: Unavailable: %s (the host name does not resolve)", addr, msg), false, true
+	case !strings.Contains(msg, "connection error"):
+		return "", false, false
+	}
+	why := msg
 	if i := strings.LastIndex(why, ": "); i >= 0 {
 		why = strings.Trim(why[i+2:], `"`)
 	}
-	return why, true
+	if strings.Contains(why, "connection refused") || strings.Contains(why, "no such file or directory") {
+		return fmt.Sprintf("no daemon answers at %s: Unavailable: %s", addr, why), true, true
+	}
+	return fmt.Sprintf("cannot reach %s: Unavailable: %s", addr, why), false, true
+}
+
+// askServe is the question a line about a daemon that cannot be reached
+// ends with when nothing listens at its address (unreachable's ask).
+func askServe(ask bool) string {
+	if ask {
+		return ": is cuzk serve running there?"
+	}
+	return ""
+}
+
+// checkDaemonAddr refuses an --addr no daemon can have, before any dial,
+// naming the flag and what it takes: gRPC said "invalid port" or "name
+// resolver error" of a malformed address and the command asked whether
+// cuzk serve ran there. A unix socket (unix:/path, unix:///path) and a
+// gRPC target with a scheme are gRPC's to check.
+func checkDaemonAddr(addr string) error {
+	if strings.HasPrefix(addr, "unix:") || strings.Contains(addr, "/") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		why := err.Error()
+		if errors.As(err, &ae) {
+			why = ae.Err
+		}
+		return fmt.Errorf("--addr %q: want host[:port] or unix:///path (%s)", addr, why)
+	}
+	n, err := strconv.ParseUint(port, 10, 64)
+	switch {
+	case err == nil && (n < 1 || n > 65535):
+		return fmt.Errorf("--addr %q: port %s out of range (want 1 to 65535)", addr, port)
+	case err != nil:
+		if _, lerr := net.LookupPort("tcp", port); lerr != nil {
+			return fmt.Errorf("--addr %q: port %q is neither a number from 1 to 65535 nor a service name", addr, port)
+		}
+	}
+	return nil
 }
 
 // clientOptions are the client options of --token and --tls-ca.
@@ -125,6 +180,9 @@ func clientOptions(c *cli.Context) ([]client.Option, error) {
 	if daemonAddr(c) == "" {
 		// gRPC's own words: "delegating_resolver: invalid target address "": missing address".
 		return nil, fmt.Errorf("--addr is empty: want a daemon's host[:port] (default 127.0.0.1:%s)", defaultPort)
+	}
+	if err := checkDaemonAddr(daemonAddr(c)); err != nil {
+		return nil, err
 	}
 	var opts []client.Option
 	if tok := c.String("token"); tok != "" {

@@ -40,8 +40,8 @@ func statusAction(c *cli.Context) error {
 	defer done()
 	st, err := cl.Status(ctx)
 	if err != nil {
-		if why, ok := unreachable(err); ok {
-			return fmt.Errorf("status: no daemon answers at %s: Unavailable: %s: is cuzk serve running there?", daemonAddr(c), why)
+		if what, ask, ok := unreachable(err, daemonAddr(c)); ok {
+			return fmt.Errorf("status: %s%s", what, askServe(ask))
 		}
 		return fmt.Errorf("status of %s: %w", daemonAddr(c), rpcError(err))
 	}

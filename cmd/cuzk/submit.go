@@ -179,15 +179,11 @@ func submitAction(c *cli.Context) error {
 				req.RequestID, daemonAddr(c), c.Duration("timeout"))
 		}
 		if !answered && st.Code() == codes.Unavailable {
-			// gRPC's message nests the dial error ("connection error:
-			// desc = \"transport: ...: connect: connection refused\""): its
-			// last part says it.
-			why := st.Message()
-			if w, ok := unreachable(err); ok {
-				why = w
+			what, ask, ok := unreachable(err, daemonAddr(c))
+			if !ok {
+				what = fmt.Sprintf("no daemon answers at %s: Unavailable: %s", daemonAddr(c), st.Message())
 			}
-			return fmt.Errorf("submit %s: no daemon answers at %s: Unavailable: %s; nothing was submitted: is cuzk serve running there?",
-				req.RequestID, daemonAddr(c), why)
+			return fmt.Errorf("submit %s: %s; nothing was submitted%s", req.RequestID, what, askServe(ask))
 		}
 		msg := fmt.Sprintf("submit %s: %v", req.RequestID, rpcError(err))
 		if res != nil {

@@ -302,6 +302,46 @@ func serveEngineOn(t *testing.T, lis net.Listener, e cuzkv1.ProvingEngineServer)
 	t.Cleanup(srv.Stop)
 }
 
+// A malformed --addr is the flag's error, naming what it takes, before
+// any dial: "host:99999" said "Unavailable: invalid port; ... is cuzk
+// serve running there?". A host that does not resolve is said so, and only
+// an address where nothing listens asks whether cuzk serve runs there.
+func TestDaemonAddressErrorsSayWhatIsWrong(t *testing.T) {
+	for _, c := range []struct {
+		addr, want string
+	}{
+		{"host:99999", `--addr "host:99999": port 99999 out of range (want 1 to 65535)`},
+		{"127.0.0.1:0", `--addr "127.0.0.1:0": port 0 out of range (want 1 to 65535)`},
+		{"localhost:nosuchservice", `--addr "localhost:nosuchservice": port "nosuchservice" is neither a number from 1 to 65535 nor a service name`},
+		{"[::1", `--addr "[::1": want host[:port] or unix:///path (missing ']' in address)`},
+	} {
+		for _, args := range [][]string{{"submit", "--request-id", "r"}, {"status"}, {"cancel", "--request-id", "r"}} {
+			start := time.Now()
+			_, _, err := runCuzk(t, append(args, "--addr", c.addr)...)
+			if err == nil || err.Error() != c.want {
+				t.Errorf("%s --addr %s: %v, want %s", args[0], c.addr, err, c.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%s --addr %s took %v: it dialled", args[0], c.addr, d)
+			}
+		}
+	}
+	const host = "nosuch.invalid:9820"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"submit", "--request-id", "r"}, "submit r: cannot reach " + host + ": Unavailable: "},
+		{[]string{"status"}, "status: cannot reach " + host + ": Unavailable: "},
+		{[]string{"cancel", "--request-id", "r"}, "cancel r: cannot reach " + host + ": Unavailable: "},
+	} {
+		_, _, err := runCuzk(t, append(c.args, "--addr", host, "--timeout", "10s")...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "cuzk serve") {
+			t.Errorf("%s at a host that does not resolve: %v, want %s... without asking whether cuzk serve runs", c.args[0], err, c.want)
+		}
+	}
+}
+
 // A daemon that cannot be reached is named in one form by each command
 // that calls one: no daemon answers at the address, the gRPC code and
 // the dial's own last words, what was not done, and the question whether
