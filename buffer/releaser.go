@@ -120,7 +120,7 @@ func NewReleaser(mode ReleaseMode, opts ...Option) (*Releaser, error) {
 func newReleaser(mode ReleaseMode, cfg config) *Releaser {
 	r := &Releaser{
 		mode:      mode,
-		tracer:    cfg.tp.Tracer(semconv.ScopeName),
+		tracer:    semconv.Tracer(cfg.tp),
 		poolLimit: cfg.poolLimit,
 		done:      make(chan struct{}),
 	}

@@ -135,7 +135,7 @@ func cBegin(parent uint64, name string, stream StreamHandle) uint64 {
 			}
 		}
 	}
-	tracer := trace.SpanFromContext(p.ctx).TracerProvider().Tracer(semconv.ScopeName)
+	tracer := semconv.Tracer(trace.SpanFromContext(p.ctx).TracerProvider())
 	ctx, span := tracer.Start(p.ctx, name, trace.WithAttributes(semconv.KeyCUDAClock.String("host")))
 	return cput(&centry{ctx: ctx, span: span})
 }

@@ -102,7 +102,7 @@ func Open(ordinal int, opts ...Option) (*Context, error) {
 		h:           h,
 		dev:         info,
 		cfg:         cfg,
-		tracer:      cfg.tp.Tracer(semconv.ScopeName),
+		tracer:      semconv.Tracer(cfg.tp),
 		kernelCount: map[trace.SpanID]int{},
 		clamped:     map[trace.SpanID]int{},
 	}, nil

@@ -113,7 +113,7 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 	c := &Capture{cfg: cfg, be: be, path: path, version: version, stopc: make(chan struct{}), done: make(chan struct{})}
 	_, c.csInC = be.cudaspansDurations(nil)
 	c.b = newBuilder(builderConfig{
-		tracer:        cfg.tp.Tracer(semconv.ScopeName),
+		tracer:        semconv.Tracer(cfg.tp),
 		maxPerParent:  cfg.maxPerParent,
 		window:        cfg.window,
 		goParent:      lookupParent,

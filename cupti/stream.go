@@ -37,7 +37,7 @@ type Program struct {
 func ReadFrames(ctx context.Context, r io.Reader, opts ...Option) (Program, error) {
 	cfg := newConfig(opts)
 	b := newBuilder(builderConfig{
-		tracer:       cfg.tp.Tracer(semconv.ScopeName),
+		tracer:       semconv.Tracer(cfg.tp),
 		maxPerParent: cfg.maxPerParent,
 		window:       cfg.window,
 		root:         ctx,

@@ -72,7 +72,7 @@ func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done boo
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
-	tracer := c.tp.Tracer(semconv.ScopeName, trace.WithInstrumentationVersion(Version()))
+	tracer := semconv.Tracer(c.tp)
 	ctx, span := tracer.Start(ctx, semconv.SpanCurioTask, trace.WithAttributes(t.Attributes()...))
 	defer span.End()
 	defer func() {

@@ -179,7 +179,7 @@ func (p *UntracedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	ctx := context.WithValue(context.Background(), untracedMarker{}, true)
 	ctx = trace.ContextWithSpanContext(ctx, sc)
-	tracer := st.tp.Tracer(semconv.ScopeName, trace.WithInstrumentationVersion(Version()))
+	tracer := semconv.Tracer(st.tp)
 	_, u := tracer.Start(ctx, semconv.SpanUntraced,
 		trace.WithTimestamp(largest.Start),
 		trace.WithAttributes(

@@ -69,7 +69,7 @@ func newConfig(opts []ProverOption) config {
 	return c
 }
 
-func (c *config) tracer() trace.Tracer { return c.tp.Tracer(semconv.ScopeName) }
+func (c *config) tracer() trace.Tracer { return semconv.Tracer(c.tp) }
 
 // WithReleaser allocates the large vectors from r's pool (pool mode) and
 // releases them through r, as buffer.release spans, in r's mode

@@ -362,7 +362,7 @@ func (s *synthesis) prove(ctx context.Context, pv Proving) (*Result, error) {
 	if tp == nil {
 		tp = s.p.cfg.tp
 	}
-	tracer := tp.Tracer(semconv.ScopeName)
+	tracer := semconv.Tracer(tp)
 	opts := append([]groth16.ProveOption{WithReleaser(s.p.rel), WithTracerProvider(tp)}, pv.Options...)
 
 	t0 := time.Now()

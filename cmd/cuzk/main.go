@@ -45,9 +45,9 @@ func newApp() *cli.App {
 		Name:     "cuzk",
 		Usage:    "traced Groth16 proving (BLS12-381) on CPU and CUDA",
 		Commands: commands,
-		// Any non-empty value turns on --version (-v); VersionPrinter
-		// (version.go) prints the build.
-		Version: "build",
+		// Turns on --version (-v), whose VersionPrinter (version.go)
+		// prints the whole build; --help shows this one string.
+		Version: otelcuzk.Version(),
 		// One line on stderr and exit 1 for any error; no usage dump.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   usageError,

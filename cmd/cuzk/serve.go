@@ -104,6 +104,3 @@ func serve(ctx context.Context, cfg daemon.Config) error {
 	}
 	return d.Run(ctx)
 }
-
-// version is the module version of the binary, or "dev".
-func version() string { return otelcuzk.Version() }

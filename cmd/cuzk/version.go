@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Modules whose versions change what cuzk proves and what its caches hold
@@ -14,9 +16,10 @@ import (
 var versionModules = []string{"github.com/consensys/gnark", "github.com/consensys/gnark-crypto"}
 
 // writeVersion prints what cuzk --version shows of the build bi: the
-// module's version, the VCS revision with its time and whether the tree
-// was modified (or why there is none), the Go version, then the versions
-// of versionModules, one "name value" line each.
+// version of the build (semconv.BuildVersion, the string the traces'
+// service.version and the daemon's status give), the VCS revision with its
+// time and whether the tree was modified (or why there is none), the Go
+// version, then the versions of versionModules, one "name value" line each.
 func writeVersion(w io.Writer, bi *debug.BuildInfo) {
 	if bi == nil {
 		fmt.Fprintln(w, "cuzk: the binary carries no build information")
@@ -27,7 +30,7 @@ func writeVersion(w io.Writer, bi *debug.BuildInfo) {
 		settings[s.Key] = s.Value
 	}
 	line := func(k, v string) { fmt.Fprintf(w, "%-13s %s\n", k, v) }
-	line("cuzk", bi.Main.Version)
+	line("cuzk", semconv.BuildVersion(bi))
 	switch rev := settings["vcs.revision"]; {
 	case rev == "":
 		line("revision", "none (go run, go test or -buildvcs=false: no VCS stamp)")

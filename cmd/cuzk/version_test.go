@@ -2,9 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // writeVersion names the revision with its time and a modified tree, the Go
@@ -54,5 +62,87 @@ func TestVersionFlagPrintsTheBuild(t *testing.T) {
 	bi, _ := debug.ReadBuildInfo()
 	if !strings.Contains(out, "go            "+bi.GoVersion+"\n") || !strings.Contains(out, "gnark         v") {
 		t.Errorf("cuzk --version:\n%s", out)
+	}
+}
+
+// One version string for one build, everywhere it is named: cuzk
+// --version's first line, --help's VERSION, the service.version of a
+// proof's spans, the instrumentation scope version of otelcuzk's own spans
+// and the version a daemon's GetStatus reports. They were "(devel)",
+// "build", "(devel)" and "0.1.0".
+func TestOneVersionStringEverywhere(t *testing.T) {
+	clearOTLPEnv(t)
+	want := otelcuzk.Version()
+	bi, _ := debug.ReadBuildInfo()
+	if want != semconv.BuildVersion(bi) {
+		t.Fatalf("otelcuzk.Version() %q is not this build's %q", want, semconv.BuildVersion(bi))
+	}
+	out, _, err := runCuzk(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "cuzk          "+want+"\n") {
+		t.Errorf("cuzk --version: %v\n%s, want its first line to name %q", err, out, want)
+	}
+	if out, _, err = runCuzk(t, "--help"); err != nil || !strings.Contains(out, "VERSION:\n   "+want+"\n") {
+		t.Errorf("cuzk --help: %v\n%s, want VERSION %q", err, out, want)
+	}
+
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	traceFile := filepath.Join(dir, "t.jsonl")
+	if _, errOut, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu",
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", traceFile); err != nil {
+		t.Fatalf("prove: %v\n%s", err, errOut)
+	}
+	raw, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services, scopes []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var doc struct {
+			ResourceSpans []struct {
+				Resource struct {
+					Attributes []struct {
+						Key   string
+						Value struct{ StringValue string }
+					}
+				}
+				ScopeSpans []struct {
+					Scope struct{ Name, Version string }
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range doc.ResourceSpans {
+			for _, a := range rs.Resource.Attributes {
+				if a.Key == "service.version" {
+					services = append(services, a.Value.StringValue)
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				if ss.Scope.Name == semconv.ScopeName {
+					scopes = append(scopes, ss.Scope.Version)
+				}
+			}
+		}
+	}
+	if len(services) == 0 || len(scopes) == 0 {
+		t.Fatalf("the trace has %d service.version values and %d %s scopes", len(services), len(scopes), semconv.ScopeName)
+	}
+	for _, v := range append(services, scopes...) {
+		if v != want {
+			t.Errorf("the trace names the version %q, want %q (service.version %q, scope %q)", v, want, services, scopes)
+			break
+		}
+	}
+
+	d := startDaemon(t, daemon.Config{})
+	st, err := d.client(t).Status(context.Background())
+	if err != nil || st.Version != want {
+		t.Errorf("GetStatus version %q (%v), want %q", st.Version, err, want)
+	}
+	if out, _, err := runCuzk(t, "status", "--addr", d.addr); err != nil || !strings.Contains(out, "  version "+want+"  ") {
+		t.Errorf("cuzk status: %v\n%s", err, out)
 	}
 }

@@ -37,7 +37,7 @@ func New(tp trace.TracerProvider) *Backend {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return &Backend{tracer: tp.Tracer(semconv.ScopeName), nbCPU: runtime.NumCPU()}
+	return &Backend{tracer: semconv.Tracer(tp), nbCPU: runtime.NumCPU()}
 }
 
 // errNilCPU is returned by the methods of a nil *Backend (New makes one).

@@ -280,7 +280,7 @@ func New(workers []Worker, opts ...Option) (*Engine, error) {
 			e.synth = workers[0].Runner.(prover.StagedRunner)
 		}
 	}
-	e.tracer = e.cfg.tp.Tracer(semconv.ScopeName)
+	e.tracer = semconv.Tracer(e.cfg.tp)
 	e.started = e.cfg.now()
 	e.cond = sync.NewCond(&e.mu)
 	for p := range e.queues {

@@ -117,7 +117,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Back
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	b := &Backend{c: c, cpu: cpu.New(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: tp.Tracer(semconv.ScopeName),
+	b := &Backend{c: c, cpu: cpu.New(tp), releaser: buffer.OrSync(o.Releaser, tp), tp: tp, tracer: semconv.Tracer(tp),
 		hostCopy: hc, g2OnCPU: g2OnCPU}
 	b.warm = b.compileModules
 	fail := func(err error) (*Backend, error) {

@@ -65,7 +65,7 @@ func newConfig[O any](opts []O, apply func(O, *config)) config {
 	return c
 }
 
-func (c *config) tracer() trace.Tracer { return c.tp.Tracer(semconv.ScopeName) }
+func (c *config) tracer() trace.Tracer { return semconv.Tracer(c.tp) }
 
 // WithBackend proves on b (default: a fresh CPU backend, prover/cpu, per
 // call). Read by Prove and ProveAssignment.

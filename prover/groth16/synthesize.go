@@ -223,7 +223,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	}
 	// The solve's span first: the commitments' MSMs run inside the solver
 	// (a hint) and are its children.
-	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(semconv.ScopeName)
+	tracer := semconv.Tracer(trace.SpanFromContext(ctx).TracerProvider())
 	tasks := solverTasks(r1cs)
 	if n := SolverTasks(ctx); n > 0 {
 		tasks = n

@@ -175,7 +175,7 @@ func (f optionFunc) apply(c *Cache) { f(c) }
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *Cache) {
 		if tp != nil {
-			c.tracer = tp.Tracer(semconv.ScopeName)
+			c.tracer = semconv.Tracer(tp)
 		}
 	})
 }
@@ -204,7 +204,7 @@ func New(dir string, opts ...Option) (*Cache, error) {
 	c := &Cache{
 		unwritable:    mkErr,
 		dir:           dir,
-		tracer:        otel.GetTracerProvider().Tracer(semconv.ScopeName),
+		tracer:        semconv.Tracer(otel.GetTracerProvider()),
 		progress:      os.Stderr,
 		progressAfter: 2 * time.Second,
 		work:          map[string]*work{},

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/upstream"
 )
 
@@ -57,7 +58,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{maxMsg: DefaultMaxMessageBytes, version: "dev", stopGrace: 5 * time.Second}
+	c := config{maxMsg: DefaultMaxMessageBytes, version: semconv.ScopeVersion(), stopGrace: 5 * time.Second}
 	for _, o := range opts {
 		o.apply(&c)
 	}
@@ -121,7 +122,9 @@ func WithKnownCircuit(f func(circuit string) bool) Option {
 	return optionFunc(func(c *config) { c.known = f })
 }
 
-// WithVersion sets the version GetStatus reports.
+// WithVersion sets the version GetStatus reports (default: this module's
+// version in the binary, semconv.ScopeVersion, the string of cuzk
+// --version and of the spans' scope).
 func WithVersion(v string) Option {
 	return optionFunc(func(c *config) { c.version = v })
 }

@@ -86,7 +86,7 @@ func Setup(ctx context.Context, ccs constraint.ConstraintSystem, opts ...Option)
 	if cfg.tp == nil {
 		cfg.tp = otel.GetTracerProvider()
 	}
-	tracer := cfg.tp.Tracer(semconv.ScopeName)
+	tracer := semconv.Tracer(cfg.tp)
 	r1cs, err := asR1CS(ccs)
 	if err != nil {
 		return nil, nil, err

@@ -169,7 +169,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Engine, er
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{c: c, tracer: cfg.tp.Tracer(semconv.ScopeName), window: cfg.window, group: cfg.group, chunk: cfg.chunk,
+	e := &Engine{c: c, tracer: semconv.Tracer(cfg.tp), window: cfg.window, group: cfg.group, chunk: cfg.chunk,
 		g1: &group{name: "G1", affineBytes: g1AffineBytes, xyzzBytes: g1XYZZBytes},
 		g2: &group{name: "G2", affineBytes: g2AffineBytes, xyzzBytes: g2XYZZBytes}}
 	mods := Modules()

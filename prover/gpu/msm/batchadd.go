@@ -68,7 +68,7 @@ func NewBatchAdd(ctx context.Context, c *cudaspans.Context, opts ...Option) (*Ba
 	if err != nil {
 		return nil, err
 	}
-	b := &BatchAdd{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName)}
+	b := &BatchAdd{c: c, releaser: cfg.releaser, tracer: semconv.Tracer(cfg.tp)}
 	jobs := make([]func() error, 2)
 	for g := range 2 {
 		jobs[g] = func() error {

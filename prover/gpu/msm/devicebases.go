@@ -120,7 +120,7 @@ func NewDeviceBases(ctx context.Context, c *cudaspans.Context, opts ...DeviceBas
 		return nil, fmt.Errorf("msm: negative budget %d", cfg.budget)
 	}
 	cfg.fillShared()
-	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
+	return &DeviceBases{c: c, releaser: cfg.releaser, tracer: semconv.Tracer(cfg.tp),
 		budget: cfg.budget, sets: map[string]*ResidentBases{}, bufs: map[string]*proofBuffer{}}, nil
 }
 

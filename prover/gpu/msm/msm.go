@@ -57,7 +57,7 @@ func New(ctx context.Context, c *cudaspans.Context, opts ...Option) (*MSM, error
 	if err != nil {
 		return nil, err
 	}
-	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: semconv.Tracer(cfg.tp),
 		maxChunk: cfg.maxChunk, window: cfg.window, compile: cfg.compile}
 	m.affineG1, m.affineG2, m.affineMaxG2 = cfg.affineTails()
 	var g2 *msmGroup
@@ -107,7 +107,7 @@ func FromModules(c *cudaspans.Context, g1, g2 *cudaspans.Module, opts ...Option)
 		return nil, err
 	}
 	sk := &msmScalarKernels{mod: g1, fill: fs[0], digits: fs[1], scan: fs[2], scatter: fs[3], affineScan: fs[4]}
-	m := &MSM{c: c, releaser: cfg.releaser, tracer: cfg.tp.Tracer(semconv.ScopeName),
+	m := &MSM{c: c, releaser: cfg.releaser, tracer: semconv.Tracer(cfg.tp),
 		maxChunk: cfg.maxChunk, window: cfg.window, scalar: sk}
 	m.affineG1, m.affineG2, m.affineMaxG2 = cfg.affineTails()
 	for _, g := range []struct {

@@ -128,7 +128,7 @@ func FromModule(c *cudaspans.Context, mod *cudaspans.Module, opts ...Option) (*E
 
 func fromModule(c *cudaspans.Context, mod *cudaspans.Module, tp trace.TracerProvider) (*Engine, error) {
 	var err error
-	e := &Engine{c: c, mod: mod, tracer: tp.Tracer(semconv.ScopeName), tables: map[tableKey]*deviceTables{}}
+	e := &Engine{c: c, mod: mod, tracer: semconv.Tracer(tp), tables: map[tableKey]*deviceTables{}}
 	for name, f := range map[string]**cudaspans.Function{"ntt_pass": &e.fPass, "ntt_powers": &e.fPow, "groth16_pointwise": &e.fPoint} {
 		if *f, err = mod.Function(name); err != nil {
 			mod.Close()
