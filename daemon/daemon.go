@@ -171,16 +171,16 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 
 	if d.lis, err = endpoint.Listen(cfg.Listen); err != nil {
-		return nil, fmt.Errorf("serve: listen %s: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("serve: --listen %s: %w", cfg.Listen, err)
 	}
 	if cfg.TLSCert == "" && cfg.Token == "" && !isLoopback(d.lis.Addr()) {
 		fmt.Fprintf(cfg.Log, "cuzk serve: warning: %s is reachable from other hosts without TLS or a token\n", d.lis.Addr())
 	}
 	if cfg.MetricsListen != "" {
-		mlis, err := net.Listen("tcp", cfg.MetricsListen)
+		mlis, err := endpoint.Listen(cfg.MetricsListen) // TCP: checkListen refused a unix socket
 		if err != nil {
 			d.lis.Close()
-			return nil, fmt.Errorf("serve: metrics listen %s: %w", cfg.MetricsListen, err)
+			return nil, fmt.Errorf("serve: --metrics-listen %s: %w", cfg.MetricsListen, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metricsHandler)

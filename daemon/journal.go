@@ -49,7 +49,11 @@ func openJournal(cfg Config) ([]engine.Option, func(), error) {
 		return nil, nil, fmt.Errorf("serve: --state-dir: %w", err)
 	}
 	if len(interrupted) > 0 {
-		fmt.Fprintf(cfg.Log, "cuzk serve: %d jobs were interrupted by the last stop (%s): they answer FAILED until resubmitted\n", len(interrupted), j.Path())
+		what := fmt.Sprintf("%d jobs were interrupted by the last stop (%s): they answer", len(interrupted), j.Path())
+		if len(interrupted) == 1 {
+			what = fmt.Sprintf("1 job was interrupted by the last stop (%s): it answers", j.Path())
+		}
+		fmt.Fprintf(cfg.Log, "cuzk serve: %s FAILED until resubmitted\n", what)
 	}
 	return append(opts, engine.WithJournal(j)), func() {
 		if err := j.Close(); err != nil {

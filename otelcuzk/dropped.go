@@ -23,7 +23,7 @@ import (
 
 // ErrSpansDropped is returned (wrapped, with the last export error) by
 // Telemetry.Shutdown when spans were lost to failed exports.
-var ErrSpansDropped = semconv.NewError(semconv.ErrorTypeUnavailable, "otelcuzk: spans dropped by the exporter")
+var ErrSpansDropped = semconv.NewError(semconv.ErrorTypeUnavailable, "spans dropped by the exporter")
 
 // droppedTotal counts spans lost to failed exports over all Telemetry values
 // of the process.
@@ -50,7 +50,7 @@ func DroppedSpansUncertain() int64 { return uncertainTotal.Load() }
 // It returns the meter's registration error.
 func RegisterMetrics(meter metric.Meter) error {
 	if meter == nil {
-		return fmt.Errorf("otelcuzk: register %s: nil meter", semconv.MetricSpansDropped)
+		return fmt.Errorf("register %s: nil meter", semconv.MetricSpansDropped)
 	}
 	_, err := meter.Int64ObservableCounter(semconv.MetricSpansDropped,
 		metric.WithDescription("Spans lost because their export failed (endpoint unreachable, timeout, write error)."),
@@ -60,7 +60,7 @@ func RegisterMetrics(meter metric.Meter) error {
 			return nil
 		}))
 	if err != nil {
-		return fmt.Errorf("otelcuzk: register %s: %w", semconv.MetricSpansDropped, err)
+		return fmt.Errorf("register %s: %w", semconv.MetricSpansDropped, err)
 	}
 	return nil
 }

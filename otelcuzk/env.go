@@ -24,7 +24,7 @@ func checkEnv(c config) error {
 		for _, name := range []string{"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"} {
 			if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 				if n, err := strconv.Atoi(v); err != nil || n < 0 {
-					return fmt.Errorf("otelcuzk: %s=%q: want a non-negative integer", name, v)
+					return fmt.Errorf("%s=%q: want a non-negative integer", name, v)
 				}
 			}
 		}
@@ -32,13 +32,13 @@ func checkEnv(c config) error {
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"} {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" && c.timeout == 0 {
 			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return fmt.Errorf("otelcuzk: %s=%q: want milliseconds as a non-negative integer", name, v)
+				return fmt.Errorf("%s=%q: want milliseconds as a non-negative integer", name, v)
 			}
 		}
 	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" && c.protocol == "" && v != ProtocolGRPC && v != ProtocolHTTPProtobuf {
-			return fmt.Errorf("otelcuzk: %s=%q: want %s or %s", name, v, ProtocolGRPC, ProtocolHTTPProtobuf)
+			return fmt.Errorf("%s=%q: want %s or %s", name, v, ProtocolGRPC, ProtocolHTTPProtobuf)
 		}
 	}
 	// The exporters log a malformed header list and a missing certificate
@@ -50,7 +50,7 @@ func checkEnv(c config) error {
 				_, kerr := url.PathUnescape(strings.TrimSpace(k))
 				_, verr := url.PathUnescape(strings.TrimSpace(val))
 				if !ok || strings.TrimSpace(k) == "" || kerr != nil || verr != nil {
-					return fmt.Errorf("otelcuzk: %s: %q is not key=value (URL-encoded, comma-separated)", name, kv)
+					return fmt.Errorf("%s: %q is not key=value (URL-encoded, comma-separated)", name, kv)
 				}
 			}
 		}
@@ -61,14 +61,14 @@ func checkEnv(c config) error {
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"} {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 			if _, err := os.ReadFile(v); err != nil {
-				return fmt.Errorf("otelcuzk: %s: %w", name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"} {
 		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 			if _, err := strconv.ParseBool(v); err != nil {
-				return fmt.Errorf("otelcuzk: %s=%q: want true or false", name, v)
+				return fmt.Errorf("%s=%q: want true or false", name, v)
 			}
 		}
 	}
@@ -86,11 +86,11 @@ func checkSamplerEnv() error {
 			return nil
 		}
 		if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {
-			return fmt.Errorf("otelcuzk: OTEL_TRACES_SAMPLER_ARG=%q: want a ratio between 0 and 1 for %s", arg, name)
+			return fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want a ratio between 0 and 1 for %s", arg, name)
 		}
 		return nil
 	default:
-		return fmt.Errorf("otelcuzk: OTEL_TRACES_SAMPLER=%q is not supported (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", name)
+		return fmt.Errorf("OTEL_TRACES_SAMPLER=%q is not supported (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", name)
 	}
 }
 
@@ -106,10 +106,10 @@ func checkResourceAttributesEnv() error {
 	for _, kv := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("otelcuzk: OTEL_RESOURCE_ATTRIBUTES: %q is not key=value (comma-separated, values URL-encoded)", kv)
+			return fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q is not key=value (comma-separated, values URL-encoded)", kv)
 		}
 		if _, err := url.PathUnescape(strings.TrimSpace(val)); err != nil {
-			return fmt.Errorf("otelcuzk: OTEL_RESOURCE_ATTRIBUTES: %q: the value is not URL-encoded (%v)", kv, err)
+			return fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q: the value is not URL-encoded (%v)", kv, err)
 		}
 	}
 	return nil

@@ -32,14 +32,14 @@ type FileExporter struct {
 // opened or created for writing.
 func NewFileExporter(path string) (*FileExporter, error) {
 	if path == "" {
-		return nil, errors.New("otelcuzk: trace file: empty path")
+		return nil, errors.New("trace file: empty path")
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		return &FileExporter{path: path, f: f}, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("otelcuzk: trace file %q: %w", path, err)
+		return nil, fmt.Errorf("trace file %q: %w", path, err)
 	}
 	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".probe-*")
 	if err != nil {
@@ -47,7 +47,7 @@ func NewFileExporter(path string) (*FileExporter, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("otelcuzk: trace file %q cannot be created: %w", path, err)
+		return nil, fmt.Errorf("trace file %q cannot be created: %w", path, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -66,7 +66,7 @@ func (e *FileExporter) Path() string {
 // Shutdown, and for a nil *FileExporter, it returns an error.
 func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if e == nil {
-		return errors.New("otelcuzk: nil trace file exporter (make one with NewFileExporter)")
+		return errors.New("nil trace file exporter (make one with NewFileExporter)")
 	}
 	if len(spans) == 0 {
 		return nil
@@ -82,18 +82,18 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return errors.New("otelcuzk: trace file exporter is shut down")
+		return errors.New("trace file exporter is shut down")
 	}
 	if e.f == nil {
 		f, err := os.OpenFile(e.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
+			return fmt.Errorf("trace file %q: %w", e.path, err)
 		}
 		e.f = f
 	}
 	// One write per line keeps lines whole for a concurrent reader.
 	if _, err := e.f.Write(line); err != nil {
-		return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
+		return fmt.Errorf("trace file %q: %w", e.path, err)
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func (e *FileExporter) Shutdown(context.Context) error {
 		return nil
 	}
 	if err := e.f.Close(); err != nil {
-		return fmt.Errorf("otelcuzk: trace file %q: %w", e.path, err)
+		return fmt.Errorf("trace file %q: %w", e.path, err)
 	}
 	return nil
 }

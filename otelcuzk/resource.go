@@ -19,7 +19,7 @@ import (
 func newResource(ctx context.Context, c config) (*resource.Resource, error) {
 	env, err := resource.New(ctx, resource.WithFromEnv())
 	if err != nil {
-		return nil, fmt.Errorf("otelcuzk: OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w", err)
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w", err)
 	}
 	detected, err := resource.New(ctx,
 		resource.WithAttributes(otelsemconv.ServiceName(DefaultServiceName)),
@@ -34,11 +34,11 @@ func newResource(ctx context.Context, c config) (*resource.Resource, error) {
 		resource.WithProcessRuntimeDescription(),
 	)
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("otelcuzk: resource: %w", err)
+		return nil, fmt.Errorf("resource: %w", err)
 	}
 	res, err := resource.Merge(detected, env)
 	if err != nil {
-		return nil, fmt.Errorf("otelcuzk: resource: %w", err)
+		return nil, fmt.Errorf("resource: %w", err)
 	}
 	attrs := semconv.GPUAttributes(c.devices)
 	attrs = append(attrs, c.resAttrs...)
@@ -50,7 +50,7 @@ func newResource(ctx context.Context, c config) (*resource.Resource, error) {
 	}
 	res, err = resource.Merge(res, resource.NewSchemaless(attrs...))
 	if err != nil {
-		return nil, fmt.Errorf("otelcuzk: resource: %w", err)
+		return nil, fmt.Errorf("resource: %w", err)
 	}
 	return res, nil
 }

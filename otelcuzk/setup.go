@@ -235,7 +235,7 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 		}), grpc.WithDefaultCallOptions(grpc.WaitForReady(true))))
 		exp, err := otlptracegrpc.New(ctx, o...)
 		if err != nil {
-			return nil, fmt.Errorf("otelcuzk: OTLP gRPC exporter for %q: %w", t.target, err)
+			return nil, fmt.Errorf("OTLP gRPC exporter for %q: %w", t.target, err)
 		}
 		return exp, nil
 	case ProtocolHTTPProtobuf:
@@ -245,7 +245,7 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 			if strings.Contains(c.endpoint, "://") {
 				u, err := url.Parse(c.endpoint)
 				if err != nil || u.Host == "" {
-					return nil, fmt.Errorf("otelcuzk: OTLP endpoint %q is not a URL or host:port", c.endpoint)
+					return nil, fmt.Errorf("OTLP endpoint %q is not a URL or host:port", c.endpoint)
 				}
 				if !strings.HasSuffix(u.Path, "/v1/traces") {
 					u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
@@ -258,11 +258,11 @@ func (t *Telemetry) newExporter(ctx context.Context, c config) (sdktrace.SpanExp
 		o = append(o, transportOptions(c, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout)...)
 		exp, err := otlptracehttp.New(ctx, o...)
 		if err != nil {
-			return nil, fmt.Errorf("otelcuzk: OTLP HTTP exporter for %q: %w", t.target, err)
+			return nil, fmt.Errorf("OTLP HTTP exporter for %q: %w", t.target, err)
 		}
 		return exp, nil
 	default:
-		return nil, fmt.Errorf("otelcuzk: OTLP protocol %q is not supported (want %q or %q)", protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
+		return nil, fmt.Errorf("OTLP protocol %q is not supported (want %q or %q)", protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
 	}
 }
 
@@ -421,7 +421,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		// below still exports what is queued, and whatever is lost is
 		// counted and reported as ErrSpansDropped.
 		if err := t.TracerProvider.ForceFlush(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) {
-			errs = append(errs, fmt.Errorf("otelcuzk: flush: %w", err))
+			errs = append(errs, fmt.Errorf("flush: %w", err))
 		}
 		// Shutdown gets a second of its own: had the flush used the whole
 		// budget, the SDK would give up before stopping the processors and
@@ -429,7 +429,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer scancel()
 		if err := t.TracerProvider.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("otelcuzk: shutdown: %w", err))
+			errs = append(errs, fmt.Errorf("shutdown: %w", err))
 		}
 		t.queue.settle()
 		if n := t.DroppedSpans(); n > 0 {
@@ -484,11 +484,11 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 	scheme, rest, hasScheme := strings.Cut(endpoint, "://")
 	switch {
 	case hasScheme && scheme != "http" && scheme != "https":
-		return fmt.Errorf("otelcuzk: %s=%q: scheme %q, want http or https", name, endpoint, scheme)
+		return fmt.Errorf("%s=%q: scheme %q, want http or https", name, endpoint, scheme)
 	case hasScheme && rest == "":
-		return fmt.Errorf("otelcuzk: %s=%q: no host", name, endpoint)
+		return fmt.Errorf("%s=%q: no host", name, endpoint)
 	case !hasScheme && protocol == ProtocolHTTPProtobuf:
-		return fmt.Errorf("otelcuzk: %s=%q: %s needs a URL, e.g. %q", name, endpoint, protocol, "http://"+endpoint)
+		return fmt.Errorf("%s=%q: %s needs a URL, e.g. %q", name, endpoint, protocol, "http://"+endpoint)
 	case !hasScheme:
 		// gRPC dials host:port as the target dns:///host:port: a port
 		// left out or a host that target cannot hold ("0%:") fails there,
@@ -501,7 +501,7 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 			_, err = url.Parse("dns:///" + endpoint)
 		}
 		if err != nil {
-			return fmt.Errorf("otelcuzk: %s=%q: %s needs host:port or a URL, e.g. %q", name, endpoint, protocol, "http://localhost:4317")
+			return fmt.Errorf("%s=%q: %s needs host:port or a URL, e.g. %q", name, endpoint, protocol, "http://localhost:4317")
 		}
 	}
 	// A URL that does not parse ("http://[::1") the SDK logs on its own
@@ -513,7 +513,7 @@ func checkEnvEndpoint(protocol, endpoint string) error {
 			if errors.As(err, &uerr) {
 				err = uerr.Err
 			}
-			return fmt.Errorf("otelcuzk: %s=%q: not a URL: %v", name, endpoint, err)
+			return fmt.Errorf("%s=%q: not a URL: %v", name, endpoint, err)
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ func WithTaskTracerProvider(tp trace.TracerProvider) TaskOption {
 // concurrent use.
 func RunTask(ctx context.Context, t Task, do func(ctx context.Context) (done bool, err error), opts ...TaskOption) (done bool, err error) {
 	if do == nil {
-		return false, errors.New("otelcuzk: RunTask: nil task function")
+		return false, errors.New("RunTask: nil task function")
 	}
 	var c taskConfig
 	for _, o := range opts {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
 
 func init() {
@@ -66,9 +67,9 @@ func cancelRequest(ctx context.Context, cl *client.Client, rid string) (string, 
 	case codes.NotFound:
 		return "", "", fmt.Errorf("the daemon has no job of request id %q", rid)
 	case codes.FailedPrecondition:
-		// "engine: job already finished: job-1 is SUCCEEDED" said the
-		// same thing twice.
-		return "", "", fmt.Errorf("the job already ended: %s", strings.TrimPrefix(s.Message(), "engine: job already finished: "))
+		// "job already finished: job-1 is SUCCEEDED" would say the same
+		// thing twice.
+		return "", "", fmt.Errorf("the job already ended: %s", strings.TrimPrefix(s.Message(), engine.ErrJobFinished.Error()+": "))
 	case codes.DeadlineExceeded:
 		return "", "", fmt.Errorf("no answer in time")
 	}

@@ -226,7 +226,7 @@ func TestSubmitInterruptedWhoseCancelFailsSaysTheJobGoesOn(t *testing.T) {
 	if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted {
 		t.Fatalf("submit: %v, want exit %d", err, exitInterrupted)
 	}
-	for _, want := range []string{"submit stays: interrupted; cancel failed (Unimplemented", "goes on",
+	for _, want := range []string{"submit stays: interrupted; cancel failed (UNIMPLEMENTED", "goes on",
 		"cuzk status --addr " + addr, "cuzk cancel --addr " + addr + " --request-id stays"} {
 		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("error %q lacks %q (or is not one line)", err, want)

@@ -31,23 +31,88 @@ import (
 )
 
 // usageError returns a flag parsing error as the command's one-line error,
-// without the usage text urfave/cli would print; a number too large for
-// its flag names the range the flag takes (flagRanges).
-func usageError(_ *cli.Context, err error, _ bool) error {
-	m := outOfRange.FindStringSubmatch(err.Error())
-	if m == nil {
-		return err
+// without the usage text urfave/cli would print: the flag named as the
+// user typed it (the flag package writes "-nosuch" for a typed
+// "--nosuch"), an unknown flag pointing at the command's --help, and a
+// number too large for its flag naming the range the flag takes
+// (flagRanges).
+func usageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if m := outOfRange.FindStringSubmatch(msg); m != nil {
+		want, ok := flagRanges[m[2]]
+		if !ok {
+			want = "an integer from -9223372036854775808 to 9223372036854775807"
+		}
+		return fmt.Errorf("%s %s: value out of range (want %s)", typedFlag(c, m[2]), m[1], want)
 	}
-	want, ok := flagRanges[m[2]]
-	if !ok {
-		want = "an integer from -9223372036854775808 to 9223372036854775807"
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("unknown flag %s (%s --help lists the flags)", typedFlag(c, m[1]), commandPath(c))
 	}
-	return fmt.Errorf("--%s %s: value out of range (want %s)", m[2], m[1], want)
+	for _, re := range flagErrors {
+		if m := re.FindStringSubmatchIndex(msg); m != nil {
+			return errors.New(msg[:m[2]-1] + typedFlag(c, msg[m[2]:m[3]]) + msg[m[3]:])
+		}
+	}
+	return err
 }
 
 // outOfRange is the flag package's error for a number its type cannot
 // hold: the value, then the flag's name.
 var outOfRange = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9-]+): value out of range$`)
+
+// unknownFlag is the flag package's error for a flag the command lacks.
+var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -(.+)$`)
+
+// flagErrors are the flag package's other errors that name a flag as
+// "-name" (the submatch, after its dash).
+var flagErrors = []*regexp.Regexp{
+	regexp.MustCompile(`^invalid value "[^"]*" for flag -([a-z0-9-]+):`),
+	regexp.MustCompile(`^invalid boolean value "[^"]*" for -([a-z0-9-]+):`),
+	regexp.MustCompile(`^flag needs an argument: -([a-z0-9-]+)$`),
+}
+
+// typedFlag is flag name as the command line of c has it: "--name" or
+// "-name" (with or without "=value"); "--name", as --help writes it, when
+// no argument of c's lineage holds it.
+func typedFlag(c *cli.Context, name string) string {
+	for _, ctx := range c.Lineage() {
+		for _, a := range argsOf(ctx) {
+			a, _, _ = strings.Cut(a, "=")
+			if a == "-"+name || a == "--"+name {
+				return a
+			}
+		}
+	}
+	return "--" + name
+}
+
+// commandPath is the command c runs as the user types it: "cuzk trace
+// diff" (HelpName is not: the package's commands are set up again by each
+// newApp, and it grows).
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" {
+			names = append([]string{ctx.Command.Name}, names...)
+		}
+	}
+	if len(names) == 0 || names[0] != "cuzk" {
+		names = append([]string{"cuzk"}, names...)
+	}
+	return strings.Join(names, " ")
+}
+
+// argsOf is ctx's arguments, nil for a context without a flag set: the
+// one whose parse failed (urfave/cli leaves it nil, and its Args panics)
+// and the outermost.
+func argsOf(ctx *cli.Context) (args []string) {
+	defer func() {
+		if recover() != nil {
+			args = nil
+		}
+	}()
+	return ctx.Args().Slice()
+}
 
 // flagRanges are the ranges of the numeric flags whose range is narrower
 // than their type's, for the flag parser's out-of-range error.
@@ -93,20 +158,40 @@ func noArgs(c *cli.Context) error {
 }
 
 // rpcError is a gRPC status error as every command that calls a daemon
-// (status, cancel, submit) prints it: its code's name, then its message
-// ("Unavailable: connection error: ..."), not gRPC's "rpc error: code =
-// Unavailable desc = ...". Any other error is returned as it is.
+// (status, cancel, submit) prints it: its code's name (codeName), then its
+// message ("UNAVAILABLE: connection error: ..."), not gRPC's "rpc error:
+// code = Unavailable desc = ...". Any other error is returned as it is.
 func rpcError(err error) error {
 	s, ok := status.FromError(err)
 	if !ok || err == nil {
 		return err
 	}
-	return fmt.Errorf("%s: %s", s.Code(), s.Message())
+	return fmt.Errorf("%s: %s", codeName(s.Code()), s.Message())
+}
+
+// codeName is the name of a gRPC status code as the gRPC specification,
+// cuzk's API documentation and --help spell it (RESOURCE_EXHAUSTED,
+// CANCELLED), not Go's CamelCase: "Canceled" beside a job's CANCELLED
+// read as two spellings of one word.
+func codeName(c codes.Code) string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return c.String() // "Code(17)"
+}
+
+var codeNames = map[codes.Code]string{
+	codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
+	codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
+	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE",
+	codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+	codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
 }
 
 // unreachable says, in one line's words, how err, a call that reached no
 // daemon at addr (gRPC Unavailable from the dial or the name resolver),
-// failed: "no daemon answers at ADDR: Unavailable: connection refused"
+// failed: "no daemon answers at ADDR: UNAVAILABLE: connection refused"
 // with the dial error's last part (gRPC's message nests it: "connection
 // error: desc = \"transport: Error while dialing: dial tcp ...: connect:
 // connection refused\""), or "cannot reach ADDR: ..." for a host name that
@@ -122,7 +207,7 @@ func unreachable(err error, addr string) (what string, ask, ok bool) {
 	msg := s.Message()
 	switch {
 	case strings.Contains(msg, "name resolver error"):
-		return fmt.Sprintf("cannot reach %s: Unavailable: %s (the host name does not resolve)", addr, msg), false, true
+		return fmt.Sprintf("cannot reach %s: UNAVAILABLE: %s (the host name does not resolve)", addr, msg), false, true
 	case !strings.Contains(msg, "connection error"):
 		return "", false, false
 	}
@@ -131,9 +216,9 @@ func unreachable(err error, addr string) (what string, ask, ok bool) {
 		why = strings.Trim(why[i+2:], `"`)
 	}
 	if strings.Contains(why, "connection refused") || strings.Contains(why, "no such file or directory") {
-		return fmt.Sprintf("no daemon answers at %s: Unavailable: %s", addr, why), true, true
+		return fmt.Sprintf("no daemon answers at %s: UNAVAILABLE: %s", addr, why), true, true
 	}
-	return fmt.Sprintf("cannot reach %s: Unavailable: %s", addr, why), false, true
+	return fmt.Sprintf("cannot reach %s: UNAVAILABLE: %s", addr, why), false, true
 }
 
 // askServe is the question a line about a daemon that cannot be reached

@@ -125,7 +125,7 @@ func TestCommandsDialPort9820ForAnAddressWithoutAPort(t *testing.T) {
 		t.Errorf("submit --addr 127.0.0.3: %v\n%s", err, out)
 	}
 	// The fake has no CancelProof: UNIMPLEMENTED is its answer, from 9820.
-	if _, _, err := runCuzk(t, "cancel", "--addr", "127.0.0.3", "--request-id", "r"); err == nil || !strings.Contains(err.Error(), "cancel r at 127.0.0.3:9820: Unimplemented") {
+	if _, _, err := runCuzk(t, "cancel", "--addr", "127.0.0.3", "--request-id", "r"); err == nil || !strings.Contains(err.Error(), "cancel r at 127.0.0.3:9820: UNIMPLEMENTED") {
 		t.Errorf("cancel --addr 127.0.0.3: %v, want the fake's UNIMPLEMENTED", err)
 	}
 }
@@ -152,8 +152,31 @@ func TestAFlagValueOutOfRangeNamesTheRange(t *testing.T) {
 			t.Errorf("cuzk %v printed %q %q", c.args, out, errOut)
 		}
 	}
-	// Other parse errors are left as the flag package words them.
-	if _, _, err := runCuzk(t, "prove", "--constraints", "many"); err == nil || !strings.Contains(err.Error(), `invalid value "many" for flag -constraints`) {
+	// Other parse errors are left as the flag package words them, the
+	// flag as typed.
+	if _, _, err := runCuzk(t, "prove", "--constraints", "many"); err == nil || !strings.Contains(err.Error(), `invalid value "many" for flag --constraints`) {
 		t.Errorf("--constraints many: %v", err)
+	}
+}
+
+// A flag is named as the user typed it: the flag package wrote "-nosuch"
+// for a typed "--nosuch". An unknown one points at the command's --help.
+func TestABadFlagIsNamedAsTyped(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prove", "--nosuch"}, "unknown flag --nosuch (cuzk prove --help lists the flags)"},
+		{[]string{"prove", "-nosuch"}, "unknown flag -nosuch (cuzk prove --help lists the flags)"},
+		{[]string{"submit", "--nosuch=3"}, "unknown flag --nosuch (cuzk submit --help lists the flags)"},
+		{[]string{"trace", "diff", "--nosuch", "a", "b"}, "unknown flag --nosuch (cuzk trace diff --help lists the flags)"},
+		{[]string{"prove", "--verify=maybe"}, `invalid boolean value "maybe" for --verify: parse error`},
+		{[]string{"prove", "-constraints", "many"}, `invalid value "many" for flag -constraints: parse error`},
+		{[]string{"prove", "--constraints"}, "flag needs an argument: --constraints"},
+		{[]string{"setup", "-constraints", "99999999999999999999"}, "-constraints 99999999999999999999: value out of range (want 1 to 2^32 = 4294967296)"},
+	} {
+		if _, _, err := runCuzk(t, c.args...); err == nil || err.Error() != c.want {
+			t.Errorf("cuzk %q: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -336,7 +336,7 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 	_, _, err := runCuzk(t, "submit", "--addr", "127.0.0.1:1", "--circuit", "mulchain", "--constraints", "256")
 	// It said "Unavailable: connection error: desc = ..." and not whether
 	// anything was submitted.
-	if err == nil || !strings.HasSuffix(err.Error(), "no daemon answers at 127.0.0.1:1: Unavailable: connection refused; nothing was submitted: is cuzk serve running there?") ||
+	if err == nil || !strings.HasSuffix(err.Error(), "no daemon answers at 127.0.0.1:1: UNAVAILABLE: connection refused; nothing was submitted: is cuzk serve running there?") ||
 		strings.Contains(err.Error(), "\n") {
 		t.Errorf("submit to a closed port: %v, want one line saying nothing was submitted and asking whether cuzk serve runs", err)
 	}
@@ -354,7 +354,7 @@ func TestSubmitToNoDaemonFailsFast(t *testing.T) {
 		{"--timeout", "-1s"},
 	} {
 		_, _, err := runCuzk(t, append([]string{"submit", "--addr", "127.0.0.1:1"}, bad...)...)
-		if err == nil || strings.Contains(err.Error(), "Unavailable") {
+		if err == nil || strings.Contains(err.Error(), "UNAVAILABLE") {
 			t.Errorf("submit %v: %v, want a refusal before contacting the daemon", bad, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
@@ -77,11 +78,38 @@ func age(t time.Time) time.Duration {
 // daemon says ("RUNNING: keys.setup", "PROVING: gpu.lock"): a serial
 // daemon's job is RUNNING from its compile to its proof, and a worker
 // holding a job was shown as "proving" it through a minutes-long key setup.
-func jobDoing(j client.RunningJob) string {
-	if j.Step == "" {
+// A synthesized job waiting for a device says which kind of worker of
+// workers (the daemon's) it waits for: "WAITING_DEVICE: for a CPU worker
+// (gpu.queue)" on a daemon without GPUs, where the span's name alone said
+// it waited for a GPU.
+func jobDoing(j client.RunningJob, workers []client.WorkerStatus) string {
+	step := j.Step
+	if j.Status == client.WaitingDevice && step == semconv.SpanGPUQueue {
+		step = "for " + deviceKind(workers) + " (" + step + ")"
+	}
+	if step == "" {
 		return fmt.Sprint(j.Status)
 	}
-	return fmt.Sprintf("%s: %s", j.Status, j.Step)
+	return fmt.Sprintf("%s: %s", j.Status, step)
+}
+
+// deviceKind names the device workers of a daemon as a job waiting for
+// one would: "a CPU worker" when they all prove on the CPU ("cpu:0"), "a
+// GPU" when none does, else "a device worker".
+func deviceKind(workers []client.WorkerStatus) string {
+	cpu := 0
+	for _, w := range workers {
+		if strings.HasPrefix(w.Name, "cpu:") {
+			cpu++
+		}
+	}
+	switch {
+	case len(workers) > 0 && cpu == len(workers):
+		return "a CPU worker"
+	case len(workers) > 0 && cpu == 0:
+		return "a GPU"
+	}
+	return "a device worker"
 }
 
 // bytesStr writes bytes in binary units (human.Bytes).
@@ -143,7 +171,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	var proofs [3]uint64
 	steps := map[string]string{} // job id -> what it does now
 	for _, j := range st.Running {
-		steps[j.ID] = jobDoing(j)
+		steps[j.ID] = jobDoing(j, st.Workers)
 	}
 	for _, w := range st.Workers {
 		job := "idle"
@@ -216,7 +244,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 		if !j.Started.IsZero() && j.Started.UnixNano() > 0 {
 			since = "  started " + human.Duration(age(j.Started)) + " ago"
 		}
-		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  %s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, jobDoing(j), where, parts, j.Priority, since, j.TraceID)
+		fmt.Fprintf(out, "job       %s  request %s  %s  %s%s%s  %s%s  trace %s\n", j.ID, j.RequestID, j.Circuit, jobDoing(j, st.Workers), where, parts, j.Priority, since, j.TraceID)
 	}
 	for _, a := range s.Abandoned {
 		holds := "a synthesis slot"

@@ -13,6 +13,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 	"github.com/otelcuzk/otelcuzk/prover/server"
@@ -86,5 +87,31 @@ func TestStatusSaysAJobIsInItsKeySetup(t *testing.T) {
 	close(run.gate)
 	if _, err := eng.Await(context.Background(), job.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A synthesized job waiting for a device says what it waits for: on a
+// daemon whose workers are CPU ones, a CPU worker (it read
+// "WAITING_DEVICE: gpu.queue", as if it waited for a GPU the host lacks);
+// beside GPUs, a GPU. cuzk status and submit print the same words.
+func TestAJobWaitingForTheDeviceNamesTheKindOfWorker(t *testing.T) {
+	waiting := client.RunningJob{ID: "job-2", RequestID: "r2", Circuit: "mulchain", Status: client.WaitingDevice, Step: semconv.SpanGPUQueue}
+	for _, c := range []struct {
+		workers []client.WorkerStatus
+		want    string
+	}{
+		{[]client.WorkerStatus{{Name: "cpu:0"}}, "WAITING_DEVICE: for a CPU worker (gpu.queue)"},
+		{[]client.WorkerStatus{{Name: "cuda:0"}, {Name: "cuda:1"}}, "WAITING_DEVICE: for a GPU (gpu.queue)"},
+		{[]client.WorkerStatus{{Name: "cuda:0"}, {Name: "cpu:0"}}, "WAITING_DEVICE: for a device worker (gpu.queue)"},
+	} {
+		st := &client.Status{Workers: c.workers, Running: []client.RunningJob{waiting}}
+		var out strings.Builder
+		printStatus(&out, "127.0.0.1:9820", st)
+		if !strings.Contains(out.String(), "request r2  mulchain  "+c.want) {
+			t.Errorf("workers %v: status\n%s\nwant %q", c.workers, out.String(), c.want)
+		}
+		if got := stateOf(st, "r2"); got != c.want {
+			t.Errorf("workers %v: submit's state %q, want %q", c.workers, got, c.want)
+		}
 	}
 }

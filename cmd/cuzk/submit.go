@@ -44,8 +44,10 @@ func init() {
 			"daemon (CancelProof by request id, 5 s at most), prints the outcome and exits\n" +
 			"130. An --addr without a port gets :" + defaultPort + ".",
 		Flags: daemonFlags(10*time.Minute, "longest wait for the proof",
-			&cli.StringFlag{Name: "circuit", Value: "mulchain", Usage: "registered circuit"},
-			&cli.Int64Flag{Name: "constraints", Value: 1 << 10, Usage: "R1CS constraints of a built-in circuit"},
+			// prove's defaults: the proof of the README's first command,
+			// whose key `cuzk prove` left in the cache the daemon reads.
+			&cli.StringFlag{Name: "circuit", Value: "merkle", Usage: "registered circuit (built-in: " + strings.Join(circuits.Names(), "|") + ", or one of the daemon's --circuit-file)"},
+			&cli.Int64Flag{Name: "constraints", Value: defaultConstraints, Usage: "R1CS constraints of a built-in circuit"},
 			&cli.StringFlag{Name: "priority", Value: "NORMAL", Usage: "LOW|NORMAL|HIGH|CRITICAL"},
 			&cli.StringFlag{Name: "request-id", Usage: "idempotency key (default: a fresh one)"},
 			&cli.StringSliceFlag{Name: "witness", Usage: "file with a full witness in gnark's binary format (default: the circuit's sample); repeated: one partition each"},
@@ -181,7 +183,7 @@ func submitAction(c *cli.Context) error {
 		if !answered && st.Code() == codes.Unavailable {
 			what, ask, ok := unreachable(err, daemonAddr(c))
 			if !ok {
-				what = fmt.Sprintf("no daemon answers at %s: Unavailable: %s", daemonAddr(c), st.Message())
+				what = fmt.Sprintf("no daemon answers at %s: UNAVAILABLE: %s", daemonAddr(c), st.Message())
 			}
 			return fmt.Errorf("submit %s: %s; nothing was submitted%s", req.RequestID, what, askServe(ask))
 		}
@@ -403,7 +405,7 @@ func stateOf(st *client.Status, rid string) string {
 	}
 	for _, r := range st.Running {
 		if r.RequestID == rid && r.Status != "" && !ended(r.Status) {
-			return jobDoing(r) // with its step: "RUNNING: keys.setup"
+			return jobDoing(r, st.Workers) // with its step: "RUNNING: keys.setup"
 		}
 	}
 	return ""

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // submit checks a built-in circuit's size before it dials the daemon, in
@@ -59,5 +61,36 @@ func TestSubmitChecksTheSizeBeforeDialingTheDaemon(t *testing.T) {
 	}
 	if dialed.Load() == 0 {
 		t.Error("a circuit this binary does not know was refused without asking the daemon")
+	}
+}
+
+// submit's default proof is prove's (merkle, 32768 constraints): submit
+// sent mulchain 1024, a proof of another circuit whose key prove had not
+// made, after the README's first command.
+func TestSubmitAndProveDefaultToTheSameProof(t *testing.T) {
+	defaults := func(cmd string) (circuit, constraints string) {
+		for _, c := range newApp().Commands {
+			if c.Name != cmd {
+				continue
+			}
+			for _, f := range c.Flags {
+				df, ok := f.(cli.DocGenerationFlag)
+				if !ok {
+					continue
+				}
+				switch f.Names()[0] {
+				case "circuit":
+					circuit = df.GetDefaultText()
+				case "constraints":
+					constraints = df.GetDefaultText()
+				}
+			}
+		}
+		return circuit, constraints
+	}
+	pc, pn := defaults("prove")
+	sc, sn := defaults("submit")
+	if pc == "" || pn == "" || pc != sc || pn != sn {
+		t.Errorf("prove's defaults %s %s, submit's %s %s", pc, pn, sc, sn)
 	}
 }

@@ -97,7 +97,7 @@ func TestSubmitNotesTheEarlierJobOnlyWhenItReturnsIt(t *testing.T) {
 		t.Fatalf("no job line:\n%s", out)
 	}
 	out, err = submit("512")
-	if err == nil || !strings.Contains(err.Error(), "AlreadyExists") {
+	if err == nil || !strings.Contains(err.Error(), "ALREADY_EXISTS: ") {
 		t.Errorf("the id with other parameters: %v, want ALREADY_EXISTS", err)
 	}
 	if strings.Contains(out, "note") || strings.Contains(out, "earlier job") {
@@ -276,9 +276,9 @@ func TestSubmitTimeoutAfterTheDaemonAnsweredSaysItKeepsProving(t *testing.T) {
 	clearOTLPEnv(t)
 	e := &stagedEngine{done: make(chan struct{})} // Prove waits for its ctx
 	_, _, err := runCuzk(t, "submit", "--addr", serveEngine(t, e), "--request-id", "long", "--timeout", "3s")
-	if err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") ||
+	if err == nil || !strings.Contains(err.Error(), "DEADLINE_EXCEEDED: ") ||
 		!strings.Contains(err.Error(), "the daemon keeps proving: submit again with --request-id long") {
-		t.Errorf("error %v, want DeadlineExceeded and that the daemon keeps proving", err)
+		t.Errorf("error %v, want DEADLINE_EXCEEDED and that the daemon keeps proving", err)
 	}
 }
 
@@ -331,9 +331,9 @@ func TestDaemonAddressErrorsSayWhatIsWrong(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"submit", "--request-id", "r"}, "submit r: cannot reach " + host + ": Unavailable: "},
-		{[]string{"status"}, "status: cannot reach " + host + ": Unavailable: "},
-		{[]string{"cancel", "--request-id", "r"}, "cancel r: cannot reach " + host + ": Unavailable: "},
+		{[]string{"submit", "--request-id", "r"}, "submit r: cannot reach " + host + ": UNAVAILABLE: "},
+		{[]string{"status"}, "status: cannot reach " + host + ": UNAVAILABLE: "},
+		{[]string{"cancel", "--request-id", "r"}, "cancel r: cannot reach " + host + ": UNAVAILABLE: "},
 	} {
 		_, _, err := runCuzk(t, append(c.args, "--addr", host, "--timeout", "10s")...)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "cuzk serve") {
@@ -359,9 +359,9 @@ func TestDaemonCommandsSayAGRPCErrorAlike(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"submit", "--request-id", "r"}, "submit r: no daemon answers at " + addr + ": Unavailable: connection refused; nothing was submitted: is cuzk serve running there?"},
-		{[]string{"status"}, "status: no daemon answers at " + addr + ": Unavailable: connection refused: is cuzk serve running there?"},
-		{[]string{"cancel", "--request-id", "r"}, "cancel r: no daemon answers at " + addr + ": Unavailable: connection refused; nothing was cancelled: is cuzk serve running there?"},
+		{[]string{"submit", "--request-id", "r"}, "submit r: no daemon answers at " + addr + ": UNAVAILABLE: connection refused; nothing was submitted: is cuzk serve running there?"},
+		{[]string{"status"}, "status: no daemon answers at " + addr + ": UNAVAILABLE: connection refused: is cuzk serve running there?"},
+		{[]string{"cancel", "--request-id", "r"}, "cancel r: no daemon answers at " + addr + ": UNAVAILABLE: connection refused; nothing was cancelled: is cuzk serve running there?"},
 	} {
 		_, _, err := runCuzk(t, append(c.args, "--addr", addr)...)
 		if err == nil || err.Error() != c.want {

@@ -285,14 +285,14 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 		case traceID != "":
 			return nil, fmt.Errorf("trace %s: not found in %s", traceID, path)
 		case skips.n > 0:
-			return nil, fmt.Errorf("%s holds no readable spans (%d lines skipped): %w", path, skips.n, skips.first)
+			return nil, fmt.Errorf("%s holds no readable spans (%d line%s skipped): %w", path, skips.n, human.Plural(skips.n), skips.first)
 		default:
 			return nil, fmt.Errorf("%s holds no spans", path)
 		}
 	}
 	for _, s := range c.Summaries {
 		if s.Dropped > 0 {
-			fmt.Fprintf(warn, "cuzk: %s: trace %s: %d spans past the cap of %d spans (%d MiB) a trace left out\n", path, s.ID, s.Dropped, tracefile.DefaultMaxSpansPerTrace, tracefile.DefaultMaxKeptBytes>>20)
+			fmt.Fprintf(warn, "cuzk: %s: trace %s: %d span%s past the cap of %d spans (%d MiB) a trace left out\n", path, s.ID, s.Dropped, human.Plural(int(s.Dropped)), tracefile.DefaultMaxSpansPerTrace, tracefile.DefaultMaxKeptBytes>>20)
 		}
 	}
 	return c, nil
@@ -340,10 +340,11 @@ func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
 		for _, r := range others {
 			parts = append(parts, fmt.Sprintf("%s ×%d", r, count[r]))
 		}
-		fmt.Fprintf(w, "  and %d traces without a proof (engine.job): %s\n", len(col.Summaries)-len(jobs)-1, strings.Join(parts, ", "))
+		n := len(col.Summaries) - len(jobs) - 1
+		fmt.Fprintf(w, "  and %d trace%s without a proof (engine.job): %s\n", n, human.Plural(n), strings.Join(parts, ", "))
 	}
 	if col.Unlisted > 0 {
-		fmt.Fprintf(w, "  and %d earlier traces not listed (the latest %d are)\n", col.Unlisted, len(col.Summaries))
+		fmt.Fprintf(w, "  and %d earlier trace%s not listed (the latest %d are)\n", col.Unlisted, human.Plural(col.Unlisted), len(col.Summaries))
 	}
 }
 

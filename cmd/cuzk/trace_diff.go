@@ -365,7 +365,7 @@ func sameTraces(a, b *diffSide) error {
 	if !slices.Equal(a.ids, b.ids) || (a.file == "") != (b.file == "") || a.file != "" && !sameFile(a.file, b.file) {
 		return nil
 	}
-	what := fmt.Sprintf("the same %d traces of %s", len(a.ids), a.file)
+	what := fmt.Sprintf("the same %d trace%s of %s", len(a.ids), human.Plural(len(a.ids)), a.file)
 	switch {
 	case len(a.ids) == 1 && a.file != "":
 		what = fmt.Sprintf("trace %s of %s", a.ids[0], a.file)
@@ -524,14 +524,14 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		reps = slices.DeleteFunc(reps, func(t tracefile.Trace) bool { return !ids[t.ID] })
 	}
 	if tooMany {
-		return nil, fmt.Errorf("trace diff: %s: %s holds more than %d span path values (%d traces read); use --last N", label, arg, maxSetValues, jobs.Len()+others.Len())
+		return nil, fmt.Errorf("trace diff: %s: %s holds more than %d span path values (%d trace%s read); use --last N", label, arg, maxSetValues, jobs.Len()+others.Len(), human.Plural(jobs.Len()+others.Len()))
 	}
 	late := 0
 	for _, sum := range col.Summaries {
 		late += sum.Late
 	}
 	if late > 0 {
-		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d spans arrived after their trace was compared (its spans were let go to bound memory) and are left out\n", label, arg, late)
+		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d span%s arrived after their trace was compared (its spans were let go to bound memory) and are left out\n", label, arg, late, human.Plural(late))
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(s.warn, "cuzk: %s: %s: %d job%s that did not succeed (%s) left out of the set\n", label, arg, len(failed), human.Plural(len(failed)), outcomeCounts(failed))
@@ -543,7 +543,11 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 		return nil, fmt.Errorf("trace diff: %s: %s holds no job of %s that succeeded%s", label, arg, s.filterText(), heldText(col, held))
 	}
 	if set && jobs.Len() == 0 && len(failed) > 0 {
-		return nil, fmt.Errorf("trace diff: %s: %s: none of its %d jobs succeeded (%s); nothing to compare", label, arg, len(failed), outcomeCounts(failed))
+		what := fmt.Sprintf("none of its %d jobs succeeded", len(failed))
+		if len(failed) == 1 {
+			what = "its one job did not succeed"
+		}
+		return nil, fmt.Errorf("trace diff: %s: %s: %s (%s); nothing to compare", label, arg, what, outcomeCounts(failed))
 	}
 	// A set is the file's jobs (engine.job roots); a file without any
 	// is a set of whatever runs it holds.
@@ -560,7 +564,7 @@ func (s diffSource) load(ctx context.Context, label, arg string, pick tracePick)
 	if !set {
 		side.source = fmt.Sprintf("%s, trace %s", arg, med)
 	} else {
-		side.source = fmt.Sprintf("%s, %d traces (median per path; waterfall of %s)", arg, side.set.Len(), med)
+		side.source = fmt.Sprintf("%s, %d trace%s (median per path; waterfall of %s)", arg, side.set.Len(), human.Plural(side.set.Len()), med)
 	}
 	return side, nil
 }
@@ -588,11 +592,12 @@ func heldText(col *tracefile.Collection, held map[string]int) string {
 	return " (it holds " + strings.Join(parts, ", ") + ")"
 }
 
-// outcomeCounts writes outcomes counted: "canceled ×2, device_fault ×1".
+// outcomeCounts writes outcomes (error.type values) counted, in a job's
+// words (tracefile.OutcomeText): "CANCELLED ×2, FAILED (device_fault) ×1".
 func outcomeCounts(outcomes []string) string {
 	n := map[string]int{}
 	for _, o := range outcomes {
-		n[o]++
+		n[tracefile.OutcomeText(o)]++
 	}
 	var parts []string
 	for k, c := range n {

@@ -50,7 +50,7 @@ func TestTraceDiffFiltersPickTheJobsOfADaemonFile(t *testing.T) {
 	for _, want := range []string{
 		"A: merkle 2^16 (65536 constraints), backend cpu, host h1, build b1\n   2 traces",
 		"B: merkle 2^16 (65536 constraints), backend cpu, host h1, build b1\n   2 traces",
-		"1 job that did not succeed (canceled ×1) left out of the set",
+		"1 job that did not succeed (CANCELLED ×1) left out of the set",
 		"msm.g1.k  *",
 	} {
 		if !strings.Contains(out, want) {
@@ -84,7 +84,7 @@ func TestTraceDiffFlagsACancelledSide(t *testing.T) {
 	a := writeLines(t, "a.jsonl", daemonJob(fmt.Sprintf("%032x", 1), "merkle", 65536, 0, 1000, ""))
 	b := writeLines(t, "b.jsonl", daemonJob(fmt.Sprintf("%032x", 2), "merkle", 65536, 0, 3, "canceled"))
 	out, err := runTraceCmd(t, "trace", "diff", a, b)
-	if err != nil || !strings.Contains(out, "warning: B: its job did not succeed (canceled: job canceled); its times are of a run cut short, not comparable") {
+	if err != nil || !strings.Contains(out, "warning: B: its job did not succeed (CANCELLED: job canceled); its times are of a run cut short, not comparable") {
 		t.Errorf("%v\n%s", err, out)
 	}
 }

@@ -265,4 +265,13 @@ func TestTraceDaemonFileShowsTheLastProof(t *testing.T) {
 	if !strings.HasPrefix(out, "trace 0af7651916cd43dd8448eb211c80319c") || !strings.Contains(out, "2 traces without a proof (engine.job): cuzk.v1.ProvingEngine/GetStatus ×2") || strings.Contains(out, "1111111111111111111111111111111a") {
 		t.Errorf("output:\n%s", out)
 	}
+	// One of them is one trace ("1 traces" before), and a trace of one
+	// span says "1 span".
+	os.WriteFile(file, []byte(traceFileLine+"\n"+poll("1111111111111111111111111111111a", 0)+"\n"), 0o644)
+	if out, err = runTraceCmd(t, "trace", file); err != nil || !strings.Contains(out, "  and 1 trace without a proof (engine.job): cuzk.v1.ProvingEngine/GetStatus ×1\n") {
+		t.Errorf("one poll: %v\n%s", err, out)
+	}
+	if out, err = runTraceCmd(t, "trace", file, "--trace-id", "1111111111111111111111111111111a"); err != nil || !strings.Contains(out, "  1 span\n") {
+		t.Errorf("a trace of one span: %v\n%s", err, out)
+	}
 }

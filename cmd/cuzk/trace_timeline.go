@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -19,7 +20,9 @@ func runTimeline(flags *cli.Context, warn io.Writer, path string) error {
 		return fmt.Errorf("trace: %w", err)
 	}
 	if col.Evicted > 0 || col.Unlisted > 0 {
-		fmt.Fprintf(warn, "cuzk: %s: the timeline shows the latest %d traces; %d earlier ones are left out (memory cap)\n", path, len(col.Kept()), col.Evicted+col.Unlisted)
+		kept, left := len(col.Kept()), col.Evicted+col.Unlisted
+		fmt.Fprintf(warn, "cuzk: %s: the timeline shows the latest %d trace%s; %d earlier left out (memory cap)\n",
+			path, kept, human.Plural(kept), left)
 	}
 	var traces []tracefile.Trace
 	for _, s := range col.Kept() {

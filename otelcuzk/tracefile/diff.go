@@ -697,7 +697,7 @@ func failedVerdict(side string, r SideRuns, n int) string {
 	if r.Message != "" {
 		msg = ": " + r.Message
 	}
-	return fmt.Sprintf("%s: %s did not succeed (%s%s); its times are of a run cut short, not comparable", side, what, strings.Join(r.Outcomes, ", "), msg)
+	return fmt.Sprintf("%s: %s did not succeed (%s%s); its times are of a run cut short, not comparable", side, what, outcomesText(r.Outcomes), msg)
 }
 
 func (d *Diff) verdict(n *DiffNode) string {

@@ -267,14 +267,16 @@ func TestDiffFlagsAJobThatDidNotSucceed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "B: its job did not succeed (canceled: job cancelled); its times are of a run cut short, not comparable"
+	// The job's state as cuzk status says it (CANCELLED), not the
+	// attribute's spelling beside "job cancelled".
+	want := "B: its job did not succeed (CANCELLED: job cancelled); its times are of a run cut short, not comparable"
 	if len(d.Failures) != 1 || d.Failures[0] != want || d.RunsB.Failed != 1 || d.RunsA.Failed != 0 {
 		t.Fatalf("failures %q, runs A %+v B %+v", d.Failures, d.RunsA, d.RunsB)
 	}
 	var text, js bytes.Buffer
 	_ = tracefile.WriteDiff(&text, d, 0)
 	_ = tracefile.WriteDiffJSON(&js, d)
-	if !strings.Contains(text.String(), "warning: "+want) || !strings.Contains(text.String(), "1 job did not succeed (canceled)") || !strings.Contains(js.String(), want) {
+	if !strings.Contains(text.String(), "warning: "+want) || !strings.Contains(text.String(), "1 job did not succeed (CANCELLED)") || !strings.Contains(js.String(), want) {
 		t.Errorf("text:\n%s\nJSON:\n%s", text.String(), js.String())
 	}
 }

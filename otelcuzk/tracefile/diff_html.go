@@ -127,7 +127,7 @@ func WriteDiffHTML(w io.Writer, d *Diff, spansA, spansB []Span) error {
 	}
 	page := htmlPage{diffHTML, "diff-data", "the waterfalls"}.render("trace diff "+doc.A.TraceID+" / "+doc.B.TraceID, data)
 	if _, err := io.WriteString(w, page); err != nil {
-		return fmt.Errorf("tracefile: write diff HTML: %w", err)
+		return fmt.Errorf("write diff HTML: %w", err)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func WriteDiff(w io.Writer, d *Diff, maxDepth int) error {
 		}
 	}
 	if ew.err != nil {
-		return fmt.Errorf("tracefile: write diff: %w", ew.err)
+		return fmt.Errorf("write diff: %w", ew.err)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func pctText(n *DiffNode) string {
 // RunText says what a side ran, for a diff's header: "merkle 2^16 (65536
 // constraints), backend cpu, release async, host h1, build 47dd6bd0a1b2",
 // several values of one field joined by "|", unknown fields left out, and
-// ", 1 of 3 jobs did not succeed (canceled)" when some failed.
+// ", 1 job did not succeed (CANCELLED)" when some failed.
 func RunText(r SideRuns) string {
 	var parts []string
 	circuit := strings.Join(r.Circuits, "|")
@@ -150,7 +150,7 @@ func RunText(r SideRuns) string {
 		}
 	}
 	if r.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d job%s did not succeed (%s)", r.Failed, human.Plural(r.Failed), strings.Join(r.Outcomes, ", ")))
+		parts = append(parts, fmt.Sprintf("%d job%s did not succeed (%s)", r.Failed, human.Plural(r.Failed), outcomesText(r.Outcomes)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -294,7 +294,7 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("tracefile: write diff JSON: %w", err)
+		return fmt.Errorf("write diff JSON: %w", err)
 	}
 	return nil
 }

@@ -75,18 +75,18 @@ func WriteHTML(w io.Writer, spans []Span) error {
 	// attribute can close the script element.
 	data, err := json.Marshal(page)
 	if err != nil {
-		return fmt.Errorf("tracefile: HTML: %w", err)
+		return fmt.Errorf("HTML: %w", err)
 	}
 	out := htmlPage{waterfallHTML, "trace-data", "the waterfall"}.render("trace "+page.TraceID, data)
 	if _, err := io.WriteString(w, out); err != nil {
-		return fmt.Errorf("tracefile: write HTML: %w", err)
+		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil
 }
 
 func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 	if len(spans) == 0 {
-		return nil, errors.New("tracefile: HTML: trace has no spans")
+		return nil, errors.New("HTML: trace has no spans")
 	}
 	var t *Trace
 	traces := BuildTraces(spans)
@@ -96,7 +96,7 @@ func buildHTMLTrace(spans []Span) (*htmlTrace, error) {
 		}
 	}
 	if t == nil {
-		return nil, fmt.Errorf("tracefile: HTML: trace %s: %w", spans[0].TraceID, ErrTraceNotFound)
+		return nil, fmt.Errorf("HTML: trace %s: %w", spans[0].TraceID, ErrTraceNotFound)
 	}
 	page := &htmlTrace{TraceID: t.ID, DurationMS: human.Milliseconds(t.Duration()), Services: t.Services()}
 	t.Walk(func(n *Node) bool {

@@ -20,7 +20,7 @@ import (
 
 // ErrTraceNotFound is returned (wrapped) when a backend has no trace of the
 // asked id (Jaeger's and Tempo's HTTP 404).
-var ErrTraceNotFound = semconv.NewError(semconv.ErrorTypeNotFound, "tracefile: trace not found")
+var ErrTraceNotFound = semconv.NewError(semconv.ErrorTypeNotFound, "trace not found")
 
 // maxResponseBytes bounds what is read from a backend: a proof's trace is a
 // few hundred spans, a search result a few hundred traces.
@@ -102,14 +102,14 @@ const (
 func ParseJaegerJSON(data []byte) ([][]Span, error) {
 	var resp jaegerResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("tracefile: parse Jaeger JSON: %w", err)
+		return nil, fmt.Errorf("parse Jaeger JSON: %w", err)
 	}
 	if len(resp.Data) == 0 && len(resp.Errors) > 0 {
 		e := resp.Errors[0]
 		if e.Code == http.StatusNotFound {
 			return nil, fmt.Errorf("%w: %s", ErrTraceNotFound, e.Msg)
 		}
-		return nil, fmt.Errorf("tracefile: Jaeger error %d: %s", e.Code, e.Msg)
+		return nil, fmt.Errorf("Jaeger error %d: %s", e.Code, e.Msg)
 	}
 	out := make([][]Span, 0, len(resp.Data))
 	for i, t := range resp.Data {
@@ -117,7 +117,7 @@ func ParseJaegerJSON(data []byte) ([][]Span, error) {
 		for _, js := range t.Spans {
 			s, err := jaegerSpanToSpan(js, t.Processes)
 			if err != nil {
-				return nil, fmt.Errorf("tracefile: Jaeger trace %d (%s): span %s (%s): %w", i, t.TraceID, js.SpanID, js.OperationName, err)
+				return nil, fmt.Errorf("Jaeger trace %d (%s): span %s (%s): %w", i, t.TraceID, js.SpanID, js.OperationName, err)
 			}
 			spans = append(spans, s)
 		}
@@ -264,7 +264,7 @@ func jaegerValue(kv jaegerKV) (any, error) {
 // Tempo's, asking for accept ("": any).
 func getTrace(ctx context.Context, client *http.Client, baseURL, traceID, accept string) ([]byte, error) {
 	if _, err := jaegerID(traceID, 16); err != nil {
-		return nil, fmt.Errorf("tracefile: trace id: %w", err)
+		return nil, fmt.Errorf("trace id: %w", err)
 	}
 	return httpGet(ctx, client, strings.TrimRight(baseURL, "/")+"/api/traces/"+url.PathEscape(traceID), accept)
 }
@@ -313,7 +313,7 @@ type JaegerQuery struct {
 // http.DefaultClient.
 func SearchJaeger(ctx context.Context, client *http.Client, baseURL string, q JaegerQuery) ([][]Span, error) {
 	if q.Service == "" {
-		return nil, errors.New("tracefile: Jaeger search needs a service")
+		return nil, errors.New("Jaeger search needs a service")
 	}
 	v := url.Values{}
 	v.Set("service", q.Service)
@@ -323,7 +323,7 @@ func SearchJaeger(ctx context.Context, client *http.Client, baseURL string, q Ja
 	if len(q.Tags) > 0 {
 		tags, err := json.Marshal(q.Tags)
 		if err != nil {
-			return nil, fmt.Errorf("tracefile: Jaeger search tags: %w", err)
+			return nil, fmt.Errorf("Jaeger search tags: %w", err)
 		}
 		v.Set("tags", string(tags))
 	}
@@ -361,7 +361,7 @@ func httpGet(ctx context.Context, client *http.Client, u, accept string) ([]byte
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("tracefile: GET %s: %w", u, err)
+		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -375,12 +375,12 @@ func httpGet(ctx context.Context, client *http.Client, u, accept string) ([]byte
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("tracefile: GET %s: %w", u, err)
+		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, fmt.Errorf("tracefile: GET %s: read body: %w", u, err)
+		return nil, fmt.Errorf("GET %s: read body: %w", u, err)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
@@ -388,7 +388,7 @@ func httpGet(ctx context.Context, client *http.Client, u, accept string) ([]byte
 	case http.StatusNotFound:
 		return nil, fmt.Errorf("%w: GET %s", ErrTraceNotFound, u)
 	}
-	return nil, fmt.Errorf("tracefile: GET %s: HTTP %d: %s", u, resp.StatusCode, firstLine(body))
+	return nil, fmt.Errorf("GET %s: HTTP %d: %s", u, resp.StatusCode, firstLine(body))
 }
 
 func firstLine(b []byte) string {

@@ -35,7 +35,7 @@ var ErrMalformed = semconv.NewError(semconv.ErrorTypeCorrupt, "malformed OTLP JS
 func ReadOTLPJSONLines(r io.Reader) ([]Span, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("tracefile: read: %w", err)
+		return nil, fmt.Errorf("read: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -92,9 +92,9 @@ func linesError(data []byte, start int, err error) error {
 	if first := 1 + bytes.Count(data[:min(start, len(data))], []byte{'\n'}); first < line {
 		// The value began lines earlier (an unterminated line swallows
 		// the lines after it): name where it starts too.
-		return fmt.Errorf("tracefile: line %d (in the value that starts at line %d): %w: %v", line, first, ErrMalformed, err)
+		return fmt.Errorf("line %d (in the value that starts at line %d): %w: %v", line, first, ErrMalformed, err)
 	}
-	return fmt.Errorf("tracefile: line %d: %w: %v", line, ErrMalformed, err)
+	return fmt.Errorf("line %d: %w: %v", line, ErrMalformed, err)
 }
 
 // otlpDoc is one OTLP/JSON traces document: "resourceSpans" (OTLP),

@@ -83,7 +83,7 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 		_, _ = br.Discard(len(utf8BOM))
 	}
 	sc := &lineScanner{r: br, max: limit, onOver: func(n int) {
-		skip(fmt.Errorf("tracefile: line %d: %w: %w: longer than %d bytes, skipped", n, ErrMalformed, ErrLineTooLong, limit))
+		skip(fmt.Errorf("line %d: %w: %w: longer than %d bytes, skipped", n, ErrMalformed, ErrLineTooLong, limit))
 	}}
 	deliver := func(spans []Span) error {
 		for _, s := range spans {
@@ -112,7 +112,7 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			}
 			derr, err := decodeEach(l, deliver)
 			if derr != nil {
-				skip(fmt.Errorf("tracefile: line %d: %w: %v", first+i, ErrMalformed, derr))
+				skip(fmt.Errorf("line %d: %w: %v", first+i, ErrMalformed, derr))
 				continue
 			}
 			if err != nil {
@@ -124,7 +124,7 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 	for {
 		line, n, over, err := sc.next()
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("tracefile: read: %w", err)
+			return fmt.Errorf("read: %w", err)
 		}
 		if line == nil && !over && err == io.EOF {
 			break
@@ -168,7 +168,7 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			if state.closed() {
 				derr, err := decodeEach(line, deliver)
 				if derr != nil {
-					skip(fmt.Errorf("tracefile: line %d: %w: %v", n, ErrMalformed, derr))
+					skip(fmt.Errorf("line %d: %w: %v", n, ErrMalformed, derr))
 				} else if err != nil {
 					return err
 				}
@@ -178,7 +178,7 @@ func ScanOTLPJSONLines(r io.Reader, opts ScanOptions, fn func(Span) error, skip 
 			}
 		default:
 			if len(pending)+1+len(line) > limit {
-				skip(fmt.Errorf("tracefile: lines %d-%d: %w: %w: a value longer than %d bytes, skipped", pendingFirst, n, ErrMalformed, ErrLineTooLong, limit))
+				skip(fmt.Errorf("lines %d-%d: %w: %w: a value longer than %d bytes, skipped", pendingFirst, n, ErrMalformed, ErrLineTooLong, limit))
 				pending = nil
 				resync = true
 				break
@@ -215,11 +215,11 @@ func max64k(n int) int { return max(n*2, 64<<10) }
 func NormalizeTraceID(id string) (string, error) {
 	s := strings.ToLower(strings.TrimSpace(id))
 	if s == "" || len(s) > 32 || strings.Trim(s, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("tracefile: %q is not a trace id (want up to 32 hex digits)", id)
+		return "", fmt.Errorf("%q is not a trace id (want up to 32 hex digits)", id)
 	}
 	s = strings.Repeat("0", 32-len(s)) + s
 	if strings.Trim(s, "0") == "" {
-		return "", fmt.Errorf("tracefile: %q is not a trace id (all zero)", id)
+		return "", fmt.Errorf("%q is not a trace id (all zero)", id)
 	}
 	return s, nil
 }

@@ -22,7 +22,7 @@ func FetchTempo(ctx context.Context, client *http.Client, baseURL, traceID strin
 	}
 	spans, err := ReadOTLPJSONLines(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("tracefile: Tempo trace %s: %w", traceID, err)
+		return nil, fmt.Errorf("Tempo trace %s: %w", traceID, err)
 	}
 	if len(spans) == 0 {
 		return nil, fmt.Errorf("%w: %s at %s", ErrTraceNotFound, traceID, baseURL)

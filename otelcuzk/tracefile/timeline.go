@@ -35,15 +35,33 @@ func (j TimelineJob) Cancelled() bool { return j.Outcome == semconv.ErrorTypeCan
 
 // status is the job's mark on its row: "", "CANCELLED", or "FAILED (type)".
 func (j TimelineJob) status() string {
-	switch {
-	case !j.Error:
+	if !j.Error {
 		return ""
-	case j.Cancelled():
+	}
+	return OutcomeText(j.Outcome)
+}
+
+// OutcomeText says in a job's own words how it ended, from the error.type
+// of its failed span: "CANCELLED" for canceled (the job state cuzk status
+// and submit print: the attribute's spelling beside it read as two words
+// for one), "FAILED" without a type ("error"), else "FAILED (type)".
+func OutcomeText(errorType string) string {
+	switch errorType {
+	case semconv.ErrorTypeCanceled:
 		return "CANCELLED"
-	case j.Outcome == "error":
+	case "error", "":
 		return "FAILED"
 	}
-	return "FAILED (" + j.Outcome + ")"
+	return "FAILED (" + errorType + ")"
+}
+
+// outcomesText is OutcomeText of each of outcomes, joined by ", ".
+func outcomesText(outcomes []string) string {
+	t := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		t[i] = OutcomeText(o)
+	}
+	return strings.Join(t, ", ")
 }
 
 // TimelineStage is one direct child of a job's span: engine.queue, a
@@ -259,7 +277,7 @@ func stageLetters(stats []StageStats) map[string]byte {
 // an error for no jobs.
 func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error {
 	if len(jobs) == 0 {
-		return fmt.Errorf("tracefile: timeline: no jobs")
+		return fmt.Errorf("timeline: no jobs")
 	}
 	if opts.Width <= 0 {
 		opts.Width = 60
@@ -346,7 +364,7 @@ func WriteTimeline(w io.Writer, jobs []TimelineJob, opts TimelineOptions) error 
 		ew.printf("%-24s %6d %12.3f %12.3f %6.1f%% %d\n", fmt.Sprintf("%c %s", letters[s.Name], s.Name), s.Spans, human.Milliseconds(s.Total), human.Milliseconds(s.Busy), share, s.MaxConcurrent)
 	}
 	if ew.err != nil {
-		return fmt.Errorf("tracefile: write timeline: %w", ew.err)
+		return fmt.Errorf("write timeline: %w", ew.err)
 	}
 	return nil
 }
@@ -461,7 +479,7 @@ type timelineStatJSON struct {
 // it needs no network. It returns an error for no jobs or when w fails.
 func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
 	if len(jobs) == 0 {
-		return fmt.Errorf("tracefile: timeline HTML: no jobs")
+		return fmt.Errorf("timeline HTML: no jobs")
 	}
 	t0, t1 := jobs[0].Start, jobs[0].End
 	for _, j := range jobs {
@@ -483,11 +501,11 @@ func WriteTimelineHTML(w io.Writer, jobs []TimelineJob) error {
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return fmt.Errorf("tracefile: timeline HTML: %w", err)
+		return fmt.Errorf("timeline HTML: %w", err)
 	}
-	page := htmlPage{timelineHTML, "timeline-data", "the timeline"}.render(fmt.Sprintf("timeline of %d jobs", len(jobs)), data)
+	page := htmlPage{timelineHTML, "timeline-data", "the timeline"}.render(fmt.Sprintf("timeline of %d job%s", len(jobs), human.Plural(len(jobs))), data)
 	if _, err := io.WriteString(w, page); err != nil {
-		return fmt.Errorf("tracefile: write timeline HTML: %w", err)
+		return fmt.Errorf("write timeline HTML: %w", err)
 	}
 	return nil
 }

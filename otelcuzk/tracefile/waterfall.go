@@ -129,10 +129,10 @@ func Waterfall(w io.Writer, spans []Span, opts WaterfallOptions) error {
 		writeTrace(ew, t, opts)
 	}
 	if ew.err != nil {
-		return fmt.Errorf("tracefile: write waterfall: %w", ew.err)
+		return fmt.Errorf("write waterfall: %w", ew.err)
 	}
 	if opts.TraceID != "" && !found {
-		return fmt.Errorf("tracefile: trace %s: %w", opts.TraceID, ErrTraceNotFound)
+		return fmt.Errorf("trace %s: %w", opts.TraceID, ErrTraceNotFound)
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 		rootName = t.Roots[0].Name
 	}
 	services := t.Services()
-	ew.printf("trace %s  %s  %.3f ms  %d spans", t.ID, rootName, human.Milliseconds(t.Duration()), t.Spans)
+	ew.printf("trace %s  %s  %.3f ms  %d span%s", t.ID, rootName, human.Milliseconds(t.Duration()), t.Spans, human.Plural(t.Spans))
 	if len(services) > 0 {
 		ew.printf("  service %s", strings.Join(services, ", "))
 	}

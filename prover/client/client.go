@@ -122,10 +122,10 @@ type Request struct {
 func (r Request) proto() (*cuzkv1.SubmitProofRequest, error) {
 	p, err := cuzkv1.FromPriority(r.Priority)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, err
 	}
 	if r.SectorNumber < 0 {
-		return nil, fmt.Errorf("client: sector number %d is negative", r.SectorNumber)
+		return nil, fmt.Errorf("sector number %d is negative", r.SectorNumber)
 	}
 	return &cuzkv1.SubmitProofRequest{
 		RequestId: r.RequestID, Circuit: r.Circuit, Constraints: r.Constraints, Witness: r.Witness,
@@ -269,7 +269,7 @@ type Client struct {
 func Dial(addr string, opts ...Option) (*Client, error) {
 	conn, err := grpc.NewClient(addr, dialOptions(newConfig(opts))...)
 	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn)}, nil
 }
@@ -375,7 +375,7 @@ func (c *Client) Prove(ctx context.Context, r Request) (*Result, error) {
 		return rt.result(resultOfError(err)), err
 	}
 	if resp.GetResult() == nil {
-		return nil, status.Error(codes.Internal, "client: Prove answered no result")
+		return nil, status.Error(codes.Internal, "Prove answered no result")
 	}
 	return rt.result(resultFrom(resp.GetResult())), replyErr(resp.GetResult())
 }
@@ -677,7 +677,7 @@ func (c *Client) EvictKeys(ctx context.Context, circuit string, constraints uint
 }
 
 // ErrNoResult is returned by ResultOf for an error without a job result.
-var ErrNoResult = semconv.NewError(semconv.ErrorTypeInvalidRequest, "client: error carries no job result")
+var ErrNoResult = semconv.NewError(semconv.ErrorTypeInvalidRequest, "error carries no job result")
 
 // ResultOf returns the job result the daemon attached to err (a failed or
 // cancelled job's id, trace id and error), or ErrNoResult.

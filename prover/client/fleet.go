@@ -340,12 +340,12 @@ func (p *fleetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) 
 	if r.addr != "" {
 		d, ok := p.conns[r.addr]
 		if !ok {
-			return balancer.PickResult{}, status.Errorf(codes.InvalidArgument, "client: daemon %s is not one of %s", r.addr, strings.Join(p.addrs, ", "))
+			return balancer.PickResult{}, status.Errorf(codes.InvalidArgument, "daemon %s is not one of %s", r.addr, strings.Join(p.addrs, ", "))
 		}
 		return p.pickOne(r, r.addr, d)
 	}
 	if len(p.addrs) == 0 {
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "client: no daemon: %v", p.resolveErr)
+		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "no daemon: %v", p.resolveErr)
 	}
 	var failed, notServing []string
 	for _, a := range rank(r.key, p.addrs) {
@@ -373,7 +373,7 @@ func (p *fleetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) 
 		a := notServing[0]
 		return p.pickOne(r, a, p.conns[a])
 	}
-	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "client: no daemon available (%s)", strings.Join(failed, "; "))
+	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "no daemon available (%s)", strings.Join(failed, "; "))
 }
 
 func (p *fleetPicker) pickOne(r *route, a string, d daemonConn) (balancer.PickResult, error) {
@@ -382,7 +382,7 @@ func (p *fleetPicker) pickOne(r *route, a string, d daemonConn) (balancer.PickRe
 		r.setPicked(a)
 		return balancer.PickResult{SubConn: d.sc}, nil
 	case connectivity.TransientFailure:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "client: daemon %s unavailable: %v", a, d.err)
+		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "daemon %s unavailable: %v", a, d.err)
 	}
 	// Connecting or idle: wait for the next picker.
 	return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
@@ -402,7 +402,7 @@ func jobOn(addr, id string) string {
 func (c *Client) splitJob(id string) (addr, daemonID string, err error) {
 	i := strings.LastIndexByte(id, '/')
 	if i <= 0 || i == len(id)-1 {
-		return "", "", status.Errorf(codes.InvalidArgument, "client: job id %q names no daemon (want ADDRESS/JOB, as Submit returns)", id)
+		return "", "", status.Errorf(codes.InvalidArgument, "job id %q names no daemon (want ADDRESS/JOB, as Submit returns)", id)
 	}
 	addr, daemonID = id[:i], id[i+1:]
 	for _, a := range c.addrs {
@@ -410,12 +410,12 @@ func (c *Client) splitJob(id string) (addr, daemonID string, err error) {
 			return addr, daemonID, nil
 		}
 	}
-	return "", "", status.Errorf(codes.InvalidArgument, "client: job id %q names daemon %s, not one of %s", id, addr, strings.Join(c.addrs, ", "))
+	return "", "", status.Errorf(codes.InvalidArgument, "job id %q names daemon %s, not one of %s", id, addr, strings.Join(c.addrs, ", "))
 }
 
 // ErrSeveralDaemons is returned by Status on a client of several daemons:
 // ask each with StatusAt.
-var ErrSeveralDaemons = semconv.NewError(semconv.ErrorTypeInvalidRequest, "client: several daemons: ask each with StatusAt")
+var ErrSeveralDaemons = semconv.NewError(semconv.ErrorTypeInvalidRequest, "several daemons: ask each with StatusAt")
 
 // DialAddrs returns a client of several daemons ("host:port" each, at
 // least one, no duplicates) that spreads jobs over them with gRPC's own
@@ -450,7 +450,7 @@ var ErrSeveralDaemons = semconv.NewError(semconv.ErrorTypeInvalidRequest, "clien
 // not host:port, a duplicated one, or options that grpc.NewClient refuses.
 func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
-		return nil, errors.New("client: no daemon address")
+		return nil, errors.New("no daemon address")
 	}
 	cfg := newConfig(opts)
 	seen := map[string]bool{}
@@ -458,10 +458,10 @@ func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 	for _, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" || port == "" || strings.Contains(a, "/") {
-			return nil, fmt.Errorf("client: daemon address %q: want host:port", a)
+			return nil, fmt.Errorf("daemon address %q: want host:port", a)
 		}
 		if seen[a] {
-			return nil, fmt.Errorf("client: daemon address %s given twice", a)
+			return nil, fmt.Errorf("daemon address %s given twice", a)
 		}
 		seen[a] = true
 		// ServerName: TLS checks each daemon's certificate against its
@@ -482,7 +482,7 @@ func DialAddrs(addrs []string, opts ...Option) (*Client, error) {
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+balancerName+`":{}}],"healthCheckConfig":{"serviceName":""}}`))
 	conn, err := grpc.NewClient(r.Scheme()+":///fleet", dopts...)
 	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", strings.Join(addrs, ", "), err)
+		return nil, fmt.Errorf("dial %s: %w", strings.Join(addrs, ", "), err)
 	}
 	return &Client{conn: conn, api: cuzkv1.NewProvingEngineClient(conn), addrs: append([]string(nil), addrs...), view: view}, nil
 }
@@ -583,7 +583,7 @@ func (c *Client) preloadAll(ctx context.Context, circuit string, constraints uin
 	for _, a := range c.addrs {
 		r, err := c.api.PreloadKeys(withRoute(ctx, &route{addr: a}), &cuzkv1.PreloadKeysRequest{Circuit: circuit, Constraints: constraints})
 		if err != nil {
-			return Key{}, false, fmt.Errorf("client: preload keys on %s: %w", a, err)
+			return Key{}, false, fmt.Errorf("preload keys on %s: %w", a, err)
 		}
 		k := r.GetKey()
 		key = keyOf(k)
@@ -597,7 +597,7 @@ func (c *Client) evictAll(ctx context.Context, circuit string, constraints uint6
 	for _, a := range c.addrs {
 		r, err := c.api.EvictKeys(withRoute(ctx, &route{addr: a}), &cuzkv1.EvictKeysRequest{Circuit: circuit, Constraints: constraints})
 		if err != nil {
-			return held, fmt.Errorf("client: evict keys on %s: %w", a, err)
+			return held, fmt.Errorf("evict keys on %s: %w", a, err)
 		}
 		held = held || r.GetEvicted()
 	}

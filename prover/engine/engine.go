@@ -234,23 +234,23 @@ type Engine struct {
 // no synthesizer. Call Shutdown to stop it.
 func New(workers []Worker, opts ...Option) (*Engine, error) {
 	if len(workers) == 0 {
-		return nil, errors.New("engine: no workers")
+		return nil, errors.New("no workers")
 	}
 	cfg := newConfig(opts)
 	names := map[string]bool{}
 	for i, w := range workers {
 		if w.Runner == nil {
-			return nil, fmt.Errorf("engine: worker %d (%q) has no runner", i, w.Name)
+			return nil, fmt.Errorf("worker %d (%q) has no runner", i, w.Name)
 		}
 		if w.Name == "" {
 			workers[i].Name = fmt.Sprintf("worker:%d", i)
 		}
 		if names[workers[i].Name] {
-			return nil, fmt.Errorf("engine: two workers named %q", w.Name)
+			return nil, fmt.Errorf("two workers named %q", w.Name)
 		}
 		names[workers[i].Name] = true
 		if _, ok := w.Runner.(prover.StagedRunner); cfg.synthesisWorkers > 0 && !ok {
-			return nil, fmt.Errorf("engine: worker %q: runner %T cannot run the stages apart (not a prover.StagedRunner); use 0 synthesis workers", workers[i].Name, w.Runner)
+			return nil, fmt.Errorf("worker %q: runner %T cannot run the stages apart (not a prover.StagedRunner); use 0 synthesis workers", workers[i].Name, w.Runner)
 		}
 	}
 	var b [4]byte
@@ -588,7 +588,7 @@ func (e *Engine) Await(ctx context.Context, id string) (JobInfo, error) {
 	select {
 	case <-j.done:
 	case <-ctx.Done():
-		return e.Job(id), fmt.Errorf("engine: await job %s: %w", id, ctx.Err())
+		return e.Job(id), fmt.Errorf("await job %s: %w", id, ctx.Err())
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -854,7 +854,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 			// (--shutdown-timeout 0): nothing was cancelled.
 			return nil
 		}
-		return fmt.Errorf("engine: shutdown: cancelled %d running jobs: %w", n, ctx.Err())
+		return fmt.Errorf("shutdown: cancelled %d running jobs: %w", n, ctx.Err())
 	case <-t.C:
 		// The runners that ignore their context are left behind, but their
 		// jobs' engine.job spans end now, with the reason, so the traces
@@ -871,7 +871,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 				errCancelledAtShutdown, e.cfg.cancelGrace))
 			j.span.End(trace.WithTimestamp(now))
 		}
-		return fmt.Errorf("engine: shutdown: workers still running %v after cancelling %d jobs: %w",
+		return fmt.Errorf("shutdown: workers still running %v after cancelling %d jobs: %w",
 			e.cfg.cancelGrace, n, ctx.Err())
 	}
 }
@@ -904,7 +904,7 @@ func runSafely[T any](f func() (T, error)) (res T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
-			res, err = zero, fmt.Errorf("engine: runner panicked: %v\n%s", p, debug.Stack())
+			res, err = zero, fmt.Errorf("runner panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
 	return f()

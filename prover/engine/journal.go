@@ -44,7 +44,7 @@ func paramsOf(req *prover.Request) string {
 func (e *Engine) restore() error {
 	recs, err := e.cfg.journal.All()
 	if err != nil {
-		return fmt.Errorf("engine: restore jobs: %w", err)
+		return fmt.Errorf("restore jobs: %w", err)
 	}
 	for _, r := range recs {
 		if r.JobID == "" || e.jobs[r.JobID] != nil {

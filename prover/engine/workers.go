@@ -474,7 +474,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 		cause := fmt.Errorf("%w: the last one, %s, faulted: %v", ErrNoWorker, w, err)
 		for _, other := range e.jobs {
 			if other != j && !other.state.Finished() && other.failed == nil && !other.cancelled {
-				other.failed = fmt.Errorf("engine: job %s: %w", other.id, cause)
+				other.failed = fmt.Errorf("job %s: %w", other.id, cause)
 				other.failedIndex = -1
 				acts = append(acts, e.stopTasksLocked(other, other.failed)...)
 			}
@@ -521,9 +521,9 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 	}
 	if state == StateFailed {
 		if t.index >= 0 {
-			j.failed = fmt.Errorf("engine: job %s: partition %d: %w", j.id, t.index, err)
+			j.failed = fmt.Errorf("job %s: partition %d: %w", j.id, t.index, err)
 		} else {
-			j.failed = fmt.Errorf("engine: job %s: %w", j.id, err)
+			j.failed = fmt.Errorf("job %s: %w", j.id, err)
 		}
 		j.failedIndex = t.index
 		acts = e.stopTasksLocked(j, j.failed)

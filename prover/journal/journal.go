@@ -46,9 +46,9 @@ const (
 // Errors callers branch on, each with its error.type (semconv.NewError).
 var (
 	// ErrLocked: another process (a daemon) holds the journal's file.
-	ErrLocked = semconv.NewError(semconv.ErrorTypeUnavailable, "journal: state file is locked by another process (another daemon uses this --state-dir)")
+	ErrLocked = semconv.NewError(semconv.ErrorTypeUnavailable, "the job journal is locked by another process (another daemon uses this --state-dir)")
 	// ErrCorrupt: the file is not a journal bbolt can read.
-	ErrCorrupt = semconv.NewError(semconv.ErrorTypeCorrupt, "journal: state file is corrupt")
+	ErrCorrupt = semconv.NewError(semconv.ErrorTypeCorrupt, "the job journal is corrupt")
 )
 
 // InterruptedError is the Error of a record Open found unfinished.
@@ -178,7 +178,7 @@ func Open(dir string, opts ...Option) (*Journal, []string, error) {
 		o.apply(&c)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("journal: state dir: %w", err)
+		return nil, nil, err // mkdir DIR: ...
 	}
 	path := filepath.Join(dir, FileName)
 	db, err := openDB(path, c.lock)
@@ -209,7 +209,7 @@ func openDB(path string, lock time.Duration) (db *bolt.DB, err error) {
 	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	case err != nil:
-		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+		return nil, err // open PATH: ...
 	}
 	return db, nil
 }
@@ -263,7 +263,7 @@ func (j *Journal) recover() (ids []string, err error) {
 // expired records and the oldest beyond the caps, in one transaction.
 func (j *Journal) Put(r Record) error {
 	if r.RequestID == "" {
-		return errors.New("journal: put: empty request id")
+		return errors.New("put: empty request id")
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		if err := put(tx, r); err != nil {
@@ -272,7 +272,7 @@ func (j *Journal) Put(r Record) error {
 		return j.evict(tx, j.cfg.now())
 	})
 	if err != nil {
-		return fmt.Errorf("journal: put %q: %w", r.RequestID, err)
+		return fmt.Errorf("put %q: %w", r.RequestID, err)
 	}
 	return nil
 }
@@ -384,7 +384,7 @@ func (j *Journal) Get(requestID string) (Record, bool, error) {
 		return json.Unmarshal(v, &r)
 	})
 	if err != nil {
-		return Record{}, false, fmt.Errorf("journal: get %q: %w", requestID, err)
+		return Record{}, false, fmt.Errorf("get %q: %w", requestID, err)
 	}
 	if ok && r.State.Finished() && j.cfg.now().Sub(r.Finished) >= j.cfg.ttl {
 		return Record{}, false, nil
@@ -416,7 +416,7 @@ func (j *Journal) All() ([]Record, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: read: %w", err)
+		return nil, fmt.Errorf("read: %w", err)
 	}
 	return out, nil
 }

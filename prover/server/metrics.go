@@ -239,7 +239,7 @@ func NewPrometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
-		return nil, nil, fmt.Errorf("server: prometheus exporter: %w", err)
+		return nil, nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil

@@ -77,7 +77,7 @@ func New(eng *engine.Engine, opts ...Option) (*Server, error) {
 	if s.cfg.certFile != "" || s.cfg.keyFile != "" {
 		creds, err := credentials.NewServerTLSFromFile(s.cfg.certFile, s.cfg.keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("server: TLS: %w", err)
+			return nil, fmt.Errorf("TLS: %w", err)
 		}
 		gopts = append(gopts, grpc.Creds(creds))
 	}

@@ -8,6 +8,7 @@
 package endpoint
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -65,35 +66,70 @@ func Check(flag, addr string) error {
 // first, as cuzk's daemon does. A path that is no socket is never
 // removed: an error names it. A socket that still accepts connections is
 // refused ("in use"). Closing the listener removes the socket file.
+//
+// An error says why only ("address already in use", "PATH exists and is no
+// socket (not removed)"): the caller names the flag and the address, which
+// net's own message repeated ("listen 127.0.0.1:9820: listen tcp
+// 127.0.0.1:9820: bind: address already in use"). errors.As still finds
+// net's *net.OpError and errors.Is its errno.
 func Listen(addr string) (net.Listener, error) {
 	path, ok := SocketPath(addr)
 	if !ok {
-		return net.Listen("tcp", addr)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, reason(err)
+		}
+		return l, nil
 	}
 	if path == "" {
-		return nil, fmt.Errorf("listen %s: no socket path", addr)
+		return nil, errors.New("no socket path")
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, err // mkdir DIR: ...
 	}
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("listen %s: %s exists and is no socket (not removed)", addr, path)
+			return nil, fmt.Errorf("%s exists and is no socket (not removed)", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("listen %s: %s is in use by a running server", addr, path)
+			return nil, fmt.Errorf("%s is in use by a running server", path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("listen %s: removing the stale socket: %w", addr, err)
+			return nil, fmt.Errorf("removing the stale socket: %w", err)
 		}
 	}
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, reason(err)
 	}
 	return l, nil
 }
+
+// reason is err, a listen's *net.OpError, read as its system error alone
+// ("address already in use", not "listen tcp ADDR: bind: address already
+// in use"), unwrapping to err.
+func reason(err error) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Err == nil {
+		return err
+	}
+	why := op.Err
+	var sys *os.SyscallError
+	if errors.As(why, &sys) {
+		why = sys.Err
+	}
+	return &reasonError{why: why.Error(), err: err}
+}
+
+// reasonError reads as why and unwraps to err.
+type reasonError struct {
+	why string
+	err error
+}
+
+func (e *reasonError) Error() string { return e.why }
+func (e *reasonError) Unwrap() error { return e.err }
 
 // String is the address of l as Listen's callers write it: host:port for
 // TCP, unix://PATH for a unix socket (unix:PATH for a relative path).
