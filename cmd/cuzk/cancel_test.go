@@ -148,7 +148,7 @@ func TestSubmitInterruptedCancelsItsJobAndExits130(t *testing.T) {
 		rid := "interrupted-" + strings.ReplaceAll(sig.String(), " ", "-")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
-			"submit", "--addr", d.addr, "--constraints", "256", "--request-id", rid)
+			"submit", "--addr", d.addr, "--circuit", "mulchain", "--constraints", "256", "--request-id", rid)
 		cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

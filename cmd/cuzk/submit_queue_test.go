@@ -52,7 +52,7 @@ func TestSubmitSaysQueuedBehindAHeldJob(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, _, err := runCuzk(t, "submit", "--addr", addr, "--request-id", "behind", "--constraints", "16")
+		out, _, err := runCuzk(t, "submit", "--addr", addr, "--request-id", "behind", "--circuit", "mulchain", "--constraints", "16")
 		done <- result{out, err}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
