@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ type Daemon struct {
 	httpSrv     *http.Server // nil without metrics
 	metricsAddr string
 	stages      *engineStages
+	steps       *otelcuzk.StepTracker // the step each running job is in
 	// undo releases what New acquired, last first (the metrics provider,
 	// the pipelines and their releasers, the telemetry).
 	undo     []func()
@@ -58,7 +60,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := registerCircuitFiles(cfg.CircuitFiles); err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg}
+	d := &Daemon{cfg: cfg, steps: otelcuzk.NewStepTracker()}
 	defer func() {
 		if err != nil {
 			d.release()
@@ -72,9 +74,8 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	// No reachability probe: under systemd the trace backend may come up
 	// after the daemon; spans dropped meanwhile are counted and warned of.
 	// Which step each running job is in, for GetStatus (cuzk status).
-	steps := otelcuzk.NewStepTracker()
 	topts := append(TraceDevices(cfg.Backend),
-		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log), otelcuzk.WithSpanProcessor(steps),
+		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log), otelcuzk.WithSpanProcessor(d.steps),
 		// A caller that does not sample still gets its proof recorded, as
 		// a new trace linked to the caller's span (unless a sampler is set).
 		otelcuzk.WithUnsampledCallerAsLink())
@@ -153,7 +154,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	opts := []server.Option{
 		server.WithCircuitManager(loaded), server.WithDevices(devs), server.WithVersion(otelcuzk.Version()),
 		server.WithBearerToken(cfg.Token), server.WithMaxMessageBytes(cfg.MaxMessageBytes), server.WithMetricsHandler(metricsHandler),
-		server.WithJobSteps(steps.Step),
+		server.WithJobSteps(d.steps.Step),
 	}
 	if cfg.TLSCert != "" {
 		opts = append(opts, server.WithTLS(cfg.TLSCert, cfg.TLSKey))
@@ -236,7 +237,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.Shutdown(ctx)
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintf(d.cfg.Log, "cuzk serve: shutting down (running proofs may finish for %v)\n", d.cfg.ShutdownTimeout)
+	fmt.Fprintln(d.cfg.Log, d.shutdownLine())
 	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
 	defer cancel()
 	d.Shutdown(sctx)
@@ -266,6 +267,44 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		fmt.Fprintln(d.cfg.Log, summary) // last, after the span flush
 	})
 	return d.shutErr
+}
+
+// shutdownLine says, as the daemon begins to stop, what it waits for: each
+// running job by id, step and worker, for up to --shutdown-timeout (a
+// running CPU MSM or key setup cannot stop mid-way: it is waited for, then
+// cancelled and, CancelGrace later, abandoned), and the queued ones it
+// cancels at once. "shutting down (running proofs may finish for 30s)"
+// said nothing of what held a Ctrl-C'd daemon on.
+func (d *Daemon) shutdownLine() string {
+	st := d.eng.Status()
+	var parts []string
+	if n := len(st.Waiting); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued job%s cancelled", n, human.Plural(n)))
+	}
+	if n := len(st.Running); n > 0 {
+		var jobs []string
+		for _, j := range st.Running {
+			what := j.ID
+			if step := d.steps.Step(j.TraceID); step != "" {
+				what += " in " + step
+			}
+			if j.Worker != "" {
+				what += " on " + j.Worker
+			}
+			jobs = append(jobs, what)
+		}
+		sort.Strings(jobs)
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		parts = append(parts, fmt.Sprintf("waiting up to %v for %d running job%s to finish (%s), then cancelling %s",
+			d.cfg.ShutdownTimeout, n, human.Plural(n), strings.Join(jobs, "; "), them))
+	}
+	if len(parts) == 0 {
+		return "cuzk serve: shutting down (no job running)"
+	}
+	return "cuzk serve: shutting down: " + strings.Join(parts, "; ") + "; a second signal quits at once"
 }
 
 // isLoopback: a loopback TCP address, or a unix socket (this host only).

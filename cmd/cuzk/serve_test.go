@@ -443,3 +443,29 @@ func TestServeAndProveRefuseNonsenseValuesAtStart(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C (SIGTERM's path) on a daemon proving a job says at once what the
+// shutdown waits for: the job by id, step and worker, for how long, and
+// that it is cancelled then ("shutting down (running proofs may finish
+// for 30s)" named none, and a CPU prove held the daemon on silently).
+func TestServeShutdownSaysWhatItWaitsFor(t *testing.T) {
+	clearOTLPEnv(t)
+	d := startSlowDaemon(t)
+	c := d.client(t)
+	if _, err := c.Submit(context.Background(), client.Request{RequestID: "long", Circuit: "mulchain", Constraints: 256}); err != nil {
+		t.Fatal(err)
+	}
+	id := waitRunning(t, c, "long")
+	waitFor(t, "the job on the device", 30*time.Second, func() bool {
+		st, err := c.Status(context.Background())
+		return err == nil && len(st.Running) == 1 && st.Running[0].Worker == "cuda:0"
+	})
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^cuzk serve: shutting down: waiting up to 1s for 1 running job to finish \(` + regexp.QuoteMeta(id) +
+		` in [a-z0-9_.]+ on cuda:0\), then cancelling it; a second signal quits at once$`)
+	if !line.MatchString(d.log.String()) {
+		t.Errorf("the daemon's log does not say what the shutdown waits for:\n%s", d.log.String())
+	}
+}
