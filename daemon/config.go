@@ -114,7 +114,7 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	}
 	mode, err := buffer.ParseReleaseMode(cfg.Release)
 	if err != nil {
-		return "", engine.MemoryBudget{}, err
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --release %q: %w", cfg.Release, buffer.ErrUnknownReleaseMode)
 	}
 	if strings.TrimSpace(cfg.Listen) == "" {
 		// net.Listen would take "" as every interface on a random port.

@@ -96,7 +96,8 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	mode, err := buffer.ParseReleaseMode(c.String("release"))
 	if err != nil {
-		return err
+		// The flag, not "release mode \"x\": unknown release mode".
+		return fmt.Errorf("--release %q: %w", c.String("release"), buffer.ErrUnknownReleaseMode)
 	}
 	proofPath := c.String("proof")
 	if tf := c.String("trace-file"); samePath(proofPath, tf) {

@@ -106,7 +106,7 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 		{"unwritable proof path", base("--proof", filepath.Join(dir, "no", "such", "dir", "p.bin")), "proof file"},
 		{"proof path is a directory", base("--proof", dir), "is a directory"},
 		{"unwritable trace path", base("--trace-file", filepath.Join(dir, "no", "such", "t.jsonl")), "trace"},
-		{"unknown release mode", base("--release", "later"), "unknown release mode"},
+		{"unknown release mode", base("--release", "later"), `--release "later": unknown release mode (want sync, async or pool)`},
 		{"unknown backend", base("--backend", "tpu"), "unknown backend"},
 		{"cuda without the backend", base("--backend", "cuda"), "backend unavailable"},
 		{"merkle below one level", base("--circuit", "merkle", "--constraints", "100"), "merkle needs at least"},

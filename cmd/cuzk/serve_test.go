@@ -200,7 +200,7 @@ func TestServeRejectsBadFlags(t *testing.T) {
 	wantRefused(t, []string{"serve", "--backend", "cpu", "--metrics-listen", "", "--trace-file", filepath.Join(dir, "t.jsonl")}, []badArgs{
 		{[]string{"--tls-cert", "c.pem"}, "go together"},
 		{[]string{"--queue-size", "0"}, "queue-size"},
-		{[]string{"--release", "later"}, "later"},
+		{[]string{"--release", "later"}, `--release "later": unknown release mode`},
 		{[]string{"--backend", "tpu"}, "backend"},
 		{[]string{"--listen", "256.0.0.1:1"}, "listen"},
 		{[]string{"--listen", ""}, "--listen is empty"}, // not every interface on a random port
