@@ -158,7 +158,13 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 			name += " [" + n.Service + "]"
 		}
 		if n.Status.Code == StatusError {
-			name += "  ERROR"
+			// A cancelled span says so as the job's state does
+			// (CANCELLED), not as a failure.
+			if t, _ := n.Attrs[string(semconv.KeyErrorType)].(string); t == semconv.ErrorTypeCanceled {
+				name += "  CANCELLED"
+			} else {
+				name += "  ERROR"
+			}
 			if n.Status.Message != "" {
 				name += ": " + n.Status.Message
 			}

@@ -399,3 +399,25 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	}
 	return b.Buffer.Write(p)
 }
+
+// A cancelled span (error.type canceled) is marked CANCELLED, as the job's
+// state is, not ERROR as a failure: "ERROR: job cancelled" spelled the
+// cancel as a fault.
+func TestWaterfallMarksACancelledSpanAsCancelled(t *testing.T) {
+	id := "0af7651916cd43dd8448eb211c80319c"
+	spans := []tracefile.Span{
+		{TraceID: id, SpanID: "00000000000000a1", Name: semconv.SpanEngineJob, Start: at(0), End: at(10),
+			Status: tracefile.Status{Code: tracefile.StatusError, Message: "job cancelled"},
+			Attrs:  map[string]any{string(semconv.KeyErrorType): semconv.ErrorTypeCanceled}},
+		{TraceID: id, SpanID: "00000000000000a2", ParentID: "00000000000000a1", Name: semconv.SpanBufferRelease, Start: at(1), End: at(2),
+			Status: tracefile.Status{Code: tracefile.StatusError, Message: "munmap: EINVAL"},
+			Attrs:  map[string]any{string(semconv.KeyErrorType): semconv.ErrorTypeIO}},
+	}
+	var b strings.Builder
+	if err := tracefile.Waterfall(&b, spans, tracefile.WaterfallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "engine.job  CANCELLED: job cancelled\n") || !strings.Contains(b.String(), "buffer.release  ERROR: munmap: EINVAL\n") {
+		t.Errorf("waterfall:\n%s", b.String())
+	}
+}
