@@ -266,7 +266,13 @@ func (r *Releaser) free(ctx context.Context, name string, buf Buffer, how Releas
 	kind, size := buf.Kind(), buf.Size()
 	_, span := r.tracer.Start(ctx, semconv.SpanBufferRelease, trace.WithAttributes(attrs(name, kind, size, how)...))
 	defer span.End()
-	if err := buf.Free(); err != nil {
+	free := buf.Free
+	if m, ok := buf.(*Mmap); ok {
+		// Its OnUnmap functions' spans (a device backend's
+		// cuda.host_unregister) go under this buffer.release.
+		free = func() error { return m.FreeContext(trace.ContextWithSpan(ctx, span)) }
+	}
+	if err := free(); err != nil {
 		semconv.SetError(span, err)
 		return fmt.Errorf("release %s (%s, %d bytes): %w", name, kind, size, err)
 	}
@@ -355,7 +361,7 @@ func (r *Releaser) Close(ctx context.Context) error {
 	}
 	var errs []error
 	for _, b := range pool {
-		if err := b.Free(); err != nil {
+		if err := b.FreeContext(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

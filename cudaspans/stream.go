@@ -289,7 +289,7 @@ func (s *Stream) CopyHtoD(ctx context.Context, dst DevicePtr, src unsafe.Pointer
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: copy of %d bytes", bytes)
 	}
-	op := &pendingOp{name: semconv.SpanMemcpyHtoD, bytes: bytes, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanMemcpyHtoD, bytes: bytes, attrs: copyAttrs(ctx, bytes)}
 	return s.do(ctx, op, func() error { return s.c.drv.CopyHtoD(s.c.h, dst, src, bytes, s.h) })
 }
 
@@ -300,8 +300,25 @@ func (s *Stream) CopyDtoH(ctx context.Context, dst unsafe.Pointer, src DevicePtr
 	if bytes < 0 {
 		return fmt.Errorf("cudaspans: copy of %d bytes", bytes)
 	}
-	op := &pendingOp{name: semconv.SpanMemcpyDtoH, bytes: bytes, attrs: []attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}}
+	op := &pendingOp{name: semconv.SpanMemcpyDtoH, bytes: bytes, attrs: copyAttrs(ctx, bytes)}
 	return s.do(ctx, op, func() error { return s.c.drv.CopyDtoH(s.c.h, dst, src, bytes, s.h) })
+}
+
+type copyAttrsKey struct{}
+
+// WithCopyAttributes returns ctx whose host-device copies (CopyHtoD,
+// CopyDtoH, HtoD, DtoH) carry attrs on their cuda.memcpy.* spans, after
+// cuda.bytes: a caller says how the host memory was reached (for example
+// cuzk.host_copy). Attributes of an outer call come first.
+func WithCopyAttributes(ctx context.Context, attrs ...attribute.KeyValue) context.Context {
+	prev, _ := ctx.Value(copyAttrsKey{}).([]attribute.KeyValue)
+	return context.WithValue(ctx, copyAttrsKey{}, append(prev[:len(prev):len(prev)], attrs...))
+}
+
+// copyAttrs are a host-device copy's span attributes.
+func copyAttrs(ctx context.Context, bytes int) []attribute.KeyValue {
+	extra, _ := ctx.Value(copyAttrsKey{}).([]attribute.KeyValue)
+	return append([]attribute.KeyValue{semconv.KeyCUDABytes.Int(bytes)}, extra...)
 }
 
 // CopyDtoD copies bytes between device buffers. Span cuda.memcpy.dtod.

@@ -60,6 +60,7 @@ type options struct {
 	reps       int
 	backends   []string
 	hostCopies []backend.HostCopy
+	release    buffer.ReleaseMode // the timed variants' Releaser
 	msmG2      []backend.G2Placement
 	storyLog2  int
 	storyReps  int
@@ -72,13 +73,14 @@ var out io.Writer = os.Stdout
 
 func main() {
 	var o options
-	var sizes, backends, hostCopies, msmG2, outPath, circuitList, bitSplits string
+	var sizes, backends, hostCopies, msmG2, outPath, circuitList, bitSplits, release string
 	flag.StringVar(&circuitList, "circuit", "merkle", "comma-separated built-in circuits, each timed at every size: "+strings.Join(circuits.Names(), "|"))
 	flag.StringVar(&bitSplits, "bit-split", "off", "bit split modes of the wire MSMs to time (groth16.BitSplit): auto|off|on")
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
-	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time")
+	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time: staged|register|registered|pageable")
+	flag.StringVar(&release, "release", "sync", "release mode of the timed proofs' buffers: sync|async|pool (pool: each proof reuses the last one's host buffers, which -host-copy registered keeps registered)")
 	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
 	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Prover); 0 skips it; default the largest size")
 	flag.IntVar(&o.storyReps, "story-reps", 2, "timed pipeline runs per release mode after one warm-up")
@@ -113,6 +115,9 @@ func main() {
 		}
 		if o.hostCopies, err = parseEach("host-copy", hostCopies, backend.ParseHostCopy, backend.HostCopyStaged); err != nil {
 			return err
+		}
+		if o.release, err = buffer.ParseReleaseMode(release); err != nil {
+			return fmt.Errorf("-release: %w", err)
 		}
 		if o.msmG2, err = parseEach("msm-g2", msmG2, backend.ParseG2Placement, backend.G2OnGPU); err != nil {
 			return err
@@ -349,7 +354,7 @@ var breakdown = []string{semconv.SpanGroth16Prove, semconv.SpanGPULock, semconv.
 	semconv.SpanMemcpyDtoH, semconv.SpanCUDAHostRegister, semconv.SpanBufferRelease}
 
 func timeVariant(ctx context.Context, o *options, v *variant, ccs constraint.ConstraintSystem, k *keycache.Keys, w, pub witness.Witness) error {
-	rec, tp, rel, closeTracing, err := benchutil.SyncTracing()
+	rec, tp, rel, closeTracing, err := benchutil.Tracing(o.release)
 	if err != nil {
 		return err
 	}

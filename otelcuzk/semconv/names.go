@@ -308,7 +308,8 @@ const (
 	// the DMA); its cuda.memcpy.* chunks are children.
 	SpanHostStage = "cuda.host_stage"
 	// KeyHostCopyMode is how host vectors reach the device: staged,
-	// register or pageable.
+	// register, registered or pageable (on a cuda.host_stage span, and on
+	// the cuda.memcpy.* spans of registered copies).
 	KeyHostCopyMode = attribute.Key("cuzk.host_copy")
 )
 

@@ -29,6 +29,13 @@ const (
 	HostCopyRegister HostCopy = "register"
 	// HostCopyPageable copies from the pageable memory as it is.
 	HostCopyPageable HostCopy = "pageable"
+	// HostCopyRegistered registers each mmap'd host buffer
+	// (buffer.Mmap) a vector lies in with the driver the first time the
+	// backend sees it and keeps it registered until the buffer is
+	// unmapped, so a buffer reused by the next proof (release mode pool)
+	// is copied by direct DMA with no staging copy and no registration;
+	// vectors outside an Mmap, and buffers the driver refuses, are staged.
+	HostCopyRegistered HostCopy = "registered"
 )
 
 // G2Placement is where a device backend runs the G2 MSM of B; "" is
@@ -45,16 +52,17 @@ const (
 	G2OnCPU G2Placement = "cpu"
 )
 
-// ParseHostCopy parses "staged", "register" or "pageable" ("" is staged).
+// ParseHostCopy parses "staged", "register", "registered" or "pageable"
+// ("" is staged).
 // The error names the value and the words it wants.
 func ParseHostCopy(s string) (HostCopy, error) {
 	switch HostCopy(s) {
 	case "", HostCopyStaged:
 		return HostCopyStaged, nil
-	case HostCopyRegister, HostCopyPageable:
+	case HostCopyRegister, HostCopyRegistered, HostCopyPageable:
 		return HostCopy(s), nil
 	}
-	return "", fmt.Errorf("cuda backend: host copy mode %q (want staged, register or pageable)", s)
+	return "", fmt.Errorf("cuda backend: host copy mode %q (want staged, register, registered or pageable)", s)
 }
 
 // ParseG2Placement parses "gpu" or "cpu" ("" is gpu). The error names the

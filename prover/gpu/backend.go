@@ -64,6 +64,9 @@ type Backend struct {
 	// (backend.Call.KeyID, ComputeH's keyID; "" for proofs without one), grown to the key's
 	// largest MSM, freed with the key (EvictBases) and at Close; under mu.
 	scratch map[string]*cudaspans.PinnedBuffer
+	// regs are the host buffers registered in the HostCopyRegistered mode
+	// (registered.go).
+	regs hostRegs
 	// stagedFrom, when > 0, replaces minPinnedCopy for the staged mode
 	// (tests only).
 	stagedFrom int
@@ -172,6 +175,9 @@ func (b *Backend) Close() error {
 	if b.c != nil {
 		errs = append(errs, b.c.Flush(context.Background()))
 	}
+	// Registered host buffers (HostCopyRegistered) are unregistered
+	// while the context lives; their owners unmap them later.
+	errs = append(errs, b.closeRegs(context.Background()))
 	// Freed here, not through the Releaser: an async or pool Releaser
 	// could free them after the context is gone.
 	pinned := b.stage[:]

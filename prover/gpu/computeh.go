@@ -19,7 +19,9 @@ import (
 // coefficients come back into a in bit-reversed order, element for element
 // what gnark's computeH and the CPU backend return; b and c are left
 // unchanged. The copies go as the HostCopy mode says (staged through
-// pinned memory by default). The three device vectors (3·32·n bytes) are,
+// pinned memory by default; in HostCopyRegistered by DMA from each
+// vector's registered buffer.Mmap, registered once for its life, or staged
+// when it has none). The three device vectors (3·32·n bytes) are,
 // for a proof with a key ID (keyID not ""), the key's proof
 // buffers, kept for its next proof (Bases().ProofBuffer); otherwise they
 // are allocated here and released through the backend's Releaser
@@ -74,15 +76,36 @@ func (b *Backend) ComputeH(ctx context.Context, keyID string, domain *fft.Domain
 			}
 		}()
 	}
+	// Each vector's own mode: in HostCopyRegistered, by DMA from its
+	// registered buffer, or staged when it has none.
+	modes := [3]backend.HostCopy{mode, mode, mode}
+	if mode == backend.HostCopyRegistered {
+		// Held for the upload, the kernels and the download of a; on an
+		// error return, no copy may still be reading them when let go.
+		var holds []func()
+		for i, v := range [][]fr.Element{a, bv, c} {
+			modes[i] = backend.HostCopyStaged
+			if release, ok := b.registered(ctx, v); ok {
+				modes[i] = backend.HostCopyRegistered
+				holds = append(holds, release)
+			}
+		}
+		defer func() {
+			_ = b.s.Synchronize(ctx)
+			for _, h := range holds {
+				h()
+			}
+		}()
+	}
 	for i, v := range [][]fr.Element{a, bv, c} {
-		if err := b.copyVector(ctx, mode, []string{"a", "b", "c"}[i], dirHtoD, bufs[i].Ptr(), v); err != nil {
+		if err := b.copyVector(ctx, modes[i], []string{"a", "b", "c"}[i], dirHtoD, bufs[i].Ptr(), v); err != nil {
 			return fmt.Errorf("cuda compute H: upload: %w", err)
 		}
 	}
 	if err := b.ntt.ComputeH(ctx, b.s, domain, bufs[0].Ptr(), bufs[1].Ptr(), bufs[2].Ptr()); err != nil {
 		return fmt.Errorf("cuda compute H: %w", err)
 	}
-	if err := b.copyVector(ctx, mode, "h", dirDtoH, bufs[0].Ptr(), a); err != nil {
+	if err := b.copyVector(ctx, modes[0], "h", dirDtoH, bufs[0].Ptr(), a); err != nil {
 		return fmt.Errorf("cuda compute H: download: %w", err)
 	}
 	if err := b.s.Synchronize(ctx); err != nil {

@@ -16,6 +16,9 @@
 //     the previous one, cuda.host_stage spans), registered with the driver
 //     for one call (cuda.host_register, then a buffer.release span of kind
 //     pinned), or copied from pageable memory as it is;
+//   - registered.go: the registered mode's registry of host buffers
+//     (buffer.Mmap) registered once and kept until their unmap
+//     (Mmap.OnUnmap) or Close, so pooled buffers are copied by direct DMA;
 //   - settings.go: SetHostCopy, SetMSMG2 (backend.DeviceSettings changed
 //     after Open); fault.go: a sticky device fault;
 //   - rate.go: the multiply-rate probes of the bench (MeasureRates).

@@ -75,11 +75,16 @@ const (
 )
 
 // copyVector copies v to the device at dev (dir dirHtoD) or from dev into
-// v (dirDtoH). Unstaged it is one cudaspans copy; staged
+// v (dirDtoH). Unstaged it is one cudaspans copy (in HostCopyRegistered,
+// from the registered buffer v lies in, its span marked as such:
+// registeredCopies); staged
 // (HostCopyStaged) it runs through the two pinned staging buffers
 // (stagedUpload, stagedDownload) as one cuda.host_stage span with the
 // chunks' copies as children.
 func (b *Backend) copyVector(ctx context.Context, mode backend.HostCopy, name, dir string, dev cudaspans.DevicePtr, v []fr.Element) (err error) {
+	if mode == backend.HostCopyRegistered {
+		ctx = registeredCopies(ctx, name)
+	}
 	if mode != backend.HostCopyStaged {
 		if dir == dirHtoD {
 			return cudaspans.HtoD(ctx, b.s, dev, v)

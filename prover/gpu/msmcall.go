@@ -17,7 +17,7 @@ import (
 // workspace it uses. A set without an ID is not kept resident: its points
 // are copied to the device with the scalars for this MSM only.
 func (b *Backend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
-	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(sc []fr.Element) (curve.G1Jac, error) {
+	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(ctx context.Context, sc []fr.Element) (curve.G1Jac, error) {
 		return b.msm.G1Resident(ctx, call, b.s, b.bases, bases, sc)
 	})
 }
@@ -33,7 +33,7 @@ func (b *Backend) MSMG2(ctx context.Context, call backend.Call, bases backend.Ba
 	if onCPU {
 		return b.cpu.MSMG2(ctx, call, bases, scalars)
 	}
-	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(sc []fr.Element) (curve.G2Jac, error) {
+	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(ctx context.Context, sc []fr.Element) (curve.G2Jac, error) {
 		return b.msm.G2Resident(ctx, call, b.s, b.bases, bases, sc)
 	})
 }
@@ -42,7 +42,7 @@ func (b *Backend) MSMG2(ctx context.Context, call backend.Call, bases backend.Ba
 // device faulted, scalars checked against the nbases bases, run (the
 // group's resident MSM) given the scalars as the host copy mode wants them
 // (withScalars), and a fault it meets recorded (checkFault).
-func deviceMSM[J any](b *Backend, ctx context.Context, call backend.Call, nbases int, scalars []fr.Element, run func(sc []fr.Element) (J, error)) (res J, err error) {
+func deviceMSM[J any](b *Backend, ctx context.Context, call backend.Call, nbases int, scalars []fr.Element, run func(ctx context.Context, sc []fr.Element) (J, error)) (res J, err error) {
 	span := call.Span
 	if f := b.Fault(); f != nil {
 		return res, fmt.Errorf("cuda %s: %w", span, f)
@@ -51,8 +51,8 @@ func deviceMSM[J any](b *Backend, ctx context.Context, call backend.Call, nbases
 	if len(scalars) != nbases {
 		return res, fmt.Errorf("cuda %s: %d scalars for %d bases", span, len(scalars), nbases)
 	}
-	err = b.withScalars(ctx, call, scalars, func(sc []fr.Element) (err error) {
-		res, err = run(sc)
+	err = b.withScalars(ctx, call, scalars, func(ctx context.Context, sc []fr.Element) (err error) {
+		res, err = run(ctx, sc)
 		return err
 	})
 	return res, err
@@ -60,8 +60,9 @@ func deviceMSM[J any](b *Backend, ctx context.Context, call backend.Call, nbases
 
 // withScalars takes the device and runs msm with the scalars as the host
 // copy mode wants them: copied into pinned staging memory, pinned in
-// place, or as they are.
-func (b *Backend) withScalars(ctx context.Context, call backend.Call, scalars []fr.Element, msm func([]fr.Element) error) error {
+// place, from their registered buffer (HostCopyRegistered: msm's ctx marks
+// the copies' spans; staged when the scalars have none), or as they are.
+func (b *Backend) withScalars(ctx context.Context, call backend.Call, scalars []fr.Element, msm func(context.Context, []fr.Element) error) error {
 	span := call.Span
 	if err := b.ensureReady(ctx); err != nil {
 		return fmt.Errorf("cuda %s: %w", span, err)
@@ -69,7 +70,22 @@ func (b *Backend) withScalars(ctx context.Context, call backend.Call, scalars []
 	defer b.lock(ctx)()
 	sc := scalars
 	if len(scalars)*frBytes >= b.minStaged() {
-		switch b.hostCopy {
+		mode := b.hostCopy
+		if mode == backend.HostCopyRegistered {
+			release, ok := b.registered(ctx, scalars)
+			if ok {
+				ctx = registeredCopies(ctx, "msm.scalars")
+				defer func() {
+					// As in ComputeH: no copy may still read the scalars
+					// when their buffer may be unregistered.
+					_ = b.s.Synchronize(ctx)
+					release()
+				}()
+			} else {
+				mode = backend.HostCopyStaged
+			}
+		}
+		switch mode {
 		case backend.HostCopyStaged:
 			var err error
 			if sc, err = b.stagedScalars(ctx, call.KeyID, scalars); err != nil {
@@ -85,5 +101,5 @@ func (b *Backend) withScalars(ctx context.Context, call backend.Call, scalars []
 			}()
 		}
 	}
-	return msm(sc)
+	return msm(ctx, sc)
 }

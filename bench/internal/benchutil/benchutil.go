@@ -180,9 +180,15 @@ func Exit(name string, err error) {
 // synchronous Releaser on that provider. closeAll closes the Releaser, then
 // shuts the provider down.
 func SyncTracing() (rec *otelcuzk.Recorder, tp *sdktrace.TracerProvider, rel *buffer.Releaser, closeAll func(context.Context), err error) {
+	return Tracing(buffer.ReleaseSync)
+}
+
+// Tracing is SyncTracing with a Releaser of mode (ReleasePool keeps each
+// proof's host buffers for the next one).
+func Tracing(mode buffer.ReleaseMode) (rec *otelcuzk.Recorder, tp *sdktrace.TracerProvider, rel *buffer.Releaser, closeAll func(context.Context), err error) {
 	rec = otelcuzk.NewRecorder()
 	tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	rel, err = buffer.NewReleaser(buffer.ReleaseSync, buffer.WithTracerProvider(tp))
+	rel, err = buffer.NewReleaser(mode, buffer.WithTracerProvider(tp))
 	if err != nil {
 		_ = tp.Shutdown(context.Background())
 		return nil, nil, nil, nil, err

@@ -35,6 +35,12 @@ type Driver struct {
 	htod     [][]byte
 	fault    error // returned by every Launch and StreamSynchronize once set
 	pinned   map[unsafe.Pointer][]byte
+	// registered is the host memory registered (HostRegister) and not
+	// unregistered, by start address: its length.
+	registered map[unsafe.Pointer]int
+	regEvents  []string
+	// RefuseRegister, when set, is HostRegister's error.
+	RefuseRegister error
 }
 
 // Fault makes every later Launch and StreamSynchronize fail with err, as a
@@ -204,6 +210,63 @@ func (d *Driver) HostFree(_ cudaspans.ContextHandle, p unsafe.Pointer) error {
 	}
 	delete(d.pinned, p)
 	return nil
+}
+
+// HostRegister records p as registered (nothing is page-locked), or
+// returns RefuseRegister when set. A range that overlaps one registered
+// already is refused, as cuMemHostRegister refuses it
+// (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED).
+func (d *Driver) HostRegister(_ cudaspans.ContextHandle, p unsafe.Pointer, n int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.RefuseRegister != nil {
+		return d.RefuseRegister
+	}
+	lo, hi := uintptr(p), uintptr(p)+uintptr(n)
+	for q, m := range d.registered {
+		if uintptr(q) < hi && lo < uintptr(q)+uintptr(m) {
+			return fmt.Errorf("fakedevice: HostRegister of %p+%d overlaps %p+%d", p, n, q, m)
+		}
+	}
+	if d.registered == nil {
+		d.registered = map[unsafe.Pointer]int{}
+	}
+	d.registered[p] = n
+	d.regEvents = append(d.regEvents, fmt.Sprintf("register %p %d", p, n))
+	return nil
+}
+
+// HostUnregister ends a HostRegister; other pointers are an error.
+func (d *Driver) HostUnregister(_ cudaspans.ContextHandle, p unsafe.Pointer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, ok := d.registered[p]
+	if !ok {
+		return fmt.Errorf("fakedevice: HostUnregister of %p, not registered", p)
+	}
+	delete(d.registered, p)
+	d.regEvents = append(d.regEvents, fmt.Sprintf("unregister %p %d", p, n))
+	return nil
+}
+
+// Registered returns the host memory registered and not unregistered:
+// its start addresses and their lengths.
+func (d *Driver) Registered() map[unsafe.Pointer]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[unsafe.Pointer]int, len(d.registered))
+	for p, n := range d.registered {
+		out[p] = n
+	}
+	return out
+}
+
+// RegisterEvents returns the registrations and unregistrations so far, in
+// order, as "register ADDR BYTES" and "unregister ADDR BYTES".
+func (d *Driver) RegisterEvents() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.regEvents...)
 }
 
 // Pinned returns the bytes of pinned host memory allocated and not freed.
