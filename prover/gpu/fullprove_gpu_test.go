@@ -93,10 +93,11 @@ func sameProof(t *testing.T, what string, got, want gnarkgroth16.Proof) {
 }
 
 // TestFullProveGPUVerifiesAndEqualsCPU: at 2^16 constraints, for mulchain
-// and merkle, every host copy mode and both G2 MSM placements, the CUDA
-// backend's proof verifies with gnark and is the CPU backend's proof for
-// with gnark and is the CPU backend's proof for the same witness and r, s;
-// a second proof over the now-resident bases is equal too.
+// and merkle, every host copy mode (registered with buffers freed after
+// each proof: registered and unregistered per proof) and both G2 MSM
+// placements, the CUDA backend's proof verifies with gnark and is the CPU
+// backend's proof for the same witness and r, s; a second proof over the
+// now-resident bases is equal too.
 func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 	b, _, _, tp := openBackend(t, buffer.ReleaseSync)
 	ctx := context.Background()
@@ -112,13 +113,14 @@ func TestFullProveGPUVerifiesAndEqualsCPU(t *testing.T) {
 		if err := gnarkgroth16.Verify(want, f.vk, f.pub); err != nil {
 			t.Fatalf("%s: CPU backend proof does not verify: %v", name, err)
 		}
-		for i, mode := range []backend.HostCopy{backend.HostCopyStaged, backend.HostCopyRegister, backend.HostCopyPageable, backend.HostCopyStaged} {
+		modes := []backend.HostCopy{backend.HostCopyStaged, backend.HostCopyRegister, backend.HostCopyRegistered, backend.HostCopyPageable, backend.HostCopyStaged}
+		for i, mode := range modes {
 			if err := b.SetHostCopy(mode); err != nil {
 				t.Fatal(err)
 			}
 			// The last pass puts the G2 MSM on the CPU.
 			g2 := backend.G2OnGPU
-			if i == 3 {
+			if i == len(modes)-1 {
 				g2 = backend.G2OnCPU
 			}
 			if err := b.SetMSMG2(g2); err != nil {
