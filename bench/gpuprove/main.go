@@ -8,6 +8,8 @@
 //
 //	gpuprove -circuit merkle -log2 20,22 -reps 3                # on the GPU host
 //	gpuprove -backends cpu -log2 12,14 -story-log2 14 -reps 2  # a quick check without a GPU
+//	gpuprove -backends cuda -host-copy staged,registered -release pool -log2 22 -story-log2 0
+//	                                     # pooled buffers, kept registered with the driver
 //
 // Each phase prints its time as it goes (compile and gnarkgroth16.Setup at 2^22
 // take minutes on 16 cores). Results go to stdout and to -out (default
