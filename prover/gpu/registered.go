@@ -42,7 +42,7 @@ type hostReg struct {
 // when v is not in an Mmap or the driver refused the buffer (the caller
 // stages v). Called with b.mu.
 func (b *Backend) registered(ctx context.Context, v []fr.Element) (func(), bool) {
-	m := buffer.MmapHolding(frBytesOf(v))
+	m := buffer.MmapHolding(cudaspans.AsBytes(v))
 	if m == nil {
 		return nil, false
 	}
