@@ -64,9 +64,9 @@ type Backend struct {
 	// (backend.Call.KeyID, ComputeH's keyID; "" for proofs without one), grown to the key's
 	// largest MSM, freed with the key (EvictBases) and at Close; under mu.
 	scratch map[string]*cudaspans.PinnedBuffer
-	// regs are the host buffers registered in the HostCopyRegistered mode
-	// (registered.go).
-	regs hostRegs
+	// regsClosed is set by Close: no more registrations of host buffers
+	// (HostCopyRegistered, registered.go).
+	regsClosed atomic.Bool
 	// stagedFrom, when > 0, replaces minPinnedCopy for the staged mode
 	// (tests only).
 	stagedFrom int

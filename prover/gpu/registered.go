@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -14,21 +15,27 @@ import (
 
 // hostRegs are the host buffers (buffer.Mmap) registered with the driver
 // in the HostCopyRegistered mode: each is registered whole the first time
-// a vector in it is copied, and stays registered until the buffer is
-// unmapped (its OnUnmap function) or the backend closes, so a buffer that
-// a pool-mode Releaser hands to the next proof is copied again by direct
-// DMA with no registration.
+// a backend copies a vector in it, and stays registered until the buffer
+// is unmapped (its OnUnmap function) or the backend that registered it
+// closes, so a buffer that a pool-mode Releaser hands to the next proof is
+// copied again by direct DMA with no registration. One registry per
+// process (hostRegistry): a registration is portable
+// (CU_MEMHOSTREGISTER_PORTABLE), so the backends of the other devices
+// copy from a buffer that one of them registered, where a second
+// registration would be refused.
 type hostRegs struct {
-	mu     sync.Mutex
-	m      map[*buffer.Mmap]*hostReg
-	closed bool
+	mu sync.Mutex
+	m  map[*buffer.Mmap]*hostReg
 }
+
+var hostRegistry hostRegs
 
 // hostReg is one buffer's registration. Copies that use it hold use for
 // reading until the stream has finished them; the unregistration holds it
 // for writing, so it never runs while a DMA may still read the buffer.
 type hostReg struct {
-	use sync.RWMutex
+	use   sync.RWMutex
+	owner *Backend // whose context registered it (or was refused)
 	// r is the registration; nil when the driver refused it (the buffer's
 	// vectors are staged for its whole life, without asking again).
 	r *cudaspans.Registered
@@ -36,42 +43,39 @@ type hostReg struct {
 
 // registered returns a function that releases the hold, and true, when v
 // lies in a buffer.Mmap registered with the driver (registering it whole,
-// as a cuda.host_register span, when the backend first sees it): v may
-// then be copied by DMA from where it is until the release, which the
-// caller makes after the stream has finished the copies. It returns false
-// when v is not in an Mmap or the driver refused the buffer (the caller
-// stages v). Called with b.mu.
+// as a cuda.host_register span, when no backend has yet): v may then be
+// copied by DMA from where it is until the release, which the caller
+// makes after the stream has finished the copies. It returns false when
+// v is not in an Mmap, the driver refused the buffer (the caller stages
+// v), or b is closed. Called with b.mu.
 func (b *Backend) registered(ctx context.Context, v []fr.Element) (func(), bool) {
 	m := buffer.MmapHolding(cudaspans.AsBytes(v))
-	if m == nil {
+	if m == nil || b.regsClosed.Load() {
 		return nil, false
 	}
-	b.regs.mu.Lock()
-	if b.regs.closed {
-		b.regs.mu.Unlock()
-		return nil, false
-	}
-	reg := b.regs.m[m]
+	regs := &hostRegistry
+	regs.mu.Lock()
+	reg := regs.m[m]
 	if reg == nil {
-		reg = &hostReg{}
+		reg = &hostReg{owner: b}
 		// Refused: reg.r stays nil and the buffer is staged from now on.
 		reg.r, _ = b.c.Register(ctx, m.Bytes())
-		if !m.OnUnmap(func(ctx context.Context) { b.unregister(ctx, m) }) {
+		if !m.OnUnmap(func(ctx context.Context) { regs.drop(ctx, m, nil) }) {
 			// Unmapped meanwhile (its owner freed it while we looked it up):
 			// nothing may read it now.
-			b.regs.mu.Unlock()
+			regs.mu.Unlock()
 			if reg.r != nil {
 				_ = b.c.Free(ctx, reg.r)
 			}
 			return nil, false
 		}
-		if b.regs.m == nil {
-			b.regs.m = map[*buffer.Mmap]*hostReg{}
+		if regs.m == nil {
+			regs.m = map[*buffer.Mmap]*hostReg{}
 		}
-		b.regs.m[m] = reg
+		regs.m[m] = reg
 	}
 	reg.use.RLock()
-	b.regs.mu.Unlock()
+	regs.mu.Unlock()
 	if reg.r == nil {
 		reg.use.RUnlock()
 		return nil, false
@@ -79,51 +83,57 @@ func (b *Backend) registered(ctx context.Context, v []fr.Element) (func(), bool)
 	return reg.use.RUnlock, true
 }
 
-// unregister drops m's registration (a cuda.host_unregister span) once no
-// copy holds it: m's OnUnmap function, run by its Free before the munmap.
-func (b *Backend) unregister(ctx context.Context, m *buffer.Mmap) {
-	b.regs.mu.Lock()
-	reg := b.regs.m[m]
-	delete(b.regs.m, m)
-	b.regs.mu.Unlock()
-	if reg == nil {
-		return // the backend closed first and unregistered it
+// drop removes m's registration and unregisters it (a cuda.host_unregister
+// span) once no copy holds it; with owner set, only a registration that
+// owner made. It is m's OnUnmap function (owner nil), run by its Free
+// before the munmap, and part of closeRegs.
+func (regs *hostRegs) drop(ctx context.Context, m *buffer.Mmap, owner *Backend) error {
+	regs.mu.Lock()
+	reg := regs.m[m]
+	if reg == nil || (owner != nil && reg.owner != owner) {
+		regs.mu.Unlock()
+		return nil // unregistered already, by its backend's Close
 	}
+	delete(regs.m, m)
+	regs.mu.Unlock()
 	reg.use.Lock()
 	defer reg.use.Unlock()
-	if reg.r != nil {
-		_ = b.c.Free(ctx, reg.r)
+	if reg.r == nil {
+		return nil
 	}
+	return reg.owner.c.Free(ctx, reg.r)
 }
 
-// closeRegs unregisters every buffer still registered (after the copies
-// that hold one), before the device context goes; the buffers' OnUnmap
-// functions then find nothing to do.
+// closeRegs unregisters the buffers b registered (after the copies that
+// hold one, those of other backends included), before b's device context
+// goes; the buffers' OnUnmap functions then find nothing to do, and
+// another backend that copies from one registers it again.
 func (b *Backend) closeRegs(ctx context.Context) error {
-	b.regs.mu.Lock()
-	regs := b.regs.m
-	b.regs.m, b.regs.closed = nil, true
-	b.regs.mu.Unlock()
-	var first error
-	for _, reg := range regs {
-		reg.use.Lock()
-		if reg.r != nil {
-			if err := b.c.Free(ctx, reg.r); err != nil && first == nil {
-				first = err
-			}
+	b.regsClosed.Store(true)
+	regs := &hostRegistry
+	regs.mu.Lock()
+	var mine []*buffer.Mmap
+	for m, reg := range regs.m {
+		if reg.owner == b {
+			mine = append(mine, m)
 		}
-		reg.use.Unlock()
 	}
-	return first
+	regs.mu.Unlock()
+	var errs []error
+	for _, m := range mine {
+		errs = append(errs, regs.drop(ctx, m, b))
+	}
+	return errors.Join(errs...)
 }
 
-// registeredBytes returns the bytes of host memory the backend holds
-// registered (not counting refused buffers) and the number of buffers.
+// registeredBytes returns the bytes of host memory b holds registered
+// (not counting refused buffers) and the number of buffers.
 func (b *Backend) registeredBytes() (bytes, buffers int) {
-	b.regs.mu.Lock()
-	defer b.regs.mu.Unlock()
-	for _, reg := range b.regs.m {
-		if reg.r != nil {
+	regs := &hostRegistry
+	regs.mu.Lock()
+	defer regs.mu.Unlock()
+	for _, reg := range regs.m {
+		if reg.owner == b && reg.r != nil {
 			bytes += reg.r.Size()
 			buffers++
 		}

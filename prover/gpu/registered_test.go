@@ -231,3 +231,53 @@ func TestPooledProofsRegisterTheirBuffersOnce(t *testing.T) {
 		t.Errorf("after the pool's close: %d unregistrations of %d registrations, %d still registered", un, regs, len(drv.Registered()))
 	}
 }
+
+// Two backends (two devices) share one registration of a buffer, which
+// is portable: the second copies from it without registering; closing the
+// first unregisters it once the second's copy is done, and the second
+// then registers it on its own device.
+func TestBackendsShareARegistrationAcrossDevices(t *testing.T) {
+	b1, drv1, _ := fakeKernelBackend(t, nil)
+	b2, drv2, _ := fakeKernelBackend(t, nil)
+	defer b2.Close()
+	ctx := context.Background()
+	m := newTestMmap(t, 1<<16)
+	v := frsOf(m)
+	release1, ok := b1.registered(ctx, v)
+	if !ok {
+		t.Fatal("first backend: not registered")
+	}
+	release1()
+	release2, ok := b2.registered(ctx, v[:64])
+	if !ok {
+		t.Fatal("second backend: the registered buffer was not used")
+	}
+	if ev := drv2.RegisterEvents(); len(ev) != 0 {
+		t.Fatalf("second device registered %v, want nothing (the registration is portable)", ev)
+	}
+	closed := make(chan error)
+	go func() { closed <- b1.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the other backend's copy held the registration", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release2()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if ev := drv1.RegisterEvents(); countPrefix(ev, "register") != 1 || countPrefix(ev, "unregister") != 1 {
+		t.Errorf("first device: events %v, want one registration and one unregistration", ev)
+	}
+	release, ok := b2.registered(ctx, v)
+	if !ok {
+		t.Fatal("second backend after the first closed: not registered")
+	}
+	release()
+	if err := m.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := drv2.RegisterEvents(); countPrefix(ev, "register") != 1 || countPrefix(ev, "unregister") != 1 {
+		t.Errorf("second device: events %v, want its own registration, dropped at the unmap", ev)
+	}
+}
