@@ -661,7 +661,7 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 	est, known := estimateSetup(c.dir, n)
 	start := time.Now()
 	step := progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
-		Line: setupNotice(n, est, known), Bar: fmt.Sprintf("groth16 setup, %d constraints", n)}
+		Line: setupNotice(n, est, known, c.storable()), Bar: fmt.Sprintf("groth16 setup, %d constraints", n)}
 	if known {
 		step.Estimate = est
 	}

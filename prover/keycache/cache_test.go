@@ -283,8 +283,19 @@ func TestSetupEstimateScalesTheLastMeasuredSetup(t *testing.T) {
 			t.Errorf("an estimate from %q", bad)
 		}
 	}
-	if got := setupNotice(1<<15, 26400*time.Millisecond, true); !strings.Contains(got, "about 26 s in all") {
+	if got := setupNotice(1<<15, 26400*time.Millisecond, true, true); !strings.Contains(got, "about 26 s in all") || strings.Contains(got, "not kept") {
 		t.Errorf("notice %q", got)
+	}
+	if got := setupNotice(1<<15, 0, false, true); !strings.Contains(got, "cached for the next run") {
+		t.Errorf("notice of a first setup %q", got)
+	}
+	// A cache that cannot store the key must not promise it for the next
+	// run (a new user's trial read both lines one after the other).
+	for _, known := range []bool{false, true} {
+		got := setupNotice(1<<15, 26400*time.Millisecond, known, false)
+		if strings.Contains(got, "cached for the next run") || !strings.Contains(got, "not kept") {
+			t.Errorf("notice with an unwritable cache (estimate %v) %q", known, got)
+		}
 	}
 }
 

@@ -29,11 +29,21 @@ func recordSetup(dir string, n int, d time.Duration) {
 }
 
 // setupNotice is the one line said when a setup of n constraints has run
-// longer than progressAfter: what runs, and how long it should take when a
-// setup was measured here before.
-func setupNotice(n int, est time.Duration, known bool) string {
-	if !known {
-		return fmt.Sprintf("groth16 setup: %d constraints, no cached key; the first setup here has no estimate (the key is cached for the next run)", n)
+// longer than progressAfter: what runs, how long it should take when a
+// setup was measured here before, and, when the cache cannot store it
+// (stores false), that the key will not be kept.
+func setupNotice(n int, est time.Duration, known, stores bool) string {
+	line := fmt.Sprintf("groth16 setup: %d constraints, no cached key; ", n)
+	switch {
+	case known:
+		line += fmt.Sprintf("about %s in all, from the last setup measured here", human.Duration(est))
+	case stores:
+		return line + "the first setup here has no estimate (the key is cached for the next run)"
+	default:
+		line += "the first setup here has no estimate"
 	}
-	return fmt.Sprintf("groth16 setup: %d constraints, no cached key; about %s in all, from the last setup measured here", n, human.Duration(est))
+	if !stores {
+		line += " (the key is not kept: the cache directory cannot be written)"
+	}
+	return line
 }
