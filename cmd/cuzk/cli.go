@@ -201,10 +201,16 @@ var codeNames = map[codes.Code]string{
 // other error, a daemon that answers Unavailable (shutting down) included.
 func unreachable(err error, addr string) (what string, ask, ok bool) {
 	s, isStatus := status.FromError(err)
-	if err == nil || !isStatus || s.Code() != codes.Unavailable {
+	if err == nil || !isStatus {
 		return "", false, false
 	}
 	msg := s.Message()
+	if notGRPC(msg) {
+		return fmt.Sprintf("the server at %s is not a cuzk daemon: it does not answer gRPC (%s: %s)", addr, codeName(s.Code()), msg), false, true
+	}
+	if s.Code() != codes.Unavailable {
+		return "", false, false
+	}
 	switch {
 	case strings.Contains(msg, "name resolver error"):
 		return fmt.Sprintf("cannot reach %s: UNAVAILABLE: %s (the host name does not resolve)", addr, msg), false, true
@@ -219,6 +225,21 @@ func unreachable(err error, addr string) (what string, ask, ok bool) {
 		return fmt.Sprintf("no daemon answers at %s: UNAVAILABLE: %s", addr, why), true, true
 	}
 	return fmt.Sprintf("cannot reach %s: UNAVAILABLE: %s", addr, why), false, true
+}
+
+// notGRPC reports whether a call's status message is gRPC's word for a
+// server that answered in something other than gRPC: an HTTP/1.1 server
+// (a web UI such as Jaeger's :16686: "frame too large ... looked like an
+// HTTP/1.1 header") or an HTTP/2 one that is no gRPC server ("unexpected
+// HTTP status code received from server: 404", "missing HTTP
+// content-type").
+func notGRPC(msg string) bool {
+	for _, m := range []string{"looked like an HTTP/1.1 header", "unexpected HTTP status code received from server", "malformed header: missing HTTP content-type"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // askServe is the question a line about a daemon that cannot be reached

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -366,6 +368,26 @@ func TestDaemonCommandsSayAGRPCErrorAlike(t *testing.T) {
 		_, _, err := runCuzk(t, append(c.args, "--addr", addr)...)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s at a closed port: %v, want %s", c.args[0], err, c.want)
+		}
+	}
+}
+
+// A server that answers but not in gRPC (a web UI such as Jaeger's :16686)
+// is named as no cuzk daemon, for each command that calls one: status said
+// gRPC's "UNAVAILABLE: frame too large, note that the frame header looked
+// like an HTTP/1.1 header" (a new user's trial).
+func TestDaemonCommandsNameAServerThatIsNotACuzkDaemon(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html>a UI</html>"))
+	}))
+	defer web.Close()
+	addr := strings.TrimPrefix(web.URL, "http://")
+	for _, args := range [][]string{{"status"}, {"cancel", "--request-id", "r"}, {"submit", "--request-id", "r", "--timeout", "20s"}} {
+		_, _, err := runCuzk(t, append(args, "--addr", addr)...)
+		if err == nil || !strings.Contains(err.Error(), "the server at "+addr+" is not a cuzk daemon: it does not answer gRPC") ||
+			strings.Contains(err.Error(), "is cuzk serve running there") || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%s at a web server: %v, want one line naming it no cuzk daemon", args[0], err)
 		}
 	}
 }
