@@ -187,6 +187,18 @@ func submitAction(c *cli.Context) error {
 			}
 			return fmt.Errorf("submit %s: %s; nothing was submitted%s", req.RequestID, what, askServe(ask))
 		}
+		if answered && st.Code() == codes.Unavailable {
+			// The daemon took the request and went away during the job
+			// (stopped by a second signal, killed, or the connection
+			// broke): gRPC's words are its transport's ("closing transport
+			// due to: ... received prior goaway: ... graceful_stop").
+			how := "the connection to it broke"
+			if strings.Contains(st.Message(), "goaway") {
+				how = "it shut down"
+			}
+			return fmt.Errorf("submit %s: the daemon at %s stopped answering during the job (%s); the proof was not made: submit again with --request-id %s once cuzk serve runs there",
+				req.RequestID, daemonAddr(c), how, req.RequestID)
+		}
 		msg := fmt.Sprintf("submit %s: %v", req.RequestID, rpcError(err))
 		if res != nil {
 			msg += fmt.Sprintf(" (job %s, trace %s)", res.JobID, res.TraceID)

@@ -391,3 +391,36 @@ func TestDaemonCommandsNameAServerThatIsNotACuzkDaemon(t *testing.T) {
 		}
 	}
 }
+
+// goneEngine takes a request and goes away during the job, as a daemon
+// stopped by a second signal does: its Prove fails with the transport's
+// UNAVAILABLE.
+type goneEngine struct {
+	cuzkv1.UnimplementedProvingEngineServer
+}
+
+func (goneEngine) AwaitProof(context.Context, *cuzkv1.AwaitProofRequest) (*cuzkv1.AwaitProofResponse, error) {
+	return nil, status.Error(codes.NotFound, "no such request")
+}
+
+func (goneEngine) Prove(context.Context, *cuzkv1.ProveRequest) (*cuzkv1.ProveResponse, error) {
+	return nil, status.Error(codes.Unavailable, `closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: NO_ERROR, debug data: "graceful_stop"`)
+}
+
+// A daemon that goes away during the job is said in one line that names
+// it, says the proof was not made and how to get it: submit printed the
+// transport's "UNAVAILABLE: closing transport due to: ... goaway ..." (a new
+// user's trial sent serve two SIGTERMs during a job).
+func TestSubmitSaysTheDaemonWentAwayDuringTheJob(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveEngineOn(t, lis, goneEngine{})
+	addr := lis.Addr().String()
+	_, _, err = runCuzk(t, "submit", "--request-id", "gone-1", "--addr", addr)
+	want := "submit gone-1: the daemon at " + addr + " stopped answering during the job (it shut down); the proof was not made: submit again with --request-id gone-1 once cuzk serve runs there"
+	if err == nil || err.Error() != want {
+		t.Errorf("submit to a daemon that went away: %v, want %s", err, want)
+	}
+}
