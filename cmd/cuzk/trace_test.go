@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -273,5 +274,25 @@ func TestTraceDaemonFileShowsTheLastProof(t *testing.T) {
 	}
 	if out, err = runTraceCmd(t, "trace", file, "--trace-id", "1111111111111111111111111111111a"); err != nil || !strings.Contains(out, "  1 span\n") {
 		t.Errorf("a trace of one span: %v\n%s", err, out)
+	}
+}
+
+// --jaeger at the OTLP port (where traces are sent, not read) finds no
+// trace; the line says which port reads them: a new user's trial got only
+// "trace not found: GET http://127.0.0.1:4318/api/traces/...".
+func TestTraceFromTheOTLPPortSaysWhereTracesAreRead(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:4318")
+	if err != nil {
+		t.Skipf("port 4318 is taken here: %v", err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler()} // an OTLP/HTTP receiver's answer to /api/...
+	go srv.Serve(lis)
+	defer srv.Close()
+	_, err = runTraceCmd(t, "trace", "--jaeger", "http://127.0.0.1:4318", "4bf92f3577b34da6a3ce929d0e0e4736")
+	if err == nil || !strings.Contains(err.Error(), "4318 is the OTLP port") || !strings.Contains(err.Error(), "16686") {
+		t.Errorf("--jaeger at the OTLP port: %v, want the trace not found and where traces are read", err)
+	}
+	if got := otlpPort("http://127.0.0.1:16686"); got != "" {
+		t.Errorf("otlpPort of the UI's port = %q", got)
 	}
 }
