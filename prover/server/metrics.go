@@ -62,9 +62,12 @@ type Metrics struct {
 // devices for device memory (nil, or devices with a negative ordinal such
 // as the host of the CPU backend: not reported).
 // The spans dropped by the exporter are reported through
-// otelcuzk.RegisterMetrics. Errors are the meter's.
+// otelcuzk.RegisterMetrics. The meter is the project's instrumentation
+// scope, semconv.ScopeName at semconv.ScopeVersion (the scope of its spans,
+// semconv.Tracer), so each series carries otel_scope_version on the
+// Prometheus page. Errors are the meter's.
 func NewMetrics(mp metric.MeterProvider, status func() engine.Status, devices func() []Device) (*Metrics, error) {
-	meter := mp.Meter(semconv.ScopeName)
+	meter := mp.Meter(semconv.ScopeName, metric.WithInstrumentationVersion(semconv.ScopeVersion()))
 	m := &Metrics{}
 	var err error
 	if m.completed, err = meter.Int64Counter(MetricProofsCompleted, metric.WithUnit("{proof}"),

@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 )
@@ -149,5 +151,42 @@ func TestTunerChoiceOnTheMetrics(t *testing.T) {
 		if !regexp.MustCompile(re).MatchString(body) {
 			t.Errorf("metrics lack %s\n%s", re, body)
 		}
+	}
+}
+
+// Every series of the daemon's meter names the project's instrumentation
+// scope with its version, as its spans do (semconv.Tracer): the meter was
+// made without a version, and cuzk_spans_dropped_total (like every other
+// series) had otel_scope_version="".
+func TestEveryMetricCarriesTheScopeVersion(t *testing.T) {
+	mp, scrape := prometheusScrape(t)
+	var eng *engine.Engine
+	if _, err := NewMetrics(mp, func() engine.Status { return eng.Status() }, func() []Device { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	eng, err = engine.New([]engine.Worker{{Name: "w", Runner: &fakeRunner{tp: noop.NewTracerProvider()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	want := []string{fmt.Sprintf(`otel_scope_name=%q`, semconv.ScopeName), fmt.Sprintf(`otel_scope_version=%q`, semconv.ScopeVersion())}
+	if semconv.ScopeVersion() == "" {
+		t.Fatal("semconv.ScopeVersion is empty: the test cannot tell")
+	}
+	series := 0
+	for _, line := range strings.Split(scrape(), "\n") {
+		if !strings.HasPrefix(line, "cuzk_") {
+			continue
+		}
+		series++
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				t.Errorf("series %q lacks %s", line, w)
+			}
+		}
+	}
+	if series == 0 {
+		t.Fatal("no cuzk_ series on the page")
 	}
 }
