@@ -14,21 +14,29 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
+// A missing or bogus driver library is ErrNoDevice, the error naming the
+// library once: dlerror's text names it already, and the error said
+// "dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file".
 func TestMissingDriverIsErrNoDevice(t *testing.T) {
-	_, err := OpenDriver(filepath.Join(t.TempDir(), "libcuda.so.1"))
+	missing := filepath.Join(t.TempDir(), "libcuda.so.1")
+	_, err := OpenDriver(missing)
 	if !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("OpenDriver of a missing library = %v, want ErrNoDevice", err)
 	}
-	if !strings.Contains(err.Error(), "dlopen") {
-		t.Errorf("error %q does not say why", err)
+	if !strings.Contains(err.Error(), "dlopen "+missing+": ") || strings.Count(err.Error(), missing) != 1 {
+		t.Errorf("error %q: want dlopen, the library named once, and why", err)
+	}
+	// By name, as LoadDriver opens it (the loader's search finds none here).
+	if _, err := OpenDriver("libcuda-none.so.1"); err == nil || strings.Count(err.Error(), "libcuda-none.so.1") != 1 {
+		t.Errorf("OpenDriver of a library the loader cannot find: %v, want the name once", err)
 	}
 	// A file that is not a shared library is refused the same way.
 	bogus := filepath.Join(t.TempDir(), "libcuda.so.1")
 	if err := os.WriteFile(bogus, []byte("not an ELF"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDriver(bogus); !errors.Is(err, ErrNoDevice) {
-		t.Fatalf("OpenDriver of a bogus library = %v, want ErrNoDevice", err)
+	if _, err := OpenDriver(bogus); !errors.Is(err, ErrNoDevice) || strings.Count(err.Error(), bogus) != 1 {
+		t.Fatalf("OpenDriver of a bogus library = %v, want ErrNoDevice naming it once", err)
 	}
 }
 

@@ -30,6 +30,21 @@ static int resolve(cs_driver *d, const char *name, const char *fallback, int ver
 	return 0;
 }
 
+// dlopen_error writes why dlopen(path) failed into err: "dlopen PATH:
+// REASON", with dlerror's text as REASON; that text names the library it
+// was given ("libcuda.so.1: cannot open shared object file: ..."), so then
+// the name is not said twice.
+static void dlopen_error(const char *path, char *err, size_t errlen) {
+	const char *e = dlerror();
+	size_t n = strlen(path);
+	if (e == NULL)
+		snprintf(err, errlen, "dlopen %s: unknown error", path);
+	else if (strncmp(e, path, n) == 0 && e[n] == ':')
+		snprintf(err, errlen, "dlopen %s", e);
+	else
+		snprintf(err, errlen, "dlopen %s: %s", path, e);
+}
+
 // lib_open allocates a zeroed struct of size bytes whose first member is
 // the library's handle (cs_driver, cs_nvrtc) and dlopens path into it; NULL
 // with err filled when either fails.
@@ -43,8 +58,7 @@ static void *lib_open(const char *path, size_t size, char *err, size_t errlen) {
 	}
 	*s = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (*s == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
+		dlopen_error(path, err, errlen);
 		free(s);
 		return NULL;
 	}

@@ -3,6 +3,7 @@ package cupti
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -387,6 +388,17 @@ func TestNoticesForDroppedRecordsAndNotes(t *testing.T) {
 	joined := strings.Join(*logs, "|")
 	if !strings.Contains(joined, "records dropped") || !strings.Contains(joined, "NVTX ranges not captured") {
 		t.Fatalf("notices %q", joined)
+	}
+}
+
+// A library that does not load is named once in the error: dlerror's
+// text names it, and the error said "dlopen P: P: cannot open shared
+// object file".
+func TestLocateNamesAMissingLibraryOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libcupti.so.13")
+	_, _, err := Locate(missing)
+	if !errors.Is(err, ErrNoCUPTI) || !strings.Contains(err.Error(), "(dlopen "+missing+": ") || strings.Count(err.Error(), missing) != 2 {
+		t.Fatalf("err %v, want the path in the list and once in the reason", err)
 	}
 }
 

@@ -144,6 +144,21 @@ int cz_wait_data(int ms) {
 
 // ---- loading ----
 
+// dlopen_error writes why dlopen(path) failed into err: "dlopen PATH:
+// REASON", with dlerror's text as REASON; that text names the library it
+// was given ("libcupti.so.13: cannot open shared object file: ..."), so then
+// the name is not said twice.
+static void dlopen_error(const char *path, char *err, size_t errlen) {
+	const char *e = dlerror();
+	size_t n = strlen(path);
+	if (e == NULL)
+		snprintf(err, errlen, "dlopen %s: unknown error", path);
+	else if (strncmp(e, path, n) == 0 && e[n] == ':')
+		snprintf(err, errlen, "dlopen %s", e);
+	else
+		snprintf(err, errlen, "dlopen %s: %s", path, e);
+}
+
 #define SYM(field, name)                                                              \
 	do {                                                                              \
 		*(void **)&L.field = dlsym(L.lib, name);                                      \
@@ -157,8 +172,7 @@ int cz_open(const char *path, char *err, size_t errlen) {
 	if (L.lib) return 0;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
+		dlopen_error(path, err, errlen);
 		return -1;
 	}
 	L.lib = h;
@@ -194,8 +208,7 @@ fail:
 int cz_probe(const char *path, char *out, size_t outlen, uint32_t *version, char *err, size_t errlen) {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "dlopen %s: %s", path, e ? e : "unknown error");
+		dlopen_error(path, err, errlen);
 		return -1;
 	}
 	CUptiResult (*gv)(uint32_t *);
