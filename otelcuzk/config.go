@@ -197,8 +197,9 @@ func WithoutUntraced() Option {
 	return optionFunc(func(c config) config { c.untracedOff = true; return c })
 }
 
-// WithoutGlobal keeps Setup from installing its TracerProvider and the W3C
-// propagators as the otel globals.
+// WithoutGlobal keeps New (and Setup, through it) from installing its
+// Provider and the W3C propagators as the otel globals: the caller starts
+// spans from Telemetry.Provider and hands it on itself.
 func WithoutGlobal() Option {
 	return optionFunc(func(c config) config { c.withoutGlobal = true; return c })
 }
@@ -217,7 +218,7 @@ func WithLogWriter(w io.Writer) Option {
 // configured: with WithSampler or OTEL_TRACES_SAMPLER set, that sampler
 // decides exactly as it says (parentbased_* then follows the caller's flag).
 // The spans are started through Telemetry.Provider (the global one after
-// Setup), not through the TracerProvider field.
+// New without WithoutGlobal), not through the TracerProvider field.
 func WithUnsampledCallerAsLink() Option {
 	return optionFunc(func(c config) config { c.unsampledLink = true; return c })
 }

@@ -29,7 +29,9 @@ const grpcMaxReconnectDelay = time.Second
 // Telemetry is the tracing set up by New: the provider, where its spans go,
 // and the count of spans lost to failed exports.
 type Telemetry struct {
-	// TracerProvider is the SDK provider; Setup installs it as the global one.
+	// TracerProvider is the SDK provider. New installs Provider (this
+	// provider, or its wrapper of WithUnsampledCallerAsLink) as the otel
+	// global unless WithoutGlobal is given.
 	TracerProvider *sdktrace.TracerProvider
 	// Propagator is W3C TraceContext plus Baggage.
 	Propagator propagation.TextMapPropagator
@@ -50,10 +52,11 @@ type Telemetry struct {
 	shutdownErr error
 }
 
-// Setup builds tracing with New and, unless WithoutGlobal is given, installs
-// its Provider and the W3C TraceContext+Baggage propagator as the otel
-// globals. It returns the Telemetry's Shutdown. The error names what is wrong
-// (an unwritable trace file, an unknown protocol, malformed OTEL_* values).
+// Setup builds tracing with New, which, unless WithoutGlobal is given,
+// installs its Provider and the W3C TraceContext+Baggage propagator as the
+// otel globals, and returns the Telemetry's Shutdown. The error names what
+// is wrong (an unwritable trace file, an unknown protocol, malformed OTEL_*
+// values).
 func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) error, err error) {
 	t, err := New(ctx, opts...)
 	if err != nil {
@@ -91,10 +94,16 @@ func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) 
 // replaced by U+FFFD (see ValidUTF8), since OTLP's protobuf encoding refuses
 // the whole batch over one of them.
 //
-// New installs no globals. An unwritable trace file, an unsupported protocol,
-// and malformed or unsupported values of OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_TRACES_SAMPLER[_ARG], OTEL_BSP_*, OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT
-// or INSECURE are errors naming the variable.
+// Unless WithoutGlobal is given, New installs Provider as the otel global
+// TracerProvider and Propagator as the global TextMapPropagator
+// (otel.SetTracerProvider, otel.SetTextMapPropagator), so code that starts
+// spans from the globals (otelgrpc, a library's default provider) records
+// into this Telemetry; on error it installs nothing.
+//
+// An unwritable trace file, an unsupported protocol, and malformed or
+// unsupported values of OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER[_ARG],
+// OTEL_BSP_*, OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT or INSECURE are errors
+// naming the variable.
 func New(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	c := newConfig(opts)
 	if err := checkEnv(c); err != nil {
@@ -347,8 +356,8 @@ func joinLine(errs []error) error {
 	return fmt.Errorf(format, args...)
 }
 
-// Provider is the TracerProvider to start spans from, the one Setup
-// installs as the global: TracerProvider itself, or with
+// Provider is the TracerProvider to start spans from, the one New installs
+// as the global (unless WithoutGlobal): TracerProvider itself, or with
 // WithUnsampledCallerAsLink (and no sampler configured) a wrapper of it that
 // turns a span under an unsampled remote parent into a linked new root.
 // A nil *Telemetry (New failed) gives a no-op provider.

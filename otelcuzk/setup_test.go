@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log"
 	"os"
 	"path/filepath"
@@ -522,6 +525,67 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	if !strings.Contains(strings.Join(fields, ","), "traceparent") || !strings.Contains(strings.Join(fields, ","), "baggage") {
 		t.Fatalf("global propagator fields = %v, want traceparent and baggage", fields)
 	}
+}
+
+// New itself installs the globals (Setup only calls it), and WithoutGlobal
+// keeps them as they were; New's doc says so. It said "New installs no
+// globals" (a new user's trial), and a library caller that trusted it had
+// its process's global provider replaced.
+func TestNewInstallsGlobalsUnlessWithoutGlobalAsItsDocSays(t *testing.T) {
+	clearEnv(t)
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	start := func(name string) {
+		_, s := otel.Tracer("x").Start(context.Background(), name)
+		s.End()
+	}
+
+	kept := tracetest.NewInMemoryExporter()
+	keptTel, err := New(context.Background(), WithExporter(kept), WithSyncExport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keptTel.Shutdown(context.Background())
+	start("after-new")
+	if got := kept.GetSpans(); len(got) != 1 || got[0].Name != "after-new" {
+		t.Fatalf("after New, the global tracer's spans reached %v, want New's provider", got)
+	}
+	if otel.GetTracerProvider() != keptTel.Provider() {
+		t.Error("after New, the global provider is not Telemetry.Provider")
+	}
+
+	other := tracetest.NewInMemoryExporter()
+	otherTel, err := New(context.Background(), WithExporter(other), WithSyncExport(), WithoutGlobal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherTel.Shutdown(context.Background())
+	start("after-without-global")
+	if len(other.GetSpans()) != 0 || len(kept.GetSpans()) != 2 {
+		t.Errorf("after New(WithoutGlobal()), the global tracer's span went to the new provider (%d spans) or nowhere", len(other.GetSpans()))
+	}
+
+	doc := funcDoc(t, "setup.go", "New")
+	if strings.Contains(doc, "installs no globals") || !strings.Contains(doc, "Unless WithoutGlobal is given, New installs") {
+		t.Errorf("New's doc does not say that it installs the globals unless WithoutGlobal:\n%s", doc)
+	}
+}
+
+// funcDoc is the doc comment of the function name declared in file of
+// this package.
+func funcDoc(t *testing.T, file, name string) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == name && fd.Doc != nil {
+			return fd.Doc.Text()
+		}
+	}
+	t.Fatalf("%s declares no documented func %s", file, name)
+	return ""
 }
 
 func TestWithDevicesDescribesGPUsInResource(t *testing.T) {
