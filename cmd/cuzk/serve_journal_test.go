@@ -58,3 +58,35 @@ func TestServeHelpNamesTheStateDirAndItsDefault(t *testing.T) {
 		}
 	}
 }
+
+// The README's cuzk serve section says where the daemon keeps its jobs
+// across a restart, in the words and defaults of --state-dir's help: it
+// did not name --state-dir at all (a new user's trial).
+func TestREADMEServeSectionNamesTheStateDir(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### cuzk serve\n")
+	if !ok {
+		t.Fatal("README has no '### cuzk serve' section")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	section = strings.Join(strings.Fields(section), " ")
+	help, _, err := runCuzk(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help = strings.Join(strings.Fields(help), " ")
+	for _, want := range []string{"--state-dir", journal.FileName, "CUZK_STATE_DIR", "$XDG_STATE_HOME/otelcuzk", "~/.local/state/otelcuzk", "interrupted by a restart", "none"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve --help no longer says %q: the README's sentence may be stale", want)
+		}
+		if !strings.Contains(section, want) {
+			t.Errorf("README's cuzk serve section lacks %q", want)
+		}
+	}
+	if !strings.Contains(section, "`--state-dir none` keeps jobs in memory only") {
+		t.Error("README's cuzk serve section does not say what --state-dir none does")
+	}
+}
