@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +35,9 @@ import (
 // without the usage text urfave/cli would print: the flag named as the
 // user typed it (the flag package writes "-nosuch" for a typed
 // "--nosuch"), an unknown flag pointing at the command's --help, and a
-// number too large for its flag naming the range the flag takes
-// (flagRanges).
+// number too large for its flag, or a value that is no number for a
+// numeric or duration flag, naming the range the flag takes (flagRanges)
+// and how to write a value (flagExamples; a duration's unit).
 func usageError(c *cli.Context, err error, _ bool) error {
 	msg := err.Error()
 	if m := outOfRange.FindStringSubmatch(msg); m != nil {
@@ -44,6 +46,25 @@ func usageError(c *cli.Context, err error, _ bool) error {
 			want = "an integer from -9223372036854775808 to 9223372036854775807"
 		}
 		return fmt.Errorf("%s %s: value out of range (want %s)", typedFlag(c, m[2]), m[1], want)
+	}
+	if m := notANumber.FindStringSubmatch(msg); m != nil {
+		if what, ok := numericFlag(c, m[2]); ok {
+			var want []string
+			if r, ok := flagRanges[m[2]]; ok {
+				want = append(want, r)
+			}
+			if ex, ok := flagExamples[m[2]]; ok {
+				want = append(want, "in digits: "+ex)
+			}
+			if what == "a duration" {
+				want = append(want, "a number with a unit: 90s, 5m, 1h30m")
+			}
+			line := fmt.Sprintf("%s %s: not %s", typedFlag(c, m[2]), m[1], what)
+			if len(want) > 0 {
+				line += " (want " + strings.Join(want, ", ") + ")"
+			}
+			return errors.New(line)
+		}
 	}
 	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("unknown flag %s (%s --help lists the flags)", typedFlag(c, m[1]), commandPath(c))
@@ -59,6 +80,40 @@ func usageError(c *cli.Context, err error, _ bool) error {
 // outOfRange is the flag package's error for a number its type cannot
 // hold: the value, then the flag's name.
 var outOfRange = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9-]+): value out of range$`)
+
+// notANumber is the flag package's error for a numeric flag's value that
+// does not parse (strconv's syntax error): the value, then the flag's name.
+var notANumber = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9-]+): parse error$`)
+
+// numericFlag reports whether name is a numeric flag of c's command (or of
+// a command above it), and what its values are: "an integer" (the flag
+// package reads Go's integer literals: 1048576, 1_048_576, 0x100000; not
+// 2^20 or 1e6), "a number" or "a duration" (time.ParseDuration's).
+func numericFlag(c *cli.Context, name string) (string, bool) {
+	for _, ctx := range c.Lineage() {
+		var flags []cli.Flag
+		if ctx.Command != nil {
+			flags = ctx.Command.Flags
+		} else if ctx.App != nil {
+			flags = ctx.App.Flags
+		}
+		for _, f := range flags {
+			if !slices.Contains(f.Names(), name) {
+				continue
+			}
+			switch f.(type) {
+			case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+				return "an integer", true
+			case *cli.Float64Flag:
+				return "a number", true
+			case *cli.DurationFlag:
+				return "a duration", true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
 
 // unknownFlag is the flag package's error for a flag the command lacks.
 var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -(.+)$`)
@@ -124,6 +179,13 @@ var flagRanges = map[string]string{
 	"max-results":       "at least 1",
 	"cpu-workers":       "0 or more (-1: the default)",
 	"synthesis-workers": "0 or more (-1: the default)",
+}
+
+// flagExamples show how to write a value of the integer flags whose
+// values users think of as powers of two, for the parse error of one
+// written otherwise ("2^20", "1M").
+var flagExamples = map[string]string{
+	"constraints": "1048576 for 2^20",
 }
 
 // oneLine keeps an error on one line (human.OneLine).

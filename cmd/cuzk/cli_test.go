@@ -152,10 +152,37 @@ func TestAFlagValueOutOfRangeNamesTheRange(t *testing.T) {
 			t.Errorf("cuzk %v printed %q %q", c.args, out, errOut)
 		}
 	}
-	// Other parse errors are left as the flag package words them, the
-	// flag as typed.
-	if _, _, err := runCuzk(t, "prove", "--constraints", "many"); err == nil || !strings.Contains(err.Error(), `invalid value "many" for flag --constraints`) {
-		t.Errorf("--constraints many: %v", err)
+}
+
+// A value that is no number for a numeric flag names the flag as typed,
+// the value and what the flag takes, in one line, before any work: the
+// flag package said only `invalid value "abc" for flag --constraints:
+// parse error` (a new user's trial). --constraints reads Go integers, so
+// 2^20 is refused with the digits to write instead.
+func TestAFlagValueThatIsNoNumberSaysWhatTheFlagTakes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prove", "--constraints", "abc"}, "--constraints abc: not an integer (want 1 to 2^32 = 4294967296, in digits: 1048576 for 2^20)"},
+		{[]string{"setup", "--constraints=2^20"}, "--constraints 2^20: not an integer (want 1 to 2^32 = 4294967296, in digits: 1048576 for 2^20)"},
+		{[]string{"submit", "-constraints", "1M"}, "-constraints 1M: not an integer (want 1 to 2^32 = 4294967296, in digits: 1048576 for 2^20)"},
+		{[]string{"serve", "--queue-size", "lots"}, "--queue-size lots: not an integer (want at least 1)"},
+		{[]string{"prove", "--seed", "s"}, "--seed s: not an integer"},
+		{[]string{"trace", "diff", "--threshold-pct", "x", "a", "b"}, "--threshold-pct x: not a number"},
+		{[]string{"status", "--timeout", "30"}, "--timeout 30: not a duration (want a number with a unit: 90s, 5m, 1h30m)"},
+	} {
+		out, errOut, err := runCuzk(t, c.args...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("cuzk %q: %v, want %q", c.args, err, c.want)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("cuzk %q printed %q %q", c.args, out, errOut)
+		}
+	}
+	// Go's integer literals are what the flag reads: 0x100000 is 2^20.
+	if _, _, err := runCuzk(t, "prove", "--constraints", "0x100000", "--circuit", "nosuch"); err != nil && strings.Contains(err.Error(), "not an integer") {
+		t.Errorf("--constraints 0x100000: %v, want it read as 1048576", err)
 	}
 }
 
@@ -171,7 +198,7 @@ func TestABadFlagIsNamedAsTyped(t *testing.T) {
 		{[]string{"submit", "--nosuch=3"}, "unknown flag --nosuch (cuzk submit --help lists the flags)"},
 		{[]string{"trace", "diff", "--nosuch", "a", "b"}, "unknown flag --nosuch (cuzk trace diff --help lists the flags)"},
 		{[]string{"prove", "--verify=maybe"}, `invalid boolean value "maybe" for --verify: parse error`},
-		{[]string{"prove", "-constraints", "many"}, `invalid value "many" for flag -constraints: parse error`},
+		{[]string{"prove", "-constraints", "many"}, `-constraints many: not an integer (want 1 to 2^32 = 4294967296, in digits: 1048576 for 2^20)`},
 		{[]string{"prove", "--constraints"}, "flag needs an argument: --constraints"},
 		{[]string{"setup", "-constraints", "99999999999999999999"}, "-constraints 99999999999999999999: value out of range (want 1 to 2^32 = 4294967296)"},
 	} {

@@ -111,7 +111,7 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 		{"cuda without the backend", base("--backend", "cuda"), "backend unavailable"},
 		{"merkle below one level", base("--circuit", "merkle", "--constraints", "100"), "merkle needs at least"},
 		{"constraints out of range", base("--constraints", "99999999999999999999"), "value out of range"},
-		{"constraints not a number", base("--constraints", "many"), "invalid value"},
+		{"constraints not a number", base("--constraints", "many"), "--constraints many: not an integer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
