@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -247,8 +248,11 @@ func loadTrace(ctx context.Context, warn io.Writer, timeout time.Duration, arg, 
 // readTraceFile streams the OTLP JSON lines file at path from offset (in
 // bytes) into a Collector: only the
 // trace traceID when set, else the latest traces within opts. Unreadable
-// lines are reported on warn as they are met; a file with no readable span
-// is an error.
+// lines are reported on warn once a span was read (as they are met after
+// it), or at the end when traceID is not found; a file of which no line
+// is OTLP JSON (a file of another kind: /etc/passwd, a binary) is one
+// line, errNotATraceFile's, and nothing on warn. A file with no span is
+// an error.
 func readTraceFile(warn io.Writer, path string, offset int64, traceID string, opts tracefile.CollectOptions) (*tracefile.Collection, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -258,6 +262,9 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 		return nil, fmt.Errorf("%w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a trace file; %s", path, traceFileIs)
+	}
 	// The exporter writes each line whole with O_APPEND, so where the file
 	// ended is where a line starts. A file shorter than offset was
 	// replaced since: it is read whole.
@@ -270,22 +277,24 @@ func readTraceFile(warn io.Writer, path string, offset int64, traceID string, op
 	col := tracefile.NewCollector(opts)
 	skips := skipReporter{w: warn, path: path}
 	err = tracefile.ScanOTLPJSONLines(r, tracefile.ScanOptions{TraceID: traceID}, func(s tracefile.Span) error {
+		skips.spanRead()
 		col.Add(s)
 		return nil
 	}, skips.skip)
+	c := col.Collection()
+	if err == nil && len(c.Summaries) == 0 && traceID == "" && skips.n > 0 {
+		return nil, errNotATraceFile(path, skips.n, skips.first)
+	}
 	skips.done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := col.Collection()
 	if len(c.Summaries) == 0 {
 		switch {
 		case traceID != "" && skips.n > 0:
 			return nil, fmt.Errorf("trace %s: not found in %s (%d unreadable lines skipped)", traceID, path, skips.n)
 		case traceID != "":
 			return nil, fmt.Errorf("trace %s: not found in %s", traceID, path)
-		case skips.n > 0:
-			return nil, fmt.Errorf("%s holds no readable spans (%d line%s skipped): %w", path, skips.n, human.Plural(skips.n), skips.first)
 		default:
 			return nil, fmt.Errorf("%s holds no spans", path)
 		}
@@ -348,14 +357,33 @@ func listOthers(w io.Writer, col *tracefile.Collection, shown string) {
 	}
 }
 
+// traceFileIs says what a trace file is, for the errors of a file that is
+// none.
+var traceFileIs = "a trace file is the OTLP JSON lines that cuzk prove, serve and submit write (--trace-file, default ./" +
+	otelcuzk.DefaultTraceFile + ") or a Collector's file exporter writes"
+
+// errNotATraceFile is the one line for the file at path of which no line
+// reads as OTLP JSON spans (n lines skipped, the first for the reason
+// first): what it is not, why (the first line's reason) and what a trace
+// file is.
+func errNotATraceFile(path string, n int, first error) error {
+	why := strings.Replace(first.Error(), tracefile.ErrMalformed.Error()+": ", "", 1)
+	return fmt.Errorf("%s is not a trace file: none of its lines reads as OTLP JSON spans (%d skipped; %s); %s", path, n, why, traceFileIs)
+}
+
 // skipReporter tells w which lines of the trace file at path could not be
-// read (at most three, then how many more), as they are met, so a damaged
-// line is seen but does not hide the rest of the file.
+// read (at most three, then how many more), so a damaged line is seen but
+// does not hide the rest of the file. Until a span is read (spanRead) it
+// holds them: a file of which no line reads is no trace file with damaged
+// lines but a file of another kind, said in one line (errNotATraceFile)
+// instead; done says what it holds.
 type skipReporter struct {
 	w     io.Writer
 	path  string
 	n     int
 	first error
+	held  []error // the first three, while no span was read
+	live  bool    // a span was read: lines are said as they are met
 }
 
 func (r *skipReporter) skip(err error) {
@@ -363,12 +391,34 @@ func (r *skipReporter) skip(err error) {
 	if r.first == nil {
 		r.first = err
 	}
-	if r.n <= 3 {
-		fmt.Fprintf(r.w, "cuzk: %s: skipped an unreadable line: %v\n", r.path, err)
+	switch {
+	case r.n > 3:
+	case r.live:
+		r.say(err)
+	default:
+		r.held = append(r.held, err)
 	}
 }
 
+// spanRead says the lines held, and from now on each as it is met.
+func (r *skipReporter) spanRead() {
+	if r.live {
+		return
+	}
+	r.live = true
+	for _, err := range r.held {
+		r.say(err)
+	}
+	r.held = nil
+}
+
+func (r *skipReporter) say(err error) {
+	fmt.Fprintf(r.w, "cuzk: %s: skipped an unreadable line: %v\n", r.path, err)
+}
+
+// done says the lines held and how many more were skipped.
 func (r *skipReporter) done() {
+	r.spanRead()
 	if r.n > 3 {
 		fmt.Fprintf(r.w, "cuzk: %s: %d more unreadable lines skipped\n", r.path, r.n-3)
 	}

@@ -203,7 +203,7 @@ func TestTraceDiffBadInput(t *testing.T) {
 		"different circuit":  {[]string{a, b}, "A is of circuit merkle, B of mulchain"},
 		"missing trace id":   {[]string{a, a, "--trace-id-b", idB}, "B: trace " + idB + ": not found"},
 		"not a trace id":     {[]string{a, a, "--trace-id-a", "xyz"}, "--trace-id-a xyz: not a trace id"},
-		"malformed file":     {[]string{a, garbage}, "holds no readable spans"},
+		"malformed file":     {[]string{a, garbage}, "is not a trace file"},
 		"missing file":       {[]string{a, filepath.Join(t.TempDir(), "nope")}, "no such file"},
 		"unknown layer":      {[]string{a, copyOf(t, a), "--fail-over", "1", "--fail-layer", "nosuch"}, "--fail-layer nosuch"},
 		"last and all":       {[]string{a, a, "--last", "2", "--all"}, "not both"},

@@ -127,7 +127,7 @@ func TestTraceBadInput(t *testing.T) {
 		"id without URL":   {[]string{"trace", "0af7651916cd43dd8448eb211c80319c"}, "--jaeger URL or --tempo URL"},
 		"missing file":     {[]string{"trace", filepath.Join(dir, "nope.jsonl")}, "no such file"},
 		"empty file":       {[]string{"trace", empty}, "holds no spans"},
-		"malformed file":   {[]string{"trace", garbage}, "malformed"},
+		"malformed file":   {[]string{"trace", garbage}, "is not a trace file"},
 		"bad jaeger id":    {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "xyz"}, "trace id"},
 		"unreachable":      {[]string{"trace", "--jaeger", "http://127.0.0.1:1", "0af7651916cd43dd8448eb211c80319c"}, "127.0.0.1:1"},
 		"unknown trace-id": {[]string{"trace", "--trace-id", "4bf92f3577b34da6a3ce929d0e0e4736", good}, "not found"},
@@ -209,15 +209,45 @@ func TestPrintFileTraceReadsFromTheRunsOffset(t *testing.T) {
 }
 
 // A file that is one 100 MiB line of zero bytes (a sparse file, a disk
-// hole) is skipped with a one-line note, not read into memory.
+// hole) is refused in one line saying why, not read into memory.
 func TestTraceSparseFileIsSkippedWithANote(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sparse.jsonl")
 	f, _ := os.Create(file)
 	f.Truncate(100 << 20)
 	f.Close()
 	out, err := runTraceCmd(t, "trace", file)
-	if err == nil || !strings.Contains(err.Error(), "holds no readable spans") || !strings.Contains(out, "longer than") {
+	if err == nil || !strings.Contains(err.Error(), "is not a trace file") || !strings.Contains(err.Error(), "longer than") || out != "" {
 		t.Errorf("err %v, output %q", err, out)
+	}
+}
+
+// A file of another kind (/etc/passwd, a binary, a directory) is refused
+// in one line: what it is not, the first line's reason and what a trace
+// file is, and nothing else is printed; it printed three "skipped an
+// unreadable line" notes, a count of the others and the error (a new
+// user's trial). A trace file with damaged lines still names them, those
+// before its first span included.
+func TestTraceOfAFileOfAnotherKindIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	passwd := filepath.Join(dir, "passwd")
+	var b strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&b, "user%d:x:%d:%d::/home/user%d:/bin/sh\n", i, 1000+i, 1000+i, i)
+	}
+	os.WriteFile(passwd, []byte(b.String()), 0o644)
+	for _, path := range []string{passwd, dir} {
+		out, err := runTraceCmd(t, "trace", path)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), path+" is") ||
+			!strings.Contains(err.Error(), "not a trace file") || !strings.Contains(err.Error(), "cuzk-trace.jsonl") || out != "" {
+			t.Errorf("cuzk trace %s: err %v, output %q; want one line naming it, no trace file, and what one is", path, err, out)
+		}
+	}
+
+	damaged := filepath.Join(dir, "damaged.jsonl")
+	os.WriteFile(damaged, []byte("{broken\n"+traceFileLine+"\n{broken too\n"), 0o644)
+	out, err := runTraceCmd(t, "trace", damaged)
+	if err != nil || strings.Count(out, "skipped an unreadable line") != 2 || !strings.Contains(out, "pipeline.prove") {
+		t.Errorf("cuzk trace of a trace file with two damaged lines: %v\n%s", err, out)
 	}
 }
 
