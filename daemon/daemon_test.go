@@ -13,6 +13,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/keycache/keycachetest"
 )
 
 func cpuConfig(t *testing.T, log *logtest.Buffer) Config {
@@ -148,5 +149,54 @@ func TestShutdownSummaryCountsOneProofInTheSingular(t *testing.T) {
 		if got := shutdownSummary(engine.Status{Succeeded: n}); !strings.HasPrefix(got, "cuzk serve: "+want+",") {
 			t.Errorf("%d: %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A --cache-dir nothing can be stored in is said once, at start, before
+// the daemon listens, and proving still works without storing: it was
+// said only at the first job (a new user's trial), by each pipeline.
+func TestAnUnwritableCacheDirIsSaidAtStartAndProvingGoesOn(t *testing.T) {
+	for how, dir := range keycachetest.UnwritableDirs(t) {
+		t.Run(how, func(t *testing.T) {
+			log := &logtest.Buffer{}
+			cfg := cpuConfig(t, log)
+			cfg.CacheDir = dir
+			d, err := New(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("New with an unwritable --cache-dir: %v, want a daemon that proves uncached", err)
+			}
+			said := func() []string {
+				var lines []string
+				for _, l := range strings.Split(log.String(), "\n") {
+					if strings.Contains(l, "cache") && !strings.Contains(l, "circuit cache: keyed") {
+						lines = append(lines, l)
+					}
+				}
+				return lines
+			}
+			if lines := said(); len(lines) != 1 || !strings.HasPrefix(lines[0], "cuzk serve: warning: the cache directory "+dir+" cannot store files (") ||
+				!strings.Contains(lines[0], "--cache-dir") {
+				t.Fatalf("at start: %q, want one warning naming the directory, why and --cache-dir", lines)
+			}
+			stop, stopped := start(d), false
+			defer func() {
+				if !stopped {
+					stop()
+				}
+			}()
+			proof := prove(t, d.Addr(), &cuzkv1.SubmitProofRequest{RequestId: "uncached", Circuit: "mulchain", Constraints: 1 << 9})
+			stopped = true
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if len(proof) == 0 {
+				t.Error("no proof")
+			}
+			if lines := said(); len(lines) != 1 {
+				t.Errorf("after a job: %q, want the start's line alone", lines)
+			} else {
+				t.Log(lines[0])
+			}
+		})
 	}
 }

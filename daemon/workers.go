@@ -15,6 +15,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
@@ -28,12 +29,13 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev ba
 		pipes   []*prover.Prover
 		devices []server.Device
 	)
+	cacheOpts := checkCacheDir(cfg)
 	open := func(name string) (*prover.Prover, error) {
 		rel, err := buffer.NewReleaser(mode)
 		if err != nil {
 			return nil, err
 		}
-		opts := []prover.ProverOption{prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log)}
+		opts := append([]prover.ProverOption{prover.WithReleaser(rel), prover.WithDeviceSettings(dev), prover.WithKeyCacheDir(cfg.CacheDir), prover.WithNotice(cfg.Log)}, cacheOpts...)
 		if name != "cpu" && cfg.KeySetup != nil {
 			opts = append(opts, prover.WithKeySetup(cfg.KeySetup, true))
 		}
@@ -92,6 +94,30 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev ba
 		return nil, pipes, nil, errors.New("serve: no workers (no GPU and --cpu-workers 0)")
 	}
 	return workers, pipes, devices, nil
+}
+
+// checkCacheDir says on cfg.Log, in one line at start, that the key cache
+// directory (--cache-dir, else keycache.DefaultDir) cannot store files,
+// and returns the options that keep each pipeline's cache from saying it
+// again at its first job. Proving goes on without storing (what the
+// directory lacks is made in memory), as it did when only the first job
+// said so. A cache directory that cannot be named (no home) is left to
+// the pipelines' own error.
+func checkCacheDir(cfg Config) []prover.ProverOption {
+	dir := cfg.CacheDir
+	if dir == "" {
+		var err error
+		if dir, err = keycache.DefaultDir(); err != nil {
+			return nil
+		}
+	}
+	err := keycache.CheckDir(dir)
+	if err == nil {
+		return nil
+	}
+	fmt.Fprintf(cfg.Log, "cuzk serve: warning: %v: keys and compiled circuits not already in it are made in memory, for this daemon only and again after each restart (set --cache-dir or %s to a writable directory)\n",
+		err, keycache.EnvCacheDir)
+	return []prover.ProverOption{prover.WithKeyCacheOptions(keycache.WithoutUnwritableNotice())}
 }
 
 // registerCircuitFiles registers each NAME:R1CS:PK[:VK] in the circuit

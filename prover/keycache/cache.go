@@ -125,7 +125,7 @@ type Cache struct {
 
 	storeMu        sync.Mutex
 	unwritable     error // why nothing can be stored in dir (New, or a store that failed); nil while it can
-	saidUnwritable bool  // the line saying so was said
+	saidUnwritable bool  // the line saying so was said (or WithoutUnwritableNotice)
 }
 
 // WithCompressedKeys stores and reads keys with compressed points
@@ -186,6 +186,15 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // without an estimate) until it ends. Default: os.Stderr; nil is silent.
 func WithProgress(w io.Writer, force bool) Option {
 	return optionFunc(func(c *Cache) { c.progress, c.forceProgress = w, force })
+}
+
+// WithoutUnwritableNotice leaves out the line a Cache says on the
+// progress writer when it finds that its directory cannot store files:
+// for a caller that said so itself (CheckDir), as cuzk serve does at
+// start. The stores still fail and the loads still make what is missing
+// in memory.
+func WithoutUnwritableNotice() Option {
+	return optionFunc(func(c *Cache) { c.saidUnwritable = true })
 }
 
 // New opens the cache in dir ("" means DefaultDir), creating it. A

@@ -53,7 +53,8 @@ func (c *Cache) unwritableErr() error {
 	return c.unwritable
 }
 
-// sayUnwritable says once per Cache where and why nothing is stored.
+// sayUnwritable says once per Cache where and why nothing is stored
+// (unless WithoutUnwritableNotice).
 func (c *Cache) sayUnwritable(err error) {
 	c.storeMu.Lock()
 	said := c.saidUnwritable
@@ -103,6 +104,30 @@ func (c *Cache) Writable() error {
 		return nil
 	}
 	return &unwritableError{dir: c.dir, err: err}
+}
+
+// CheckDir reports, before a Cache is opened, whether a Cache of dir (""
+// means DefaultDir) can store files: it makes the directory as New does
+// and returns nil when a file can be created there, else the error
+// Cache.Writable would return ("the cache directory DIR cannot store files
+// (REASON)", wrapping the file system's error), or DefaultDir's. For a
+// caller that says so once at start (cuzk serve) rather than at the first
+// store; its Caches then take WithoutUnwritableNotice.
+func CheckDir(dir string) error {
+	if dir == "" {
+		var err error
+		if dir, err = DefaultDir(); err != nil {
+			return err
+		}
+	}
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = Writable(dir)
+	}
+	if err != nil {
+		return &unwritableError{dir: dir, err: err}
+	}
+	return nil
 }
 
 type unwritableError struct {

@@ -112,3 +112,34 @@ func TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine(t *testing.T) {
 		})
 	}
 }
+
+// CheckDir says before any Cache is opened what the Cache's Writable
+// would say; a Cache WithoutUnwritableNotice stores nothing there either,
+// without its line (its caller said so at start: cuzk serve).
+func TestCheckDirSaysWhatWritableWouldAndTheNoticeCanBeLeftOut(t *testing.T) {
+	if err := CheckDir(filepath.Join(t.TempDir(), "new", "cache")); err != nil {
+		t.Errorf("CheckDir of a directory it can make: %v", err)
+	}
+	for how, dir := range keycachetest.UnwritableDirs(t) {
+		t.Run(how, func(t *testing.T) {
+			err := CheckDir(dir)
+			var notice bytes.Buffer
+			c, cerr := New(dir, WithRevision("rev1"), WithProgress(&notice, false), WithoutUnwritableNotice())
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			if err == nil || c.Writable() == nil || err.Error() != c.Writable().Error() {
+				t.Fatalf("CheckDir: %v; Writable: %v; want the same error", err, c.Writable())
+			}
+			c.progressAfter = time.Hour
+			comp := &compiler{n: 1 << 9}
+			got, err := c.Compile(context.Background(), "mulchain", 1<<9, comp.compile)
+			if err != nil || got.Path != "" {
+				t.Fatalf("Compile: %v, path %q; want the circuit in memory", err, got.Path)
+			}
+			if strings.Contains(notice.String(), "nothing can be stored") {
+				t.Errorf("notice %q: the line was said despite WithoutUnwritableNotice", notice.String())
+			}
+		})
+	}
+}
