@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -71,8 +72,6 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.onRelease(closeJournal) // last: after the span flush
-	// No reachability probe: under systemd the trace backend may come up
-	// after the daemon; spans dropped meanwhile are counted and warned of.
 	// Which step each running job is in, for GetStatus (cuzk status).
 	topts := append(TraceDevices(cfg.Backend),
 		otelcuzk.WithTraceFile(cfg.TraceFile), otelcuzk.WithLogWriter(cfg.Log), otelcuzk.WithSpanProcessor(d.steps),
@@ -83,11 +82,20 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	// An endpoint that is no OTLP receiver of the protocol set (a UI's
-	// port, the other transport's) loses every span without an error:
-	// said once, without delaying the start. One that does not answer yet
-	// is no warning (it may come up after the daemon).
+	// An OTLP endpoint where nothing listens, or that is no OTLP receiver
+	// of the protocol set (a UI's port, the other transport's), loses
+	// every span: said once, in the background, without delaying the
+	// start or refusing it (under systemd the trace backend may come up
+	// after the daemon; spans dropped meanwhile are counted).
 	go func() {
+		if perr := tel.ProbeEndpoint(ctx, 2*time.Second); perr != nil {
+			if ctx.Err() == nil {
+				_, endpoint := tel.Destination()
+				fmt.Fprintf(cfg.Log, "cuzk serve: warning: nothing answers at the OTLP endpoint %s (%s): traces will not arrive until a receiver listens there (start Jaeger or an OpenTelemetry Collector; docker compose -f deploy/compose.dev.yaml up -d runs Jaeger on 4317 and 4318); serving anyway, the spans lost counted in cuzk_spans_dropped_total\n",
+					endpoint, dialReason(perr))
+			}
+			return
+		}
 		if perr := tel.ProbeProtocol(ctx, 2*time.Second); perr != nil {
 			fmt.Fprintf(cfg.Log, "cuzk serve: warning: %v; spans sent there are lost\n", perr)
 		}
@@ -191,6 +199,20 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	stopEngine = false
 	return d, nil
+}
+
+// dialReason is why a dial failed, without the addresses the error
+// repeats: "connection refused", "i/o timeout", "lookup HOST: no such host".
+func dialReason(err error) string {
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		return human.OneLine(err).Error()
+	}
+	var sys *os.SyscallError
+	if errors.As(op.Err, &sys) {
+		return sys.Err.Error()
+	}
+	return op.Err.Error()
 }
 
 // onRelease adds f to what release undoes, run before what was added earlier.

@@ -134,6 +134,38 @@ func TestProbeProtocolNamesTheOtherTransportAtOnce(t *testing.T) {
 	}
 }
 
+// ProbeEndpoint says in one line that nothing accepts a connection at the
+// endpoint, naming it, and is nil where a receiver listens (whatever it
+// speaks) and for the trace file.
+func TestProbeEndpointNamesAnEndpointWhereNothingListens(t *testing.T) {
+	clearEnv(t)
+	recv := otlptest.NewReceiver("127.0.0.1:0")
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Stop()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + lis.Addr().String()
+	lis.Close()
+	for _, proto := range []string{ProtocolHTTPProtobuf, ProtocolGRPC} {
+		tel := newTel(t, WithEndpoint(refused), WithProtocol(proto), WithInsecure(), WithLogWriter(nil))
+		if err := tel.ProbeEndpoint(context.Background(), 2*time.Second); err == nil ||
+			!strings.HasPrefix(err.Error(), "OTLP endpoint "+refused+" unreachable: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s to %s: %v, want one line naming it unreachable", proto, refused, err)
+		}
+		tel = newTel(t, WithEndpoint(recv.URL()), WithProtocol(proto), WithInsecure(), WithLogWriter(nil))
+		if err := tel.ProbeEndpoint(context.Background(), 2*time.Second); err != nil {
+			t.Errorf("%s to a listening receiver: %v", proto, err)
+		}
+	}
+	if err := newTel(t).ProbeEndpoint(context.Background(), time.Second); err != nil {
+		t.Errorf("the trace file: %v", err)
+	}
+}
+
 // webUI serves what Jaeger's UI (16686) serves on any path and method: 200
 // and an HTML page. It records the method and path of each request.
 func webUI(t *testing.T) (url string, requests func() []string) {

@@ -41,18 +41,13 @@ const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\
 // timeout (or until ctx ends). The probe sends no span and no header of
 // OTEL_EXPORTER_OTLP_HEADERS.
 func (t *Telemetry) ProbeProtocol(ctx context.Context, timeout time.Duration) error {
-	if t == nil || (t.protocol != ProtocolGRPC && t.protocol != ProtocolHTTPProtobuf) || !strings.HasPrefix(t.target, "http://") {
-		return nil
-	}
-	hp, ok := endpointHostPort(t.target)
-	if !ok {
+	if t == nil || !strings.HasPrefix(t.target, "http://") {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", hp)
-	if err != nil {
+	conn, hp, err := t.dialEndpoint(ctx)
+	if conn == nil || err != nil {
 		return nil
 	}
 	defer conn.Close()
@@ -86,6 +81,43 @@ func (t *Telemetry) ProbeProtocol(ctx context.Context, timeout time.Duration) er
 		}
 	}
 	return nil
+}
+
+// ProbeEndpoint dials this Telemetry's OTLP endpoint (TCP, within timeout
+// or until ctx ends) and returns an error of one line, "OTLP endpoint
+// ENDPOINT unreachable: REASON" (wrapping the dial's error: connection
+// refused, i/o timeout, no such host), when nothing accepts a connection
+// there. It returns nil when one does (whatever it speaks: see
+// ProbeProtocol), for the file and custom exporters, and for an endpoint
+// it cannot read as host and port (New refused the malformed ones). It
+// sends nothing.
+func (t *Telemetry) ProbeEndpoint(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, _, err := t.dialEndpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("OTLP endpoint %s unreachable: %w", t.target, err)
+	}
+	if conn != nil {
+		conn.Close()
+	}
+	return nil
+}
+
+// dialEndpoint opens a TCP connection to the OTLP endpoint's host:port
+// (hp) until ctx ends; a nil conn and error when there is none to dial:
+// the file and custom exporters, an endpoint that is no host and port.
+func (t *Telemetry) dialEndpoint(ctx context.Context) (conn net.Conn, hp string, err error) {
+	if t == nil || (t.protocol != ProtocolGRPC && t.protocol != ProtocolHTTPProtobuf) {
+		return nil, "", nil
+	}
+	hp, ok := endpointHostPort(t.target)
+	if !ok {
+		return nil, "", nil
+	}
+	var d net.Dialer
+	conn, err = d.DialContext(ctx, "tcp", hp)
+	return conn, hp, err
 }
 
 // otlpProtobuf is the Content-Type of OTLP/HTTP's binary protobuf encoding.

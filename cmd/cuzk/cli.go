@@ -1,8 +1,8 @@
 package main
 
 // Helpers every command uses: one-line errors, argument checks, files
-// written atomically, the OTLP endpoint probe and the daemon client's
-// options. One file per command lives beside this one.
+// written atomically and the daemon client's options. One file per
+// command lives beside this one.
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -426,43 +425,6 @@ func samePath(a, b string) bool {
 
 func (f *atomicFile) commit(data []byte) error {
 	return atomicfile.WriteBytes(f.path, 0o644, data)
-}
-
-// probeOTLPEndpoint dials the OTLP endpoint of the environment, if any, so
-// an unreachable collector fails the command before proving, in at most
-// 2 s, rather than at the final flush.
-func probeOTLPEndpoint() error {
-	ep := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-	if ep == "" {
-		ep = strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
-	}
-	if ep == "" {
-		return nil
-	}
-	host := ep
-	if strings.Contains(ep, "://") {
-		u, err := url.Parse(ep)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("OTLP endpoint %q is not a URL", ep)
-		}
-		host = u.Host
-		if u.Port() == "" {
-			port := "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-			host = net.JoinHostPort(u.Hostname(), port)
-		}
-	}
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		return fmt.Errorf("OTLP endpoint %q is neither a URL nor host:port", ep)
-	}
-	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
-	if err != nil {
-		return fmt.Errorf("OTLP endpoint %s unreachable: %w", ep, err)
-	}
-	conn.Close()
-	return nil
 }
 
 // orEnv names the OTLP destination, target or, when the SDK reads it

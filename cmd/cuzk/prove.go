@@ -126,7 +126,7 @@ func proveAction(c *cli.Context) (err error) {
 	}()
 	// After New, which refuses a misconfiguration (protocol, timeout, a
 	// URL without scheme) as itself, before this dial could mask it.
-	if err := probeOTLPEndpoint(); err != nil {
+	if err := tel.ProbeEndpoint(ctx, 2*time.Second); err != nil {
 		return err
 	}
 	// The other transport's port (gRPC to 4318, OTLP/HTTP to 4317) would

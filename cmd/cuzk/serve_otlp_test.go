@@ -129,6 +129,70 @@ func TestServeStartsWithTheOTLPEndpointDownAndTracesArriveOnceItIsUp(t *testing.
 	}
 }
 
+// cuzk serve says at start, in one line, that nothing answers at its OTLP
+// endpoint, naming it and what to start there, and serves all the same
+// (a proof is made); with a receiver there it says nothing of the kind.
+// It said nothing until the first export failed (a new user's trial).
+func TestServeWarnsAtStartWhenNothingAnswersAtTheOTLPEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		protocol    string
+		newReceiver func(string) *otlptest.Receiver
+	}{{otelcuzk.ProtocolHTTPProtobuf, otlptest.NewReceiver}, {otelcuzk.ProtocolGRPC, otlptest.NewGRPCReceiver}} {
+		t.Run(c.protocol, func(t *testing.T) {
+			clearOTLPEnv(t)
+			addr, err := otlptest.FreeAddr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			recv := c.newReceiver(addr)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", c.protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+			warnings := func(d *testDaemon) []string {
+				var lines []string
+				for _, l := range strings.Split(d.log.String(), "\n") {
+					if strings.Contains(l, "nothing answers at the OTLP endpoint") {
+						lines = append(lines, l)
+					}
+				}
+				return lines
+			}
+			prove := func(d *testDaemon, id string) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				if _, err := d.client(t).Prove(ctx, client.Request{RequestID: id, Circuit: "mulchain", Constraints: 256}); err != nil {
+					t.Fatalf("prove %s: %v", id, err)
+				}
+			}
+
+			down := startDaemon(t, daemon.Config{})
+			waitFor(t, "no start-up warning:\n"+down.log.String(), 10*time.Second, func() bool { return len(warnings(down)) > 0 })
+			prove(down, "down-1")
+			if err := down.stop(); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			w := warnings(down)
+			if len(w) != 1 || !strings.HasPrefix(w[0], "cuzk serve: warning: nothing answers at the OTLP endpoint "+recv.URL()+" (") ||
+				!strings.Contains(w[0], "traces will not arrive") || !strings.Contains(w[0], "Jaeger") || !strings.Contains(w[0], "serving anyway") {
+				t.Errorf("warnings %q, want one line naming the endpoint and what to start", w)
+			}
+
+			if err := recv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer recv.Stop()
+			up := startDaemon(t, daemon.Config{})
+			prove(up, "up-1")
+			if err := up.stop(); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			if w := warnings(up); len(w) != 0 {
+				t.Errorf("with a receiver listening: %q", w)
+			}
+		})
+	}
+}
+
 func serveWithTheEndpointDownThenUp(t *testing.T, protocol string, newReceiver func(string) *otlptest.Receiver) {
 	clearOTLPEnv(t)
 	addr, err := otlptest.FreeAddr()
