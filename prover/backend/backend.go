@@ -37,6 +37,13 @@ type Call struct {
 	// scalars of the wire MSMs (groth16.ScalarCounts.Attributes), nil for
 	// the others.
 	Attributes []attribute.KeyValue
+	// FromComputeH says the scalars are a prefix of the a that the last
+	// ComputeH of this KeyID returned (the coefficients of H), unchanged
+	// since. A backend that kept H on its device after ComputeH (the CUDA
+	// backend) then reads them there instead of copying them from the
+	// host again; any other backend ignores it. The prover sets it for
+	// msm.g1.h only.
+	FromComputeH bool
 }
 
 // Backend runs the heavy steps of the Groth16 prover (DESIGN.md, Backends).

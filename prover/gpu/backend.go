@@ -70,6 +70,9 @@ type Backend struct {
 	// stagedFrom, when > 0, replaces minPinnedCopy for the staged mode
 	// (tests only).
 	stagedFrom int
+	// h is the H that the last ComputeH left on the device for the H MSM
+	// (keptH.go), under mu.
+	h keptH
 
 	// fault is the first sticky CUDA error (cudaspans.ErrSticky) seen on
 	// this device, wrapped with backend.ErrDeviceFault; once set, every
@@ -114,7 +117,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Back
 	}
 	hc, g2OnCPU := o.Device.HostCopy, o.Device.MSMG2 == backend.G2OnCPU
 	if hc == "" {
-		hc = backend.HostCopyStaged
+		hc = backend.HostCopyRegistered
 	}
 	tp := o.TracerProvider
 	if tp == nil {
@@ -175,6 +178,9 @@ func (b *Backend) Close() error {
 	if b.c != nil {
 		errs = append(errs, b.c.Flush(context.Background()))
 	}
+	b.mu.Lock()
+	b.dropH()
+	b.mu.Unlock()
 	// Registered host buffers (HostCopyRegistered) are unregistered
 	// while the context lives; their owners unmap them later.
 	errs = append(errs, b.closeRegs(context.Background()))

@@ -23,9 +23,10 @@ import (
 // vector's registered buffer.Mmap, registered once for its life, or staged
 // when it has none). The three device vectors (3·32·n bytes) are,
 // for a proof with a key ID (keyID not ""), the key's proof
-// buffers, kept for its next proof (Bases().ProofBuffer); otherwise they
-// are allocated here and released through the backend's Releaser
-// (buffer.release spans). Errors:
+// buffers, kept for its next proof (Bases().ProofBuffer), and H stays in
+// the first of them for the H MSM (MSMG1 with backend.Call.FromComputeH:
+// keptH); otherwise they are allocated here and released through the
+// backend's Releaser (buffer.release spans). Errors:
 // lengths that differ from the domain, device memory, driver errors naming
 // the operation.
 func (b *Backend) ComputeH(ctx context.Context, keyID string, domain *fft.Domain, a, bv, c []fr.Element) (err error) {
@@ -44,10 +45,18 @@ func (b *Backend) ComputeH(ctx context.Context, keyID string, domain *fft.Domain
 		return fmt.Errorf("cuda compute H: %w", err)
 	}
 	defer b.lock(ctx)()
+	// The H an earlier ComputeH kept (its MSM never ran) goes back first,
+	// so this call gets the key's buffer again.
+	b.dropH()
 	bufs := make([]*cudaspans.DeviceBuffer, 0, 3)
 	var giveBack []func()
 	defer func() {
-		for _, g := range giveBack {
+		for i, g := range giveBack {
+			if i == 0 && err == nil && keyID != "" {
+				// H stays on the device for the H MSM (keptH).
+				b.h = keptH{keyID: keyID, host: &a[0], n: n, buf: bufs[0], giveBack: g}
+				continue
+			}
 			g()
 		}
 	}()

@@ -15,8 +15,13 @@ import (
 // first use of bases.ID, reused by later proofs); call names the span
 // (msm.g1.a, ...) and the proof's key, whose pinned scalars and device
 // workspace it uses. A set without an ID is not kept resident: its points
-// are copied to the device with the scalars for this MSM only.
+// are copied to the device with the scalars for this MSM only. With
+// call.FromComputeH, scalars that are the H the last ComputeH of the key
+// left on the device are read there (keptH), not copied from the host.
 func (b *Backend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (res curve.G1Jac, err error) {
+	if res, ok, err := b.msmKeptH(ctx, call, bases, scalars); ok {
+		return res, err
+	}
 	return deviceMSM(b, ctx, call, len(bases.Points), scalars, func(ctx context.Context, sc []fr.Element) (curve.G1Jac, error) {
 		return b.msm.G1Resident(ctx, call, b.s, b.bases, bases, sc)
 	})

@@ -36,6 +36,11 @@ func (b *Backend) BeginProof(ctx context.Context) (context.Context, func() error
 	return sctx, func() error {
 		once.Do(func() {
 			err = b.checkFault(sess.End())
+			// An H the proof's MSM did not read (it failed first) goes
+			// back with the device.
+			b.mu.Lock()
+			b.dropH()
+			b.mu.Unlock()
 			b.proofMu.Unlock()
 		})
 		return err

@@ -295,7 +295,7 @@ func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) er
 		})
 	}
 	run(func() {
-		krs2, errH = p.backend.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1H, KeyID: p.cfg.keyID}, backend.BaseSet[curve.G1Affine]{ID: id("g1.z"), Points: pk.G1.Z}, h)
+		krs2, errH = p.backend.MSMG1(ctx, backend.Call{Span: semconv.SpanMSMG1H, KeyID: p.cfg.keyID, FromComputeH: true}, backend.BaseSet[curve.G1Affine]{ID: id("g1.z"), Points: pk.G1.Z}, h)
 	})
 	// [B]₂ on the calling goroutine, as gnark does.
 	bs2, errB2 = splitMSM(p, ctx, semconv.SpanMSMG2B, p.cfg.keyID, backend.BaseSet[curve.G2Affine]{ID: id("g2.b"), Points: pk.G2.B}, wB, splitB,

@@ -57,7 +57,7 @@ func startCall(ctx context.Context, tracer trace.Tracer, call backend.Call, n in
 // (wrapping cudaspans.ErrOutOfMemory), and driver errors naming the
 // operation.
 func (m *MSM) G1(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G1Jac, error) {
-	return overResident[curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, scalars)
+	return overResident[curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, bases, hostScalars(scalars))
 }
 
 // G2 is G1 on G2: Σ scalars[i]·bases[i] over a resident G2 base set
@@ -65,12 +65,12 @@ func (m *MSM) G1(ctx context.Context, call backend.Call, s *cudaspans.Stream, ba
 // MSM_G2; loaded by Backend.Warmup, else compiled on the first G2 call, a
 // cuda.compile span per module).
 func (m *MSM) G2(ctx context.Context, call backend.Call, s *cudaspans.Stream, bases *ResidentBases, scalars []fr.Element) (curve.G2Jac, error) {
-	return overResident[curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, scalars)
+	return overResident[curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, bases, hostScalars(scalars))
 }
 
 // overResident is G1 and G2.
 func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
-	bases *ResidentBases, scalars []fr.Element) (J, error) {
+	bases *ResidentBases, sc scalars) (J, error) {
 	total := infinity[J, X]()
 	if bases == nil {
 		return total, errors.New("msm: nil base set")
@@ -78,15 +78,15 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 	if bases.g2 != g2 {
 		return total, fmt.Errorf("msm: %s MSM over base set %s of %s points", groupName(g2), bases.ID(), groupName(bases.g2))
 	}
-	if len(scalars) > bases.Len() {
-		return total, fmt.Errorf("msm: %d scalars for %d bases of %s", len(scalars), bases.Len(), bases.ID())
+	if sc.n > bases.Len() {
+		return total, fmt.Errorf("msm: %d scalars for %d bases of %s", sc.n, bases.Len(), bases.ID())
 	}
 	ptr, release, err := bases.acquire()
 	if err != nil {
 		return total, err
 	}
 	defer release()
-	return sum[J, PJ, X](m, ctx, call, s, g2, bases.owner, ptr, nil, scalars)
+	return sum[J, PJ, X](m, ctx, call, s, g2, bases.owner, ptr, nil, sc)
 }
 
 // G1Resident is G1 over a proving-key base set kept in resident, a DeviceBases (the
@@ -99,22 +99,40 @@ func overResident[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Con
 // each chunk and gone when the MSM ends.
 func (m *MSM) G1Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
 	set backend.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
-	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, resident, set, scalars)
+	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, resident, set, hostScalars(scalars))
 }
 
 // G2Resident is G1Resident on G2 (the proving key's [B]₂ bases).
 func (m *MSM) G2Resident(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
 	set backend.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
-	return overDeviceBases[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, resident, set, scalars)
+	return overDeviceBases[curve.G2Affine, curve.G2Jac, *curve.G2Jac, msmXYZZ2](m, ctx, call, s, true, resident, set, hostScalars(scalars))
+}
+
+// G1ResidentOnDevice is G1Resident over n scalars that are already on
+// the device at dev (n·32 bytes, fr.Element layout, Montgomery form),
+// as prover/gpu's ComputeH leaves the coefficients of H: each chunk's
+// scalars are copied into the workspace on the device (a cuda.memcpy.dtod
+// span) instead of from the host. The caller keeps the memory at dev
+// unchanged until the call returns. n ≤ len(set.Points); set needs an ID
+// (a resident set). Errors as G1Resident's.
+func (m *MSM) G1ResidentOnDevice(ctx context.Context, call backend.Call, s *cudaspans.Stream, resident *DeviceBases,
+	set backend.BaseSet[curve.G1Affine], n int, dev cudaspans.DevicePtr) (curve.G1Jac, error) {
+	if dev == 0 || n < 0 {
+		return curve.G1Jac{}, fmt.Errorf("msm: %d scalars on the device at %#x", n, uint64(dev))
+	}
+	return overDeviceBases[curve.G1Affine, curve.G1Jac, *curve.G1Jac, msmXYZZ](m, ctx, call, s, false, resident, set, scalars{dev: dev, n: n})
 }
 
 // overDeviceBases is G1Resident and G2Resident.
 func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
-	resident *DeviceBases, set backend.BaseSet[A], scalars []fr.Element) (res J, err error) {
+	resident *DeviceBases, set backend.BaseSet[A], sc scalars) (res J, err error) {
 	if set.ID == "" {
-		return overHost[A, J, PJ, X](m, ctx, call, s, g2, set.Points, scalars)
+		if sc.dev != 0 {
+			return res, errors.New("msm: scalars on the device need a resident base set (an ID)")
+		}
+		return overHost[A, J, PJ, X](m, ctx, call, s, g2, set.Points, sc.host)
 	}
-	ctx, end := startCall(ctx, m.tracer, call, len(scalars), semconv.KeyBaseSetID.String(set.ID))
+	ctx, end := startCall(ctx, m.tracer, call, sc.n, semconv.KeyBaseSetID.String(set.ID))
 	defer func() { end(err) }()
 	if resident == nil {
 		return res, errors.New("msm: nil DeviceBases")
@@ -124,7 +142,7 @@ func overDeviceBases[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx c
 		if err != nil {
 			return res, err
 		}
-		res, err = overResident[J, PJ, X](m, ctx, backend.Call{KeyID: call.KeyID}, s, g2, rb, scalars)
+		res, err = overResident[J, PJ, X](m, ctx, backend.Call{KeyID: call.KeyID}, s, g2, rb, sc)
 		if errors.Is(err, ErrBaseSetEvicted) && attempt == 0 {
 			// Evicted between the upload and the MSM taking hold of it
 			// (an EvictKeys call): upload it again, once.
@@ -152,14 +170,14 @@ func overHost[A any, J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.
 	if len(scalars) > len(bases) {
 		return infinity[J, X](), fmt.Errorf("msm: %d scalars for %d bases", len(scalars), len(bases))
 	}
-	return sum[J, PJ, X](m, ctx, call, s, g2, nil, 0, cudaspans.AsBytes(bases[:len(scalars)]), scalars)
+	return sum[J, PJ, X](m, ctx, call, s, g2, nil, 0, cudaspans.AsBytes(bases[:len(scalars)]), hostScalars(scalars))
 }
 
 // sum runs the MSM (run) and adds its chunks' combined window sums.
 func sum[J any, PJ jacobian[J], X windowSum[J]](m *MSM, ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool,
-	pool *DeviceBases, basesPtr cudaspans.DevicePtr, hostBases []byte, scalars []fr.Element) (J, error) {
+	pool *DeviceBases, basesPtr cudaspans.DevicePtr, hostBases []byte, sc scalars) (J, error) {
 	total := infinity[J, X]()
-	err := m.run(ctx, call, s, g2, pool, basesPtr, hostBases, scalars, func(wsums []byte, c int) {
+	err := m.run(ctx, call, s, g2, pool, basesPtr, hostBases, sc, func(wsums []byte, c int) {
 		part := combineWindows[J, PJ](msmBytesAs[X](wsums), c)
 		PJ(&total).AddAssign(&part)
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -20,8 +19,8 @@ import (
 // key's proof buffer in pool (kept for the next proof); else it is
 // allocated and freed here.
 func (m *MSM) run(ctx context.Context, call backend.Call, s *cudaspans.Stream, g2 bool, pool *DeviceBases, basesPtr cudaspans.DevicePtr,
-	hostBases []byte, scalars []fr.Element, combine func(wsums []byte, c int)) (err error) {
-	n := len(scalars)
+	hostBases []byte, sc scalars, combine func(wsums []byte, c int)) (err error) {
+	n := sc.n
 	ctx, end := startCall(ctx, m.tracer, call, n)
 	defer func() { end(err) }()
 	if n == 0 {
@@ -84,7 +83,7 @@ func (m *MSM) run(ctx context.Context, call backend.Call, s *cudaspans.Stream, g
 				return fmt.Errorf("msm: copy bases: %w", err)
 			}
 		}
-		wsums, err := m.pass(ctx, s, g, ws.Ptr(), p, bp, scalars[start:start+k])
+		wsums, err := m.pass(ctx, s, g, ws.Ptr(), p, bp, sc.slice(start, k))
 		if err != nil {
 			return err
 		}
@@ -198,7 +197,7 @@ func (m *MSM) affineBuckets(ctx context.Context, s *cudaspans.Stream, g *msmGrou
 
 // pass runs the kernels over one chunk and returns its window sums.
 func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cudaspans.DevicePtr, p msmPlan,
-	bases cudaspans.DevicePtr, scalars []fr.Element) ([]byte, error) {
+	bases cudaspans.DevicePtr, sc scalars) ([]byte, error) {
 	at := func(off int) cudaspans.DevicePtr { return ws + cudaspans.DevicePtr(off) }
 	n, c, nwin, nb := uint32(p.n), uint32(p.c), uint32(p.nwin), uint32(p.nb)
 	segCap := uint32(p.segCap)
@@ -207,7 +206,7 @@ func (m *MSM) pass(ctx context.Context, s *cudaspans.Stream, g *msmGroup, ws cud
 	blocks := func(threads, per int) int { return (threads + per - 1) / per }
 
 	steps := []func() error{
-		func() error { return cudaspans.HtoD(ctx, s, at(p.offScalars), scalars) },
+		func() error { return sc.copyTo(ctx, s, at(p.offScalars)) },
 		func() error {
 			return s.Launch(ctx, g.fill, cudaspans.D1(blocks(wb, 256)), cudaspans.D1(256), 0, at(p.offCounts), uint32(0), uint32(wb))
 		},

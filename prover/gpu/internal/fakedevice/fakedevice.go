@@ -162,6 +162,23 @@ func (d *Driver) CopyDtoH(_ cudaspans.ContextHandle, dst unsafe.Pointer, src cud
 	return nil
 }
 
+// CopyDtoD copies n bytes between two allocations (both must hold their
+// ranges).
+func (d *Driver) CopyDtoD(_ cudaspans.ContextHandle, dst, src cudaspans.DevicePtr, n int, _ cudaspans.StreamHandle) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	from, err := d.at(src, n)
+	if err != nil {
+		return err
+	}
+	to, err := d.at(dst, n)
+	if err != nil {
+		return err
+	}
+	copy(to, from)
+	return nil
+}
+
 func (d *Driver) ModuleLoad(cudaspans.ContextHandle, []byte) (cudaspans.ModuleHandle, error) {
 	return cudaspans.ModuleHandle(d.handle()), nil
 }
