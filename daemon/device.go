@@ -18,7 +18,7 @@ import (
 // DeviceSettingsFromEnv reads the CUDA backend's settings from the environment
 // and parses them, the one place they are read and parsed (the backend
 // takes the typed values): CUZK_CUDA_HOST_COPY (staged, register,
-// registered or pageable; default staged) and CUZK_CUDA_MSM_G2 (gpu or cpu; default
+// registered or pageable; default registered) and CUZK_CUDA_MSM_G2 (gpu or cpu; default
 // gpu). A malformed value is refused at start, whatever the backend,
 // naming the variable, so a typo shows on the host where it was made.
 func DeviceSettingsFromEnv() (backend.DeviceSettings, error) {

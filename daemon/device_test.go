@@ -9,7 +9,7 @@ import (
 // and a malformed value is refused naming its variable, on any host.
 func TestDeviceSettingsComeFromTheEnvironmentAndNameAMalformedVariable(t *testing.T) {
 	// Parsed once, here: an unset variable is its default's typed value.
-	for _, ok := range [][4]string{{"", "", "staged", "gpu"}, {"staged", "gpu", "staged", "gpu"}, {"register", "cpu", "register", "cpu"}, {"pageable", "", "pageable", "gpu"}} {
+	for _, ok := range [][4]string{{"", "", "registered", "gpu"}, {"staged", "gpu", "staged", "gpu"}, {"register", "cpu", "register", "cpu"}, {"pageable", "", "pageable", "gpu"}} {
 		t.Setenv("CUZK_CUDA_HOST_COPY", ok[0])
 		t.Setenv("CUZK_CUDA_MSM_G2", ok[1])
 		s, err := DeviceSettingsFromEnv()

@@ -115,7 +115,7 @@ func main() {
 				return fmt.Errorf("unknown backend %q", b)
 			}
 		}
-		if o.hostCopies, err = parseEach("host-copy", hostCopies, backend.ParseHostCopy, backend.HostCopyStaged); err != nil {
+		if o.hostCopies, err = parseEach("host-copy", hostCopies, backend.ParseHostCopy, backend.HostCopyRegistered); err != nil {
 			return err
 		}
 		if o.release, err = buffer.ParseReleaseMode(release); err != nil {

@@ -13,7 +13,7 @@ func TestDeviceSettingsParseOnceAndRefuseUnknownWords(t *testing.T) {
 		hc, g2 string
 		want   DeviceSettings
 	}{
-		{"", "", DeviceSettings{HostCopyStaged, G2OnGPU}},
+		{"", "", DeviceSettings{HostCopyRegistered, G2OnGPU}},
 		{"register", "cpu", DeviceSettings{HostCopyRegister, G2OnCPU}},
 		{"pageable", "gpu", DeviceSettings{HostCopyPageable, G2OnGPU}},
 	} {

@@ -31,7 +31,7 @@ func TestParallelCopyCopiesEveryByte(t *testing.T) {
 }
 
 func TestParseHostCopy(t *testing.T) {
-	for in, want := range map[string]backend.HostCopy{"": backend.HostCopyStaged, "staged": backend.HostCopyStaged,
+	for in, want := range map[string]backend.HostCopy{"": backend.HostCopyRegistered, "staged": backend.HostCopyStaged,
 		"register": backend.HostCopyRegister, "pageable": backend.HostCopyPageable} {
 		got, err := backend.ParseHostCopy(in)
 		if err != nil || got != want {
@@ -69,7 +69,7 @@ func TestOpenAppliesTheDeviceSettings(t *testing.T) {
 		in      backend.DeviceSettings
 		copy    backend.HostCopy
 		g2OnCPU bool
-	}{{backend.DeviceSettings{}, backend.HostCopyStaged, false}, {backend.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, backend.HostCopyPageable, true},
+	}{{backend.DeviceSettings{}, backend.HostCopyRegistered, false}, {backend.DeviceSettings{HostCopy: "pageable", MSMG2: "cpu"}, backend.HostCopyPageable, true},
 		{backend.DeviceSettings{HostCopy: "register", MSMG2: "gpu"}, backend.HostCopyRegister, false}} {
 		c, err := cudaspans.Open(0, cudaspans.WithDriver(fakedevice.New(1<<20)))
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 )
 
 // SetHostCopy changes how host vectors are copied (default:
-// backend.HostCopyStaged, or backend.Options.Device.HostCopy at Open); a
+// backend.HostCopyRegistered, or backend.Options.Device.HostCopy at Open); a
 // value no backend.ParseHostCopy makes is refused with its error. It waits
 // for the operation in flight.
 func (b *Backend) SetHostCopy(m backend.HostCopy) error {
