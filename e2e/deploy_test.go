@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +15,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	cuzkdaemon "github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
 const deployDir = "../deploy"
@@ -226,5 +231,153 @@ func TestDeployFilesAgree(t *testing.T) {
 	if !strings.Contains(string(unit), "--metrics-listen ${CUZK_METRICS_LISTEN}") ||
 		!strings.Contains(string(unit), "\nEnvironment=CUZK_METRICS_LISTEN=127.0.0.1:"+port+"\n") {
 		t.Errorf("cuzk.service does not serve metrics at $CUZK_METRICS_LISTEN, default 127.0.0.1:%s", port)
+	}
+}
+
+// serviceUnit reads deploy/cuzk.service's [Service] section: every value of
+// each key, in order (Environment= lines and the like repeat).
+func serviceUnit(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(deployDir, "cuzk.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			section = line
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && section == "[Service]" {
+			unit[k] = append(unit[k], v)
+		}
+	}
+	return unit
+}
+
+// TestServiceUnitWritesWhereSystemdLets checks that cuzk.service gives the
+// daemon a writable place for everything it keeps: with DynamicUser=yes and
+// ProtectSystem=strict only the directories systemd makes for the unit
+// (StateDirectory= under /var/lib, CacheDirectory= under /var/cache, ...)
+// and ReadWritePaths= are writable, and the user's home is /, so the
+// defaults (~/.local/state/otelcuzk, ~/.cache/otelcuzk) would be read-only
+// and serve would refuse to start. The job journal (--state-dir), the key
+// cache (--cache-dir) and the kernel cache are resolved as cuzk serve does,
+// under the unit's environment. With systemd-analyze on PATH, the unit
+// also verifies without a warning.
+func TestServiceUnitWritesWhereSystemdLets(t *testing.T) {
+	unit := serviceUnit(t)
+	if got := unit["DynamicUser"]; len(got) != 1 || got[0] != "yes" {
+		t.Fatalf("cuzk.service DynamicUser=%v: this test assumes yes", got)
+	}
+	if got := unit["ProtectSystem"]; len(got) != 1 || got[0] != "strict" {
+		t.Fatalf("cuzk.service ProtectSystem=%v: this test assumes strict", got)
+	}
+	// The paths systemd makes writable for the unit, and the variables it
+	// sets to them (systemd.exec(5), "RuntimeDirectory=").
+	writable := unit["ReadWritePaths"]
+	env := map[string]string{}
+	for key, root := range map[string]string{"StateDirectory": "/var/lib", "CacheDirectory": "/var/cache", "LogsDirectory": "/var/log", "RuntimeDirectory": "/run"} {
+		var dirs []string
+		for _, v := range unit[key] {
+			for _, d := range strings.Fields(v) {
+				dirs = append(dirs, filepath.Join(root, d))
+			}
+		}
+		writable = append(writable, dirs...)
+		env[strings.ToUpper(strings.TrimSuffix(key, "Directory"))+"_DIRECTORY"] = strings.Join(dirs, ":")
+	}
+	// The daemon's environment: a dynamic user's home is /; the unit's
+	// Environment= lines over nothing else of ours.
+	for _, k := range []string{"XDG_STATE_HOME", "XDG_CACHE_HOME", "CUZK_STATE_DIR", "CUZK_CACHE_DIR"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HOME", "/")
+	for _, line := range unit["Environment"] {
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+			env[k] = v
+		}
+	}
+	if len(unit["ExecStart"]) != 1 {
+		t.Fatalf("cuzk.service ExecStart=%v: want one", unit["ExecStart"])
+	}
+	args := strings.Fields(os.Expand(unit["ExecStart"][0], func(k string) string { return env[k] }))
+	flag := func(name string) string {
+		for i, a := range args {
+			if a == name && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	stateDir := flag("--state-dir")
+	if stateDir == "" {
+		stateDir = os.Getenv("CUZK_STATE_DIR")
+	}
+	if stateDir == "" {
+		stateDir = cuzkdaemon.DefaultStateDir()
+	}
+	keyDir := flag("--cache-dir")
+	if keyDir == "" {
+		var err error
+		if keyDir, err = keycache.DefaultDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userCache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := func(dir string) bool {
+		for _, w := range writable {
+			if rel, err := filepath.Rel(w, dir); err == nil && filepath.IsAbs(dir) && !strings.HasPrefix(rel, "..") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range []struct{ what, dir string }{
+		{"the job journal (--state-dir, CUZK_STATE_DIR)", stateDir},
+		{"the key cache (--cache-dir, CUZK_CACHE_DIR, XDG_CACHE_HOME)", keyDir},
+		{"the kernel cache (XDG_CACHE_HOME)", filepath.Join(userCache, "otelcuzk", "kernels")},
+	} {
+		if d.dir == "none" || !under(d.dir) {
+			t.Errorf("cuzk.service: %s is %q, not under a directory the unit may write (%v): set StateDirectory=/CacheDirectory= and point the variable there", d.what, d.dir, writable)
+		}
+	}
+
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Log("systemd-analyze not on PATH: the unit's syntax is not verified")
+		return
+	}
+	// verify wants ExecStart's program to exist: this test's own binary
+	// stands in for /usr/local/bin/cuzk.
+	b, err := os.ReadFile(filepath.Join(deployDir, "cuzk.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "cuzk.service")
+	if err := os.WriteFile(copyPath, bytes.ReplaceAll(b, []byte("/usr/local/bin/cuzk "), []byte(self+" ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sa, "verify", copyPath).CombinedOutput()
+	// verify exits 0 on an unknown key; its warnings name the file.
+	if err != nil || bytes.Contains(out, []byte(copyPath)) {
+		t.Errorf("systemd-analyze verify cuzk.service: %v\n%s", err, out)
 	}
 }
