@@ -59,9 +59,9 @@ type builderConfig struct {
 	// holdBatches is how many batches a record with no external
 	// correlation record yet waits for one before it is emitted as
 	// unmarked work (0 means 1); correlation records wait one more. More
-	// than 1 with WithoutForcedFlush, whose buffers come apart: else a
-	// cudaspans kernel whose correlation record came later would be traced
-	// twice.
+	// than 1 without the forced flush (the default), whose buffers come
+	// apart: else a cudaspans kernel whose correlation record came later
+	// would be traced twice.
 	holdBatches int
 	now         func() time.Time
 	// job, when set, finds the span of a job (another process's, by
@@ -107,9 +107,9 @@ type Stats struct {
 	Jobs                             int // records parented by a published job's window
 	Spans                            int // spans made, of every kind
 	// cudaspans' kernel spans (not folded) ended with cuda.cupti_ms, and
-	// without it (no record by their Synchronize; with WithoutForcedFlush
-	// by the end of their wait), and held for it now: zero with
-	// WithoutCudaspansDurations.
+	// without it (no record by the end of their wait, by default; by
+	// their Synchronize with WithForcedFlush), and held for it now: zero
+	// with WithoutCudaspansDurations.
 	CudaspansWithCUPTI, CudaspansWithoutCUPTI, CudaspansWaiting int
 }
 

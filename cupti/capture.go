@@ -53,8 +53,9 @@ type Capture struct {
 	lastCal time.Time
 	// csInC: the backend matches cudaspans' durations (cz_cudaspans_take).
 	csInC bool
-	// deferred: WithoutForcedFlush with cuda.cupti_ms on: no flush at
-	// cudaspans' Synchronize, its held spans ended after each drain.
+	// deferred: cuda.cupti_ms without the forced flush (the default;
+	// WithoutForcedFlush): no flush at cudaspans' Synchronize, its held
+	// spans ended after each drain.
 	deferred bool
 	// csCounts: cudaspans.LaunchDurationCounts when the hook was removed
 	// (csFinal), for Stats after Close. Under mu.
@@ -142,9 +143,9 @@ func Start(ctx context.Context, opts ...Option) (*Capture, error) {
 	return c, nil
 }
 
-// holdBatches is builderConfig.holdBatches: 1, or with WithoutForcedFlush
-// as many drains as its wait spans (its records come apart as its spans
-// wait for them).
+// holdBatches is builderConfig.holdBatches: 1 with WithForcedFlush or
+// WithoutCudaspansDurations, else (the default) as many drains as the
+// wait spans (records come apart as the spans wait for them).
 func holdBatches(cfg config) int {
 	if !cfg.noForcedFlush || !cfg.csDurations {
 		return 1
@@ -202,7 +203,7 @@ func (c *Capture) unhookCudaspans() {
 	c.csCounts, c.csFinal = [3]int{m, u + w, 0}, true
 	c.mu.Unlock()
 	if c.deferred && u+w > 0 {
-		c.cfg.log(fmt.Sprintf("cupti: %d of %d cudaspans kernel spans ended without cuda.cupti_ms: no CUPTI record within %v of their Synchronize (WithoutForcedFlush)", u+w, m+u+w, c.cfg.durationWait))
+		c.cfg.log(fmt.Sprintf("cupti: %d of %d cudaspans kernel spans ended without cuda.cupti_ms: no CUPTI record within %v of their Synchronize (%s=2s waits longer, %s=0 forces a CUPTI flush at each Synchronize)", u+w, m+u+w, c.cfg.durationWait, NoForcedFlushEnv, NoForcedFlushEnv))
 	}
 }
 
@@ -220,9 +221,9 @@ func (c *Capture) loop() {
 	}
 }
 
-// drain flushes CUPTI, decodes what came and emits spans; with
-// WithoutForcedFlush it then ends cudaspans' held kernel spans whose
-// records came, or whose wait is over (all when final).
+// drain flushes CUPTI, decodes what came and emits spans; without the
+// forced flush (the default) it then ends cudaspans' held kernel spans
+// whose records came, or whose wait is over (all when final).
 func (c *Capture) drain(forced, final bool) {
 	if c.drainRecords(forced, final) && c.deferred {
 		// Without c.mu: the hook (cudaspansDurations) takes it.
@@ -261,9 +262,9 @@ func (c *Capture) Flush(ctx context.Context) error {
 
 // Close stops the capture: it flushes, unsubscribes, ends the device
 // windows and the NVTX ranges still open (marked nvtx.unclosed) and
-// unhooks cudaspans (with WithoutForcedFlush, after the last drain has
-// ended cudaspans' held spans, so the process has no other Capture until
-// then). A second Close is a no-op.
+// unhooks cudaspans (without the forced flush, the default, after the
+// last drain has ended cudaspans' held spans, so the process has no other
+// Capture until then). A second Close is a no-op.
 func (c *Capture) Close(ctx context.Context) error {
 	activeMu.Lock()
 	mine := active == c
@@ -297,13 +298,13 @@ func (c *Capture) Close(ctx context.Context) error {
 }
 
 // cudaspansDurations is cudaspans' hook: CUPTI's durations (ms) of the
-// launches with the given ids, after a forced flush. The C side matches
-// them as the records pass (cz_cudaspans_take), so this thread, the
-// launching one, does not decode the frames: the capture's own drain does
-// that later. A backend that does not match them (the tests' fake) has
+// launches with the given ids, with WithForcedFlush after a forced flush.
+// The C side matches them as the records pass (cz_cudaspans_take), so
+// this thread, the launching one, does not decode the frames: the
+// capture's own drain does that later. A backend that does not match them (the tests' fake) has
 // the builder do it, in a drain here.
 //
-// With WithoutForcedFlush nothing is flushed or drained here: the
+// By default (no forced flush) nothing is flushed or drained here: the
 // durations are what the capture's drains (and CUPTI's own buffer
 // deliveries) have brought so far.
 func (c *Capture) cudaspansDurations(ids []uint64) map[uint64]float64 {

@@ -262,22 +262,39 @@ func TestKernelsPastTheLimitAreAggregated(t *testing.T) {
 	}
 }
 
+// cudaspans' work gets no second span from CUPTI, and the hook gets its
+// kernel's duration: with WithForcedFlush by the hook's own flush, by
+// default from what the capture's drains brought.
 func TestCudaspansKernelAppearsOnce(t *testing.T) {
-	f := newFake()
-	c, exp, _, _ := startFake(t, f)
-	f.queue(ext(extCudaspans, 0xabc, 31))
-	f.queue(kernel("ours", 31, f.gpuNow+10, 1_234_000))
-	f.queue(ext(extCudaspans, 1, 32))
-	f.queue(recordFrame(nil, memcpyBytes(memcpyRecord{copyKind: 1, bytes: 64, start: f.gpuNow + 20, end: f.gpuNow + 40, corr: 32})))
-	got := c.cudaspansDurations([]uint64{0xabc, 0xdef})
-	if len(spantest.NamedStubs(exp.GetSpans(), "ours")) != 0 || len(spantest.NamedStubs(exp.GetSpans(), semconv.SpanMemcpyHtoD)) != 0 {
-		t.Fatal("work cudaspans traces got a second span from CUPTI")
-	}
-	if got[0xabc] != 1.234 || len(got) != 1 {
-		t.Fatalf("durations %v, want 0xabc: 1.234 ms only", got)
-	}
-	if c.Stats().Deduplicated != 2 {
-		t.Fatalf("stats %+v", c.Stats())
+	for _, tc := range []struct {
+		name   string
+		opts   []Option
+		forced bool
+	}{{"forced flush", []Option{WithForcedFlush()}, true}, {"default", nil, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			c, exp, _, _ := startFake(t, f, tc.opts...)
+			f.queue(ext(extCudaspans, 0xabc, 31))
+			f.queue(kernel("ours", 31, f.gpuNow+10, 1_234_000))
+			f.queue(ext(extCudaspans, 1, 32))
+			f.queue(recordFrame(nil, memcpyBytes(memcpyRecord{copyKind: 1, bytes: 64, start: f.gpuNow + 20, end: f.gpuNow + 40, corr: 32})))
+			if !tc.forced {
+				if got := c.cudaspansDurations([]uint64{0xabc}); len(got) != 0 {
+					t.Fatalf("durations %v before any drain: the hook flushed CUPTI", got)
+				}
+				c.Flush(context.Background())
+			}
+			got := c.cudaspansDurations([]uint64{0xabc, 0xdef})
+			if len(spantest.NamedStubs(exp.GetSpans(), "ours")) != 0 || len(spantest.NamedStubs(exp.GetSpans(), semconv.SpanMemcpyHtoD)) != 0 {
+				t.Fatal("work cudaspans traces got a second span from CUPTI")
+			}
+			if got[0xabc] != 1.234 || len(got) != 1 {
+				t.Fatalf("durations %v, want 0xabc: 1.234 ms only", got)
+			}
+			if c.Stats().Deduplicated != 2 {
+				t.Fatalf("stats %+v", c.Stats())
+			}
+		})
 	}
 }
 

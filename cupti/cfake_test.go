@@ -91,7 +91,7 @@ func TestCallPutsForeignWorkUnderTheGoSpanThroughTheCSide(t *testing.T) {
 
 // startCFake starts a capture on the real C side over the fake libcupti
 // (skipped where a CUDA driver is, or no C compiler).
-func startCFake(t testing.TB) (*Capture, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+func startCFake(t testing.TB, opts ...Option) (*Capture, *tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 	t.Helper()
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("no C compiler")
@@ -107,7 +107,7 @@ func startCFake(t testing.TB) (*Capture, *tracetest.SpanRecorder, *sdktrace.Trac
 	}
 	t.Setenv("NVTX_INJECTION64_PATH", "")
 	rec, tp := spantest.New()
-	c, err := Start(context.Background(), WithLibraryPaths(lib), WithTracerProvider(tp))
+	c, err := Start(context.Background(), append([]Option{WithLibraryPaths(lib), WithTracerProvider(tp)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ type csJob struct {
 
 // cuda.cupti_ms for cudaspans' launches comes from the C side's matching
 // (cz_cudaspans_take), taken once, and their records still make no
-// second span.
+// second span (WithForcedFlush: the hook's flush delivers them).
 func TestCudaspansDurationsMatchedOnTheCSide(t *testing.T) {
-	c, rec, tp := startCFake(t)
+	c, rec, tp := startCFake(t, WithForcedFlush())
 	defer c.Close(context.Background())
 	if !c.csInC {
 		t.Fatal("the C backend does not match cudaspans' launches")
@@ -162,10 +162,11 @@ func TestCudaspansDurationsMatchedOnTheCSide(t *testing.T) {
 }
 
 // BenchmarkCudaspansDurationsC is what cuda.cupti_ms costs a Synchronize
-// of 1000 kernels now: the forced flush and the C side's table (compare
-// BenchmarkCudaspansDrain, the decoding it replaced). ns/op per 1000.
+// of 1000 kernels with WithForcedFlush: the forced flush and the C side's
+// table (compare BenchmarkCudaspansDrain, the decoding it replaced).
+// ns/op per 1000.
 func BenchmarkCudaspansDurationsC(b *testing.B) {
-	c, _, _ := startCFake(b)
+	c, _, _ := startCFake(b, WithForcedFlush())
 	defer c.Close(context.Background())
 	push, pop := cBackend{}.cudaspansHooks()
 	const n = 1000
@@ -215,14 +216,14 @@ func cfakeHold(on bool) {
 	Call(context.Background(), loadedSymbol("fake_hold_cb"), unsafe.Pointer(&v))
 }
 
-// With WithoutForcedFlush the C side's hook flushes nothing on the
+// By default (no forced flush) the C side's hook flushes nothing on the
 // launching thread: durations not delivered yet are not there, and come
 // with a later drain, each for its own launch id only.
-func TestWithoutForcedFlushTheCSideHookDoesNotFlush(t *testing.T) {
+func TestByDefaultTheCSideHookDoesNotFlush(t *testing.T) {
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("no C compiler")
 	}
-	t.Setenv(NoForcedFlushEnv, "1")
+	unsetEnv(t, NoForcedFlushEnv)
 	c, _, tp := startCFake(t)
 	defer c.Close(context.Background())
 	defer cfakeHold(false)

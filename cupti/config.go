@@ -26,17 +26,20 @@ const DefaultFlushInterval = 200 * time.Millisecond
 // against the host clock again.
 const DefaultCalibrateInterval = time.Second
 
-// DefaultDurationWait is how long, with WithoutForcedFlush, a cudaspans
-// kernel span waits for its CUPTI record: five drains at
-// DefaultFlushInterval.
+// DefaultDurationWait is how long, by default (no forced flush), a
+// cudaspans kernel span waits for its CUPTI record after its Synchronize:
+// five drains at DefaultFlushInterval.
 const DefaultDurationWait = time.Second
 
-// NoForcedFlushEnv names the environment variable that turns
-// WithoutForcedFlush on for every Start of the process (for measuring it
-// under programs that do not pass the option, such as cuptibench): "1"
-// waits DefaultDurationWait, a Go duration ("500ms") waits that long, "0"
-// or unset leaves the forced flush on. Another value leaves it on, said
-// in one line through the logger.
+// NoForcedFlushEnv names the environment variable that sets, for every
+// Start of the process, how cudaspans' kernel spans get cuda.cupti_ms
+// (for programs that pass no option, such as cuptibench). Unset, empty
+// or "1": without a forced flush, each span waiting up to
+// DefaultDurationWait for its record (the default); a Go duration
+// ("500ms", "0s"): the same, waiting that long; "0": a forced CUPTI flush
+// at each cudaspans Synchronize (WithForcedFlush). Any other value
+// (negative durations too) keeps the default and is said in one line
+// through the logger at Start. An option passed to Start wins over it.
 const NoForcedFlushEnv = "CUZK_CUPTI_NO_FORCED_FLUSH"
 
 // Option configures Start.
@@ -55,8 +58,8 @@ type config struct {
 	calibrateEvery time.Duration
 	nvtx           bool
 	csDurations    bool
-	noForcedFlush  bool          // WithoutForcedFlush
-	durationWait   time.Duration // its wait
+	noForcedFlush  bool          // the default; false: WithForcedFlush
+	durationWait   time.Duration // its wait (WithoutForcedFlush)
 	envNote        string        // a bad NoForcedFlushEnv, said at Start
 	log            func(string)
 	backend        backend
@@ -136,24 +139,31 @@ func WithLogger(log func(string)) Option {
 
 // WithoutCudaspansDurations leaves cuda.cupti_ms off cudaspans' kernel
 // spans: their work is still not traced twice, but cudaspans' Synchronize
-// no longer waits for a forced CUPTI flush (the cost cuptibench reports
-// separately).
+// neither takes CUPTI's durations nor holds spans for them (cuptibench's
+// "on, no cupti_ms" variant).
 func WithoutCudaspansDurations() Option {
 	return optionFunc(func(c *config) { c.csDurations = false })
 }
 
-// WithoutForcedFlush gives cudaspans' kernel spans their cuda.cupti_ms
-// without forcing a CUPTI flush on the launching thread at each
-// Synchronize (the default does, which is what cuda.cupti_ms costs the
-// program): a span whose record has not come by its Synchronize is held
+// WithoutForcedFlush sets how long a cudaspans kernel span waits for its
+// CUPTI record in the default mode (DefaultDurationWait unless set; a
+// negative wait is 0), and keeps that mode even where NoForcedFlushEnv
+// is 0.
+//
+// The mode, the default: cudaspans' kernel spans get their cuda.cupti_ms
+// without a forced CUPTI flush on the launching thread at each
+// Synchronize (which WithForcedFlush does, and pays for); a span whose
+// record has not come by its Synchronize is held
 // (cudaspans.SetLaunchDurationWait) until a drain of the capture brings
 // it, or until the first drain wait or more after its Synchronize (0: the
-// next drain), and then ends with cuda.gpu_ms only; Stats counts both.
-// Records are matched by the launch's id, never reused, so a late one can
-// only reach its own span. Held spans are exported after their
-// Synchronize, often after their parent ended. Off by default; also
-// NoForcedFlushEnv. Without cuda.cupti_ms (WithoutCudaspansDurations)
-// it does nothing.
+// next drain), and then ends with cuda.gpu_ms only; Stats counts both,
+// and Close says in one line how many ended without. Records are matched
+// by the launch's id, never reused, so a late one can only reach its own
+// span. Held spans are exported after their Synchronize, often after
+// their parent ended. A record with no external correlation record yet
+// waits as many drains as the wait spans for one, so work that nothing
+// marked reaches its device window up to that much later. Without
+// cuda.cupti_ms (WithoutCudaspansDurations) neither mode does anything.
 func WithoutForcedFlush(wait time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if wait < 0 {
@@ -163,18 +173,31 @@ func WithoutForcedFlush(wait time.Duration) Option {
 	})
 }
 
-// noForcedFlushFromEnv reads NoForcedFlushEnv's value v: whether the mode
-// is on, its wait, and a line saying why a bad value was ignored.
+// WithForcedFlush has each cudaspans Synchronize force a CUPTI flush on
+// the launching thread and take its kernels' cuda.cupti_ms from it, so
+// every kernel span ends at its Synchronize, with its record's duration
+// when one came by then and without otherwise. The flush is paid on the
+// launching thread, at every Synchronize: bench/cupti.md measures it
+// (issue 23, sixth session: the prover at 2^22 on the H200, +6.26 % with
+// it against −0.42 % without, one run of 3 proofs each). Also
+// NoForcedFlushEnv=0.
+func WithForcedFlush() Option {
+	return optionFunc(func(c *config) { c.noForcedFlush, c.durationWait, c.envNote = false, 0, "" })
+}
+
+// noForcedFlushFromEnv reads NoForcedFlushEnv's value v: whether the
+// forced flush is left off (the default), the wait, and a line saying why
+// a bad value was ignored.
 func noForcedFlushFromEnv(v string) (on bool, wait time.Duration, note string) {
 	switch v {
-	case "", "0":
-		return false, 0, ""
-	case "1":
+	case "", "1":
 		return true, DefaultDurationWait, ""
+	case "0":
+		return false, 0, ""
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return false, 0, fmt.Sprintf("cupti: %s=%q is not 1, 0 or a duration such as 500ms; cudaspans' Synchronize keeps the forced flush", NoForcedFlushEnv, v)
+		return true, DefaultDurationWait, fmt.Sprintf("cupti: %s=%q is not 0, 1 or a duration such as 500ms; kept the default: no forced flush at cudaspans' Synchronize, kernel spans wait up to %v for their CUPTI records (0 forces the flush)", NoForcedFlushEnv, v, DefaultDurationWait)
 	}
 	return true, d, ""
 }

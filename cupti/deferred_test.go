@@ -3,6 +3,7 @@ package cupti
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -257,41 +258,118 @@ func TestWithoutForcedFlushHeldSpansGetTheirOwnLateRecordsOrNone(t *testing.T) {
 	}
 }
 
-// The default keeps the forced flush at each cudaspans Synchronize: every
-// kernel span ends there, with the duration of its own record when it
-// came, and none is held.
-func TestForcedFlushStaysTheDefault(t *testing.T) {
-	t.Setenv(NoForcedFlushEnv, "")
-	f := newFake()
-	c, exp, tp, _ := startFake(t, f)
-	drv, s, launch := launches(t, tp)
-	ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
-	for i := 0; i < 3; i++ {
-		launch(ctx, i)
-		if i != 1 { // k01's record never comes
-			e, k := f.launchRecords(drv, i)
+// unsetEnv unsets k for the test (restored after it).
+func unsetEnv(t *testing.T, k string) {
+	t.Helper()
+	t.Setenv(k, "")
+	os.Unsetenv(k)
+}
+
+// By default (NoForcedFlushEnv unset, empty or 1; no option) cudaspans'
+// Synchronize forces no CUPTI flush: a kernel span whose record has not
+// come is held, DefaultDurationWait at most, and ends with its own
+// duration at the drain that brings it. Fails if the forced flush is the
+// default again.
+func TestNoForcedFlushIsTheDefault(t *testing.T) {
+	if n := holdBatches(newConfig(nil)); n != 5 {
+		t.Errorf("by default a record waits %d drains for its correlation record, want 5 (DefaultDurationWait at DefaultFlushInterval)", n)
+	}
+	for _, env := range []string{"unset", "", "1"} {
+		t.Run("env="+env, func(t *testing.T) {
+			if env == "unset" {
+				unsetEnv(t, NoForcedFlushEnv)
+			} else {
+				t.Setenv(NoForcedFlushEnv, env)
+			}
+			f := newFake()
+			c, exp, tp, logs := startFake(t, f)
+			if !c.deferred || c.cfg.durationWait != DefaultDurationWait {
+				t.Fatalf("forced flush %v, wait %v; want no forced flush, %v", !c.deferred, c.cfg.durationWait, DefaultDurationWait)
+			}
+			drv, s, launch := launches(t, tp)
+			ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
+			launch(ctx, 0)
+			forced := f.forced
+			if err := s.Synchronize(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if f.forced != forced {
+				t.Fatalf("Synchronize forced %d CUPTI flushes, want none", f.forced-forced)
+			}
+			if n := len(spantest.NamedStubs(exp.GetSpans(), "k00")); n != 0 {
+				t.Fatalf("k00 ended at its Synchronize (%d spans), want it held for its record", n)
+			}
+			if st := c.Stats(); st.CudaspansWaiting != 1 {
+				t.Fatalf("stats %+v, want 1 span waiting", st)
+			}
+			e, k := f.launchRecords(drv, 0)
 			f.queue(append(e, k...))
-		}
-		forced := f.forced
-		if err := s.Synchronize(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if f.forced == forced {
-			t.Fatal("Synchronize forced no CUPTI flush")
-		}
-		if n := len(spantest.NamedStubs(exp.GetSpans(), fmt.Sprintf("k%02d", i))); n != 1 {
-			t.Fatalf("k%02d: %d spans after its Synchronize, want 1", i, n)
-		}
+			c.Flush(ctx)
+			parent.End()
+			if v, ok := attr(one(t, exp, "k00"), KeyCUPTIMS); !ok || v.AsFloat64() != cuptiMS(0) {
+				t.Errorf("k00: cuda.cupti_ms %v (%v), want its own %v", v.AsFloat64(), ok, cuptiMS(0))
+			}
+			if st := c.Stats(); st.CudaspansWithCUPTI != 1 || st.CudaspansWaiting != 0 {
+				t.Errorf("stats %+v, want 1 with cuda.cupti_ms, none waiting", st)
+			}
+			if len(*logs) != 0 {
+				t.Errorf("lines said: %q", *logs)
+			}
+		})
 	}
-	parent.End()
-	for i, want := range []bool{true, false, true} {
-		v, ok := attr(one(t, exp, fmt.Sprintf("k%02d", i)), KeyCUPTIMS)
-		if ok != want || (ok && v.AsFloat64() != cuptiMS(i)) {
-			t.Errorf("k%02d: cuda.cupti_ms %v (%v), want %v of its own record: %v", i, v.AsFloat64(), ok, want, cuptiMS(i))
-		}
-	}
-	if st := c.Stats(); st.CudaspansWithCUPTI != 2 || st.CudaspansWithoutCUPTI != 1 || st.CudaspansWaiting != 0 {
-		t.Errorf("stats %+v, want 2 with, 1 without, none waiting", st)
+}
+
+// WithForcedFlush or NoForcedFlushEnv=0 forces a CUPTI flush at each
+// cudaspans Synchronize: every kernel span ends there, with the duration
+// of its own record when it came, and none is held.
+func TestForcedFlushWhereAskedFor(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		opts      []Option
+	}{
+		{"env=0", "0", nil},
+		{"WithForcedFlush", "1", []Option{WithForcedFlush()}}, // the option wins over the environment
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(NoForcedFlushEnv, tc.env)
+			f := newFake()
+			c, exp, tp, _ := startFake(t, f, tc.opts...)
+			if c.deferred {
+				t.Fatal("no forced flush")
+			}
+			drv, s, launch := launches(t, tp)
+			ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
+			for i := 0; i < 3; i++ {
+				launch(ctx, i)
+				if i != 1 { // k01's record never comes
+					e, k := f.launchRecords(drv, i)
+					f.queue(append(e, k...))
+				}
+				forced := f.forced
+				if err := s.Synchronize(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if f.forced == forced {
+					t.Fatal("Synchronize forced no CUPTI flush")
+				}
+				if n := len(spantest.NamedStubs(exp.GetSpans(), fmt.Sprintf("k%02d", i))); n != 1 {
+					t.Fatalf("k%02d: %d spans after its Synchronize, want 1", i, n)
+				}
+			}
+			parent.End()
+			for i, want := range []bool{true, false, true} {
+				v, ok := attr(one(t, exp, fmt.Sprintf("k%02d", i)), KeyCUPTIMS)
+				if ok != want || (ok && v.AsFloat64() != cuptiMS(i)) {
+					t.Errorf("k%02d: cuda.cupti_ms %v (%v), want %v of its own record: %v", i, v.AsFloat64(), ok, want, cuptiMS(i))
+				}
+			}
+			if st := c.Stats(); st.CudaspansWithCUPTI != 2 || st.CudaspansWithoutCUPTI != 1 || st.CudaspansWaiting != 0 {
+				t.Errorf("stats %+v, want 2 with, 1 without, none waiting", st)
+			}
+			if n := holdBatches(c.cfg); n != 1 {
+				t.Errorf("records wait %d drains for their correlation records, want 1", n)
+			}
+		})
 	}
 }
 
@@ -325,6 +403,11 @@ func TestWithoutForcedFlushZeroWaitEndsAtTheNextDrain(t *testing.T) {
 	}
 }
 
+// NoForcedFlushEnv: 0 forces the flush, 1, empty or a duration leave it
+// off with that wait; a bad value keeps the default (no forced flush, a
+// wait of DefaultDurationWait), said in one line that names the variable
+// and the value, and loses nothing: the span still gets its duration.
+// Options win over it.
 func TestNoForcedFlushEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		v    string
@@ -332,36 +415,54 @@ func TestNoForcedFlushEnvironment(t *testing.T) {
 		wait time.Duration
 		note bool
 	}{
-		{"", false, 0, false}, {"0", false, 0, false}, {"1", true, DefaultDurationWait, false},
-		{"250ms", true, 250 * time.Millisecond, false}, {"yes", false, 0, true}, {"-1s", false, 0, true},
+		{"", true, DefaultDurationWait, false}, {"0", false, 0, false}, {"1", true, DefaultDurationWait, false},
+		{"250ms", true, 250 * time.Millisecond, false}, {"0s", true, 0, false},
+		{"yes", true, DefaultDurationWait, true}, {"-1s", true, DefaultDurationWait, true}, {"off", true, DefaultDurationWait, true},
 	} {
 		t.Setenv(NoForcedFlushEnv, tc.v)
 		f := newFake()
-		c, _, tp, logs := startFake(t, f)
+		c, exp, tp, logs := startFake(t, f)
 		if c.deferred != tc.on || c.cfg.durationWait != tc.wait {
-			t.Errorf("%s=%q: mode %v, wait %v; want %v, %v", NoForcedFlushEnv, tc.v, c.deferred, c.cfg.durationWait, tc.on, tc.wait)
+			t.Errorf("%s=%q: no forced flush %v, wait %v; want %v, %v", NoForcedFlushEnv, tc.v, c.deferred, c.cfg.durationWait, tc.on, tc.wait)
 		}
-		said := strings.Contains(strings.Join(*logs, "\n"), NoForcedFlushEnv)
-		if said != tc.note {
-			t.Errorf("%s=%q: line said %v, want %v (%q)", NoForcedFlushEnv, tc.v, said, tc.note, *logs)
+		said := strings.Join(*logs, "\n")
+		if strings.Contains(said, NoForcedFlushEnv) != tc.note {
+			t.Errorf("%s=%q: a line said %v, want %v (%q)", NoForcedFlushEnv, tc.v, !tc.note, tc.note, *logs)
 		}
 		if tc.note {
-			// The bad value loses nothing: the forced flush is still on.
+			if len(*logs) != 1 || !strings.Contains(said, fmt.Sprintf("%s=%q is not 0, 1 or a duration", NoForcedFlushEnv, tc.v)) || !strings.Contains(said, "kept the default") {
+				t.Errorf("%s=%q: said %q, want one line naming the variable and its value and what holds", NoForcedFlushEnv, tc.v, *logs)
+			}
+			// The bad value loses nothing: the span is held and gets
+			// its duration from the next drain.
 			drv, s, launch := launches(t, tp)
-			launch(context.Background(), 0)
+			ctx, parent := tp.Tracer("t").Start(context.Background(), "prove")
+			launch(ctx, 0)
+			forced := f.forced
+			s.Synchronize(ctx)
+			if f.forced != forced {
+				t.Errorf("%s=%q: Synchronize forced a CUPTI flush", NoForcedFlushEnv, tc.v)
+			}
 			e, k := f.launchRecords(drv, 0)
 			f.queue(append(e, k...))
-			s.Synchronize(context.Background())
-			if st := c.Stats(); st.CudaspansWithCUPTI != 1 {
-				t.Errorf("%s=%q: stats %+v, want the span's duration by the forced flush", NoForcedFlushEnv, tc.v, st)
+			c.Flush(ctx)
+			parent.End()
+			if v, ok := attr(one(t, exp, "k00"), KeyCUPTIMS); !ok || v.AsFloat64() != cuptiMS(0) {
+				t.Errorf("%s=%q: k00 cuda.cupti_ms %v (%v), want its own %v", NoForcedFlushEnv, tc.v, v.AsFloat64(), ok, cuptiMS(0))
 			}
 		}
 		c.Close(context.Background())
 	}
+	t.Setenv(NoForcedFlushEnv, "0")
+	c, _, _, _ := startFake(t, newFake(), WithoutForcedFlush(2*time.Second))
+	if !c.deferred || c.cfg.durationWait != 2*time.Second {
+		t.Error("WithoutForcedFlush did not win over the environment")
+	}
+	c.Close(context.Background())
 	t.Setenv(NoForcedFlushEnv, "yes")
-	c, _, _, _ := startFake(t, newFake(), WithoutForcedFlush(time.Second))
-	if !c.deferred || c.cfg.durationWait != time.Second {
-		t.Error("the option did not win over the environment")
+	c, _, _, logs := startFake(t, newFake(), WithForcedFlush())
+	if c.deferred || len(*logs) != 0 {
+		t.Errorf("WithForcedFlush did not win over the environment (no forced flush %v, said %q)", c.deferred, *logs)
 	}
 }
 

@@ -51,6 +51,15 @@
 // turned into second spans and each kernel span carries CUPTI's duration
 // (cuda.cupti_ms) beside the events' (cuda.gpu_ms).
 //
+// By default cudaspans' Synchronize forces no CUPTI flush for that: a
+// kernel span whose record has not come by then is held until a drain
+// brings it, DefaultDurationWait at most (WithoutForcedFlush sets the
+// wait), and then ends without cuda.cupti_ms; Close says how many did.
+// WithForcedFlush, or CUZK_CUPTI_NO_FORCED_FLUSH=0 (NoForcedFlushEnv),
+// forces a flush at each Synchronize instead, paid on the launching
+// thread; the variable's other values are 1 or a wait ("500ms"), and one
+// it does not take keeps the default, said in one line at Start.
+//
 // # Clock
 //
 // Activity timestamps are CUPTI's clock (cuptiGetTimestamp, ns). Every

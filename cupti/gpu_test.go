@@ -41,13 +41,13 @@ type gpuCapture struct {
 	tp  *sdktrace.TracerProvider
 }
 
-func startGPU(t *testing.T) *gpuCapture {
+func startGPU(t *testing.T, opts ...Option) *gpuCapture {
 	t.Helper()
 	if _, err := cudaspans.LoadDriver(); errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Skipf("no CUDA device: %v", err)
 	}
 	rec, tp := spantest.New()
-	c, err := Start(context.Background(), WithTracerProvider(tp), WithLogger(func(s string) { t.Log(s) }))
+	c, err := Start(context.Background(), append([]Option{WithTracerProvider(tp), WithLogger(func(s string) { t.Log(s) })}, opts...)...)
 	if err != nil {
 		t.Fatalf("CUPTI on a GPU host: %v", err)
 	}
@@ -111,8 +111,11 @@ func TestRecordLayoutOnDeviceGPU(t *testing.T) {
 	if err := s.Synchronize(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g.c.Flush(ctx)
-	g.c.Flush(ctx) // records wait one drain for their correlation
+	// Records with no correlation record wait for one: one drain with
+	// the forced flush, by default as many as DefaultDurationWait spans.
+	for i := 0; i < 2*holdBatches(g.c.cfg)+2 && (len(g.byClock("cupti_probe", "cupti")) == 0 || len(g.byClock(semconv.SpanCUDAMemset, "cupti")) == 0); i++ {
+		g.c.Flush(ctx)
+	}
 	root.End()
 	ks := g.byClock("cupti_probe", "cupti")
 	if len(ks) != 1 {
@@ -153,10 +156,16 @@ func TestRecordLayoutOnDeviceGPU(t *testing.T) {
 
 // TestCudaspansKernelsTracedOnceGPU checks that with the capture on, a
 // kernel launched through cudaspans has one span, the event-timed one,
-// carrying CUPTI's duration, and logs how well the two agree (bench/
-// cupti.md's agreement figure comes from BenchmarkAgreementGPU).
+// carrying CUPTI's duration, by default (no forced flush: the span held
+// until the drain) and with WithForcedFlush, and logs how well the two
+// agree (bench/cupti.md's agreement figure comes from cuptibench).
 func TestCudaspansKernelsTracedOnceGPU(t *testing.T) {
-	g := startGPU(t)
+	t.Run("default", func(t *testing.T) { testCudaspansKernelsTracedOnce(t) })
+	t.Run("forced flush", func(t *testing.T) { testCudaspansKernelsTracedOnce(t, WithForcedFlush()) })
+}
+
+func testCudaspansKernelsTracedOnce(t *testing.T, opts ...Option) {
+	g := startGPU(t, opts...)
 	ctx, root := g.tp.Tracer("t").Start(context.Background(), "once")
 	mod, err := g.cs.Compile(ctx, "cupti_probe", probeSrc, cudaspans.CompileOptions{})
 	if err != nil {

@@ -5,9 +5,10 @@
 //	cuptibench -circuit merkle -log2 20 -reps 5
 //
 // Proofs cycle through capture off, on, and on without cuda.cupti_ms on
-// cudaspans' spans (WithoutCudaspansDurations: no forced CUPTI flush at
-// each Synchronize), one warm-up of each first, on one CUDA backend, so drift of clocks and caches falls on both sides; the
-// prove time (synthesis excluded) is compared by median. Every kernel span
+// cudaspans' spans (WithoutCudaspansDurations: CUPTI's durations neither
+// taken nor waited for at each Synchronize), one warm-up of each first,
+// on one CUDA backend, so drift of clocks and caches falls on both sides;
+// the prove time (synthesis excluded) is compared by median. Every kernel span
 // of the proofs with capture on carries cuda.gpu_ms (events) and
 // cuda.cupti_ms (CUPTI); agreement is counted against max(1 %, 2 µs).
 // Results go to stdout and -out. bench/cupti.md says how to read them.
@@ -186,16 +187,20 @@ func run(ctx context.Context, backendName, circuit string, lg, reps int, cacheDi
 }
 
 // flushMode names how the "on" captures give cudaspans' spans their
-// cuda.cupti_ms: with a forced CUPTI flush at each Synchronize (the
-// default), or without ($CUZK_CUPTI_NO_FORCED_FLUSH, cupti.NoForcedFlushEnv).
-// A value cupti does not take leaves the forced flush on (and cupti says
-// so).
+// cuda.cupti_ms: without a forced CUPTI flush, spans held for their
+// records (cupti's default), or with one at each Synchronize
+// ($CUZK_CUPTI_NO_FORCED_FLUSH=0, cupti.NoForcedFlushEnv, the only value
+// that asks for it; a value cupti does not take keeps the default, and
+// cupti says so).
 func flushMode() string {
-	v := os.Getenv(cupti.NoForcedFlushEnv)
-	if d, err := time.ParseDuration(v); v == "1" || (err == nil && d >= 0 && v != "0") {
+	switch v := os.Getenv(cupti.NoForcedFlushEnv); v {
+	case "0":
+		return cupti.NoForcedFlushEnv + "=0: forced flush at each Synchronize"
+	case "", "1":
+		return "no forced flush (the default), spans held for their records"
+	default:
 		return cupti.NoForcedFlushEnv + "=" + v + ": no forced flush, spans held for their records"
 	}
-	return "forced flush at each Synchronize"
 }
 
 // onSpans are the spans of the proofs with capture on (and cupti_ms).

@@ -11,10 +11,11 @@
 #   STEPS="matrix gtloop agree prove"   LOG2=22 REPS=2   (the third session:
 #   CUPTI's own cost a launch by configuration, gpu-trace's settings, the
 #   agreement by arrangement, the prover at 2^22)
-#   STEPS="noflush"   LOG2=22 REPS=3   (cuda.cupti_ms without the forced
-#   flush at each Synchronize, CUZK_CUPTI_NO_FORCED_FLUSH=1: the loop's and
-#   the prover's overhead, the agreement, and how many kernel spans got no
-#   record within the wait, beside the default in the same run)
+#   STEPS="noflush"   LOG2=22 REPS=3   (cuda.cupti_ms with the forced
+#   flush at each Synchronize, CUZK_CUPTI_NO_FORCED_FLUSH=0, files
+#   *noflush0*, and without it, =1, cupti's default since issue 23's sixth
+#   session, files *noflush1*: the loop's and the prover's overhead, the
+#   agreement, and how many kernel spans got no record within the wait)
 #   STEPS="check lazy agree cbloop check2"   (the second session of issue 23: the
 #   loop under each API-record setting, the agreement arrangements,
 #   cuptibench's loop with the flush variants, the ranged programs again)

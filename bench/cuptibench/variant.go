@@ -10,7 +10,9 @@ import (
 
 // variantNames are the capture variants the overhead runs cycle through,
 // by index: capture off, on, and on without cuda.cupti_ms on cudaspans'
-// spans (WithoutCudaspansDurations: no forced flush at each Synchronize).
+// spans (WithoutCudaspansDurations: CUPTI's durations neither taken nor
+// waited for at each Synchronize). "on" takes them as cupti's default or
+// $CUZK_CUPTI_NO_FORCED_FLUSH says (flushMode).
 var variantNames = []string{"off", "on", "on, no cupti_ms"}
 
 // startVariant starts the capture of variant v of variantNames on tp: nil
