@@ -254,7 +254,10 @@ func (c *Capture) drainRecords(forced, final bool) bool {
 
 // Flush delivers the records of all work completed so far as spans (a
 // forced CUPTI flush). Call it before ending a span whose GPU work should
-// be inside it when exported.
+// be inside it when exported. A record that has no external correlation
+// record yet (work nothing marked, bound for a device window) may wait
+// further drains for one: one with WithForcedFlush, by default as many as
+// the wait spans (five at DefaultDurationWait and DefaultFlushInterval).
 func (c *Capture) Flush(ctx context.Context) error {
 	c.drain(true, false)
 	return ctx.Err()
