@@ -152,7 +152,7 @@ var (
 // finds devices; else an error wrapping backend.ErrUnavailable.
 func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
 	if _, ok := backend.Lookup(cfg.GPUFactory); !ok {
-		return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", backend.ErrUnavailable, cfg.GPUFactory)
+		return nil, backend.NotBuiltIn(cfg.GPUFactory)
 	}
 	list := cfg.GPUs
 	if list == nil {
@@ -160,7 +160,7 @@ func gpuDevices(cfg Config) ([]cudaspans.DeviceInfo, error) {
 	}
 	d, err := list()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", backend.ErrUnavailable, err)
+		return nil, backend.Unavailable(cfg.GPUFactory, err)
 	}
 	return d, nil
 }
@@ -180,7 +180,7 @@ func deviceBackend(factory string, ordinal int) (string, error) {
 	}
 	f, ok := backend.Lookup(factory)
 	if !ok {
-		return "", fmt.Errorf("%w: %s backend not built into this binary", backend.ErrUnavailable, factory)
+		return "", backend.NotBuiltIn(factory)
 	}
 	backend.Register(name, func(ctx context.Context, o backend.Options) (backend.Backend, error) {
 		o.DeviceOrdinal = ordinal

@@ -99,9 +99,13 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Rele
 	open := func(name string) (backend.Backend, error) {
 		f, ok := backend.Lookup(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s backend not built into this binary (it registers from prover/gpu)", backend.ErrUnavailable, name)
+			return nil, backend.NotBuiltIn(name)
 		}
 		b, err := f(ctx, bo)
+		var unavailable *backend.UnavailableError
+		if errors.As(err, &unavailable) {
+			return nil, err // it names the backend
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s backend: %w", name, err)
 		}

@@ -15,8 +15,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 )
 
 // runCuzk runs the command line in-process and returns stdout, stderr and
@@ -137,6 +139,30 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 		})
+	}
+}
+
+// On a host without a GPU, --backend cuda says once that the backend is
+// unavailable and why; it read "cuda backend: backend unavailable: cuda:
+// no CUDA device: dlopen libcuda.so.1: ...", each wrapper naming it again.
+func TestProveCUDAWithoutDeviceSaysItOnce(t *testing.T) {
+	if _, err := cudaspans.Devices(); err == nil {
+		t.Skip("this host has a CUDA device")
+	}
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	_, _, err := runCuzk(t, "prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cuda",
+		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl"))
+	if err == nil {
+		t.Fatal("proved on cuda without a device")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "cuda backend unavailable: no CUDA device: ") || strings.Count(msg, "unavailable") != 1 ||
+		strings.Count(msg, "backend") != 1 || strings.Count(msg, "no CUDA device") != 1 || strings.Contains(msg, "\n") {
+		t.Errorf("error %q, want one line 'cuda backend unavailable: no CUDA device: REASON'", msg)
+	}
+	if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, cudaspans.ErrNoDevice) {
+		t.Errorf("error %q wraps neither backend.ErrUnavailable nor cudaspans.ErrNoDevice", msg)
 	}
 }
 

@@ -328,6 +328,28 @@ func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
 	}
+	if want := "no-such-gpu-backend backend unavailable: not built into this binary (it registers from prover/gpu)"; err == nil || err.Error() != want {
+		t.Errorf("--backend cuda without the GPU backend: %v, want %q", err, want)
+	}
+}
+
+// On a host without a GPU, serve --backend cuda names the backend and the
+// reason once, as prove does; it said "backend unavailable: no CUDA
+// device: ..." without naming the backend.
+func TestServeCUDAWithoutDeviceSaysItOnce(t *testing.T) {
+	if _, err := cudaspans.Devices(); err == nil {
+		t.Skip("this host has a CUDA device")
+	}
+	clearOTLPEnv(t)
+	dir := t.TempDir()
+	err := serve(context.Background(), daemon.Config{Listen: "127.0.0.1:0", Backend: "cuda", Release: "sync", QueueSize: 1, MaxMessageBytes: 1 << 20,
+		CPUWorkers: -1, TraceFile: filepath.Join(dir, "t.jsonl"), Log: io.Discard})
+	if err == nil || !strings.HasPrefix(err.Error(), "cuda backend unavailable: no CUDA device: ") || strings.Count(err.Error(), "unavailable") != 1 {
+		t.Errorf("serve --backend cuda without a device: %v, want 'cuda backend unavailable: no CUDA device: REASON'", err)
+	}
+	if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, cudaspans.ErrNoDevice) {
+		t.Errorf("serve --backend cuda without a device: %v wraps neither backend.ErrUnavailable nor cudaspans.ErrNoDevice", err)
+	}
 }
 
 func TestSubmitToNoDaemonFailsFast(t *testing.T) {

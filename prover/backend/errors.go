@@ -19,3 +19,31 @@ var (
 	// and hands the proof to another worker. error.type device_fault.
 	ErrDeviceFault = semconv.NewError(semconv.ErrorTypeDeviceFault, "device fault")
 )
+
+// UnavailableError is the error of a backend that cannot run on this host,
+// made by Unavailable. Its text names the backend and says why once:
+//
+//	cuda backend unavailable: no CUDA device: dlopen libcuda.so.1: cannot open shared object file: No such file or directory
+//
+// errors.Is finds ErrUnavailable (so its error.type is no_device) and
+// whatever Reason wraps (cudaspans.ErrNoDevice); errors.As finds the
+// UnavailableError, whose Reason is the why alone.
+type UnavailableError struct {
+	// Backend is the backend's name ("cuda").
+	Backend string
+	// Reason is why it cannot run, without the backend's name.
+	Reason error
+}
+
+// Unavailable returns an *UnavailableError: backend name cannot run on
+// this host, because of reason (non-nil).
+func Unavailable(name string, reason error) error {
+	return &UnavailableError{Backend: name, Reason: reason}
+}
+
+func (e *UnavailableError) Error() string {
+	return e.Backend + " backend unavailable: " + e.Reason.Error()
+}
+
+// Unwrap returns ErrUnavailable and Reason.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Reason} }

@@ -25,6 +25,10 @@ func TestFallbackNoticeNamesTheReasonOnce(t *testing.T) {
 			"backend auto: cuda unavailable (no CUDA device: the driver reports 0 devices); using cpu"},
 		{fmt.Errorf("%w: cuda backend not built into this binary (it registers from prover/gpu)", ErrUnavailable),
 			"backend auto: cuda unavailable (cuda backend not built into this binary (it registers from prover/gpu)); using cpu"},
+		// An UnavailableError gives its Reason, whatever wraps it.
+		{fmt.Errorf("GPU 0 (H100): %w", Unavailable("cuda", fmt.Errorf("%w: dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file", noDevice))),
+			"backend auto: cuda unavailable (no CUDA device: dlopen libcuda.so.1: cannot open shared object file); using cpu"},
+		{NotBuiltIn("cuda"), "backend auto: cuda unavailable (not built into this binary (it registers from prover/gpu)); using cpu"},
 	} {
 		if got := FallbackNotice(c.err); got != c.want {
 			t.Errorf("FallbackNotice(%q)\n = %q\nwant %q", c.err, got, c.want)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/trace"
@@ -45,6 +46,15 @@ func Register(name string, f Factory) {
 	}
 	backends[name] = f
 }
+
+// NotBuiltIn is the error for a backend name nothing registered, an
+// *UnavailableError: "cuda backend unavailable: not built into this binary
+// (it registers from prover/gpu)".
+func NotBuiltIn(name string) error {
+	return Unavailable(name, errNotBuiltIn)
+}
+
+var errNotBuiltIn = errors.New("not built into this binary (it registers from prover/gpu)")
 
 // Lookup returns the factory registered under name.
 func Lookup(name string) (Factory, bool) {

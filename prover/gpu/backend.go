@@ -88,8 +88,8 @@ var _ backend.Backend = (*Backend)(nil)
 // the device is touched: DeviceSettings.Check). It compiles nothing: the kernel modules
 // are compiled by NVRTC (or taken from the kernel cache) by Warmup, which
 // the first proof calls if nobody did before. Without a driver or device
-// it returns an error wrapping backend.ErrUnavailable and
-// cudaspans.ErrNoDevice that says why in one line.
+// it returns a *backend.UnavailableError wrapping cudaspans.ErrNoDevice
+// ("cuda backend unavailable: no CUDA device: REASON").
 func Open(ctx context.Context, o backend.Options) (*Backend, error) {
 	if err := o.Device.Check(); err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func Open(ctx context.Context, o backend.Options) (*Backend, error) {
 	c, err := cudaspans.Open(o.DeviceOrdinal, cudaspans.WithTracerProvider(tp))
 	if err != nil {
 		if errors.Is(err, cudaspans.ErrNoDevice) {
-			return nil, fmt.Errorf("%w: cuda: %w", backend.ErrUnavailable, err)
+			return nil, backend.Unavailable("cuda", err)
 		}
 		return nil, fmt.Errorf("cuda backend: %w", err)
 	}

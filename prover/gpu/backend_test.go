@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
@@ -30,5 +31,8 @@ func TestOpenWithoutDeviceIsUnavailable(t *testing.T) {
 	}
 	if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, cudaspans.ErrNoDevice) {
 		t.Fatalf("error %q wraps neither ErrBackendUnavailable nor ErrNoDevice", err)
+	}
+	if !strings.HasPrefix(err.Error(), "cuda backend unavailable: no CUDA device: ") {
+		t.Errorf("error %q, want 'cuda backend unavailable: no CUDA device: REASON'", err)
 	}
 }
