@@ -36,7 +36,8 @@ import (
 // "--nosuch"), an unknown flag pointing at the command's --help, and a
 // number too large for its flag, or a value that is no number for a
 // numeric or duration flag, naming the range the flag takes (flagRanges)
-// and how to write a value (flagExamples; a duration's unit).
+// and how to write a value (flagExamples; a duration's unit), and a value
+// that is no boolean for a boolean flag, naming the values it takes.
 func usageError(c *cli.Context, err error, _ bool) error {
 	msg := err.Error()
 	if m := outOfRange.FindStringSubmatch(msg); m != nil {
@@ -65,6 +66,10 @@ func usageError(c *cli.Context, err error, _ bool) error {
 			return errors.New(line)
 		}
 	}
+	if m := notABoolean.FindStringSubmatch(msg); m != nil {
+		f := typedFlag(c, m[2])
+		return fmt.Errorf("%s=%s: not a boolean (want true or false, or 1, 0, t, f; %s alone means true)", f, m[1], f)
+	}
 	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("unknown flag %s (%s --help lists the flags)", typedFlag(c, m[1]), commandPath(c))
 	}
@@ -83,6 +88,12 @@ var outOfRange = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9
 // notANumber is the flag package's error for a numeric flag's value that
 // does not parse (strconv's syntax error): the value, then the flag's name.
 var notANumber = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([a-z0-9-]+): parse error$`)
+
+// notABoolean is the flag package's error for a boolean flag's value that
+// strconv.ParseBool refuses (it takes 1, t, T, TRUE, true, True and their
+// false counterparts): the value, then the flag's name. A boolean flag
+// takes a value only as --name=value.
+var notABoolean = regexp.MustCompile(`^invalid boolean value "([^"]*)" for -([a-z0-9-]+): parse error$`)
 
 // numericFlag reports whether name is a numeric flag of c's command (or of
 // a command above it), and what its values are: "an integer" (the flag
@@ -121,7 +132,6 @@ var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -(.+)$`)
 // "-name" (the submatch, after its dash).
 var flagErrors = []*regexp.Regexp{
 	regexp.MustCompile(`^invalid value "[^"]*" for flag -([a-z0-9-]+):`),
-	regexp.MustCompile(`^invalid boolean value "[^"]*" for -([a-z0-9-]+):`),
 	regexp.MustCompile(`^flag needs an argument: -([a-z0-9-]+)$`),
 }
 

@@ -186,6 +186,37 @@ func TestAFlagValueThatIsNoNumberSaysWhatTheFlagTakes(t *testing.T) {
 	}
 }
 
+// A value that is no boolean for a boolean flag names the flag as typed,
+// the value and the values it takes, in one line, before any work: the
+// flag package said `invalid boolean value "maybe" for --verify: parse
+// error`. What it takes is unchanged (strconv.ParseBool's words).
+func TestAFlagValueThatIsNoBooleanSaysWhatTheFlagTakes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prove", "--verify=maybe"}, "--verify=maybe: not a boolean (want true or false, or 1, 0, t, f; --verify alone means true)"},
+		{[]string{"submit", "--verify=no"}, "--verify=no: not a boolean (want true or false, or 1, 0, t, f; --verify alone means true)"},
+		{[]string{"trace", "diff", "--json=yes", "a", "b"}, "--json=yes: not a boolean (want true or false, or 1, 0, t, f; --json alone means true)"},
+		{[]string{"setup", "--progress="}, "--progress=: not a boolean (want true or false, or 1, 0, t, f; --progress alone means true)"},
+	} {
+		out, errOut, err := runCuzk(t, c.args...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("cuzk %q: %v, want %q", c.args, err, c.want)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("cuzk %q printed %q %q", c.args, out, errOut)
+		}
+	}
+	// The words it names are read: the command goes on to its own error.
+	for _, v := range []string{"true", "false", "1", "0", "t", "f", "TRUE", "False"} {
+		_, _, err := runCuzk(t, "prove", "--verify="+v, "--circuit", "nosuch")
+		if err == nil || strings.Contains(err.Error(), "not a boolean") || !strings.Contains(err.Error(), "nosuch") {
+			t.Errorf("--verify=%s --circuit nosuch: %v, want the unknown circuit's error", v, err)
+		}
+	}
+}
+
 // A flag is named as the user typed it: the flag package wrote "-nosuch"
 // for a typed "--nosuch". An unknown one points at the command's --help.
 func TestABadFlagIsNamedAsTyped(t *testing.T) {
@@ -197,7 +228,7 @@ func TestABadFlagIsNamedAsTyped(t *testing.T) {
 		{[]string{"prove", "-nosuch"}, "unknown flag -nosuch (cuzk prove --help lists the flags)"},
 		{[]string{"submit", "--nosuch=3"}, "unknown flag --nosuch (cuzk submit --help lists the flags)"},
 		{[]string{"trace", "diff", "--nosuch", "a", "b"}, "unknown flag --nosuch (cuzk trace diff --help lists the flags)"},
-		{[]string{"prove", "--verify=maybe"}, `invalid boolean value "maybe" for --verify: parse error`},
+		{[]string{"prove", "-verify=maybe"}, "-verify=maybe: not a boolean (want true or false, or 1, 0, t, f; -verify alone means true)"},
 		{[]string{"prove", "-constraints", "many"}, `-constraints many: not an integer (want 1 to 2^32 = 4294967296, in digits: 1048576 for 2^20)`},
 		{[]string{"prove", "--constraints"}, "flag needs an argument: --constraints"},
 		{[]string{"setup", "-constraints", "99999999999999999999"}, "-constraints 99999999999999999999: value out of range (want 1 to 2^32 = 4294967296)"},
