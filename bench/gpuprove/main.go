@@ -81,7 +81,7 @@ func main() {
 	flag.StringVar(&sizes, "log2", "20,22", "comma-separated log2 of the constraint counts")
 	flag.IntVar(&o.reps, "reps", 3, "timed proofs of each variant after one warm-up (median reported)")
 	flag.StringVar(&backends, "backends", "cpu,cuda", "backends to compare; the first is the reference of the ratio")
-	flag.StringVar(&hostCopies, "host-copy", "staged,register,pageable", "host copy modes of the cuda backend to time: staged|register|registered|pageable")
+	flag.StringVar(&hostCopies, "host-copy", "registered,staged", "host copy modes of the cuda backend to time: staged|register|registered|pageable")
 	flag.StringVar(&release, "release", "sync", "release mode of the timed proofs' buffers: sync|async|pool (pool: each proof reuses the last one's host buffers, which -host-copy registered keeps registered)")
 	flag.StringVar(&msmG2, "msm-g2", "gpu,cpu", "where the cuda backend's G2 MSM runs, each timed: gpu|cpu")
 	flag.IntVar(&o.storyLog2, "story-log2", -1, "log2 size of the release story (sync vs async through the Prover); 0 skips it; default the largest size")
