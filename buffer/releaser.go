@@ -95,8 +95,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
-// WithPoolLimit caps the bytes a pool-mode Releaser keeps (default 64 GiB);
-// buffers beyond it are freed synchronously.
+// DefaultPoolLimit is the bytes a pool-mode Releaser keeps without
+// WithPoolLimit: 64 GiB.
+const DefaultPoolLimit = 64 << 30
+
+// WithPoolLimit caps the bytes a pool-mode Releaser keeps (default
+// DefaultPoolLimit); a buffer that would take the pool beyond it, one
+// larger than the whole limit included, is freed synchronously instead.
+// A limit of 0 or less keeps nothing.
 func WithPoolLimit(bytes int) Option {
 	return optionFunc(func(c *config) { c.poolLimit = bytes })
 }
@@ -108,7 +114,7 @@ func NewReleaser(mode ReleaseMode, opts ...Option) (*Releaser, error) {
 	if _, err := ParseReleaseMode(string(mode)); err != nil {
 		return nil, err
 	}
-	cfg := config{tp: otel.GetTracerProvider(), poolLimit: 64 << 30, queueLen: 64}
+	cfg := config{tp: otel.GetTracerProvider(), poolLimit: DefaultPoolLimit, queueLen: 64}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -153,6 +159,15 @@ func (r *Releaser) Mode() ReleaseMode {
 		return ReleaseSync
 	}
 	return r.mode
+}
+
+// PoolLimit returns the bytes the Releaser's pool may keep (WithPoolLimit);
+// it bounds only a pool-mode Releaser (0 for a nil one).
+func (r *Releaser) PoolLimit() int {
+	if r == nil {
+		return 0
+	}
+	return r.poolLimit
 }
 
 // Reuse returns a pooled Mmap buffer of at least size bytes (the smallest

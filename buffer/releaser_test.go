@@ -312,3 +312,38 @@ func TestDeviceMemoryIsFreedAtOnceInEveryModeAndPoolKeepsOnlyMmapBuffers(t *test
 		}
 	}
 }
+
+// A buffer larger than the whole pool limit is freed at once, not kept
+// (the pool is empty, so only its own size is over the limit), and a
+// limit of 0 keeps nothing; PoolLimit says the limit each was given.
+func TestReleasePoolFreesABufferLargerThanItsLimit(t *testing.T) {
+	for _, limit := range []int{4096, 0} {
+		r, rec, _ := newReleaseRecorder(t, ReleasePool, WithPoolLimit(limit))
+		if got := r.PoolLimit(); got != limit {
+			t.Errorf("PoolLimit() = %d, want %d", got, limit)
+		}
+		b := newMmap(t, 2*4096)
+		if err := r.Release(context.Background(), "big", b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Bytes() != nil {
+			t.Errorf("limit %d: a 2-page buffer is still mapped, want it freed", limit)
+		}
+		if got := r.Reuse(1); got != nil {
+			t.Errorf("limit %d: Reuse(1) = %p, want nothing pooled", limit, got)
+		}
+		if s := releaseSpans(rec); len(s) != 1 || relAttr(s[0], "cuzk.release.mode") != "sync" {
+			t.Errorf("limit %d: %d buffer.release spans, want one in mode sync", limit, len(s))
+		}
+	}
+	if got := (*Releaser)(nil).PoolLimit(); got != 0 {
+		t.Errorf("nil Releaser's PoolLimit() = %d, want 0 (it is synchronous)", got)
+	}
+	r, err := NewReleaser(ReleasePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.PoolLimit(); got != DefaultPoolLimit {
+		t.Errorf("default PoolLimit() = %d, want DefaultPoolLimit (%d)", got, DefaultPoolLimit)
+	}
+}

@@ -106,7 +106,11 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		}
 	})
 
-	workers, pipes, devices, err := newWorkers(ctx, cfg, mode, dev)
+	// The budget, and the pools of --release pool beside it, are shares of
+	// the host's memory, read once for both.
+	mem := engine.PhysicalMemory()
+	budgetBytes := budget.Resolve(mem)
+	workers, pipes, devices, err := newWorkers(ctx, cfg, mode, dev, mem, budgetBytes)
 	d.onRelease(func() {
 		for _, p := range pipes {
 			// The pipeline's Releaser is this daemon's (newWorkers): closed after it.
@@ -139,7 +143,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		}
 		return nil
 	}
-	d.stages = newEngineStages(cfg, pipes, devices, budget)
+	d.stages = newEngineStages(cfg, pipes, devices, budgetBytes)
 	// After --shutdown-timeout the running jobs are cancelled; a step that
 	// cannot stop (a key setup) gets one more second, not the engine's
 	// default grace, so SIGTERM ends the daemon near its deadline.

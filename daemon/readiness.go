@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -34,7 +35,7 @@ type engineStages struct {
 // memory budget (estimates of the first pipeline, which synthesizes for
 // all; the keys held by every pipeline), and readiness when a backend has
 // a warm-up (the CUDA backend's kernels).
-func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device, budget engine.MemoryBudget) *engineStages {
+func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device, budget uint64) *engineStages {
 	st := &engineStages{pipes: pipes}
 	gpus := 0
 	for _, d := range devices {
@@ -42,7 +43,6 @@ func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device
 			gpus++
 		}
 	}
-	mem := engine.PhysicalMemory()
 	// The tuner sizes the synthesis stage from the stage times the engine
 	// measures (engine.Tuner); --synthesis-workers N fixes its number.
 	st.tuner = engine.NewTuner(runtime.NumCPU(), max(gpus, len(devices)), 0)
@@ -65,7 +65,7 @@ func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device
 	if st.synthesis > 0 && len(pipes) > 0 {
 		st.opts = append(st.opts, engine.WithSynthesisWorkers(st.synthesis), engine.WithSynthesizer(pipes[0]))
 	}
-	st.budget = budget.Resolve(mem)
+	st.budget = budget
 	if st.budget > 0 && len(pipes) > 0 {
 		st.opts = append(st.opts, engine.WithMemoryBudget(st.budget, pipes[0].EstimateMemory, func() uint64 {
 			return prover.KeyMemoryOf(pipes...)
@@ -138,7 +138,28 @@ func (st *engineStages) describe() string {
 		s = fmt.Sprintf("%d synthesis workers", st.synthesis)
 	}
 	if st.budget > 0 {
-		return s + ", memory budget " + human.Bytes(st.budget)
+		s += ", memory budget " + human.Bytes(st.budget)
+	} else {
+		s += ", no memory budget"
 	}
-	return s + ", no memory budget"
+	return s + st.describePool()
+}
+
+// describePool is the buffer pools' part of serve's start line with
+// --release pool (empty otherwise): what the pipelines' Releasers may
+// keep in all, outside the memory budget, and each one's share
+// (poolLimit).
+func (st *engineStages) describePool() string {
+	if len(st.pipes) == 0 || st.pipes[0].Releaser().Mode() != buffer.ReleasePool {
+		return ""
+	}
+	var total uint64
+	for _, p := range st.pipes {
+		total += uint64(max(p.Releaser().PoolLimit(), 0))
+	}
+	if len(st.pipes) == 1 {
+		return ", buffer pool " + human.Bytes(total)
+	}
+	return fmt.Sprintf(", buffer pools %s (%s for each of %d pipelines)",
+		human.Bytes(total), human.Bytes(uint64(max(st.pipes[0].Releaser().PoolLimit(), 0))), len(st.pipes))
 }

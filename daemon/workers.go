@@ -22,16 +22,45 @@ import (
 // newWorkers opens the pipelines and makes the engine's workers: one per
 // GPU, each with its own Prover bound to its device, and cfg.CPUWorkers
 // on the CPU sharing one Prover (it is safe for concurrent Runs, so each
-// circuit's keys are held once).
-func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev backend.DeviceSettings) ([]engine.Worker, []*prover.Prover, []server.Device, error) {
+// circuit's keys are held once). Each pipeline has a Releaser of its own
+// in mode; in pool mode each keeps at most its even share of what mem
+// (physical memory, bytes) leaves beside budget (the resolved memory
+// budget, bytes): poolLimit.
+func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev backend.DeviceSettings, mem, budget uint64) ([]engine.Worker, []*prover.Prover, []server.Device, error) {
 	var (
 		workers []engine.Worker
 		pipes   []*prover.Prover
 		devices []server.Device
+		gpus    []cudaspans.DeviceInfo
 	)
+	switch cfg.Backend {
+	case "cpu":
+	case "cuda", "auto", "":
+		var err error
+		if gpus, err = gpuDevices(cfg); err != nil {
+			if cfg.Backend == "cuda" {
+				return nil, pipes, nil, err
+			}
+			fmt.Fprintln(cfg.Log, backend.FallbackNotice(err))
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("%w: %q", prover.ErrUnknownBackend, cfg.Backend)
+	}
+	cpuWorkers := cfg.CPUWorkers
+	if cpuWorkers < 0 {
+		cpuWorkers = 0
+		if len(gpus) == 0 {
+			cpuWorkers = 1
+		}
+	}
+	nPipes := len(gpus)
+	if cpuWorkers > 0 {
+		nPipes++
+	}
+	relOpts := []buffer.Option{buffer.WithPoolLimit(poolLimit(mem, budget, nPipes))}
 	cacheOpts := checkCacheDir(cfg)
 	open := func(name string) (*prover.Prover, error) {
-		rel, err := buffer.NewReleaser(mode)
+		rel, err := buffer.NewReleaser(mode, relOpts...)
 		if err != nil {
 			return nil, err
 		}
@@ -47,38 +76,18 @@ func newWorkers(ctx context.Context, cfg Config, mode buffer.ReleaseMode, dev ba
 		pipes = append(pipes, p)
 		return p, nil
 	}
-	switch cfg.Backend {
-	case "cpu":
-	case "cuda", "auto", "":
-		gpus, err := gpuDevices(cfg)
+	for _, d := range gpus {
+		name, err := deviceBackend(cfg.GPUFactory, d.Ordinal)
 		if err != nil {
-			if cfg.Backend == "cuda" {
-				return nil, pipes, nil, err
-			}
-			fmt.Fprintln(cfg.Log, backend.FallbackNotice(err))
+			return nil, pipes, nil, err
 		}
-		for _, d := range gpus {
-			name, err := deviceBackend(cfg.GPUFactory, d.Ordinal)
-			if err != nil {
-				return nil, pipes, nil, err
-			}
-			p, err := open(name)
-			if err != nil {
-				return nil, pipes, nil, fmt.Errorf("GPU %d (%s): %w", d.Ordinal, d.Name, err)
-			}
-			workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
-				Attributes: []attribute.KeyValue{semconv.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
-			devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: p.Backend(), MemoryTotal: d.TotalMemory})
+		p, err := open(name)
+		if err != nil {
+			return nil, pipes, nil, fmt.Errorf("GPU %d (%s): %w", d.Ordinal, d.Name, err)
 		}
-	default:
-		return nil, nil, nil, fmt.Errorf("%w: %q", prover.ErrUnknownBackend, cfg.Backend)
-	}
-	cpuWorkers := cfg.CPUWorkers
-	if cpuWorkers < 0 {
-		cpuWorkers = 0
-		if len(workers) == 0 {
-			cpuWorkers = 1
-		}
+		workers = append(workers, engine.Worker{Name: fmt.Sprintf("cuda:%d", d.Ordinal), Runner: p,
+			Attributes: []attribute.KeyValue{semconv.KeyCUDADeviceOrdinal.Int(d.Ordinal)}})
+		devices = append(devices, server.Device{Ordinal: d.Ordinal, Name: d.Name, Backend: p.Backend(), MemoryTotal: d.TotalMemory})
 	}
 	if cpuWorkers > 0 {
 		p, err := open("cpu")

@@ -33,7 +33,7 @@ func init() {
 			&cli.StringFlag{Name: "listen", Value: daemon.DefaultListen, Usage: "gRPC address: host:port, or a unix socket unix:///path as cuzk's daemon takes"},
 			&cli.StringFlag{Name: "metrics-listen", Value: daemon.DefaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
-			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool"},
+			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool (pool: kept for reuse, outside the memory budget, all pools together at most physical memory less the budget and at most 64 GiB; a quarter of memory with --memory-budget 0)"},
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "proofs that may wait (queued, for the memory budget, or synthesized for a device) before a submit is refused RESOURCE_EXHAUSTED; those being synthesized or proved do not count"},
 			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default: tuned per circuit and size from the measured synthesis and device times, up to half the cores, within the memory budget; without a GPU the CPU workers' proves are the devices); 0: the serial engine, each worker proves its jobs whole"},
