@@ -110,6 +110,10 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	// the host's memory, read once for both.
 	mem := engine.PhysicalMemory()
 	budgetBytes := budget.Resolve(mem)
+	if mem > 0 && budgetBytes > mem {
+		fmt.Fprintf(cfg.Log, "cuzk serve: warning: --memory-budget %s is above the host's physical memory (%s): it bounds nothing\n",
+			human.Bytes(budgetBytes), human.Bytes(mem))
+	}
 	workers, pipes, devices, err := newWorkers(ctx, cfg, mode, dev, mem, budgetBytes)
 	d.onRelease(func() {
 		for _, p := range pipes {

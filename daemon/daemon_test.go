@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -102,6 +103,41 @@ func TestNewRefusesABadConfigNamingTheFlag(t *testing.T) {
 		}
 		if log.String() != "" {
 			t.Errorf("%s: logged %q before refusing", flag, log.String())
+		}
+	}
+}
+
+// A --memory-budget above physical memory bounds nothing: it is said in
+// one warning line at start (it was taken silently), and a budget within
+// memory is not.
+func TestABudgetAbovePhysicalMemoryIsSaidAtStart(t *testing.T) {
+	mem := engine.PhysicalMemory()
+	if mem == 0 {
+		t.Skip("physical memory unknown on this host")
+	}
+	for budget, warn := range map[string]bool{"99999TiB": true, "1GiB": false, "": false} {
+		log := &logtest.Buffer{}
+		cfg := cpuConfig(t, log)
+		cfg.MemoryBudget = budget
+		d, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("--memory-budget %q: %v", budget, err)
+		}
+		if err := start(d)(); err != nil {
+			t.Fatalf("--memory-budget %q: Run: %v", budget, err)
+		}
+		var lines []string
+		for _, l := range strings.Split(log.String(), "\n") {
+			if strings.Contains(l, "--memory-budget") {
+				lines = append(lines, l)
+			}
+		}
+		want := "cuzk serve: warning: --memory-budget 99999.0 TiB is above the host's physical memory (" + human.Bytes(mem) + "): it bounds nothing"
+		if warn && (len(lines) != 1 || lines[0] != want) {
+			t.Errorf("--memory-budget %q: %q, want one line %q", budget, lines, want)
+		}
+		if !warn && len(lines) != 0 {
+			t.Errorf("--memory-budget %q: %q, want no warning", budget, lines)
 		}
 	}
 }

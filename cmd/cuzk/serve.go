@@ -37,7 +37,7 @@ func init() {
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, Usage: "CPU workers (default: 1 without a GPU, 0 beside GPUs)"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "proofs that may wait (queued, for the memory budget, or synthesized for a device) before a submit is refused RESOURCE_EXHAUSTED; those being synthesized or proved do not count"},
 			&cli.IntFlag{Name: "synthesis-workers", Value: -1, Usage: "proofs synthesized at once on the CPU while the devices prove (default: tuned per circuit and size from the measured synthesis and device times, up to half the cores, within the memory budget; without a GPU the CPU workers' proves are the devices); 0: the serial engine, each worker proves its jobs whole"},
-			&cli.StringFlag{Name: "memory-budget", Usage: "host memory the proofs in flight may hold: bytes, with KiB/MiB/GiB/TiB, or a share of physical memory (70%); 0: none (default: 70% of physical memory)"},
+			&cli.StringFlag{Name: "memory-budget", Usage: "host memory the proofs in flight may hold: bytes, with KiB/MiB/GiB/TiB (powers of 1024) or kB/MB/GB/TB (powers of 1000), or a share of physical memory (70%); 0: none (default: 70% of physical memory)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate (PEM); with --tls-key"},
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},

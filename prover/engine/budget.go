@@ -23,9 +23,11 @@ type MemoryBudget struct {
 }
 
 // ParseMemoryBudget reads "" (DefaultBudgetShare), "0" (none), a number of
-// bytes with an optional KiB, MiB, GiB or TiB suffix (KB, MB, GB, TB and
-// K, M, G, T mean the same powers of 1024), or a percentage of physical
-// memory ("70%"). Errors name the value.
+// bytes with an optional unit, or a percentage of physical memory ("70%").
+// KiB, MiB, GiB and TiB (and K, M, G, T) are powers of 1024; kB (KB), MB,
+// GB and TB are powers of 1000, as the SI and IEC units say ("10GB" is
+// 10,000,000,000 bytes, 9.3 GiB). Units are read without regard to case.
+// Errors name the value.
 func ParseMemoryBudget(s string) (MemoryBudget, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -40,19 +42,27 @@ func ParseMemoryBudget(s string) (MemoryBudget, error) {
 	}
 	num := strings.TrimRight(s, "KMGTiBkmgtib")
 	unit := strings.ToUpper(strings.TrimSpace(s[len(num):]))
-	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20,
-		"G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
-	sh, ok := shift[unit]
+	scale, ok := budgetUnits[unit]
 	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if !ok || err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*float64(uint64(1)<<sh) >= 1<<63 {
-		return MemoryBudget{}, fmt.Errorf("%q: want bytes (64GiB, 512MiB, 1073741824), a share (70%%) or 0", s)
+	if !ok || err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*scale >= 1<<63 {
+		return MemoryBudget{}, fmt.Errorf("%q: want bytes (64GiB, 512MiB, 10GB, 1073741824), a share (70%%) or 0", s)
 	}
-	n := uint64(v * float64(uint64(1)<<sh))
+	n := uint64(v * scale)
 	if n == 0 && v != 0 {
 		// "0.5" is no budget of half a byte, and not "0" (none) either.
-		return MemoryBudget{}, fmt.Errorf("%q: less than one byte; want bytes (64GiB, 512MiB, 1073741824), a share (70%%) or 0", s)
+		return MemoryBudget{}, fmt.Errorf("%q: less than one byte; want bytes (64GiB, 512MiB, 10GB, 1073741824), a share (70%%) or 0", s)
 	}
 	return MemoryBudget{Bytes: n}, nil
+}
+
+// budgetUnits are ParseMemoryBudget's units, upper-cased, in bytes: the
+// binary ones (KiB, and K alone) powers of 1024, the decimal ones (kB)
+// powers of 1000.
+var budgetUnits = map[string]float64{"": 1, "B": 1,
+	"K": 1 << 10, "KIB": 1 << 10, "KB": 1e3,
+	"M": 1 << 20, "MIB": 1 << 20, "MB": 1e6,
+	"G": 1 << 30, "GIB": 1 << 30, "GB": 1e9,
+	"T": 1 << 40, "TIB": 1 << 40, "TB": 1e12,
 }
 
 // Resolve returns the budget in bytes on a host with total bytes of

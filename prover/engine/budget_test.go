@@ -7,7 +7,10 @@ import (
 
 func TestParseMemoryBudget(t *testing.T) {
 	for in, want := range map[string]uint64{
-		"0": 0, "1073741824": 1 << 30, "64GiB": 64 << 30, "512 MiB": 512 << 20, "1.5g": 3 << 29, "2TB": 2 << 40, "10k": 10 << 10,
+		"0": 0, "1073741824": 1 << 30, "64GiB": 64 << 30, "512 MiB": 512 << 20, "1.5g": 3 << 29, "10k": 10 << 10,
+		"2TiB": 2 << 40, "1kib": 1 << 10, "3 KiB": 3 << 10,
+		// Decimal units are powers of ten, not GiB/MiB under another name.
+		"10GB": 10e9, "1000MB": 1e9, "2TB": 2e12, "5kB": 5000, "5KB": 5000, "1.5gb": 15e8,
 	} {
 		b, err := ParseMemoryBudget(in)
 		if err != nil || b.Share != 0 || b.Bytes != want {

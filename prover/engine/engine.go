@@ -370,8 +370,8 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 	}
 	if e.cfg.budget > 0 {
 		if held := e.held(); memory+held > e.cfg.budget {
-			return JobInfo{}, fmt.Errorf("%w: %s with %d constraints needs about %s of host memory per proof, the budget is %s (%s of it held by proving keys)",
-				ErrOverBudget, req.Circuit, req.Constraints, gib(memory), gib(e.cfg.budget), gib(held))
+			return JobInfo{}, fmt.Errorf("%w: %s with %d constraints needs about %s of host memory per proof, the budget is %s (%s of it held by proving keys); raise the daemon's --memory-budget",
+				ErrOverBudget, req.Circuit, req.Constraints, human.Bytes(memory), human.Bytes(e.cfg.budget), human.Bytes(held))
 		}
 	}
 
@@ -489,14 +489,6 @@ func (e *Engine) waitingText() string {
 	}
 	n := e.waitingCountLocked()
 	return fmt.Sprintf("%d proof%s waiting (%s)", n, human.Plural(n), strings.Join(parts, ", "))
-}
-
-// gib formats bytes as GiB with one decimal (MiB below 1 GiB).
-func gib(b uint64) string {
-	if b < 1<<30 {
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
 // held is the memory the held function reports; 0 without one.

@@ -447,6 +447,22 @@ func TestJobLargerThanTheBudgetIsRefusedAtSubmit(t *testing.T) {
 	}
 }
 
+func TestOverBudgetRefusalShowsSmallBudgetsAndSaysWhatToRaise(t *testing.T) {
+	noLeak(t)
+	f := newStagedFake()
+	// --memory-budget 1KiB: a budget below 1 MiB must not print as 0.0 MiB.
+	e := newPipelined(t, f, 1, 1, budgetOf(1<<10, 17<<20, 0))
+	_, err := e.Submit(context.Background(), req("big", priority.Normal))
+	if !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("job over the budget: %v, want ErrOverBudget", err)
+	}
+	for _, want := range []string{"17.0 MiB", "the budget is 1.0 KiB", "0 B of it held", "--memory-budget"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %s", err, want)
+		}
+	}
+}
+
 func TestCancelInEveryStage(t *testing.T) {
 	noLeak(t)
 	exp, tp := recorder(t)
