@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/consensys/gnark/logger"
@@ -65,8 +63,9 @@ func init() {
 
 func proveAction(c *cli.Context) (err error) {
 	// Ctrl-C or SIGTERM ends the run through the normal error path, so the
-	// trace is flushed and no proof file is written.
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	// trace is flushed and no proof file is written; a second signal quits
+	// at once (interruptContext).
+	ctx, stop := interruptContext(c.Context)
 	defer stop()
 	out, errOut := c.App.Writer, c.App.ErrWriter
 	if errOut == nil {
@@ -74,7 +73,7 @@ func proveAction(c *cli.Context) (err error) {
 	}
 	finished := make(chan struct{})
 	defer close(finished) // before stop (deferred first) cancels ctx
-	go announceInterrupt(ctx, finished, stop, errOut)
+	go announceInterrupt(ctx, finished, errOut)
 	logger.Disable() // gnark's own log lines would interleave with ours
 	if c.Bool("plan") {
 		return printPlan(out, c)
@@ -281,10 +280,9 @@ func proveAction(c *cli.Context) (err error) {
 const interruptNotice = "cuzk: interrupted: stopping (a CPU MSM or key setup, which cannot stop mid-way, is abandoned after 1 s) and flushing the trace; Ctrl-C again quits at once"
 
 // announceInterrupt prints interruptNotice to w when ctx ends before
-// finished is closed (a signal, or the caller's context), and then calls
-// stop, so that a second Ctrl-C kills the process as it would without
-// cuzk's handler.
-func announceInterrupt(ctx context.Context, finished <-chan struct{}, stop func(), w io.Writer) {
+// finished is closed (a signal, or the caller's context); a second
+// Ctrl-C then quits at once (interruptContext).
+func announceInterrupt(ctx context.Context, finished <-chan struct{}, w io.Writer) {
 	select {
 	case <-finished:
 		return
@@ -295,7 +293,6 @@ func announceInterrupt(ctx context.Context, finished <-chan struct{}, stop func(
 		return
 	default:
 	}
-	stop()
 	progress.Println(w, interruptNotice)
 }
 

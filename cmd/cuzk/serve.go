@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -52,7 +50,9 @@ func init() {
 			&cli.StringSliceFlag{Name: "circuit-file", Usage: "register a circuit from files, NAME:R1CS:PK[:VK] (gnark WriteTo of the BLS12-381 constraint system and keys); repeatable"},
 		},
 		Action: func(c *cli.Context) error {
-			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			// The first SIGTERM or SIGINT shuts down; a second one quits at
+			// once (interruptContext).
+			ctx, stop := interruptContext(c.Context)
 			defer stop()
 			errOut := c.App.ErrWriter
 			if errOut == nil {
@@ -74,9 +74,6 @@ func init() {
 			if cfg.StateDir == "none" {
 				cfg.StateDir = ""
 			}
-			// After the first signal, a second one kills the process the
-			// default way instead of waiting for the shutdown.
-			go func() { <-ctx.Done(); stop() }()
 			return oneLine(serve(ctx, cfg))
 		},
 	})

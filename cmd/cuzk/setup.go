@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/consensys/gnark/logger"
@@ -43,8 +41,9 @@ func init() {
 func setupAction(c *cli.Context) error {
 	// Ctrl-C or SIGTERM ends the run with one line and exit 130, as prove:
 	// the keys are stored through a temporary file renamed into place
-	// (atomicfile), so an interrupted setup leaves no partial key file.
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	// (atomicfile), so an interrupted setup leaves no partial key file; a
+	// second signal quits at once (interruptContext).
+	ctx, stop := interruptContext(c.Context)
 	defer stop()
 	err := setupKeys(ctx, c)
 	if err != nil && ctx.Err() != nil {

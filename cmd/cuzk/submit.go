@@ -8,9 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -127,9 +125,9 @@ func submitAction(c *cli.Context) error {
 		return err
 	}
 
-	// The first SIGINT or SIGTERM ends the wait and cancels the job (a
-	// second one, with the handler gone, kills submit).
-	ctx, stopSignals := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM ends the wait and cancels the job; a
+	// second one quits at once (interruptContext).
+	ctx, stopSignals := interruptContext(c.Context)
 	defer stopSignals()
 	interrupted := ctx
 	// Trace the call only when an OTLP endpoint is configured: a trace file
@@ -171,7 +169,6 @@ func submitAction(c *cli.Context) error {
 	defer poll.Close()
 	res, answered, err := submitAndAwait(ctx, cl, poll, req, out)
 	if err != nil && interrupted.Err() != nil {
-		stopSignals()
 		return cancelInterrupted(ctx, cl, req.RequestID, daemonAddr(c), answered)
 	}
 	if err != nil {
