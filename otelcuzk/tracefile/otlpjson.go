@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func ReadOTLPJSONLines(r io.Reader) ([]Span, error) {
 			return spans, nil
 		}
 		if err != nil {
-			return nil, linesError(data, start, err)
+			return nil, linesError(data, start, plainTypeError(err))
 		}
 		got, err := doc.spans()
 		if err != nil {
@@ -95,6 +96,62 @@ func linesError(data []byte, start int, err error) error {
 		return fmt.Errorf("line %d (in the value that starts at line %d): %w: %v", line, first, ErrMalformed, err)
 	}
 	return fmt.Errorf("line %d: %w: %v", line, ErrMalformed, err)
+}
+
+// docTypeError is a JSON value of the wrong kind in an OTLP traces
+// document (a number where the document's object is, a string where
+// "resourceSpans" has an array), said in JSON's terms rather than
+// encoding/json's Go types. It unwraps to the *json.UnmarshalTypeError,
+// whose Offset linesError reads.
+type docTypeError struct{ te *json.UnmarshalTypeError }
+
+func (e docTypeError) Error() string {
+	// Value is encoding/json's name of the JSON value: "number" (or
+	// "number 1e400"), "string", "bool", "array", "object".
+	got := "JSON " + strings.Fields(e.te.Value + " value")[0]
+	if got == "JSON bool" {
+		got = "JSON boolean"
+	}
+	if e.te.Field == "" {
+		return fmt.Sprintf("a %s, not an OTLP traces object", got)
+	}
+	return fmt.Sprintf("%q is a %s, want %s", e.te.Field, got, jsonKind(e.te.Type))
+}
+
+func (e docTypeError) Unwrap() error { return e.te }
+
+// plainTypeError is err, or a docTypeError where err is a
+// *json.UnmarshalTypeError.
+func plainTypeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return docTypeError{te}
+	}
+	return err
+}
+
+// jsonKind names the JSON value a Go type of an otlpDoc decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
 }
 
 // otlpDoc is one OTLP/JSON traces document: "resourceSpans" (OTLP),

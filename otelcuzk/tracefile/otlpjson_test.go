@@ -44,7 +44,9 @@ func TestReadOTLPJSONLinesMalformedInputNamesTheLine(t *testing.T) {
 		{"short span id", strings.Replace(good, sid1, "abcd", 1), "spanId", 1},
 		{"all-zero trace id", strings.Replace(good, tid, strings.Repeat("0", 32), 1), "traceId", 1},
 		{"not OTLP", good + "\n" + `{"foo":1}`, "not an OTLP traces document", 2},
-		{"not an object", `[1,2]`, "cannot unmarshal", 1},
+		{"not an object", `[1,2]`, "line 1: malformed OTLP JSON: a JSON array, not an OTLP traces object", 1},
+		{"a number", "127.0", "a JSON number, not an OTLP traces object", 1},
+		{"resourceSpans not an array", `{"resourceSpans":"x"}`, `"resourceSpans" is a JSON string, want an array`, 1},
 		{"ends before it starts", line(span(sid1, "", "a", "2000", "1000")), "ends", 1},
 		{"missing start", line(`{"traceId":"` + tid + `","spanId":"` + sid1 + `","name":"a"}`), "startTimeUnixNano", 1},
 		{"time not a number", line(span(sid1, "", "a", "soon", "1000")), "invalid number", 1},
@@ -66,6 +68,10 @@ func TestReadOTLPJSONLinesMalformedInputNamesTheLine(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err %q does not say %q", err, c.want)
+			}
+			// Said in JSON's terms, not encoding/json's Go types.
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "tracefile.") {
+				t.Errorf("err %q names Go internals", err)
 			}
 		})
 	}

@@ -251,7 +251,7 @@ func decodeValues(data []byte) ([]Span, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, plainTypeError(err)
 		}
 		got, err := doc.spans()
 		if err != nil {

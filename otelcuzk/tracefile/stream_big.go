@@ -42,7 +42,7 @@ func decodeBig(data []byte, deliver func([]Span) error) (parseErr, deliverErr er
 	if err := splitValues(data, func(v []byte) error {
 		var d skelDoc
 		if err := json.Unmarshal(v, &d); err != nil {
-			return err
+			return plainTypeError(err)
 		}
 		docs = append(docs, d)
 		return nil

@@ -222,3 +222,28 @@ func TestScanOTLPJSONLinesSkipsALeadingByteOrderMark(t *testing.T) {
 		t.Errorf("skipped %v, want line 2 only", skipped)
 	}
 }
+
+// A line that is JSON but no object (/etc/hosts' "127.0.0.1 localhost"
+// starts with a number) is skipped with a reason in JSON's terms, not
+// encoding/json's Go types; the trace's lines are still read.
+func TestSkippedNonObjectLinesAreSaidInJSONTerms(t *testing.T) {
+	good := line(span(sid1, "", "a", "1000", "2000"))
+	in := "127.0.0.1 localhost\n[1]\n" + good + "\n" + `{"resourceSpans":[{"scopeSpans":{"spans":1}}]}` + "\n"
+	spans, skipped, err := tracefile.ReadOTLPJSONLinesSkipping(strings.NewReader(in))
+	if err != nil || len(spans) != 1 {
+		t.Fatalf("%d spans, %v; want the good line's span", len(spans), err)
+	}
+	want := []string{
+		"line 1: malformed OTLP JSON: a JSON number, not an OTLP traces object",
+		"line 2: malformed OTLP JSON: a JSON array, not an OTLP traces object",
+		`line 4: malformed OTLP JSON: "resourceSpans.scopeSpans" is a JSON object, want an array`,
+	}
+	if len(skipped) != len(want) {
+		t.Fatalf("skipped %q, want %q", skipped, want)
+	}
+	for i, e := range skipped {
+		if !errors.Is(e, tracefile.ErrMalformed) || !strings.HasPrefix(e.Error(), want[i]) {
+			t.Errorf("skipped[%d] = %q, want %q wrapping ErrMalformed", i, e, want[i])
+		}
+	}
+}
