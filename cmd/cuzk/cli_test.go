@@ -171,6 +171,11 @@ func TestAFlagValueThatIsNoNumberSaysWhatTheFlagTakes(t *testing.T) {
 		{[]string{"prove", "--seed", "s"}, "--seed s: not an integer"},
 		{[]string{"trace", "diff", "--threshold-pct", "x", "a", "b"}, "--threshold-pct x: not a number"},
 		{[]string{"status", "--timeout", "30"}, "--timeout 30: not a duration (want a number with a unit: 90s, 5m, 1h30m)"},
+		// Given after the arguments (parsed by the command, not urfave/cli):
+		// the same line, not `invalid value "5" for flag -since: parse error`.
+		{[]string{"trace", "f.jsonl", "--timeline", "--since", "5"}, "--since 5: not a duration (want a number with a unit: 90s, 5m, 1h30m)"},
+		{[]string{"trace", "diff", "a", "b", "--fail-over", "abc"}, "--fail-over abc: not a number"},
+		{[]string{"trace", "diff", "a", "b", "--threshold-pct=x"}, "--threshold-pct x: not a number"},
 	} {
 		out, errOut, err := runCuzk(t, c.args...)
 		if err == nil || err.Error() != c.want {

@@ -194,12 +194,23 @@ func trailingFlags(c *cli.Context) (*cli.Context, error) {
 		return nil, fmt.Errorf("trace: %w", setErr)
 	}
 	if err := set.Parse(rest); err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, trailingFlagError(c, "trace", err)
 	}
 	if set.NArg() > 0 {
 		return nil, fmt.Errorf("trace: want one argument, got %q and %q", c.Args().First(), set.Arg(0))
 	}
 	return cli.NewContext(c.App, set, c), nil
+}
+
+// trailingFlagError is err, the flag package's error for a flag given
+// after the arguments, as usageError words the same error for one given
+// before them ("--since 5: not a duration (...)"), else err after the
+// command's name.
+func trailingFlagError(c *cli.Context, name string, err error) error {
+	if u := usageError(c, err, false); u != err {
+		return u
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // loadTrace returns the spans of the trace to show and its id: the trace

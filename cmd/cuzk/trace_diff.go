@@ -705,7 +705,7 @@ func interspersed(c *cli.Context, name string) (*cli.Context, []string, error) {
 	var args []string
 	for len(rest) > 0 {
 		if err := set.Parse(rest); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, trailingFlagError(c, name, err)
 		}
 		rest = set.Args()
 		if len(rest) > 0 {
