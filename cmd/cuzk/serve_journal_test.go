@@ -90,3 +90,41 @@ func TestREADMEServeSectionNamesTheStateDir(t *testing.T) {
 		t.Error("README's cuzk serve section does not say what --state-dir none does")
 	}
 }
+
+// Each flag of serve --help states its default once: --cpu-workers,
+// --synthesis-workers and --state-dir said theirs in the usage and again
+// as urfave/cli's "(default: -1)" or the expanded path (a new user's
+// trial). --result-ttl and --max-results say that 0 means the default, as
+// the daemon reads it (daemon.openJournal), here and in docs/commands.md.
+func TestServeHelpStatesEachDefaultOnce(t *testing.T) {
+	out, _, err := runCuzk(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("a default stated twice: %s", strings.TrimSpace(line))
+		}
+		if strings.Contains(line, "(default: -1)") {
+			t.Errorf("the sentinel -1 shown as a default: %s", strings.TrimSpace(line))
+		}
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"CPU workers (default: 1 without a GPU, 0 beside GPUs)",
+		"(default: $XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk) [$CUZK_STATE_DIR]",
+		"in memory and in the journal; 0: the default (default: 10m0s)",
+		"at most 64 MiB of them); 0: the default (default: 1024)",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	doc, err := os.ReadFile("../../docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), "`--max-results` of them (default 1024), in memory and in the job journal of `--state-dir`; 0 for either means its default") {
+		t.Error("docs/commands.md does not say that --result-ttl 0 and --max-results 0 mean the default")
+	}
+}
