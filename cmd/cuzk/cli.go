@@ -184,7 +184,6 @@ var flagRanges = map[string]string{
 	"constraints":       "1 to 2^32 = 4294967296",
 	"partitions":        "0 to 256",
 	"queue-size":        "at least 1",
-	"max-message-bytes": "at least 1",
 	"max-results":       "at least 1",
 	"cpu-workers":       "0 or more (-1: the default)",
 	"synthesis-workers": "0 or more (-1: the default)",

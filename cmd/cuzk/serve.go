@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -40,7 +43,7 @@ func init() {
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long running proofs may finish after SIGTERM"},
-			&cli.IntFlag{Name: "max-message-bytes", Value: server.DefaultMaxMessageBytes, Usage: "largest request (witness) accepted"},
+			&cli.StringFlag{Name: "max-message-bytes", Value: fmt.Sprintf("%dMiB", server.DefaultMaxMessageBytes>>20), Usage: "largest request (witness) accepted: bytes, in digits or with KiB/MiB/GiB (powers of 1024) or kB/MB/GB (powers of 1000)"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: daemon.DefaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only", DefaultText: "$XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk"},
@@ -58,13 +61,17 @@ func init() {
 			if errOut == nil {
 				errOut = os.Stderr
 			}
+			maxMessage, err := parseMessageBytes(c.String("max-message-bytes"))
+			if err != nil {
+				return err
+			}
 			cfg := daemon.Config{
 				Listen: c.String("listen"), MetricsListen: c.String("metrics-listen"),
 				Backend: c.String("backend"), Release: c.String("release"),
 				CPUWorkers: c.Int("cpu-workers"), QueueSize: c.Int("queue-size"),
 				SynthesisWorkers: c.Int("synthesis-workers"), MemoryBudget: c.String("memory-budget"),
 				TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), Token: c.String("token"),
-				ShutdownTimeout: c.Duration("shutdown-timeout"), MaxMessageBytes: c.Int("max-message-bytes"),
+				ShutdownTimeout: c.Duration("shutdown-timeout"), MaxMessageBytes: maxMessage,
 				TraceFile: c.String("trace-file"), CacheDir: c.String("cache-dir"),
 				Log: errOut, GPUFactory: "cuda", CircuitFiles: c.StringSlice("circuit-file"),
 				Telemetry: versionOption(), // service.version of this build
@@ -77,6 +84,18 @@ func init() {
 			return oneLine(serve(ctx, cfg))
 		},
 	})
+}
+
+// parseMessageBytes reads --max-message-bytes: bytes in digits
+// (67108864) or with a unit as --memory-budget takes them
+// (engine.ParseMemoryBudget: 64MiB, 1GB), not a share; 0 passes, for the
+// daemon to refuse.
+func parseMessageBytes(s string) (int, error) {
+	b, err := engine.ParseMemoryBudget(s)
+	if strings.TrimSpace(s) == "" || err != nil || b.Share > 0 || b.Bytes > math.MaxInt32 {
+		return 0, fmt.Errorf("serve: --max-message-bytes %s: want bytes, in digits or with a unit, up to 2 GiB (64MiB, 1GB, 67108864)", s)
+	}
+	return int(b.Bytes), nil
 }
 
 // serve runs the daemon of cfg (daemon.New, then Run) until ctx is done.

@@ -491,3 +491,39 @@ func TestServeShutdownSaysWhatItWaitsFor(t *testing.T) {
 		t.Errorf("the daemon's log does not say what the shutdown waits for:\n%s", d.log.String())
 	}
 }
+
+// --max-message-bytes takes bytes with a unit, as --memory-budget does
+// (64MiB was refused "not an integer", and the help showed 67108864);
+// digits still work; a share or a nonsense unit is one line naming the
+// flag.
+func TestServeMaxMessageBytesTakesUnits(t *testing.T) {
+	for in, want := range map[string]int{"64MiB": 64 << 20, "67108864": 67108864, "1GB": 1e9, "512 KiB": 512 << 10, "2GiB": 0, "0": 0} {
+		got, err := parseMessageBytes(in)
+		if in == "2GiB" {
+			if err == nil {
+				t.Errorf("--max-message-bytes %s: %d, want refused (gRPC's bound is below 2 GiB)", in, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("--max-message-bytes %s: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"64XB", "70%", "", "-1"} {
+		_, err := parseMessageBytes(in)
+		if want := "serve: --max-message-bytes " + in + ": want bytes, in digits or with a unit, up to 2 GiB (64MiB, 1GB, 67108864)"; err == nil || err.Error() != want {
+			t.Errorf("--max-message-bytes %q: %v, want %q", in, err, want)
+		}
+	}
+	help, _, err := runCuzk(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := strings.Join(strings.Fields(help), " "); !strings.Contains(flat, `(default: "64MiB")`) || strings.Contains(flat, "67108864") {
+		t.Errorf("serve --help does not show --max-message-bytes's default as 64MiB")
+	}
+	_, _, err = runCuzk(t, "serve", "--max-message-bytes", "64XB", "--listen", "127.0.0.1:0", "--metrics-listen", "")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--max-message-bytes 64XB") {
+		t.Errorf("serve --max-message-bytes 64XB: %v, want one line naming the flag", err)
+	}
+}
