@@ -168,7 +168,7 @@ func proveAction(c *cli.Context) (err error) {
 	)
 	if err != nil {
 		rel.Close(context.Background())
-		return err
+		return backendHint(err)
 	}
 	if pipe.Backend() == "cpu" {
 		keySetup.name = "cpu" // auto fell back: the pipeline said why

@@ -145,6 +145,7 @@ func TestProveBadInputFailsOnOneLineWithoutProofFile(t *testing.T) {
 // On a host without a GPU, --backend cuda says once that the backend is
 // unavailable and why; it read "cuda backend: backend unavailable: cuda:
 // no CUDA device: dlopen libcuda.so.1: ...", each wrapper naming it again.
+// The line ends with what to do (backendHint); it gave no hint.
 func TestProveCUDAWithoutDeviceSaysItOnce(t *testing.T) {
 	if _, err := cudaspans.Devices(); err == nil {
 		t.Skip("this host has a CUDA device")
@@ -156,7 +157,10 @@ func TestProveCUDAWithoutDeviceSaysItOnce(t *testing.T) {
 	if err == nil {
 		t.Fatal("proved on cuda without a device")
 	}
-	msg := err.Error()
+	msg, hint, ok := strings.Cut(err.Error(), "; ")
+	if !ok || hint != "use --backend cpu, or --backend auto to fall back to the CPU" {
+		t.Errorf("error %q does not end with what to do", err)
+	}
 	if !strings.HasPrefix(msg, "cuda backend unavailable: no CUDA device: ") || strings.Count(msg, "unavailable") != 1 ||
 		strings.Count(msg, "backend") != 1 || strings.Count(msg, "no CUDA device") != 1 || strings.Contains(msg, "\n") {
 		t.Errorf("error %q, want one line 'cuda backend unavailable: no CUDA device: REASON'", msg)

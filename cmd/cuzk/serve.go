@@ -116,7 +116,7 @@ func serve(ctx context.Context, cfg daemon.Config) error {
 	}
 	d, err := daemon.New(ctx, cfg)
 	if err != nil {
-		return err
+		return backendHint(err)
 	}
 	return d.Run(ctx)
 }

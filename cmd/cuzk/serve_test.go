@@ -328,7 +328,7 @@ func TestServeCUDAWithoutGPUBackend(t *testing.T) {
 	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("--backend cuda without the GPU backend: %v, want ErrBackendUnavailable", err)
 	}
-	if want := "no-such-gpu-backend backend unavailable: not built into this binary (it registers from prover/gpu)"; err == nil || err.Error() != want {
+	if want := "no-such-gpu-backend backend unavailable: not built into this binary (it registers from prover/gpu); use --backend cpu, or --backend auto to fall back to the CPU"; err == nil || err.Error() != want {
 		t.Errorf("--backend cuda without the GPU backend: %v, want %q", err, want)
 	}
 }

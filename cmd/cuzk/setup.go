@@ -70,6 +70,9 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 		return err
 	}
 	defer backend.Close()
+	if err := backend.checkDevice(); err != nil {
+		return backendHint(err)
+	}
 	kopts := []keycache.Option{keycache.WithProgress(errOut, c.Bool("progress")), keycache.WithSetup(backend.Setup)}
 	if c.Bool("compressed-keys") {
 		kopts = append(kopts, keycache.WithCompressedKeys())
@@ -93,7 +96,7 @@ func setupKeys(ctx context.Context, c *cli.Context) error {
 	ccs := comp.CCS
 	k, err := cache.LoadHashed(ctx, ccs, comp.Hash)
 	if err != nil {
-		return err
+		return backendHint(err)
 	}
 	how := "made by groth16.Setup in " + human.Duration(time.Since(start))
 	if backend.used == "cuda" {

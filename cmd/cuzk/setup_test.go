@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
 )
 
@@ -114,4 +115,31 @@ func TestProveAndSetupRefuseSizesNoProofHas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// On a host without a GPU, setup --backend cuda fails before compiling
+// and caching the circuit (it compiled first, then failed in the setup),
+// in one line that says what to do.
+func TestSetupCUDAWithoutDeviceFailsBeforeTheCompile(t *testing.T) {
+	if _, err := cudaspans.Devices(); err == nil {
+		t.Skip("this host has a CUDA device")
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	_, errOut, err := runCuzk(t, "setup", "--circuit", "mulchain", "--constraints", "4096", "--backend", "cuda", "--cache-dir", cache)
+	if err == nil || !strings.HasPrefix(err.Error(), "setup backend cuda: no CUDA device: ") ||
+		!strings.HasSuffix(err.Error(), "; use --backend cpu, or --backend auto to fall back to the CPU") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("setup --backend cuda without a device: %v, want one line saying so and what to do", err)
+	}
+	if !errors.Is(err, cudaspans.ErrNoDevice) {
+		t.Errorf("%v does not wrap cudaspans.ErrNoDevice", err)
+	}
+	if strings.Contains(errOut, "circuit cache") || strings.Contains(errOut, "compil") {
+		t.Errorf("setup compiled before failing: %q", errOut)
+	}
+	filepath.WalkDir(cache, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("setup --backend cuda without a device wrote %s", path)
+		}
+		return nil
+	})
 }

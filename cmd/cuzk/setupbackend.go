@@ -24,7 +24,8 @@ import (
 // device and NVRTC are usable, else cpu with one line on the notice
 // writer saying why, as `cuzk prove` picks. The device is opened (its
 // kernels compiled or loaded from the kernel cache) on the first setup,
-// so a cached key costs no device start. Safe for concurrent use (the
+// so a cached key costs no device start (setup --backend cuda checks that
+// a device is present, checkDevice, before its compile). Safe for concurrent use (the
 // daemon's GPU pipelines share one).
 type setupBackend struct {
 	mu     sync.Mutex
@@ -42,6 +43,30 @@ func newSetupBackend(name string, notice io.Writer) (*setupBackend, error) {
 		return &setupBackend{name: name, notice: notice}, nil
 	}
 	return nil, fmt.Errorf("--backend %q: %w", name, prover.ErrUnknownBackend)
+}
+
+// checkDevice returns, for "cuda", the error of a host without a usable
+// CUDA device (cudaspans.Devices: no driver, no device), before a compile
+// that would be wasted: the device itself is opened on the first setup.
+// Other backends: nil.
+func (b *setupBackend) checkDevice() error {
+	if b.name != "cuda" {
+		return nil
+	}
+	if _, err := cudaspans.Devices(); err != nil {
+		return fmt.Errorf("setup backend cuda: %w", err)
+	}
+	return nil
+}
+
+// backendHint is err, when it says the backend asked for cannot run here
+// (backend.ErrUnavailable, cudaspans.ErrNoDevice or ErrNoCompiler), with
+// what to do instead, for the command's one line; else err.
+func backendHint(err error) error {
+	if errors.Is(err, backend.ErrUnavailable) || errors.Is(err, cudaspans.ErrNoDevice) || errors.Is(err, cudaspans.ErrNoCompiler) {
+		return fmt.Errorf("%w; use --backend cpu, or --backend auto to fall back to the CPU", err)
+	}
+	return err
 }
 
 // Setup is the keycache.SetupFunc. Errors: for "cuda", the device's or the
