@@ -24,9 +24,9 @@ import (
 // device and NVRTC are usable, else cpu with one line on the notice
 // writer saying why, as `cuzk prove` picks. The device is opened (its
 // kernels compiled or loaded from the kernel cache) on the first setup,
-// so a cached key costs no device start (setup --backend cuda checks that
-// a device is present, checkDevice, before its compile). Safe for concurrent use (the
-// daemon's GPU pipelines share one).
+// so a cached key costs no device start (setup --backend cuda checks
+// that a device is present, checkDevice, before its compile). Safe for
+// concurrent use (the daemon's GPU pipelines share one).
 type setupBackend struct {
 	mu     sync.Mutex
 	name   string
