@@ -185,21 +185,36 @@ func WithForcedFlush() Option {
 	return optionFunc(func(c *config) { c.noForcedFlush, c.durationWait, c.envNote = false, 0, "" })
 }
 
+// ParseNoForcedFlush reads a value of NoForcedFlushEnv as Start does:
+// "", "1" or a Go duration of 0 or more leave the forced flush off
+// (forced false) with that wait (DefaultDurationWait for "" and "1");
+// "0" forces it (forced true, wait 0). Any other value is an error that
+// quotes it and says what is wanted; Start keeps the default for it and
+// says so, a program may refuse it at its start (cuzk prove, serve and
+// gpu-trace do, on hosts without a GPU too).
+func ParseNoForcedFlush(v string) (forced bool, wait time.Duration, err error) {
+	switch v {
+	case "", "1":
+		return false, DefaultDurationWait, nil
+	case "0":
+		return true, 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return false, DefaultDurationWait, fmt.Errorf("%q is not 0, 1 or a duration such as 500ms", v)
+	}
+	return false, d, nil
+}
+
 // noForcedFlushFromEnv reads NoForcedFlushEnv's value v: whether the
 // forced flush is left off (the default), the wait, and a line saying why
 // a bad value was ignored.
 func noForcedFlushFromEnv(v string) (on bool, wait time.Duration, note string) {
-	switch v {
-	case "", "1":
-		return true, DefaultDurationWait, ""
-	case "0":
-		return false, 0, ""
+	forced, wait, err := ParseNoForcedFlush(v)
+	if err != nil {
+		return true, DefaultDurationWait, fmt.Sprintf("cupti: %s=%v; kept the default: no forced flush at cudaspans' Synchronize, kernel spans wait up to %v for their CUPTI records (0 forces the flush)", NoForcedFlushEnv, err, DefaultDurationWait)
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return true, DefaultDurationWait, fmt.Sprintf("cupti: %s=%q is not 0, 1 or a duration such as 500ms; kept the default: no forced flush at cudaspans' Synchronize, kernel spans wait up to %v for their CUPTI records (0 forces the flush)", NoForcedFlushEnv, v, DefaultDurationWait)
-	}
-	return true, d, ""
+	return !forced, wait, ""
 }
 
 func withBackend(b backend) Option { return optionFunc(func(c *config) { c.backend = b }) }

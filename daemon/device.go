@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/cupti"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 
 	"github.com/otelcuzk/otelcuzk/prover/backend"
@@ -20,8 +21,14 @@ import (
 // takes the typed values): CUZK_CUDA_HOST_COPY (staged, register,
 // registered or pageable; default registered) and CUZK_CUDA_MSM_G2 (gpu or cpu; default
 // gpu). A malformed value is refused at start, whatever the backend,
-// naming the variable, so a typo shows on the host where it was made.
+// naming the variable, so a typo shows on the host where it was made;
+// CUZK_CUPTI_NO_FORCED_FLUSH (cupti.NoForcedFlushEnv, read by a CUPTI
+// capture's Start, which reports a bad value only when CUPTI starts) is
+// checked here the same way.
 func DeviceSettingsFromEnv() (backend.DeviceSettings, error) {
+	if _, _, err := cupti.ParseNoForcedFlush(os.Getenv(cupti.NoForcedFlushEnv)); err != nil {
+		return backend.DeviceSettings{}, fmt.Errorf("%s=%w", cupti.NoForcedFlushEnv, err)
+	}
 	hc, err := backend.ParseHostCopy(os.Getenv("CUZK_CUDA_HOST_COPY"))
 	if err != nil {
 		return backend.DeviceSettings{}, fmt.Errorf("CUZK_CUDA_HOST_COPY: %w", err)

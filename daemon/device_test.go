@@ -27,4 +27,17 @@ func TestDeviceSettingsComeFromTheEnvironmentAndNameAMalformedVariable(t *testin
 	if _, err := DeviceSettingsFromEnv(); err == nil || !strings.Contains(err.Error(), "CUZK_CUDA_HOST_COPY") {
 		t.Errorf("CUZK_CUDA_HOST_COPY=pinned: %v, want an error naming the variable", err)
 	}
+	t.Setenv("CUZK_CUDA_HOST_COPY", "")
+	// CUPTI's setting is checked here too: cupti says a bad value only
+	// when CUPTI starts, never on a host without a GPU.
+	for _, ok := range []string{"", "1", "0", "500ms"} {
+		t.Setenv("CUZK_CUPTI_NO_FORCED_FLUSH", ok)
+		if _, err := DeviceSettingsFromEnv(); err != nil {
+			t.Errorf("CUZK_CUPTI_NO_FORCED_FLUSH=%q: %v", ok, err)
+		}
+	}
+	t.Setenv("CUZK_CUPTI_NO_FORCED_FLUSH", "bogus")
+	if _, err := DeviceSettingsFromEnv(); err == nil || err.Error() != `CUZK_CUPTI_NO_FORCED_FLUSH="bogus" is not 0, 1 or a duration such as 500ms` {
+		t.Errorf("CUZK_CUPTI_NO_FORCED_FLUSH=bogus: %v, want an error naming the variable and the value", err)
+	}
 }

@@ -107,6 +107,11 @@ func runGPUTrace(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("gpu-trace: %w", err)
 	}
+	// The captures read it; a typo is refused here, as cuzk prove does,
+	// not said only where CUPTI starts.
+	if _, _, err := cupti.ParseNoForcedFlush(os.Getenv(cupti.NoForcedFlushEnv)); err != nil {
+		return fmt.Errorf("gpu-trace: %s=%w", cupti.NoForcedFlushEnv, err)
+	}
 	ctx := context.Background()
 	warn := func(msg string) { fmt.Fprintln(gpuTraceStderr, "cuzk gpu-trace:", msg) }
 	cmd := exec.Command(bin, args[1:]...)

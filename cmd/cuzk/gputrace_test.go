@@ -373,6 +373,21 @@ func TestGPUTraceRefusesANegativeDrain(t *testing.T) {
 	}
 }
 
+// A bad CUZK_CUPTI_NO_FORCED_FLUSH is refused in one line before the
+// program runs, on a host without a GPU too (cupti said it only when
+// CUPTI started, so a typo went unseen).
+func TestGPUTraceRefusesABadNoForcedFlushValue(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	t.Setenv(cupti.NoForcedFlushEnv, "bogus")
+	err := newApp().Run([]string{"cuzk", "gpu-trace", "--", "touch", marker})
+	if err == nil || err.Error() != `gpu-trace: CUZK_CUPTI_NO_FORCED_FLUSH="bogus" is not 0, 1 or a duration such as 500ms` {
+		t.Errorf("CUZK_CUPTI_NO_FORCED_FLUSH=bogus: err %v, want a one-line refusal", err)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Error("CUZK_CUPTI_NO_FORCED_FLUSH=bogus: the program ran")
+	}
+}
+
 // The help names the trace file gpu-trace writes by default, and no other.
 func TestGPUTraceHelpNamesTheDefaultTraceFile(t *testing.T) {
 	var out bytes.Buffer

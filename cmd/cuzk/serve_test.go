@@ -447,7 +447,7 @@ func TestServeAndProveRefuseNonsenseValuesAtStart(t *testing.T) {
 		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
 		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
 	})
-	for _, env := range []string{"CUZK_CUDA_MSM_G2", "CUZK_CUDA_HOST_COPY"} {
+	for _, env := range []string{"CUZK_CUDA_MSM_G2", "CUZK_CUDA_HOST_COPY", "CUZK_CUPTI_NO_FORCED_FLUSH"} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, "bogus")
 			if _, _, err := runCuzk(t, append(base, "--backend", "cpu")...); err == nil || !strings.Contains(err.Error(), env) {
