@@ -91,8 +91,12 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		if perr := tel.ProbeEndpoint(ctx, 2*time.Second); perr != nil {
 			if ctx.Err() == nil {
 				_, endpoint := tel.Destination()
-				fmt.Fprintf(cfg.Log, "cuzk serve: warning: nothing answers at the OTLP endpoint %s (%s): traces will not arrive until a receiver listens there (start Jaeger or an OpenTelemetry Collector; docker compose -f deploy/compose.dev.yaml up -d runs Jaeger on 4317 and 4318); serving anyway, the spans lost counted in cuzk_spans_dropped_total\n",
-					endpoint, dialReason(perr))
+				counted := "" // the metric only where --metrics-listen serves it
+				if cfg.MetricsListen != "" {
+					counted = ", the spans lost counted in cuzk_spans_dropped_total"
+				}
+				fmt.Fprintf(cfg.Log, "cuzk serve: warning: nothing answers at the OTLP endpoint %s (%s): traces will not arrive until a receiver listens there (start Jaeger or an OpenTelemetry Collector; docker compose -f deploy/compose.dev.yaml up -d runs Jaeger on 4317 and 4318); serving anyway%s\n",
+					endpoint, dialReason(perr), counted)
 			}
 			return
 		}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ func DefaultStateDir() string {
 // returns the engine options that keep finished jobs (--result-ttl,
 // --max-results, the journal) and the function that closes it. A journal
 // another daemon holds, or a corrupt one, is a one-line error naming the
-// file.
+// file (for a corrupt one, what to do).
 func openJournal(cfg Config) ([]engine.Option, func(), error) {
 	if cfg.ResultTTL < 0 {
 		return nil, nil, fmt.Errorf("serve: --result-ttl %v: want 0 or more", cfg.ResultTTL)
@@ -45,6 +46,10 @@ func openJournal(cfg Config) ([]engine.Option, func(), error) {
 		return opts, func() {}, nil
 	}
 	j, interrupted, err := journal.Open(cfg.StateDir, journal.WithTTL(ttl), journal.WithMaxEntries(n))
+	if errors.Is(err, journal.ErrCorrupt) {
+		// Open makes a new journal where there is none.
+		return nil, nil, fmt.Errorf("serve: --state-dir: %w; move it aside (the daemon makes a new one) or run with --state-dir none", err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: --state-dir: %w", err)
 	}

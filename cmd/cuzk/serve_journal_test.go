@@ -36,8 +36,9 @@ func TestServeRefusesALockedOrCorruptStateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = runCuzk(t, append(base, "--state-dir", bad)...)
-	if err == nil || !strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("corrupt journal: %v, want one line saying it is corrupt", err)
+	if err == nil || !strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "\n") ||
+		!strings.HasSuffix(err.Error(), "; move it aside (the daemon makes a new one) or run with --state-dir none") {
+		t.Errorf("corrupt journal: %v, want one line saying it is corrupt and what to do", err)
 	}
 	wantRefused(t, base, []badArgs{
 		{[]string{"--result-ttl", "-1s"}, "--result-ttl"},

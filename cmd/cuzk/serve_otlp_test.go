@@ -176,6 +176,19 @@ func TestServeWarnsAtStartWhenNothingAnswersAtTheOTLPEndpoint(t *testing.T) {
 				!strings.Contains(w[0], "traces will not arrive") || !strings.Contains(w[0], "Jaeger") || !strings.Contains(w[0], "serving anyway") {
 				t.Errorf("warnings %q, want one line naming the endpoint and what to start", w)
 			}
+			// Without --metrics-listen the metric that counts the lost
+			// spans is not served: the line does not point to it.
+			if len(w) == 1 && strings.Contains(w[0], "cuzk_spans_dropped_total") {
+				t.Errorf("without metrics served: %q names cuzk_spans_dropped_total", w[0])
+			}
+			metered := startDaemon(t, daemon.Config{MetricsListen: "127.0.0.1:0"})
+			waitFor(t, "no start-up warning:\n"+metered.log.String(), 10*time.Second, func() bool { return len(warnings(metered)) > 0 })
+			if err := metered.stop(); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			if w := warnings(metered); len(w) != 1 || !strings.HasSuffix(w[0], "serving anyway, the spans lost counted in cuzk_spans_dropped_total") {
+				t.Errorf("with metrics served: %q, want the line to name cuzk_spans_dropped_total", w)
+			}
 
 			if err := recv.Start(); err != nil {
 				t.Fatal(err)
