@@ -22,6 +22,8 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
+	"github.com/otelcuzk/otelcuzk/prover/groth16"
+	"github.com/otelcuzk/otelcuzk/prover/server"
 )
 
 func init() {
@@ -294,6 +296,12 @@ func readPartitions(req *client.Request, paths []string, n int) error {
 			// An empty witness asks the daemon for the circuit's sample:
 			// a file cut short would prove the sample, not its witness.
 			return fmt.Errorf("witness %s: empty file (want a full witness in gnark's binary format)", path)
+		}
+		// The daemon's own check, before the dial: a file of another
+		// kind is named here, not refused as INVALID_ARGUMENT there.
+		if err := server.CheckWitness(w); err != nil {
+			return fmt.Errorf("%s is not a gnark witness file (%s): want a full witness in gnark's binary format (witness.Witness MarshalBinary over BLS12-381's scalar field)",
+				path, strings.TrimPrefix(err.Error(), groth16.ErrBadWitness.Error()+": "))
 		}
 		ws = append(ws, w)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // A negative --constraints is refused by submit before any dial, in the
@@ -43,7 +45,7 @@ func TestSubmitRefusesAnEmptyWitnessFile(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(other, []byte{1}, 0o644); err != nil {
+	if err := os.WriteFile(other, circuitstest.WitnessBytes(t, "mulchain", 256, 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"--witness", empty}, {"--witness", other, "--witness", empty}} {
@@ -51,6 +53,37 @@ func TestSubmitRefusesAnEmptyWitnessFile(t *testing.T) {
 		want := "witness " + empty + ": empty file (want a full witness in gnark's binary format)"
 		if err == nil || err.Error() != want {
 			t.Errorf("submit %q: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// A --witness file that is no gnark witness (text, a cut-short or
+// out-of-field one) is refused before any dial, naming the file and the
+// daemon's own reason (server.CheckWitness): it was sent and refused there
+// as INVALID_ARGUMENT: bad witness.
+func TestSubmitRefusesAFileThatIsNoWitnessBeforeSending(t *testing.T) {
+	dir := t.TempDir()
+	good := circuitstest.WitnessBytes(t, "mulchain", 256, 1)
+	outOfField := append([]byte(nil), good...)
+	copy(outOfField[12:], bytes.Repeat([]byte{0xff}, 32))
+	for name, tc := range map[string]struct {
+		data   []byte
+		reason string
+	}{
+		"hosts":        {[]byte("127.0.0.1 localhost\n::1 localhost\n"), "header says 825374510 public + 808333358 secret values but the vector holds 824208495"},
+		"cut short":    {good[:len(good)-1], fmt.Sprintf("%d values need %d bytes, got %d", (len(good)-12)/32, len(good), len(good)-1)},
+		"out of field": {outOfField, "value 0 is not in the scalar field of BLS12-381 (not less than r)"},
+		"short":        {[]byte{1}, "1 bytes, shorter than the 12-byte header"},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A dead --addr: a refusal that dialled would say so.
+		_, _, err := runCuzk(t, "submit", "--addr", "127.0.0.1:1", "--witness", path)
+		want := path + " is not a gnark witness file (" + tc.reason + "): want a full witness in gnark's binary format (witness.Witness MarshalBinary over BLS12-381's scalar field)"
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", name, err, want)
 		}
 	}
 }
