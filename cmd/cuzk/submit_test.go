@@ -134,6 +134,8 @@ func TestSubmitNotesTheEarlierJobOnlyWhenItReturnsIt(t *testing.T) {
 	out, err = submit("512")
 	if err == nil || !strings.Contains(err.Error(), "ALREADY_EXISTS: ") {
 		t.Errorf("the id with other parameters: %v, want ALREADY_EXISTS", err)
+	} else if want := `"reused" is mulchain with 256 constraints (the sample witness), not mulchain with 512 (the sample witness)`; !strings.Contains(err.Error(), want) {
+		t.Errorf("the id with other parameters: %v, want it to say %s (not a witness of 0 bytes)", err, want)
 	}
 	if strings.Contains(out, "note") || strings.Contains(out, "earlier job") {
 		t.Errorf("the refused reuse printed the note:\n%s", out)

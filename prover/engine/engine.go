@@ -554,13 +554,26 @@ func sameProof(job, req *prover.Request) error {
 	return nil
 }
 
+// witnessSizes names the witnesses of a request's partitions for
+// sameProof's error: their size in bytes, or "the sample witness" for an
+// empty one (the runner builds it; its size is not known here).
 func witnessSizes(parts [][]byte) string {
-	if len(parts) == 1 {
-		return fmt.Sprintf("witness of %d bytes", len(parts[0]))
-	}
-	n := 0
+	n, samples := 0, 0
 	for _, p := range parts {
 		n += len(p)
+		if len(p) == 0 {
+			samples++
+		}
+	}
+	switch {
+	case len(parts) == 1 && samples == 1:
+		return "the sample witness"
+	case len(parts) == 1:
+		return fmt.Sprintf("witness of %d bytes", n)
+	case samples == len(parts):
+		return fmt.Sprintf("%d partitions of the sample witness", len(parts))
+	case samples > 0:
+		return fmt.Sprintf("%d partitions, %d of the sample witness, the others' witnesses of %d bytes in all", len(parts), samples, n)
 	}
 	return fmt.Sprintf("%d partitions, witnesses of %d bytes in all", len(parts), n)
 }

@@ -255,6 +255,23 @@ func TestSubmitIsIdempotentByRequestID(t *testing.T) {
 	if n := len(r.order()); n != 1 {
 		t.Errorf("runner ran %d times after conflicting submits, want 1", n)
 	}
+	// The refusal names the witnesses truly: an empty one is the sample
+	// (its size is the runner's to know), not "a witness of 0 bytes".
+	for _, tc := range []struct {
+		change func(*prover.Request)
+		want   string
+	}{
+		{func(r *prover.Request) { r.Constraints = 512 }, `"same" is mulchain with 256 constraints (the sample witness), not mulchain with 512 (the sample witness)`},
+		{func(r *prover.Request) { r.Witness = []byte{1, 2} }, `(the sample witness), not mulchain with 256 (witness of 2 bytes)`},
+		{func(r *prover.Request) { r.Partitions = make([][]byte, 3) }, `not mulchain with 256 (3 partitions of the sample witness)`},
+		{func(r *prover.Request) { r.Partitions = [][]byte{nil, {1, 2, 3}} }, `(2 partitions, 1 of the sample witness, the others' witnesses of 3 bytes in all)`},
+	} {
+		other := req("same", priority.Normal)
+		tc.change(other)
+		if _, err := e.Submit(context.Background(), other); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "0 bytes") {
+			t.Errorf("same id, other proof %+v: %v, want it to say %q", other, err, tc.want)
+		}
+	}
 	if _, err := e.Submit(context.Background(), req("", priority.Normal)); !errors.Is(err, ErrEmptyRequestID) {
 		t.Errorf("empty id: %v, want ErrEmptyRequestID", err)
 	}
