@@ -137,7 +137,7 @@ func submitAction(c *cli.Context) error {
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		topts := []otelcuzk.Option{otelcuzk.WithLogWriter(c.App.ErrWriter)}
 		if os.Getenv("OTEL_SERVICE_NAME") == "" {
-			topts = append(topts, otelcuzk.WithServiceName("cuzk-submit"))
+			topts = append(topts, otelcuzk.WithServiceName(submitServiceName))
 		}
 		tel, err := otelcuzk.New(ctx, topts...)
 		if err != nil {

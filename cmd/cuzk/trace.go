@@ -14,7 +14,9 @@ import (
 	"github.com/otelcuzk/otelcuzk/internal/atomicfile"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
+	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,6 +39,8 @@ A FILE is read streaming, in bounded memory whatever its size: without
 last trace) is shown and the other proofs are listed (ids, starts, roots;
 a daemon's status polls counted by name); --trace-id ID shows that one. Lines that do not
 parse (a write cut short) or are longer than 64 MiB are skipped with a note.
+A trace with a proof call (cuzk submit's span) but no engine.job gets one
+line after the summary: the daemon's spans have not arrived (yet).
 
 --html FILE also writes the shown trace as a self-contained HTML waterfall
 to open in a browser.
@@ -155,6 +159,13 @@ func runTrace(c *cli.Context) error {
 	if err := tracefile.Waterfall(out, spans, opts); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
+	if awaitsDaemonSpans(spans) {
+		if jaegerURL != "" || tempoURL != "" {
+			fmt.Fprintf(out, "no %s in this trace yet: the daemon's spans may still be on their way (its exporter sends in batches, a few seconds); run this again in a few seconds\n", semconv.SpanEngineJob)
+		} else {
+			fmt.Fprintf(out, "no %s in this trace: the daemon's spans are not in %s (yet: its exporter sends in batches, a few seconds; or they went to its own --trace-file or OTLP backend)\n", semconv.SpanEngineJob, arg)
+		}
+	}
 	if path := flags.String("html"); path != "" {
 		if err := writeTraceHTML(path, spans, traceID); err != nil {
 			return err
@@ -165,6 +176,34 @@ func runTrace(c *cli.Context) error {
 		listOthers(out, col, traceID)
 	}
 	return nil
+}
+
+// submitServiceName is the service.name of cuzk submit's spans (unless
+// OTEL_SERVICE_NAME names another).
+const submitServiceName = "cuzk-submit"
+
+// awaitsDaemonSpans says whether spans (one trace) hold a call of the
+// daemon's API that asks for a proof but no engine.job span: a span of
+// cuzk submit's service, or one named for the Prove or SubmitProof RPC
+// (otelgrpc names both the client's and the server's span
+// "cuzk.v1.ProvingEngine/Prove"). The daemon exports its spans in batches,
+// seconds after the client's, so such a trace read back at once shows the
+// client's span alone; a daemon's status polls (other RPCs) hold no
+// engine.job and are no such trace.
+func awaitsDaemonSpans(spans []tracefile.Span) bool {
+	call := false
+	for _, s := range spans {
+		if s.Name == semconv.SpanEngineJob {
+			return false
+		}
+		switch {
+		case s.Service == submitServiceName,
+			"/"+s.Name == cuzkv1.ProvingEngine_Prove_FullMethodName,
+			"/"+s.Name == cuzkv1.ProvingEngine_SubmitProof_FullMethodName:
+			call = true
+		}
+	}
+	return call
 }
 
 // trailingFlags parses the arguments after the first as the command's
