@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/consensys/gnark/logger"
@@ -125,7 +126,7 @@ func proveAction(c *cli.Context) (err error) {
 	}()
 	// After New, which refuses a misconfiguration (protocol, timeout, a
 	// URL without scheme) as itself, before this dial could mask it.
-	if err := tel.ProbeEndpoint(ctx, 2*time.Second); err != nil {
+	if err := probeOTLPEndpoint(ctx, tel, "to write the trace to "+c.String("trace-file")+" (--trace-file) instead"); err != nil {
 		return err
 	}
 	// The other transport's port (gRPC to 4318, OTLP/HTTP to 4317) would
@@ -294,6 +295,29 @@ func announceInterrupt(ctx context.Context, finished <-chan struct{}, w io.Write
 	default:
 	}
 	progress.Println(w, interruptNotice)
+}
+
+// probeOTLPEndpoint refuses, before any work, an OTLP endpoint where nothing
+// accepts a connection (tel.ProbeEndpoint within 2 s), in one line that
+// says what to do: "OTLP endpoint URL unreachable: REASON: start a receiver
+// there (Jaeger, an OpenTelemetry Collector) or unset VAR UNSET", VAR being
+// the endpoint variables set and unset what the command does without them.
+// nil when an endpoint answers or none is set.
+func probeOTLPEndpoint(ctx context.Context, tel *otelcuzk.Telemetry, unset string) error {
+	err := tel.ProbeEndpoint(ctx, 2*time.Second)
+	if err == nil {
+		return nil
+	}
+	var vars []string
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if os.Getenv(v) != "" {
+			vars = append(vars, v)
+		}
+	}
+	if len(vars) == 0 { // set by an option, not the environment
+		return err
+	}
+	return fmt.Errorf("%w: start a receiver there (Jaeger, an OpenTelemetry Collector) or unset %s %s", err, strings.Join(vars, " and "), unset)
 }
 
 // keepLocally appends spans, a trace recorded in memory whose OTLP export

@@ -144,6 +144,12 @@ func submitAction(c *cli.Context) error {
 			return fmt.Errorf("trace: %w", err)
 		}
 		defer tel.Shutdown(context.Background())
+		// Nothing listening there would lose the call's spans after the
+		// proof, said only as an export failure: refused first, as prove
+		// refuses it.
+		if err := probeOTLPEndpoint(ctx, tel, "to submit without tracing the call (the daemon traces the proof to its own destination)"); err != nil {
+			return err
+		}
 		// A UI's port or the other transport's would lose the call's
 		// spans without an error: said before anything is submitted.
 		if err := tel.ProbeProtocol(ctx, time.Second); err != nil {

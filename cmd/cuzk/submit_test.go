@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/otlptest"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
@@ -85,6 +86,39 @@ func TestSubmitRefusesAFileThatIsNoWitnessBeforeSending(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: %v\nwant %s", name, err, want)
 		}
+	}
+}
+
+// An OTLP endpoint where nothing listens is refused before anything is
+// submitted, in prove's line with what to do: submit proved, said only
+// "span export failed" and exited 0, its spans lost.
+func TestSubmitRefusesAnUnreachableOTLPEndpointBeforeSubmitting(t *testing.T) {
+	clearOTLPEnv(t)
+	d := startDaemon(t, daemon.Config{})
+	closed, err := otlptest.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"submit", "--addr", d.addr, "--circuit", "mulchain", "--constraints", "64", "--request-id", "otlp-down"}
+	for _, tc := range []struct{ vars, endpoint string }{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://" + closed},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://" + closed + "/v1/traces"},
+	} {
+		clearOTLPEnv(t)
+		t.Setenv(tc.vars, tc.endpoint)
+		_, _, err := runCuzk(t, args...)
+		want := ": start a receiver there (Jaeger, an OpenTelemetry Collector) or unset " + tc.vars +
+			" to submit without tracing the call (the daemon traces the proof to its own destination)"
+		if err == nil || !strings.HasPrefix(err.Error(), "OTLP endpoint "+tc.endpoint+" unreachable: ") ||
+			!strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%s: %v, want one line naming it unreachable and ending %q", tc.vars, tc.endpoint, err, want)
+		}
+	}
+	// Nothing was submitted: the id is new to the daemon.
+	clearOTLPEnv(t)
+	out, _, err := runCuzk(t, args...)
+	if err != nil || strings.Contains(out, "submitted before") {
+		t.Errorf("the same id with no endpoint: %v, want a first submit:\n%s", err, out)
 	}
 }
 
