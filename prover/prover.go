@@ -102,12 +102,10 @@ func openBackend(ctx context.Context, name string, cfg *config, rel *buffer.Rele
 			return nil, backend.NotBuiltIn(name)
 		}
 		b, err := f(ctx, bo)
-		var unavailable *backend.UnavailableError
-		if errors.As(err, &unavailable) {
-			return nil, err // it names the backend
-		}
 		if err != nil {
-			return nil, fmt.Errorf("%s backend: %w", name, err)
+			// It names the backend (backend.Factory); the name it is
+			// registered under may not ("cuda:1", daemon/workers.go).
+			return nil, err
 		}
 		return b, nil
 	}

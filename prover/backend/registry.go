@@ -25,8 +25,11 @@ type Options struct {
 	Device DeviceSettings
 }
 
-// Factory opens a backend. A factory whose hardware is missing
-// returns an error wrapping ErrUnavailable that says why in one line.
+// Factory opens a backend. Its error names the backend once, as
+// prover.New passes it on unwrapped: a factory whose hardware is missing
+// returns an *UnavailableError (Unavailable: "cuda backend unavailable:
+// REASON", wrapping ErrUnavailable), any other error starts with the
+// backend's name ("cuda backend: REASON").
 type Factory func(ctx context.Context, opts Options) (Backend, error)
 
 var (

@@ -89,8 +89,16 @@ var _ backend.Backend = (*Backend)(nil)
 // are compiled by NVRTC (or taken from the kernel cache) by Warmup, which
 // the first proof calls if nobody did before. Without a driver or device
 // it returns a *backend.UnavailableError wrapping cudaspans.ErrNoDevice
-// ("cuda backend unavailable: no CUDA device: REASON").
+// ("cuda backend unavailable: no CUDA device: REASON"); every other error
+// names the backend once too ("cuda backend: REASON"), so the factory's
+// callers (prover.New, the daemon's per-GPU "cuda:N") pass it on as it is.
 func Open(ctx context.Context, o backend.Options) (*Backend, error) {
+	return open(ctx, o)
+}
+
+// open is Open with more options for cudaspans.Open after the
+// TracerProvider (tests give a fake device: cudaspans.WithDriver).
+func open(ctx context.Context, o backend.Options, copts ...cudaspans.Option) (*Backend, error) {
 	if err := o.Device.Check(); err != nil {
 		return nil, err
 	}
@@ -98,7 +106,7 @@ func Open(ctx context.Context, o backend.Options) (*Backend, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	c, err := cudaspans.Open(o.DeviceOrdinal, cudaspans.WithTracerProvider(tp))
+	c, err := cudaspans.Open(o.DeviceOrdinal, append([]cudaspans.Option{cudaspans.WithTracerProvider(tp)}, copts...)...)
 	if err != nil {
 		if errors.Is(err, cudaspans.ErrNoDevice) {
 			return nil, backend.Unavailable("cuda", err)
@@ -135,7 +143,7 @@ func openOn(ctx context.Context, c *cudaspans.Context, o backend.Options) (*Back
 		return fail(fmt.Errorf("cuda backend: stream: %w", err))
 	}
 	if b.bases, err = msm.NewDeviceBases(ctx, c, msm.WithTracerProvider(tp), msm.WithReleaser(b.releaser)); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("cuda backend: %w", err))
 	}
 	return b, nil
 }
