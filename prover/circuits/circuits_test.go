@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -155,7 +156,7 @@ func TestSizesAboveTheLargestDomainAreRefusedAsSuch(t *testing.T) {
 				t.Errorf("Build(%s, %d) = %v, want ErrBadConstraints naming 2^32", name, n, err)
 			}
 			err := checkMemory(name, n, math.MaxUint64)
-			if !errors.Is(err, ErrBadConstraints) || !strings.Contains(err.Error(), "above 2^32") || strings.Contains(err.Error(), "GiB") {
+			if !errors.Is(err, ErrBadConstraints) || !strings.Contains(err.Error(), "above 2^32") || strings.Contains(err.Error(), "needs about") {
 				t.Errorf("checkMemory(%s, %d) = %v, want ErrBadConstraints naming 2^32, no estimate", name, n, err)
 			}
 		}
@@ -180,6 +181,22 @@ func TestCheckMemoryRefusesWhatDoesNotFit(t *testing.T) {
 	}
 	if err := CheckMemory("mulchain", -1); !errors.Is(err, ErrBadConstraints) {
 		t.Errorf("negative: %v", err)
+	}
+}
+
+// The refusal's sizes are in the largest unit that reaches 1, as the
+// plan's (human.Bytes): a small circuit on a small host read "needs
+// about 0.0 GiB, 0.0 GiB available".
+func TestCheckMemoryWritesSmallSizesInTheirUnit(t *testing.T) {
+	err := checkMemory("mulchain", 1<<10, 3<<19)
+	if !errors.Is(err, ErrTooLargeForHost) {
+		t.Fatalf("2^10 in 1.5 MiB: %v, want ErrTooLargeForHost", err)
+	}
+	if !regexp.MustCompile(`mulchain with 1024 constraints needs about [1-9][0-9]*\.[0-9] MiB, 1\.5 MiB available$`).MatchString(err.Error()) {
+		t.Errorf("2^10 in 1.5 MiB: %q, want 'needs about N.N MiB, 1.5 MiB available'", err)
+	}
+	if err := checkMemory("mulchain", 1<<30, 512); err == nil || !strings.HasSuffix(err.Error(), " TiB, 512 B available") {
+		t.Errorf("2^30 in 512 B: %v, want 'needs about N.N TiB, 512 B available'", err)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/consensys/gnark/constraint"
+
+	"github.com/otelcuzk/otelcuzk/internal/human"
 )
 
 // MemAvailable returns the kernel's estimate of memory available for new
@@ -68,8 +70,8 @@ func checkMemory(name string, constraints int, avail uint64) error {
 	}
 	need := s.MemoryBytes(constraints)
 	if need > avail {
-		return fmt.Errorf("%w: %s with %d constraints needs about %.1f GiB, %.1f GiB available",
-			ErrTooLargeForHost, name, constraints, float64(need)/(1<<30), float64(avail)/(1<<30))
+		return fmt.Errorf("%w: %s with %d constraints needs about %s, %s available",
+			ErrTooLargeForHost, name, constraints, human.Bytes(need), human.Bytes(avail))
 	}
 	return nil
 }

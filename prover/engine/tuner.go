@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/prover"
 )
 
@@ -183,7 +184,7 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 	if s.budget > 0 && s.memory > 0 {
 		if fit := int(s.budget / s.memory); fit < n {
 			n = max(fit, 1)
-			why += fmt.Sprintf("; %d fit the memory budget of %.1f GiB", n, float64(s.budget)/(1<<30))
+			why += fmt.Sprintf("; %d fit the memory budget of %s", n, human.Bytes(s.budget))
 		}
 	}
 	return max(n, 1), why

@@ -209,6 +209,13 @@ func TestTunerChoice(t *testing.T) {
 	if n := tu.Workers(r, 10<<30, 32<<30); n != 3 {
 		t.Errorf("10 GiB a job in a 32 GiB budget: %d workers, want 3", n)
 	}
+	// The budget in its own unit: a small one read "0.3 GiB".
+	if n := tu.Workers(r, 100<<20, 300<<20); n != 3 {
+		t.Errorf("100 MiB a job in a 300 MiB budget: %d workers, want 3", n)
+	}
+	if s := tu.Snapshot(); !strings.HasSuffix(s[0].Reason, "; 3 fit the memory budget of 300.0 MiB") {
+		t.Errorf("reason %q, want the budget named as 300.0 MiB", s[0].Reason)
+	}
 	tu.ObserveDevice(r, 50*time.Millisecond) // faster: taken at once
 	if n := tu.Workers(r, 0, 0); n != 8 {
 		t.Errorf("device 50 ms: %d workers, want 12 capped at the default most, 8", n)
