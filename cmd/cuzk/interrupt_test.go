@@ -104,7 +104,7 @@ func TestProveInterruptedInAStepThatCannotStopSaysSoAndEndsWithinSeconds(t *test
 // still quit at once (exit 130): serve removed its handler after the
 // first signal, which restored the ignored disposition, and the daemon
 // ran on until the job ended. prove, submit and setup share the handler
-// (interruptContext).
+// (interrupt.Context).
 func TestASecondSIGINTQuitsServeStartedWithSIGINTIgnored(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds a key setup of 2^17 constraints in a serve")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/internal/progress"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
@@ -65,8 +66,8 @@ func init() {
 func proveAction(c *cli.Context) (err error) {
 	// Ctrl-C or SIGTERM ends the run through the normal error path, so the
 	// trace is flushed and no proof file is written; a second signal quits
-	// at once (interruptContext).
-	ctx, stop := interruptContext(c.Context)
+	// at once (interrupt.Context).
+	ctx, stop := interrupt.Context(c.Context)
 	defer stop()
 	out, errOut := c.App.Writer, c.App.ErrWriter
 	if errOut == nil {
@@ -282,7 +283,7 @@ const interruptNotice = "cuzk: interrupted: stopping (a CPU MSM or key setup, wh
 
 // announceInterrupt prints interruptNotice to w when ctx ends before
 // finished is closed (a signal, or the caller's context); a second
-// Ctrl-C then quits at once (interruptContext).
+// Ctrl-C then quits at once (interrupt.Context).
 func announceInterrupt(ctx context.Context, finished <-chan struct{}, w io.Writer) {
 	select {
 	case <-finished:

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelcuzk/otelcuzk/cudaspans"
+	"github.com/otelcuzk/otelcuzk/internal/maintest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
@@ -278,21 +279,7 @@ func TestSetupCachesTheKeyOnce(t *testing.T) {
 // TestHelperProcessMain is not a test: run with CUZK_HELPER_MAIN=1 by
 // TestProveExitsNonZero, it is the cuzk program itself (the os/exec
 // helper-process pattern), so exit codes are tested without a build.
-func TestHelperProcessMain(t *testing.T) {
-	if os.Getenv("CUZK_HELPER_MAIN") != "1" {
-		t.Skip("helper process")
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"cuzk"}, args...)
-	main()
-	os.Exit(0)
-}
+func TestHelperProcessMain(t *testing.T) { maintest.HelperMain(t, "CUZK_HELPER_MAIN", "cuzk", main) }
 
 func TestProveExitsNonZeroWithOneLineOnStderr(t *testing.T) {
 	dir := t.TempDir()

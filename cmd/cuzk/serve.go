@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/daemon"
+	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
@@ -54,8 +55,8 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			// The first SIGTERM or SIGINT shuts down; a second one quits at
-			// once (interruptContext).
-			ctx, stop := interruptContext(c.Context)
+			// once (interrupt.Context).
+			ctx, stop := interrupt.Context(c.Context)
 			defer stop()
 			errOut := c.App.ErrWriter
 			if errOut == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/prover/keycache"
 )
 
@@ -42,8 +43,8 @@ func setupAction(c *cli.Context) error {
 	// Ctrl-C or SIGTERM ends the run with one line and exit 130, as prove:
 	// the keys are stored through a temporary file renamed into place
 	// (atomicfile), so an interrupted setup leaves no partial key file; a
-	// second signal quits at once (interruptContext).
-	ctx, stop := interruptContext(c.Context)
+	// second signal quits at once (interrupt.Context).
+	ctx, stop := interrupt.Context(c.Context)
 	defer stop()
 	err := setupKeys(ctx, c)
 	if err != nil && ctx.Err() != nil {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 	"github.com/otelcuzk/otelcuzk/prover/client"
@@ -128,8 +129,8 @@ func submitAction(c *cli.Context) error {
 	}
 
 	// The first SIGINT or SIGTERM ends the wait and cancels the job; a
-	// second one quits at once (interruptContext).
-	ctx, stopSignals := interruptContext(c.Context)
+	// second one quits at once (interrupt.Context).
+	ctx, stopSignals := interrupt.Context(c.Context)
 	defer stopSignals()
 	interrupted := ctx
 	// Trace the call only when an OTLP endpoint is configured: a trace file

@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,6 +45,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/human"
+	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	octrace "go.opencensus.io/trace"
@@ -72,7 +72,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "curio-task:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C cancels the proof (the task's spans are still flushed, up
+	// to 10 s); a second one quits at once, exit status 130.
+	ctx, stop := interrupt.Context(context.Background())
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "curio-task:", err)

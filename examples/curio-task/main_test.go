@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otelcuzk/otelcuzk/internal/maintest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -221,5 +226,89 @@ func TestOneTraceAcrossCurioAndDaemon(t *testing.T) {
 	want := "engine.job < cuzk.v1.ProvingEngine/Prove < cuzk.v1.ProvingEngine/Prove < curio.task"
 	if got := strings.Join(path, " < "); got != want {
 		t.Errorf("ancestry %q, want %q", got, want)
+	}
+}
+
+// TestHelperProcessMain runs the program's main with the arguments after
+// "--" (CURIO_TASK_HELPER_MAIN=1), for the tests of its exit.
+func TestHelperProcessMain(t *testing.T) {
+	maintest.HelperMain(t, "CURIO_TASK_HELPER_MAIN", "curio-task", main)
+}
+
+// Ctrl-C cancels the proof and the program flushes the task's spans (up
+// to 10 s); a second Ctrl-C during that flush quits at once with status
+// 130, as cuzk's commands do. It was swallowed (signal.NotifyContext,
+// whose handler stays until stop): the program sat out the flush and
+// exited 1. Here the daemon accepts the connection and never answers, and
+// the OTLP receiver holds every export.
+func TestASecondInterruptQuitsAtOnceWith130(t *testing.T) {
+	daemon, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer daemon.Close()
+	dialled := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := daemon.Accept()
+			if err != nil {
+				return
+			}
+			// Held open, unanswered, until the test ends.
+			defer c.Close()
+			select {
+			case dialled <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	exporting, held := make(chan struct{}, 1), make(chan struct{})
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case exporting <- struct{}{}:
+		default:
+		}
+		select {
+		case <-held:
+		case <-r.Context().Done():
+		}
+	}))
+	defer otlp.Close()
+	defer close(held) // before otlp.Close, which waits for its handlers
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+		"--addr", daemon.Addr().String(), "--otlp-endpoint", strings.TrimPrefix(otlp.URL, "http://"))
+	cmd.Env = append(os.Environ(), "CURIO_TASK_HELPER_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The program is in its Prove call (its handler installed) once the
+	// daemon is dialled, and flushing once the receiver has an export.
+	for _, step := range []struct {
+		what string
+		wait func() bool
+	}{
+		{"the daemon dialled", func() bool { <-dialled; return true }},
+		{"an export after the first SIGINT", func() bool { <-exporting; return true }},
+	} {
+		got := make(chan bool, 1)
+		go func() { got <- step.wait() }()
+		select {
+		case <-got:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v\nstderr %q", step.what, ctx.Err(), stderr.String())
+		}
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Errorf("after a second SIGINT: %v, want exit status 130 at once\nstderr %q", err, stderr.String())
 	}
 }
