@@ -37,3 +37,11 @@ fuzz-short:
 # it for 40 s).
 soak:
 	CUZK_SOAK_DURATION=$${CUZK_SOAK_DURATION:-10m} go test -count=1 -run '^TestSoak$$' -v -timeout 30m ./cmd/cuzk
+
+# make proto: regenerate prover/api/cuzkv1 from proto/cuzk/v1/engine.proto
+# (proto/generate.sh: buf from the Go module proxy, and protoc-gen-go and
+# protoc-gen-go-grpc built at the versions the generated headers name; no
+# protoc needed).
+.PHONY: proto
+proto:
+	sh proto/generate.sh
