@@ -170,6 +170,18 @@ func (r *Releaser) PoolLimit() int {
 	return r.poolLimit
 }
 
+// PoolBytes returns the bytes of the idle buffers the Releaser's pool
+// keeps now for reuse (at most PoolLimit): 0 outside pool mode, after
+// Close, and for a nil Releaser.
+func (r *Releaser) PoolBytes() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.poolBytes
+}
+
 // Reuse returns a pooled Mmap buffer of at least size bytes (the smallest
 // that fits), or nil when the pool has none (always nil outside pool
 // mode). Its content is stale: the caller overwrites it. The caller owns

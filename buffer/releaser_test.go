@@ -180,6 +180,13 @@ func TestReleasePoolKeepsMmapBuffersForReuseWithinItsLimit(t *testing.T) {
 	if err := r.Release(ctx, "over", over); err != nil {
 		t.Fatal(err)
 	}
+	pooled := func(when string, want int) {
+		t.Helper()
+		if got := r.PoolBytes(); got != want {
+			t.Errorf("%s: PoolBytes() = %d, want %d", when, got, want)
+		}
+	}
+	pooled("two kept, one over the limit freed", 3*4096)
 	if small.Bytes() == nil || big.Bytes() == nil || over.Bytes() != nil {
 		t.Errorf("pool of 3 pages: unmapped small %v big %v over %v, want only the one over the limit",
 			small.Bytes() == nil, big.Bytes() == nil, over.Bytes() == nil)
@@ -187,17 +194,24 @@ func TestReleasePoolKeepsMmapBuffersForReuseWithinItsLimit(t *testing.T) {
 	if got := r.Reuse(4096 + 1); got != big {
 		t.Errorf("Reuse(4097) = %p, want the 2-page buffer %p", got, big)
 	}
+	pooled("the 2-page buffer reused", 4096)
 	if got := r.Reuse(500); got != small {
 		t.Errorf("Reuse(500) = %p, want the smallest that fits %p", got, small)
 	}
 	if got := r.Reuse(1); got != nil {
 		t.Errorf("empty pool returned %p", got)
 	}
+	pooled("both reused", 0)
 	if err := r.Release(ctx, "a", small); err != nil {
 		t.Fatal(err)
 	}
+	pooled("one given back", 4096)
 	if err := r.Close(ctx); err != nil || small.Bytes() != nil {
 		t.Errorf("Close: %v, pooled buffer still mapped %v", err, small.Bytes() != nil)
+	}
+	pooled("closed", 0)
+	if got := (*Releaser)(nil).PoolBytes(); got != 0 {
+		t.Errorf("nil Releaser's PoolBytes() = %d, want 0", got)
 	}
 	if err := big.Free(); err != nil {
 		t.Fatal(err)
