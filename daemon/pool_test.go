@@ -3,14 +3,23 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/cudaspans"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/internal/logtest"
+	cuzkv1 "github.com/otelcuzk/otelcuzk/prover/api/cuzkv1"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/cpu"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
@@ -124,5 +133,85 @@ func TestServeStartLineSaysNoPoolOutsidePoolMode(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "memory budget") || strings.Contains(log.String(), "buffer pool") {
 		t.Errorf("--release sync: %q, want the budget and no buffer pool", log.String())
+	}
+}
+
+// A --release pool daemon's GetStatus says the mode, the pools' limit (the
+// start line's, poolLimit's share for its one pipeline) and, after a proof
+// on the CPU backend whose buffers went back to the pool, what they hold;
+// its metrics page gives the same two numbers. A --release async daemon
+// says its mode and no pool.
+func TestPoolDaemonsStatusAndMetricsSayThePoolsLimitAndWhatTheyHold(t *testing.T) {
+	for _, mode := range []string{"pool", "async"} {
+		cfg := cpuConfig(t, &logtest.Buffer{})
+		cfg.Release = mode
+		d, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(d)
+		prove(t, d.Addr(), &cuzkv1.SubmitProofRequest{RequestId: "pooled-" + mode, Circuit: "mulchain", Constraints: 1 << 8})
+		conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := func() *cuzkv1.Memory {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			st, err := cuzkv1.NewProvingEngineClient(conn).GetStatus(ctx, &cuzkv1.GetStatusRequest{})
+			if err != nil {
+				t.Fatalf("GetStatus: %v", err)
+			}
+			return st.GetMemory()
+		}
+		m := status()
+		if mode == "pool" {
+			// The pool takes the buffers when the proof's release runs,
+			// which may end after the answer.
+			for deadline := time.Now().Add(30 * time.Second); m.GetPoolHeldBytes() == 0 && time.Now().Before(deadline); m = status() {
+				time.Sleep(20 * time.Millisecond)
+			}
+			limit := uint64(d.stages.pipes[0].Releaser().PoolLimit())
+			if m.GetReleaseMode() != "pool" || m.GetPoolLimitBytes() != limit || limit == 0 ||
+				m.GetPoolHeldBytes() == 0 || m.GetPoolHeldBytes() > limit {
+				t.Errorf("pool: GetStatus memory %v, want release_mode pool, pool_limit_bytes %d, 0 < pool_held_bytes <= the limit", m, limit)
+			}
+			if want := uint64(poolLimit(engine.PhysicalMemory(), m.GetBudgetBytes(), 1)); limit != want {
+				t.Errorf("pool: the one pipeline's limit %s, want poolLimit's %s", human.Bytes(limit), human.Bytes(want))
+			}
+		} else if m.GetReleaseMode() != mode || m.GetPoolLimitBytes() != 0 || m.GetPoolHeldBytes() != 0 {
+			t.Errorf("%s: GetStatus memory %v, want release_mode %s and no pool", mode, m, mode)
+		}
+		conn.Close()
+		res, err := http.Get("http://" + d.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []struct {
+			name  string
+			bytes uint64
+		}{{"cuzk_memory_pool_limit_bytes", m.GetPoolLimitBytes()}, {"cuzk_memory_pool_held_bytes", m.GetPoolHeldBytes()}} {
+			// Nothing proves between GetStatus and the scrape: the same
+			// bytes (written as a float, 7.58e+09 for a large limit).
+			re := regexp.MustCompile(`(?m)^` + g.name + `\{[^}]*cuzk_release_mode="` + mode + `"[^}]*\} (\S+)$`)
+			v := -1.0
+			if got := re.FindSubmatch(body); got != nil {
+				if v, err = strconv.ParseFloat(string(got[1]), 64); err != nil {
+					v = -1
+				}
+			}
+			if v != float64(g.bytes) {
+				t.Errorf("%s: metrics lack %s %d with cuzk_release_mode %q:\n%s", mode, g.name, g.bytes, mode, body)
+			}
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -33,8 +33,9 @@ type engineStages struct {
 // workers (pipelined by default, tuned: beside GPUs, and on the CPU alone,
 // where the CPU workers' proves are the devices), the
 // memory budget (estimates of the first pipeline, which synthesizes for
-// all; the keys held by every pipeline), and readiness when a backend has
-// a warm-up (the CUDA backend's kernels).
+// all; the keys held by every pipeline), the pipelines' Releasers (for
+// Status's release mode and buffer pools), and readiness when a backend
+// has a warm-up (the CUDA backend's kernels).
 func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device, budget uint64) *engineStages {
 	st := &engineStages{pipes: pipes}
 	gpus := 0
@@ -71,6 +72,13 @@ func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device
 			return prover.KeyMemoryOf(pipes...)
 		}))
 	}
+	// GetStatus and the metrics say the release mode, and in pool mode the
+	// pools' limit and what they hold (each pipeline's Releaser).
+	rels := make([]*buffer.Releaser, 0, len(pipes))
+	for _, p := range pipes {
+		rels = append(rels, p.Releaser())
+	}
+	st.opts = append(st.opts, engine.WithReleasers(rels...))
 	// A device that faults leaves the health service (the engine has
 	// already sent its job to another worker).
 	st.opts = append(st.opts, engine.WithFaultHook(func(worker string, err error) {

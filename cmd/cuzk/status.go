@@ -17,14 +17,16 @@ import (
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "status",
-		Usage: "print a daemon's state: readiness, stages, tuning, memory budget, devices, workers, keys, jobs",
+		Usage: "print a daemon's state: readiness, stages, tuning, memory budget, buffer pools, devices, workers, keys, jobs",
 		Description: "Calls GetStatus on the daemon at --addr and prints whether it is ready (its\n" +
 			"grpc.health.v1 answer, and why not), the depth of each stage (queue, memory\n" +
 			"wait, synthesis, device queue, proving), the memory budget and what is in\n" +
-			"flight, devices, workers with their busy time, the keys held, per circuit and\n" +
-			"size the synthesis workers and solver tasks chosen and why, the queued jobs in\n" +
-			"the order they start (request id, circuit, priority, age) and the jobs past\n" +
-			"the queue (request id, stage and step, priority, time since they started).",
+			"flight, the release mode (--release) and with pool what the buffer pools hold\n" +
+			"of their limit, devices, workers with their busy time, the keys held, per\n" +
+			"circuit and size the synthesis workers and solver tasks chosen and why, the\n" +
+			"queued jobs in the order they start (request id, circuit, priority, age) and\n" +
+			"the jobs past the queue (request id, stage and step, priority, time since\n" +
+			"they started).",
 		Flags:  daemonFlags(10*time.Second, "longest wait for the answer"),
 		Action: func(c *cli.Context) error { return oneLine(statusAction(c)) },
 	})
@@ -115,6 +117,21 @@ func deviceKind(workers []client.WorkerStatus) string {
 // bytesStr writes bytes in binary units (human.Bytes).
 var bytesStr = human.Bytes
 
+// releaseLine is the status line of the daemon's release mode (serve
+// --release) and, in pool mode, its buffer pools: what they hold now of
+// their limit, both outside the memory budget. Empty when the daemon does
+// not say its mode (one older than the field).
+func releaseLine(m client.Memory) string {
+	switch m.ReleaseMode {
+	case "":
+		return ""
+	case "pool":
+		return fmt.Sprintf("release   pool: buffer pools hold %s of their %s limit (idle buffers kept for reuse, outside the memory budget)",
+			bytesStr(m.PoolHeld), bytesStr(m.PoolLimit))
+	}
+	return fmt.Sprintf("release   %s: no buffer pool", m.ReleaseMode)
+}
+
 // printStatus writes st as cuzk status prints it, one line per fact.
 func printStatus(out io.Writer, addr string, st *client.Status) {
 	ready := "ready"
@@ -155,6 +172,9 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			bytesStr(m.Budget), bytesStr(m.Reserved+m.Keys), bytesStr(m.Reserved), bytesStr(m.Keys), bytesStr(m.Peak))
 	} else {
 		fmt.Fprintln(out, "memory    no budget")
+	}
+	if line := releaseLine(st.Memory); line != "" {
+		fmt.Fprintln(out, line)
 	}
 	for _, d := range st.Devices {
 		if d.Ordinal < 0 {

@@ -163,3 +163,63 @@ func TestStatusShowsTheSetupACancelledJobLeftRunning(t *testing.T) {
 		t.Errorf("status after the work ended:\n%s", out)
 	}
 }
+
+// The release mode has a line of its own after the memory line; in pool
+// mode it says what the buffer pools hold of their limit, outside the
+// budget. A daemon that does not say its mode (older than the field)
+// gets no line.
+func TestStatusShowsTheReleaseModeAndTheBufferPools(t *testing.T) {
+	for _, tc := range []struct {
+		mem  client.Memory
+		want string
+	}{
+		{client.Memory{Budget: 64 << 20, ReleaseMode: "pool", PoolLimit: 7<<30 + 1<<29, PoolHeld: 18 << 20},
+			"release   pool: buffer pools hold 18.0 MiB of their 7.5 GiB limit (idle buffers kept for reuse, outside the memory budget)\n"},
+		{client.Memory{ReleaseMode: "pool", PoolLimit: 16 << 30}, "release   pool: buffer pools hold 0 B of their 16.0 GiB limit"},
+		{client.Memory{Budget: 64 << 20, ReleaseMode: "async"}, "release   async: no buffer pool\n"},
+		{client.Memory{ReleaseMode: "sync"}, "release   sync: no buffer pool\n"},
+	} {
+		var out bytes.Buffer
+		printStatus(&out, "a", &client.Status{Memory: tc.mem})
+		if !strings.Contains(out.String(), tc.want) || !regexp.MustCompile(`(?m)^memory .*\nrelease `).MatchString(out.String()) {
+			t.Errorf("%+v: status lacks %q right after the memory line:\n%s", tc.mem, tc.want, out.String())
+		}
+	}
+	var out bytes.Buffer
+	printStatus(&out, "a", &client.Status{Memory: client.Memory{Budget: 64 << 20}})
+	if strings.Contains(out.String(), "release") {
+		t.Errorf("a daemon that does not say its release mode got a release line:\n%s", out.String())
+	}
+}
+
+// cuzk status of a --release pool daemon, after a proof whose buffers went
+// back to the pool (CPU backend), says what the pools hold (more than
+// nothing) of their limit, the numbers GetStatus gives.
+func TestStatusOfAPoolDaemonShowsWhatItsPoolsHold(t *testing.T) {
+	clearOTLPEnv(t)
+	d := startDaemon(t, daemon.Config{Release: "pool"})
+	c := d.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Prove(ctx, client.Request{RequestID: "pooled-1", Circuit: "mulchain", Constraints: 256}); err != nil {
+		t.Fatal(err)
+	}
+	var st *client.Status
+	waitFor(t, "the proof's buffers in the pool", 30*time.Second, func() bool {
+		var err error
+		st, err = c.Status(ctx)
+		return err == nil && st.Memory.PoolHeld > 0
+	})
+	if m := st.Memory; m.ReleaseMode != "pool" || m.PoolLimit == 0 || m.PoolHeld > m.PoolLimit {
+		t.Fatalf("GetStatus memory %+v, want mode pool with a limit above what is held", m)
+	}
+	out, errOut, err := runCuzk(t, "status", "--addr", d.addr)
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, errOut)
+	}
+	// Nothing proves between the two calls, so the pools hold the same.
+	want := "release   pool: buffer pools hold " + bytesStr(st.Memory.PoolHeld) + " of their " + bytesStr(st.Memory.PoolLimit) + " limit"
+	if !strings.Contains(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+}

@@ -560,9 +560,17 @@ type Abandoned struct {
 	MemoryBytes uint64
 }
 
-// Memory is a daemon's host memory budget, in bytes (Budget 0: none).
+// Memory is a daemon's host memory budget, in bytes (Budget 0: none),
+// and its buffer pools beside it.
 type Memory struct {
 	Budget, Reserved, Keys, Peak uint64
+	// ReleaseMode is how the daemon frees a proof's large host buffers:
+	// "sync", "async" or "pool" (serve --release); "" from a daemon that
+	// does not say. In pool mode PoolLimit is the bytes all its buffer
+	// pools may keep for reuse, outside the budget, and PoolHeld the bytes
+	// of the idle buffers they keep now; both 0 in the other modes.
+	ReleaseMode         string
+	PoolLimit, PoolHeld uint64
 }
 
 // priorityFrom reads a priority the daemon reported; a value a newer
@@ -606,7 +614,8 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 			Worker: a.GetWorker(), Age: time.Duration(a.GetAgeSeconds() * float64(time.Second)), MemoryBytes: a.GetMemoryBytes()})
 	}
 	m := r.GetMemory()
-	s.Memory = Memory{Budget: m.GetBudgetBytes(), Reserved: m.GetReservedBytes(), Keys: m.GetKeysBytes(), Peak: m.GetPeakBytes()}
+	s.Memory = Memory{Budget: m.GetBudgetBytes(), Reserved: m.GetReservedBytes(), Keys: m.GetKeysBytes(), Peak: m.GetPeakBytes(),
+		ReleaseMode: m.GetReleaseMode(), PoolLimit: m.GetPoolLimitBytes(), PoolHeld: m.GetPoolHeldBytes()}
 	for _, d := range r.GetDevices() {
 		s.Devices = append(s.Devices, Device{Ordinal: int(d.GetOrdinal()), Name: d.GetName(), Backend: d.GetBackend(),
 			MemoryTotal: d.GetMemoryTotalBytes(), MemoryUsed: d.GetMemoryUsedBytes()})

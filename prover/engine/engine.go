@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
@@ -106,6 +107,13 @@ type Status struct {
 	// reports now (proving keys), MemoryPeak the largest MemoryReserved +
 	// MemoryHeld seen at an admission.
 	MemoryBudget, MemoryReserved, MemoryHeld, MemoryPeak uint64
+	// ReleaseMode is how the runners free their large host buffers (the
+	// first Releaser's mode of WithReleasers; "" without). In pool mode
+	// (buffer.ReleasePool) PoolLimit is the bytes all their pools may keep
+	// and PoolHeld the bytes of the idle buffers they keep now for reuse,
+	// both outside the memory budget; in other modes both are 0.
+	ReleaseMode         buffer.ReleaseMode
+	PoolLimit, PoolHeld uint64
 	// Ready is false until the channel of WithReady is closed.
 	Ready bool
 	// Succeeded, Failed and Cancelled count jobs ended since New.
@@ -499,6 +507,25 @@ func (e *Engine) held() uint64 {
 	return e.cfg.held()
 }
 
+// pools is Status's ReleaseMode, PoolLimit and PoolHeld, read from the
+// Releasers of WithReleasers (each under its own lock, not the engine's).
+func (e *Engine) pools() (mode buffer.ReleaseMode, limit, held uint64) {
+	if len(e.cfg.releasers) == 0 {
+		return "", 0, 0
+	}
+	mode = e.cfg.releasers[0].Mode()
+	if mode != buffer.ReleasePool {
+		return mode, 0, 0
+	}
+	for _, r := range e.cfg.releasers {
+		if r.Mode() == buffer.ReleasePool {
+			limit += uint64(max(r.PoolLimit(), 0))
+			held += uint64(max(r.PoolBytes(), 0))
+		}
+	}
+	return mode, limit, held
+}
+
 // correlationAttrs returns the caller's ids as attributes, leaving out the
 // ones the caller did not set (zero values).
 func correlationAttrs(c prover.Correlation) []attribute.KeyValue {
@@ -717,10 +744,14 @@ func (e *Engine) stopTasksLocked(j *job, cause error) []action {
 // and totals.
 func (e *Engine) Status() Status {
 	held := e.held()
+	mode, poolLimit, poolHeld := e.pools()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.cfg.now()
 	s := Status{
+		ReleaseMode:      mode,
+		PoolLimit:        poolLimit,
+		PoolHeld:         poolHeld,
 		QueueCapacity:    e.cfg.queueSize,
 		WaitingMemory:    e.budgetWaiting,
 		Synthesizing:     e.synthesizing - e.budgetWaiting - e.abandonedSlot,

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 )
@@ -45,6 +47,7 @@ type config struct {
 	onFault          func(worker string, err error)
 	journal          *journal.Journal
 	tuner            *Tuner
+	releasers        []*buffer.Releaser
 }
 
 func newConfig(opts []Option) config {
@@ -150,6 +153,23 @@ func WithMemoryBudget(bytes uint64, estimate func(*prover.Request) (uint64, erro
 			bytes = 0
 		}
 		c.budget, c.estimate, c.held = bytes, estimate, held
+	})
+}
+
+// WithReleasers names the Releasers through which the workers' runners
+// free their large host buffers (a daemon's: one per pipeline), for
+// Status to report: their mode (Status.ReleaseMode, the first's; a
+// daemon's are all of one mode) and, in pool mode, what their pools may
+// keep and keep now in all (Status.PoolLimit, Status.PoolHeld). A
+// Releaser given twice counts once; nil ones are skipped. It changes
+// nothing in how jobs run: pooled buffers are outside the memory budget.
+func WithReleasers(rels ...*buffer.Releaser) Option {
+	return optionFunc(func(c *config) {
+		for _, r := range rels {
+			if r != nil && !slices.Contains(c.releasers, r) {
+				c.releasers = append(c.releasers, r)
+			}
+		}
 	})
 }
 

@@ -35,6 +35,8 @@ const (
 	MetricMemoryBudget     = "cuzk.memory.budget"          // gauge By: the engine's memory budget (0: none)
 	MetricDeviceHealthy    = "cuzk.device.healthy"         // gauge 1 or 0, by cuzk.worker: 0 once its device faulted
 	MetricMemoryInFlight   = "cuzk.memory.in_flight"       // gauge By: reserved estimates plus keys held
+	MetricMemoryPoolLimit  = "cuzk.memory.pool.limit"      // gauge By, by cuzk.release.mode: what the buffer pools may keep in all (0 outside pool mode)
+	MetricMemoryPoolHeld   = "cuzk.memory.pool.held"       // gauge By, by cuzk.release.mode: idle buffers the pools keep now for reuse
 	MetricSynthesisWorkers = "cuzk.synthesis.workers"      // gauge {job}, by cuzk.circuit.id and cuzk.circuit.constraints: syntheses at once the tuner allows
 	MetricSolverTasks      = "cuzk.solver.tasks"           // gauge {goroutine}, by cuzk.circuit.id and cuzk.circuit.constraints: the solver tasks of the last synthesis
 	MetricTunerSynthesis   = "cuzk.tuner.synthesis.time"   // gauge s, by cuzk.circuit.id and cuzk.circuit.constraints: the measured synthesis time the tuner chose from (moving average; 0 until measured)
@@ -143,7 +145,8 @@ func int64Gauge(meter metric.Meter, err *error, name, unit, description string) 
 }
 
 // stageMetrics registers the depth of each stage, the device workers'
-// busy time and the memory budget, all read from one Status per collection.
+// busy time, the memory budget and the buffer pools, all read from one
+// Status per collection.
 func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 	var err error
 	depth := int64Gauge(meter, &err, MetricStageDepth, "{job}",
@@ -154,6 +157,10 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 	budget := int64Gauge(meter, &err, MetricMemoryBudget, "By", "Host memory budget of the proofs in flight (0: none).")
 	healthy := int64Gauge(meter, &err, MetricDeviceHealthy, "", "1 while a device worker is healthy, 0 once its device faulted.")
 	inFlight := int64Gauge(meter, &err, MetricMemoryInFlight, "By", "Host memory reserved by the proofs in flight plus the proving keys held.")
+	poolLimit := int64Gauge(meter, &err, MetricMemoryPoolLimit, "By",
+		"Host memory the buffer pools of --release pool may keep for reuse in all, outside the memory budget (0 in the other release modes).")
+	poolHeld := int64Gauge(meter, &err, MetricMemoryPoolHeld, "By",
+		"Host memory the buffer pools of --release pool keep now: idle buffers kept for the next proofs (0 in the other release modes).")
 	workers := int64Gauge(meter, &err, MetricSynthesisWorkers, "{job}",
 		"Syntheses of a circuit and size the tuner lets run at once (from the measured synthesis and device times, the cores and the memory budget).")
 	tasks := int64Gauge(meter, &err, MetricSolverTasks, "{goroutine}", "Solver tasks (gnark's solver.WithNbTasks) of the last synthesis of a circuit and size.")
@@ -183,6 +190,11 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 		}
 		o.ObserveInt64(budget, int64(st.MemoryBudget))
 		o.ObserveInt64(inFlight, int64(st.MemoryReserved+st.MemoryHeld))
+		if st.ReleaseMode != "" { // the engine was told its Releasers (engine.WithReleasers)
+			mode := metric.WithAttributes(semconv.KeyReleaseMode.String(string(st.ReleaseMode)))
+			o.ObserveInt64(poolLimit, int64(st.PoolLimit), mode)
+			o.ObserveInt64(poolHeld, int64(st.PoolHeld), mode)
+		}
 		for _, tu := range st.Tuning {
 			attrs := metric.WithAttributes(semconv.KeyCircuitID.String(tu.Circuit), semconv.KeyCircuitConstraints.Int(tu.Constraints))
 			o.ObserveInt64(workers, int64(tu.Workers), attrs)
@@ -191,7 +203,7 @@ func stageMetrics(meter metric.Meter, status func() engine.Status) error {
 			o.ObserveFloat64(deviceTime, tu.DeviceMs/1e3, attrs)
 		}
 		return nil
-	}, depth, busy, budget, inFlight, healthy, workers, tasks, synthTime, deviceTime)
+	}, depth, busy, budget, inFlight, poolLimit, poolHeld, healthy, workers, tasks, synthTime, deviceTime)
 	return err
 }
 

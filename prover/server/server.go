@@ -564,6 +564,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		Memory: &cuzkv1.Memory{
 			BudgetBytes: st.MemoryBudget, ReservedBytes: st.MemoryReserved,
 			KeysBytes: st.MemoryHeld, PeakBytes: st.MemoryPeak,
+			ReleaseMode: string(st.ReleaseMode), PoolLimitBytes: st.PoolLimit, PoolHeldBytes: st.PoolHeld,
 		},
 	}
 	for _, a := range st.Abandoned {

@@ -2887,7 +2887,8 @@ func (x *AbandonedWork) GetMemoryBytes() uint64 {
 	return 0
 }
 
-// Memory is the host memory budget of the jobs in flight, in bytes.
+// Memory is the host memory budget of the jobs in flight, and the buffer
+// pools beside it, in bytes.
 type Memory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The budget (--memory-budget); 0: none.
@@ -2898,7 +2899,19 @@ type Memory struct {
 	// Host copies of the proving keys held.
 	KeysBytes uint64 `protobuf:"varint,3,opt,name=keys_bytes,json=keysBytes,proto3" json:"keys_bytes,omitempty"`
 	// Largest reserved + keys seen since start.
-	PeakBytes     uint64 `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	PeakBytes uint64 `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	// How the daemon frees a proof's large host buffers (serve --release):
+	// "sync", "async" or "pool"; empty from a daemon that does not say.
+	ReleaseMode string `protobuf:"bytes,5,opt,name=release_mode,json=releaseMode,proto3" json:"release_mode,omitempty"`
+	// With release_mode "pool": the bytes all the buffer pools together may
+	// keep for reuse, outside the budget (cuzk serve: physical memory less
+	// the budget, a quarter of it without one, at most 64 GiB); 0 in the
+	// other modes.
+	PoolLimitBytes uint64 `protobuf:"varint,6,opt,name=pool_limit_bytes,json=poolLimitBytes,proto3" json:"pool_limit_bytes,omitempty"`
+	// With release_mode "pool": the bytes the pools hold now, idle buffers
+	// kept for the next proofs (at most pool_limit_bytes); 0 in the other
+	// modes.
+	PoolHeldBytes uint64 `protobuf:"varint,7,opt,name=pool_held_bytes,json=poolHeldBytes,proto3" json:"pool_held_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2957,6 +2970,27 @@ func (x *Memory) GetKeysBytes() uint64 {
 func (x *Memory) GetPeakBytes() uint64 {
 	if x != nil {
 		return x.PeakBytes
+	}
+	return 0
+}
+
+func (x *Memory) GetReleaseMode() string {
+	if x != nil {
+		return x.ReleaseMode
+	}
+	return ""
+}
+
+func (x *Memory) GetPoolLimitBytes() uint64 {
+	if x != nil {
+		return x.PoolLimitBytes
+	}
+	return 0
+}
+
+func (x *Memory) GetPoolHeldBytes() uint64 {
+	if x != nil {
+		return x.PoolHeldBytes
 	}
 	return 0
 }
@@ -3427,14 +3461,17 @@ const file_cuzk_v1_engine_proto_rawDesc = "" +
 	"\x06worker\x18\x06 \x01(\tR\x06worker\x12\x1f\n" +
 	"\vage_seconds\x18\a \x01(\x01R\n" +
 	"ageSeconds\x12!\n" +
-	"\fmemory_bytes\x18\b \x01(\x04R\vmemoryBytes\"\x90\x01\n" +
+	"\fmemory_bytes\x18\b \x01(\x04R\vmemoryBytes\"\x85\x02\n" +
 	"\x06Memory\x12!\n" +
 	"\fbudget_bytes\x18\x01 \x01(\x04R\vbudgetBytes\x12%\n" +
 	"\x0ereserved_bytes\x18\x02 \x01(\x04R\rreservedBytes\x12\x1d\n" +
 	"\n" +
 	"keys_bytes\x18\x03 \x01(\x04R\tkeysBytes\x12\x1d\n" +
 	"\n" +
-	"peak_bytes\x18\x04 \x01(\x04R\tpeakBytes\"P\n" +
+	"peak_bytes\x18\x04 \x01(\x04R\tpeakBytes\x12!\n" +
+	"\frelease_mode\x18\x05 \x01(\tR\vreleaseMode\x12(\n" +
+	"\x10pool_limit_bytes\x18\x06 \x01(\x04R\x0epoolLimitBytes\x12&\n" +
+	"\x0fpool_held_bytes\x18\a \x01(\x04R\rpoolHeldBytes\"P\n" +
 	"\x12PreloadKeysRequest\x12\x18\n" +
 	"\acircuit\x18\x01 \x01(\tR\acircuit\x12 \n" +
 	"\vconstraints\x18\x02 \x01(\x04R\vconstraints\"q\n" +
