@@ -289,9 +289,16 @@ const (
 	// KeySolverParts is the parts the level solver settled on for its
 	// widest levels (measured while it solves; 1: one goroutine did them).
 	KeySolverParts = attribute.Key("cuzk.solver.parts")
+	// KeySolverComponents is the number of independent components the
+	// component solver shared out over its goroutines (sets of
+	// constraints joined by the wires they share past the first levels;
+	// prover/groth16/compsolve.go).
+	KeySolverComponents = attribute.Key("cuzk.solver.components")
 	// KeySolver names the solver of synthesize.solve: "level" (this
-	// project's, into the mmap'd buffers: synthesize.copy then only
-	// allocates them) or "gnark" (gnark's Solve, then the copy).
+	// project's, by levels, into the mmap'd buffers: synthesize.copy then
+	// only allocates them), "components" (this project's, whole
+	// independent components per goroutine, into the buffers too) or
+	// "gnark" (gnark's Solve, then the copy).
 	KeySolver = attribute.Key("cuzk.solver")
 	// KeySolverHintCalls is the calls of the circuit's hints in one solve
 	// (the commitment hint not counted: msm.g1.commitment is its span).

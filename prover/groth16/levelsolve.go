@@ -167,16 +167,18 @@ type levelShape struct {
 	hint []constraint.BlueprintHint
 }
 
-var levelShapes sync.Map // *cs.R1CS -> levelShape
+// levelShapes caches each R1CS's shape while the R1CS lives (weakCache).
+var levelShapes weakCache[cs.R1CS, levelShape]
 
 // levelSolvable reports whether the level solver can solve r1cs: an R1CS
 // without GKR whose blueprints are all R1C or hint blueprints.
 func levelSolvable(r1cs *cs.R1CS) bool { return shapeOf(r1cs).ok }
 
 func shapeOf(r1cs *cs.R1CS) levelShape {
-	if v, ok := levelShapes.Load(r1cs); ok {
-		return v.(levelShape)
-	}
+	return levelShapes.get(r1cs, func() levelShape { return newLevelShape(r1cs) })
+}
+
+func newLevelShape(r1cs *cs.R1CS) levelShape {
 	var sh levelShape
 	for _, l := range r1cs.Levels {
 		sh.maxPieces = max(sh.maxPieces, len(l)/levelPiece)
@@ -197,7 +199,6 @@ func shapeOf(r1cs *cs.R1CS) levelShape {
 		}
 	}
 	sh.ok = ok
-	levelShapes.Store(r1cs, sh)
 	return sh
 }
 
@@ -296,26 +297,44 @@ func levelSolve(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, t
 	return err
 }
 
+// solveReport is how levelSolveReport solved an R1CS.
+type solveReport struct {
+	// components is the number of components the component solver shared
+	// out (compsolve.go); 0 when the levels were shared instead.
+	components int
+	// parts is the parts the level solver's pacing settled on for the
+	// shared levels (1: solved by one goroutine); 0 with components.
+	parts int
+}
+
 // levelSolveParts is levelSolve that also returns the parts its pacing
 // settled on for the shared levels (1: the levels were solved by one
-// goroutine).
+// goroutine; 0: the component solver solved it).
 func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) (parts int, err error) {
+	rep, err := levelSolveReport(r1cs, witness, wires, a, b, c, tasks, opts...)
+	return rep.parts, err
+}
+
+// levelSolveReport is levelSolve that says how it solved: by components
+// when r1cs's components (compPlanOf) share evenly over tasks goroutines
+// (compPlan.balanced), else by levels.
+func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) (rep solveReport, err error) {
 	cfg, err := solver.NewConfig(opts...)
 	if err != nil {
-		return 0, err
+		return solveReport{}, err
 	}
 	for id, name := range r1cs.MHintsDependencies {
 		if _, ok := cfg.HintFunctions[id]; !ok {
-			return 0, fmt.Errorf("solver missing hint(s): %v", name)
+			return solveReport{}, fmt.Errorf("solver missing hint(s): %v", name)
 		}
 	}
 	nbWires := len(r1cs.Public) + len(r1cs.Secret) + r1cs.NbInternalVariables
 	if len(witness) != len(r1cs.Public)-1+len(r1cs.Secret) {
-		return 0, fmt.Errorf("invalid witness size, got %d, expected %d", len(witness), len(r1cs.Public)-1+len(r1cs.Secret))
+		return solveReport{}, fmt.Errorf("invalid witness size, got %d, expected %d", len(witness), len(r1cs.Public)-1+len(r1cs.Secret))
 	}
 	n := r1cs.GetNbConstraints()
 	if len(wires) != nbWires || len(a) < n || len(b) < n || len(c) < n {
-		return 0, fmt.Errorf("level solver: vectors of %d wires and %d/%d/%d evaluations for %d wires, %d constraints", len(wires), len(a), len(b), len(c), nbWires, n)
+		return solveReport{}, fmt.Errorf("level solver: vectors of %d wires and %d/%d/%d evaluations for %d wires, %d constraints", len(wires), len(a), len(b), len(c), nbWires, n)
 	}
 	s := &levelSolver{
 		r1cs: r1cs, coeffs: r1cs.Coefficients, values: wires, solved: make([]bool, nbWires),
@@ -327,8 +346,20 @@ func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Eleme
 	for i := range witness {
 		s.solved[i+1] = true
 	}
-	// More goroutines than a level has pieces would only wait.
 	s.shape = shapeOf(r1cs)
+	if componentSolver {
+		if p := compPlanOf(r1cs, s.shape); p.better(tasks) {
+			tasks = min(tasks, len(p.comps))
+			scratch := make([]levelScratch, tasks)
+			err := s.solveComponents(p, tasks, scratch)
+			afterSolve(scratch)
+			if err != nil {
+				return solveReport{}, err
+			}
+			return solveReport{components: len(p.comps)}, s.allSolved(scratch, len(witness))
+		}
+	}
+	// More goroutines than a level has pieces would only wait.
 	tasks = max(1, min(tasks, s.shape.maxPieces))
 	s.tasks = tasks
 	s.pace = newPace(tasks)
@@ -350,16 +381,22 @@ func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Eleme
 	wg.Wait()
 	afterSolve(scratch)
 	if err != nil {
-		return 0, err
+		return solveReport{}, err
 	}
-	solvedN := 1 + len(witness)
+	return solveReport{parts: s.pace.chosen()}, s.allSolved(scratch, len(witness))
+}
+
+// allSolved returns an error unless the goroutines' scratch counts, with
+// the constant wire and the nWitness inputs, cover every wire.
+func (s *levelSolver) allSolved(scratch []levelScratch, nWitness int) error {
+	solvedN := 1 + nWitness
 	for i := range scratch {
 		solvedN += scratch[i].solved
 	}
-	if solvedN != nbWires {
-		return 0, errors.New("solver didn't assign a value to all wires")
+	if solvedN != len(s.values) {
+		return errors.New("solver didn't assign a value to all wires")
 	}
-	return s.pace.chosen(), nil
+	return nil
 }
 
 // lead walks the levels: a narrow one alone, a wide one published to the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,7 @@ func newChains(k, n int, x func(i int) int) (*chainsCircuit, *chainsCircuit) {
 // element, on one goroutine and on many (levels shared out), with hints,
 // constants and stale values in the vectors it writes into.
 func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
+	defer func(v bool) { componentSolver = v }(componentSolver)
 	for _, tc := range []struct {
 		name             string
 		circuit, assigns frontend.Circuit
@@ -93,6 +96,7 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 		{"bits", &bitsCircuit{X: make([]frontend.Variable, 70)}, nil},
 		{"wide", &wideCircuit{X: make([]frontend.Variable, 500)}, nil},
 		{"merkle 2^14", nil, nil},
+		{"porep 2^17", nil, nil}, // SHA-256 chains: hints, independent challenges
 	} {
 		switch tc.name {
 		case "chains 300x40":
@@ -112,8 +116,9 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 		}
 		var r1cs *cs.R1CS
 		var w witness.Witness
-		if tc.name == "merkle 2^14" {
-			in, err := circuits.Build("merkle", 1<<14)
+		if name, lg, ok := strings.Cut(tc.name, " 2^"); ok {
+			size, _ := strconv.Atoi(lg)
+			in, err := circuits.Build(name, 1<<size)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +142,12 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 		}
 		want := sol.(*cs.R1CSSolution)
 		n := r1cs.GetNbConstraints()
-		for _, tasks := range []int{1, 3, 16} {
+		for _, mode := range []struct {
+			comps bool
+			tasks int
+		}{{false, 1}, {false, 3}, {false, 16}, {true, 1}, {true, 3}, {true, 16}} {
+			componentSolver = mode.comps
+			tasks := mode.tasks
 			wires := make([]fr.Element, len(want.W))
 			a, b, c := make([]fr.Element, n+5), make([]fr.Element, n+5), make([]fr.Element, n+5)
 			for i := range a { // stale values, as a pooled buffer holds
@@ -147,13 +157,17 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 			for i := range wires {
 				wires[i].SetUint64(99)
 			}
-			if err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, a, b, c, tasks); err != nil {
-				t.Fatalf("%s, %d tasks: %v", tc.name, tasks, err)
+			rep, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, b, c, tasks)
+			if err != nil {
+				t.Fatalf("%s, %d tasks, components %v: %v", tc.name, tasks, mode.comps, err)
+			}
+			if (rep.components > 0) != mode.comps {
+				t.Fatalf("%s, %d tasks, components %v: solved by %d components", tc.name, tasks, mode.comps, rep.components)
 			}
 			for name, pair := range map[string][2][]fr.Element{"W": {wires, want.W}, "A": {a[:n], want.A}, "B": {b[:n], want.B}, "C": {c[:n], want.C}} {
 				for i := range pair[1] {
 					if !pair[0][i].Equal(&pair[1][i]) {
-						t.Fatalf("%s, %d tasks: %s[%d] = %s, gnark %s", tc.name, tasks, name, i, pair[0][i].String(), pair[1][i].String())
+						t.Fatalf("%s, %d tasks, components %v: %s[%d] = %s, gnark %s", tc.name, tasks, mode.comps, name, i, pair[0][i].String(), pair[1][i].String())
 					}
 				}
 			}
@@ -180,7 +194,10 @@ func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
 	if !errors.As(gerr, &gu) {
 		t.Fatalf("gnark: %v, want an unsatisfied constraint", gerr)
 	}
-	for _, tasks := range []int{1, 8} {
+	defer func(v bool) { componentSolver = v }(componentSolver)
+	for _, tasks := range []int{1, 8, -1, -8} { // negative: the component solver off
+		componentSolver = tasks > 0
+		tasks := max(tasks, -tasks)
 		n := r1cs.GetNbConstraints()
 		wires := make([]fr.Element, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables)
 		err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n), tasks)
@@ -202,14 +219,47 @@ func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
 	}
 }
 
-// Synthesize takes the level solver for gnark's circuits (the span says
-// which solver ran) and its assignment is gnark's.
+// Synthesize takes this project's solver for gnark's circuits, by
+// components where a circuit's are independent chains and by levels where
+// one component has wide levels (the span says which ran, and how many
+// components), and its assignment is gnark's.
 func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
 	r1cs, w := compileFor(t, circuit, assign)
-	asg, solve := synthesizeTraced(t, r1cs, w)
-	if got := spantest.StubAttr(solve, string(semconv.KeySolver)); got != "level" {
-		t.Errorf("cuzk.solver %q, want level", got)
+	checkSynthesized(t, r1cs, w, "components", 64)
+
+	x := make([]frontend.Variable, 400)
+	for i := range x {
+		x[i] = i + 1
+	}
+	r1cs, w = compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	checkSynthesized(t, r1cs, w, "level", 0)
+}
+
+// checkSynthesized synthesizes w for r1cs on 8 solver tasks and checks
+// the solver the span names (and its components) and the assignment
+// against gnark's.
+func checkSynthesized(t *testing.T, r1cs *cs.R1CS, w witness.Witness, solverName string, comps int) {
+	t.Helper()
+	tp, exp := spantest.NewMemory()
+	asg, err := Synthesize(WithSolverTasks(context.Background(), 8), r1cs, w, WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { asg.Release(context.Background(), nil) })
+	solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
+	if len(solve) != 1 {
+		t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
+	}
+	if got := spantest.StubAttr(solve[0], string(semconv.KeySolver)); got != solverName {
+		t.Errorf("cuzk.solver %q, want %s", got, solverName)
+	}
+	wantComps := ""
+	if comps > 0 {
+		wantComps = fmt.Sprint(comps)
+	}
+	if got := spantest.StubAttr(solve[0], string(semconv.KeySolverComponents)); got != wantComps {
+		t.Errorf("cuzk.solver.components %q, want %q", got, wantComps)
 	}
 	sol, _ := r1cs.Solve(w)
 	want := sol.(*cs.R1CSSolution)
@@ -227,6 +277,22 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 			t.Fatalf("a[%d] differs", i)
 		}
 	}
+}
+
+// starCircuit is len(X) products of independent inputs (one wide level)
+// summed into one wire that a last constraint checks: one component, whose
+// first level the level solver shares out.
+type starCircuit struct {
+	X []frontend.Variable
+}
+
+func (c *starCircuit) Define(api frontend.API) error {
+	var sum frontend.Variable = 0
+	for _, x := range c.X {
+		sum = api.Add(sum, api.Mul(x, x, x))
+	}
+	api.AssertIsDifferent(sum, 0)
+	return nil
 }
 
 // simulatePace runs levels of width n through a pacing of tasks
@@ -314,7 +380,10 @@ func TestLevelPaceKeepsTheFastestPartCount(t *testing.T) {
 // six followers without a part poll a few times in all, the one with a
 // part solves its share of every level, and the solution is gnark's.
 func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
-	defer func(p func(int) *levelPace, a func([]levelScratch)) { newPace, afterSolve = p, a }(newPace, afterSolve)
+	defer func(p func(int) *levelPace, a func([]levelScratch), c bool) {
+		newPace, afterSolve, componentSolver = p, a, c
+	}(newPace, afterSolve, componentSolver)
+	componentSolver = false // the chains are independent: the level solver is asked for
 	newPace = func(int) *levelPace {
 		return &levelPace{cands: []int{2}, cost: make([]float64, 1), now: time.Now}
 	}

@@ -285,10 +285,14 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	asg.com = com
 	var sol any
 	if direct {
-		var parts int
-		parts, err = levelSolveParts(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
-		if err == nil {
-			sspan.SetAttributes(semconv.KeySolverParts.Int(parts))
+		var rep solveReport
+		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
+		switch {
+		case err != nil:
+		case rep.components > 0:
+			sspan.SetAttributes(semconv.KeySolver.String("components"), semconv.KeySolverComponents.Int(rep.components))
+		default:
+			sspan.SetAttributes(semconv.KeySolverParts.Int(rep.parts))
 		}
 	} else {
 		sol, err = r1cs.Solve(fullWitness, solveOpts...)

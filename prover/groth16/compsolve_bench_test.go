@@ -1,0 +1,73 @@
+package groth16
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// BenchmarkSolve times one solve of a built-in circuit into reused
+// vectors by levels and by components, on 1, 2, 4 and 16 goroutines (the
+// plan of the components made before the timer), and the making of the
+// plan alone.
+// SOLVE_BENCH_CIRCUIT (merkle) and SOLVE_BENCH_LOG2 (18) choose the
+// circuit.
+//
+//	go test -run '^$' -bench Solve -benchtime 5x ./prover/groth16/
+func BenchmarkSolve(b *testing.B) {
+	name, lg := os.Getenv("SOLVE_BENCH_CIRCUIT"), 18
+	if name == "" {
+		name = "merkle"
+	}
+	if v, err := strconv.Atoi(os.Getenv("SOLVE_BENCH_LOG2")); err == nil {
+		lg = v
+	}
+	in, err := circuits.Build(name, 1<<lg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r1cs := ccs.(*cs.R1CS)
+	w, err := in.Witness(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := compPlanOf(r1cs, shapeOf(r1cs))
+	n := r1cs.GetNbConstraints()
+	wires := make([]fr.Element, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables)
+	a, bb, c := make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n)
+	b.Run(fmt.Sprintf("%s/%d/plan", name, lg), func(b *testing.B) {
+		for b.Loop() {
+			newCompPlan(r1cs, shapeOf(r1cs))
+		}
+	})
+	defer func(v bool) { componentSolver = v }(componentSolver)
+	for _, comps := range []bool{false, true} {
+		for _, tasks := range []int{1, 2, 4, 16} {
+			mode := "levels"
+			if comps {
+				mode = "components"
+			}
+			b.Run(fmt.Sprintf("%s/%d/%s/tasks=%d", name, lg, mode, tasks), func(b *testing.B) {
+				componentSolver = comps
+				if comps && !p.better(tasks) {
+					b.Skipf("%d components: the level solver is chosen on %d goroutines", len(p.comps), tasks)
+				}
+				for b.Loop() {
+					if _, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, bb, c, tasks); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

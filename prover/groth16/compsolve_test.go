@@ -1,0 +1,198 @@
+package groth16
+
+import (
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+	"weak"
+
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/frontend"
+
+	"github.com/otelcuzk/otelcuzk/prover/circuits"
+)
+
+// The plan holds every instruction once, the prologue first; each
+// component in level order; chains that share only their inputs are one
+// component each, and merkle's proofs, which share the `one` wire the
+// prologue makes, are one component a proof plus the filler's chain.
+func TestComponentPlan(t *testing.T) {
+	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
+	chains, _ := compileFor(t, circuit, assign)
+	in, err := circuits.Build("merkle", 1<<15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	merkle := ccs.(*cs.R1CS)
+	for _, tc := range []struct {
+		name  string
+		r1cs  *cs.R1CS
+		comps int
+		equal bool // all components the same size
+	}{
+		{"chains 300x40", chains, 300, true},
+		{"merkle 2^15", merkle, 0, false},
+	} {
+		p := compPlanOf(tc.r1cs, shapeOf(tc.r1cs))
+		level := make([]int, len(tc.r1cs.Instructions))
+		for l, lv := range tc.r1cs.Levels {
+			for _, i := range lv {
+				level[i] = l
+			}
+		}
+		seen := make([]bool, len(tc.r1cs.Instructions))
+		mark := func(i uint32) {
+			if seen[i] {
+				t.Fatalf("%s: instruction %d planned twice", tc.name, i)
+			}
+			seen[i] = true
+		}
+		last := -1
+		for _, i := range p.prologue {
+			mark(i)
+			if level[i] < last {
+				t.Fatalf("%s: prologue out of level order at %d", tc.name, i)
+			}
+			last = level[i]
+		}
+		rest := 0
+		for k, c := range p.comps {
+			if k > 0 && len(c) > len(p.comps[k-1]) {
+				t.Fatalf("%s: component %d larger than the one before", tc.name, k)
+			}
+			if tc.equal && len(c) != len(p.comps[0]) {
+				t.Errorf("%s: component %d of %d instructions, the first %d", tc.name, k, len(c), len(p.comps[0]))
+			}
+			prev := -1
+			for _, i := range c {
+				mark(i)
+				if level[i] <= last || level[i] < prev {
+					t.Fatalf("%s: component %d: instruction %d (level %d) out of order", tc.name, k, i, level[i])
+				}
+				prev = level[i]
+			}
+			rest += len(c)
+		}
+		for i, ok := range seen {
+			if !ok {
+				t.Fatalf("%s: instruction %d not planned", tc.name, i)
+			}
+		}
+		if rest != p.rest || len(p.prologue)+rest != len(tc.r1cs.Instructions) {
+			t.Errorf("%s: rest %d, counted %d, prologue %d, instructions %d", tc.name, p.rest, rest, len(p.prologue), len(tc.r1cs.Instructions))
+		}
+		if float64(len(p.prologue)) > compPrologueShare*float64(len(tc.r1cs.Instructions)) {
+			t.Errorf("%s: prologue of %d instructions", tc.name, len(p.prologue))
+		}
+		if tc.comps > 0 && len(p.comps) != tc.comps {
+			t.Errorf("%s: %d components, want %d", tc.name, len(p.comps), tc.comps)
+		}
+		if tc.name == "merkle 2^15" {
+			// Its proofs: at least two components of the same size (one
+			// a proof), and more than one goroutine's worth of them.
+			if len(p.comps) < 3 || len(p.comps[0]) != len(p.comps[1]) {
+				t.Errorf("merkle: components of %d, %d, ... instructions (%d), want proofs of one size", len(p.comps[0]), len(p.comps[1]), len(p.comps))
+			}
+			if len(p.prologue) == 0 {
+				t.Error("merkle: empty prologue (its `one` wire joins every proof)")
+			}
+		}
+	}
+}
+
+// The choice: independent chains take the component solver at any number
+// of goroutines; one component whose first level is wide keeps the level
+// solver on several goroutines (and takes the components, the same
+// parallelism, on one).
+func TestComponentSolverChoice(t *testing.T) {
+	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
+	chains, _ := compileFor(t, circuit, assign)
+	x := make([]frontend.Variable, 400)
+	for i := range x {
+		x[i] = i + 1
+	}
+	star, _ := compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	pc, ps := compPlanOf(chains, shapeOf(chains)), compPlanOf(star, shapeOf(star))
+	for _, tasks := range []int{1, 3, 16} {
+		if !pc.better(tasks) {
+			t.Errorf("chains, %d tasks: the level solver chosen", tasks)
+		}
+	}
+	if len(ps.comps) != 1 {
+		t.Fatalf("star: %d components, want 1", len(ps.comps))
+	}
+	if !ps.better(1) || ps.better(8) {
+		t.Errorf("star: components chosen on 1 goroutine %v (want true), on 8 %v (want false)", ps.better(1), ps.better(8))
+	}
+	if got := pc.makespan(7); got != (300+6)/7*len(pc.comps[0]) {
+		t.Errorf("chains: makespan on 7 goroutines %d, want %d", got, (300+6)/7*len(pc.comps[0]))
+	}
+}
+
+// The shape and the plan of an R1CS do not keep it alive: once the R1CS
+// is unreachable, both entries go.
+func TestSolverCachesLetTheR1CSGo(t *testing.T) {
+	var wp weak.Pointer[cs.R1CS]
+	func() {
+		circuit, assign := newChains(30, 5, func(i int) int { return 5 + i })
+		r1cs, _ := compileFor(t, circuit, assign)
+		compPlanOf(r1cs, shapeOf(r1cs))
+		wp = weak.Make(r1cs)
+		if !levelShapes.holds(wp) || !compPlans.holds(wp) {
+			t.Fatalf("shape kept %v, plan kept %v, want both", levelShapes.holds(wp), compPlans.holds(wp))
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for levelShapes.holds(wp) || compPlans.holds(wp) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the R1CS went: shape kept %v, plan kept %v", levelShapes.holds(wp), compPlans.holds(wp))
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if wp.Value() != nil {
+		t.Error("the R1CS is still reachable")
+	}
+}
+
+// The parallel plan (two passes, a lock-free union-find) and the
+// sequential one (one pass) find the same components, listed alike, on
+// chains, one wide component, merkle and porep (whose SHA-256 chains use
+// hints).
+func TestComponentPlansAgree(t *testing.T) {
+	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
+	chains, _ := compileFor(t, circuit, assign)
+	x := make([]frontend.Variable, 400)
+	for i := range x {
+		x[i] = i + 1
+	}
+	star, _ := compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	systems := map[string]*cs.R1CS{"chains": chains, "star": star}
+	for _, name := range []string{"merkle", "porep"} {
+		in, err := circuits.Build(name, 1<<17)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ccs, err := in.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		systems[name] = ccs.(*cs.R1CS)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8)) // the parallel passes on several goroutines
+	for name, r1cs := range systems {
+		seq, par := sequentialCompPlan(r1cs, shapeOf(r1cs)), parallelCompPlan(r1cs, shapeOf(r1cs))
+		if !reflect.DeepEqual(seq, par) {
+			t.Errorf("%s: sequential plan (%d components, prologue %d) differs from the parallel one (%d, %d)",
+				name, len(seq.comps), len(seq.prologue), len(par.comps), len(par.prologue))
+		}
+		if len(seq.comps) == 0 {
+			t.Errorf("%s: no component", name)
+		}
+	}
+}
