@@ -64,10 +64,19 @@ func main() {
 	taskList := flag.String("tasks", "1", "comma-separated task counts of gnark's Solve to time besides its default (runtime.NumCPU); empty for none")
 	levelList := flag.String("level-tasks", "", "comma-separated solver task counts of groth16.Synthesize (the level solver, groth16.WithSolverTasks) to time besides its default; empty for none")
 	gnarkToo := flag.Bool("gnark", true, "also time gnark's Solve and the synthesis before this project's copies (false: groth16.Synthesize only)")
+	solverList := flag.String("solvers", "auto", "comma-separated solvers of the -level-tasks variants (groth16.WithSolver): auto, levels, components")
 	sizes := cf.Parse("synthbench")
+	var solvers []groth16.Solver
+	for _, f := range strings.Split(*solverList, ",") {
+		sv, err := groth16.ParseSolver(strings.TrimSpace(f))
+		if err != nil {
+			benchutil.Exit("synthbench", fmt.Errorf("-solvers: %w", err))
+		}
+		solvers = append(solvers, sv)
+	}
 	tasks := parseTasks("-tasks", *taskList)
 	level := parseTasks("-level-tasks", *levelList)
-	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks, level, *gnarkToo))
+	benchutil.Exit("synthbench", run(*cf.Circuit, sizes, *cf.Reps, *cacheDir, tasks, level, solvers, *gnarkToo))
 }
 
 // parseTasks reads a comma-separated list of positive task counts.
@@ -229,14 +238,14 @@ func standInCommitment() solver.Option {
 	})
 }
 
-func run(circuit string, sizes []int, reps int, cacheDir string, tasks, level []int, gnarkToo bool) error {
+func run(circuit string, sizes []int, reps int, cacheDir string, tasks, level []int, solvers []groth16.Solver, gnarkToo bool) error {
 	fmt.Printf("host: %s, GOMAXPROCS %d, load %s\n", host.String(), runtime.GOMAXPROCS(0), loadAvg())
 	cache, err := keycache.New(cacheDir, keycache.WithProgress(os.Stderr, false))
 	if err != nil {
 		return err
 	}
 	for _, lg := range sizes {
-		if err := runSize(cache, circuit, lg, reps, tasks, level, gnarkToo); err != nil {
+		if err := runSize(cache, circuit, lg, reps, tasks, level, solvers, gnarkToo); err != nil {
 			return err
 		}
 	}
@@ -252,7 +261,7 @@ func loadAvg() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level []int, gnarkToo bool) error {
+func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level []int, solvers []groth16.Solver, gnarkToo bool) error {
 	n := 1 << lg
 	in, err := circuits.Build(circuit, n)
 	if err != nil {
@@ -305,16 +314,27 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 	afterSolve := newSeries("  synthesize.solve")
 	afterCopy := newSeries("  synthesize.copy")
 	afterCommit := newSeries("  msm.g1.commitment (in the solve)")
-	var levelTasks []*series
+	type levelRun struct {
+		tasks  int
+		solver groth16.Solver
+		s      *series
+	}
+	var levelRuns []levelRun
 	for _, k := range level {
-		levelTasks = append(levelTasks, newSeries(fmt.Sprintf("groth16.Synthesize, %d solver tasks", k)))
+		for _, sv := range solvers {
+			name := string(sv)
+			if sv == groth16.SolverAuto {
+				name = "auto"
+			}
+			levelRuns = append(levelRuns, levelRun{k, sv, newSeries(fmt.Sprintf("groth16.Synthesize, %d solver tasks, solver %s", k, name))})
+		}
 	}
 	levelVariant := func() error {
-		for i, k := range level {
+		for _, lr := range levelRuns {
 			var asg *groth16.Assignment
-			if err := levelTasks[i].timed(func() error {
+			if err := lr.s.timed(func() error {
 				var err error
-				asg, err = groth16.Synthesize(groth16.WithSolverTasks(context.Background(), k), comp.CCS, w, synthOpts...)
+				asg, err = groth16.Synthesize(groth16.WithSolverTasks(context.Background(), lr.tasks), comp.CCS, w, append(synthOpts, groth16.WithSolver(lr.solver))...)
 				return err
 			}); err != nil {
 				return err
@@ -398,6 +418,10 @@ func runSize(cache *keycache.Cache, circuit string, lg, reps int, tasks, level [
 		variants = variants[3:] // groth16.Synthesize only
 	}
 	variants = append(variants, levelVariant)
+	var levelTasks []*series
+	for _, lr := range levelRuns {
+		levelTasks = append(levelTasks, lr.s)
+	}
 	all := append(append([]*series{witnessS, gnarkDefault, beforeSolve, beforeCopy, beforeTotal, newCopy, smallCopy, after, afterSolve, afterCopy, afterCommit}, gnarkTasks...), levelTasks...)
 	for rep := 0; rep <= reps; rep++ {
 		if err := witnessS.timed(func() error { var err error; w, err = in.Witness(1); return err }); err != nil {

@@ -1,6 +1,7 @@
 package groth16
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -441,6 +442,29 @@ func (s *levelSolver) solveComponents(p *compPlan, tasks int, scratch []levelScr
 	return nil
 }
 
-// componentSolver turns the component solver on (tests compare it with
-// the level solver on the same R1CS).
-var componentSolver = true
+// Solver is how Synthesize solves an R1CS of gnark's R1CS builder
+// (WithSolver); other systems go to gnark's Solve whatever it says.
+type Solver string
+
+const (
+	// SolverAuto, the default: by components where they are expected to
+	// be at least as fast (compPlan.better), else by levels.
+	SolverAuto Solver = ""
+	// SolverLevels: by levels only (the level solver, levelsolve.go).
+	SolverLevels Solver = "levels"
+	// SolverComponents: by components whenever the R1CS has any past its
+	// prologue, however unbalanced.
+	SolverComponents Solver = "components"
+)
+
+// ParseSolver reads a Solver by name: "auto" or "" (SolverAuto),
+// "levels", "components"; anything else is an error naming the choices.
+func ParseSolver(s string) (Solver, error) {
+	switch s {
+	case "", "auto":
+		return SolverAuto, nil
+	case string(SolverLevels), string(SolverComponents):
+		return Solver(s), nil
+	}
+	return SolverAuto, fmt.Errorf("solver %q: want auto, levels or components", s)
+}

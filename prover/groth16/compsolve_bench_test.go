@@ -50,7 +50,6 @@ func BenchmarkSolve(b *testing.B) {
 			newCompPlan(r1cs, shapeOf(r1cs))
 		}
 	})
-	defer func(v bool) { componentSolver = v }(componentSolver)
 	for _, comps := range []bool{false, true} {
 		for _, tasks := range []int{1, 2, 4, 16} {
 			mode := "levels"
@@ -58,16 +57,23 @@ func BenchmarkSolve(b *testing.B) {
 				mode = "components"
 			}
 			b.Run(fmt.Sprintf("%s/%d/%s/tasks=%d", name, lg, mode, tasks), func(b *testing.B) {
-				componentSolver = comps
 				if comps && !p.better(tasks) {
 					b.Skipf("%d components: the level solver is chosen on %d goroutines", len(p.comps), tasks)
 				}
 				for b.Loop() {
-					if _, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, bb, c, tasks); err != nil {
+					if _, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, bb, c, tasks, solverOf(comps)); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
 	}
+}
+
+// solverOf is SolverComponents for true, SolverLevels for false.
+func solverOf(components bool) Solver {
+	if components {
+		return SolverComponents
+	}
+	return SolverLevels
 }

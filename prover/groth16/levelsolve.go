@@ -289,11 +289,12 @@ var (
 // levelSolve solves r1cs for the witness values (public then secret, the
 // constant wire excluded) into wires (all wires) and a, b, c (their first
 // NbConstraints elements; the rest untouched) on tasks goroutines, calling
-// the hints of opts (solver.Option: WithHints, OverrideHint). Errors: a
-// constraint not satisfied (*cs.UnsatisfiedConstraintError with its index),
-// a hint's error, a missing hint, a wire left unsolved.
+// the hints of opts (solver.Option: WithHints, OverrideHint), by
+// components or by levels as SolverAuto chooses. Errors: a constraint not
+// satisfied (*cs.UnsatisfiedConstraintError with its index), a hint's
+// error, a missing hint, a wire left unsolved.
 func levelSolve(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) error {
-	_, err := levelSolveParts(r1cs, witness, wires, a, b, c, tasks, opts...)
+	_, err := levelSolveReport(r1cs, witness, wires, a, b, c, tasks, SolverAuto, opts...)
 	return err
 }
 
@@ -307,18 +308,10 @@ type solveReport struct {
 	parts int
 }
 
-// levelSolveParts is levelSolve that also returns the parts its pacing
-// settled on for the shared levels (1: the levels were solved by one
-// goroutine; 0: the component solver solved it).
-func levelSolveParts(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) (parts int, err error) {
-	rep, err := levelSolveReport(r1cs, witness, wires, a, b, c, tasks, opts...)
-	return rep.parts, err
-}
-
-// levelSolveReport is levelSolve that says how it solved: by components
-// when r1cs's components (compPlanOf) share evenly over tasks goroutines
-// (compPlan.balanced), else by levels.
-func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, opts ...solver.Option) (rep solveReport, err error) {
+// levelSolveReport is levelSolve by mode (SolverAuto: by components when
+// r1cs's components, compPlanOf, are expected to solve at least as fast,
+// compPlan.better; else by levels) that says how it solved.
+func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, mode Solver, opts ...solver.Option) (rep solveReport, err error) {
 	cfg, err := solver.NewConfig(opts...)
 	if err != nil {
 		return solveReport{}, err
@@ -347,8 +340,8 @@ func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Elem
 		s.solved[i+1] = true
 	}
 	s.shape = shapeOf(r1cs)
-	if componentSolver {
-		if p := compPlanOf(r1cs, s.shape); p.better(tasks) {
+	if mode != SolverLevels {
+		if p := compPlanOf(r1cs, s.shape); mode == SolverComponents && p.rest > 0 || p.better(tasks) {
 			tasks = min(tasks, len(p.comps))
 			scratch := make([]levelScratch, tasks)
 			err := s.solveComponents(p, tasks, scratch)

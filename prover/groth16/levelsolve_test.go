@@ -87,7 +87,6 @@ func newChains(k, n int, x func(i int) int) (*chainsCircuit, *chainsCircuit) {
 // element, on one goroutine and on many (levels shared out), with hints,
 // constants and stale values in the vectors it writes into.
 func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
-	defer func(v bool) { componentSolver = v }(componentSolver)
 	for _, tc := range []struct {
 		name             string
 		circuit, assigns frontend.Circuit
@@ -146,7 +145,6 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 			comps bool
 			tasks int
 		}{{false, 1}, {false, 3}, {false, 16}, {true, 1}, {true, 3}, {true, 16}} {
-			componentSolver = mode.comps
 			tasks := mode.tasks
 			wires := make([]fr.Element, len(want.W))
 			a, b, c := make([]fr.Element, n+5), make([]fr.Element, n+5), make([]fr.Element, n+5)
@@ -157,7 +155,7 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 			for i := range wires {
 				wires[i].SetUint64(99)
 			}
-			rep, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, b, c, tasks)
+			rep, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, b, c, tasks, solverOf(mode.comps))
 			if err != nil {
 				t.Fatalf("%s, %d tasks, components %v: %v", tc.name, tasks, mode.comps, err)
 			}
@@ -194,13 +192,12 @@ func TestLevelSolverNamesTheUnsatisfiedConstraint(t *testing.T) {
 	if !errors.As(gerr, &gu) {
 		t.Fatalf("gnark: %v, want an unsatisfied constraint", gerr)
 	}
-	defer func(v bool) { componentSolver = v }(componentSolver)
-	for _, tasks := range []int{1, 8, -1, -8} { // negative: the component solver off
-		componentSolver = tasks > 0
+	for _, tasks := range []int{1, 8, -1, -8} { // negative: by levels
+		mode := solverOf(tasks > 0)
 		tasks := max(tasks, -tasks)
 		n := r1cs.GetNbConstraints()
 		wires := make([]fr.Element, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables)
-		err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n), tasks)
+		_, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n), tasks, mode)
 		var u *cs.UnsatisfiedConstraintError
 		if !errors.As(err, &u) || u.CID != gu.CID {
 			t.Errorf("%d tasks: %v, want constraint #%d unsatisfied", tasks, err, gu.CID)
@@ -227,6 +224,7 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
 	r1cs, w := compileFor(t, circuit, assign)
 	checkSynthesized(t, r1cs, w, "components", 64)
+	checkSynthesized(t, r1cs, w, "level", 0, WithSolver(SolverLevels))
 
 	x := make([]frontend.Variable, 400)
 	for i := range x {
@@ -234,15 +232,25 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	}
 	r1cs, w = compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
 	checkSynthesized(t, r1cs, w, "level", 0)
+	checkSynthesized(t, r1cs, w, "components", 1, WithSolver(SolverComponents))
+
+	for in, want := range map[string]Solver{"": SolverAuto, "auto": SolverAuto, "levels": SolverLevels, "components": SolverComponents} {
+		if got, err := ParseSolver(in); err != nil || got != want {
+			t.Errorf("ParseSolver(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseSolver("level"); err == nil || !strings.Contains(err.Error(), "auto, levels or components") {
+		t.Errorf("ParseSolver(level): %v, want the choices named", err)
+	}
 }
 
-// checkSynthesized synthesizes w for r1cs on 8 solver tasks and checks
+// checkSynthesized synthesizes w for r1cs on 8 solver tasks (with opts) and checks
 // the solver the span names (and its components) and the assignment
 // against gnark's.
-func checkSynthesized(t *testing.T, r1cs *cs.R1CS, w witness.Witness, solverName string, comps int) {
+func checkSynthesized(t *testing.T, r1cs *cs.R1CS, w witness.Witness, solverName string, comps int, opts ...SynthesizeOption) {
 	t.Helper()
 	tp, exp := spantest.NewMemory()
-	asg, err := Synthesize(WithSolverTasks(context.Background(), 8), r1cs, w, WithTracerProvider(tp))
+	asg, err := Synthesize(WithSolverTasks(context.Background(), 8), r1cs, w, append(opts, WithTracerProvider(tp))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,10 +388,7 @@ func TestLevelPaceKeepsTheFastestPartCount(t *testing.T) {
 // six followers without a part poll a few times in all, the one with a
 // part solves its share of every level, and the solution is gnark's.
 func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
-	defer func(p func(int) *levelPace, a func([]levelScratch), c bool) {
-		newPace, afterSolve, componentSolver = p, a, c
-	}(newPace, afterSolve, componentSolver)
-	componentSolver = false // the chains are independent: the level solver is asked for
+	defer func(p func(int) *levelPace, a func([]levelScratch)) { newPace, afterSolve = p, a }(newPace, afterSolve)
 	newPace = func(int) *levelPace {
 		return &levelPace{cands: []int{2}, cost: make([]float64, 1), now: time.Now}
 	}
@@ -403,7 +408,8 @@ func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
 	n := r1cs.GetNbConstraints()
 	wires := make([]fr.Element, len(want.W))
 	a, b, c := make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n)
-	if err := levelSolve(r1cs, w.Vector().(fr.Vector), wires, a, b, c, 8); err != nil {
+	// The chains are independent: the level solver is asked for.
+	if _, err := levelSolveReport(r1cs, w.Vector().(fr.Vector), wires, a, b, c, 8, SolverLevels); err != nil {
 		t.Fatal(err)
 	}
 	for i := range want.W {

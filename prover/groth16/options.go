@@ -53,6 +53,7 @@ type config struct {
 	keyID    string
 	pk       gnarkgroth16.ProvingKey
 	bitSplit BitSplit
+	solver   Solver
 }
 
 // newConfig applies opts with apply (ProveOption.applyProve, ...) over
@@ -108,6 +109,15 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // are not kept resident.
 func WithKeyID(id string) ProveOption {
 	return proveOption(func(c *config) { c.keyID = id })
+}
+
+// WithSolver says how Synthesize and Solve solve an R1CS of gnark's R1CS
+// builder (default SolverAuto: by components where they are expected to be
+// at least as fast, else by levels; the synthesize.solve span's
+// cuzk.solver says which ran). For comparisons and as a way out should
+// one choice be slow for a circuit.
+func WithSolver(s Solver) SynthesizeOption {
+	return synthesizeOption(func(c *config) { c.solver = s })
 }
 
 // WithProvingKey gives Synthesize and Solve the circuit's proving key,

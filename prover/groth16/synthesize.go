@@ -169,7 +169,7 @@ func Synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 // own).
 func synthesizeWith(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, cfg config) (*Assignment, error) {
 	sctx, span := cfg.tracer().Start(ctx, semconv.SpanPipelineSynthesize)
-	asg, err := synthesize(sctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg))
+	asg, err := synthesize(sctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg), cfg.solver)
 	endSynthesize(span, asg, err)
 	if err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func synthesizeWith(ctx context.Context, ccs constraint.ConstraintSystem, fullWi
 // errors as Synthesize's.
 func Solve(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, opts ...SynthesizeOption) (*Assignment, error) {
 	cfg := newConfig(opts, SynthesizeOption.applySynthesize)
-	return synthesize(ctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg))
+	return synthesize(ctx, ccs, fullWitness, buffer.OrSync(cfg.releaser, cfg.tp), commitKeysOf(cfg.pk, &cfg), cfg.solver)
 }
 
 // Attributes returns the sizes of asg a synthesis span records:
@@ -209,8 +209,9 @@ func endSynthesize(span trace.Span, asg *Assignment, err error) {
 }
 
 // synthesize is Synthesize under the span in ctx; ck holds the proving
-// key's commitment keys (nil or empty for a circuit without commitments).
-func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *buffer.Releaser, ck *commitKeys) (*Assignment, error) {
+// key's commitment keys (nil or empty for a circuit without commitments),
+// mode is WithSolver's.
+func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitness witness.Witness, rel *buffer.Releaser, ck *commitKeys, mode Solver) (*Assignment, error) {
 	r1cs, err := AsR1CS(ccs)
 	if err != nil {
 		return nil, err
@@ -286,7 +287,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	var sol any
 	if direct {
 		var rep solveReport
-		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, solveOpts...)
+		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, mode, solveOpts...)
 		switch {
 		case err != nil:
 		case rep.components > 0:
