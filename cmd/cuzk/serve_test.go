@@ -478,9 +478,11 @@ func TestServeShutdownSaysWhatItWaitsFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := waitRunning(t, c, "long")
-	waitFor(t, "the job on the device", 30*time.Second, func() bool {
+	// Its step too: the shutdown line names it (on a loaded host the
+	// worker was seen before the step span's start reached the daemon).
+	waitFor(t, "the job on the device, in a step", 30*time.Second, func() bool {
 		st, err := c.Status(context.Background())
-		return err == nil && len(st.Running) == 1 && st.Running[0].Worker == "cuda:0"
+		return err == nil && len(st.Running) == 1 && st.Running[0].Worker == "cuda:0" && st.Running[0].Step != ""
 	})
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
