@@ -89,11 +89,19 @@ type Config struct {
 	KeySetup keycache.SetupFunc
 }
 
-// DefaultConfig returns the defaults of `cuzk serve`'s flags.
+// DefaultConfig returns the defaults of `cuzk serve`'s flags. The release
+// mode is pool: a daemon proves one circuit size after another, and a
+// pooled buffer is reused with no allocation, no page faults and, with the
+// registered host copy, no registration on the device's path (merkle
+// 2^22 on the H200, 16 jobs: 2.233 proofs/s with registered copies and
+// pool against 2.058 with async and staged copies; per proof in gpuprove,
+// registered: 338.3 ms pool, 348.4 ms async of which 24.5 ms
+// cuda.host_register; bench/daemon.md, bench/gpuprove.md). The pools are
+// bounded (poolLimit). `cuzk prove`, one proof a process, keeps async.
 func DefaultConfig() Config {
 	return Config{
 		Listen: DefaultListen, MetricsListen: DefaultMetricsListen, Backend: "auto",
-		Release: string(buffer.ReleaseAsync), CPUWorkers: -1, QueueSize: engine.DefaultQueueSize,
+		Release: string(buffer.ReleasePool), CPUWorkers: -1, QueueSize: engine.DefaultQueueSize,
 		SynthesisWorkers: -1, ShutdownTimeout: 30 * time.Second,
 		MaxMessageBytes: server.DefaultMaxMessageBytes, TraceFile: "./" + otelcuzk.DefaultTraceFile,
 		GPUFactory: "cuda",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/daemon"
 	"github.com/otelcuzk/otelcuzk/internal/interrupt"
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
@@ -35,7 +34,7 @@ func init() {
 			&cli.StringFlag{Name: "listen", Value: daemon.DefaultListen, Usage: "gRPC address: host:port, or a unix socket unix:///path as cuzk's daemon takes"},
 			&cli.StringFlag{Name: "metrics-listen", Value: daemon.DefaultMetricsListen, Usage: "Prometheus /metrics address; empty: none"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "cpu|cuda|auto (auto: cuda when a GPU is usable, else cpu)"},
-			&cli.StringFlag{Name: "release", Value: string(buffer.ReleaseAsync), Usage: "how large buffers are freed: sync|async|pool (pool: kept for reuse, outside the memory budget, all pools together at most physical memory less the budget and at most 64 GiB; a quarter of memory with --memory-budget 0)"},
+			&cli.StringFlag{Name: "release", Value: daemon.DefaultConfig().Release, Usage: "how a proof's large host buffers are freed: sync|async|pool (pool: kept for the next proofs, which reuse them with no allocation and, on a GPU, no new registration with the driver; outside the memory budget, all pools together at most physical memory less the budget and at most 64 GiB; a quarter of memory with --memory-budget 0)"},
 			&cli.IntFlag{Name: "cpu-workers", Value: -1, DefaultText: "1 without a GPU, 0 beside GPUs", Usage: "CPU workers"},
 			&cli.IntFlag{Name: "queue-size", Value: engine.DefaultQueueSize, Usage: "proofs that may wait (queued, for the memory budget, or synthesized for a device) before a submit is refused RESOURCE_EXHAUSTED; those being synthesized or proved do not count"},
 			&cli.IntFlag{Name: "synthesis-workers", Value: -1, DefaultText: "tuned per circuit and size from the measured synthesis and device times, up to half the cores, within the memory budget; without a GPU the CPU workers' proves are the devices", Usage: "proofs synthesized at once on the CPU while the devices prove; 0: the serial engine, each worker proves its jobs whole"},
