@@ -17,13 +17,13 @@ func TestProvePlanPrintsTheTableAndTheVerdictWithoutProving(t *testing.T) {
 	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
 	out, _, err := runCuzk(t, "prove", "--plan", "--backend", "cuda", "--circuit", "porep", "--constraints", "134217728",
 		"--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl"))
-	// It does not fit (no host here has 176.8 GiB): the table, the
+	// It does not fit (no host here has 177.3 GiB): the table, the
 	// verdict, and a non-zero exit (it exited 0).
 	if want := "plan: porep at 134217728 constraints does not fit this host (the plan's last line says which figures)"; err == nil || err.Error() != want {
 		t.Errorf("--plan of a request that does not fit: %v, want %q", err, want)
 	}
 	for _, want := range []string{"plan of porep at 134217728 constraints", "| porep | 2^20 |", "| porep | 2^27 | 4.0 GiB | 16.0 GiB | 72.0 GiB | 72.3 GiB |",
-		"this host: ", "does not fit: ", "host memory 176.8 GiB needed"} {
+		"this host: ", "does not fit: ", "host memory 177.3 GiB needed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--plan output lacks %q:\n%s", want, out)
 		}
@@ -42,7 +42,7 @@ func TestARequestOverThePlanIsRefusedWithItsFigures(t *testing.T) {
 		{"prove", "--ephemeral-keys", "--backend", "cuda", "--circuit", "porep", "--constraints", "134217728", "--proof", filepath.Join(dir, "p.bin"), "--trace-file", filepath.Join(dir, "t.jsonl")},
 	} {
 		_, _, err := runCuzk(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "porep at 134217728 constraints: host memory 176.8 GiB needed") || strings.Contains(err.Error(), "\n") {
+		if err == nil || !strings.Contains(err.Error(), "porep at 134217728 constraints: host memory 177.3 GiB needed") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want one line with the plan's host memory", args, err)
 		}
 	}

@@ -57,6 +57,11 @@ type Plan struct {
 	Device                  uint64
 }
 
+// solverPlanBytesPerConstraint is the component solver's plan of a
+// compiled circuit, kept beside it while it lives: one uint32 an
+// instruction, about one a constraint (prover/groth16/compsolve.go).
+const solverPlanBytesPerConstraint = 4
+
 // shapes are the built-in circuits' shapes, by name.
 var shapes = map[string]shape{
 	"merkle":     merkleShape,
@@ -103,8 +108,11 @@ func (s shape) plan(name string, n int) Plan {
 	p.SetupHost = held + p.Key + 32*(4*w+2*d)
 	p.SetupCPUHost = held + uint64(setupKeyFactor*float64(p.Key)) + setupFixedBytes
 	vectors := 32 * (3*(w+3*d) + 2*w)
-	p.ProveHost = held + p.Key + vectors
-	p.ProveCPUHost = held + p.Key + ProofMemory(n, int(w), int(k))
+	// A prove also holds what the solver keeps of the compiled circuit
+	// while it lives: the component solver's plan.
+	solverPlan := solverPlanBytesPerConstraint * uint64(n)
+	p.ProveHost = held + solverPlan + p.Key + vectors
+	p.ProveCPUHost = held + solverPlan + p.Key + ProofMemory(n, int(w), int(k))
 	p.Device = p.Key + 32*7*d + (32+4*16)*w
 	return p
 }

@@ -118,7 +118,7 @@ func TestAPlanThatDoesNotFitNamesEveryFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = p.Fits(false, 120<<30, 64<<30, false)
-	if !errors.Is(err, circuits.ErrTooLargeForHost) || !strings.Contains(err.Error(), "host memory 176.8 GiB needed, 120.0 GiB available") ||
+	if !errors.Is(err, circuits.ErrTooLargeForHost) || !strings.Contains(err.Error(), "host memory 177.3 GiB needed, 120.0 GiB available") ||
 		!strings.Contains(err.Error(), "key file 72.3 GiB, 64.0 GiB free") {
 		t.Fatalf("porep 2^27 on a 120 GiB host with a 64 GiB disk: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 // BenchmarkSolve times one solve of a built-in circuit into reused
 // vectors by levels and by components, on 1, 2, 4 and 16 goroutines (the
 // plan of the components made before the timer), and the making of the
-// plan alone.
+// plan alone, sequential and parallel (on GOMAXPROCS goroutines: -cpu).
 // SOLVE_BENCH_CIRCUIT (merkle) and SOLVE_BENCH_LOG2 (18) choose the
 // circuit.
 //
@@ -45,9 +45,14 @@ func BenchmarkSolve(b *testing.B) {
 	n := r1cs.GetNbConstraints()
 	wires := make([]fr.Element, len(r1cs.Public)+len(r1cs.Secret)+r1cs.NbInternalVariables)
 	a, bb, c := make([]fr.Element, n), make([]fr.Element, n), make([]fr.Element, n)
-	b.Run(fmt.Sprintf("%s/%d/plan", name, lg), func(b *testing.B) {
+	b.Run(fmt.Sprintf("%s/%d/plan/sequential", name, lg), func(b *testing.B) {
 		for b.Loop() {
-			newCompPlan(r1cs, shapeOf(r1cs))
+			sequentialCompPlan(r1cs, shapeOf(r1cs))
+		}
+	})
+	b.Run(fmt.Sprintf("%s/%d/plan/parallel", name, lg), func(b *testing.B) {
+		for b.Loop() {
+			parallelCompPlan(r1cs, shapeOf(r1cs))
 		}
 	})
 	for _, comps := range []bool{false, true} {
