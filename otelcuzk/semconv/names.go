@@ -281,7 +281,11 @@ const (
 	// The steps of pipeline.synthesize.
 	SpanSynthesizeWitness = "synthesize.witness" // the request's witness parsed, or a built-in's sample computed
 	SpanSynthesizeSolve   = "synthesize.solve"   // gnark's R1CS solver (hints included): wires and a, b, c
-	SpanSynthesizeCopy    = "synthesize.copy"    // wires and a, b, c copied into the mmap'd buffers
+	// SpanSynthesizePlan is the component solver's plan of a compiled
+	// circuit (its independent components), made once per circuit, in
+	// the first synthesis.solve that asks for it (cuzk.solver.components).
+	SpanSynthesizePlan = "synthesize.plan"
+	SpanSynthesizeCopy = "synthesize.copy" // wires and a, b, c copied into the mmap'd buffers
 
 	KeyWitnessSource = attribute.Key("cuzk.witness.source") // string: request or sample
 	KeySolverTasks   = attribute.Key("cuzk.solver.tasks")   // int, goroutines gnark's solver splits a level into

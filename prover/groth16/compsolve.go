@@ -1,6 +1,7 @@
 package groth16
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/consensys/gnark/constraint"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/internal/parallel"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // The component solver: many circuits are several computations that share
@@ -67,14 +70,33 @@ var compPlans weakCache[cs.R1CS, *compPlanOnce]
 type compPlanOnce struct {
 	once sync.Once
 	plan *compPlan
+	made atomic.Bool // plan is set
 }
 
 // compPlanOf returns r1cs's plan, computing it on first use
 // (newCompPlan). shape must be r1cs's (levelSolvable).
 func compPlanOf(r1cs *cs.R1CS, shape levelShape) *compPlan {
 	po := compPlans.get(r1cs, func() *compPlanOnce { return &compPlanOnce{} })
-	po.once.Do(func() { po.plan = newCompPlan(r1cs, shape) })
+	po.once.Do(func() {
+		po.plan = newCompPlan(r1cs, shape)
+		po.made.Store(true)
+	})
 	return po.plan
+}
+
+// planTraced makes r1cs's plan under a synthesize.plan span (with its
+// components and instructions) when it is not made yet, so that the
+// first synthesis of a circuit shows what its solve spent on the plan;
+// afterwards it does nothing.
+func planTraced(ctx context.Context, tracer trace.Tracer, r1cs *cs.R1CS) {
+	po := compPlans.get(r1cs, func() *compPlanOnce { return &compPlanOnce{} })
+	if po.made.Load() {
+		return
+	}
+	_, span := tracer.Start(ctx, semconv.SpanSynthesizePlan)
+	p := compPlanOf(r1cs, shapeOf(r1cs))
+	span.SetAttributes(semconv.KeySolverComponents.Int(len(p.comps)), semconv.KeySolverLevels.Int(p.levels))
+	span.End()
 }
 
 // compChunk is the instructions one goroutine decodes at a time in the

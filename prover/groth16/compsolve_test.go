@@ -1,6 +1,7 @@
 package groth16
 
 import (
+	"context"
 	"reflect"
 	"runtime"
 	"testing"
@@ -9,7 +10,10 @@ import (
 
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/frontend"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelcuzk/otelcuzk/internal/spantest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
 
@@ -194,5 +198,42 @@ func TestComponentPlansAgree(t *testing.T) {
 		if len(seq.comps) == 0 {
 			t.Errorf("%s: no component", name)
 		}
+	}
+}
+
+// The first synthesis of a circuit shows its plan as a synthesize.plan
+// span under synthesize.solve, with the components it found; the next
+// synthesis, which reuses the plan, has none, and neither has a solve by
+// levels.
+func TestTheFirstSynthesisShowsThePlan(t *testing.T) {
+	circuit, assign := newChains(40, 8, func(i int) int { return 3 + i })
+	r1cs, w := compileFor(t, circuit, assign)
+	plans := func(opts ...SynthesizeOption) []tracetest.SpanStub {
+		t.Helper()
+		tp, exp := spantest.NewMemory()
+		asg, err := Synthesize(context.Background(), r1cs, w, append(opts, WithTracerProvider(tp))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asg.Release(context.Background(), nil)
+		tree := spantest.NewTree(exp.GetSpans())
+		got := tree.Named(semconv.SpanSynthesizePlan)
+		for _, p := range got {
+			solve := tree.Named(semconv.SpanSynthesizeSolve)
+			if len(solve) != 1 || p.Parent.SpanID() != solve[0].SpanContext.SpanID() {
+				t.Errorf("synthesize.plan is not a child of the one synthesize.solve")
+			}
+		}
+		return got
+	}
+	if got := plans(WithSolver(SolverLevels)); len(got) != 0 {
+		t.Errorf("a solve by levels made %d plan spans", len(got))
+	}
+	first := plans()
+	if len(first) != 1 || spantest.StubAttr(first[0], string(semconv.KeySolverComponents)) != "40" {
+		t.Fatalf("first synthesis: %d plan spans (%v), want one with 40 components", len(first), first)
+	}
+	if got := plans(); len(got) != 0 {
+		t.Errorf("second synthesis: %d plan spans, want none (the plan is kept)", len(got))
 	}
 }

@@ -286,6 +286,9 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	asg.com = com
 	var sol any
 	if direct {
+		if mode != SolverLevels {
+			planTraced(sctx, tracer, r1cs)
+		}
 		var rep solveReport
 		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, mode, solveOpts...)
 		switch {
