@@ -36,12 +36,12 @@ func TestMemoryCheckCountsTheSetupThatWillRun(t *testing.T) {
 	}
 	p.cfg.setupOnDevice = true
 	if err := p.memoryFits(ctx, "porep", 1<<26, avail); err != nil {
-		t.Fatalf("cuda backend, GPU setup: %v; want it admitted (88.4 GiB)", err)
+		t.Fatalf("cuda backend, GPU setup: %v; want it admitted (88.6 GiB)", err)
 	}
 	// Less than the CUDA prove needs is refused whatever the setup.
 	if err := p.memoryFits(ctx, "porep", 1<<26, 80<<30); !errors.Is(err, circuits.ErrTooLargeForHost) ||
-		!strings.Contains(err.Error(), "88.4 GiB needed") {
-		t.Fatalf("cuda backend, GPU setup, 80 GiB: %v; want the prove's 88.4 GiB refused", err)
+		!strings.Contains(err.Error(), "88.6 GiB needed") {
+		t.Fatalf("cuda backend, GPU setup, 80 GiB: %v; want the prove's 88.6 GiB refused", err)
 	}
 	// The CPU backend with gnark's setup keeps the CPU figures.
 	p.backend, p.cfg.setupOnDevice = p.backend.(renamedBackend).Backend, false
