@@ -14,18 +14,95 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/priority"
 )
 
+// deviceMeter times the proves of a fake device (one at a time) from
+// start: its busy time, and the time it starved, from its first prove to
+// its last. The gap after a prove is starved time when, as that prove
+// ended, no finished synthesis was waiting for the device and a job of
+// the batch had yet to begin its synthesis (one more at once could have
+// been under way). A gap with a synthesis waiting is the engine's
+// hand-over, which on a loaded machine is the scheduler's latency (the
+// device's goroutine woken milliseconds late); a gap once every job has
+// begun is the batch's tail, the last syntheses finishing. Neither is too
+// few syntheses at once.
+type deviceMeter struct {
+	start time.Time
+	jobs  int // the batch's jobs (0: unknown, every gap without a synthesis waiting is starved)
+
+	mu      sync.Mutex
+	begun   int  // syntheses begun
+	waiting int  // syntheses finished whose prove has not begun
+	fed     bool // the gap after the last prove is not starved
+	first   time.Duration
+	last    time.Duration
+	busy    time.Duration
+	starved time.Duration
+}
+
+// synthesizing records a synthesis that begins.
+func (m *deviceMeter) synthesizing() {
+	m.mu.Lock()
+	m.begun++
+	m.mu.Unlock()
+}
+
+// synthesized records a synthesis that finished.
+func (m *deviceMeter) synthesized() {
+	m.mu.Lock()
+	m.waiting++
+	m.mu.Unlock()
+}
+
+// prove is one prove of d on the device.
+func (m *deviceMeter) prove(d time.Duration) {
+	m.mu.Lock()
+	m.waiting--
+	t0 := time.Since(m.start)
+	if m.busy > 0 && !m.fed {
+		m.starved += t0 - m.last
+	}
+	m.mu.Unlock()
+	time.Sleep(d)
+	t1 := time.Since(m.start)
+	m.mu.Lock()
+	if m.busy == 0 {
+		m.first = t0
+	}
+	m.busy += t1 - t0
+	m.last = t1
+	m.fed = m.waiting > 0 || m.jobs > 0 && m.begun >= m.jobs
+	m.mu.Unlock()
+}
+
+// busyShare is the device's busy time over the span from its first prove
+// to its last.
+func (m *deviceMeter) busyShare() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return float64(m.busy) / float64(m.last-m.first)
+}
+
+// fedShare is the share of that span in which the device did not starve
+// (what the number of syntheses at once decides): it proved, a finished
+// synthesis waited for it, or no job was left to begin.
+func (m *deviceMeter) fedShare() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return 1 - float64(m.starved)/float64(m.last-m.first)
+}
+
 // timedFake is a StagedRunner whose synthesis takes synth and whose prove
 // (the fake device) takes device; it records the solver tasks each
-// synthesis was given, the most syntheses at once, and the device's busy
-// intervals.
+// synthesis was given, the most syntheses at once and, given the engine's
+// tuner, the most workers it allowed as a synthesis started; and it meters
+// the device.
 type timedFake struct {
 	synth, device time.Duration
+	tuner         *Tuner
+	deviceMeter
 
-	mu                sync.Mutex
-	tasks             []int
-	running, peak     int
-	first, last, busy time.Duration
-	start             time.Time
+	tasks         []int // under deviceMeter.mu
+	running, peak int   // under deviceMeter.mu
+	allowed       int   // under deviceMeter.mu
 }
 
 type timedSyn struct{ freed chan struct{} }
@@ -37,15 +114,24 @@ func (s *timedSyn) Prove(ctx context.Context, dev prover.Device) (*prover.Result
 }
 
 func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.Synthesized, error) {
+	var allowed int
+	if f.tuner != nil {
+		for _, tu := range f.tuner.Snapshot() {
+			allowed = max(allowed, tu.Workers)
+		}
+	}
+	f.synthesizing()
 	f.mu.Lock()
 	f.tasks = append(f.tasks, groth16.SolverTasks(ctx))
 	f.running++
 	f.peak = max(f.peak, f.running)
+	f.allowed = max(f.allowed, allowed)
 	f.mu.Unlock()
 	time.Sleep(f.synth)
 	f.mu.Lock()
 	f.running--
 	f.mu.Unlock()
+	f.synthesized()
 	s := &timedSyn{freed: make(chan struct{})}
 	close(s.freed)
 	return s, nil
@@ -54,16 +140,7 @@ func (f *timedFake) Synthesize(ctx context.Context, _ *prover.Request) (prover.S
 func (f *timedFake) Proving() prover.Proving { return prover.Proving{} }
 
 func (f *timedFake) proveOn(context.Context, prover.Synthesized) (*prover.Result, error) {
-	t0 := time.Since(f.start)
-	time.Sleep(f.device)
-	t1 := time.Since(f.start)
-	f.mu.Lock()
-	if f.busy == 0 {
-		f.first = t0
-	}
-	f.busy += t1 - t0
-	f.last = t1
-	f.mu.Unlock()
+	f.prove(f.device)
 	return &prover.Result{Proof: []byte("p"), Backend: "fake"}, nil
 }
 
@@ -75,19 +152,11 @@ func (f *timedFake) Run(ctx context.Context, r *prover.Request) (*prover.Result,
 	return s.Prove(ctx, f)
 }
 
-// busyShare is the device's busy time over the span from its first prove
-// to its last.
-func (f *timedFake) busyShare() float64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return float64(f.busy) / float64(f.last-f.first)
-}
-
 // runBatch submits n jobs at once to a one-device pipelined engine over f
-// and waits for them.
+// and waits for them; f's device is metered from the batch's start.
 func runBatch(t *testing.T, f *timedFake, n int, opts ...Option) *Engine {
 	t.Helper()
-	f.start = time.Now()
+	f.deviceMeter = deviceMeter{start: time.Now(), jobs: n}
 	e := newEngine(t, []prover.Runner{f}, append([]Option{WithSynthesisWorkers(1), WithQueueSize(n)}, opts...)...)
 	var ids []string
 	for i := range n {
@@ -103,7 +172,10 @@ func runBatch(t *testing.T, f *timedFake, n int, opts ...Option) *Engine {
 
 // Synthesis twelve times as long as the device's prove: four syntheses
 // at once (the old default) keep the device about a third busy; the
-// tuner, measuring both, runs enough at once to keep it >= 90 % busy.
+// tuner, measuring both, runs enough at once to keep it fed >= 90 % of
+// the time (busy, or a synthesis waiting for it: deviceMeter; the
+// hand-over's scheduling latency under load, 84-88 % busy, is no tuner's
+// doing).
 // On a loaded machine the sleeps overshoot, the 10 ms device's most (16
 // ms seen under a load of 13 on 2 cores: the ratio fell from 8 to 5 at
 // the former 80/10 ms, the fixed case reached 84 % busy and the tuner
@@ -121,8 +193,8 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 	tuned := &timedFake{synth: synth, device: device}
 	tuner := NewTuner(16, 1, 24) // room above the 17 it needs
 	e := runBatch(t, tuned, 160, WithTuner(tuner))
-	if s := tuned.busyShare(); s < TargetBusy {
-		t.Errorf("tuned: device busy %.1f %%, want >= %.0f %%", 100*s, 100*TargetBusy)
+	if fed := tuned.fedShare(); fed < TargetBusy {
+		t.Errorf("tuned: device fed %.1f %% (busy %.1f %%), want >= %.0f %%", 100*fed, 100*tuned.busyShare(), 100*TargetBusy)
 	}
 	st := e.Status()
 	if len(st.Tuning) != 1 {
@@ -137,8 +209,13 @@ func TestTunerKeepsTheDeviceBusy(t *testing.T) {
 		!strings.Contains(tu.Reason, "synthesis") || tu.Synthesized != 160 || tu.Proved != 160 {
 		t.Errorf("tuning %+v, want %d workers (at least 8) from its synthesis (>= 108 ms) over its device time (>= 9 ms)", tu, want)
 	}
-	if tuned.peak < tu.Workers-2 {
-		t.Errorf("%d syntheses at once, want the tuner's about %d", tuned.peak, tu.Workers)
+	// The engine runs the tuner's choice at once. Under load the choice
+	// wanders above the exact times' 17 as slow syntheses move the
+	// average (it ended at 23 with 18 at once at most), so the bound is
+	// the lower of the two.
+	exact := int(math.Ceil(tunerMargin * float64(synth) / float64(device)))
+	if tuned.peak < min(tu.Workers, exact)-2 {
+		t.Errorf("%d syntheses at once, want the tuner's about %d (%d for the exact times)", tuned.peak, tu.Workers, exact)
 	}
 	if st.SynthesisWorkers != 24 {
 		t.Errorf("synthesis slots %d, want the tuner's most (24, as given)", st.SynthesisWorkers)
@@ -273,8 +350,8 @@ func TestTunerChoice(t *testing.T) {
 // A daemon without a GPU: its CPU worker's prove is the device. Serial,
 // the worker synthesizes and proves in turn (the cores half idle while a
 // narrow synthesis runs); pipelined with a host tuner, one synthesis runs
-// ahead of the proves with one solver task, so the prover is busy >= 90 %,
-// and a lone job still gets every core.
+// ahead of the proves with one solver task, so the prover is fed >= 90 %
+// of the time (deviceMeter), and a lone job still gets every core.
 func TestHostTunerKeepsTheCPUProverBusy(t *testing.T) {
 	const synth, device = 30 * time.Millisecond, 60 * time.Millisecond
 	serial := &timedFake{synth: synth, device: device}
@@ -291,17 +368,17 @@ func TestHostTunerKeepsTheCPUProverBusy(t *testing.T) {
 		t.Errorf("serial: prover busy %.0f %%, want about 67 %% (the case pipelining is for)", 100*s)
 	}
 
-	f := &timedFake{synth: synth, device: device}
 	tuner := NewTuner(16, 1, 0)
 	tuner.HostDevices()
+	f := &timedFake{synth: synth, device: device, tuner: tuner}
 	runBatch(t, f, 1, WithTuner(tuner))
 	if f.tasks[0] != 16 {
 		t.Errorf("lone job: %d solver tasks, want all 16 cores", f.tasks[0])
 	}
 	f.tasks = nil
 	runBatch(t, f, 30, WithTuner(tuner))
-	if s := f.busyShare(); s < TargetBusy {
-		t.Errorf("host tuner: prover busy %.1f %%, want >= %.0f %%", 100*s, 100*TargetBusy)
+	if fed := f.fedShare(); fed < TargetBusy {
+		t.Errorf("host tuner: prover fed %.1f %% (busy %.1f %%), want >= %.0f %%", 100*fed, 100*f.busyShare(), 100*TargetBusy)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -311,12 +388,24 @@ func TestHostTunerKeepsTheCPUProverBusy(t *testing.T) {
 			break
 		}
 	}
-	if f.peak > 2 {
-		t.Errorf("%d syntheses at once, want 1 or 2 (synthesis is half a prove)", f.peak)
+	// At most what the tuner allowed (one more where the allowance fell
+	// between the engine's look and the fake's), and 1 or 2 when the
+	// times are as set: synthesis is half a prove. Under load the
+	// synthesis average grows with the sleeps' overshoot while the device
+	// time keeps its fastest, so the tuner rightly allows more (3 and 6
+	// ran at once in 90 race runs beside two busy loops on 2 cores).
+	if f.peak > max(2, f.allowed+1) {
+		t.Errorf("%d syntheses at once, want 1 or 2, at most the tuner's %d", f.peak, f.allowed)
 	}
 	fresh := NewTuner(16, 1, 0)
 	fresh.HostDevices()
-	if n := fresh.Workers(req("x", priority.Normal), 0, 0); n != 1 {
+	x := req("x", priority.Normal)
+	if n := fresh.Workers(x, 0, 0); n != 1 {
 		t.Errorf("host tuner, unmeasured: %d workers, want 1", n)
+	}
+	fresh.ObserveSynthesis(x, synth)
+	fresh.ObserveDevice(x, device)
+	if n := fresh.Workers(x, 0, 0); n != 1 {
+		t.Errorf("host tuner, synthesis half a prove: %d workers, want 1", n)
 	}
 }

@@ -272,9 +272,17 @@ func TestSynthesisOverlapsTheDevice(t *testing.T) {
 		}
 	}
 	// Serial: 6 × (60 + 60) ms = 720 ms. Pipelined the device is the
-	// bound: about 60 + 6 × 60 = 420 ms.
-	if overlaps < 4 || wall > 650*time.Millisecond {
-		t.Errorf("synthesis overlapped a prove %d times, wall %v; want the next syntheses to run while the device proves", overlaps, wall)
+	// bound: about 60 + 6 × 60 = 420 ms, 42 % less. The serial time is
+	// taken from what the stages took in this run: under load their
+	// sleeps overshoot (a wall of 658-670 ms failed a fixed 650 ms bound
+	// with 7 to 9 overlaps).
+	var serial time.Duration
+	for _, iv := range append(append([]interval(nil), f.synth...), f.prove...) {
+		serial += iv.end.Sub(iv.start)
+	}
+	if overlaps < 4 || wall > serial*85/100 {
+		t.Errorf("synthesis overlapped a prove %d times, wall %v against %v serial; want the next syntheses to run while the device proves, "+
+			"saving at least 15 %%", overlaps, wall, serial)
 	}
 	// Two synthesis slots: some two syntheses ran at once.
 	two := false
