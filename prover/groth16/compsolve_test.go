@@ -2,6 +2,7 @@ package groth16
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"runtime"
 	"testing"
@@ -235,5 +236,45 @@ func TestTheFirstSynthesisShowsThePlan(t *testing.T) {
 	}
 	if got := plans(); len(got) != 0 {
 		t.Errorf("second synthesis: %d plan spans, want none (the plan is kept)", len(got))
+	}
+}
+
+// A solve that fails says which solver failed: a chain whose input does
+// not fit its 16 bits fails the component solver's solve, and the
+// synthesize.solve span names the component solver and its components
+// (as a success's does), not the level solver; by levels it names the
+// level solver.
+func TestFailedSolveSpanNamesTheSolverThatRan(t *testing.T) {
+	circuit, assign := newChains(64, 10, func(i int) int {
+		if i == 40 {
+			return 1 << 20 // past ToBinary(x, 16): the recomposition fails
+		}
+		return 5 + i
+	})
+	r1cs, w := compileFor(t, circuit, assign)
+	for _, tc := range []struct {
+		solver Solver
+		name   string
+		comps  string
+	}{
+		{SolverAuto, "components", "64"},
+		{SolverComponents, "components", "64"},
+		{SolverLevels, "level", ""},
+	} {
+		tp, exp := spantest.NewMemory()
+		_, err := Synthesize(WithSolverTasks(context.Background(), 4), r1cs, w, WithSolver(tc.solver), WithTracerProvider(tp))
+		if !errors.Is(err, ErrUnsatisfied) {
+			t.Fatalf("solver %q: %v, want ErrUnsatisfied", tc.solver, err)
+		}
+		solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
+		if len(solve) != 1 {
+			t.Fatalf("solver %q: %d synthesize.solve spans, want 1", tc.solver, len(solve))
+		}
+		if got := spantest.StubAttr(solve[0], string(semconv.KeySolver)); got != tc.name {
+			t.Errorf("solver %q: cuzk.solver %q, want %q", tc.solver, got, tc.name)
+		}
+		if got := spantest.StubAttr(solve[0], string(semconv.KeySolverComponents)); got != tc.comps {
+			t.Errorf("solver %q: cuzk.solver.components %q, want %q", tc.solver, got, tc.comps)
+		}
 	}
 }

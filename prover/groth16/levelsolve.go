@@ -310,7 +310,8 @@ type solveReport struct {
 
 // levelSolveReport is levelSolve by mode (SolverAuto: by components when
 // r1cs's components, compPlanOf, are expected to solve at least as fast,
-// compPlan.better; else by levels) that says how it solved.
+// compPlan.better; else by levels) that says how it solved, or how it
+// failed once a solver ran (the zero report when none did).
 func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Element, tasks int, mode Solver, opts ...solver.Option) (rep solveReport, err error) {
 	cfg, err := solver.NewConfig(opts...)
 	if err != nil {
@@ -346,10 +347,11 @@ func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Elem
 			scratch := make([]levelScratch, tasks)
 			err := s.solveComponents(p, tasks, scratch)
 			afterSolve(scratch)
+			rep := solveReport{components: len(p.comps)}
 			if err != nil {
-				return solveReport{}, err
+				return rep, err
 			}
-			return solveReport{components: len(p.comps)}, s.allSolved(scratch, len(witness))
+			return rep, s.allSolved(scratch, len(witness))
 		}
 	}
 	// More goroutines than a level has pieces would only wait.
@@ -373,10 +375,11 @@ func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Elem
 	s.publish(nil)
 	wg.Wait()
 	afterSolve(scratch)
+	rep = solveReport{parts: s.pace.chosen()}
 	if err != nil {
-		return solveReport{}, err
+		return rep, err
 	}
-	return solveReport{parts: s.pace.chosen()}, s.allSolved(scratch, len(witness))
+	return rep, s.allSolved(scratch, len(witness))
 }
 
 // allSolved returns an error unless the goroutines' scratch counts, with

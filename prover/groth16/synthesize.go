@@ -291,11 +291,12 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		}
 		var rep solveReport
 		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, mode, solveOpts...)
+		// Failed or not, the span names the solver that ran (a failure
+		// before either ran reports neither).
 		switch {
-		case err != nil:
 		case rep.components > 0:
 			sspan.SetAttributes(semconv.KeySolver.String("components"), semconv.KeySolverComponents.Int(rep.components))
-		default:
+		case rep.parts > 0:
 			sspan.SetAttributes(semconv.KeySolverParts.Int(rep.parts))
 		}
 	} else {
