@@ -282,8 +282,9 @@ const (
 	SpanSynthesizeWitness = "synthesize.witness" // the request's witness parsed, or a built-in's sample computed
 	SpanSynthesizeSolve   = "synthesize.solve"   // gnark's R1CS solver (hints included): wires and a, b, c
 	// SpanSynthesizePlan is the component solver's plan of a compiled
-	// circuit (its independent components), made once per circuit, in
-	// the first synthesis.solve that asks for it (cuzk.solver.components).
+	// circuit (its independent components), made once per circuit, just
+	// before the first synthesize.solve that asks for it, under the same
+	// parent (cuzk.solver.components, cuzk.solver.levels).
 	SpanSynthesizePlan = "synthesize.plan"
 	SpanSynthesizeCopy = "synthesize.copy" // wires and a, b, c copied into the mmap'd buffers
 

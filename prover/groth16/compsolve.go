@@ -85,9 +85,10 @@ func compPlanOf(r1cs *cs.R1CS, shape levelShape) *compPlan {
 }
 
 // planTraced makes r1cs's plan under a synthesize.plan span (with its
-// components and instructions) when it is not made yet, so that the
-// first synthesis of a circuit shows what its solve spent on the plan;
-// afterwards it does nothing.
+// components and levels) when it is not made yet, so that the first
+// synthesis of a circuit shows what the plan cost (a step before
+// synthesize.solve, ctx being the solve's parent); afterwards it does
+// nothing.
 func planTraced(ctx context.Context, tracer trace.Tracer, r1cs *cs.R1CS) {
 	po := compPlans.get(r1cs, func() *compPlanOnce { return &compPlanOnce{} })
 	if po.made.Load() {

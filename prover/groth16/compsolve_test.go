@@ -11,9 +11,11 @@ import (
 
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/frontend"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
+	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
 )
@@ -203,26 +205,37 @@ func TestComponentPlansAgree(t *testing.T) {
 }
 
 // The first synthesis of a circuit shows its plan as a synthesize.plan
-// span under synthesize.solve, with the components it found; the next
-// synthesis, which reuses the plan, has none, and neither has a solve by
-// levels.
+// span, with the components it found: a step of pipeline.synthesize
+// before synthesize.solve, which stays a leaf (its time its own work: a
+// child would make the untraced processor report the rest of the solve
+// as untraced); the next synthesis, which reuses the plan, has none, and
+// neither has a solve by levels.
 func TestTheFirstSynthesisShowsThePlan(t *testing.T) {
 	circuit, assign := newChains(40, 8, func(i int) int { return 3 + i })
 	r1cs, w := compileFor(t, circuit, assign)
 	plans := func(opts ...SynthesizeOption) []tracetest.SpanStub {
 		t.Helper()
-		tp, exp := spantest.NewMemory()
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(otelcuzk.NewUntracedProcessor(0, 0)), sdktrace.WithSyncer(exp))
 		asg, err := Synthesize(context.Background(), r1cs, w, append(opts, WithTracerProvider(tp))...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		asg.Release(context.Background(), nil)
 		tree := spantest.NewTree(exp.GetSpans())
+		solve := tree.Named(semconv.SpanSynthesizeSolve)
+		if len(solve) != 1 {
+			t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
+		}
+		for _, s := range exp.GetSpans() {
+			if s.Parent.SpanID() == solve[0].SpanContext.SpanID() {
+				t.Errorf("synthesize.solve has a child %s: its own work would read as untraced", s.Name)
+			}
+		}
 		got := tree.Named(semconv.SpanSynthesizePlan)
 		for _, p := range got {
-			solve := tree.Named(semconv.SpanSynthesizeSolve)
-			if len(solve) != 1 || p.Parent.SpanID() != solve[0].SpanContext.SpanID() {
-				t.Errorf("synthesize.plan is not a child of the one synthesize.solve")
+			if p.Parent.SpanID() != solve[0].Parent.SpanID() || p.EndTime.After(solve[0].StartTime) {
+				t.Errorf("synthesize.plan is not a step before synthesize.solve under the same parent")
 			}
 		}
 		return got

@@ -256,6 +256,12 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	if direct {
 		solverName = "level"
 	}
+	if direct && mode != SolverLevels {
+		// A step of its own before the solve, not a child of it: the
+		// solve's span stays a leaf, its time its own work, where a child
+		// would turn all of it but the plan into untraced time.
+		planTraced(ctx, tracer, r1cs)
+	}
 	sctx, sspan := tracer.Start(ctx, semconv.SpanSynthesizeSolve, trace.WithAttributes(
 		semconv.KeySolverTasks.Int(tasks), semconv.KeySolverLevels.Int(len(r1cs.Levels)),
 		semconv.KeySolver.String(solverName)))
@@ -286,9 +292,6 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	asg.com = com
 	var sol any
 	if direct {
-		if mode != SolverLevels {
-			planTraced(sctx, tracer, r1cs)
-		}
 		var rep solveReport
 		rep, err = levelSolveReport(r1cs, fullWitness.Vector().(fr.Vector), asg.Wires, asg.A, asg.B, asg.C, tasks, mode, solveOpts...)
 		// Failed or not, the span names the solver that ran (a failure
