@@ -284,7 +284,7 @@ const (
 	// SpanSynthesizePlan is the component solver's plan of a compiled
 	// circuit (its independent components), made once per circuit, just
 	// before the first synthesize.solve that asks for it, under the same
-	// parent (cuzk.solver.components, cuzk.solver.levels).
+	// parent (cuzk.solver.components).
 	SpanSynthesizePlan = "synthesize.plan"
 	SpanSynthesizeCopy = "synthesize.copy" // wires and a, b, c copied into the mmap'd buffers
 

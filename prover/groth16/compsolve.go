@@ -84,8 +84,8 @@ func compPlanOf(r1cs *cs.R1CS, shape levelShape) *compPlan {
 	return po.plan
 }
 
-// planTraced makes r1cs's plan under a synthesize.plan span (with its
-// components and levels) when it is not made yet, so that the first
+// planTraced makes r1cs's plan under a synthesize.plan span (with the
+// number of components) when it is not made yet, so that the first
 // synthesis of a circuit shows what the plan cost (a step before
 // synthesize.solve, ctx being the solve's parent); afterwards it does
 // nothing.
@@ -96,7 +96,7 @@ func planTraced(ctx context.Context, tracer trace.Tracer, r1cs *cs.R1CS) {
 	}
 	_, span := tracer.Start(ctx, semconv.SpanSynthesizePlan)
 	p := compPlanOf(r1cs, shapeOf(r1cs))
-	span.SetAttributes(semconv.KeySolverComponents.Int(len(p.comps)), semconv.KeySolverLevels.Int(p.levels))
+	span.SetAttributes(semconv.KeySolverComponents.Int(len(p.comps)))
 	span.End()
 }
 

@@ -9,6 +9,9 @@ import (
 	"time"
 	"weak"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
+	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/frontend"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -18,6 +21,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover/circuits"
+	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
 )
 
 // The plan holds every instruction once, the prologue first; each
@@ -289,5 +293,36 @@ func TestFailedSolveSpanNamesTheSolverThatRan(t *testing.T) {
 		if got := spantest.StubAttr(solve[0], string(semconv.KeySolverComponents)); got != tc.comps {
 			t.Errorf("solver %q: cuzk.solver.components %q, want %q", tc.solver, got, tc.comps)
 		}
+	}
+}
+
+// Prove takes WithSolver for its synthesis: merkle proved by levels and by
+// components (the default here) gives the same proof with fixed
+// randomness, and each synthesize.solve names its solver.
+func TestProveTakesWithSolver(t *testing.T) {
+	f := circuitstest.Setup(t, "merkle", 1<<12, 42)
+	r, s := fr.NewElement(5), fr.NewElement(7)
+	prove := func(opts ...ProveOption) (*groth16_bls12381.Proof, string) {
+		tp, exp := spantest.NewMemory()
+		proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, append(opts, WithRandomness(r, s), WithTracerProvider(tp))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gnarkgroth16.Verify(proof, f.VK, f.Public); err != nil {
+			t.Fatalf("gnark rejects the proof: %v", err)
+		}
+		solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
+		if len(solve) != 1 {
+			t.Fatalf("%d synthesize.solve spans", len(solve))
+		}
+		return proof.(*groth16_bls12381.Proof), spantest.StubAttr(solve[0], string(semconv.KeySolver))
+	}
+	byLevels, s1 := prove(WithSolver(SolverLevels))
+	byDefault, s2 := prove()
+	if s1 != "level" || s2 != "components" {
+		t.Errorf("solvers %q with WithSolver(SolverLevels) and %q by default, want level and components", s1, s2)
+	}
+	if !byLevels.Ar.Equal(&byDefault.Ar) || !byLevels.Bs.Equal(&byDefault.Bs) || !byLevels.Krs.Equal(&byDefault.Krs) {
+		t.Error("the proofs by levels and by components differ")
 	}
 }

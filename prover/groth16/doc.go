@@ -24,7 +24,9 @@
 // prover/cpu), how the large buffers are released (WithReleaser: sync,
 // async or pool, each release a buffer.release span), the proving key's
 // ID for backends that keep its bases resident (WithKeyID), fixed blinding
-// scalars for tests (WithRandomness) and the TracerProvider. PLONK systems
+// scalars for tests (WithRandomness), the R1CS solver (WithSolver: by
+// independent components or by levels, chosen per circuit by default) and
+// the TracerProvider. PLONK systems
 // and other curves are not supported (ErrUnsupported). prover.Prover
 // runs whole requests over this package.
 package groth16

@@ -26,7 +26,8 @@ type ProveOption interface{ applyProve(*config) }
 type SynthesizeOption interface{ applySynthesize(*config) }
 
 // Option is an option that Prove, ProveAssignment, Synthesize and Solve
-// all read (WithTracerProvider, WithReleaser, WithRandomness).
+// all read (WithTracerProvider, WithReleaser, WithRandomness, WithSolver;
+// ProveAssignment, whose assignment is already solved, ignores the last).
 type Option interface {
 	ProveOption
 	SynthesizeOption
@@ -111,13 +112,14 @@ func WithKeyID(id string) ProveOption {
 	return proveOption(func(c *config) { c.keyID = id })
 }
 
-// WithSolver says how Synthesize and Solve solve an R1CS of gnark's R1CS
-// builder (default SolverAuto: by components where they are expected to be
-// at least as fast, else by levels; the synthesize.solve span's
-// cuzk.solver says which ran). For comparisons and as a way out should
-// one choice be slow for a circuit.
-func WithSolver(s Solver) SynthesizeOption {
-	return synthesizeOption(func(c *config) { c.solver = s })
+// WithSolver says how Synthesize, Solve and Prove (its synthesis) solve
+// an R1CS of gnark's R1CS builder (default SolverAuto: by components where
+// they are expected to be at least as fast, else by levels; the
+// synthesize.solve span's cuzk.solver says which ran: "components" or
+// "level"). For comparisons and as a way out should one choice be slow
+// for a circuit.
+func WithSolver(s Solver) Option {
+	return allOption(func(c *config) { c.solver = s })
 }
 
 // WithProvingKey gives Synthesize and Solve the circuit's proving key,
