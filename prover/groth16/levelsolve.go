@@ -343,7 +343,7 @@ func levelSolveReport(r1cs *cs.R1CS, witness fr.Vector, wires, a, b, c []fr.Elem
 	s.shape = shapeOf(r1cs)
 	if mode != SolverLevels {
 		if p := compPlanOf(r1cs, s.shape); mode == SolverComponents && p.rest > 0 || p.better(tasks) {
-			tasks = min(tasks, len(p.comps))
+			tasks = max(1, min(tasks, len(p.comps)))
 			scratch := make([]levelScratch, tasks)
 			err := s.solveComponents(p, tasks, scratch)
 			afterSolve(scratch)

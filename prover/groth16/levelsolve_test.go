@@ -144,7 +144,7 @@ func TestLevelSolverMatchesGnarksSolve(t *testing.T) {
 		for _, mode := range []struct {
 			comps bool
 			tasks int
-		}{{false, 1}, {false, 3}, {false, 16}, {true, 1}, {true, 3}, {true, 16}} {
+		}{{false, 1}, {false, 3}, {false, 16}, {true, 1}, {true, 3}, {true, 16}, {false, 0}, {true, 0}} { // 0: one goroutine
 			tasks := mode.tasks
 			wires := make([]fr.Element, len(want.W))
 			a, b, c := make([]fr.Element, n+5), make([]fr.Element, n+5), make([]fr.Element, n+5)
