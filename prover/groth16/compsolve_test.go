@@ -13,7 +13,6 @@ import (
 	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
-	"github.com/consensys/gnark/frontend"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -123,11 +122,7 @@ func TestComponentPlan(t *testing.T) {
 func TestComponentSolverChoice(t *testing.T) {
 	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
 	chains, _ := compileFor(t, circuit, assign)
-	x := make([]frontend.Variable, 400)
-	for i := range x {
-		x[i] = i + 1
-	}
-	star, _ := compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	star, _ := compileStar(t, 400)
 	pc, ps := compPlanOf(chains, shapeOf(chains)), compPlanOf(star, shapeOf(star))
 	for _, tasks := range []int{1, 3, 16} {
 		if !pc.better(tasks) {
@@ -178,11 +173,7 @@ func TestSolverCachesLetTheR1CSGo(t *testing.T) {
 func TestComponentPlansAgree(t *testing.T) {
 	circuit, assign := newChains(300, 40, func(i int) int { return 5 + i })
 	chains, _ := compileFor(t, circuit, assign)
-	x := make([]frontend.Variable, 400)
-	for i := range x {
-		x[i] = i + 1
-	}
-	star, _ := compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	star, _ := compileStar(t, 400)
 	systems := map[string]*cs.R1CS{"chains": chains, "star": star}
 	for _, name := range []string{"merkle", "porep"} {
 		in, err := circuits.Build(name, 1<<17)

@@ -57,13 +57,13 @@ func compileFor(t *testing.T, circuit, assignment frontend.Circuit) (*cs.R1CS, w
 	return ccs.(*cs.R1CS), w
 }
 
-// synthesizeTraced synthesizes w for ccs with its spans recorded and
-// returns the assignment (released at t's end) and the one
-// synthesize.solve span.
-func synthesizeTraced(t *testing.T, ccs constraint.ConstraintSystem, w witness.Witness) (*Assignment, tracetest.SpanStub) {
+// synthesizeTraced synthesizes w for ccs under ctx (with opts) with its
+// spans recorded and returns the assignment (released at t's end) and the
+// one synthesize.solve span.
+func synthesizeTraced(t *testing.T, ctx context.Context, ccs constraint.ConstraintSystem, w witness.Witness, opts ...SynthesizeOption) (*Assignment, tracetest.SpanStub) {
 	t.Helper()
 	tp, exp := spantest.NewMemory()
-	asg, err := Synthesize(context.Background(), ccs, w, WithTracerProvider(tp))
+	asg, err := Synthesize(ctx, ccs, w, append(opts, WithTracerProvider(tp))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,11 +226,7 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	checkSynthesized(t, r1cs, w, "components", 64)
 	checkSynthesized(t, r1cs, w, "level", 0, WithSolver(SolverLevels))
 
-	x := make([]frontend.Variable, 400)
-	for i := range x {
-		x[i] = i + 1
-	}
-	r1cs, w = compileFor(t, &starCircuit{X: make([]frontend.Variable, len(x))}, &starCircuit{X: x})
+	r1cs, w = compileStar(t, 400)
 	checkSynthesized(t, r1cs, w, "level", 0)
 	checkSynthesized(t, r1cs, w, "components", 1, WithSolver(SolverComponents))
 
@@ -249,24 +245,15 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 // against gnark's.
 func checkSynthesized(t *testing.T, r1cs *cs.R1CS, w witness.Witness, solverName string, comps int, opts ...SynthesizeOption) {
 	t.Helper()
-	tp, exp := spantest.NewMemory()
-	asg, err := Synthesize(WithSolverTasks(context.Background(), 8), r1cs, w, append(opts, WithTracerProvider(tp))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { asg.Release(context.Background(), nil) })
-	solve := spantest.NewTree(exp.GetSpans()).Named(semconv.SpanSynthesizeSolve)
-	if len(solve) != 1 {
-		t.Fatalf("%d synthesize.solve spans, want 1", len(solve))
-	}
-	if got := spantest.StubAttr(solve[0], string(semconv.KeySolver)); got != solverName {
+	asg, solve := synthesizeTraced(t, WithSolverTasks(context.Background(), 8), r1cs, w, opts...)
+	if got := spantest.StubAttr(solve, string(semconv.KeySolver)); got != solverName {
 		t.Errorf("cuzk.solver %q, want %s", got, solverName)
 	}
 	wantComps := ""
 	if comps > 0 {
 		wantComps = fmt.Sprint(comps)
 	}
-	if got := spantest.StubAttr(solve[0], string(semconv.KeySolverComponents)); got != wantComps {
+	if got := spantest.StubAttr(solve, string(semconv.KeySolverComponents)); got != wantComps {
 		t.Errorf("cuzk.solver.components %q, want %q", got, wantComps)
 	}
 	sol, _ := r1cs.Solve(w)
@@ -301,6 +288,16 @@ func (c *starCircuit) Define(api frontend.API) error {
 	}
 	api.AssertIsDifferent(sum, 0)
 	return nil
+}
+
+// compileStar compiles a starCircuit of n products with inputs 1..n.
+func compileStar(t *testing.T, n int) (*cs.R1CS, witness.Witness) {
+	t.Helper()
+	x := make([]frontend.Variable, n)
+	for i := range x {
+		x[i] = i + 1
+	}
+	return compileFor(t, &starCircuit{X: make([]frontend.Variable, n)}, &starCircuit{X: x})
 }
 
 // simulatePace runs levels of width n through a pacing of tasks

@@ -1,6 +1,7 @@
 package groth16
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -96,7 +97,7 @@ func TestSolveSpanCountsTheCircuitsHintCalls(t *testing.T) {
 	solveAttrs := func(circuit, assignment frontend.Circuit) map[attribute.Key]attribute.Value {
 		t.Helper()
 		ccs, w := compileFor(t, circuit, assignment)
-		_, solve := synthesizeTraced(t, ccs, w)
+		_, solve := synthesizeTraced(t, context.Background(), ccs, w)
 		return spantest.StubAttrs(solve)
 	}
 	const n = 37
