@@ -16,6 +16,9 @@
 #   *noflush0*, and without it, =1, cupti's default since issue 23's sixth
 #   session, files *noflush1*: the loop's and the prover's overhead, the
 #   agreement, and how many kernel spans got no record within the wait)
+#   STEPS="noflush fewus" LOG2=22 REPS=5   (the 2026-12-07 fifth session:
+#   the prover's overhead at five proofs a side, and the loop of 10^5
+#   launches whose kernels take a few us, untraced against gpu-trace)
 #   STEPS="check lazy agree cbloop check2"   (the second session of issue 23: the
 #   loop under each API-record setting, the agreement arrangements,
 #   cuptibench's loop with the flush variants, the ranged programs again)
@@ -211,6 +214,23 @@ print(sys.argv[2], "wall ms", " ".join("%.1f" % x for x in w), "median %.1f" % s
 		echo "loop under gpu-trace: $(sp /tmp/gl-default.jsonl | head -1)"
 		echo "loop under gpu-trace, KERNEL records: $(sp /tmp/gl-KIND=kernel.jsonl | head -1)"
 		med /tmp/gl.txt
+		;;
+	fewus)
+		# Issue 23's "10^5 launches of a few us each": the loop with longer
+		# kernels (512, 1024, 2048 multiply-adds a thread), untraced and
+		# under gpu-trace, rounds in turn; the kernels' own durations from
+		# the trace.
+		rm -f /tmp/fu.txt
+		for r in $(seq "$reps"); do
+			for it in 512 1024 2048; do
+				$d/multistream --loop 100000 --loop-iters $it | sed "s/\$/ [untraced iters $it]/" >> /tmp/fu.txt
+				timeout 90 $d/cuzk gpu-trace --trace-file /tmp/fu-$it.jsonl -- $d/multistream --loop 100000 --loop-iters $it 2> /tmp/fu.err | sed "s/\$/ [gpu-trace iters $it]/" >> /tmp/fu.txt
+				[ "$r" = 1 ] && grep 'cuzk gpu-trace' /tmp/fu.err | head -2
+			done
+		done
+		for it in 512 1024 2048; do echo "iters $it under gpu-trace: $(sp /tmp/fu-$it.jsonl | head -1)"; done
+		med /tmp/fu.txt
+		cp /tmp/fu.txt "$out/fewus.txt"
 		;;
 	agree)
 		timeout 60 $d/cuptibench -agree 90 -out "$out/cuptibench-agree.txt"

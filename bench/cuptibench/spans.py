@@ -9,6 +9,7 @@ and the window time they leave, kernels in --trace and whether each
 --want name is there. Exit 1 when a --want name is missing.
 """
 import json
+import statistics
 import sys
 from collections import Counter
 
@@ -68,7 +69,8 @@ def main():
           f" ({in_trace} in trace {trace})" if trace else f"{path}: {len(ss)} spans, {len({s['traceId'] for s in ss})} traces, {len(kernels)} kernels", end="")
     print(f", memcpy {sum(v for k, v in names.items() if k.startswith('cuda.memcpy'))}, memset {names['cuda.memset']},"
           f" sync {names['cuda.synchronize']}, nvtx {ranges}, windows {len(windows)} ({window_ms:.1f} ms),"
-          f" idle {names['cuda.idle']}, untraced under windows {len(untraced_w)} ({untraced_ms:.2f} ms)")
+          f" idle {names['cuda.idle']}, untraced under windows {len(untraced_w)} ({untraced_ms:.2f} ms)"
+          + (f", kernel us median {statistics.median(kd):.2f}" if (kd := [(int(k['endTimeUnixNano']) - int(k['startTimeUnixNano'])) / 1e3 for k in kernels]) else ""))
     print("  top names: " + ", ".join(f"{k} {v}" for k, v in names.most_common(12)))
     missing = [w for w in want if names[w] == 0]
     if missing:
