@@ -14,9 +14,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/otelcuzk/otelcuzk/buffer"
 	"github.com/otelcuzk/otelcuzk/prover/api/cuzkv1/cuzkschematest"
 	"github.com/otelcuzk/otelcuzk/prover/client"
 	"github.com/otelcuzk/otelcuzk/prover/engine"
+	"github.com/otelcuzk/otelcuzk/prover/upstream/standin"
 )
 
 // cuzkClient calls the daemon with messages of cuzk's schema alone
@@ -62,8 +64,15 @@ func (c *cuzkClient) msg(name string, fields map[string]any) *dynamicpb.Message 
 			m.Set(f, protoreflect.ValueOfEnum(v))
 		case uint64:
 			m.Set(f, protoreflect.ValueOfUint64(v))
+		case uint32:
+			m.Set(f, protoreflect.ValueOfUint32(v))
 		case []byte:
 			m.Set(f, protoreflect.ValueOfBytes(v))
+		case [][]byte:
+			l := m.Mutable(f).List()
+			for _, b := range v {
+				l.Append(protoreflect.ValueOfBytes(b))
+			}
 		case *dynamicpb.Message:
 			m.Set(f, protoreflect.ValueOfMessage(v))
 		default:
@@ -195,8 +204,17 @@ func TestCuzkSchemaClientUsesEveryMethod(t *testing.T) {
 	if err != nil || get(ev, "was_loaded") != true || keys.loaded["mulchain/1024"] {
 		t.Errorf("evict: %v %v", ev, err)
 	}
-	if _, err := c.call(ctx, "PreloadSRS", c.msg("PreloadSrsRequest", map[string]any{"circuit_id": "porep-32g"})); status.Code(err) != codes.NotFound {
-		t.Errorf("preload of cuzk's porep-32g here: %v, want NOT_FOUND", err)
+	// cuzk's Filecoin SRS ids, without an upstream: UNIMPLEMENTED naming
+	// the id and what this daemon takes instead; an id naming nothing is
+	// NOT_FOUND.
+	for m, req := range map[string]string{"PreloadSRS": "PreloadSrsRequest", "EvictSRS": "EvictSrsRequest"} {
+		_, err := c.call(ctx, m, c.msg(req, map[string]any{"circuit_id": "porep-32g"}))
+		if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), `"porep-32g"`) || !strings.Contains(err.Error(), "NAME/CONSTRAINTS") {
+			t.Errorf("%s of cuzk's porep-32g here: %v, want UNIMPLEMENTED naming it and what is taken instead", m, err)
+		}
+	}
+	if _, err := c.call(ctx, "PreloadSRS", c.msg("PreloadSrsRequest", map[string]any{"circuit_id": "nosuch/16"})); status.Code(err) != codes.NotFound {
+		t.Errorf("preload of an unknown circuit: %v, want NOT_FOUND", err)
 	}
 }
 
@@ -310,5 +328,182 @@ func TestCuzkJobIDIsTheRequestID(t *testing.T) {
 	}
 	if _, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": "porep-9-9"})); status.Code(err) != codes.NotFound {
 		t.Errorf("await of a request id never sent: %v, want NOT_FOUND", err)
+	}
+}
+
+// poll asks AwaitProof for job with a short timeout_ms until the reply is
+// not TIMEOUT (a cuzk client polling), for at most 10 s.
+func (c *cuzkClient) poll(ctx context.Context, job string) *dynamicpb.Message {
+	c.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		aw, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": job, "timeout_ms": uint64(50)}))
+		if err != nil {
+			c.t.Fatalf("await %s: %v", job, err)
+		}
+		if get(aw, "status") != "TIMEOUT" {
+			return aw
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("job %s still running after 10 s", job)
+		}
+	}
+}
+
+// A client that knows only cuzk's schema, in front of a cuzk (the
+// stand-in) as Curio is: proofs in cuzk's shape are submitted, polled,
+// awaited and cancelled by cuzk's job id (the request id), GetStatus adds
+// the upstream's GPUs, queues and pinned memory to ours, and PreloadSRS
+// and EvictSRS of cuzk's SRS ids reach the upstream.
+func TestCuzkSchemaClientInFrontOfCuzk(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	fake := &standin.Fake{PinnedBytes: 3 << 30, PinnedLimitBytes: 8 << 30,
+		Work: func(ctx context.Context, _ int, requestID string) error {
+			if requestID != "wdpost-1000-4-0" {
+				return nil
+			}
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return ctx.Err()
+		}}
+	addr := startFake(t, fake)
+	f := startFront(t, addr)
+	c := newCuzkClient(t, f.daemon)
+	ctx := ctx5(t)
+
+	// PoRep C2 as Curio sends it; cuzk's job id is the request id.
+	sub, err := c.call(ctx, "SubmitProof", c.msg("SubmitProofRequest", map[string]any{
+		"request_id": "porep-1000-7", "proof_kind": "POREP_SEAL_COMMIT", "sector_size": uint64(32 << 30),
+		"registered_proof": uint64(8), "vanilla_proof": []byte(`{"SectorNum":7}`), "sector_number": uint64(7), "miner_id": uint64(1000),
+	}))
+	if err != nil || get(sub, "job_id") != "porep-1000-7" {
+		t.Fatalf("submit: %v %v, want job porep-1000-7", sub, err)
+	}
+	aw := c.poll(ctx, "porep-1000-7")
+	if get(aw, "status") != "COMPLETED" || string(get(aw, "proof").([]byte)) != "proof:porep-1000-7" || get(aw, "job_id") != "porep-1000-7" {
+		t.Errorf("polled PoRep: %v, want COMPLETED with the upstream's proof", aw)
+	}
+
+	// WindowPoSt with cuzk's repeated vanilla_proofs, randomness and
+	// partition; held on the upstream's GPU, then cancelled.
+	vps := [][]byte{[]byte("sector-1"), []byte("sector-2")}
+	_, err = c.call(ctx, "SubmitProof", c.msg("SubmitProofRequest", map[string]any{
+		"request_id": "wdpost-1000-4-0", "proof_kind": "WINDOW_POST_PARTITION", "sector_size": uint64(32 << 30),
+		"registered_proof": uint64(8), "vanilla_proofs": vps, "randomness": make([]byte, 32), "partition_index": uint32(0), "miner_id": uint64(1000),
+	}))
+	if err != nil {
+		t.Fatalf("submit WindowPoSt: %v", err)
+	}
+	reqs := fake.Requests()
+	if w := reqs[len(reqs)-1]; len(w.GetVanillaProofs()) != 2 || string(w.GetVanillaProofs()[1]) != "sector-2" || len(w.GetRandomness()) != 32 || w.GetPriority() != 0 {
+		t.Errorf("the upstream got %v, want the request as sent", w)
+	}
+	var st *dynamicpb.Message
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, err = c.call(ctx, "GetStatus", c.msg("GetStatusRequest", nil)); err != nil {
+			t.Fatal(err)
+		}
+		gpus := st.Get(st.Descriptor().Fields().ByName("gpus")).List()
+		if gpus.Len() == 1 && get(gpus.Get(0).Message(), "current_job_id") == "wdpost-1000-4-0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %v: the upstream's GPU never held the WindowPoSt", st)
+		}
+	}
+	// Ours (no buffer pool here) plus the upstream's.
+	if get(st, "pinned_memory_bytes") != uint64(3<<30) || get(st, "pinned_memory_limit_bytes") != uint64(8<<30) || get(st, "total_proofs_completed") != uint64(1) {
+		t.Errorf("status %v, want the upstream's pinned memory 3 GiB of 8 GiB and 1 proof completed", st)
+	}
+	if aw, err := c.call(ctx, "AwaitProof", c.msg("AwaitProofRequest", map[string]any{"job_id": "wdpost-1000-4-0", "timeout_ms": uint64(20)})); err != nil || get(aw, "status") != "TIMEOUT" {
+		t.Errorf("await of the held job: %v %v, want TIMEOUT", aw, err)
+	}
+	if cr, err := c.call(ctx, "CancelProof", c.msg("CancelProofRequest", map[string]any{"job_id": "wdpost-1000-4-0"})); err != nil || get(cr, "was_running") != true {
+		t.Errorf("cancel: %v %v, want was_running", cr, err)
+	}
+	if aw := c.poll(ctx, "wdpost-1000-4-0"); get(aw, "status") != "CANCELLED" {
+		t.Errorf("await after the cancel: %v, want CANCELLED", aw)
+	}
+
+	// cuzk's SRS ids go to the upstream; its errors come back with its
+	// code, naming it.
+	for i, want := range []bool{false, true} {
+		pl, err := c.call(ctx, "PreloadSRS", c.msg("PreloadSrsRequest", map[string]any{"circuit_id": "porep-32g"}))
+		if err != nil || get(pl, "already_loaded") != want {
+			t.Errorf("preload %d of porep-32g: %v %v, want already_loaded %v", i+1, pl, err, want)
+		}
+	}
+	if ev, err := c.call(ctx, "EvictSRS", c.msg("EvictSrsRequest", map[string]any{"circuit_id": "porep-32g"})); err != nil || get(ev, "was_loaded") != true {
+		t.Errorf("evict of porep-32g: %v %v, want was_loaded", ev, err)
+	}
+	_, err = c.call(ctx, "PreloadSRS", c.msg("PreloadSrsRequest", map[string]any{"circuit_id": "porep-1g"}))
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "upstream "+addr+": unknown circuit ID: porep-1g") {
+		t.Errorf("preload of an id the upstream does not know: %v, want its INTERNAL naming it", err)
+	}
+}
+
+// GetStatus fills cuzk's pinned_memory_bytes and pinned_memory_limit_bytes
+// from the buffer pools (serve --release pool): what they hold now and may
+// hold; and each loaded key's ref_count with the jobs proving with it.
+func TestCuzkPinnedMemoryAndRefCount(t *testing.T) {
+	const page = 4096
+	rel, err := buffer.NewReleaser(buffer.ReleasePool, buffer.WithPoolLimit(16*page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel.Close(context.Background())
+	keys := &fakeCircuits{loaded: map[string]bool{}}
+	gate := make(chan struct{})
+	d := startDaemon(t, []engine.Option{engine.WithReleasers(rel)}, WithCircuitManager(CircuitManagers{keys}))
+	d.run.gate = gate
+	c := newCuzkClient(t, d)
+	ctx := ctx5(t)
+
+	m, err := buffer.NewMmap(3 * page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rel.Release(ctx, "wires", m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.call(ctx, "PreloadSRS", c.msg("PreloadSrsRequest", map[string]any{"circuit_id": "mulchain/16"})); err != nil {
+		t.Fatal(err)
+	}
+	a, b := submitLocal(t, d, "r1", false), submitLocal(t, d, "r2", false)
+	var srs protoreflect.Message
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := c.call(ctx, "GetStatus", c.msg("GetStatusRequest", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if get(st, "pinned_memory_bytes") != uint64(3*page) || get(st, "pinned_memory_limit_bytes") != uint64(16*page) {
+			t.Fatalf("pinned memory %v of %v, want the pool's %d of %d", get(st, "pinned_memory_bytes"), get(st, "pinned_memory_limit_bytes"), 3*page, 16*page)
+		}
+		l := st.Get(st.Descriptor().Fields().ByName("loaded_srs")).List()
+		if l.Len() != 1 {
+			t.Fatalf("loaded_srs %v, want mulchain/16", st)
+		}
+		srs = l.Get(0).Message()
+		if get(srs, "ref_count") == uint32(2) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ref_count %v with jobs %s and %s running (%v, %v), want 2", get(srs, "ref_count"), a, b, d.eng.Job(a).State, d.eng.Job(b).State)
+		}
+	}
+	close(gate)
+	for _, id := range []string{a, b} {
+		if aw := c.poll(ctx, id); get(aw, "status") != "COMPLETED" {
+			t.Fatalf("job %s: %v", id, aw)
+		}
+	}
+	st, err := c.call(ctx, "GetStatus", c.msg("GetStatusRequest", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := st.Get(st.Descriptor().Fields().ByName("loaded_srs")).List(); l.Len() != 1 || get(l.Get(0).Message(), "ref_count") != uint32(0) {
+		t.Errorf("loaded_srs after the jobs ended: %v, want ref_count 0", st)
 	}
 }

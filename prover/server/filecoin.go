@@ -90,3 +90,21 @@ func filecoinPriority(r *cuzkv1.SubmitProofRequest) (priority.Priority, error) {
 	}
 	return priority.Normal, nil
 }
+
+// FilecoinSRS are the SRS (proving parameter) ids cuzk's PreloadSRS and
+// EvictSRS take (cuzk-core's srs_manager: one per Filecoin circuit and
+// sector size), in its order.
+var FilecoinSRS = []string{"porep-32g", "porep-64g", "wpost-32g", "winning-32g", "snap-32g", "snap-64g"}
+
+// checkSRS refuses, for a daemon without an upstream, one of cuzk's
+// Filecoin SRS ids (FilecoinSRS): UNIMPLEMENTED, saying that this daemon
+// proves its own circuits and what PreloadSRS and EvictSRS take here. Other
+// ids pass (a circuit unknown here is NOT_FOUND later).
+func checkSRS(method, id string) error {
+	for _, f := range FilecoinSRS {
+		if id == f {
+			return status.Errorf(codes.Unimplemented, "%s %q: a Filecoin SRS of cuzk; this daemon proves its own circuits only and has no upstream cuzk to forward it to (it takes a key as GetStatus lists it in loaded_srs, \"NAME/CONSTRAINTS\")", method, id)
+		}
+	}
+	return nil
+}

@@ -526,7 +526,8 @@ func (s *Server) upstreamJob(id string, err error) bool {
 const upstreamStatusTimeout = 2 * time.Second
 
 // mergeStatus adds the upstream's GetStatus to out: its proof totals,
-// queues (per proof kind), GPUs and loaded SRS. An upstream that does
+// pinned memory (held and limit), queues (per proof kind), GPUs and
+// loaded SRS. An upstream that does
 // not answer adds nothing but a queue named "upstream unavailable".
 func (s *Server) mergeStatus(ctx context.Context, out *cuzkv1.GetStatusResponse) {
 	ctx, cancel := context.WithTimeout(ctx, upstreamStatusTimeout)
@@ -538,6 +539,8 @@ func (s *Server) mergeStatus(ctx context.Context, out *cuzkv1.GetStatusResponse)
 	}
 	out.TotalProofsCompleted += up.GetTotalProofsCompleted()
 	out.TotalProofsFailed += up.GetTotalProofsFailed()
+	out.PinnedMemoryBytes += up.GetPinnedMemoryBytes()
+	out.PinnedMemoryLimitBytes += up.GetPinnedMemoryLimitBytes()
 	out.Queues = append(out.Queues, up.GetQueues()...)
 	out.Gpus = append(out.Gpus, up.GetGpus()...)
 	out.LoadedSrs = append(out.LoadedSrs, up.GetLoadedSrs()...)
@@ -550,13 +553,19 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 		TotalProofsCompleted: st.Succeeded,
 		TotalProofsFailed:    st.Failed,
 		UptimeSeconds:        uint64(st.Uptime.Seconds()),
-		QueueCapacity:        uint32(st.QueueCapacity),
-		Succeeded:            st.Succeeded,
-		Failed:               st.Failed,
-		Cancelled:            st.Cancelled,
-		Uptime:               st.Uptime.Seconds(),
-		Closing:              st.Closing,
-		Version:              s.cfg.version,
+		// cuzk's pinned pool keeps page-locked buffers for the next
+		// partitions; ours is the buffer pools (serve --release pool):
+		// what they hold now and may hold (Memory's pool_held_bytes,
+		// pool_limit_bytes), 0 in the other release modes.
+		PinnedMemoryBytes:      st.PoolHeld,
+		PinnedMemoryLimitBytes: st.PoolLimit,
+		QueueCapacity:          uint32(st.QueueCapacity),
+		Succeeded:              st.Succeeded,
+		Failed:                 st.Failed,
+		Cancelled:              st.Cancelled,
+		Uptime:                 st.Uptime.Seconds(),
+		Closing:                st.Closing,
+		Version:                s.cfg.version,
 		Stages: &cuzkv1.Stages{
 			SynthesisWorkers: uint32(st.SynthesisWorkers), WaitingMemory: uint32(st.WaitingMemory),
 			Synthesizing: uint32(st.Synthesizing), Proving: uint32(st.Proving),
@@ -655,13 +664,30 @@ func (s *Server) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cu
 				k.DeviceOrdinals = append(k.DeviceOrdinals, int32(i))
 			}
 			out.Keys = append(out.Keys, k)
-			out.LoadedSrs = append(out.LoadedSrs, &cuzkv1.SRSStatus{CircuitId: id, Tier: cuzkv1.SRSStatus_HOT, SizeBytes: k.Bytes})
+			out.LoadedSrs = append(out.LoadedSrs, &cuzkv1.SRSStatus{CircuitId: id, Tier: cuzkv1.SRSStatus_HOT, SizeBytes: k.Bytes,
+				RefCount: usingKey(st.Running, name, n)})
 		}
 	}
 	if s.cfg.upstream != nil {
 		s.mergeStatus(ctx, out)
 	}
 	return out, nil
+}
+
+// usingKey is cuzk's ref_count of the key of circuit name at n
+// constraints (n 0: a file circuit's, whatever the size): the jobs of
+// running past the queue and not ended that prove that circuit and size.
+func usingKey(running []engine.JobInfo, name string, n uint64) uint32 {
+	var refs uint32
+	for _, j := range running {
+		if j.State == engine.StateQueued || j.State.Finished() || j.Circuit != name {
+			continue
+		}
+		if n == 0 || uint64(max(j.Constraints, 0)) == n {
+			refs++
+		}
+	}
+	return refs
 }
 
 // jobInfoTo is GetStatus's JobInfo of j.
@@ -728,7 +754,16 @@ func (s *Server) localMetrics(ctx context.Context) (*cuzkv1.GetMetricsResponse, 
 
 // PreloadSRS implements cuzkv1.ProvingEngineServer: circuit_id is a key
 // as GetStatus lists it, "NAME/CONSTRAINTS" or a file circuit's "NAME".
+// An id naming no circuit of this daemon (cuzk's "porep-32g", ...) goes to
+// the upstream when there is one; without one, cuzk's Filecoin SRS ids are
+// UNIMPLEMENTED (checkSRS) and other unknown ids NOT_FOUND.
 func (s *Server) PreloadSRS(ctx context.Context, r *cuzkv1.PreloadSrsRequest) (*cuzkv1.PreloadSrsResponse, error) {
+	if s.upstreamSRS(r.GetCircuitId()) {
+		return s.cfg.upstream.PreloadSRS(ctx, r)
+	}
+	if err := checkSRS("PreloadSRS", r.GetCircuitId()); err != nil {
+		return nil, err
+	}
 	name, n := splitCircuitID(r.GetCircuitId())
 	res, err := s.PreloadKeys(ctx, &cuzkv1.PreloadKeysRequest{Circuit: name, Constraints: n})
 	if err != nil {
@@ -737,8 +772,15 @@ func (s *Server) PreloadSRS(ctx context.Context, r *cuzkv1.PreloadSrsRequest) (*
 	return &cuzkv1.PreloadSrsResponse{AlreadyLoaded: res.GetCacheHit(), LoadTimeMs: uint64(res.GetLoadMs())}, nil
 }
 
-// EvictSRS implements cuzkv1.ProvingEngineServer.
+// EvictSRS implements cuzkv1.ProvingEngineServer; circuit_id is as
+// PreloadSRS takes it, and goes to the upstream as it does.
 func (s *Server) EvictSRS(ctx context.Context, r *cuzkv1.EvictSrsRequest) (*cuzkv1.EvictSrsResponse, error) {
+	if s.upstreamSRS(r.GetCircuitId()) {
+		return s.cfg.upstream.EvictSRS(ctx, r)
+	}
+	if err := checkSRS("EvictSRS", r.GetCircuitId()); err != nil {
+		return nil, err
+	}
 	name, n := splitCircuitID(r.GetCircuitId())
 	var freed uint64
 	if s.cfg.circuits != nil {
@@ -756,9 +798,19 @@ func (s *Server) EvictSRS(ctx context.Context, r *cuzkv1.EvictSrsRequest) (*cuzk
 	return &cuzkv1.EvictSrsResponse{WasLoaded: res.GetEvicted(), FreedBytes: freed}, nil
 }
 
+// upstreamSRS says whether an SRS id is the upstream's: with an upstream
+// configured, an id that names no circuit of this daemon is asked of it.
+func (s *Server) upstreamSRS(id string) bool {
+	if s.cfg.upstream == nil {
+		return false
+	}
+	name, _ := splitCircuitID(id)
+	return !s.cfg.known(name)
+}
+
 func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
 	if s.cfg.circuits == nil {
-		return 0, status.Error(codes.Unimplemented, "this daemon has no key manager")
+		return 0, status.Error(codes.Unimplemented, "this daemon has no key manager: it loads a circuit's key on the circuit's first proof")
 	}
 	if circuit == "" {
 		return 0, status.Error(codes.InvalidArgument, "empty circuit name")

@@ -628,6 +628,21 @@ func (c *Client) Status(ctx context.Context) (*cuzkv1.GetStatusResponse, error) 
 	return res, c.Err(err)
 }
 
+// PreloadSRS forwards r to the upstream's PreloadSRS (cuzk's SRS ids,
+// "porep-32g", ...), bounded by ctx only: loading a Filecoin SRS takes
+// minutes. Its error is as Err says it.
+func (c *Client) PreloadSRS(ctx context.Context, r *cuzkv1.PreloadSrsRequest) (*cuzkv1.PreloadSrsResponse, error) {
+	res, err := c.rpc.PreloadSRS(outgoing(ctx), r)
+	return res, c.Err(err)
+}
+
+// EvictSRS forwards r to the upstream's EvictSRS; its error is as Err
+// says it.
+func (c *Client) EvictSRS(ctx context.Context, r *cuzkv1.EvictSrsRequest) (*cuzkv1.EvictSrsResponse, error) {
+	res, err := c.rpc.EvictSRS(outgoing(ctx), r)
+	return res, c.Err(err)
+}
+
 // MetricsPrefix is put before each of the upstream's metric names when
 // they are re-exported beside this daemon's (cuzk_proofs_completed_total
 // becomes upstream_cuzk_proofs_completed_total), so none can clash.

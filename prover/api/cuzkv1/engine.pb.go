@@ -1180,12 +1180,18 @@ type GetStatusResponse struct {
 	LoadedSrs []*SRSStatus           `protobuf:"bytes,2,rep,name=loaded_srs,json=loadedSrs,proto3" json:"loaded_srs,omitempty"`
 	// One per proof kind (cuzk's kind names; this daemon's circuits under
 	// their circuit name).
-	Queues                 []*QueueStatus `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
-	TotalProofsCompleted   uint64         `protobuf:"varint,4,opt,name=total_proofs_completed,json=totalProofsCompleted,proto3" json:"total_proofs_completed,omitempty"`
-	TotalProofsFailed      uint64         `protobuf:"varint,5,opt,name=total_proofs_failed,json=totalProofsFailed,proto3" json:"total_proofs_failed,omitempty"`
-	UptimeSeconds          uint64         `protobuf:"varint,6,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
-	PinnedMemoryBytes      uint64         `protobuf:"varint,7,opt,name=pinned_memory_bytes,json=pinnedMemoryBytes,proto3" json:"pinned_memory_bytes,omitempty"`
-	PinnedMemoryLimitBytes uint64         `protobuf:"varint,8,opt,name=pinned_memory_limit_bytes,json=pinnedMemoryLimitBytes,proto3" json:"pinned_memory_limit_bytes,omitempty"`
+	Queues               []*QueueStatus `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
+	TotalProofsCompleted uint64         `protobuf:"varint,4,opt,name=total_proofs_completed,json=totalProofsCompleted,proto3" json:"total_proofs_completed,omitempty"`
+	TotalProofsFailed    uint64         `protobuf:"varint,5,opt,name=total_proofs_failed,json=totalProofsFailed,proto3" json:"total_proofs_failed,omitempty"`
+	UptimeSeconds        uint64         `protobuf:"varint,6,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
+	// cuzk's pinned pool keeps page-locked host buffers for the next
+	// partitions; this daemon's counterpart is its buffer pools (serve
+	// --release pool, page-locked with the registered host copy): the bytes
+	// they hold now and may hold (memory.pool_held_bytes and
+	// memory.pool_limit_bytes), 0 in the other release modes; with an
+	// upstream, plus the upstream's.
+	PinnedMemoryBytes      uint64 `protobuf:"varint,7,opt,name=pinned_memory_bytes,json=pinnedMemoryBytes,proto3" json:"pinned_memory_bytes,omitempty"`
+	PinnedMemoryLimitBytes uint64 `protobuf:"varint,8,opt,name=pinned_memory_limit_bytes,json=pinnedMemoryLimitBytes,proto3" json:"pinned_memory_limit_bytes,omitempty"`
 	// This daemon's fields.
 	Devices []*Device    `protobuf:"bytes,100,rep,name=devices,proto3" json:"devices,omitempty"`
 	Workers []*Worker    `protobuf:"bytes,101,rep,name=workers,proto3" json:"workers,omitempty"`
@@ -1641,7 +1647,8 @@ type SRSStatus struct {
 	CircuitId string         `protobuf:"bytes,1,opt,name=circuit_id,json=circuitId,proto3" json:"circuit_id,omitempty"`
 	Tier      SRSStatus_Tier `protobuf:"varint,2,opt,name=tier,proto3,enum=cuzk.v1.SRSStatus_Tier" json:"tier,omitempty"`
 	SizeBytes uint64         `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	// Proofs in flight using it.
+	// Proofs in flight using it (this daemon: its jobs past the queue, not
+	// ended, of that circuit and size).
 	RefCount      uint32 `protobuf:"varint,4,opt,name=ref_count,json=refCount,proto3" json:"ref_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

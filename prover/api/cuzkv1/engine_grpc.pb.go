@@ -100,10 +100,14 @@ type ProvingEngineClient interface {
 	// exposition format (the text its /metrics endpoint serves).
 	GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error)
 	// PreloadSRS loads a proving key named by circuit_id ("NAME" or
-	// "NAME/CONSTRAINTS" for this daemon's circuits; cuzk's ids such as
-	// "porep-32g" go to the upstream, else NOT_FOUND).
+	// "NAME/CONSTRAINTS" for this daemon's circuits, as loaded_srs lists
+	// them). An id naming no circuit of this daemon (cuzk's "porep-32g",
+	// "wpost-32g", ...) goes to the upstream cuzk when there is one;
+	// without one, cuzk's SRS ids are UNIMPLEMENTED (this daemon proves its
+	// own circuits) and other unknown ids NOT_FOUND.
 	PreloadSRS(ctx context.Context, in *PreloadSrsRequest, opts ...grpc.CallOption) (*PreloadSrsResponse, error)
-	// EvictSRS drops the proving key named by circuit_id from memory.
+	// EvictSRS drops the proving key named by circuit_id from memory; ids
+	// as PreloadSRS takes them, forwarded and refused as it does.
 	EvictSRS(ctx context.Context, in *EvictSrsRequest, opts ...grpc.CallOption) (*EvictSrsResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
 	// so that the first proof does not pay for it. Not in cuzk.
@@ -272,10 +276,14 @@ type ProvingEngineServer interface {
 	// exposition format (the text its /metrics endpoint serves).
 	GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error)
 	// PreloadSRS loads a proving key named by circuit_id ("NAME" or
-	// "NAME/CONSTRAINTS" for this daemon's circuits; cuzk's ids such as
-	// "porep-32g" go to the upstream, else NOT_FOUND).
+	// "NAME/CONSTRAINTS" for this daemon's circuits, as loaded_srs lists
+	// them). An id naming no circuit of this daemon (cuzk's "porep-32g",
+	// "wpost-32g", ...) goes to the upstream cuzk when there is one;
+	// without one, cuzk's SRS ids are UNIMPLEMENTED (this daemon proves its
+	// own circuits) and other unknown ids NOT_FOUND.
 	PreloadSRS(context.Context, *PreloadSrsRequest) (*PreloadSrsResponse, error)
-	// EvictSRS drops the proving key named by circuit_id from memory.
+	// EvictSRS drops the proving key named by circuit_id from memory; ids
+	// as PreloadSRS takes them, forwarded and refused as it does.
 	EvictSRS(context.Context, *EvictSrsRequest) (*EvictSrsResponse, error)
 	// PreloadKeys loads (or builds and caches) the proving key of a circuit
 	// so that the first proof does not pay for it. Not in cuzk.

@@ -66,6 +66,9 @@ type Fake struct {
 	// Delay; its wall time is the gpu_compute_ms reported when
 	// Report.GPUComputeMS is 0. An error ends the job FAILED with it.
 	Work func(ctx context.Context, gpu int, requestID string) error
+	// PinnedBytes and PinnedLimitBytes are GetStatus' pinned_memory_bytes
+	// and pinned_memory_limit_bytes.
+	PinnedBytes, PinnedLimitBytes uint64
 
 	mu     sync.Mutex
 	gpus   []*fakeJob          // the job each GPU holds
@@ -77,6 +80,7 @@ type Fake struct {
 	done   int
 	failed int
 	cancel int
+	srs    map[string]bool // SRS ids preloaded
 }
 
 type fakeJob struct {
@@ -372,11 +376,44 @@ func (f *Fake) GetStatus(ctx context.Context, _ *cuzkv1.GetStatusRequest) (*cuzk
 		}
 	}
 	return &cuzkv1.GetStatusResponse{
-		TotalProofsCompleted: uint64(f.done),
-		TotalProofsFailed:    uint64(f.failed),
-		Queues:               []*cuzkv1.QueueStatus{{ProofKind: "porep", Pending: uint32(len(f.wait))}},
-		Gpus:                 gpus,
+		TotalProofsCompleted:   uint64(f.done),
+		TotalProofsFailed:      uint64(f.failed),
+		Queues:                 []*cuzkv1.QueueStatus{{ProofKind: "porep", Pending: uint32(len(f.wait))}},
+		Gpus:                   gpus,
+		PinnedMemoryBytes:      f.PinnedBytes,
+		PinnedMemoryLimitBytes: f.PinnedLimitBytes,
 	}, nil
+}
+
+// srsIDs are the SRS ids cuzk's PreloadSRS takes (cuzk-core's
+// srs_manager).
+var srsIDs = map[string]bool{"porep-32g": true, "porep-64g": true, "wpost-32g": true, "winning-32g": true, "snap-32g": true, "snap-64g": true}
+
+// PreloadSRS implements cuzkv1.ProvingEngineServer as cuzk does: one of
+// its SRS ids is loaded (already_loaded the second time), another is
+// INTERNAL "unknown circuit ID".
+func (f *Fake) PreloadSRS(ctx context.Context, r *cuzkv1.PreloadSrsRequest) (*cuzkv1.PreloadSrsResponse, error) {
+	if !srsIDs[r.GetCircuitId()] {
+		return nil, status.Errorf(codes.Internal, "unknown circuit ID: %s", r.GetCircuitId())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.srs == nil {
+		f.srs = map[string]bool{}
+	}
+	already := f.srs[r.GetCircuitId()]
+	f.srs[r.GetCircuitId()] = true
+	return &cuzkv1.PreloadSrsResponse{AlreadyLoaded: already}, nil
+}
+
+// EvictSRS implements cuzkv1.ProvingEngineServer: was_loaded says whether
+// PreloadSRS had loaded the id.
+func (f *Fake) EvictSRS(ctx context.Context, r *cuzkv1.EvictSrsRequest) (*cuzkv1.EvictSrsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.srs[r.GetCircuitId()]
+	delete(f.srs, r.GetCircuitId())
+	return &cuzkv1.EvictSrsResponse{WasLoaded: was}, nil
 }
 
 // GetMetrics implements cuzkv1.ProvingEngineServer.
