@@ -275,7 +275,7 @@ type levelScratch struct {
 	r1c    constraint.R1C
 	hint   constraint.HintMapping
 	solved int
-	polls  int      // a follower's turns of its wait loop (tests)
+	polls  int      // a follower's turns of its wait loop once a level was published (tests)
 	_      [64]byte // its own cache line
 }
 
@@ -435,8 +435,14 @@ func (s *levelSolver) lead(sc *levelScratch) error {
 func (s *levelSolver) follow(j int, sc *levelScratch) {
 	var seen *levelWork
 	for spins := 0; !s.stop.Load(); spins++ {
-		sc.polls++
-		if w := s.cur.Load(); w != seen {
+		w := s.cur.Load()
+		if w != nil {
+			// Counted from the first level published: before it, every
+			// follower waits alike, as long as the leader takes to get
+			// there (descheduled on a loaded host: hundreds of turns).
+			sc.polls++
+		}
+		if w != seen {
 			seen = w
 			if j < w.parts {
 				spins = 0

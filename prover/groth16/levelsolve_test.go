@@ -224,10 +224,10 @@ func TestSynthesizeUsesTheLevelSolver(t *testing.T) {
 	circuit, assign := newChains(64, 10, func(i int) int { return 5 + i })
 	r1cs, w := compileFor(t, circuit, assign)
 	checkSynthesized(t, r1cs, w, "components", 64)
-	checkSynthesized(t, r1cs, w, "level", 0, WithSolver(SolverLevels))
+	checkSynthesized(t, r1cs, w, "levels", 0, WithSolver(SolverLevels))
 
 	r1cs, w = compileStar(t, 400)
-	checkSynthesized(t, r1cs, w, "level", 0)
+	checkSynthesized(t, r1cs, w, "levels", 0)
 	checkSynthesized(t, r1cs, w, "components", 1, WithSolver(SolverComponents))
 
 	for in, want := range map[string]Solver{"": SolverAuto, "auto": SolverAuto, "levels": SolverLevels, "components": SolverComponents} {
@@ -381,9 +381,14 @@ func TestLevelPaceKeepsTheFastestPartCount(t *testing.T) {
 }
 
 // The goroutines the pacing leaves out of the levels sleep instead of
-// spinning beside the ones at work: with 2 parts fixed on 8 tasks, the
-// six followers without a part poll a few times in all, the one with a
-// part solves its share of every level, and the solution is gnark's.
+// spinning beside the ones at work: with 2 parts fixed on 8 tasks, each
+// of the six followers without a part, once a level is published, takes
+// one turn of its loop (the one that finds no part for it) and sleeps
+// until the end; the one with a part solves its share of every level; the
+// solution is gnark's. Turns before the first level are not counted:
+// every follower waits alike until the leader publishes it, as long as
+// the leader takes to get there (on a loaded host, descheduled, hundreds
+// of turns: the test failed so under -race).
 func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
 	defer func(p func(int) *levelPace, a func([]levelScratch)) { newPace, afterSolve = p, a }(newPace, afterSolve)
 	newPace = func(int) *levelPace {
@@ -421,7 +426,7 @@ func TestLevelSolverFollowersWithoutAPartSleep(t *testing.T) {
 		t.Errorf("the follower with a part polled %d times, want at least once a level (40)", polls[1])
 	}
 	for j := 2; j < 8; j++ {
-		if polls[j] > 20 {
+		if polls[j] > 1 {
 			t.Errorf("follower %d without a part polled %d times, want it asleep (polls %v)", j, polls[j], polls)
 		}
 	}
