@@ -299,7 +299,7 @@ const (
 	// constraints joined by the wires they share past the first levels;
 	// prover/groth16/compsolve.go).
 	KeySolverComponents = attribute.Key("cuzk.solver.components")
-	// KeySolver names the solver of synthesize.solve: "level" (this
+	// KeySolver names the solver of synthesize.solve: "levels" (this
 	// project's, by levels, into the mmap'd buffers: synthesize.copy then
 	// only allocates them), "components" (this project's, whole
 	// independent components per goroutine, into the buffers too) or

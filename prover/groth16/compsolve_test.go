@@ -267,7 +267,7 @@ func TestFailedSolveSpanNamesTheSolverThatRan(t *testing.T) {
 	}{
 		{SolverAuto, "components", "64"},
 		{SolverComponents, "components", "64"},
-		{SolverLevels, "level", ""},
+		{SolverLevels, "levels", ""},
 	} {
 		tp, exp := spantest.NewMemory()
 		_, err := Synthesize(WithSolverTasks(context.Background(), 4), r1cs, w, WithSolver(tc.solver), WithTracerProvider(tp))
@@ -310,8 +310,8 @@ func TestProveTakesWithSolver(t *testing.T) {
 	}
 	byLevels, s1 := prove(WithSolver(SolverLevels))
 	byDefault, s2 := prove()
-	if s1 != "level" || s2 != "components" {
-		t.Errorf("solvers %q with WithSolver(SolverLevels) and %q by default, want level and components", s1, s2)
+	if s1 != "levels" || s2 != "components" {
+		t.Errorf("solvers %q with WithSolver(SolverLevels) and %q by default, want levels and components", s1, s2)
 	}
 	if !byLevels.Ar.Equal(&byDefault.Ar) || !byLevels.Bs.Equal(&byDefault.Bs) || !byLevels.Krs.Equal(&byDefault.Krs) {
 		t.Error("the proofs by levels and by components differ")

@@ -116,7 +116,7 @@ func WithKeyID(id string) ProveOption {
 // an R1CS of gnark's R1CS builder (default SolverAuto: by components where
 // they are expected to be at least as fast, else by levels; the
 // synthesize.solve span's cuzk.solver says which ran: "components" or
-// "level"). For comparisons and as a way out should one choice be slow
+// "levels", the names ParseSolver reads). For comparisons and as a way out should one choice be slow
 // for a circuit.
 func WithSolver(s Solver) Option {
 	return allOption(func(c *config) { c.solver = s })

@@ -254,7 +254,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 	}
 	solverName := "gnark"
 	if direct {
-		solverName = "level"
+		solverName = string(SolverLevels)
 	}
 	if direct && mode != SolverLevels {
 		// A step of its own before the solve, not a child of it: the
@@ -298,7 +298,7 @@ func synthesize(ctx context.Context, ccs constraint.ConstraintSystem, fullWitnes
 		// before either ran reports neither).
 		switch {
 		case rep.components > 0:
-			sspan.SetAttributes(semconv.KeySolver.String("components"), semconv.KeySolverComponents.Int(rep.components))
+			sspan.SetAttributes(semconv.KeySolver.String(string(SolverComponents)), semconv.KeySolverComponents.Int(rep.components))
 		case rep.parts > 0:
 			sspan.SetAttributes(semconv.KeySolverParts.Int(rep.parts))
 		}
