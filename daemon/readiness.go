@@ -25,6 +25,7 @@ type engineStages struct {
 	tuner     *engine.Tuner
 	budget    uint64
 	pipes     []*prover.Prover
+	places    []string      // where each pipeline runs, for its warm-up error ("GPU 0 (NVIDIA H200)")
 	ready     chan struct{} // nil when no backend warms up
 	srv       atomic.Pointer[server.Server]
 }
@@ -43,6 +44,14 @@ func newEngineStages(cfg Config, pipes []*prover.Prover, devices []server.Device
 		if d.Ordinal >= 0 {
 			gpus++
 		}
+	}
+	// devices[i] is served by pipes[i] (deviceMemory).
+	for i := range pipes {
+		place := "host"
+		if i < len(devices) && devices[i].Ordinal >= 0 {
+			place = fmt.Sprintf("GPU %d (%s)", devices[i].Ordinal, devices[i].Name)
+		}
+		st.places = append(st.places, place)
 	}
 	// The tuner sizes the synthesis stage from the stage times the engine
 	// measures (engine.Tuner); --synthesis-workers N fixes its number.
@@ -120,8 +129,10 @@ func (st *engineStages) warmup(ctx context.Context, srv *server.Server, log io.W
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// The error names the backend (prover.Prover.Warmup:
+				// "cuda backend: warm-up: REASON"); this adds the device.
 				if err := p.Warmup(ctx); err != nil {
-					errs[i] = fmt.Errorf("warm-up of the %s backend failed: %v", p.Backend(), err)
+					errs[i] = fmt.Errorf("%s: %w", st.places[i], err)
 				}
 			}()
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -224,12 +225,24 @@ func KeyMemoryOf(pipes ...*Prover) uint64 {
 }
 
 // Warmup readies the backend for its first proof when it implements
-// Warmer (the CUDA backend's kernels); nil at once otherwise.
+// Warmer (the CUDA backend's kernels); nil at once otherwise. Its
+// error names the backend once ("cuda backend: warm-up: REASON"; one
+// whose Warmer does not say its name gets that prefix).
 func (p *Prover) Warmup(ctx context.Context) error {
-	if w, ok := p.backend.(backend.Warmer); ok {
-		return w.Warmup(ctx)
+	w, ok := p.backend.(backend.Warmer)
+	if !ok {
+		return nil
 	}
-	return nil
+	err := w.Warmup(ctx)
+	if err == nil {
+		return nil
+	}
+	// A Warmer's error names its backend (backend.Warmer); one that does
+	// not gets the name here, so that every caller can pass it on.
+	if name := p.backend.Name(); !strings.HasPrefix(err.Error(), name+" backend") {
+		return fmt.Errorf("%s backend: warm-up: %w", name, err)
+	}
+	return err
 }
 
 // Synthesize implements StagedRunner: keys.load (and circuit.compile on

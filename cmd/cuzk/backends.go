@@ -69,7 +69,8 @@ func warmupInBackground(ctx context.Context, w warmer, out io.Writer, notAfter t
 		stop()
 		took := time.Since(start)
 		if err != nil {
-			fmt.Fprintf(out, "cuda: kernel warm-up failed after %s: %v\n", human.Duration(took), err)
+			// err names the backend ("cuda backend: warm-up: REASON").
+			fmt.Fprintf(out, "kernel warm-up failed after %s: %v\n", human.Duration(took), err)
 			return
 		}
 		if p.RateFile != "" {

@@ -26,7 +26,7 @@ func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string
-	}{{nil, "cuda: kernels ready after"}, {errors.New("no NVRTC"), "cuda: kernel warm-up failed after"}} {
+	}{{nil, "cuda: kernels ready after"}, {errors.New("cuda backend: warm-up: no NVRTC"), "kernel warm-up failed after"}} {
 		var out bytes.Buffer
 		g := gateWarmer{make(chan struct{}), tc.err}
 		done := warmupInBackground(context.Background(), g, &out, 10*time.Millisecond, warmupProgress{})
@@ -37,8 +37,8 @@ func TestWarmupInBackgroundSaysSoWhenItTakesLongAndWhenItEnds(t *testing.T) {
 		if len(lines) != 2 || !strings.HasPrefix(lines[0], "cuda: compiling the kernel modules") || !strings.HasPrefix(lines[1], tc.want) {
 			t.Errorf("output %q, want the compiling line then %q", out.String(), tc.want)
 		}
-		if tc.err != nil && !strings.Contains(lines[1], "no NVRTC") {
-			t.Errorf("failure line %q lacks the error", lines[1])
+		if tc.err != nil && (!strings.HasSuffix(lines[1], ": cuda backend: warm-up: no NVRTC") || strings.Count(lines[1], "cuda") != 1) {
+			t.Errorf("failure line %q, want the error naming the backend once", lines[1])
 		}
 	}
 	// A quick warm-up (kernel cache hit, or the CPU backend) prints nothing.

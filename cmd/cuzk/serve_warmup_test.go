@@ -180,13 +180,15 @@ func TestServeWithoutGPUIsPipelinedAndStatusSaysSo(t *testing.T) {
 	}
 }
 
-// failingWarmGPU is the CPU backend posing as a GPU whose warm-up fails.
+// failingWarmGPU is the CPU backend posing as a GPU whose warm-up fails,
+// with the error the CUDA backend's Warmup gives (prover/gpu: it names
+// the backend).
 type failingWarmGPU struct{ *cpu.Backend }
 
 func (failingWarmGPU) Name() string { return "cuda" }
 
 func (failingWarmGPU) Warmup(context.Context) error {
-	return errors.New("nvrtc: compile msm_g2: out of memory")
+	return errors.New("cuda backend: warm-up: nvrtc: compile msm_g2: out of memory")
 }
 
 var failWarmOnce sync.Once
@@ -219,14 +221,16 @@ func TestServeWarmupFailureStaysNotServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Ready || !strings.Contains(st.NotReadyReason, "warm-up of the cuda backend failed: nvrtc: compile msm_g2: out of memory") {
-		t.Errorf("status after a failed warm-up: ready %v %q", st.Ready, st.NotReadyReason)
+	// The device once, the backend once (it named itself).
+	const reason = "GPU 0 (GPU zero): cuda backend: warm-up: nvrtc: compile msm_g2: out of memory"
+	if st.Ready || st.NotReadyReason != reason {
+		t.Errorf("status after a failed warm-up: ready %v %q, want not ready %q", st.Ready, st.NotReadyReason, reason)
 	}
 	if h := health(t, addr); h != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("health after a failed warm-up: %v, want NOT_SERVING", h)
 	}
-	if !strings.Contains(d.log.String(), "warm-up of the cuda backend failed") {
-		t.Errorf("the log does not say the warm-up failed:\n%s", d.log.String())
+	if !strings.Contains(d.log.String(), "cuzk serve: "+reason+"\n") {
+		t.Errorf("the log does not say the warm-up failed as %q:\n%s", reason, d.log.String())
 	}
 	d.stop()
 }

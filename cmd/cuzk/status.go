@@ -132,6 +132,20 @@ func releaseLine(m client.Memory) string {
 	return fmt.Sprintf("release   %s: no buffer pool", m.ReleaseMode)
 }
 
+// sinceText is a time since an event (the daemon's uptime, an abandoned
+// work's age) as cuzk status prints it: in whole seconds from 1 s on
+// ("3.0 s", "2 min 5 s"); below, unrounded ("412.3 ms"), as whole seconds
+// would read "0.00 ms"; "0 s" for none.
+func sinceText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0 s"
+	case d < time.Second:
+		return human.Duration(d)
+	}
+	return human.Duration(d.Round(time.Second))
+}
+
 // printStatus writes st as cuzk status prints it, one line per fact.
 func printStatus(out io.Writer, addr string, st *client.Status) {
 	ready := "ready"
@@ -141,7 +155,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 	if st.Closing {
 		ready += ", shutting down"
 	}
-	fmt.Fprintf(out, "daemon    %s  version %s  up %s  %s\n", addr, st.Version, human.Duration(st.Uptime.Round(time.Second)), ready)
+	fmt.Fprintf(out, "daemon    %s  version %s  up %s  %s\n", addr, st.Version, sinceText(st.Uptime), ready)
 	s := st.Stages
 	engine := "serial engine"
 	if s.SynthesisWorkers > 0 {
@@ -275,7 +289,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			holds += " and " + bytesStr(a.MemoryBytes)
 		}
 		fmt.Fprintf(out, "abandoned %s  %s/%d  job %s  request %s  left running %s ago (it cannot stop); holds %s until it ends\n",
-			a.Step, a.Circuit, a.Constraints, a.JobID, a.RequestID, human.Duration(a.Age.Round(time.Second)), holds)
+			a.Step, a.Circuit, a.Constraints, a.JobID, a.RequestID, sinceText(a.Age), holds)
 	}
 	for _, k := range st.Kinds {
 		if k.Kind != server.LocalProofKind {

@@ -223,3 +223,20 @@ func TestStatusOfAPoolDaemonShowsWhatItsPoolsHold(t *testing.T) {
 		t.Errorf("status lacks %q:\n%s", want, out)
 	}
 }
+
+// A daemon up for less than a second says how long, not "0.00 ms" (its
+// uptime rounded to whole seconds); from a second on, whole seconds.
+func TestStatusUptimeUnderASecond(t *testing.T) {
+	for up, want := range map[time.Duration]string{
+		0:                         "  up 0 s  ",
+		412300 * time.Microsecond: "  up 412.3 ms  ",
+		1400 * time.Millisecond:   "  up 1.0 s  ",
+		125 * time.Second:         "  up 2 min 5 s  ",
+	} {
+		var out bytes.Buffer
+		printStatus(&out, "127.0.0.1:9000", &client.Status{Uptime: up, Version: "v", Ready: true})
+		if line := strings.SplitN(out.String(), "\n", 2)[0]; !strings.Contains(line, want) {
+			t.Errorf("uptime %v: %q, want %q", up, line, want)
+		}
+	}
+}

@@ -148,7 +148,9 @@ type BaseEvicter interface {
 // its first proof (the CUDA backend compiles or loads its kernel modules).
 // Warmup does it and returns when the backend is ready; a daemon reports
 // NOT_SERVING until then. Safe to call more than once (later calls return
-// at once); ctx ends the wait, not necessarily the work.
+// at once); ctx ends the wait, not necessarily the work. Its error names
+// the backend once, as a Factory's does ("cuda backend: warm-up: REASON"),
+// so its callers add only what they know (the daemon its GPU).
 type Warmer interface {
 	Warmup(ctx context.Context) error
 }
