@@ -17,6 +17,7 @@ import (
 	"github.com/otelcuzk/otelcuzk/prover/engine"
 	"github.com/otelcuzk/otelcuzk/prover/journal"
 	"github.com/otelcuzk/otelcuzk/prover/server"
+	"github.com/otelcuzk/otelcuzk/prover/upstream"
 )
 
 func init() {
@@ -43,7 +44,7 @@ func init() {
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long running proofs may finish after SIGTERM"},
-			&cli.StringFlag{Name: "max-message-bytes", Value: fmt.Sprintf("%dMiB", server.DefaultMaxMessageBytes>>20), Usage: "largest request (witness) accepted: bytes, in digits or with KiB/MiB/GiB (powers of 1024) or kB/MB/GB (powers of 1000)"},
+			&cli.StringFlag{Name: "max-message-bytes", Value: fmt.Sprintf("%dMiB", server.DefaultMaxMessageBytes>>20), Usage: "largest request (witness, vanilla proof) accepted: bytes, in digits or with KiB/MiB/GiB (powers of 1024) or kB/MB/GB (powers of 1000); with --upstream and without this flag 128MiB, cuzk's own bound"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: daemon.DefaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only", DefaultText: "$XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk"},
@@ -61,7 +62,7 @@ func init() {
 			if errOut == nil {
 				errOut = os.Stderr
 			}
-			maxMessage, err := parseMessageBytes(c.String("max-message-bytes"))
+			maxMessage, err := messageBytes(c.String("max-message-bytes"), c.IsSet("max-message-bytes"), c.String("upstream"))
 			if err != nil {
 				return err
 			}
@@ -96,6 +97,17 @@ func parseMessageBytes(s string) (int, error) {
 		return 0, fmt.Errorf("serve: --max-message-bytes %s: want bytes, in digits or with a unit, up to 2 GiB (64MiB, 1GB, 67108864)", s)
 	}
 	return int(b.Bytes), nil
+}
+
+// messageBytes is serve's bound on a message: --max-message-bytes when
+// given (set), else with an upstream cuzk upstream.DefaultMaxMessageBytes
+// (128 MiB, the bound cuzk's own server has), so that this daemon in front
+// of cuzk accepts from Curio what cuzk would; else the flag's default.
+func messageBytes(flag string, set bool, upstreamAddr string) (int, error) {
+	if !set && upstreamAddr != "" {
+		return upstream.DefaultMaxMessageBytes, nil
+	}
+	return parseMessageBytes(flag)
 }
 
 // serve runs the daemon of cfg (daemon.New, then Run) until ctx is done.

@@ -517,6 +517,18 @@ func TestServeMaxMessageBytesTakesUnits(t *testing.T) {
 			t.Errorf("--max-message-bytes %q: %v, want %q", in, err, want)
 		}
 	}
+	// In front of a cuzk, cuzk's own bound (128 MiB) unless the flag is
+	// given.
+	for _, tc := range []struct {
+		flag     string
+		set      bool
+		upstream string
+		want     int
+	}{{"64MiB", false, "127.0.0.1:9821", 128 << 20}, {"64MiB", false, "", 64 << 20}, {"32MiB", true, "127.0.0.1:9821", 32 << 20}} {
+		if got, err := messageBytes(tc.flag, tc.set, tc.upstream); err != nil || got != tc.want {
+			t.Errorf("messageBytes(%q, set %v, upstream %q) = %d, %v; want %d", tc.flag, tc.set, tc.upstream, got, err, tc.want)
+		}
+	}
 	help, _, err := runCuzk(t, "serve", "--help")
 	if err != nil {
 		t.Fatal(err)
