@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	gnarkgroth16 "github.com/consensys/gnark/backend/groth16"
@@ -54,8 +55,11 @@ type loadedCircuit struct {
 	circuit     chan struct{}
 	circuitOnce sync.Once
 
-	ccs      constraint.ConstraintSystem
-	keys     *keycache.Keys
+	ccs  constraint.ConstraintSystem
+	keys *keycache.Keys
+	// solved is set once a synthesis's solve of ccs ended
+	// (SynthesisTiming.FirstSolve).
+	solved   atomic.Bool
 	instance *circuits.Instance // nil for circuits from files
 }
 
@@ -321,8 +325,10 @@ func (lc *loadedCircuit) openCircuit() { lc.circuitOnce.Do(func() { close(lc.cir
 // (whose synthesis needs the proving key), once everything is loaded, as
 // load does. The keys' read is not cancelled with ctx: it is a few
 // hundred milliseconds of disk and copies, which the next proof of the
-// circuit uses.
-func (p *Prover) loadCircuitFirst(ctx context.Context, name string, constraints int) (*loadedCircuit, error) {
+// circuit uses. owned is set when this call started the load and it
+// still runs: its spans are children of the span in ctx, which must not
+// end before them (synthesis.settle waits for lc.ready).
+func (p *Prover) loadCircuitFirst(ctx context.Context, name string, constraints int) (lc *loadedCircuit, owned bool, err error) {
 	lc, first := p.entry(name, constraints)
 	if first {
 		// The load honours ctx until the circuit opens (a compile or a
@@ -334,7 +340,7 @@ func (p *Prover) loadCircuitFirst(ctx context.Context, name string, constraints 
 		select {
 		case <-lc.circuit:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 	select {
@@ -342,13 +348,14 @@ func (p *Prover) loadCircuitFirst(ctx context.Context, name string, constraints 
 		// Loaded (or failed): as load.
 		if first {
 			if lc.err != nil {
-				return nil, lc.err
+				return nil, false, lc.err
 			}
-			return lc, nil
+			return lc, false, nil
 		}
-		return p.awaitLoaded(ctx, lc, name, constraints)
+		lc, err = p.awaitLoaded(ctx, lc, name, constraints)
+		return lc, false, err
 	default:
-		return lc, nil // the keys are being read
+		return lc, first, nil // the keys are being read
 	}
 }
 

@@ -30,14 +30,20 @@ import (
 type Synthesized interface {
 	// Prove proves this synthesized proof on dev's backend
 	// (pipeline.prove, pipeline.serialize, proof.verify under the span in
-	// ctx) and releases its buffers, on success and on error. A nil dev
+	// ctx) and releases its buffers, on success and on error. When ctx
+	// ends while the device proves (a step that does not stop), Prove
+	// returns ctx's error once that step returned, and neither serializes
+	// nor verifies the proof. A nil dev
 	// (or one without a backend) is refused and leaves the proof as it
 	// was, to be proved on another. A second Prove, or one after Release,
 	// returns ErrSynthesisSpent. Errors as Runner.Run's.
 	Prove(ctx context.Context, dev Device) (*Result, error)
 	// Release gives back the buffers without proving, as buffer.release
 	// spans under the span in ctx. Safe to call after Prove (then a
-	// no-op).
+	// no-op). Prove's errors and Release return only once the keys' load
+	// that the synthesis started beside it (a circuit's first use) has
+	// ended, since its spans are children of the span in ctx; that load
+	// is not cancelled (the circuit's other proofs wait for it).
 	Release(ctx context.Context) error
 	// Freed is closed once the releaser has actually freed every host
 	// buffer of this proof (an async release frees after the prove
@@ -93,6 +99,27 @@ type MemoryEstimator interface {
 	EstimateMemory(req *Request) (uint64, error)
 }
 
+// SynthesisTimer is a Synthesized that says how long its synthesis
+// itself took, for a tuner that sizes the synthesis stage (the engine's
+// Tuner): the wall time of Synthesize also holds one-time work no later
+// synthesis of the circuit repeats (circuit.compile, keys.load, waiting
+// for another job's load of the circuit).
+type SynthesisTimer interface {
+	SynthesisTiming() SynthesisTiming
+}
+
+// SynthesisTiming is what a SynthesisTimer measured.
+type SynthesisTiming struct {
+	// Synthesis is pipeline.synthesize's time: the witness, the solve and
+	// the copies into the buffers (Result.Timings.Synthesis).
+	Synthesis time.Duration
+	// FirstSolve is set when the solve may have carried the circuit's
+	// one-time solver work (synthesize.plan, made by the first solve of a
+	// loaded circuit while the others wait for it): no solve of the
+	// circuit had ended when this one began.
+	FirstSolve bool
+}
+
 // synthesis is a Prover's Synthesized.
 type synthesis struct {
 	p     *Prover
@@ -104,10 +131,21 @@ type synthesis struct {
 	start time.Time
 	freed chan struct{}
 	done  bool
+	// load is the circuit whose keys' load this synthesis started and
+	// which ran on when it returned (nil: none, or ended): its keys.load
+	// is a child of the caller's span (engine.job).
+	load       *loadedCircuit
+	firstSolve bool
 }
 
 func (s *synthesis) Freed() <-chan struct{} { return s.freed }
 
+func (s *synthesis) SynthesisTiming() SynthesisTiming {
+	return SynthesisTiming{Synthesis: s.res.Timings.Synthesis, FirstSolve: s.firstSolve}
+}
+
+// Release gives the buffers back, then waits for the keys' load this
+// synthesis started, when it still runs (settle).
 func (s *synthesis) Release(ctx context.Context) error {
 	if s.done {
 		return nil
@@ -115,7 +153,22 @@ func (s *synthesis) Release(ctx context.Context) error {
 	s.done = true
 	err := s.asg.Release(ctx, s.p.rel)
 	s.p.afterReleases(s.freed)
+	s.settle()
 	return err
+}
+
+// settle waits until the load of the circuit's keys that this synthesis
+// started has ended. That load runs beside the synthesis under the
+// caller's span (keys.load, the backend's keys.preload), and the caller
+// ends that span (engine.job) once the proof failed, was cancelled or was
+// released unproved: a child must not outlive it. The load itself is not
+// cancelled, since the circuit's other proofs wait for it; it is a read
+// of cached keys, which ends by itself.
+func (s *synthesis) settle() {
+	if s.load != nil {
+		<-s.load.ready
+		s.load = nil
+	}
 }
 
 // afterReleases closes freed once the releases queued so far are freed.
@@ -260,15 +313,19 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	t0 := time.Now()
 	// The keys may still be loading (keys.load beside the synthesis, on a
 	// circuit's first use): Prove waits for them.
-	lc, err := p.loadCircuitFirst(ctx, req.Circuit, req.Constraints)
+	lc, owned, err := p.loadCircuitFirst(ctx, req.Circuit, req.Constraints)
 	s.res.Timings.KeyLoad = time.Since(t0)
 	if err != nil {
 		return nil, err
 	}
+	s.lc = lc
+	if owned {
+		s.load = lc
+	}
 	if err := ctx.Err(); err != nil {
+		s.settle()
 		return nil, err
 	}
-	s.lc = lc
 	opts := []groth16.SynthesizeOption{groth16.WithReleaser(p.rel), groth16.WithTracerProvider(p.cfg.tp)}
 	select { // the commitment keys: loaded first for a circuit with commitments
 	case <-lc.ready:
@@ -279,13 +336,20 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	}
 	t0 = time.Now()
 	synCtx, synSpan := p.tracer.Start(ctx, semconv.SpanPipelineSynthesize)
+	// Async releases of a failed solve's buffers go under the caller's
+	// span (engine.job), as a prove's do, not under the ended synthesis.
+	synCtx = buffer.WithReleaseParent(synCtx, ctx)
 	w, err := p.witness(synCtx, lc, req)
 	var asg *groth16.Assignment
 	if err == nil {
 		if p.cfg.r != nil {
 			opts = append(opts, groth16.WithRandomness(*p.cfg.r, *p.cfg.s))
 		}
+		s.firstSolve = !lc.solved.Load()
 		asg, err = groth16.Solve(synCtx, lc.ccs, w, opts...)
+		if err == nil {
+			lc.solved.Store(true)
+		}
 	}
 	if err != nil {
 		semconv.SetError(synSpan, err)
@@ -295,6 +359,7 @@ func (p *Prover) Synthesize(ctx context.Context, req *Request) (Synthesized, err
 	synSpan.End()
 	s.res.Timings.Synthesis = time.Since(t0)
 	if err != nil {
+		s.settle()
 		return nil, err
 	}
 	s.w, s.asg = w, asg
@@ -340,11 +405,13 @@ func (s *synthesis) Prove(ctx context.Context, dev Device) (*Result, error) {
 	}
 	t0 := time.Now()
 	if err := keysOf(ctx, s.lc); err != nil {
-		// The keys that were loading beside the synthesis failed.
+		// The keys that were loading beside the synthesis failed, or
+		// ctx ended while they load.
 		s.Release(ctx)
 		return nil, err
 	}
 	s.res.Timings.KeyLoad += time.Since(t0)
+	s.load = nil // ended
 	s.done = true
 	if h := pv.holder; h != nil && h != s.p {
 		// Proved there with another Prover's keys: hold them there too,
@@ -392,6 +459,11 @@ func (s *synthesis) prove(ctx context.Context, pv Proving) (*Result, error) {
 		return nil, err
 	}
 	res.Timings.Prove = time.Since(t0)
+	// A caller that gave up while the device proved gets its reason, not
+	// a proof: serializing and verifying it would only serve that caller.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cancelled during %s: %w", semconv.SpanPipelineProve, err)
+	}
 
 	t0 = time.Now()
 	_, sspan := tracer.Start(ctx, semconv.SpanPipelineSerialize)
@@ -416,6 +488,9 @@ func (s *synthesis) prove(ctx context.Context, pv Proving) (*Result, error) {
 	res.Timings.Serialize = time.Since(t0)
 
 	if req.Verify {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cancelled during %s: %w", semconv.SpanPipelineSerialize, err)
+		}
 		t0 = time.Now()
 		_, vspan := tracer.Start(ctx, semconv.SpanProofVerify)
 		if lc.keys.VK == nil {

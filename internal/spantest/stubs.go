@@ -1,6 +1,8 @@
 package spantest
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -95,4 +97,18 @@ func (t *Tree) Under(s tracetest.SpanStub, name string) bool {
 		}
 	}
 	return false
+}
+
+// EndsAfterParent returns a line for each span that ends after its parent
+// (a child outliving its parent in a waterfall), but those exempt (nil:
+// none) allows, as an async release under its job.
+func (t *Tree) EndsAfterParent(exempt func(child, parent tracetest.SpanStub) bool) []string {
+	var out []string
+	for _, s := range t.spans {
+		p, ok := t.Parent(s)
+		if ok && s.EndTime.After(p.EndTime) && (exempt == nil || !exempt(s, p)) {
+			out = append(out, fmt.Sprintf("%s ends %v after its parent %s", s.Name, s.EndTime.Sub(p.EndTime), p.Name))
+		}
+	}
+	return out
 }

@@ -2,9 +2,11 @@ package spantest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // Spans are in the in-memory exporter as End returns; NamedStubs picks
@@ -71,5 +73,28 @@ func TestTreeFindsParentsAndAncestors(t *testing.T) {
 	}
 	if _, ok := StubValue(l[0], "none"); ok {
 		t.Error("StubValue(none) found a value, want none")
+	}
+}
+
+// EndsAfterParent lists each span that ends after its parent, but those
+// its exemption allows.
+func TestEndsAfterParentListsChildrenOutlivingTheirParents(t *testing.T) {
+	tp, mem := NewMemory()
+	tr := tp.Tracer("test")
+	ctx, root := tr.Start(context.Background(), "root")
+	_, inside := tr.Start(ctx, "inside")
+	inside.End()
+	_, late := tr.Start(ctx, "late")
+	_, allowed := tr.Start(ctx, "allowed")
+	root.End()
+	late.End()
+	allowed.End()
+	tree := NewTree(mem.GetSpans())
+	if got := tree.EndsAfterParent(nil); len(got) != 2 {
+		t.Errorf("EndsAfterParent(nil) = %q, want late and allowed", got)
+	}
+	got := tree.EndsAfterParent(func(c, p tracetest.SpanStub) bool { return c.Name == "allowed" && p.Name == "root" })
+	if len(got) != 1 || !strings.HasPrefix(got[0], "late ends ") || !strings.HasSuffix(got[0], " after its parent root") {
+		t.Errorf("EndsAfterParent(allowed exempt) = %q, want late's line only", got)
 	}
 }

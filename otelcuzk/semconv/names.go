@@ -363,6 +363,12 @@ const (
 	// KeyRequeuedFrom names the device worker whose fault sent a job back
 	// to the queue (on its new engine.queue span and the fault event).
 	KeyRequeuedFrom = attribute.Key("cuzk.requeued_from")
+	// KeyJobState is the state a cancel found a job in (string, the
+	// engine's State names: QUEUED, SYNTHESIZING, WAITING_DEVICE,
+	// PROVING, RUNNING), on the "cancelled" event of its engine.job (or
+	// engine.partition) span: the stage it stopped in, at the end of that
+	// stage's running step.
+	KeyJobState = attribute.Key("cuzk.job.state")
 )
 
 // The scalars of msm.g1.a, msm.g1.b, msm.g1.k and msm.g2.b by kind, as

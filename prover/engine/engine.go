@@ -713,6 +713,9 @@ func (e *Engine) stopTasksLocked(j *job, cause error) []action {
 		if t.ended {
 			continue
 		}
+		if !t.stopped {
+			t.stopped, t.stoppedIn = true, t.state
+		}
 		switch {
 		case t.state == StateQueued && t.elem != nil:
 			e.queues[slot(j.req.Priority)].Remove(t.elem)

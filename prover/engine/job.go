@@ -146,6 +146,10 @@ type task struct {
 	waitingMemory bool
 	cancelRun     context.CancelFunc
 	worker        string
+	// stoppedIn is the state the task was in when its job was cancelled
+	// (or failed in another partition); valid once stopped is set.
+	stoppedIn State
+	stopped   bool
 
 	queueSpan, budgetSpan, gpuSpan, warmSpan trace.Span
 	queued, synthStart, synthEnd, proveStart time.Time

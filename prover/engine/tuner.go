@@ -59,16 +59,22 @@ type Tuner struct {
 // shapeStats are the moving averages of one circuit and size.
 type shapeStats struct {
 	synthesisMs, deviceMs float64 // 0: not measured yet
-	synthesized, proved   int
-	memory                uint64 // one job's estimate
-	budget                uint64 // the engine's budget (0: none)
-	tasks                 int    // the solver tasks of the last synthesis
+	// firstMs is the latest synthesis that carried the circuit's one-time
+	// work (ObserveFirstSynthesis), shown while synthesisMs is 0.
+	firstMs             float64
+	synthesized, proved int
+	memory              uint64 // one job's estimate
+	budget              uint64 // the engine's budget (0: none)
+	tasks               int    // the solver tasks of the last synthesis
 }
 
 // Tuning is the tuner's choice for one circuit and size, with its inputs:
 // Workers syntheses at once, SolverTasks the tasks the last synthesis was
 // given, SynthesisMs and DeviceMs the moving averages of the measured
-// stage times (0: none yet), Reason a line saying why.
+// stage times (0: none yet; SynthesisMs is a first synthesis's, one-time
+// work included, until another is measured: the Reason says so, and the
+// choice does not use it), Synthesized and Proved the samples taken,
+// Reason a line saying why.
 type Tuning struct {
 	Circuit               string
 	Constraints           int
@@ -171,6 +177,9 @@ func (t *Tuner) chooseLocked(s *shapeStats) (int, string) {
 	if t.host {
 		n, why = 1, "not measured yet: one beside the CPU's proves"
 	}
+	if s.synthesisMs == 0 && s.firstMs > 0 {
+		why += fmt.Sprintf(" (the first synthesis, %.0f ms, carried the circuit's one-time work)", s.firstMs)
+	}
 	if s.synthesisMs > 0 && s.deviceMs > 0 {
 		need := tunerMargin * float64(t.devices) * s.synthesisMs / s.deviceMs
 		n = int(math.Ceil(need))
@@ -233,9 +242,30 @@ func (t *Tuner) SolverTasksStarting(req *prover.Request, busy, queued, proving i
 	return s.tasks
 }
 
-// ObserveSynthesis records that a synthesis of req took d.
+// ObserveSynthesis records that a synthesis of req took d: its own work
+// (pipeline.synthesize), not the circuit's compile or its keys' load
+// (prover.SynthesisTimer).
 func (t *Tuner) ObserveSynthesis(req *prover.Request, d time.Duration) {
 	t.observe(req, d, false, func(s *shapeStats) *float64 { s.synthesized++; return &s.synthesisMs })
+}
+
+// ObserveFirstSynthesis records that a synthesis of req that may have
+// carried the circuit's one-time solver work (its first solve:
+// synthesize.plan; prover.SynthesisTiming.FirstSolve) took d. It is
+// counted and shown (Tuning.SynthesisMs) until a synthesis without it is
+// measured, but never averaged in nor used to choose: a first sample
+// several times the others' held the choice above what the devices need
+// for the jobs after it (the moving average keeps 0.7^n of it after n
+// more).
+func (t *Tuner) ObserveFirstSynthesis(req *prover.Request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.shapeLocked(shapeKey(req))
+	s.synthesized++
+	s.firstMs = float64(d) / 1e6
 }
 
 // ObserveDevice records that a device proved a job of req in d. A time
@@ -273,7 +303,11 @@ func (t *Tuner) Snapshot() []Tuning {
 		if tasks == 0 {
 			tasks = max(1, synthesisCores(t.cores, t.devices)/n)
 		}
-		tu := Tuning{Workers: n, SolverTasks: tasks, SynthesisMs: s.synthesisMs, DeviceMs: s.deviceMs,
+		synthMs := s.synthesisMs
+		if synthMs == 0 {
+			synthMs = s.firstMs
+		}
+		tu := Tuning{Workers: n, SolverTasks: tasks, SynthesisMs: synthMs, DeviceMs: s.deviceMs,
 			Synthesized: s.synthesized, Proved: s.proved, Reason: why}
 		tu.Circuit, tu.Constraints = splitShapeKey(key)
 		out = append(out, tu)

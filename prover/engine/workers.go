@@ -112,8 +112,8 @@ func (e *Engine) synthesisWork() {
 			e.synthesizing--
 		}
 		t.synthEnd = e.cfg.now()
-		if err == nil && e.cfg.tuner != nil {
-			e.cfg.tuner.ObserveSynthesis(&t.req, t.synthEnd.Sub(t.synthStart))
+		if err == nil && syn != nil && e.cfg.tuner != nil {
+			e.observeSynthesis(t, syn)
 		}
 		stop := t.job.cancelled || t.job.failed != nil
 		if err != nil || syn == nil || stop {
@@ -155,6 +155,25 @@ func (e *Engine) synthesisWork() {
 		t.job.refresh()
 		e.cond.Broadcast()
 		e.mu.Unlock()
+	}
+}
+
+// observeSynthesis gives the tuner t's synthesis time: the runner's own
+// measure of it when it has one (prover.SynthesisTimer: without the
+// compile, the keys' load and the wait for another job's load, which the
+// time from t.synthStart holds on a circuit's first use), a first solve's
+// apart; else the time from t.synthStart.
+func (e *Engine) observeSynthesis(t *task, syn prover.Synthesized) {
+	st, ok := syn.(prover.SynthesisTimer)
+	if !ok {
+		e.cfg.tuner.ObserveSynthesis(&t.req, t.synthEnd.Sub(t.synthStart))
+		return
+	}
+	tm := st.SynthesisTiming()
+	if tm.FirstSolve {
+		e.cfg.tuner.ObserveFirstSynthesis(&t.req, tm.Synthesis)
+	} else {
+		e.cfg.tuner.ObserveSynthesis(&t.req, tm.Synthesis)
 	}
 }
 
@@ -257,9 +276,14 @@ func (e *Engine) unreserveWhenFreed(t *task, syn prover.Synthesized) {
 }
 
 // awaitReady marks the engine ready once ready is closed, ending the
-// engine.warmup spans of the tasks that waited for it.
+// engine.warmup spans of the tasks that waited for it; it returns without
+// once the workers ended (Shutdown of an engine never ready).
 func (e *Engine) awaitReady(ready <-chan struct{}) {
-	<-ready
+	select {
+	case <-ready:
+	case <-e.workersDone:
+		return
+	}
 	e.mu.Lock()
 	e.ready = true
 	now := e.cfg.now()
@@ -553,12 +577,25 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 	last := j.pending == 0
 	spans := []trace.Span{t.queueSpan, t.gpuSpan, t.warmSpan}
 	t.warmSpan = nil
+	stoppedIn := ""
+	if state == StateCancelled && t.stopped {
+		stoppedIn = t.stoppedIn.String()
+	}
 	j.refresh()
 	e.mu.Unlock()
 	for _, s := range spans {
 		if s != nil && s.IsRecording() {
 			s.End(trace.WithTimestamp(now))
 		}
+	}
+	if stoppedIn != "" {
+		// Where the cancel found it: it stopped there once the step
+		// running then returned, and ran nothing after it.
+		span := j.span
+		if t.span != nil {
+			span = t.span
+		}
+		span.AddEvent("cancelled", trace.WithTimestamp(now), trace.WithAttributes(semconv.KeyJobState.String(stoppedIn)))
 	}
 	if t.span != nil {
 		if err != nil {
