@@ -306,3 +306,48 @@ func TestSynthesisTimingIsTheSynthesisOwnAndFlagsTheFirstSolve(t *testing.T) {
 		s.Release(context.Background())
 	}
 }
+
+// blockOn is a span processor that, when a span named name starts, calls
+// f and then holds the starting goroutine for d: a step made slow.
+type blockOn struct {
+	onStart
+	d time.Duration
+}
+
+func (b blockOn) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	if s.Name() == b.name {
+		b.f()
+		time.Sleep(b.d)
+	}
+}
+
+// A load whose caller gives up while the cached keys are read beside the
+// circuit's decode (keys.load started from the stored hash) returns only
+// once that read ended: its keys.load under the caller's span does not
+// outlive it.
+func TestALoadGivenUpWhileItsKeysAreReadReturnsAfterTheRead(t *testing.T) {
+	dir := t.TempDir()
+	req := &Request{Circuit: "mulchain", Constraints: 600}
+	maker := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithBuildRevision("test-rev"))
+	if err := maker.LoadCircuit(context.Background(), req.Circuit, req.Constraints); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(blockOn{onStart{semconv.SpanKeysRead, cancel}, 300 * time.Millisecond}),
+		sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	p := newTestPipeline(t, "cpu", buffer.ReleaseSync, WithKeyCacheDir(dir), WithBuildRevision("test-rev"), WithTracerProvider(tp))
+	jobCtx, job := tp.Tracer("test").Start(ctx, semconv.SpanEngineJob)
+	err := p.LoadCircuit(jobCtx, req.Circuit, req.Constraints)
+	job.End()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("load given up: %v, want context.Canceled (or the keys, read whole)", err)
+	}
+	spans := exp.GetSpans()
+	if len(spantest.NamedStubs(spans, semconv.SpanKeysRead)) == 0 || len(spantest.NamedStubs(spans, semconv.SpanKeyLoad)) == 0 {
+		t.Fatal("keys.read and keys.load had not ended when the load returned: the read outlived its caller")
+	}
+	childrenEndInTheirParents(t, spans)
+}

@@ -440,6 +440,13 @@ func (p *Prover) loadCircuit(ctx context.Context, lc *loadedCircuit, name string
 	// decoded: they are read meanwhile (keys.load beside
 	// circuit.cache.decode), whatever becomes of the caller.
 	var pre *preread
+	defer func() {
+		// The read's keys.load is a child of the span in ctx: a load
+		// that gives up (ctx ended, a failed decode) returns after it.
+		if pre != nil {
+			<-pre.done
+		}
+	}()
 	cctx := keycache.OnStoredHash(ctx, func(hash string, n int) {
 		if !p.cache.HasKeys(hash) {
 			return
