@@ -1,8 +1,10 @@
 package groth16
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -14,8 +16,9 @@ import (
 
 // BenchmarkSolve times one solve of a built-in circuit into reused
 // vectors by levels and by components, on 1, 2, 4 and 16 goroutines (the
-// plan of the components made before the timer), and the making of the
-// plan alone, sequential and parallel (on GOMAXPROCS goroutines: -cpu).
+// plan of the components made before the timer), the making of the
+// plan alone, sequential and parallel (on GOMAXPROCS goroutines: -cpu),
+// and its plan file written and read back (planfile.go).
 // SOLVE_BENCH_CIRCUIT (merkle) and SOLVE_BENCH_LOG2 (18) choose the
 // circuit.
 //
@@ -53,6 +56,50 @@ func BenchmarkSolve(b *testing.B) {
 	b.Run(fmt.Sprintf("%s/%d/plan/parallel", name, lg), func(b *testing.B) {
 		for b.Loop() {
 			parallelCompPlan(r1cs, shapeOf(r1cs))
+		}
+	})
+	// The plan file (planfile.go): written to memory, read back from
+	// memory (the checks included) and from a file in the page cache as
+	// the key cache reads it.
+	var file bytes.Buffer
+	if err := WritePlan(&file, r1cs, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "plan")
+	if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("%s/%d/plan/write", name, lg), func(b *testing.B) {
+		var w bytes.Buffer
+		w.Grow(file.Len())
+		b.SetBytes(int64(file.Len()))
+		for b.Loop() {
+			w.Reset()
+			if err := WritePlan(&w, r1cs, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("%s/%d/plan/read", name, lg), func(b *testing.B) {
+		b.SetBytes(int64(file.Len()))
+		for b.Loop() {
+			if _, err := readPlan(bytes.NewReader(file.Bytes()), r1cs, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("%s/%d/plan/read-file", name, lg), func(b *testing.B) {
+		b.SetBytes(int64(file.Len()))
+		for b.Loop() {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = readPlan(f, r1cs, "bench")
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	for _, comps := range []bool{false, true} {

@@ -2,7 +2,7 @@ package groth16
 
 import (
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
-	"github.com/otelcuzk/otelcuzk/prover/keycache"
+	"github.com/otelcuzk/otelcuzk/prover/setup"
 )
 
 // Errors callers branch on with errors.Is. Each declares its error.type
@@ -11,9 +11,11 @@ import (
 var (
 	// ErrUnsupported is returned for a constraint system, key or witness
 	// that is not a BLS12-381 R1CS of gnark (a PLONK system, another
-	// curve). error.type unsupported. It is keycache.ErrUnsupported, one
-	// sentinel for one meaning: the key cache refuses the same systems.
-	ErrUnsupported = keycache.ErrUnsupported
+	// curve). error.type unsupported. It is setup.ErrUnsupported (and
+	// keycache.ErrUnsupported), one sentinel for one meaning: the key
+	// setup and the key cache refuse the same systems. (From setup, not
+	// keycache: keycache imports this package to store solver plans.)
+	ErrUnsupported = setup.ErrUnsupported
 	// ErrWitnessSize is returned when the witness has the wrong number of
 	// public or secret values for the constraint system. error.type
 	// bad_witness.

@@ -55,19 +55,8 @@ func Setup(t testing.TB, name string, n int, seed int64) *Fixture {
 		return f
 	}
 	start := time.Now()
-	in, err := circuits.Build(name, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccs, err := in.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, ccs, w := compileBuiltin(t, name, n, seed)
 	pk, vk, err := groth16.Setup(ccs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := in.Witness(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +141,32 @@ func WriteFiles(t testing.TB, dir, name string, ccs constraint.ConstraintSystem,
 func WitnessBytes(t testing.TB, name string, n int, seed int64) []byte {
 	t.Helper()
 	return Marshal(t, SampleWitness(t, name, n, seed))
+}
+
+// CompileBuiltin returns built-in circuit name compiled at n constraints
+// and its sample full witness of seed, without a key setup; it fails t on
+// any error.
+func CompileBuiltin(t testing.TB, name string, n int, seed int64) (constraint.ConstraintSystem, witness.Witness) {
+	t.Helper()
+	_, ccs, w := compileBuiltin(t, name, n, seed)
+	return ccs, w
+}
+
+func compileBuiltin(t testing.TB, name string, n int, seed int64) (*circuits.Instance, constraint.ConstraintSystem, witness.Witness) {
+	t.Helper()
+	in, err := circuits.Build(name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, err := in.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := in.Witness(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, ccs, w
 }
 
 // SampleWitness returns the sample full witness of seed of built-in
