@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,22 @@ func verifyWithKeyFile(t *testing.T, proofPath, keyPath string, n int) {
 	}
 }
 
+// readTraceSpans returns the spans of the OTLP JSON lines file at path
+// (cuzk prove's --trace-file); it fails t on any error.
+func readTraceSpans(t *testing.T, path string) []tracefile.Span {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	spans, err := tracefile.ReadOTLPJSONLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spans
+}
+
 // Two cuzk prove processes started at once on one fresh cache directory
 // run one key setup between them (the second waits for the first's, then
 // reads its key) and both proofs verify against the key file left on disk:
@@ -89,16 +106,7 @@ func TestTwoProvesSharingAFreshCacheBothVerifyAgainstTheKeyOnDisk(t *testing.T) 
 		if err := r.cmd.Wait(); err != nil {
 			t.Fatalf("prove %d: %v\nstderr:\n%s", i, err, r.stderr.String())
 		}
-		f, err := os.Open(r.trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spans, err := tracefile.ReadOTLPJSONLines(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range spans {
+		for _, s := range readTraceSpans(t, r.trace) {
 			if s.Name == "keys.setup" {
 				setups++
 			}
@@ -113,6 +121,62 @@ func TestTwoProvesSharingAFreshCacheBothVerifyAgainstTheKeyOnDisk(t *testing.T) 
 	}
 	if setups != 1 {
 		t.Errorf("%d keys.setup spans in the two traces, want 1 (the other process read the key)", setups)
+	}
+}
+
+// A second cuzk prove process (a cache hit) reads the component solver's
+// plan stored beside the cached circuit by the first: its trace has
+// circuit.plan.read with cuzk.solver.plan=cache and no synthesize.plan,
+// where the first made the plan (synthesize.plan, circuit.plan.store);
+// both proofs verify against the key on disk.
+func TestASecondProveReadsTheSolverPlanTheFirstStored(t *testing.T) {
+	const n = 1 << 12
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	prove := func(run int) map[string][]tracefile.Span {
+		t.Helper()
+		proof, trace := filepath.Join(dir, fmt.Sprintf("p%d.bin", run)), filepath.Join(dir, fmt.Sprintf("t%d.jsonl", run))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessMain$", "--",
+			"prove", "--circuit", "mulchain", "--constraints", strconv.Itoa(n), "--backend", "cpu",
+			"--cache-dir", cache, "--proof", proof, "--trace-file", trace)
+		cmd.Env = append(os.Environ(), "CUZK_HELPER_MAIN=1", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("prove %d: %v\n%s", run, err, out)
+		}
+		byName := map[string][]tracefile.Span{}
+		for _, s := range readTraceSpans(t, trace) {
+			byName[s.Name] = append(byName[s.Name], s)
+		}
+		keys, _ := filepath.Glob(filepath.Join(cache, "*.keys"))
+		if len(keys) != 1 {
+			t.Fatalf("key files %v, want one", keys)
+		}
+		verifyWithKeyFile(t, proof, keys[0], n)
+		return byName
+	}
+	first := prove(1)
+	if len(first["synthesize.plan"]) != 1 || len(first["circuit.plan.store"]) != 1 || len(first["circuit.plan.read"]) != 0 {
+		t.Errorf("first run: %d synthesize.plan, %d circuit.plan.store, %d circuit.plan.read; want the plan made and stored",
+			len(first["synthesize.plan"]), len(first["circuit.plan.store"]), len(first["circuit.plan.read"]))
+	}
+	if plans, _ := filepath.Glob(filepath.Join(cache, "circuit-mulchain-*.plan")); len(plans) != 1 {
+		t.Fatalf("plan files %v, want one", plans)
+	}
+	second := prove(2)
+	if c := second["circuit.compile"]; len(c) != 1 || c[0].Attrs["cuzk.circuit.cache"] != "hit" {
+		t.Fatalf("second run: circuit.compile %v, want a hit", c)
+	}
+	read := second["circuit.plan.read"]
+	if len(read) != 1 || read[0].Attrs["cuzk.solver.plan"] != "cache" || read[0].ParentID != second["circuit.compile"][0].SpanID {
+		t.Errorf("second run: circuit.plan.read %v, want one under circuit.compile with cuzk.solver.plan=cache", read)
+	}
+	if len(second["synthesize.plan"]) != 0 || len(second["circuit.plan.store"]) != 0 {
+		t.Errorf("second run: %d synthesize.plan, %d circuit.plan.store; want the plan read, not made", len(second["synthesize.plan"]), len(second["circuit.plan.store"]))
+	}
+	if s := second["synthesize.solve"]; len(s) != 1 || s[0].Attrs["cuzk.solver"] != "components" {
+		t.Errorf("second run: synthesize.solve %v, want one by components", s)
 	}
 }
 

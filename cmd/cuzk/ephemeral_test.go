@@ -7,16 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/otelcuzk/otelcuzk/otelcuzk/tracefile"
 )
 
 // --ephemeral-keys: setup, prove, verify (even with --verify=false),
 // discard; the cache directory holds no key file afterwards, and a second
 // run makes its keys again. Nor is the compiled circuit stored (issue 24:
 // its store was 78.4 s of porep 2^26's 102.2 s compile): no circuit file,
-// no circuit.cache.store span. A run without the flag stores it, and an
-// ephemeral run then reads it and leaves it as it was.
+// no circuit.cache.store span, nor its solver plan. A run without the flag
+// stores both, and an ephemeral run then reads them and leaves the
+// circuit as it was.
 func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
@@ -32,17 +31,8 @@ func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 		if fi, err := os.Stat(proof); err != nil || fi.Size() == 0 {
 			t.Fatalf("run %d: proof file: %v", run, err)
 		}
-		f, err := os.Open(traceFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		all, err := tracefile.ReadOTLPJSONLines(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		spans = map[string]bool{}
-		for _, s := range all {
+		for _, s := range readTraceSpans(t, traceFile) {
 			spans[s.Name] = true
 			if s.Name == "circuit.compile" {
 				compile, _ = s.Attrs["cuzk.circuit.cache"].(string)
@@ -51,7 +41,11 @@ func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 		return out, compile, spans
 	}
 	circuitFiles := func() []string {
-		m, _ := filepath.Glob(filepath.Join(cache, "circuit-*"))
+		m, _ := filepath.Glob(filepath.Join(cache, "circuit-*.ccs"))
+		return m
+	}
+	planFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(cache, "circuit-*.plan"))
 		return m
 	}
 	for run := range 2 {
@@ -69,14 +63,14 @@ func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 				run, spans["circuit.cache.store"], spans["keys.hash"], compile)
 		}
 		noKeyFiles(t, cache)
-		if m := circuitFiles(); len(m) != 0 {
-			t.Fatalf("run %d: an ephemeral run stored the compiled circuit: %v", run, m)
+		if m := append(circuitFiles(), planFiles()...); len(m) != 0 {
+			t.Fatalf("run %d: an ephemeral run stored the compiled circuit or its solver plan: %v", run, m)
 		}
 	}
 	// Without the flag the store happens.
-	if _, compile, spans := prove(2); !spans["circuit.cache.store"] || compile != "miss" || len(circuitFiles()) != 1 {
-		t.Fatalf("a run without --ephemeral-keys: circuit.cache.store %v, cuzk.circuit.cache %q, circuit files %v; want the store",
-			spans["circuit.cache.store"], compile, circuitFiles())
+	if _, compile, spans := prove(2); !spans["circuit.cache.store"] || !spans["circuit.plan.store"] || compile != "miss" || len(circuitFiles()) != 1 || len(planFiles()) != 1 {
+		t.Fatalf("a run without --ephemeral-keys: circuit.cache.store %v, circuit.plan.store %v, cuzk.circuit.cache %q, circuit files %v, plan files %v; want the stores",
+			spans["circuit.cache.store"], spans["circuit.plan.store"], compile, circuitFiles(), planFiles())
 	}
 	stored := circuitFiles()[0]
 	before, err := os.ReadFile(stored)
@@ -85,9 +79,10 @@ func TestProveWithEphemeralKeysWritesNoKey(t *testing.T) {
 	}
 	fi, _ := os.Stat(stored)
 	// Then an ephemeral run reads the cached circuit and writes nothing.
-	if _, compile, spans := prove(3, "--ephemeral-keys"); compile != "hit" || spans["circuit.cache.store"] || spans["keys.read"] {
-		t.Errorf("an ephemeral run over a cached circuit: cuzk.circuit.cache %q, circuit.cache.store %v, keys.read %v; want a hit, no store, no key read",
-			compile, spans["circuit.cache.store"], spans["keys.read"])
+	if _, compile, spans := prove(3, "--ephemeral-keys"); compile != "hit" || spans["circuit.cache.store"] || spans["keys.read"] ||
+		!spans["circuit.plan.read"] || spans["synthesize.plan"] || spans["circuit.plan.store"] {
+		t.Errorf("an ephemeral run over a cached circuit: cuzk.circuit.cache %q, circuit.cache.store %v, keys.read %v, circuit.plan.read %v, synthesize.plan %v, circuit.plan.store %v; want a hit, no store, no key read, the plan read",
+			compile, spans["circuit.cache.store"], spans["keys.read"], spans["circuit.plan.read"], spans["synthesize.plan"], spans["circuit.plan.store"])
 	}
 	after, err := os.ReadFile(stored)
 	fi2, _ := os.Stat(stored)

@@ -268,6 +268,21 @@ const (
 	// circuit and size held by another compile and store of it; only when
 	// it was held.
 	SpanCircuitCacheLock = "circuit.cache.lock"
+	// SpanCircuitPlanRead is the component solver's plan of a cached
+	// circuit read from its file beside the circuit and checked
+	// (prover/groth16.ReadPlan), after circuit.cache.decode;
+	// cuzk.solver.plan says what it found. With "cache" the process has
+	// the plan: no synthesize.plan makes it.
+	SpanCircuitPlanRead = "circuit.plan.read"
+	// SpanCircuitPlanStore is the plan written beside the cached circuit
+	// (groth16.WritePlan) after a compile, or after a circuit.plan.read
+	// that found none or refused it; synthesize.plan, just before it
+	// under circuit.compile too, made the plan.
+	SpanCircuitPlanStore = "circuit.plan.store"
+	// KeySolverPlan is what circuit.plan.read found: cache (the plan,
+	// read and kept), missing (no plan file) or refused (a file that did
+	// not fit the circuit or was damaged; an event says why).
+	KeySolverPlan = attribute.Key("cuzk.solver.plan")
 
 	KeyCircuitCache = attribute.Key("cuzk.circuit.cache") // string: hit, miss, stale, corrupt, off, no_store (ephemeral keys: compiled, not stored)
 	// KeyCircuitCacheKeySource is how circuit.cache.key found the key:
@@ -282,9 +297,11 @@ const (
 	SpanSynthesizeWitness = "synthesize.witness" // the request's witness parsed, or a built-in's sample computed
 	SpanSynthesizeSolve   = "synthesize.solve"   // gnark's R1CS solver (hints included): wires and a, b, c
 	// SpanSynthesizePlan is the component solver's plan of a compiled
-	// circuit (its independent components), made once per circuit, just
-	// before the first synthesize.solve that asks for it, under the same
-	// parent (cuzk.solver.components).
+	// circuit (its independent components) being made, once per circuit
+	// in a process, with cuzk.solver.components: just before the first
+	// synthesize.solve that asks for it, under the same parent; or under
+	// circuit.compile, before circuit.plan.store, when the circuit cache
+	// makes it to store it. None when circuit.plan.read read it.
 	SpanSynthesizePlan = "synthesize.plan"
 	SpanSynthesizeCopy = "synthesize.copy" // wires and a, b, c copied into the mmap'd buffers
 

@@ -249,13 +249,22 @@ func buildTag(key string) string {
 }
 
 // evictCircuits removes the entries of circuit at constraints beyond the
-// circuitEntriesMax most recently used, keep (just stored) never among
-// them, and a file of the layout before build tags
+// circuitEntriesMax most recently used (each with its solver plan), keep
+// (just stored) never among them, a plan file whose circuit is gone, and
+// a file of the layout before build tags
 // ("circuit-<name>-<constraints>.ccs", whichever build wrote it last). Run
 // under the circuit's lock; a removal that fails leaves the file.
 func (c *Cache) evictCircuits(circuit string, constraints int, keep string) {
 	stem := circuitStem(circuit, constraints)
 	os.Remove(filepath.Join(c.dir, stem+".ccs"))
+	// A plan whose circuit is gone (evicted by another process between
+	// the two files' stores, or removed by hand) goes too.
+	plans, _ := filepath.Glob(filepath.Join(c.dir, stem+".*"+planSuffix))
+	for _, p := range plans {
+		if _, err := os.Stat(circuitOfPlan(p)); errors.Is(err, fs.ErrNotExist) {
+			os.Remove(p)
+		}
+	}
 	paths, _ := filepath.Glob(filepath.Join(c.dir, stem+".*.ccs"))
 	type entry struct {
 		path string
@@ -273,6 +282,7 @@ func (c *Cache) evictCircuits(circuit string, constraints int, keep string) {
 	sort.Slice(others, func(i, j int) bool { return others[i].used.After(others[j].used) })
 	for i := circuitEntriesMax - 1; i < len(others); i++ {
 		os.Remove(others[i].path)
+		os.Remove(planPath(others[i].path))
 	}
 }
 
@@ -283,13 +293,17 @@ func (c *Cache) evictCircuits(circuit string, constraints int, keep string) {
 // (checked file, written atomically). It records a circuit.compile span
 // under the span in ctx with cuzk.circuit.cache (hit, miss, stale, corrupt,
 // off) and child spans circuit.cache.read and circuit.cache.decode (a hit),
-// or circuit.frontend and circuit.cache.store (a compile).
+// or circuit.frontend and circuit.cache.store (a compile). The component
+// solver's plan goes with a cached circuit (plan.go): read after a hit
+// (circuit.plan.read, cuzk.solver.plan cache, missing or refused), made
+// and stored after a compile or a read that found none that fits
+// (synthesize.plan, circuit.plan.store).
 //
 // The first Compile writes one line to the progress writer saying what
 // keys the cache (Key). With no key (WithRevision("")) the cache is
 // neither read nor written; a damaged cached file is compiled again with a one-line warning.
-// With WithEphemeralKeys a cached circuit is read (a hit writes nothing)
-// but a compiled one is never stored, nor hashed: no circuit.cache.store,
+// With WithEphemeralKeys a cached circuit is read (a hit writes nothing,
+// not even a plan) but a compiled one is never stored, nor hashed: no circuit.cache.store,
 // Hash "", cuzk.circuit.cache no_store, a stale or damaged file left as it
 // is (at porep 2^26 on the H200 the store was 78.4 s of a 102.2 s compile).
 // compile must return a BLS12-381 constraint system. Errors: compile's,
@@ -336,6 +350,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	switch {
 	case rerr == nil:
 		outcome = CircuitCacheHit
+		c.loadPlan(ctx, comp)
 		return comp, nil
 	case errors.Is(rerr, fs.ErrNotExist):
 	case errors.Is(rerr, errStale):
@@ -361,8 +376,13 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 	// lock: only one stored since is (compileAndStore).
 	before, _ := os.Stat(path)
 	comp, found, err := c.compileAndStore(ctx, path, circuit, constraints, want, before, compile)
-	if found {
+	switch {
+	case err != nil:
+	case found:
 		outcome = CircuitCacheHit
+		c.loadPlan(ctx, comp)
+	case comp.Path != "":
+		c.storePlan(ctx, comp)
 	}
 	return comp, err
 }

@@ -109,7 +109,7 @@ func TestCompiledCircuitIsCachedBesideTheKeysAndReadBack(t *testing.T) {
 		t.Fatalf("first compile: hit %v, %d compiles", first.CacheHit, comp.calls.Load())
 	}
 	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheMiss ||
-		strings.Join(children, ",") != "circuit.cache.read,circuit.frontend,circuit.cache.store" {
+		strings.Join(children, ",") != "circuit.cache.read,circuit.frontend,circuit.cache.store,synthesize.plan,circuit.plan.store" {
 		t.Errorf("first compile: %s with %v", outcome, children)
 	}
 	want, err := Hash(first.CCS)
@@ -129,7 +129,7 @@ func TestCompiledCircuitIsCachedBesideTheKeysAndReadBack(t *testing.T) {
 		t.Fatal("cached circuit differs from the compiled one")
 	}
 	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheHit ||
-		strings.Join(children, ",") != "circuit.cache.read,circuit.cache.decode" {
+		strings.Join(children, ",") != "circuit.cache.read,circuit.cache.decode,circuit.plan.read" {
 		t.Errorf("second compile: %s with %v", outcome, children)
 	}
 	// The cached circuit's keys are the compiled circuit's.
@@ -252,8 +252,17 @@ func TestAlternatingBuildsBothHitAndTheLeastRecentlyUsedEntryIsEvicted(t *testin
 			t.Errorf("%s's entry: %v, want kept %v", rev, err, kept)
 		}
 	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "circuit-mulchain-512.*")); len(files) != circuitEntriesMax {
+	if files, _ := filepath.Glob(filepath.Join(dir, "circuit-mulchain-512.*.ccs")); len(files) != circuitEntriesMax {
 		t.Errorf("entries %v, want %d", files, circuitEntriesMax)
+	}
+	// Each entry kept has its solver plan; the evicted one's went with it.
+	for rev, kept := range map[string]bool{"rev1": true, "rev2": false, "rev3": true, "rev4": true} {
+		if _, err := os.Stat(planPath(path(rev))); (err == nil) != kept {
+			t.Errorf("%s's plan: %v, want kept %v", rev, err, kept)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "circuit-mulchain-512.*")); len(files) != 2*circuitEntriesMax {
+		t.Errorf("files %v, want %d entries of a circuit and a plan", files, circuitEntriesMax)
 	}
 	if compile("rev2").CacheHit {
 		t.Error("the evicted entry hit")

@@ -282,7 +282,8 @@ func TestALoadCancelledWhileWaitingForTheLockLeavesNothingRunning(t *testing.T) 
 
 // A compile that misses while another process compiles the same circuit
 // and size (holding its lock) waits (circuit.cache.lock), then reads the
-// circuit the other stored: a hit, no compile of its own.
+// circuit the other stored: a hit, no compile of its own (the other
+// stored no solver plan here: this one makes and stores it).
 func TestACompileWaitsForAnotherProcessCompileAndReadsIt(t *testing.T) {
 	dir := t.TempDir()
 	rec := tracetest.NewSpanRecorder()
@@ -318,7 +319,7 @@ func TestACompileWaitsForAnotherProcessCompileAndReadsIt(t *testing.T) {
 		t.Fatalf("after the wait: hit %v, %d compiles; want the other's circuit read", r.got.CacheHit, comp.calls.Load())
 	}
 	if outcome, children := compileOutcome(t, rec); outcome != CircuitCacheHit ||
-		strings.Join(children, ",") != "circuit.cache.read,circuit.cache.lock,circuit.cache.read,circuit.cache.decode" {
+		strings.Join(children, ",") != "circuit.cache.read,circuit.cache.lock,circuit.cache.read,circuit.cache.decode,circuit.plan.read,synthesize.plan,circuit.plan.store" {
 		t.Errorf("compile after the wait: %s with %v", outcome, children)
 	}
 }

@@ -20,11 +20,17 @@ import (
 // said when it fails. Once the directory is found unwritable, later
 // stores fail at once with the same reason.
 func (c *Cache) store(what, path string, write func(io.Writer) error) error {
+	return c.storeWith(writeChecked, what, path, write)
+}
+
+// storeWith is store writing path with writeFile (writeChecked, or
+// writeAtomic for a file that carries its own checksum).
+func (c *Cache) storeWith(writeFile func(string, func(io.Writer) error) error, what, path string, write func(io.Writer) error) error {
 	if err := c.unwritableErr(); err != nil {
 		c.sayUnwritable(err)
 		return err
 	}
-	err := writeChecked(path, write)
+	err := writeFile(path, write)
 	if err == nil {
 		return nil
 	}
