@@ -62,6 +62,7 @@ var sentinels = []struct {
 	{"groth16.ErrBadWitness", groth16.ErrBadWitness, codes.InvalidArgument},
 	{"groth16.ErrUnsatisfied", groth16.ErrUnsatisfied, codes.InvalidArgument},
 	{"groth16.ErrKeyMismatch", groth16.ErrKeyMismatch, codes.InvalidArgument},
+	{"groth16.ErrBadPlan", groth16.ErrBadPlan, codes.Internal},
 	{"prover.ErrVerifyFailed", prover.ErrVerifyFailed, codes.Internal},
 	{"prover.ErrBadCircuitFile", prover.ErrBadCircuitFile, codes.InvalidArgument},
 	{"prover.ErrUnknownBackend", prover.ErrUnknownBackend, codes.InvalidArgument},
