@@ -9,6 +9,7 @@ and the window time they leave, kernels in --trace and whether each
 --want name is there. Exit 1 when a --want name is missing.
 """
 import json
+import signal
 import statistics
 import sys
 from collections import Counter
@@ -79,4 +80,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head -1`
     main()
