@@ -393,8 +393,9 @@ const (
 // 1, and small, from 2 to 2^64−1 (one 64-bit word once out of Montgomery
 // form); the rest are full-width. Filecoin's witnesses are mostly 0 and 1
 // (the porep circuit's too), which a bit path sums by batch addition
-// instead of Pippenger. The prover counts them in one parallel pass while
-// H is computed (groth16.CountScalars).
+// instead of Pippenger. The prover counts 0 and 1 while H is computed and
+// the small ones beside the MSMs, added when the MSM span ends
+// (groth16.CountScalars, backend.Call.Late).
 const (
 	KeyMSMScalarsZero  = attribute.Key("cuzk.msm.scalars.zero")  // int, scalars equal to 0
 	KeyMSMScalarsOne   = attribute.Key("cuzk.msm.scalars.one")   // int, scalars equal to 1

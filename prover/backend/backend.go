@@ -37,6 +37,15 @@ type Call struct {
 	// scalars of the wire MSMs (groth16.ScalarCounts.Attributes), nil for
 	// the others.
 	Attributes []attribute.KeyValue
+	// Late, when not nil, returns attributes known only once the MSM is
+	// under way: the prover counts the wire MSMs' scalars in [2, 2^64)
+	// (cuzk.msm.scalars.small, a Montgomery reduction a scalar) beside
+	// the MSM instead of holding the device for it. A backend that
+	// records Span calls Late once, after its work, and adds what it
+	// returns before ending the span; Late may block until the count is
+	// done. A backend may ignore it (the prover waits for its counts
+	// before it releases the scalars either way).
+	Late func() []attribute.KeyValue
 	// FromComputeH says the scalars are a prefix of the a that the last
 	// ComputeH of this KeyID returned (the coefficients of H), unchanged
 	// since. A backend that kept H on its device after ComputeH (the CUDA

@@ -106,7 +106,8 @@ func (c *Backend) step(ctx context.Context, name, buf string, n int, f func()) {
 }
 
 // MSMG1 implements Backend.MSMG1 with G1Jac.MultiExp on NumCPU/2 tasks, as
-// gnark runs its four G1 MSMs two at a time. The span is named call.Span, with call.Attributes.
+// gnark runs its four G1 MSMs two at a time. The span is named call.Span, with call.Attributes
+// (and call.Late's when the MSM is done).
 func (c *Backend) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
 	var res curve.G1Jac
 	if c == nil {
@@ -147,6 +148,9 @@ func (c *Backend) msm(ctx context.Context, call backend.Call, nbPoints, nbScalar
 		trace.WithAttributes(call.Attributes...))
 	defer span.End()
 	err := f()
+	if call.Late != nil {
+		span.SetAttributes(call.Late()...)
+	}
 	if err == nil && nbPoints != nbScalars {
 		err = fmt.Errorf("%d bases for %d scalars", nbPoints, nbScalars)
 	}

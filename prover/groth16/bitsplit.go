@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
@@ -126,8 +127,25 @@ func takeOnes(scalars []fr.Element) []uint32 {
 // wireMSM is one MSM over wire values and what the bit split made of it:
 // ones is nil when it is not split.
 type wireMSM struct {
-	counts ScalarCounts
+	counts ScalarCounts // Total, Zero and One; Small comes from small
 	ones   []uint32
+	small  func() int // the scalars in [2, 2^64), counted beside the MSM; blocks until known
+}
+
+// zeroOneAttributes are the counts known before the MSM starts.
+func (c ScalarCounts) zeroOneAttributes() []attribute.KeyValue {
+	return []attribute.KeyValue{
+		semconv.KeyMSMScalarsZero.Int(c.Zero),
+		semconv.KeyMSMScalarsOne.Int(c.One),
+	}
+}
+
+// late returns cuzk.msm.scalars.small once counted (backend.Call.Late).
+func (w wireMSM) late() []attribute.KeyValue {
+	if w.small == nil {
+		return nil
+	}
+	return []attribute.KeyValue{semconv.KeyMSMScalarsSmall.Int(w.small())}
 }
 
 // tailCounts are the counts of the tail's scalars: the ones are zeros now.
@@ -149,7 +167,7 @@ func splitMSM[A any, J any, PJ interface {
 }](p *proving, ctx context.Context, name, keyID string, bases backend.BaseSet[A], scalars []fr.Element, w wireMSM,
 	msm func(context.Context, backend.Call, backend.BaseSet[A], []fr.Element) (J, error),
 	batch func(context.Context, backend.Call, backend.BaseSet[A], []uint32) (J, error)) (res J, err error) {
-	call := backend.Call{Span: name, KeyID: keyID, Attributes: w.counts.Attributes()}
+	call := backend.Call{Span: name, KeyID: keyID, Attributes: w.counts.zeroOneAttributes(), Late: w.late}
 	if w.ones == nil {
 		return msm(ctx, call, bases, scalars)
 	}
@@ -159,8 +177,9 @@ func splitMSM[A any, J any, PJ interface {
 		semconv.KeyBackend.String(p.backend.Name()),
 		semconv.KeyMSMBatchAddPoints.Int(len(w.ones)),
 		semconv.KeyMSMTailPoints.Int(tail),
-	), trace.WithAttributes(w.counts.Attributes()...))
+	), trace.WithAttributes(w.counts.zeroOneAttributes()...))
 	defer func() {
+		span.SetAttributes(w.late()...)
 		semconv.SetError(span, err)
 		span.End()
 	}()
@@ -168,7 +187,8 @@ func splitMSM[A any, J any, PJ interface {
 	if err != nil {
 		return res, err
 	}
-	tailCall := backend.Call{Span: name + semconv.SpanSuffixTail, KeyID: keyID, Attributes: w.tailCounts().Attributes()}
+	// The ones are zeros in the tail; its small scalars are the MSM's.
+	tailCall := backend.Call{Span: name + semconv.SpanSuffixTail, KeyID: keyID, Attributes: w.tailCounts().zeroOneAttributes(), Late: w.late}
 	res, err = msm(ctx, tailCall, bases, scalars)
 	if err != nil {
 		return res, err
@@ -185,13 +205,33 @@ func (p *proving) batchAdder() backend.BatchAdder {
 	return cpu.New(p.cfg.tp)
 }
 
-// split counts the scalars of one wire MSM by kind and, when the proof's
-// BitSplit wants it, takes the wires equal to 1 out of scalars (set to 0
-// in place) as the batch addition's indexes.
+// countSmallFn is countSmall; tests slow it down.
+var countSmallFn = countSmall
+
+// split counts the zeros and ones of one wire MSM's scalars and, when the
+// proof's BitSplit wants it, takes the wires equal to 1 out of scalars
+// (set to 0 in place) as the batch addition's indexes. The scalars in
+// [2, 2^64) are counted beside the MSMs (w.small), not before them: that
+// count leaves Montgomery form once a scalar (BenchmarkCountScalars:
+// 5.4-9.3 ms a 2^20 vector on this project's 2-core VM), which held the device
+// idle between compute_h and the MSMs (a median 3.8 ms a proof at 2^20
+// and 13.0 ms at 2^22 in the daemon on an H100,
+// bench/devices/2026-12-07-5.md); the comparisons alone cost about a
+// hundredth of it. releaseAll waits for the count before the scalars'
+// buffers go.
 func (p *proving) split(scalars []fr.Element) wireMSM {
-	w := wireMSM{counts: CountScalars(scalars)}
+	w := wireMSM{counts: countZeroOne(scalars)}
 	if p.cfg.bitSplit.wants(w.counts) {
 		w.ones = takeOnes(scalars)
 	}
+	var n int
+	done := make(chan struct{})
+	p.counting.Add(1)
+	go func() {
+		defer p.counting.Done()
+		defer close(done)
+		n = countSmallFn(scalars)
+	}()
+	w.small = func() int { <-done; return n }
 	return w
 }

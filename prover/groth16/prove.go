@@ -170,6 +170,9 @@ type proving struct {
 
 	wiresA, wiresB, wiresK *buffer.Mmap
 	proof                  *groth16_bls12381.Proof
+	// counting is the scalar counts running beside the MSMs (split):
+	// releaseAll waits for them before the wire vectors they read go.
+	counting sync.WaitGroup
 }
 
 func (p *proving) prove(ctx context.Context, pk *groth16_bls12381.ProvingKey) error {
@@ -396,6 +399,7 @@ func (p *proving) release(name string, b **buffer.Mmap) error {
 
 // releaseAll releases whatever the proof still holds; idempotent.
 func (p *proving) releaseAll() error {
+	p.counting.Wait()
 	asg := p.asg
 	errs := []error{
 		p.release("b", &asg.b),

@@ -2,11 +2,15 @@ package groth16
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"math/rand"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/groth16"
 	groth16_bls12381 "github.com/consensys/gnark/backend/groth16/bls12-381"
@@ -14,7 +18,9 @@ import (
 
 	"github.com/otelcuzk/otelcuzk/internal/spantest"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
+	"github.com/otelcuzk/otelcuzk/prover/backend"
 	"github.com/otelcuzk/otelcuzk/prover/circuits/circuitstest"
+	"github.com/otelcuzk/otelcuzk/prover/cpu"
 )
 
 // naiveCounts classifies each scalar by its integer value.
@@ -167,5 +173,126 @@ func BenchmarkCountScalars(b *testing.B) {
 				CountScalars(c.v)
 			}
 		})
+	}
+}
+
+// msmWatcher is the CPU backend reporting each MSM's call as it starts.
+type msmWatcher struct {
+	*cpu.Backend
+	calls chan backend.Call
+}
+
+func (w *msmWatcher) MSMG1(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G1Affine], scalars []fr.Element) (curve.G1Jac, error) {
+	w.calls <- call
+	return w.Backend.MSMG1(ctx, call, bases, scalars)
+}
+
+func (w *msmWatcher) MSMG2(ctx context.Context, call backend.Call, bases backend.BaseSet[curve.G2Affine], scalars []fr.Element) (curve.G2Jac, error) {
+	w.calls <- call
+	return w.Backend.MSMG2(ctx, call, bases, scalars)
+}
+
+// TestWireMSMsStartBeforeTheSmallCount holds the count of the scalars in
+// [2, 2^64) until the four wire MSMs have started: they start (with the
+// zero and one counts, and no small count, among their attributes), the
+// count then ends, each span still carries the right
+// cuzk.msm.scalars.small, Prove returns only after every count it
+// started, and the proof verifies. Before, the count ran on the device's
+// path (the MSMs never started while it was held: the test timed out).
+func TestWireMSMsStartBeforeTheSmallCount(t *testing.T) {
+	f := circuitstest.Setup(t, "mulchain", 1<<10, 42)
+	release := make(chan struct{})
+	var started, finished atomic.Int32
+	orig := countSmallFn
+	countSmallFn = func(v []fr.Element) int {
+		started.Add(1)
+		<-release
+		defer finished.Add(1)
+		return orig(v)
+	}
+	t.Cleanup(func() { countSmallFn = orig })
+
+	tp, exp := spantest.NewMemory()
+	w := &msmWatcher{Backend: cpu.New(tp), calls: make(chan backend.Call, 16)}
+	wire := map[string]bool{semconv.SpanMSMG1A: true, semconv.SpanMSMG1B: true, semconv.SpanMSMG1K: true, semconv.SpanMSMG2B: true}
+	watched := make(chan error, 1)
+	go func() {
+		defer close(release)
+		seen := map[string]bool{}
+		timeout := time.After(60 * time.Second)
+		for len(seen) < len(wire) {
+			select {
+			case c := <-w.calls:
+				if !wire[c.Span] {
+					continue
+				}
+				seen[c.Span] = true
+				for _, kv := range c.Attributes {
+					if kv.Key == semconv.KeyMSMScalarsSmall {
+						watched <- fmt.Errorf("%s started with %s = %v: counted before the MSM", c.Span, kv.Key, kv.Value.AsInt64())
+						return
+					}
+				}
+				if c.Late == nil {
+					watched <- fmt.Errorf("%s started without a Late count", c.Span)
+					return
+				}
+			case <-timeout:
+				watched <- fmt.Errorf("after 60 s only %v of the wire MSMs started while the small count was held", seen)
+				return
+			}
+		}
+		watched <- nil
+	}()
+	proof, err := Prove(context.Background(), f.CCS, f.PK, f.Witness, WithBackend(w), WithTracerProvider(tp))
+	if werr := <-watched; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, e := started.Load(), finished.Load(); s != 3 || e != 3 {
+		t.Fatalf("Prove returned with %d of %d small counts finished (want 3 of 3: A, B, K)", e, s)
+	}
+	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
+		t.Fatalf("gnark rejects the proof: %v", err)
+	}
+	sol, err := f.CCS.Solve(f.Witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wires := sol.(*cs.R1CSSolution).W
+	want := naiveCounts(wires[f.CCS.GetNbPublicVariables():]).Small
+	tree := spantest.NewTree(exp.GetSpans())
+	if got, ok := spantest.StubValue(tree.Named(semconv.SpanMSMG1K)[0], string(semconv.KeyMSMScalarsSmall)); !ok || got != strconv.Itoa(want) {
+		t.Errorf("msm.g1.k: %s = %q (present %v), want %d", semconv.KeyMSMScalarsSmall, got, ok, want)
+	}
+}
+
+// TestCountZeroOneAndSmallSplitCountScalars: the two partial counts the
+// prove uses add up to CountScalars on edges and on a large mixed vector
+// (several goroutines).
+func TestCountZeroOneAndSmallSplitCountScalars(t *testing.T) {
+	var edges []fr.Element
+	var x fr.Element
+	edges = append(edges, fr.Element{}, fr.One(), *x.SetUint64(2), *x.SetUint64(^uint64(0)), *x.SetInt64(-1), *x.SetUint64(1))
+	v := make([]fr.Element, 5*scalarChunk+7)
+	for i := range v {
+		switch i % 4 {
+		case 0:
+			v[i].SetUint64(uint64(i))
+		case 1:
+			v[i].SetOne()
+		case 2:
+			v[i].SetRandom()
+		}
+	}
+	for _, s := range [][]fr.Element{nil, edges, v} {
+		want := CountScalars(s)
+		got := countZeroOne(s)
+		got.Small = countSmall(s)
+		if got != want {
+			t.Errorf("%d scalars: countZeroOne+countSmall %+v, CountScalars %+v", len(s), got, want)
+		}
 	}
 }

@@ -21,7 +21,8 @@ import (
 
 // startCall starts call.Span, when set, as a child of the span in ctx with
 // cuzk.msm.size n, cuzk.backend cuda, extra (a base set's ID) and
-// call.Attributes; end records err on it (semconv.SetError) and ends it.
+// call.Attributes; end adds call.Late's attributes, records err on it
+// (semconv.SetError) and ends it.
 // Without a Span it returns ctx and an end that does nothing, so the
 // copies and kernels are children of the span in ctx.
 func startCall(ctx context.Context, tracer trace.Tracer, call backend.Call, n int, extra ...attribute.KeyValue) (context.Context, func(error)) {
@@ -31,6 +32,9 @@ func startCall(ctx context.Context, tracer trace.Tracer, call backend.Call, n in
 	attrs := append([]attribute.KeyValue{semconv.KeyMSMSize.Int(n), semconv.KeyBackend.String("cuda")}, extra...)
 	ctx, span := tracer.Start(ctx, call.Span, trace.WithAttributes(attrs...), trace.WithAttributes(call.Attributes...))
 	return ctx, func(err error) {
+		if call.Late != nil {
+			span.SetAttributes(call.Late()...)
+		}
 		semconv.SetError(span, err)
 		span.End()
 	}

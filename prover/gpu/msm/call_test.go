@@ -15,17 +15,25 @@ import (
 )
 
 // An MSM call's span (G1Resident, G2Resident, the batch addition, run)
-// carries the size, the backend, the base set and the call's attributes,
-// is the parent of what runs under it, and records the call's error;
+// carries the size, the backend, the base set and the call's attributes
+// (its Late ones added when it ends, once, after the work), is the parent of what runs under it, and records the call's error;
 // without a span name nothing is recorded and the caller's span stays
 // the parent.
 func TestAnMSMCallsSpanCarriesItsAttributesAndError(t *testing.T) {
 	rec, tp := spantest.New()
 	tracer := tp.Tracer("test")
-	call := backend.Call{Span: semconv.SpanMSMG1A, KeyID: "k", Attributes: []attribute.KeyValue{attribute.Int("cuzk.msm.scalars.zero", 3)}}
+	lates := 0
+	call := backend.Call{Span: semconv.SpanMSMG1A, KeyID: "k", Attributes: []attribute.KeyValue{attribute.Int("cuzk.msm.scalars.zero", 3)},
+		Late: func() []attribute.KeyValue { lates++; return []attribute.KeyValue{semconv.KeyMSMScalarsSmall.Int(5)} }}
 	ctx, end := startCall(context.Background(), tracer, call, 1024, semconv.KeyBaseSetID.String("k:g1.a"))
 	inner := trace.SpanContextFromContext(ctx)
+	if lates != 0 {
+		t.Fatalf("Late called %d times before the call ended", lates)
+	}
 	end(errors.New("msm: launch: boom"))
+	if lates != 1 {
+		t.Errorf("Late called %d times by the end, want 1", lates)
+	}
 	spans := spantest.Named(rec, semconv.SpanMSMG1A)
 	if len(spans) != 1 {
 		t.Fatalf("%d %s spans, want 1", len(spans), semconv.SpanMSMG1A)
@@ -39,6 +47,7 @@ func TestAnMSMCallsSpanCarriesItsAttributesAndError(t *testing.T) {
 		semconv.KeyBackend:                     attribute.StringValue("cuda"),
 		semconv.KeyBaseSetID:                   attribute.StringValue("k:g1.a"),
 		attribute.Key("cuzk.msm.scalars.zero"): attribute.IntValue(3),
+		semconv.KeyMSMScalarsSmall:             attribute.IntValue(5),
 	}
 	got := map[attribute.Key]attribute.Value{}
 	for _, kv := range sp.Attributes() {
