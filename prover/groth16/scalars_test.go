@@ -93,14 +93,7 @@ func TestMSMSpansCarryScalarCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
-				t.Fatalf("gnark rejects the proof: %v", err)
-			}
-			sol, err := f.CCS.Solve(f.Witness)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wires := sol.(*cs.R1CSSolution).W
+			wires := verifiedWires(t, f, proof)
 			pk := f.PK.(*groth16_bls12381.ProvingKey)
 			finite := func(inf []bool) []fr.Element {
 				var out []fr.Element
@@ -174,6 +167,20 @@ func BenchmarkCountScalars(b *testing.B) {
 			}
 		})
 	}
+}
+
+// verifiedWires checks that gnark verifies proof and returns gnark's own
+// solution of f's circuit (the wire values).
+func verifiedWires(t *testing.T, f *circuitstest.Fixture, proof groth16.Proof) []fr.Element {
+	t.Helper()
+	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
+		t.Fatalf("gnark rejects the proof: %v", err)
+	}
+	sol, err := f.CCS.Solve(f.Witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sol.(*cs.R1CSSolution).W
 }
 
 // msmWatcher is the CPU backend reporting each MSM's call as it starts.
@@ -254,14 +261,7 @@ func TestWireMSMsStartBeforeTheSmallCount(t *testing.T) {
 	if s, e := started.Load(), finished.Load(); s != 3 || e != 3 {
 		t.Fatalf("Prove returned with %d of %d small counts finished (want 3 of 3: A, B, K)", e, s)
 	}
-	if err := groth16.Verify(proof, f.VK, f.Public); err != nil {
-		t.Fatalf("gnark rejects the proof: %v", err)
-	}
-	sol, err := f.CCS.Solve(f.Witness)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wires := sol.(*cs.R1CSSolution).W
+	wires := verifiedWires(t, f, proof)
 	want := naiveCounts(wires[f.CCS.GetNbPublicVariables():]).Small
 	tree := spantest.NewTree(exp.GetSpans())
 	if got, ok := spantest.StubValue(tree.Named(semconv.SpanMSMG1K)[0], string(semconv.KeyMSMScalarsSmall)); !ok || got != strconv.Itoa(want) {
