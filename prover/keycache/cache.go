@@ -724,7 +724,14 @@ func decodeKeys(r *parallelReader) (groth16.ProvingKey, groth16.VerifyingKey, er
 }
 
 // writeAtomic writes path (mode 0600, as it always was) through
-// atomicfile, so readers see the old file or the whole new one.
+// atomicfile, so readers see the old file or the whole new one. A named
+// pipe, socket or device at path is refused ("write PATH: is a named
+// pipe, not a file"): atomicfile would write it in place (as it does
+// /dev/stdout), and a pipe's write waits for a reader forever. A
+// directory there is atomicfile's error (EISDIR).
 func writeAtomic(path string, write func(io.Writer) error) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return &os.PathError{Op: "write", Path: path, Err: errors.New("is " + notAFile(fi.Mode()))}
+	}
 	return atomicfile.Write(path, 0o600, write)
 }

@@ -122,9 +122,10 @@ type mappedFile struct {
 
 // mapFile maps the file at path. A path below a regular file (a cache
 // directory that could not be made) is a missing file: errors.Is(err,
-// fs.ErrNotExist) holds.
+// fs.ErrNotExist) holds. Anything but a regular file at path is refused
+// (openRegular).
 func mapFile(path string) (*mappedFile, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if errors.Is(err, unix.ENOTDIR) {
 		return nil, &notDirError{err}
 	}
@@ -132,10 +133,6 @@ func mapFile(path string) (*mappedFile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if st.Size() == 0 {
 		return &mappedFile{}, nil
 	}
@@ -147,6 +144,54 @@ func mapFile(path string) (*mappedFile, error) {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
 	return &mappedFile{data: data}, nil
+}
+
+// openRegular opens the cache file at path for reading and returns its
+// metadata, refusing anything but a regular file in its place (a
+// directory, a named pipe, a device) with a *notRegularError. The open
+// does not block: a named pipe opened for reading would otherwise wait
+// for a writer, and the proof with it, forever. O_NONBLOCK changes nothing
+// for a regular file's reads or mappings.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &notRegularError{path: path, mode: st.Mode()}
+	}
+	return f, st, nil
+}
+
+// notRegularError is a cache file's path that holds something other than
+// a file: "PATH is a directory, not a file".
+type notRegularError struct {
+	path string
+	mode fs.FileMode
+}
+
+func (e *notRegularError) Error() string { return e.path + " is " + notAFile(e.mode) }
+
+// notAFile says what a path of mode holds instead of a regular file: "a
+// directory, not a file".
+func notAFile(mode fs.FileMode) string {
+	switch t := mode.Type(); {
+	case t&fs.ModeDir != 0:
+		return "a directory, not a file"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe, not a file"
+	case t&fs.ModeSocket != 0:
+		return "a socket, not a file"
+	case t&fs.ModeDevice != 0:
+		return "a device, not a file"
+	}
+	return "not a regular file"
 }
 
 // notDirError is an open refused since a directory of the path is a

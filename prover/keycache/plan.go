@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	cs_bls12381 "github.com/consensys/gnark/constraint/bls12-381"
@@ -99,18 +98,11 @@ func (c *Cache) loadPlan(ctx context.Context, comp *Compiled) {
 // and returns its size in bytes. Errors: ReadPlan's, the file system's
 // (fs.ErrNotExist for none).
 func readPlanFile(path string, r1cs *cs_bls12381.R1CS, hash string) (int64, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", path)
-	}
 	return st.Size(), groth16.ReadPlan(f, r1cs, hash)
 }
 

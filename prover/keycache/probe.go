@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"os"
 
 	"github.com/consensys/gnark"
 )
@@ -64,13 +63,12 @@ func (c *Cache) cachedCircuit(ctx context.Context, circuit string, constraints i
 // uint32 length, then the checksum trailer) without reading the rest.
 func circuitMetaOf(path string) (circuitMeta, bool) {
 	var meta circuitMeta
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return meta, false
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() < int64(trailerFixed) {
+	if st.Size() < int64(trailerFixed) {
 		return meta, false
 	}
 	fixed := make([]byte, trailerFixed)
