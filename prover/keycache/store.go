@@ -27,7 +27,7 @@ func (c *Cache) store(what, path string, write func(io.Writer) error) error {
 // writeAtomic for a file that carries its own checksum).
 func (c *Cache) storeWith(writeFile func(string, func(io.Writer) error) error, what, path string, write func(io.Writer) error) error {
 	if err := c.unwritableErr(); err != nil {
-		c.sayUnwritable(err)
+		c.sayUnwritable(err, what)
 		return err
 	}
 	err := writeFile(path, write)
@@ -38,13 +38,13 @@ func (c *Cache) storeWith(writeFile func(string, func(io.Writer) error) error, w
 		c.storeMu.Lock()
 		c.unwritable = derr
 		c.storeMu.Unlock()
-		c.sayUnwritable(derr)
+		c.sayUnwritable(derr, what)
 		return derr
 	}
 	// The directory takes files, this one did not (a directory in its
 	// place, a full disk): said for each file.
 	if c.progress != nil {
-		fmt.Fprintf(c.progress, "keycache: could not store the %s in %s (%v); using them without the cache\n", what, path, err)
+		fmt.Fprintf(c.progress, "keycache: could not store the %s in %s (%v); used from memory for this run only\n", what, path, err)
 	}
 	return err
 }
@@ -60,8 +60,10 @@ func (c *Cache) unwritableErr() error {
 }
 
 // sayUnwritable says once per Cache where and why nothing is stored
-// (unless WithoutUnwritableNotice).
-func (c *Cache) sayUnwritable(err error) {
+// (unless WithoutUnwritableNotice), naming what, the first thing not
+// stored: a run whose circuit and keys were read from the cache stores at
+// most its solver plan, and the line must not say the keys were made.
+func (c *Cache) sayUnwritable(err error, what string) {
 	c.storeMu.Lock()
 	said := c.saidUnwritable
 	c.saidUnwritable = true
@@ -69,8 +71,8 @@ func (c *Cache) sayUnwritable(err error) {
 	if said || c.progress == nil {
 		return
 	}
-	fmt.Fprintf(c.progress, "keycache: nothing can be stored in the cache directory %s (%s): proving without the cache, with the compiled circuit and keys in memory for this run only (set --cache-dir or %s to a writable directory)\n",
-		c.dir, reason(err), EnvCacheDir)
+	fmt.Fprintf(c.progress, "keycache: nothing can be stored in the cache directory %s (%s): what this run makes (first the %s) is used from memory and not kept (set --cache-dir or %s to a writable directory)\n",
+		c.dir, reason(err), what, EnvCacheDir)
 }
 
 // reason is err without the path its *fs.PathError names (the line says

@@ -97,7 +97,7 @@ func TestAnUnwritableCacheDirectoryProvesUncachedWithOneLine(t *testing.T) {
 				}
 			}
 			if len(store) != 1 || !strings.Contains(store[0], "nothing can be stored in the cache directory "+dir+" (") ||
-				!strings.Contains(store[0], "proving without the cache") {
+				!strings.Contains(store[0], "(first the compiled circuit) is used from memory and not kept") {
 				t.Errorf("notice %q, want one line naming the directory and why", notice.String())
 			}
 			failed := map[string]bool{}
@@ -141,5 +141,58 @@ func TestCheckDirSaysWhatWritableWouldAndTheNoticeCanBeLeftOut(t *testing.T) {
 				t.Errorf("notice %q: the line was said despite WithoutUnwritableNotice", notice.String())
 			}
 		})
+	}
+}
+
+// A cache directory that holds the circuit and keys but cannot take the
+// solver plan (it became read-only after they were stored): the circuit
+// and keys are read from it, and the one line names the plan as what is
+// not kept, not "the compiled circuit and keys in memory", which were
+// not made.
+func TestAReadOnlyCacheWithTheCircuitAndKeysSaysOnlyThePlanIsNotKept(t *testing.T) {
+	dir := t.TempDir()
+	stored := compilePlanRun(t, dir)
+	if _, err := mustNew(t, dir).LoadHashed(context.Background(), stored.comp.CCS, stored.comp.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(planPath(stored.comp.Path)); err != nil {
+		t.Fatal(err)
+	}
+	var notice bytes.Buffer
+	c := mustNew(t, dir, WithRevision("rev1"), WithProgress(&notice, false))
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	} else {
+		// Root writes through a mode: the refusal New or a failed
+		// store would have found.
+		c.unwritable = &os.PathError{Op: "open", Path: filepath.Join(dir, "probe"), Err: syscall.EACCES}
+	}
+	comp, err := c.Compile(context.Background(), "mulchain", 1<<10, (&compiler{n: 1 << 10}).compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.LoadHashed(context.Background(), comp.CCS, comp.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !comp.CacheHit || !k.CacheHit {
+		t.Fatalf("circuit hit %v, keys hit %v: want both read from the cache", comp.CacheHit, k.CacheHit)
+	}
+	requireProveAndVerify(t, comp.CCS, k, 1<<10)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(notice.String()), "\n") {
+		if !strings.HasPrefix(l, "circuit cache: keyed") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "nothing can be stored in the cache directory "+dir+" (permission denied)") ||
+		!strings.Contains(lines[0], "(first the solver plan)") || strings.Contains(lines[0], "keys in memory") {
+		t.Errorf("said %q, want one line naming the directory, why, and the solver plan as what is not kept", notice.String())
+	}
+	if _, err := os.Stat(planPath(comp.Path)); err == nil {
+		t.Error("a plan was stored in a directory that cannot take one")
 	}
 }
