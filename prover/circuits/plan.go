@@ -210,7 +210,7 @@ func (p Plan) Fits(cpu bool, hostAvail, diskFree uint64, ephemeral bool) error {
 		over = append(over, fmt.Sprintf("host memory %s needed, %s available", human.Bytes(need), human.Bytes(hostAvail)))
 	}
 	if !ephemeral && diskFree > 0 && p.KeyDisk > diskFree {
-		over = append(over, fmt.Sprintf("key file %s, %s free on its disk (--ephemeral-keys keeps it in memory)", human.Bytes(p.KeyDisk), human.Bytes(diskFree)))
+		over = append(over, fmt.Sprintf("key file %s, %s free on its disk (cuzk prove --ephemeral-keys keeps it in memory)", human.Bytes(p.KeyDisk), human.Bytes(diskFree)))
 	}
 	if len(over) == 0 {
 		return nil

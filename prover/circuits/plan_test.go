@@ -122,6 +122,11 @@ func TestAPlanThatDoesNotFitNamesEveryFigure(t *testing.T) {
 		!strings.Contains(err.Error(), "key file 72.3 GiB, 64.0 GiB free") {
 		t.Fatalf("porep 2^27 on a 120 GiB host with a 64 GiB disk: %v", err)
 	}
+	// The line is cuzk setup's refusal too, and setup has no
+	// --ephemeral-keys: the hint names the command that has it.
+	if !strings.Contains(err.Error(), "(cuzk prove --ephemeral-keys keeps it in memory)") {
+		t.Errorf("the key file's hint: %v, want it to name cuzk prove --ephemeral-keys", err)
+	}
 	// In memory the disk is not needed; the host still is too small.
 	if err := p.Fits(false, 120<<30, 64<<30, true); err == nil || strings.Contains(err.Error(), "key file") {
 		t.Fatalf("ephemeral: %v, want the host memory only", err)
