@@ -84,7 +84,9 @@ func (c *Cache) loadPlan(ctx context.Context, comp *Compiled) {
 		}
 		span.AddEvent("solver plan refused, "+again, trace.WithAttributes(attribute.String("error", err.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "circuit cache: solver plan %s refused (%v); %s\n", path, err, again)
+			// ReadPlan's error starts "solver plan refused": the line says it once.
+			why := strings.TrimPrefix(err.Error(), groth16.ErrBadPlan.Error()+": ")
+			fmt.Fprintf(c.progress, "circuit cache: solver plan %s refused (%s); %s\n", path, why, again)
 		}
 	}
 	span.SetAttributes(semconv.KeySolverPlan.String(outcome))

@@ -206,7 +206,8 @@ func TestAPlanFileMissingDamagedOrOfAnotherCircuitIsMadeAgain(t *testing.T) {
 				if len(events) != 1 || !strings.Contains(events[0].Name, "refused") || !strings.Contains(events[0].Attributes[0].Value.AsString(), tc.why) {
 					t.Errorf("circuit.plan.read events %v, want one saying %q", events, tc.why)
 				}
-				if len(lines) != 1 || !strings.Contains(lines[0], plan) || !strings.Contains(lines[0], tc.why) || !strings.Contains(lines[0], "making it again") {
+				if len(lines) != 1 || !strings.Contains(lines[0], plan) || !strings.Contains(lines[0], tc.why) || !strings.Contains(lines[0], "making it again") ||
+					strings.Count(lines[0], "refused") != 1 {
 					t.Errorf("notice %q, want one line naming the file and %q", run.notice, tc.why)
 				}
 			}
