@@ -25,6 +25,12 @@ const (
 	DefaultMetricsListen = "127.0.0.1:9464" // the OTel Prometheus exporter's customary port (deploy/prometheus.yml)
 )
 
+// MinMaxMessageBytes is the smallest --max-message-bytes New accepts
+// (64 KiB): the bound limits the replies too (GetStatus, GetMetrics), and
+// a request with a witness (32 bytes a wire) of a 2,048-wire circuit fits;
+// below it every call would be refused RESOURCE_EXHAUSTED.
+const MinMaxMessageBytes = 64 << 10
+
 // Config is what New assembles a daemon from: one field per option of
 // `cuzk serve` (the flag named beside each). Start from DefaultConfig; a
 // new option is one field here, read where it is used. Errors of New name
@@ -52,7 +58,7 @@ type Config struct {
 	TLSCert, TLSKey string        // --tls-cert, --tls-key: PEM files, both or neither
 	Token           string        // --token: the bearer token callers must send; "": none
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long running proofs may finish
-	MaxMessageBytes int           // --max-message-bytes: the largest request accepted
+	MaxMessageBytes int           // --max-message-bytes: the largest request accepted, at least MinMaxMessageBytes
 	TraceFile       string        // --trace-file: OTLP JSON lines, used without an OTLP endpoint
 	CacheDir        string        // --cache-dir: the proving key cache ("": the default)
 	// CircuitFiles are NAME:R1CS:PK[:VK] registrations (--circuit-file).
@@ -164,8 +170,8 @@ func (cfg *Config) check() (buffer.ReleaseMode, engine.MemoryBudget, error) {
 	if cfg.ShutdownTimeout < 0 {
 		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --shutdown-timeout %v: want 0 or more", cfg.ShutdownTimeout)
 	}
-	if cfg.MaxMessageBytes < 1 {
-		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --max-message-bytes %d: want at least 1", cfg.MaxMessageBytes)
+	if cfg.MaxMessageBytes < MinMaxMessageBytes {
+		return "", engine.MemoryBudget{}, fmt.Errorf("serve: --max-message-bytes %d: want at least %d (64KiB): every request and reply must fit", cfg.MaxMessageBytes, MinMaxMessageBytes)
 	}
 	return mode, budget, nil
 }

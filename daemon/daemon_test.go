@@ -107,6 +107,44 @@ func TestNewRefusesABadConfigNamingTheFlag(t *testing.T) {
 	}
 }
 
+// --max-message-bytes below MinMaxMessageBytes is refused in one line
+// naming the flag, the value and the minimum (1 was taken, and every
+// request would have been refused); at the minimum a proof, the status
+// and the metrics pass.
+func TestMaxMessageBytesHasAMinimum(t *testing.T) {
+	log := &logtest.Buffer{}
+	cfg := cpuConfig(t, log)
+	cfg.MaxMessageBytes = 1
+	want := "serve: --max-message-bytes 1: want at least 65536 (64KiB): every request and reply must fit"
+	if _, err := New(context.Background(), cfg); err == nil || err.Error() != want {
+		t.Errorf("--max-message-bytes 1: %v, want %q", err, want)
+	}
+	cfg.MaxMessageBytes = MinMaxMessageBytes
+	d, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("--max-message-bytes %d: %v", MinMaxMessageBytes, err)
+	}
+	stop := start(d)
+	defer stop()
+	if proof := prove(t, d.Addr(), &cuzkv1.SubmitProofRequest{RequestId: "small", Circuit: "mulchain", Constraints: 1 << 9}); len(proof) == 0 {
+		t.Error("no proof at the minimum bound")
+	}
+	conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	api := cuzkv1.NewProvingEngineClient(conn)
+	if _, err := api.GetStatus(ctx, &cuzkv1.GetStatusRequest{}); err != nil {
+		t.Errorf("GetStatus at the minimum bound: %v", err)
+	}
+	if _, err := api.GetMetrics(ctx, &cuzkv1.GetMetricsRequest{}); err != nil {
+		t.Errorf("GetMetrics at the minimum bound: %v", err)
+	}
+}
+
 // A --memory-budget above physical memory bounds nothing: it is said in
 // one warning line at start (it was taken silently), and a budget within
 // memory is not.

@@ -44,7 +44,7 @@ func init() {
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key (PEM)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CUZK_TOKEN"}, Usage: "bearer token callers must send"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long running proofs may finish after SIGTERM"},
-			&cli.StringFlag{Name: "max-message-bytes", Value: fmt.Sprintf("%dMiB", server.DefaultMaxMessageBytes>>20), Usage: "largest request (witness, vanilla proof) accepted: bytes, in digits or with KiB/MiB/GiB (powers of 1024) or kB/MB/GB (powers of 1000); with --upstream and without this flag 128MiB, cuzk's own bound"},
+			&cli.StringFlag{Name: "max-message-bytes", Value: fmt.Sprintf("%dMiB", server.DefaultMaxMessageBytes>>20), Usage: "largest request (witness, vanilla proof) or reply accepted: bytes, in digits or with KiB/MiB/GiB (powers of 1024) or kB/MB/GB (powers of 1000), at least 64KiB (the status and metrics replies, a witness of 2048 wires); with --upstream and without this flag 128MiB, cuzk's own bound"},
 			&cli.StringFlag{Name: "trace-file", Value: "./" + otelcuzk.DefaultTraceFile, Usage: "OTLP JSON lines trace file (used when no OTLP endpoint is set)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"CUZK_STATE_DIR"}, Value: daemon.DefaultStateDir(), Usage: "the job journal (" + journal.FileName + ", bbolt): finished jobs and request ids outlive a restart, jobs that were running answer FAILED 'interrupted by a restart' and are proved again when resubmitted; one daemon per directory; 'none': jobs in memory only", DefaultText: "$XDG_STATE_HOME/otelcuzk, else ~/.local/state/otelcuzk"},

@@ -446,6 +446,7 @@ func TestServeAndProveRefuseNonsenseValuesAtStart(t *testing.T) {
 		{[]string{"--cpu-workers", "-5"}, "--cpu-workers"},
 		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
 		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
+		{[]string{"--max-message-bytes", "1"}, "--max-message-bytes 1: want at least 65536"},
 	})
 	for _, env := range []string{"CUZK_CUDA_MSM_G2", "CUZK_CUDA_HOST_COPY", "CUZK_CUPTI_NO_FORCED_FLUSH"} {
 		t.Run(env, func(t *testing.T) {
