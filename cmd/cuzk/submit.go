@@ -81,6 +81,11 @@ func submitAction(c *cli.Context) error {
 			return fmt.Errorf("--%s %d: must be 0 or more (0 to 2^63-1 = %d)", f, v, int64(math.MaxInt64))
 		}
 	}
+	// Any circuit's count above circuits.MaxConstraints is refused here,
+	// in the daemon's words, before any dial (it was sent, to be refused).
+	if err := circuits.CheckMax(uint64(n)); err != nil {
+		return err
+	}
 	// A built-in's size is checked here, as prove checks it, before any
 	// dial: --constraints 0 waited on a daemon that is not there, to be
 	// refused by one that is. A circuit this binary does not know (the

@@ -44,6 +44,12 @@ func TestSubmitChecksTheSizeBeforeDialingTheDaemon(t *testing.T) {
 			t.Errorf("submit --circuit %s --constraints %s wrote %q (gnark's log?)", c.circuit, c.n, errOut)
 		}
 	}
+	// Above 2^32 any circuit is refused before the dial, in the daemon's
+	// words (cuzk submit --circuit-file's circuit sent it, to be refused).
+	_, _, err = runCuzk(t, "submit", "--addr", lis.Addr().String(), "--circuit", "from-files", "--constraints", "4294967297", "--timeout", "2s")
+	if want := "bad constraint count: 4294967297 (above 2^32 = 4294967296, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)"; err == nil || err.Error() != want {
+		t.Errorf("submit --circuit from-files --constraints 4294967297: %v, want %q", err, want)
+	}
 	// A negative --sector or --task-id names its flag before any dial (the
 	// client refused the sector only once connected).
 	for _, f := range []string{"--sector", "--task-id"} {

@@ -300,7 +300,15 @@ func checkConstraints(constraints int) error {
 	if constraints <= 0 {
 		return fmt.Errorf("%w: %d (must be positive: want 1 to 2^32 = %d)", ErrBadConstraints, constraints, uint64(MaxConstraints))
 	}
-	if uint64(constraints) > MaxConstraints {
+	return CheckMax(uint64(constraints))
+}
+
+// CheckMax returns an error wrapping ErrBadConstraints when constraints is
+// above MaxConstraints, in CheckSize's words: the bound of any request,
+// built-in or not (the daemon's submit, cuzk submit before it dials). 0
+// passes: a circuit from files ignores the count.
+func CheckMax(constraints uint64) error {
+	if constraints > MaxConstraints {
 		return fmt.Errorf("%w: %d (above 2^32 = %d, the largest FFT domain of BLS12-381's scalar field: no Groth16 proof of that size exists)",
 			ErrBadConstraints, constraints, uint64(MaxConstraints))
 	}

@@ -185,7 +185,8 @@ func TestBuiltinBelowItsSmallestSizeIsRefusedAtSubmit(t *testing.T) {
 	}{
 		{"merkle", 100, "merkle needs at least"},
 		{"mulchain", 0, "must be positive: want 1 to 2^32 = 4294967296"},
-		{"mulchain", 1 << 40, "constraints 1099511627776 out of range (want at most 2147483647 = 2^31 - 1)"},
+		{"mulchain", 1 << 40, "bad constraint count: 1099511627776 (above 2^32 = 4294967296, the largest FFT domain"},
+		{"mulchain", 1<<32 + 1, "bad constraint count: 4294967297 (above 2^32 = 4294967296"},
 	} {
 		_, err := pc.SubmitProof(ctx5(t), &cuzkv1.SubmitProofRequest{
 			RequestId: "small-" + tc.circuit, Circuit: tc.circuit, Constraints: tc.constraints})

@@ -169,8 +169,8 @@ func (s *Server) request(r *cuzkv1.SubmitProofRequest) (*prover.Request, error) 
 	if !s.cfg.known(r.GetCircuit()) {
 		return nil, status.Errorf(codes.NotFound, "unknown circuit %q (known: %s)", r.GetCircuit(), strings.Join(circuits.Names(), ", "))
 	}
-	if r.GetConstraints() > math.MaxInt32 {
-		return nil, status.Errorf(codes.InvalidArgument, "constraints %d out of range (want at most %d = 2^31 - 1)", r.GetConstraints(), math.MaxInt32)
+	if err := circuits.CheckMax(r.GetConstraints()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	// A built-in's smallest size is checked here, not when the job runs
 	// (merkle at 100 constraints queued and failed later). Names outside
@@ -818,8 +818,8 @@ func (s *Server) keyArgs(circuit string, constraints uint64) (int, error) {
 	if !s.cfg.known(circuit) {
 		return 0, status.Errorf(codes.NotFound, "unknown circuit %q", circuit)
 	}
-	if constraints > math.MaxInt32 {
-		return 0, status.Errorf(codes.InvalidArgument, "constraints %d out of range (want at most %d = 2^31 - 1)", constraints, math.MaxInt32)
+	if err := circuits.CheckMax(constraints); err != nil {
+		return 0, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return int(constraints), nil
 }
