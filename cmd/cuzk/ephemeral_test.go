@@ -100,3 +100,24 @@ func TestProveWithEphemeralKeysRefusesAnUnknownBackend(t *testing.T) {
 		t.Fatalf("--backend tpu --ephemeral-keys: %v %q, want a refusal naming it", err, errOut)
 	}
 }
+
+// --compressed-keys chooses a key file's encoding, and ephemeral keys have
+// no file: the pair is refused in one line before anything runs (it was
+// taken silently), with --plan too.
+func TestProveRefusesCompressedKeysWithEphemeralKeys(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUZK_CACHE_DIR", filepath.Join(dir, "cache"))
+	proof := filepath.Join(dir, "p.bin")
+	for _, extra := range [][]string{nil, {"--plan"}} {
+		args := append([]string{"prove", "--circuit", "mulchain", "--constraints", "256", "--backend", "cpu", "--ephemeral-keys", "--compressed-keys",
+			"--proof", proof, "--trace-file", filepath.Join(dir, "t.jsonl")}, extra...)
+		_, _, err := runCuzk(t, args...)
+		want := "--compressed-keys with --ephemeral-keys: ephemeral keys are never written to or read from a key file, so nothing is compressed; drop one of the two"
+		if err == nil || err.Error() != want {
+			t.Errorf("prove --ephemeral-keys --compressed-keys %v: %v, want %q", extra, err, want)
+		}
+	}
+	if _, err := os.Stat(proof); err == nil {
+		t.Error("a proof file was written")
+	}
+}

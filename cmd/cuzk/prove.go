@@ -55,7 +55,7 @@ func init() {
 			&cli.StringFlag{Name: "cache-dir", Usage: "proving key cache (default $CUZK_CACHE_DIR or <user cache>/otelcuzk/keys)"},
 			&cli.BoolFlag{Name: "progress", Usage: "show the setup spinner even when stderr is not a terminal"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the memory plan of the request (host, device, key disk, synthesis, witness) and of its circuit at 2^20 to 2^27, whether it fits this host, and exit"},
-			&cli.BoolFlag{Name: "compressed-keys", Usage: "read (and store) the keys with compressed points, as cuzk setup --compressed-keys wrote them"},
+			&cli.BoolFlag{Name: "compressed-keys", Usage: "read (and store) the keys with compressed points, as cuzk setup --compressed-keys wrote them; not with --ephemeral-keys (no key file)"},
 			&cli.BoolFlag{Name: "ephemeral-keys", Usage: "make the keys in memory for this proof (on the GPU with --backend cuda or auto), verify, and discard them: no key file is read or written, and the compiled circuit is not stored (one already in the circuit cache is read)"},
 		),
 		OnUsageError: usageError,
@@ -72,6 +72,11 @@ func proveAction(c *cli.Context) (err error) {
 	out, errOut := c.App.Writer, c.App.ErrWriter
 	if errOut == nil {
 		errOut = os.Stderr
+	}
+	// Ephemeral keys have no key file for --compressed-keys to apply to
+	// (it chooses the file's encoding): the pair was taken silently.
+	if c.Bool("ephemeral-keys") && c.Bool("compressed-keys") {
+		return errors.New("--compressed-keys with --ephemeral-keys: ephemeral keys are never written to or read from a key file, so nothing is compressed; drop one of the two")
 	}
 	finished := make(chan struct{})
 	defer close(finished) // before stop (deferred first) cancels ctx
