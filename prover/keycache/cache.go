@@ -374,8 +374,8 @@ func (c *Cache) setupAndStore(ctx context.Context, ccs constraint.ConstraintSyst
 	}
 	w := c.join(ctx, workSpec{
 		key: "setup:" + hash, step: semconv.SpanKeysSetup, lockPath: lock,
-		waitLine: fmt.Sprintf("keycache: waiting for another setup of this key (%d constraints; its lock %s is held): its key is read once stored, not made a second time",
-			ccs.GetNbConstraints(), lock),
+		waitLine: fmt.Sprintf("keycache: waiting for another setup of this key (%s; its lock %s is held): its key is read once stored, not made a second time",
+			constraintCount(ccs.GetNbConstraints()), lock),
 		cached: func() bool { return c.HasKeys(hash) },
 		make: func() (any, error) {
 			pk, vk, err := c.setup(ctx, ccs)
@@ -670,7 +670,7 @@ func (c *Cache) setup(ctx context.Context, ccs constraint.ConstraintSystem) (gro
 	est, known := estimateSetup(c.dir, n)
 	start := time.Now()
 	step := progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter,
-		Line: setupNotice(n, est, known, c.storable()), Bar: fmt.Sprintf("groth16 setup, %d constraints", n)}
+		Line: setupNotice(n, est, known, c.storable()), Bar: "groth16 setup, " + constraintCount(n)}
 	if known {
 		step.Estimate = est
 	}

@@ -289,6 +289,17 @@ func TestSetupEstimateScalesTheLastMeasuredSetup(t *testing.T) {
 	if got := setupNotice(1<<15, 0, false, true); !strings.Contains(got, "cached for the next run") {
 		t.Errorf("notice of a first setup %q", got)
 	}
+	// One constraint is singular (a new user's trial read "mulchain, 1
+	// constraints"), in the setup and the compile lines alike.
+	if got, want := setupNotice(1, 0, false, true), "groth16 setup: 1 constraint, no cached key; "; !strings.HasPrefix(got, want) {
+		t.Errorf("notice of a setup of 1 constraint %q, want it to begin %q", got, want)
+	}
+	if got, want := compileNotice("mulchain", 1, 0, false), "circuit compile: mulchain, 1 constraint; the first compile of it here has no estimate"; got != want {
+		t.Errorf("compile notice %q, want %q", got, want)
+	}
+	if got, want := compileNotice("mulchain", 2, 1500*time.Millisecond, true), "circuit compile: mulchain, 2 constraints; about 1.5 s in all, from the last compile measured here"; got != want {
+		t.Errorf("compile notice %q, want %q", got, want)
+	}
 	// A cache that cannot store the key must not promise it for the next
 	// run (a new user's trial read both lines one after the other).
 	for _, known := range []bool{false, true} {

@@ -434,8 +434,8 @@ func (c *Cache) compileAndStore(ctx context.Context, path, circuit string, const
 	}
 	w := c.join(ctx, workSpec{
 		key: "compile:" + path, step: semconv.SpanCircuitCompile, lockPath: lock,
-		waitLine: fmt.Sprintf("circuit cache: waiting for another compile of %s, %d constraints, in this cache (its lock %s is held): it is read once stored, not compiled twice",
-			circuit, constraints, lock),
+		waitLine: fmt.Sprintf("circuit cache: waiting for another compile of %s, %s, in this cache (its lock %s is held): it is read once stored, not compiled twice",
+			circuit, constraintCount(constraints), lock),
 		cached: func() bool { return hasCircuitFile(path, want, before) },
 		make:   c.compileMake(ctx, circuit, constraints, compile),
 		store: func(v any) error {
@@ -670,12 +670,8 @@ func compileRateFile(circuit string) string { return "compile-rate-" + circuit }
 func (c *Cache) compileProgress(ctx context.Context, circuit string, n int) (done func(error)) {
 	rate := filepath.Join(c.dir, compileRateFile(circuit))
 	est, known := progress.Estimate(rate, int64(n))
-	line := fmt.Sprintf("circuit compile: %s, %d constraints; the first compile of it here has no estimate", circuit, n)
-	if known {
-		line = fmt.Sprintf("circuit compile: %s, %d constraints; about %s in all, from the last compile measured here", circuit, n, human.Duration(est))
-	}
 	start := time.Now()
-	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter, Line: line,
+	stop := progress.Start(progress.Step{W: c.progress, Force: c.forceProgress, After: c.progressAfter, Line: compileNotice(circuit, n, est, known),
 		Bar: fmt.Sprintf("circuit compile, %s/%d", circuit, n), Estimate: est}, ctx.Done())
 	return func(err error) {
 		stop()
@@ -683,4 +679,14 @@ func (c *Cache) compileProgress(ctx context.Context, circuit string, n int) (don
 			progress.Record(rate, int64(n), time.Since(start))
 		}
 	}
+}
+
+// compileNotice is the one line said when a compile of circuit at n
+// constraints has run longer than progressAfter, with the time it should
+// take when a compile of it was measured here (known).
+func compileNotice(circuit string, n int, est time.Duration, known bool) string {
+	if known {
+		return fmt.Sprintf("circuit compile: %s, %s; about %s in all, from the last compile measured here", circuit, constraintCount(n), human.Duration(est))
+	}
+	return fmt.Sprintf("circuit compile: %s, %s; the first compile of it here has no estimate", circuit, constraintCount(n))
 }

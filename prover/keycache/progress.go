@@ -33,7 +33,7 @@ func recordSetup(dir string, n int, d time.Duration) {
 // setup was measured here before, and, when the cache cannot store it
 // (stores false), that the key will not be kept.
 func setupNotice(n int, est time.Duration, known, stores bool) string {
-	line := fmt.Sprintf("groth16 setup: %d constraints, no cached key; ", n)
+	line := fmt.Sprintf("groth16 setup: %s, no cached key; ", constraintCount(n))
 	switch {
 	case known:
 		line += fmt.Sprintf("about %s in all, from the last setup measured here", human.Duration(est))
@@ -46,4 +46,10 @@ func setupNotice(n int, est time.Duration, known, stores bool) string {
 		line += " (the key is not kept: the cache directory cannot be written)"
 	}
 	return line
+}
+
+// constraintCount is n with "constraint" or "constraints" ("1 constraint",
+// "1024 constraints"), for the compile and setup lines.
+func constraintCount(n int) string {
+	return fmt.Sprintf("%d constraint%s", n, human.Plural(n))
 }
