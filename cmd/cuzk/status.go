@@ -146,6 +146,16 @@ func sinceText(d time.Duration) string {
 	return human.Duration(d.Round(time.Second))
 }
 
+// busyText is a worker's busy time as cuzk status prints it: "0 s" for a
+// worker that has not worked yet (it read "0.00 ms"), else unrounded
+// (human.Duration: "4.12 ms", "9.3 s").
+func busyText(d time.Duration) string {
+	if d <= 0 {
+		return "0 s"
+	}
+	return human.Duration(d)
+}
+
 // printStatus writes st as cuzk status prints it, one line per fact.
 func printStatus(out io.Writer, addr string, st *client.Status) {
 	ready := "ready"
@@ -229,7 +239,7 @@ func printStatus(out io.Writer, addr string, st *client.Status) {
 			share = fmt.Sprintf(" (%.0f%% of uptime)", 100*w.Busy.Seconds()/up)
 		}
 		fmt.Fprintf(out, "worker    %s  %s  busy %s%s  proofs succeeded %d failed %d cancelled %d\n",
-			w.Name, job, human.Duration(w.Busy), share, w.Succeeded, w.Failed, w.Cancelled)
+			w.Name, job, busyText(w.Busy), share, w.Succeeded, w.Failed, w.Cancelled)
 		proofs[0] += w.Succeeded
 		proofs[1] += w.Failed
 		proofs[2] += w.Cancelled

@@ -30,8 +30,8 @@ func TestStatusSaysWhatItCounts(t *testing.T) {
 	var out bytes.Buffer
 	printStatus(&out, "127.0.0.1:9000", st)
 	for _, want := range []string{
-		"worker    cuda:0  idle  busy 0.00 ms (0% of uptime)  proofs succeeded 6 failed 1 cancelled 0\n",
-		"worker    cuda:1  idle  busy 0.00 ms (0% of uptime)  proofs succeeded 5 failed 0 cancelled 2\n",
+		"worker    cuda:0  idle  busy 0 s (0% of uptime)  proofs succeeded 6 failed 1 cancelled 0\n",
+		"worker    cuda:1  idle  busy 0 s (0% of uptime)  proofs succeeded 5 failed 0 cancelled 2\n",
 		"totals    jobs succeeded 2  failed 1  cancelled 1;  proofs on workers succeeded 11  failed 1  cancelled 2\n",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -237,6 +237,29 @@ func TestStatusUptimeUnderASecond(t *testing.T) {
 		printStatus(&out, "127.0.0.1:9000", &client.Status{Uptime: up, Version: "v", Ready: true})
 		if line := strings.SplitN(out.String(), "\n", 2)[0]; !strings.Contains(line, want) {
 			t.Errorf("uptime %v: %q, want %q", up, line, want)
+		}
+	}
+}
+
+// A fresh worker's busy time reads "busy 0 s" (it read "busy 0.00 ms",
+// a measurement of nothing); a worker that worked keeps its unrounded
+// time.
+func TestStatusBusyOfAFreshWorker(t *testing.T) {
+	for busy, want := range map[time.Duration]string{
+		0:                       "  busy 0 s  ",
+		4120 * time.Microsecond: "  busy 4.12 ms ",
+		9300 * time.Millisecond: "  busy 9.3 s ",
+	} {
+		var out bytes.Buffer
+		printStatus(&out, "127.0.0.1:9000", &client.Status{Version: "v", Ready: true, Workers: []client.WorkerStatus{{Name: "cpu:0", Busy: busy}}})
+		var line string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "worker ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, want) {
+			t.Errorf("busy %v: %q, want %q", busy, line, want)
 		}
 	}
 }
