@@ -386,7 +386,45 @@ const (
 	// engine.partition) span: the stage it stopped in, at the end of that
 	// stage's running step.
 	KeyJobState = attribute.Key("cuzk.job.state")
+
+	// SpanEngineAbandoned is work a cancelled (or timed-out) job's runner
+	// left running because it cannot stop (a key setup, a circuit
+	// compile: prover.AbandonedWork), from the runner's return to the
+	// work's real end. It is a child of the job's engine.job (or
+	// engine.partition), starts as the job ends and outlives it, as an
+	// async buffer.release does: cuzk.job.id names the job,
+	// cuzk.abandoned.step the work, cuzk.abandoned.synthesis_slot whether
+	// it holds a synthesis slot (else it holds the device worker
+	// cuzk.abandoned.worker), cuzk.memory.bytes the budget it keeps.
+	SpanEngineAbandoned = "engine.abandoned"
+	// KeyAbandonedStep is the work left running (string: keys.setup,
+	// circuit.compile), on engine.abandoned, on the engine.queue of a job
+	// that waited for it, and on EventWaitingForAbandoned.
+	KeyAbandonedStep = attribute.Key("cuzk.abandoned.step")
+	// KeyAbandonedSynthesisSlot is whether abandoned work holds a
+	// synthesis slot (bool, on engine.abandoned; false: a serial engine's
+	// device worker, KeyAbandonedWorker).
+	KeyAbandonedSynthesisSlot = attribute.Key("cuzk.abandoned.synthesis_slot")
+	// KeyAbandonedWorker is the device worker abandoned work holds
+	// (string, on engine.abandoned of a serial engine).
+	KeyAbandonedWorker = attribute.Key("cuzk.abandoned.worker")
+	// KeyAbandonedJobID is the cancelled job whose abandoned work a queued
+	// job waited for (string, on its engine.queue and
+	// EventWaitingForAbandoned; the first such work when there were
+	// several).
+	KeyAbandonedJobID = attribute.Key("cuzk.abandoned.job.id")
+	// KeyAbandonedWaitMS is the part of an engine.queue wait during which
+	// abandoned work held one of the slots the queue feeds (float, ms;
+	// only when not 0).
+	KeyAbandonedWaitMS = attribute.Key("cuzk.abandoned.wait_ms")
 )
+
+// EventWaitingForAbandoned is the event on an engine.queue span whose job
+// waits because abandoned work (SpanEngineAbandoned) holds a slot and no
+// other is free: when it entered the queue, or when the work was
+// abandoned while it waited; KeyAbandonedJobID and KeyAbandonedStep name
+// the work, one event for each.
+const EventWaitingForAbandoned = "waiting for abandoned work"
 
 // The scalars of msm.g1.a, msm.g1.b, msm.g1.k and msm.g2.b by kind, as
 // counts out of cuzk.msm.size (ints, on the MSM span): exactly 0, exactly

@@ -169,6 +169,7 @@ func writeTrace(ew *errWriter, t Trace, opts WaterfallOptions) {
 				name += ": " + n.Status.Message
 			}
 		}
+		name += abandonedNote(n)
 		ew.printf("%10.3f %10.3f %10s  %s  %s\n", human.Milliseconds(n.Start.Sub(t.Start)), human.Milliseconds(n.Duration()), unt, bar(t, n.Span, opts), name)
 	}
 	shown := func(n *Node) bool { return opts.MaxDepth <= 0 || n.Depth <= opts.MaxDepth }
@@ -277,4 +278,29 @@ func (e *errWriter) printf(format string, args ...any) {
 		return
 	}
 	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
+
+// abandonedNote is what a row says beside its span's name of work a
+// cancelled job left running (prover/engine's cuzk.abandoned.*
+// attributes), which no child span shows: on engine.abandoned the work
+// and what it holds, on a queue span the part of the wait during which
+// such work held a slot, and whose it was; "" for other spans.
+func abandonedNote(n *Node) string {
+	step, _ := n.Attrs[string(semconv.KeyAbandonedStep)].(string)
+	if step == "" {
+		return ""
+	}
+	if n.Name == semconv.SpanEngineAbandoned {
+		holds := "a synthesis slot"
+		if w, _ := n.Attrs[string(semconv.KeyAbandonedWorker)].(string); w != "" {
+			holds = "worker " + w
+		}
+		return fmt.Sprintf("  %s left running, holding %s", step, holds)
+	}
+	ms, ok := n.Attrs[string(semconv.KeyAbandonedWaitMS)].(float64)
+	if !ok {
+		return ""
+	}
+	job, _ := n.Attrs[string(semconv.KeyAbandonedJobID)].(string)
+	return fmt.Sprintf("  waited %.3f ms for abandoned %s of %s", ms, step, job)
 }

@@ -45,17 +45,7 @@ func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Mi
 // It returns the file's path.
 func proofTrace(t *testing.T) string {
 	t.Helper()
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER",
-		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"} {
-		t.Setenv(v, "")
-	}
-	path := filepath.Join(t.TempDir(), "cuzk-trace.jsonl")
-	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithTraceFile(path),
-		otelcuzk.WithServiceName("cuzk-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tel.TracerProvider.Tracer(semconv.ScopeName)
+	tr, flush := newTraceFile(t)
 	type sp struct {
 		name       string
 		parent     int // index, -1 for root
@@ -91,10 +81,31 @@ func proofTrace(t *testing.T) string {
 	for i := len(tree) - 1; i >= 0; i-- { // children end before parents
 		spans[i].End(trace.WithTimestamp(at(tree[i].end)))
 	}
-	if err := tel.Shutdown(context.Background()); err != nil {
+	return flush()
+}
+
+// newTraceFile starts otelcuzk.New with its default file exporter on a
+// new file, the environment's OTel settings cleared; it returns a tracer
+// and flush, which shuts the exporter down and returns the file's path.
+func newTraceFile(t *testing.T) (tr trace.Tracer, flush func() string) {
+	t.Helper()
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER",
+		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"} {
+		t.Setenv(v, "")
+	}
+	path := filepath.Join(t.TempDir(), "cuzk-trace.jsonl")
+	tel, err := otelcuzk.New(context.Background(), otelcuzk.WithoutGlobal(), otelcuzk.WithTraceFile(path),
+		otelcuzk.WithServiceName("cuzk-test"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return tel.TracerProvider.Tracer(semconv.ScopeName), func() string {
+		t.Helper()
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 }
 
 func readFile(t *testing.T, path string) []tracefile.Span {

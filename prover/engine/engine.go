@@ -152,6 +152,8 @@ type Abandoned struct {
 	Since time.Time
 	// MemoryBytes is what it keeps reserved in the budget (0 without one).
 	MemoryBytes uint64
+
+	span trace.Span // engine.abandoned, under the job's span
 }
 
 // WaitingJob is a job of Status.Waiting.
@@ -230,6 +232,12 @@ type Engine struct {
 	succeeded     uint64
 	failed        uint64
 	cancelled     uint64
+
+	// abandonedTotal is the time since New during which abandoned work
+	// held a slot, up to abandonedFrom: when the current such time began
+	// (zero while abandoned is empty). abandonedClockLocked reads both.
+	abandonedTotal time.Duration
+	abandonedFrom  time.Time
 
 	journalErrs atomic.Uint64
 	journalErr  atomic.Value // string: the last journal write error
@@ -463,6 +471,7 @@ func (e *Engine) Submit(ctx context.Context, req *prover.Request) (JobInfo, erro
 		j.tasks = append(j.tasks, t)
 		t.elem = e.queues[slot(req.Priority)].PushBack(t)
 		e.queued++
+		e.queuedLocked(t, now)
 	}
 	e.jobs[j.id] = j
 	e.byRequest[req.RequestID] = j
@@ -903,12 +912,18 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		for _, j := range e.running {
 			stuck = append(stuck, j)
 		}
+		left := append([]*Abandoned(nil), e.abandoned...)
 		e.mu.Unlock()
 		now := e.cfg.now()
 		for _, j := range stuck {
 			semconv.SetError(j.span, fmt.Errorf("%w: abandoned, its runner did not return within %v",
 				errCancelledAtShutdown, e.cfg.cancelGrace))
 			j.span.End(trace.WithTimestamp(now))
+		}
+		// So do the engine.abandoned spans of work still running.
+		for _, a := range left {
+			a.span.AddEvent("still running at shutdown", trace.WithTimestamp(now))
+			a.span.End(trace.WithTimestamp(now))
 		}
 		return fmt.Errorf("shutdown: workers still running %v after cancelling %d jobs: %w",
 			e.cfg.cancelGrace, n, ctx.Err())

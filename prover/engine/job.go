@@ -150,6 +150,11 @@ type task struct {
 	// (or failed in another partition); valid once stopped is set.
 	stoppedIn State
 	stopped   bool
+	// abandonedMark is Engine.abandonedClockLocked when the task entered
+	// the queue; waitedFor the first abandoned work that held a slot while
+	// it waited there (nil: none).
+	abandonedMark time.Duration
+	waitedFor     *Abandoned
 
 	queueSpan, budgetSpan, gpuSpan, warmSpan trace.Span
 	queued, synthStart, synthEnd, proveStart time.Time

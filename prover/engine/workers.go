@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcuzk/otelcuzk/internal/human"
 	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 	"github.com/otelcuzk/otelcuzk/prover"
 	"github.com/otelcuzk/otelcuzk/prover/backend"
@@ -88,7 +90,9 @@ func (e *Engine) synthesisWork() {
 		runCtx, cancel := context.WithCancel(t.ctx)
 		t.cancelRun = cancel
 		t.job.refresh()
+		waited := e.leftQueueLocked(t, now)
 		e.mu.Unlock()
+		t.queueSpan.SetAttributes(waited...)
 		t.queueSpan.End(trace.WithTimestamp(now))
 
 		if !e.startSynthesis(t, func() {
@@ -130,10 +134,14 @@ func (e *Engine) synthesisWork() {
 			if err == nil && syn == nil {
 				err = errors.New("runner returned no synthesized proof")
 			}
+			var a *Abandoned
+			if ab != nil {
+				a = e.abandon(t, ab, "")
+			}
 			e.endTask(t, -1, nil, err)
 			if ab != nil {
 				// This slot is not handed out until the work ends.
-				e.holdAbandoned(t, ab, "")
+				e.holdAbandoned(t, a, ab)
 				e.mu.Lock()
 				e.synthesizing--
 				e.cond.Broadcast()
@@ -330,7 +338,9 @@ func (e *Engine) deviceWork(i int) {
 			t = popLocked(&e.queues)
 			e.queued--
 			t.state = StateRunning
+			waited := e.leftQueueLocked(t, now)
 			e.mu.Unlock()
+			t.queueSpan.SetAttributes(waited...)
 			t.queueSpan.End(trace.WithTimestamp(now))
 			if !e.startSynthesis(t, nil) {
 				continue
@@ -424,10 +434,15 @@ func (e *Engine) deviceWork(i int) {
 			e.deviceFault(i, t, err)
 			return
 		}
+		var a *Abandoned
+		ab := abandonedOf(err)
+		if ab != nil && e.synth == nil {
+			a = e.abandon(t, ab, w.Name)
+		}
 		e.endTask(t, i, res, err)
-		if ab := abandonedOf(err); ab != nil && e.synth == nil {
+		if a != nil {
 			// This worker is not handed out until the work ends.
-			e.holdAbandoned(t, ab, w.Name)
+			e.holdAbandoned(t, a, ab)
 		}
 	}
 }
@@ -442,33 +457,139 @@ func abandonedOf(err error) prover.AbandonedWork {
 	return nil
 }
 
-// holdAbandoned holds the calling worker (a device worker named worker, or
-// a synthesis slot for "") and t's memory reservation until the work ab
-// left running ends, listed in Status.Abandoned meanwhile; then it gives
-// the reservation back. t's job has ended already.
-func (e *Engine) holdAbandoned(t *task, ab prover.AbandonedWork, worker string) {
+// abandon records the work ab that t's runner left running, holding the
+// calling worker (a device worker named worker, or a synthesis slot for
+// ""): it is listed in Status.Abandoned, its engine.abandoned span starts
+// under t's span (called before endTask, so the span starts inside the
+// job's and outlives it), and the jobs queued for the slot it keeps are
+// told (waitsForLocked). holdAbandoned waits for its end.
+func (e *Engine) abandon(t *task, ab prover.AbandonedWork, worker string) *Abandoned {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.cfg.now()
 	a := &Abandoned{Step: ab.AbandonedStep(), JobID: t.job.id, RequestID: t.job.req.RequestID,
 		Circuit: t.job.req.Circuit, Constraints: t.job.req.Constraints, Worker: worker,
-		Since: e.cfg.now(), MemoryBytes: t.reserved}
+		Since: now, MemoryBytes: t.reserved}
+	attrs := []attribute.KeyValue{semconv.KeyJobID.String(a.JobID), semconv.KeyAbandonedStep.String(a.Step),
+		semconv.KeyAbandonedSynthesisSlot.Bool(worker == "")}
+	if worker != "" {
+		attrs = append(attrs, semconv.KeyAbandonedWorker.String(worker))
+	}
+	if a.MemoryBytes > 0 {
+		attrs = append(attrs, semconv.KeyMemoryBytes.Int64(int64(a.MemoryBytes)))
+	}
+	_, a.span = e.tracer.Start(t.ctx, semconv.SpanEngineAbandoned, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	if len(e.abandoned) == 0 {
+		e.abandonedFrom = now
+	}
 	e.abandoned = append(e.abandoned, a)
 	if worker == "" {
 		e.abandonedSlot++
 	}
-	e.mu.Unlock()
+	if e.queued > 0 {
+		taken := e.slotsTakenLocked()
+		for _, q := range e.queues {
+			for el := q.Front(); el != nil; el = el.Next() {
+				el.Value.(*task).waitsForLocked(a, taken, now)
+			}
+		}
+	}
+	return a
+}
+
+// holdAbandoned holds the calling worker and t's memory reservation until
+// the work a (of abandon) left running ends; then it ends a's span, takes
+// it off Status.Abandoned and gives the reservation back. t's job has
+// ended already.
+func (e *Engine) holdAbandoned(t *task, a *Abandoned, ab prover.AbandonedWork) {
 	<-ab.AbandonedDone()
 	e.mu.Lock()
+	now := e.cfg.now()
 	for k, x := range e.abandoned {
 		if x == a {
 			e.abandoned = append(e.abandoned[:k], e.abandoned[k+1:]...)
 			break
 		}
 	}
-	if worker == "" {
+	if a.Worker == "" {
 		e.abandonedSlot--
 	}
+	if len(e.abandoned) == 0 {
+		e.abandonedTotal += now.Sub(e.abandonedFrom)
+		e.abandonedFrom = time.Time{}
+	}
 	e.mu.Unlock()
+	a.span.End(trace.WithTimestamp(now))
 	e.unreserve(t)
+}
+
+// abandonedClockLocked is the time since New during which abandoned work
+// held a slot (Status.Abandoned not empty), up to now; the difference of
+// two readings is the part of the time between them that some did. e.mu
+// must be held.
+func (e *Engine) abandonedClockLocked(now time.Time) time.Duration {
+	d := e.abandonedTotal
+	if !e.abandonedFrom.IsZero() {
+		d += now.Sub(e.abandonedFrom)
+	}
+	return d
+}
+
+// slotsTakenLocked reports whether a job queued now waits for a slot: in
+// a pipelined engine every synthesis slot is taken (or the tuner allows no
+// more of the first queued job's circuit), in a serial one every healthy
+// device worker proves or is held by abandoned work. e.mu must be held.
+func (e *Engine) slotsTakenLocked() bool {
+	if e.synth != nil {
+		return e.synthesizing >= e.cfg.synthesisWorkers || !e.tunerAllowsLocked()
+	}
+	return e.proving+len(e.abandoned) >= e.healthy
+}
+
+// queuedLocked notes, as t enters the queue at now (its queueSpan
+// started, pushed on its queue), how much abandoned work has held slots so
+// far, and the abandoned work holding slots now (waitsForLocked). e.mu
+// must be held.
+func (e *Engine) queuedLocked(t *task, now time.Time) {
+	t.abandonedMark = e.abandonedClockLocked(now)
+	t.waitedFor = nil
+	if len(e.abandoned) == 0 {
+		return
+	}
+	taken := e.slotsTakenLocked()
+	for _, a := range e.abandoned {
+		t.waitsForLocked(a, taken, now)
+	}
+}
+
+// waitsForLocked notes that t is queued while the abandoned work a holds
+// a slot (the first such work is the one its queueSpan's attributes name)
+// and, when every slot is taken, that t waits for it from now: an
+// EventWaitingForAbandoned on its queueSpan. e.mu must be held.
+func (t *task) waitsForLocked(a *Abandoned, taken bool, now time.Time) {
+	if t.waitedFor == nil {
+		t.waitedFor = a
+	}
+	if taken {
+		t.queueSpan.AddEvent(semconv.EventWaitingForAbandoned, trace.WithTimestamp(now), trace.WithAttributes(
+			semconv.KeyAbandonedJobID.String(a.JobID), semconv.KeyAbandonedStep.String(a.Step)))
+	}
+}
+
+// leftQueueLocked returns the attributes t's queueSpan gets as t leaves
+// the queue at now: how long of its wait abandoned work held a slot and
+// which (KeyAbandonedWaitMS, KeyAbandonedJobID, KeyAbandonedStep), or nil
+// when none did. e.mu must be held.
+func (e *Engine) leftQueueLocked(t *task, now time.Time) []attribute.KeyValue {
+	d := e.abandonedClockLocked(now) - t.abandonedMark
+	if d <= 0 {
+		return nil
+	}
+	attrs := []attribute.KeyValue{semconv.KeyAbandonedWaitMS.Float64(human.Milliseconds(d))}
+	if a := t.waitedFor; a != nil {
+		attrs = append(attrs, semconv.KeyAbandonedJobID.String(a.JobID), semconv.KeyAbandonedStep.String(a.Step))
+	}
+	return attrs
 }
 
 // deviceFault takes worker i out of service after its runner reported a
@@ -493,6 +614,7 @@ func (e *Engine) deviceFault(i int, t *task, err error) {
 			semconv.KeyQueueDepth.Int(e.queued), semconv.KeyRequeuedFrom.String(w)))
 		t.elem = e.queues[slot(j.req.Priority)].PushFront(t)
 		e.queued++
+		e.queuedLocked(t, now)
 		j.refresh()
 	} else if e.healthy == 0 {
 		cause := fmt.Errorf("%w: the last one, %s, faulted: %v", ErrNoWorker, w, err)
@@ -577,12 +699,19 @@ func (e *Engine) endTask(t *task, worker int, res *prover.Result, err error) {
 	last := j.pending == 0
 	spans := []trace.Span{t.queueSpan, t.gpuSpan, t.warmSpan}
 	t.warmSpan = nil
+	var waited []attribute.KeyValue
+	if t.queueSpan != nil && t.queueSpan.IsRecording() {
+		waited = e.leftQueueLocked(t, now) // cancelled in the queue
+	}
 	stoppedIn := ""
 	if state == StateCancelled && t.stopped {
 		stoppedIn = t.stoppedIn.String()
 	}
 	j.refresh()
 	e.mu.Unlock()
+	if len(waited) > 0 {
+		t.queueSpan.SetAttributes(waited...)
+	}
 	for _, s := range spans {
 		if s != nil && s.IsRecording() {
 			s.End(trace.WithTimestamp(now))
