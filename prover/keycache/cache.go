@@ -341,7 +341,7 @@ func (c *Cache) readCached(ctx context.Context, hash string) (*Keys, error) {
 		// Not a file (a directory in its place): no key to keep.
 		trace.SpanFromContext(ctx).AddEvent("key path is not a file, running setup", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%v); running setup\n", readPath, rerr)
+			fmt.Fprintf(c.progress, "keycache: %s is not a key file (%s); running setup\n", readPath, reasonAt(rerr, readPath))
 		}
 	}
 	return nil, errNotCached

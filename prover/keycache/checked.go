@@ -178,6 +178,23 @@ type notRegularError struct {
 
 func (e *notRegularError) Error() string { return e.path + " is " + notAFile(e.mode) }
 
+// reasonAt is err's reason without path, for a line that names path
+// already ("P unreadable (a named pipe, not a file)", not "(P is a named
+// pipe, not a file)"): a *notRegularError at path says what is there, a
+// *fs.PathError at path its operation and error ("write: is a
+// directory"); any other error its whole text.
+func reasonAt(err error, path string) string {
+	var nr *notRegularError
+	if errors.As(err, &nr) && nr.path == path {
+		return notAFile(nr.mode)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
 // notAFile says what a path of mode holds instead of a regular file: "a
 // directory, not a file".
 func notAFile(mode fs.FileMode) string {

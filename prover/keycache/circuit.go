@@ -359,7 +359,7 @@ func (c *Cache) Compile(ctx context.Context, circuit string, constraints int, co
 		outcome = CircuitCacheCorrupt
 		span.AddEvent("cached circuit unreadable, compiling again", trace.WithAttributes(attribute.String("error", rerr.Error())))
 		if c.progress != nil {
-			fmt.Fprintf(c.progress, "circuit cache: %s unreadable (%v); compiling again\n", path, rerr)
+			fmt.Fprintf(c.progress, "circuit cache: %s unreadable (%s); compiling again\n", path, reasonAt(rerr, path))
 		}
 	}
 	if c.ephemeral {

@@ -71,9 +71,17 @@ func TestANamedPipeOrDirectoryInACacheFilesPlaceIsRefusedNotWaitedOn(t *testing.
 					t.Fatalf("with a %s as the %s: %v, want the circuit and keys made again", kind, file, r.err)
 				}
 				requireProveAndVerify(t, r.comp.CCS, r.keys, 1<<10)
-				want := filepath.Base(path) + " is a " + kind + ", not a file"
+				// The path once a line: "P is not a key file (P is a named
+				// pipe, not a file)" named it twice.
+				want := filepath.Base(path) + " " + map[string]string{"circuit": "unreadable", "plan": "refused", "keys": "is not a key file"}[file] +
+					" (a " + kind + ", not a file); "
 				if !strings.Contains(notice.String(), want) {
 					t.Errorf("said %q, want it to say %q", notice.String(), want)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(notice.String()), "\n") {
+					if n := strings.Count(line, path); n != 1 {
+						t.Errorf("a line names %s %d times: %q", path, n, line)
+					}
 				}
 			})
 		}

@@ -85,7 +85,7 @@ func (c *Cache) loadPlan(ctx context.Context, comp *Compiled) {
 		span.AddEvent("solver plan refused, "+again, trace.WithAttributes(attribute.String("error", err.Error())))
 		if c.progress != nil {
 			// ReadPlan's error starts "solver plan refused": the line says it once.
-			why := strings.TrimPrefix(err.Error(), groth16.ErrBadPlan.Error()+": ")
+			why := strings.TrimPrefix(reasonAt(err, path), groth16.ErrBadPlan.Error()+": ")
 			fmt.Fprintf(c.progress, "circuit cache: solver plan %s refused (%s); %s\n", path, why, again)
 		}
 	}

@@ -230,7 +230,7 @@ func TestAPlanFileMissingDamagedOrOfAnotherCircuitIsMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := compilePlanRun(t, dir)
-	if run.outcome() != PlanRefused || !strings.Contains(run.notice, "is a directory, not a file") || !strings.Contains(run.notice, "could not store the solver plan") {
+	if run.outcome() != PlanRefused || !strings.Contains(run.notice, "(a directory, not a file)") || !strings.Contains(run.notice, "could not store the solver plan") {
 		t.Errorf("a directory as the plan: %s, said %q", run.outcome(), run.notice)
 	}
 	if got, _ := proveTraced(t, dir, run.comp); !sameProof(got, want) {

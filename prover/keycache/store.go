@@ -44,7 +44,7 @@ func (c *Cache) storeWith(writeFile func(string, func(io.Writer) error) error, w
 	// The directory takes files, this one did not (a directory in its
 	// place, a full disk): said for each file.
 	if c.progress != nil {
-		fmt.Fprintf(c.progress, "keycache: could not store the %s in %s (%v); used from memory for this run only\n", what, path, err)
+		fmt.Fprintf(c.progress, "keycache: could not store the %s in %s (%s); used from memory for this run only\n", what, path, reasonAt(err, path))
 	}
 	return err
 }
