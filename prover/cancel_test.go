@@ -175,19 +175,6 @@ func unsatisfiedWitness(t *testing.T) []byte {
 	return b
 }
 
-// childrenEndInTheirParents fails t for every span that ends after its
-// parent, but for an async buffer.release under engine.job (DESIGN.md,
-// "Buffer release": off the critical path, it may end after the job).
-func childrenEndInTheirParents(t *testing.T, spans []tracetest.SpanStub) {
-	t.Helper()
-	asyncRelease := func(child, parent tracetest.SpanStub) bool {
-		return child.Name == semconv.SpanBufferRelease && parent.Name == semconv.SpanEngineJob
-	}
-	for _, l := range spantest.NewTree(spans).EndsAfterParent(asyncRelease) {
-		t.Error(l)
-	}
-}
-
 // issue: a circuit's first synthesis that fails while the keys' load it
 // started runs beside it returns once that load ended (not cancelling
 // it: the circuit's other proofs wait for it), so the caller's span
@@ -220,7 +207,7 @@ func TestAFailedFirstSynthesisReturnsAfterTheKeysLoadItStarted(t *testing.T) {
 	if len(spantest.NamedStubs(spans, semconv.SpanKeysPreload)) != 1 || len(spantest.NamedStubs(spans, semconv.SpanKeyLoad)) == 0 {
 		t.Fatalf("want the keys' load recorded (keys.load, keys.preload) in %d spans", len(spans))
 	}
-	childrenEndInTheirParents(t, spans)
+	spantest.ChildrenEndInTheirParents(t, spans)
 	if res, err := p.Run(context.Background(), req); err != nil || !res.Verified {
 		t.Fatalf("the next proof, with the keys loaded: %v", err)
 	}
@@ -279,7 +266,7 @@ func TestAGivenUpFirstSynthesisReturnsAfterTheKeysLoadItStarted(t *testing.T) {
 				t.Fatalf("%s: %v", when, err)
 			}
 			job.End()
-			childrenEndInTheirParents(t, exp.GetSpans())
+			spantest.ChildrenEndInTheirParents(t, exp.GetSpans())
 		})
 	}
 }
@@ -349,5 +336,5 @@ func TestALoadGivenUpWhileItsKeysAreReadReturnsAfterTheRead(t *testing.T) {
 	if len(spantest.NamedStubs(spans, semconv.SpanKeysRead)) == 0 || len(spantest.NamedStubs(spans, semconv.SpanKeyLoad)) == 0 {
 		t.Fatal("keys.read and keys.load had not ended when the load returned: the read outlived its caller")
 	}
-	childrenEndInTheirParents(t, spans)
+	spantest.ChildrenEndInTheirParents(t, spans)
 }

@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelcuzk/otelcuzk/otelcuzk/semconv"
 )
 
 // Spans are in the in-memory exporter as End returns; NamedStubs picks
@@ -96,5 +98,33 @@ func TestEndsAfterParentListsChildrenOutlivingTheirParents(t *testing.T) {
 	got := tree.EndsAfterParent(func(c, p tracetest.SpanStub) bool { return c.Name == "allowed" && p.Name == "root" })
 	if len(got) != 1 || !strings.HasPrefix(got[0], "late ends ") || !strings.HasSuffix(got[0], " after its parent root") {
 		t.Errorf("EndsAfterParent(allowed exempt) = %q, want late's line only", got)
+	}
+}
+
+// OutlivesParentByDesign's spelt-out names are semconv's, and it allows
+// exactly an async release under its job and abandoned work.
+func TestOutlivesParentByDesignNamesSemconvsSpans(t *testing.T) {
+	for got, want := range map[string]string{
+		spanBufferRelease:   semconv.SpanBufferRelease,
+		spanEngineJob:       semconv.SpanEngineJob,
+		spanEngineAbandoned: semconv.SpanEngineAbandoned,
+	} {
+		if got != want {
+			t.Errorf("spantest says %q where semconv says %q", got, want)
+		}
+	}
+	stub := func(name string) tracetest.SpanStub { return tracetest.SpanStub{Name: name} }
+	for _, c := range []struct {
+		child, parent string
+		want          bool
+	}{
+		{semconv.SpanBufferRelease, semconv.SpanEngineJob, true},
+		{semconv.SpanEngineAbandoned, semconv.SpanEngineJob, true},
+		{semconv.SpanBufferRelease, semconv.SpanGroth16Prove, false},
+		{semconv.SpanKeyLoad, semconv.SpanEngineJob, false},
+	} {
+		if got := OutlivesParentByDesign(stub(c.child), stub(c.parent)); got != c.want {
+			t.Errorf("%s under %s: OutlivesParentByDesign %v, want %v", c.child, c.parent, got, c.want)
+		}
 	}
 }

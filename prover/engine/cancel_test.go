@@ -129,21 +129,6 @@ func cancelledEvent(s tracetest.SpanStub) string {
 	return ""
 }
 
-// childrenEndInTheirParents fails t for every span that ends after its
-// parent, but for an async buffer.release under engine.job (DESIGN.md,
-// "Buffer release": off the critical path, it may end after the job) and
-// engine.abandoned (work a cancelled job left running, which outlives it).
-func childrenEndInTheirParents(t *testing.T, spans []tracetest.SpanStub) {
-	t.Helper()
-	asyncRelease := func(child, parent tracetest.SpanStub) bool {
-		return child.Name == semconv.SpanBufferRelease && parent.Name == semconv.SpanEngineJob ||
-			child.Name == semconv.SpanEngineAbandoned
-	}
-	for _, l := range spantest.NewTree(spans).EndsAfterParent(asyncRelease) {
-		t.Error(l)
-	}
-}
-
 // A job cancelled while its device prove runs (a step that cannot stop)
 // ends CANCELLED when the prove returns: no pipeline.serialize, no
 // proof.verify, its buffers released (buffer.release), its engine.job
@@ -302,7 +287,7 @@ func TestAFailedFirstSynthesisEndsItsJobAfterItsKeyLoad(t *testing.T) {
 	if countNamed(spans, semconv.SpanKeysPreload) != 1 || countNamed(spans, semconv.SpanKeyLoad) == 0 {
 		t.Fatalf("the failed job's trace lacks its keys' load (keys.load, keys.preload): %d spans", len(spans))
 	}
-	childrenEndInTheirParents(t, spans)
+	spantest.ChildrenEndInTheirParents(t, spans)
 
 	if info, err := await(t, e, mustSubmit(t, e, req("next", priority.Normal)).ID); err != nil || info.State != StateSucceeded {
 		t.Fatalf("the next job: %v %v", info.State, err)
